@@ -1,0 +1,257 @@
+// Turns the bench results into a console table and BENCHMARKS.md (figures next to the targets).
+import os from 'node:os';
+import type { ConcurrentResult, FanoutPhase, HistoryResult } from './scenarios';
+import type { Summary } from './stats';
+import { mb, ms, num } from './stats';
+
+export interface StartSample {
+  readyMs: number;
+  idleRssKb: number;
+  processes: number;
+}
+
+export interface BenchResults {
+  date: string;
+  machine: { nproc: number; cpu: string; memGb: number; node: string; os: string };
+  settings: Record<string, number | string>;
+  /** First start on a fresh data dir (creates the store, runs migrations). */
+  freshStart?: StartSample;
+  startModes?: { inprocess: StartSample[]; spawn: StartSample[] };
+  idleRssKb?: number;
+  afterLoadRssKb?: number;
+  rssProcesses?: string;
+  turns?: Summary & { errors: number };
+  concurrent: ConcurrentResult[];
+  history: HistoryResult[];
+  historyStartReadyMs?: number;
+  fanout?: { subscribers: number; paced: FanoutPhase; burst: FanoutPhase };
+  errors: Record<string, string>;
+}
+
+export function machineInfo(): BenchResults['machine'] {
+  return {
+    nproc: os.availableParallelism(),
+    cpu: os.cpus()[0]?.model.trim() ?? 'unknown',
+    memGb: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    os: `${os.type()} ${os.release()}`,
+  };
+}
+
+const medianOf = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.floor((s.length - 1) / 2)]! : NaN;
+};
+
+/** "met" / "missed" against an upper bound; blank when there is no figure. */
+function verdict(value: number | undefined, limit: number): string {
+  if (value === undefined || !Number.isFinite(value)) return '';
+  return value <= limit ? 'met' : 'missed';
+}
+
+interface Row {
+  metric: string;
+  target: string;
+  measured: string;
+  verdict: string;
+  peer: string;
+}
+
+export function summaryRows(r: BenchResults): Row[] {
+  const c50 = r.concurrent.find((c) => c.sessions === 50);
+  const c1k = r.concurrent.find((c) => c.sessions === 1000);
+  const h1k = r.history.find((h) => h.messages === 1_000);
+  const h100k = r.history.find((h) => h.messages === 100_000);
+  const ready = r.startModes ? medianOf(r.startModes.inprocess.map((s) => s.readyMs)) : r.freshStart?.readyMs;
+  const failed = (c?: ConcurrentResult) => (c && c.failed ? ` (${c.failed} failed: ${c.firstFailure ?? '?'})` : '');
+  const rows: Row[] = [
+    { metric: 'turn round trip p50 (agent + agent.wait)', target: '≤ 10 ms', measured: ms(r.turns?.p50), verdict: verdict(r.turns?.p50, 10), peer: '≈ 190 ms' },
+    { metric: 'turn round trip p95', target: '≤ 25 ms', measured: ms(r.turns?.p95), verdict: verdict(r.turns?.p95, 25), peer: '' },
+    { metric: '50 concurrent sessions, one turn each', target: '≤ 0.3 s', measured: ms(c50?.wallMs) + failed(c50), verdict: c50?.failed ? 'missed' : verdict(c50?.wallMs, 300), peer: '8.7 s' },
+    { metric: '1,000 concurrent sessions, one turn each', target: '≤ 5 s', measured: ms(c1k?.wallMs) + failed(c1k), verdict: c1k?.failed ? 'missed' : verdict(c1k?.wallMs, 5000), peer: '' },
+    { metric: 'RSS idle (process tree)', target: '≤ 200 MB', measured: mb(r.idleRssKb), verdict: verdict(r.idleRssKb, 200 * 1024), peer: '≈ 0.9–1.0 GB' },
+    { metric: 'RSS after load (process tree)', target: '≤ 400 MB', measured: mb(r.afterLoadRssKb), verdict: verdict(r.afterLoadRssKb, 400 * 1024), peer: '' },
+    { metric: 'start to ready (spawn → first authorized request)', target: '≤ 2 s', measured: ms(ready), verdict: verdict(ready, 2000), peer: '7–10 s' },
+    {
+      metric: 'chat.history page of 50, 100k-message session (p50 / p95)',
+      target: '≤ 10 ms, flat in size',
+      measured: h100k ? `${ms(h100k.first.p50)} / ${ms(h100k.first.p95)}` : 'n/a',
+      verdict: verdict(h100k?.first.p95, 10),
+      peer: '99 ms',
+    },
+    {
+      metric: 'chat.history deep cursor page, 100k session (p50 / p95)',
+      target: '≤ 10 ms, flat in size',
+      measured: h100k ? `${ms(h100k.deep.p50)} / ${ms(h100k.deep.p95)}` : 'n/a',
+      verdict: verdict(h100k?.deep.p95, 10),
+      peer: '',
+    },
+    {
+      metric: 'chat.history page of 50, 1k-message session (p50 / p95)',
+      target: '(flatness reference)',
+      measured: h1k ? `${ms(h1k.first.p50)} / ${ms(h1k.first.p95)}` : 'n/a',
+      verdict: '',
+      peer: '',
+    },
+    {
+      metric: 'detached delegate end → parent callback turn start',
+      target: '≤ 20 ms',
+      measured: 'not measured yet — delegation not built',
+      verdict: '',
+      peer: 'sub-agent announce ≈ 200 ms',
+    },
+    {
+      metric: `event fan-out, ${r.fanout?.subscribers ?? 10} SSE subscribers (burst: deliveries/s, p99 emit→receive)`,
+      target: '(no target)',
+      measured: r.fanout ? `${num(r.fanout.burst.deliveriesPerSec)} /s, p99 ${ms(r.fanout.burst.latency.p99)}` : 'n/a',
+      verdict: '',
+      peer: '',
+    },
+  ];
+  return rows;
+}
+
+function table(headers: string[], rows: string[][]): string {
+  const esc = (s: string) => s.replace(/\|/g, '\\|');
+  return [`| ${headers.join(' | ')} |`, `| ${headers.map(() => '---').join(' | ')} |`, ...rows.map((r) => `| ${r.map(esc).join(' | ')} |`)].join('\n');
+}
+
+/** A plain fixed-width table for the terminal. */
+export function consoleTable(r: BenchResults): string {
+  const rows = summaryRows(r).map((x) => [x.metric, x.target, x.measured, x.verdict]);
+  const headers = ['metric', 'target', 'crosstalk', ''];
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
+  return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+export function markdown(r: BenchResults): string {
+  const rows = summaryRows(r).map((x) => [x.metric, x.target, x.measured, x.verdict, x.peer]);
+  const m = r.machine;
+  const out: string[] = [];
+  out.push('# Benchmarks');
+  out.push('');
+  out.push(
+    'Measured with `npm run bench` against the **built** server (`scripts/start.mjs`, the same path as `npm start`) over real HTTP on loopback, ' +
+      'default SQLite store in a fresh temp data dir, the built-in `scripted` model (no network, no delay of its own). ' +
+      'These are figures, not assertions: rerun on your machine with `npm run build && npm run bench`.',
+  );
+  out.push('');
+  out.push(`- date: ${r.date}`);
+  out.push(`- machine: ${m.nproc} cores (nproc), ${m.cpu}, ${m.memGb} GB RAM, ${m.os}`);
+  out.push(`- node ${m.node}`);
+  out.push(`- settings: ${Object.entries(r.settings).map(([k, v]) => `${k}=${v}`).join(', ')}`);
+  out.push('');
+  out.push('## Summary');
+  out.push('');
+  out.push(table(['metric', 'target', 'crosstalk', 'vs target', 'OpenClaw 2026.9.6 (peer)'], rows));
+  out.push('');
+  out.push(
+    'Peer figures: OpenClaw 2026.9.6 on the same kind of machine with an instant fake model, as given in the project brief; they were not re-measured here.',
+  );
+  out.push('');
+  out.push('## Details');
+  out.push('');
+  if (r.turns) {
+    const t = r.turns;
+    out.push(
+      `**Turn round trip** (${t.n} sequential turns on one session after warm-up; \`agent\` then \`agent.wait\`, two HTTP requests): ` +
+        `min ${ms(t.min)}, p50 ${ms(t.p50)}, p95 ${ms(t.p95)}, p99 ${ms(t.p99)}, max ${ms(t.max)}, mean ${ms(t.mean)}; ${t.errors} not ok.`,
+    );
+    out.push('');
+  }
+  if (r.concurrent.length) {
+    out.push('**Concurrent sessions** (each a new session `agent:main:bench-<i>`, one turn each, all requests in flight at once; wall time until every `agent.wait` returned):');
+    out.push('');
+    out.push(table(['sessions', 'wall time', 'ok', 'failed'], r.concurrent.map((c) => [num(c.sessions), ms(c.wallMs), num(c.ok), num(c.failed)])));
+    out.push('');
+  }
+  if (r.startModes || r.freshStart) {
+    out.push('**Start to ready** (spawn of `node scripts/start.mjs` → first successful authorized JSON-RPC request) and idle RSS (VmRSS summed over the process tree, ~1 s after ready):');
+    out.push('');
+    const rowsStart: string[][] = [];
+    if (r.freshStart) rowsStart.push(['in-process, fresh data dir (creates the store)', ms(r.freshStart.readyMs), mb(r.freshStart.idleRssKb), String(r.freshStart.processes)]);
+    if (r.startModes) {
+      for (const mode of ['inprocess', 'spawn'] as const) {
+        const xs = r.startModes[mode];
+        if (!xs.length) continue;
+        rowsStart.push([
+          mode === 'inprocess' ? `in-process Next server (default), existing store, median of ${xs.length}` : `\`next start\` as a child (CROSSTALK_START_MODE=spawn), median of ${xs.length}`,
+          `${ms(medianOf(xs.map((s) => s.readyMs)))} (${xs.map((s) => ms(s.readyMs)).join(', ')})`,
+          mb(medianOf(xs.map((s) => s.idleRssKb))),
+          String(xs[0]!.processes),
+        ]);
+      }
+    }
+    out.push(table(['start', 'ready', 'idle RSS', 'processes'], rowsStart));
+    out.push('');
+  }
+  if (r.idleRssKb !== undefined) {
+    out.push(`**Memory**: idle ${mb(r.idleRssKb)} after start; ${mb(r.afterLoadRssKb)} after the turn, concurrency and fan-out runs (${r.rssProcesses ?? ''}).`);
+    out.push('');
+  }
+  if (r.history.length) {
+    out.push(
+      `**chat.history** (limit 50, tools left out; transcripts seeded straight into SQLite with a tool call + result in every 10 rows; ` +
+        `first page = newest; deep page = a cursor reached by walking the public cursor ~90% of the way down${r.historyStartReadyMs ? `; that server was ready ${ms(r.historyStartReadyMs)} after spawn` : ''}):`,
+    );
+    out.push('');
+    out.push(
+      table(
+        ['session size', 'first page p50', 'first page p95', 'deep page p50', 'deep page p95', 'deep page offset'],
+        r.history.map((h) => [num(h.messages), ms(h.first.p50), ms(h.first.p95), ms(h.deep.p50), ms(h.deep.p95), num(h.deepOffset)]),
+      ),
+    );
+    out.push('');
+  }
+  if (r.fanout) {
+    const f = r.fanout;
+    out.push(
+      `**Event fan-out** (${f.subscribers} SSE subscribers on \`GET /api/gateway/events?sessionKey=…\`; latency = receive time − the event's \`ts\`, which has 1 ms resolution):`,
+    );
+    out.push('');
+    out.push(
+      table(
+        ['phase', 'runs', 'events', 'deliveries', 'wall', 'events/s', 'deliveries/s', 'p50', 'p99', 'missing'],
+        (
+          [
+            ['paced (one turn at a time)', f.paced],
+            ['burst (all enqueued as follow-ups)', f.burst],
+          ] as const
+        ).map(([name, p]) => [
+          name,
+          num(p.runs),
+          num(p.events),
+          num(p.deliveries),
+          ms(p.wallMs),
+          num(p.eventsPerSec),
+          num(p.deliveriesPerSec),
+          ms(p.latency.p50),
+          ms(p.latency.p99),
+          num(p.missing),
+        ]),
+      ),
+    );
+    out.push('');
+  }
+  const errs = Object.entries(r.errors);
+  if (errs.length) {
+    out.push('## Not measured in this run');
+    out.push('');
+    for (const [k, v] of errs) out.push(`- ${k}: ${v.split('\n')[0]}`);
+    out.push('');
+  }
+  out.push('## Method');
+  out.push('');
+  out.push(
+    [
+      '- `bench/run.ts` drives everything; `bench/lib/` holds the server launcher, the HTTP/SSE clients, the SQLite seeder, the scenarios and this report.',
+      '- The server is started exactly as `npm start` does (`node scripts/start.mjs`) with `CROSSTALK_DATA_DIR` a fresh temp dir, `CROSSTALK_TOKEN` set and a free loopback port; ready = the first `agents.list` that answers with the token.',
+      '- RSS is VmRSS from `/proc/<pid>/status`, summed over the server process and all its descendants.',
+      '- The long transcripts are written with better-sqlite3 while the server is stopped, then the server is started again on that data dir.',
+      '- Every loop is bounded; the run stops by itself and removes its temp dirs. Raw figures: `.bench/results.json`.',
+    ].join('\n'),
+  );
+  out.push('');
+  return out.join('\n');
+}

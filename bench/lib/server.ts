@@ -1,0 +1,133 @@
+// Starts the built crosstalk server through scripts/start.mjs on a free loopback port and stops it again.
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { RpcClient } from './http';
+import { treeRss, type TreeRss } from './proc';
+import { sleep } from './stats';
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface StartOptions {
+  dataDir: string;
+  token: string;
+  /** How scripts/start.mjs runs Next: in its own process (default) or as a child. */
+  mode?: 'inprocess' | 'spawn';
+  /** Working directory of the server (keeps a stray ./crosstalk.config.json out). */
+  cwd: string;
+  readyTimeoutMs?: number;
+  env?: Record<string, string>;
+}
+
+export interface ServerHandle {
+  pid: number;
+  port: number;
+  baseUrl: string;
+  token: string;
+  /** Spawn → first successful authorized request. */
+  readyMs: number;
+  rss(): TreeRss;
+  /** Everything the server printed so far (capped). */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/** Spawns `node scripts/start.mjs` and polls an authorized `agents.list` until it answers. */
+export async function startServer(opts: StartOptions): Promise<ServerHandle> {
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const env: Record<string, string | undefined> = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    LANG: process.env.LANG ?? 'C.UTF-8',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    CROSSTALK_DATA_DIR: opts.dataDir,
+    CROSSTALK_TOKEN: opts.token,
+    NEXT_TELEMETRY_DISABLED: '1',
+    ...(opts.mode === 'spawn' ? { CROSSTALK_START_MODE: 'spawn' } : {}),
+    ...opts.env,
+  };
+  let out = '';
+  const keep = (chunk: Buffer) => {
+    out += chunk.toString('utf8');
+    if (out.length > 64_000) out = out.slice(-64_000);
+  };
+  const t0 = performance.now();
+  const child: ChildProcess = spawn(process.execPath, [path.join(repoRoot, 'scripts', 'start.mjs')], {
+    cwd: opts.cwd,
+    env: env as NodeJS.ProcessEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  let exited = false;
+  const exitPromise = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      exited = true;
+      resolve();
+    }),
+  );
+
+  const rpc = new RpcClient({ baseUrl, token: opts.token, timeoutMs: 10_000 });
+  const deadline = t0 + (opts.readyTimeoutMs ?? 60_000);
+  let readyMs = NaN;
+  try {
+    while (performance.now() < deadline) {
+      if (exited) throw new Error(`server exited before it was ready (exit ${child.exitCode}):\n${out}`);
+      try {
+        await rpc.call('agents.list', {});
+        readyMs = performance.now() - t0;
+        break;
+      } catch {
+        await sleep(10);
+      }
+    }
+    if (!Number.isFinite(readyMs)) throw new Error(`server not ready within ${opts.readyTimeoutMs ?? 60_000} ms:\n${out}`);
+  } catch (e) {
+    child.kill('SIGKILL');
+    await exitPromise;
+    throw e;
+  } finally {
+    rpc.close();
+  }
+
+  const pid = child.pid!;
+  return {
+    pid,
+    port,
+    baseUrl,
+    token: opts.token,
+    readyMs,
+    rss: () => treeRss(pid),
+    output: () => out,
+    async stop() {
+      if (exited) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exitPromise;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** A fresh, empty directory under the OS temp dir. */
+export function makeTempDir(prefix: string): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}

@@ -1,0 +1,193 @@
+// `npm run bench`: measures the built server on this machine and writes BENCHMARKS.md (figures, never assertions).
+// Flags: --quick (smaller counts, writes .bench/BENCHMARKS.quick.md instead), --keep (keep the temp dirs).
+import { spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { RpcClient } from './lib/http';
+import { processTree } from './lib/proc';
+import { type BenchResults, consoleTable, machineInfo, markdown, type StartSample } from './lib/report';
+import { concurrentSessions, fanout, historyPages, turnRoundTrip } from './lib/scenarios';
+import { seedTranscripts } from './lib/seed';
+import { makeTempDir, repoRoot, type ServerHandle, startServer } from './lib/server';
+import { sleep } from './lib/stats';
+
+const args = new Set(process.argv.slice(2));
+const quick = args.has('--quick');
+const keep = args.has('--keep');
+
+const settings = quick
+  ? { warmupTurns: 10, turns: 50, concurrency: [50, 200], historySizes: [1_000, 20_000], historySamples: 50, startRepeats: 1, subscribers: 10, pacedRuns: 10, burstRuns: 20 }
+  : { warmupTurns: 20, turns: 200, concurrency: [50, 1_000], historySizes: [1_000, 100_000], historySamples: 200, startRepeats: 3, subscribers: 10, pacedRuns: 50, burstRuns: 100 };
+
+const WATCHDOG_MS = 15 * 60_000;
+const live = new Set<ServerHandle>();
+
+/** Last resort on a crash or the watchdog: kill every server process this run started. */
+function killAll(): void {
+  for (const h of live) {
+    for (const pid of processTree(h.pid).reverse()) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
+  }
+  live.clear();
+}
+process.on('exit', killAll);
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(sig, () => {
+    killAll();
+    process.exit(130);
+  });
+}
+setTimeout(() => {
+  console.error(`bench: watchdog — still running after ${WATCHDOG_MS / 60_000} min, giving up`);
+  killAll();
+  process.exit(1);
+}, WATCHDOG_MS).unref();
+
+const log = (msg: string) => console.log(`[bench] ${msg}`);
+
+async function withServer<T>(handle: ServerHandle, fn: (h: ServerHandle) => Promise<T>): Promise<T> {
+  live.add(handle);
+  try {
+    return await fn(handle);
+  } finally {
+    await handle.stop();
+    live.delete(handle);
+  }
+}
+
+async function main(): Promise<void> {
+  if (!fs.existsSync(path.join(repoRoot, '.next', 'BUILD_ID'))) {
+    log('no build found: running `next build` first (not timed)');
+    const r = spawnSync(process.execPath, [path.join(repoRoot, 'node_modules', 'next', 'dist', 'bin', 'next'), 'build'], {
+      cwd: repoRoot,
+      stdio: 'inherit',
+      env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1' },
+    });
+    if (r.status !== 0) throw new Error('next build failed');
+  }
+
+  const token = crypto.randomBytes(18).toString('base64url');
+  const dataDir = makeTempDir('crosstalk-bench-data-');
+  const cwd = makeTempDir('crosstalk-bench-cwd-');
+  const results: BenchResults = {
+    date: new Date().toISOString(),
+    machine: machineInfo(),
+    settings: { ...settings, concurrency: settings.concurrency.join('/'), historySizes: settings.historySizes.join('/') },
+    concurrent: [],
+    history: [],
+    errors: {},
+  };
+  const attempt = async (name: string, fn: () => Promise<void>) => {
+    try {
+      await fn();
+    } catch (e) {
+      const msg = (e as Error).message ?? String(e);
+      results.errors[name] = msg;
+      console.error(`[bench] ${name} failed: ${msg}`);
+    }
+  };
+
+  try {
+    // 1. Fresh start, then the load scenarios on that server.
+    log(`starting the server on a fresh data dir ${dataDir}`);
+    await withServer(await startServer({ dataDir, token, cwd }), async (server) => {
+      await sleep(1000);
+      const rss = server.rss();
+      results.freshStart = { readyMs: server.readyMs, idleRssKb: rss.totalKb, processes: rss.processes.length };
+      results.idleRssKb = rss.totalKb;
+      log(`ready in ${server.readyMs.toFixed(0)} ms; idle RSS ${(rss.totalKb / 1024).toFixed(0)} MB over ${rss.processes.length} process(es)`);
+      const rpc = new RpcClient({ baseUrl: server.baseUrl, token });
+      try {
+        await attempt('turn round trip', async () => {
+          log(`turn round trip: ${settings.warmupTurns} warm-up + ${settings.turns} turns`);
+          results.turns = await turnRoundTrip(rpc, { warmup: settings.warmupTurns, turns: settings.turns });
+        });
+        let next = 0;
+        for (const n of settings.concurrency) {
+          await attempt(`${n} concurrent sessions`, async () => {
+            log(`${n} concurrent sessions`);
+            results.concurrent.push(await concurrentSessions(rpc, n, next));
+            next += n;
+          });
+        }
+        await attempt('event fan-out', async () => {
+          log(`event fan-out: ${settings.subscribers} subscribers, ${settings.pacedRuns} paced + ${settings.burstRuns} burst runs`);
+          const f = await fanout(server, rpc, { subscribers: settings.subscribers, pacedRuns: settings.pacedRuns, burstRuns: settings.burstRuns });
+          results.fanout = { subscribers: settings.subscribers, ...f };
+        });
+      } finally {
+        rpc.close();
+      }
+      await sleep(1000);
+      const after = server.rss();
+      results.afterLoadRssKb = after.totalKb;
+      results.rssProcesses = after.processes.map((p) => `${p.name} ${(p.rssKb / 1024).toFixed(0)} MB`).join(', ');
+    });
+
+    // 2. Long transcripts, written straight into the store while the server is stopped.
+    await attempt('chat.history', async () => {
+      const specs = settings.historySizes.map((n) => ({ sessionKey: `agent:main:bench-history-${n}`, agentId: 'main', messages: n }));
+      const seeded = seedTranscripts(dataDir, specs);
+      log(`seeded ${seeded.rows.toLocaleString('en-US')} transcript rows in ${seeded.ms.toFixed(0)} ms`);
+      await withServer(await startServer({ dataDir, token, cwd }), async (server) => {
+        results.historyStartReadyMs = server.readyMs;
+        const rpc = new RpcClient({ baseUrl: server.baseUrl, token });
+        try {
+          for (const spec of specs) {
+            log(`chat.history on ${spec.messages.toLocaleString('en-US')} messages`);
+            results.history.push(await historyPages(rpc, spec.sessionKey, spec.messages, settings.historySamples));
+          }
+        } finally {
+          rpc.close();
+        }
+      });
+    });
+
+    // 3. Start modes of scripts/start.mjs, on the existing store.
+    await attempt('start modes', async () => {
+      const modes: { inprocess: StartSample[]; spawn: StartSample[] } = { inprocess: [], spawn: [] };
+      for (let i = 0; i < settings.startRepeats; i++) {
+        for (const mode of ['inprocess', 'spawn'] as const) {
+          await withServer(await startServer({ dataDir, token, cwd, mode }), async (server) => {
+            await sleep(1000);
+            const rss = server.rss();
+            modes[mode].push({ readyMs: server.readyMs, idleRssKb: rss.totalKb, processes: rss.processes.length });
+            log(`start (${mode}): ready in ${server.readyMs.toFixed(0)} ms, idle RSS ${(rss.totalKb / 1024).toFixed(0)} MB`);
+          });
+        }
+      }
+      results.startModes = modes;
+    });
+  } finally {
+    if (keep) log(`kept ${dataDir} and ${cwd}`);
+    else {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+      fs.rmSync(cwd, { recursive: true, force: true });
+    }
+  }
+
+  console.log('');
+  console.log(consoleTable(results));
+  console.log('');
+  const outDir = path.join(repoRoot, '.bench');
+  fs.mkdirSync(outDir, { recursive: true });
+  fs.writeFileSync(path.join(outDir, quick ? 'results.quick.json' : 'results.json'), JSON.stringify(results, null, 2) + '\n');
+  const mdPath = quick ? path.join(outDir, 'BENCHMARKS.quick.md') : path.join(repoRoot, 'BENCHMARKS.md');
+  fs.writeFileSync(mdPath, markdown(results));
+  log(`wrote ${path.relative(repoRoot, mdPath)}`);
+  if (Object.keys(results.errors).length) log(`some measurements failed: ${Object.keys(results.errors).join(', ')}`);
+}
+
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(`[bench] failed: ${(e as Error).stack ?? e}`);
+    process.exit(1);
+  },
+);

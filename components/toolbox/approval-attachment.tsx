@@ -1,0 +1,83 @@
+'use client';
+// The toolbox's attachment row: the oldest pending approval with Allow once / Allow always / Deny and a reason.
+import { prettyJson } from '@/lib/format';
+import type { useApprovals } from '@/lib/room/use-approvals';
+import { errorCode } from '@/lib/trpc/types';
+import { useState } from 'react';
+import { Button } from '../ui/button';
+import { CodeBlock } from '../ui/code-block';
+
+type Decision = 'allow_once' | 'allow_always' | 'deny';
+
+type Approvals = ReturnType<typeof useApprovals>;
+
+export function ApprovalAttachment({ approvals }: { approvals: Approvals }) {
+  const current = approvals.pending[0];
+  if (!current) return null;
+  // Keyed by id: the reason box starts empty for each approval.
+  return <ApprovalForm key={current.approvalId} approvals={approvals} />;
+}
+
+function ApprovalForm({ approvals }: { approvals: Approvals }) {
+  const { pending, resolve } = approvals;
+  const [reason, setReason] = useState('');
+  const current = pending[0]!;
+
+  const decide = (decision: Decision) => {
+    const text = reason.trim();
+    resolve.mutate(
+      { approvalId: current.approvalId, decision, ...(text ? { reason: text } : {}) },
+      { onSuccess: () => setReason('') },
+    );
+  };
+  const busy = resolve.isPending;
+  // Someone else (another tab, a script) got there first: the refetch moves on to the next one.
+  const staleError = resolve.isError && ['already_resolved', 'unknown_approval'].includes(errorCode(resolve.error) ?? '');
+
+  return (
+    <section
+      role="region"
+      aria-label="Approval"
+      data-testid="approval-attachment"
+      data-approval-id={current.approvalId}
+      className="flex shrink-0 flex-col gap-2 border-t-2 border-amber-400 bg-amber-50 p-3 dark:border-amber-600 dark:bg-amber-950/40"
+    >
+      <div className="flex items-center gap-2 text-sm">
+        <span aria-hidden>⚠</span>
+        <span className="font-medium">
+          <span className="font-mono">{current.tool}</span> needs approval
+        </span>
+        {pending.length > 1 && (
+          <span data-testid="approval-count" className="ml-auto text-xs text-amber-800 dark:text-amber-200">
+            1 of {pending.length} pending
+          </span>
+        )}
+      </div>
+      <CodeBlock text={prettyJson(current.args)} label="Tool arguments" className="max-h-32 bg-white/70 dark:bg-zinc-900/70" />
+      <input
+        type="text"
+        aria-label="Reason"
+        placeholder="Reason (optional, sent with a denial)"
+        value={reason}
+        onChange={(e) => setReason(e.target.value)}
+        className="h-8 rounded-md border border-zinc-300 bg-white px-2 text-sm outline-none focus:border-indigo-500 dark:border-zinc-700 dark:bg-zinc-900"
+      />
+      <div className="flex flex-wrap gap-2">
+        <Button size="sm" variant="primary" disabled={busy} onClick={() => decide('allow_once')}>
+          Allow once
+        </Button>
+        <Button size="sm" disabled={busy} onClick={() => decide('allow_always')}>
+          Allow always
+        </Button>
+        <Button size="sm" variant="danger" disabled={busy} onClick={() => decide('deny')}>
+          Deny
+        </Button>
+      </div>
+      {resolve.isError && !staleError && (
+        <p role="alert" className="text-xs text-rose-600">
+          Could not resolve: {resolve.error.message}
+        </p>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,71 @@
+'use client';
+// The toolbox: the session's tool calls (hidden / collapsed / expanded) with the approval row anchored at its bottom.
+import { cn } from '@/lib/cn';
+import { deriveToolCalls } from '@/lib/room/tool-calls';
+import type { useApprovals } from '@/lib/room/use-approvals';
+import { useLiveState } from '@/lib/room/use-live-state';
+import { useTranscript } from '@/lib/room/use-transcript';
+import { useRoomStore } from '@/stores/room-store-provider';
+import { useMemo } from 'react';
+import { Badge } from '../ui/badge';
+import { Button } from '../ui/button';
+import { ApprovalAttachment } from './approval-attachment';
+import { ToolCallList } from './tool-call-list';
+
+export function ToolboxPanel({ sessionKey, approvals }: { sessionKey: string; approvals: ReturnType<typeof useApprovals> }) {
+  const mode = useRoomStore((s) => s.toolbox);
+  const setMode = useRoomStore((s) => s.setToolbox);
+  const { messages } = useTranscript(sessionKey);
+  const live = useLiveState(sessionKey);
+  const calls = useMemo(() => deriveToolCalls(messages, live, approvals.pending), [messages, live, approvals.pending]);
+
+  const attention = approvals.pending.length > 0;
+  // Attention overrides "hidden": an approval must be seen to be answered.
+  if (mode === 'hidden' && !attention) return null;
+  const expanded = mode === 'expanded';
+  const running = calls.filter((c) => c.status === 'running').length;
+
+  return (
+    <aside
+      aria-label="Toolbox"
+      data-testid="toolbox"
+      data-mode={mode}
+      data-attention={attention ? 'true' : undefined}
+      className="flex w-80 shrink-0 flex-col border-l border-zinc-200 bg-zinc-50/60 p-2 dark:border-zinc-800 dark:bg-zinc-900/40"
+    >
+      <div
+        className={cn(
+          'flex max-h-full min-h-0 flex-col overflow-hidden rounded-lg border bg-white shadow-sm dark:bg-zinc-950',
+          attention ? 'border-amber-400 dark:border-amber-600' : 'border-zinc-200 dark:border-zinc-800',
+        )}
+      >
+        <div className="flex shrink-0 items-center gap-2 border-b border-zinc-200 px-3 py-2 dark:border-zinc-800">
+          <h2 className="text-sm font-semibold">Tools</h2>
+          <Badge>{calls.length}</Badge>
+          {running > 0 && <Badge tone="info">{running} running</Badge>}
+          <div className="ml-auto flex gap-1">
+            <Button
+              size="sm"
+              variant="ghost"
+              aria-expanded={expanded}
+              aria-controls="toolbox-calls"
+              aria-label={expanded ? 'Collapse toolbox' : 'Expand toolbox'}
+              onClick={() => setMode(expanded ? 'collapsed' : 'expanded')}
+            >
+              {expanded ? '▾' : '▸'}
+            </Button>
+            <Button size="sm" variant="ghost" aria-label="Hide toolbox" onClick={() => setMode('hidden')}>
+              ✕
+            </Button>
+          </div>
+        </div>
+        {expanded && (
+          <div id="toolbox-calls" className="min-h-0 flex-1 overflow-y-auto">
+            <ToolCallList calls={calls} />
+          </div>
+        )}
+        <ApprovalAttachment approvals={approvals} />
+      </div>
+    </aside>
+  );
+}

@@ -1,0 +1,106 @@
+// The web room end to end: login, sidebar, streamed replies, tool approvals (allow and deny).
+import { expect, test, TOKEN } from './fixtures';
+
+test.describe('login', () => {
+  test('an unauthenticated visit shows the login hint', async ({ page }) => {
+    await page.goto('/');
+    await expect(page.getByTestId('login-hint')).toContainText('/login?token=');
+    await expect(page.getByRole('textbox', { name: 'Message' })).toHaveCount(0);
+  });
+
+  test('a wrong token is refused with 401', async ({ page }) => {
+    const res = await page.goto('/login?token=wrong');
+    expect(res?.status()).toBe(401);
+    await expect(page.locator('body')).toContainText('Unauthorized');
+  });
+
+  test('the API refuses calls without the token', async ({ request }) => {
+    const res = await request.get('/api/trpc/agents.list?input=%7B%7D');
+    expect(res.status()).toBe(401);
+    expect((await res.json()).error.data.code).toBe('unauthorized');
+  });
+});
+
+test.describe('room', () => {
+  test('opens the default main session and lists every agent', async ({ room, page }) => {
+    await expect(room.sessionTitle).toHaveText('agent:main:main');
+    for (const id of ['main', 'researcher', 'writer']) await expect(room.agent(id)).toContainText(id);
+    await room.agent('researcher').click();
+    await expect(room.sessionTitle).toHaveText('agent:researcher:main');
+    await expect(page.getByTestId('status-bar')).toHaveAttribute('data-connection', 'connected');
+  });
+
+  test('sends a message and streams the reply', async ({ room }) => {
+    await room.waitLive();
+    await room.send('hello');
+    await expect(room.messages('user').filter({ hasText: 'hello' })).toBeVisible();
+    await expect(room.messages('assistant').filter({ hasText: 'echo: hello' })).toBeVisible();
+    // The streaming bubble gives way to the written row.
+    await expect(room.transcript.getByTestId('pending-bubble')).toHaveCount(0);
+  });
+
+  test('Shift+Enter adds a line instead of sending', async ({ room, freshSession }) => {
+    await room.open(freshSession);
+    await room.composer.fill('first');
+    await room.composer.press('Shift+Enter');
+    await room.composer.pressSequentially('second');
+    await expect(room.composer).toHaveValue('first\nsecond');
+    await room.composer.press('Enter');
+    await expect(room.messages('assistant').filter({ hasText: 'echo: first\nsecond' })).toBeVisible();
+  });
+
+  test('approves a tool call once', async ({ room, freshSession }) => {
+    await room.open(freshSession);
+    await room.send('/tool exec {"command":"echo hi"}');
+    await expect(room.approval).toBeVisible();
+    await expect(room.approval).toContainText('exec');
+    await expect(room.approval).toContainText('echo hi');
+    await room.button('Allow once').click();
+    await expect(room.approval).toHaveCount(0);
+    await expect(room.toolCards('tool_result').first()).toContainText('hi');
+    const reply = room.messages('assistant').filter({ hasText: 'exec: {' });
+    await expect(reply).toBeVisible();
+    await expect(reply).toContainText('hi');
+  });
+
+  test('denies a tool call with a reason, even with the toolbox hidden', async ({ room, page, freshSession }) => {
+    await room.open(freshSession);
+    await page.getByRole('button', { name: 'Hide toolbox' }).click();
+    await expect(room.toolbox).toHaveCount(0);
+    await room.send('/tool exec {"command":"echo nope"}');
+    // Attention overrides "hidden".
+    await expect(room.approval).toBeVisible();
+    await room.reason.fill('not on my watch');
+    await room.button('Deny').click();
+    await expect(room.approval).toHaveCount(0);
+    const reply = room.messages('assistant').filter({ hasText: 'exec: {' });
+    await expect(reply).toContainText('denied');
+    await expect(reply).toContainText('not on my watch');
+    // Nothing pending: the hidden toolbox goes away again.
+    await expect(room.toolbox).toHaveCount(0);
+  });
+
+  test('lists several pending approvals one at a time, oldest first', async ({ room, page, freshSession }) => {
+    await room.open(freshSession);
+    await page.getByRole('button', { name: 'Expand toolbox' }).click();
+    await room.send('/tool exec {"command":"echo one"}\n/tool exec {"command":"echo two"}');
+    await expect(room.approval).toContainText('echo one');
+    await expect(page.getByTestId('approval-count')).toHaveText('1 of 2 pending');
+    await expect(room.toolbox.locator('[data-testid="tool-call"][data-status="waiting"]')).toHaveCount(2);
+    await room.button('Allow once').click();
+    await expect(room.approval).toContainText('echo two');
+    await expect(page.getByTestId('approval-count')).toHaveCount(0);
+    await room.button('Allow once').click();
+    await expect(room.approval).toHaveCount(0);
+    const reply = room.messages('assistant').filter({ hasText: 'exec: {' }).last();
+    await expect(reply).toContainText('one');
+    await expect(reply).toContainText('two');
+  });
+});
+
+test('the login cookie is http-only', async ({ page, context }) => {
+  await page.goto(`/login?token=${TOKEN}`);
+  const cookie = (await context.cookies()).find((c) => c.name === 'crosstalk_token');
+  expect(cookie?.httpOnly).toBe(true);
+  expect(cookie?.sameSite).toBe('Lax');
+});

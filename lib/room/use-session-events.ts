@@ -1,0 +1,71 @@
+// Subscribes to a session's agent events and folds them into the query cache (transcript, live state, approvals).
+import { useTRPC } from '@/lib/trpc/client';
+import type { AgentEvent, TranscriptMessage } from '@/lib/trpc/types';
+import { useRoomStore } from '@/stores/room-store-provider';
+import { useQueryClient } from '@tanstack/react-query';
+import { useSubscription } from '@trpc/tanstack-react-query';
+import { useEffect, useRef } from 'react';
+import { applyLiveEvent, emptyLiveState, type LiveState } from './live-state';
+import { historyInput, mergeMessage, type HistoryData } from './use-transcript';
+import { liveStateKey } from './use-live-state';
+
+function messageOf(ev: AgentEvent): TranscriptMessage | undefined {
+  const m = (ev.data?.message ?? undefined) as TranscriptMessage | undefined;
+  return m && typeof m.id === 'number' && typeof m.kind === 'string' ? m : undefined;
+}
+
+export function useSessionEvents(sessionKey: string) {
+  const trpc = useTRPC();
+  const qc = useQueryClient();
+  const setConnection = useRoomStore((s) => s.setConnection);
+  const startedOnce = useRef(false);
+
+  const historyKey = trpc.chat.history.infiniteQueryKey(historyInput(sessionKey));
+  const approvalsKey = trpc.approvals.list.queryKey({ sessionKey });
+
+  const onEvent = (ev: AgentEvent) => {
+    qc.setQueryData<LiveState>(liveStateKey(sessionKey), (old) => applyLiveEvent(old ?? emptyLiveState(), ev));
+    const phase = ev.data?.phase;
+    if (ev.stream === 'message') {
+      const msg = messageOf(ev);
+      if (msg) qc.setQueryData(historyKey, (old) => mergeMessage(old as HistoryData | undefined, msg) as typeof old);
+      else void qc.invalidateQueries({ queryKey: historyKey });
+    } else if (ev.stream === 'approval') {
+      void qc.invalidateQueries({ queryKey: approvalsKey });
+    } else if (ev.stream === 'lifecycle' && (phase === 'start' || phase === 'end' || phase === 'error')) {
+      void qc.invalidateQueries({ queryKey: trpc.sessions.list.pathKey() });
+      // Reconcile once a run settles: anything missed in the connect window shows up here.
+      if (phase !== 'start') void qc.invalidateQueries({ queryKey: historyKey });
+    }
+  };
+
+  const sub = useSubscription(
+    trpc.events.onEvent.subscriptionOptions(
+      { sessionKey },
+      {
+        onStarted() {
+          // The live stream starts now: refetch what may have changed before it (initial load race, or a reconnect
+          // that the server could not replay), then let events carry the rest.
+          if (startedOnce.current) void qc.invalidateQueries({ queryKey: historyKey });
+          void qc.invalidateQueries({ queryKey: approvalsKey });
+          startedOnce.current = true;
+        },
+        onData(tracked) {
+          onEvent(tracked.data as AgentEvent);
+        },
+      },
+    ),
+  );
+
+  useEffect(() => {
+    startedOnce.current = false;
+  }, [sessionKey]);
+
+  useEffect(() => {
+    if (sub.status === 'pending') setConnection('connected');
+    else if (sub.status === 'error') setConnection('error', sub.error?.message ?? 'subscription failed');
+    else if (sub.status === 'connecting') setConnection(startedOnce.current ? 'reconnecting' : 'connecting', sub.error?.message ?? null);
+  }, [sub.status, sub.error, setConnection]);
+
+  return { status: sub.status, error: sub.error, reset: sub.reset };
+}

@@ -1,0 +1,45 @@
+// A session's transcript: chat.history pages (newest first on the wire) flattened oldest → newest.
+import { useTRPC } from '@/lib/trpc/client';
+import { errorCode, type HistoryPage, type TranscriptMessage } from '@/lib/trpc/types';
+import type { InfiniteData } from '@tanstack/react-query';
+import { useInfiniteQuery } from '@tanstack/react-query';
+import { useMemo } from 'react';
+
+export const HISTORY_PAGE_SIZE = 50;
+
+export const historyInput = (sessionKey: string) => ({ sessionKey, limit: HISTORY_PAGE_SIZE, includeTools: true });
+
+export type HistoryData = InfiniteData<HistoryPage, string | null | undefined>;
+
+/** Oldest → newest, one row per id, whatever order pages were loaded or merged in. */
+export function flattenHistory(data: HistoryData | undefined): TranscriptMessage[] {
+  if (!data) return [];
+  const seen = new Map<number, TranscriptMessage>();
+  for (const page of data.pages) for (const m of page.messages) seen.set(m.id, m);
+  return [...seen.values()].sort((a, b) => a.id - b.id);
+}
+
+/** Adds a row announced by a `message` event to the newest page (no-op when it is already there). */
+export function mergeMessage(data: HistoryData | undefined, msg: TranscriptMessage): HistoryData {
+  if (!data || data.pages.length === 0) {
+    return { pages: [{ messages: [msg], next_cursor: null }], pageParams: [undefined] };
+  }
+  if (data.pages.some((p) => p.messages.some((m) => m.id === msg.id))) return data;
+  const [first, ...rest] = data.pages;
+  const messages = [msg, ...first!.messages].sort((a, b) => b.id - a.id);
+  return { ...data, pages: [{ ...first!, messages }, ...rest] };
+}
+
+export function useTranscript(sessionKey: string) {
+  const trpc = useTRPC();
+  const query = useInfiniteQuery(
+    trpc.chat.history.infiniteQueryOptions(historyInput(sessionKey), {
+      getNextPageParam: (last) => last.next_cursor ?? undefined,
+      // A session that has no row yet is simply empty; the first message creates it.
+      retry: (count, err) => errorCode(err) !== 'unknown_session' && count < 1,
+    }),
+  );
+  const messages = useMemo(() => flattenHistory(query.data as HistoryData | undefined), [query.data]);
+  const missing = errorCode(query.error) === 'unknown_session';
+  return { ...query, messages, missing };
+}

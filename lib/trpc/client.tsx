@@ -1,0 +1,37 @@
+'use client';
+// The browser tRPC client: batched HTTP for queries/mutations, SSE for subscriptions, bound to TanStack Query.
+import type { AppRouter } from '@/server/trpc/root';
+import { QueryClientProvider } from '@tanstack/react-query';
+import { createTRPCClient, httpBatchLink, httpSubscriptionLink, splitLink } from '@trpc/client';
+import { createTRPCContext } from '@trpc/tanstack-react-query';
+import { useState, type ReactNode } from 'react';
+import { getQueryClient } from './query-client';
+
+export const { TRPCProvider, useTRPC, useTRPCClient } = createTRPCContext<AppRouter>();
+
+const ENDPOINT = '/api/trpc';
+
+function makeTRPCClient() {
+  return createTRPCClient<AppRouter>({
+    links: [
+      splitLink({
+        condition: (op) => op.type === 'subscription',
+        // Same origin: the login cookie rides along on both fetch and EventSource.
+        true: httpSubscriptionLink({ url: ENDPOINT }),
+        false: httpBatchLink({ url: ENDPOINT }),
+      }),
+    ],
+  });
+}
+
+export function TRPCReactProvider({ children }: { children: ReactNode }) {
+  const queryClient = getQueryClient();
+  const [trpcClient] = useState(makeTRPCClient);
+  return (
+    <QueryClientProvider client={queryClient}>
+      <TRPCProvider trpcClient={trpcClient} queryClient={queryClient}>
+        {children}
+      </TRPCProvider>
+    </QueryClientProvider>
+  );
+}

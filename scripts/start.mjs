@@ -1,0 +1,82 @@
+#!/usr/bin/env node
+// `npm start`: serves the existing Next build on HOST:PORT, building first only when there is none.
+//
+// The production server runs inside this process (Next's own `next start` code path, loaded
+// in-process) rather than as a child of it: one Node process instead of two saves ~45 MB of RSS and
+// a process spawn on every start. CROSSTALK_START_MODE=spawn runs `next start` as a child instead
+// (signals forwarded); it exists only to compare the two (see bench/ and BENCHMARKS.md).
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const require = createRequire(path.join(root, 'package.json'));
+const nextBin = path.join(root, 'node_modules', 'next', 'dist', 'bin', 'next');
+
+process.env.NEXT_TELEMETRY_DISABLED = '1';
+const host = process.env.HOST || '127.0.0.1';
+const port = parsePort(process.env.PORT);
+
+function parsePort(value) {
+  if (value === undefined || value === '') return 3000;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) {
+    console.error(`crosstalk: PORT must be an integer 0-65535, got "${value}"`);
+    process.exit(1);
+  }
+  return n;
+}
+
+if (!fs.existsSync(nextBin)) {
+  console.error('crosstalk: node_modules is missing or incomplete — run `npm install` first.');
+  process.exit(1);
+}
+
+// Build only when there is no build at all; a stale build is the user's call (`npm run build`).
+if (!fs.existsSync(path.join(root, '.next', 'BUILD_ID'))) {
+  console.log('crosstalk: no build found (.next/BUILD_ID) — running `next build` first…');
+  const env = { ...process.env };
+  delete env.NODE_ENV; // `next build` sets production itself and warns on anything else
+  const r = spawnSync(process.execPath, [nextBin, 'build'], { cwd: root, stdio: 'inherit', env });
+  if (r.status !== 0) {
+    console.error(`crosstalk: \`next build\` failed (${r.signal ?? `exit ${r.status}`}); not starting.`);
+    process.exit(r.status || 1);
+  }
+}
+
+if (process.env.CROSSTALK_START_MODE === 'spawn') {
+  startChild();
+} else {
+  await startInProcess();
+}
+
+/** Next's `next start` code path inside this process; Next installs its own graceful SIGINT/SIGTERM handling. */
+async function startInProcess() {
+  // What next/dist/bin/next does before running `start`.
+  process.env.NODE_ENV = 'production';
+  process.env.NEXT_RUNTIME = 'nodejs';
+  process.env.NEXT_PRIVATE_START_TIME ??= String(Date.now());
+  require('next/dist/server/require-hook');
+  const { nextStart } = require('next/dist/cli/next-start.js');
+  await nextStart({ hostname: host, port }, root);
+}
+
+/** `next start` as a child process, with SIGINT/SIGTERM forwarded and its exit status passed on. */
+function startChild() {
+  // The project dir is passed explicitly, so the caller's cwd (./data, ./crosstalk.config.json) is kept.
+  const child = spawn(process.execPath, [nextBin, 'start', root, '-H', host, '-p', String(port)], {
+    stdio: 'inherit',
+    env: { ...process.env, NODE_ENV: 'production' },
+  });
+  for (const sig of ['SIGINT', 'SIGTERM']) {
+    process.on(sig, () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(sig);
+    });
+  }
+  child.on('exit', (code, signal) => {
+    process.exit(signal ? 128 + (os.constants.signals[signal] ?? 0) : (code ?? 1));
+  });
+}

@@ -1,0 +1,85 @@
+// Builds the runtime: config → store → event bus → tools → orchestrator → gateway; then recovers unfinished runs.
+import { resolveToken } from './auth';
+import { ConfigError, type CrosstalkConfig, loadConfig } from './config';
+import { EventBus } from './events/bus';
+import { GatewayService } from './gateway/service';
+import type { Gateway } from './gateway/types';
+import { createLogger, type Logger } from './logger';
+import { createMetrics, type Metrics } from './metrics';
+import { Orchestrator } from './orchestrator/orchestrator';
+import type { Runtime } from './runtime';
+import { openDatabase } from './store/db';
+import { Store } from './store/store';
+import { createToolRegistry } from './tools/registry';
+
+export interface FullRuntime extends Runtime {
+  store: Store;
+  bus: EventBus;
+  orchestrator: Orchestrator;
+  metrics: Metrics;
+  log: Logger;
+}
+
+export interface CreateRuntimeOptions {
+  config: CrosstalkConfig;
+  log?: Logger;
+  /** PostgreSQL schema (tests isolate themselves on one database this way). */
+  pgSchema?: string;
+}
+
+export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntime> {
+  const { config } = o;
+  const log = o.log ?? createLogger();
+  const { token } = resolveToken(config.token, config.dataDir);
+  const handle = await openDatabase({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, pgSchema: o.pgSchema });
+  const store = new Store(handle);
+  const bus = new EventBus(store, log);
+  const last = await store.db.selectFrom('events').select((eb) => eb.fn.max('id').as('m')).executeTakeFirst();
+  bus.lastId = Number(last?.m ?? 0);
+  const metrics = createMetrics();
+  // The gateway is needed by tools and the tools by the orchestrator: break the cycle with a late-bound reference.
+  let gateway: Gateway | null = null;
+  const lazyGateway: Pick<Gateway, 'sessionsList' | 'chatHistory'> = {
+    sessionsList: (p) => gateway!.sessionsList(p),
+    chatHistory: (p) => gateway!.chatHistory(p),
+  };
+  const tools = createToolRegistry({ gateway: lazyGateway });
+  const orchestrator = new Orchestrator({ store, bus, metrics, log, config, tools });
+  gateway = new GatewayService({ config, store, bus, orchestrator, tools });
+  await orchestrator.recover();
+  return {
+    config,
+    token,
+    gateway,
+    store,
+    bus,
+    orchestrator,
+    metrics,
+    log,
+    async close() {
+      orchestrator.shutdown();
+      await orchestrator.idle();
+      await store.close();
+    },
+  };
+}
+
+/** The production boot: reads env + config file; a bad config stops the start with a message naming the key. */
+export async function bootRuntime(): Promise<FullRuntime> {
+  const log = createLogger();
+  let config: CrosstalkConfig;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      console.error(`crosstalk: ${e.message}`);
+      process.exit(1);
+    }
+    throw e;
+  }
+  const rt = await createRuntime({ config, log });
+  const url = `http://${config.host}:${config.port}`;
+  if (!config.token) console.log(`crosstalk: open ${url}/login?token=${encodeURIComponent(rt.token)}`);
+  log.info({ url, store: config.databaseUrl ? 'postgres' : 'sqlite', agents: config.agents.map((a) => a.id) }, 'crosstalk ready');
+  return rt;
+}

@@ -1,0 +1,171 @@
+// Configuration: environment plus the optional JSON config file (CONTRACT §1), validated with zod.
+import fs from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+
+export const toolPolicySchema = z.enum(['auto', 'ask', 'deny']);
+export type ToolPolicy = z.infer<typeof toolPolicySchema>;
+
+export const queueModeSchema = z.enum(['steer', 'followup', 'collect', 'interrupt', 'reject']);
+export type QueueMode = z.infer<typeof queueModeSchema>;
+
+const agentIdSchema = z.string().regex(/^[a-z0-9._+-]+$/, 'agent ids are lowercase [a-z0-9._+-]');
+
+const limitsSchema = z
+  .object({
+    sendMessagePerRun: z.number().int().min(0).default(5),
+    outboundPerRun: z.number().int().min(0).default(10),
+    maxDelegateDepth: z.number().int().min(0).default(3),
+    maxDelegatesPerParent: z.number().int().min(1).default(8),
+    maxSteps: z.number().int().min(1).max(1000).default(24),
+  })
+  .strict();
+
+const agentSchema = z
+  .object({
+    id: agentIdSchema,
+    name: z.string().optional(),
+    persona: z.string().optional(),
+    model: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).default('scripted'),
+    reply: z.enum(['auto', 'tool']).default('auto'),
+    tools: z.record(z.string(), toolPolicySchema).default({}),
+    workspace: z.string().optional(),
+    system: z.string().optional(),
+    limits: limitsSchema.partial().default({}),
+  })
+  .strict();
+
+const configSchema = z
+  .object({
+    agents: z.array(agentSchema).min(1).optional(),
+    session: z
+      .object({
+        dmScope: z.enum(['main', 'per-peer', 'per-channel-peer', 'per-account-channel-peer']).default('per-channel-peer'),
+        queueMode: queueModeSchema.default('steer'),
+        identityLinks: z.record(z.string(), z.array(z.string())).default({}),
+        contextMessages: z.number().int().min(1).max(10_000).default(200),
+      })
+      .strict()
+      .default({ dmScope: 'per-channel-peer', queueMode: 'steer', identityLinks: {}, contextMessages: 200 }),
+    webhooks: z
+      .object({
+        allowPrivateNetwork: z.boolean().default(false),
+        retryBaseMs: z.number().int().min(1).default(1000),
+        maxAttempts: z.number().int().min(1).default(8),
+        timeoutMs: z.number().int().min(100).default(10_000),
+      })
+      .strict()
+      .default({ allowPrivateNetwork: false, retryBaseMs: 1000, maxAttempts: 8, timeoutMs: 10_000 }),
+    channels: z.record(z.string(), z.record(z.string(), z.unknown())).default({}),
+    limits: limitsSchema.partial().default({}),
+  })
+  .strict();
+
+export type RawConfig = z.infer<typeof configSchema>;
+export type AgentLimits = z.infer<typeof limitsSchema>;
+
+export interface AgentConfig {
+  id: string;
+  name: string;
+  persona: string;
+  models: string[];
+  reply: 'auto' | 'tool';
+  tools: Record<string, ToolPolicy>;
+  workspace: string;
+  system?: string;
+  limits: AgentLimits;
+}
+
+export interface CrosstalkConfig {
+  host: string;
+  port: number;
+  dataDir: string;
+  databaseUrl?: string;
+  token?: string;
+  agents: AgentConfig[];
+  defaultAgentId: string;
+  session: RawConfig['session'];
+  webhooks: RawConfig['webhooks'];
+  channels: RawConfig['channels'];
+}
+
+const DEFAULT_AGENTS = [
+  { id: 'main', name: 'Main', persona: 'Main' },
+  { id: 'researcher', name: 'Researcher', persona: 'Researcher' },
+  { id: 'writer', name: 'Writer', persona: 'Writer' },
+];
+
+export class ConfigError extends Error {}
+
+/** Reads env + config file. Throws ConfigError naming the bad key when the file does not validate. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<RawConfig> = {}): CrosstalkConfig {
+  const explicit = env.CROSSTALK_CONFIG;
+  const file = explicit ?? path.resolve('crosstalk.config.json');
+  let raw: unknown = {};
+  if (explicit || fs.existsSync(file)) {
+    let text: string;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch (e) {
+      throw new ConfigError(`cannot read config file ${file}: ${(e as Error).message}`);
+    }
+    try {
+      raw = JSON.parse(text);
+    } catch (e) {
+      throw new ConfigError(`config file ${file} is not valid JSON: ${(e as Error).message}`);
+    }
+  }
+  const parsed = configSchema.safeParse({ ...(raw as object), ...overrides });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const key = issue.path.join('.') || (issue.code === 'unrecognized_keys' ? issue.keys.join(', ') : '(root)');
+    const detail = issue.code === 'unrecognized_keys' ? `unknown key ${issue.keys.join(', ')}` : issue.message;
+    throw new ConfigError(`config ${file}: bad key "${key}": ${detail}`);
+  }
+  return resolveConfig(parsed.data, env);
+}
+
+export function parseRawConfig(raw: unknown): RawConfig {
+  return configSchema.parse(raw);
+}
+
+export function resolveConfig(cfg: RawConfig, env: NodeJS.ProcessEnv = process.env): CrosstalkConfig {
+  const dataDir = path.resolve(env.CROSSTALK_DATA_DIR ?? './data');
+  const baseLimits = limitsSchema.parse(cfg.limits ?? {});
+  const agentsRaw = cfg.agents ?? DEFAULT_AGENTS.map((a) => agentSchema.parse(a));
+  const seen = new Set<string>();
+  const agents: AgentConfig[] = agentsRaw.map((a) => {
+    if (seen.has(a.id)) throw new ConfigError(`config: bad key "agents": duplicate agent id ${a.id}`);
+    seen.add(a.id);
+    const name = a.name ?? a.id.charAt(0).toUpperCase() + a.id.slice(1);
+    return {
+      id: a.id,
+      name,
+      persona: a.persona ?? name,
+      models: Array.isArray(a.model) ? a.model : [a.model],
+      reply: a.reply,
+      tools: a.tools,
+      workspace: path.resolve(a.workspace ?? path.join(dataDir, 'workspaces', a.id)),
+      system: a.system,
+      limits: { ...baseLimits, ...a.limits },
+    };
+  });
+  const port = Number(env.PORT ?? 3000);
+  return {
+    host: env.HOST ?? '127.0.0.1',
+    port: Number.isFinite(port) ? port : 3000,
+    dataDir,
+    databaseUrl: env.DATABASE_URL || undefined,
+    token: env.CROSSTALK_TOKEN || undefined,
+    agents,
+    defaultAgentId: agents[0]!.id,
+    session: cfg.session,
+    webhooks: cfg.webhooks,
+    channels: cfg.channels,
+  };
+}
+
+/** The tool policy an agent has for a tool: unnamed tools are auto, except exec which is ask (CONTRACT §1). */
+export function toolPolicyFor(agent: AgentConfig, tool: string): ToolPolicy {
+  return agent.tools[tool] ?? (tool === 'exec' ? 'ask' : 'auto');
+}

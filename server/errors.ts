@@ -1,0 +1,89 @@
+// One error type for every domain failure; its `code` is a CONTRACT §6 code, mapped in one place per transport.
+
+export const ERROR_CODES = [
+  'invalid_request',
+  'unknown_agent',
+  'unknown_session',
+  'unknown_conversation',
+  'unknown_run',
+  'unknown_approval',
+  'unknown_channel',
+  'invalid_cursor',
+  'agent_busy',
+  'rate_limited',
+  'limit_exceeded',
+  'already_resolved',
+  'payload_too_large',
+  'unauthorized',
+  'forbidden',
+  'channel_error',
+  'timeout',
+  'internal',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export interface ValidationIssue {
+  path: string;
+  message: string;
+}
+
+export class CrosstalkError extends Error {
+  readonly code: ErrorCode;
+  readonly issues?: ValidationIssue[];
+
+  constructor(code: ErrorCode, message: string, issues?: ValidationIssue[]) {
+    super(message);
+    this.name = 'CrosstalkError';
+    this.code = code;
+    this.issues = issues;
+  }
+}
+
+export const isCrosstalkError = (e: unknown): e is CrosstalkError => e instanceof CrosstalkError;
+
+/** JSON-RPC error code for a domain code (CONTRACT §3). */
+export function jsonRpcCodeFor(code: ErrorCode): number {
+  switch (code) {
+    case 'invalid_request':
+    case 'invalid_cursor':
+      return -32602;
+    case 'payload_too_large':
+      return -32600;
+    case 'unauthorized':
+    case 'forbidden':
+      return -32001;
+    case 'unknown_agent':
+    case 'unknown_session':
+    case 'unknown_conversation':
+    case 'unknown_run':
+    case 'unknown_approval':
+    case 'unknown_channel':
+      return -32004;
+    case 'agent_busy':
+    case 'already_resolved':
+    case 'rate_limited':
+    case 'limit_exceeded':
+      return -32009;
+    case 'timeout':
+    case 'channel_error':
+      return -32000;
+    default:
+      return -32603;
+  }
+}
+
+/** The data shape every tool returns on refusal (CONTRACT §5): tools answer data, never throw. */
+export interface ToolError {
+  status: 'error';
+  error: { code: ErrorCode; message: string };
+}
+
+export function toolError(code: ErrorCode, message: string): ToolError {
+  return { status: 'error', error: { code, message } };
+}
+
+export function errorMessage(e: unknown): string {
+  if (e instanceof Error) return e.message;
+  return typeof e === 'string' ? e : JSON.stringify(e);
+}

@@ -1,0 +1,81 @@
+// Agent events and transcript shapes of CONTRACT §4, shared by the server, the tRPC client and the tests.
+
+export type EventStream = 'lifecycle' | 'tool' | 'assistant' | 'approval' | 'message' | 'compaction' | 'error';
+
+export interface AgentEvent {
+  /** Global, increasing id assigned by the event log (the SSE id). */
+  id: number;
+  runId: string;
+  /** Per-run sequence number, from 1. */
+  seq: number;
+  stream: EventStream;
+  ts: string;
+  sessionKey: string;
+  data: Record<string, unknown>;
+}
+
+/** An event before the log has given it an id. */
+export type PendingEvent = Omit<AgentEvent, 'id'>;
+
+export type MessageRole = 'user' | 'assistant' | 'tool' | 'system';
+
+export type MessageKind =
+  | 'message'
+  | 'tool_call'
+  | 'tool_result'
+  | 'inter_session'
+  | 'agent_callback_result'
+  | 'delegate_follow_up_started'
+  | 'delegate_follow_up_completed'
+  | 'mirror'
+  | 'steer'
+  | 'notice';
+
+export interface Author {
+  type: 'user' | 'agent' | 'persona' | 'channel' | 'system';
+  id: string;
+  name?: string;
+}
+
+export interface TranscriptMessage {
+  id: number;
+  sessionKey: string;
+  role: MessageRole;
+  kind: MessageKind;
+  content: string;
+  createdAt: string;
+  runId?: string;
+  author: Author;
+  tool?: { name: string; callId: string; args: unknown; result: unknown };
+  meta?: Record<string, unknown>;
+}
+
+export type SessionKind = 'main' | 'subagent' | 'channel' | 'other';
+
+export interface SessionSummary {
+  sessionKey: string;
+  agentId: string;
+  kind: SessionKind;
+  label?: string;
+  model: string;
+  lastActivityAt: string;
+  status: 'idle' | 'running';
+  messageCount: number;
+  /** Extra fields beyond the contract: helpful to the web room. */
+  parentKey?: string;
+  queueMode?: string;
+  thinkingLevel?: string;
+  spawnDepth?: number;
+  pendingApprovals?: number;
+}
+
+export interface PendingApproval {
+  approvalId: string;
+  sessionKey: string;
+  runId: string;
+  tool: string;
+  args: unknown;
+  requestedAt: string;
+}
+
+export type RunStatus = 'queued' | 'running' | 'waiting_approval' | 'ok' | 'error' | 'interrupted';

@@ -1,0 +1,96 @@
+// JSON-RPC 2.0 adapter for the gateway (CONTRACT §3): envelope checks, zod params, one error mapping.
+import { z } from 'zod';
+import { CrosstalkError, type ErrorCode, isCrosstalkError, jsonRpcCodeFor } from '../errors';
+import type { Logger } from '../logger';
+import * as s from './schemas';
+import type { Gateway } from './types';
+
+type Id = string | number | null;
+
+interface RpcError {
+  code: number;
+  message: string;
+  data?: { code: ErrorCode; issues?: Array<{ path: string; message: string }> };
+}
+
+export type RpcResponse = { jsonrpc: '2.0'; id: Id; result: unknown } | { jsonrpc: '2.0'; id: Id; error: RpcError };
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Method = { params: z.ZodType<any>; call: (gw: Gateway, p: any) => Promise<unknown> };
+
+const methods: Record<string, Method> = {
+  agent: { params: s.agentParams, call: (gw, p) => gw.agent(p) },
+  'agent.wait': { params: s.agentWaitParams, call: (gw, p) => gw.agentWait(p) },
+  'sessions.list': { params: s.sessionsListParams, call: (gw, p) => gw.sessionsList(p) },
+  'sessions.patch': { params: s.sessionsPatchParams, call: (gw, p) => gw.sessionsPatch(p) },
+  'sessions.delete': { params: s.sessionsDeleteParams, call: (gw, p) => gw.sessionsDelete(p) },
+  'chat.history': { params: s.chatHistoryParams, call: (gw, p) => gw.chatHistory(p) },
+  'approvals.list': { params: s.approvalsListParams, call: (gw, p) => gw.approvalsList(p) },
+  'approvals.resolve': { params: s.approvalsResolveParams, call: (gw, p) => gw.approvalsResolve(p) },
+  'agents.list': { params: s.agentsListParams, call: (gw) => gw.agentsList() },
+};
+
+export const GATEWAY_METHODS = Object.keys(methods);
+
+export function rpcError(id: Id, code: number, message: string, data?: RpcError['data']): RpcResponse {
+  return { jsonrpc: '2.0', id, error: { code, message, ...(data ? { data } : {}) } };
+}
+
+export function errorResponse(id: Id, e: unknown, log?: Logger): RpcResponse {
+  if (isCrosstalkError(e)) {
+    return rpcError(id, jsonRpcCodeFor(e.code), e.message, { code: e.code, ...(e.issues ? { issues: e.issues } : {}) });
+  }
+  log?.error({ err: e }, 'gateway method failed');
+  return rpcError(id, -32603, 'internal error', { code: 'internal' });
+}
+
+export function zodIssues(err: z.ZodError) {
+  return err.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
+}
+
+const envelope = z.object({
+  jsonrpc: z.literal('2.0'),
+  method: z.string().min(1),
+  params: z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]).optional(),
+  id: z.union([z.string(), z.number(), z.null()]).optional(),
+});
+
+async function handleOne(gw: Gateway, msg: unknown, log?: Logger): Promise<RpcResponse | null> {
+  const rawId = (msg as { id?: unknown } | null)?.id;
+  const id: Id = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null;
+  const env = envelope.safeParse(msg);
+  if (!env.success) return rpcError(id, -32600, 'invalid request', { code: 'invalid_request', issues: zodIssues(env.error) });
+  const notification = !('id' in (msg as object));
+  const method = Object.hasOwn(methods, env.data.method) ? methods[env.data.method] : undefined;
+  if (!method) return notification ? null : rpcError(id, -32601, `unknown method ${env.data.method}`, { code: 'invalid_request' });
+  if (Array.isArray(env.data.params)) return rpcError(id, -32602, 'params must be an object', { code: 'invalid_request', issues: [{ path: '', message: 'params must be an object' }] });
+  const params = method.params.safeParse(env.data.params ?? {});
+  if (!params.success) {
+    return rpcError(id, -32602, 'invalid params', { code: 'invalid_request', issues: zodIssues(params.error) });
+  }
+  try {
+    const result = await method.call(gw, params.data);
+    return notification ? null : { jsonrpc: '2.0', id, result };
+  } catch (e) {
+    return notification ? null : errorResponse(id, e, log);
+  }
+}
+
+/** Handles a request body; null means nothing to send back (notifications only). */
+export async function handleJsonRpc(gw: Gateway, body: string, log?: Logger): Promise<RpcResponse | RpcResponse[] | null> {
+  let msg: unknown;
+  try {
+    msg = JSON.parse(body);
+  } catch {
+    return rpcError(null, -32700, 'parse error', { code: 'invalid_request' });
+  }
+  if (Array.isArray(msg)) {
+    if (!msg.length) return rpcError(null, -32600, 'empty batch', { code: 'invalid_request' });
+    if (msg.length > 100) return rpcError(null, -32600, 'batch larger than 100', { code: 'invalid_request' });
+    const out = (await Promise.all(msg.map((m) => handleOne(gw, m, log)))).filter((r): r is RpcResponse => r !== null);
+    return out.length ? out : null;
+  }
+  return handleOne(gw, msg, log);
+}
+
+export { CrosstalkError };

@@ -1,0 +1,113 @@
+// zod schemas for every gateway method's params (CONTRACT §3): the one edge validation for JSON-RPC and tRPC.
+import { z } from 'zod';
+import { queueModeSchema } from '../config';
+
+export const MAX_MESSAGE_BYTES = 256 * 1024;
+
+/** Session keys: lowercased, then `agent:<agentId>:<rest>` of [a-z0-9:._+-] (CONTRACT §4). */
+export const sessionKeySchema = z
+  .string()
+  .min(1)
+  .max(512)
+  .transform((s) => s.toLowerCase())
+  .refine((s) => /^agent:[a-z0-9._+-]+:[a-z0-9:._+-]+$/.test(s), {
+    message: 'session key must be agent:<agentId>:<rest> made of [a-z0-9:._+-]',
+  });
+
+export const messageSchema = z
+  .string()
+  .min(1, 'message must not be empty')
+  .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_MESSAGE_BYTES, { message: 'message is larger than 256 KiB' });
+
+export const limitSchema = z.number().int().min(1).max(200);
+export const cursorSchema = z.string().min(1).max(2048);
+
+export const webhookSchema = z
+  .object({
+    url: z.string().url().refine((u) => /^https?:\/\//i.test(u), { message: 'webhook url must be http(s)' }),
+    secret: z.string().min(1).max(1024).optional(),
+  })
+  .strict();
+
+export const agentParams = z
+  .object({
+    sessionKey: sessionKeySchema,
+    message: messageSchema,
+    queueMode: queueModeSchema.optional(),
+    idempotencyKey: z.string().min(1).max(256).optional(),
+    webhook: webhookSchema.optional(),
+  })
+  .strict();
+
+export const agentWaitParams = z
+  .object({ runId: z.string().min(1).max(128), timeoutMs: z.number().int().min(0).max(600_000).optional() })
+  .strict();
+
+export const sessionsListParams = z
+  .object({
+    limit: limitSchema.optional(),
+    cursor: cursorSchema.optional(),
+    agentId: z.string().min(1).max(128).optional(),
+    kind: z.enum(['main', 'subagent', 'channel', 'other']).optional(),
+  })
+  .strict();
+
+export const sessionsPatchParams = z
+  .object({
+    sessionKey: sessionKeySchema,
+    model: z.string().min(1).max(256).nullable().optional(),
+    thinkingLevel: z.string().min(1).max(64).nullable().optional(),
+    label: z.string().max(256).nullable().optional(),
+    spawnDepth: z.number().int().min(0).max(100).optional(),
+    queueMode: queueModeSchema.nullable().optional(),
+  })
+  .strict();
+
+export const sessionsDeleteParams = z
+  .object({ sessionKey: sessionKeySchema, deleteTranscript: z.boolean().optional() })
+  .strict();
+
+export const chatHistoryParams = z
+  .object({
+    sessionKey: sessionKeySchema,
+    limit: limitSchema.optional(),
+    cursor: cursorSchema.optional(),
+    includeTools: z.boolean().optional(),
+  })
+  .strict();
+
+export const approvalsListParams = z.object({ sessionKey: sessionKeySchema.optional() }).strict();
+
+export const approvalsResolveParams = z
+  .object({
+    approvalId: z.string().min(1).max(128),
+    decision: z.enum(['allow_once', 'allow_always', 'deny']),
+    reason: z.string().max(4096).optional(),
+  })
+  .strict();
+
+export const agentsListParams = z.object({}).strict();
+
+export const delegatesListParams = z
+  .object({ sessionKey: sessionKeySchema, cursor: cursorSchema.optional(), limit: z.number().int().min(1).max(50).optional() })
+  .strict();
+
+export const delegatesMessagesParams = z
+  .object({
+    sessionKey: sessionKeySchema,
+    conversation_id: sessionKeySchema,
+    cursor: cursorSchema.optional(),
+    limit: z.number().int().min(1).max(50).optional(),
+  })
+  .strict();
+
+export const delegatesDismissParams = z.object({ sessionKey: sessionKeySchema, conversation_id: sessionKeySchema }).strict();
+
+export type AgentParams = z.infer<typeof agentParams>;
+export type AgentWaitParams = z.infer<typeof agentWaitParams>;
+export type SessionsListParams = z.infer<typeof sessionsListParams>;
+export type SessionsPatchParams = z.infer<typeof sessionsPatchParams>;
+export type SessionsDeleteParams = z.infer<typeof sessionsDeleteParams>;
+export type ChatHistoryParams = z.infer<typeof chatHistoryParams>;
+export type ApprovalsListParams = z.infer<typeof approvalsListParams>;
+export type ApprovalsResolveParams = z.infer<typeof approvalsResolveParams>;

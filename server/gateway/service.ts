@@ -1,0 +1,176 @@
+// The gateway service: the methods of CONTRACT §3 over the store and orchestrator (transports stay thin).
+import type { CrosstalkConfig } from '../config';
+import { CrosstalkError } from '../errors';
+import type { EventBus } from '../events/bus';
+import type { SessionKind, SessionSummary } from '../events/types';
+import { validateModelSpec } from '../models/registry';
+import { toPendingApproval } from '../orchestrator/approvals';
+import type { Orchestrator } from '../orchestrator/orchestrator';
+import { toolPolicyFor } from '../config';
+import { decodeCursor, encodeCursor } from '../store/cursor';
+import type { SessionRow } from '../store/schema';
+import { type Store, toTranscriptMessage } from '../store/store';
+import type { AnyToolDef } from '../tools/types';
+import type {
+  AgentParams,
+  AgentWaitParams,
+  ApprovalsListParams,
+  ApprovalsResolveParams,
+  ChatHistoryParams,
+  SessionsDeleteParams,
+  SessionsListParams,
+  SessionsPatchParams,
+} from './schemas';
+import type { AgentInfo, AgentResult, EventSubscribeOptions, Gateway } from './types';
+
+export interface ServiceDeps {
+  config: CrosstalkConfig;
+  store: Store;
+  bus: EventBus;
+  orchestrator: Orchestrator;
+  tools: Map<string, AnyToolDef>;
+}
+
+export class GatewayService implements Gateway {
+  private inflight = new Map<string, Promise<AgentResult>>();
+
+  constructor(private readonly d: ServiceDeps) {}
+
+  async agent(p: AgentParams): Promise<AgentResult> {
+    const { idempotencyKey } = p;
+    if (!idempotencyKey) return this.startAgent(p);
+    const running = this.inflight.get(idempotencyKey);
+    if (running) return running;
+    const work = (async () => {
+      const prior = (await this.d.store.getIdempotent(`agent:${idempotencyKey}`)) as AgentResult | undefined;
+      if (prior) return prior;
+      const res = await this.startAgent(p);
+      await this.d.store.putIdempotent(`agent:${idempotencyKey}`, res);
+      return res;
+    })();
+    this.inflight.set(idempotencyKey, work);
+    try {
+      return await work;
+    } finally {
+      this.inflight.delete(idempotencyKey);
+    }
+  }
+
+  private startAgent(p: AgentParams): Promise<AgentResult> {
+    return this.d.orchestrator.submit(
+      p.sessionKey,
+      { content: p.message, kind: 'message', author: { type: 'user', id: 'user' } },
+      { queueMode: p.queueMode, webhook: p.webhook },
+    );
+  }
+
+  agentWait(p: AgentWaitParams) {
+    return this.d.orchestrator.wait(p.runId, p.timeoutMs ?? 30_000);
+  }
+
+  private summary(r: SessionRow): SessionSummary {
+    const agent = this.d.orchestrator.agent(r.agent_id);
+    return {
+      sessionKey: r.key,
+      agentId: r.agent_id,
+      kind: r.kind as SessionKind,
+      ...(r.label ? { label: r.label } : {}),
+      model: r.model ?? agent?.models[0] ?? 'scripted',
+      lastActivityAt: r.last_activity_at,
+      status: r.status === 'running' ? 'running' : 'idle',
+      messageCount: r.message_count,
+      ...(r.parent_key ? { parentKey: r.parent_key } : {}),
+      ...(r.queue_mode ? { queueMode: r.queue_mode } : {}),
+      ...(r.thinking_level ? { thinkingLevel: r.thinking_level } : {}),
+      spawnDepth: r.spawn_depth,
+    };
+  }
+
+  async sessionsList(p: SessionsListParams) {
+    const limit = p.limit ?? 50;
+    const scope = `${p.agentId ?? ''}|${p.kind ?? ''}`;
+    const after = p.cursor ? (decodeCursor(p.cursor, 'sessions', scope, 2) as [string, string]) : undefined;
+    const rows = await this.d.store.listSessions({ limit: limit + 1, after, agentId: p.agentId, kind: p.kind });
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      sessions: page.map((r) => this.summary(r)),
+      next_cursor: rows.length > limit && last ? encodeCursor('sessions', scope, [last.last_activity_at, last.key]) : null,
+    };
+  }
+
+  private async mustSession(key: string): Promise<SessionRow> {
+    const row = await this.d.store.getSession(key);
+    if (!row) throw new CrosstalkError('unknown_session', `no session ${key}`);
+    return row;
+  }
+
+  async sessionsGet(sessionKey: string) {
+    return this.summary(await this.mustSession(sessionKey));
+  }
+
+  async sessionsPatch(p: SessionsPatchParams) {
+    if (p.model) {
+      const err = validateModelSpec(p.model);
+      if (err) throw new CrosstalkError('invalid_request', err, [{ path: 'model', message: err }]);
+    }
+    await this.mustSession(p.sessionKey);
+    const fields: Parameters<Store['patchSession']>[1] = {};
+    if (p.model !== undefined) fields.model = p.model;
+    if (p.thinkingLevel !== undefined) fields.thinking_level = p.thinkingLevel;
+    if (p.label !== undefined) fields.label = p.label || null;
+    if (p.spawnDepth !== undefined) fields.spawn_depth = p.spawnDepth;
+    if (p.queueMode !== undefined) fields.queue_mode = p.queueMode;
+    return this.summary((await this.d.store.patchSession(p.sessionKey, fields))!);
+  }
+
+  async sessionsDelete(p: SessionsDeleteParams) {
+    await this.mustSession(p.sessionKey);
+    this.d.orchestrator.abortActive(p.sessionKey);
+    await this.d.store.deleteSession(p.sessionKey, p.deleteTranscript ?? false);
+    return { status: 'ok' as const };
+  }
+
+  async chatHistory(p: ChatHistoryParams) {
+    const limit = p.limit ?? 50;
+    const includeTools = p.includeTools ?? false;
+    const scope = `${p.sessionKey}|${includeTools ? 't' : ''}`;
+    const beforeId = p.cursor ? (decodeCursor(p.cursor, 'history', scope, 1)[0] as number) : undefined;
+    await this.mustSession(p.sessionKey);
+    const rows = await this.d.store.history({ sessionKey: p.sessionKey, limit: limit + 1, beforeId, includeTools });
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      messages: page.map(toTranscriptMessage),
+      next_cursor: rows.length > limit && last ? encodeCursor('history', scope, [last.id]) : null,
+    };
+  }
+
+  async approvalsList(p: ApprovalsListParams) {
+    const rows = await this.d.store.pendingApprovals({ sessionKey: p.sessionKey });
+    return { approvals: rows.map(toPendingApproval) };
+  }
+
+  async approvalsResolve(p: ApprovalsResolveParams) {
+    await this.d.orchestrator.approvals.resolve(p.approvalId, p.decision, p.reason);
+    return { status: 'ok' as const };
+  }
+
+  async agentsList(): Promise<{ agents: AgentInfo[] }> {
+    return {
+      agents: this.d.config.agents.map((a) => ({
+        agentId: a.id,
+        name: a.name,
+        persona: a.persona,
+        model: a.models.length === 1 ? a.models[0]! : a.models,
+        tools: Object.fromEntries([...this.d.tools.keys()].map((t) => [t, toolPolicyFor(a, t)])),
+      })),
+    };
+  }
+
+  events(o: EventSubscribeOptions) {
+    const sub = this.d.bus.subscribe({ sessionKey: o.sessionKey, runId: o.runId }, o.afterId);
+    o.signal?.addEventListener('abort', () => sub.close(), { once: true });
+    return sub;
+  }
+}

@@ -1,0 +1,60 @@
+// The gateway service surface (CONTRACT §3): JSON-RPC, tRPC and the CLI all call these methods.
+import type { AgentEvent, PendingApproval, SessionSummary, TranscriptMessage } from '../events/types';
+import type {
+  AgentParams,
+  AgentWaitParams,
+  ApprovalsListParams,
+  ApprovalsResolveParams,
+  ChatHistoryParams,
+  SessionsDeleteParams,
+  SessionsListParams,
+  SessionsPatchParams,
+} from './schemas';
+
+export interface AgentResult {
+  runId: string;
+  status: 'started' | 'queued' | 'steered';
+}
+
+export interface WaitResult {
+  status: 'ok' | 'error' | 'timeout';
+  response?: string;
+  error?: string;
+}
+
+export interface AgentInfo {
+  agentId: string;
+  name: string;
+  persona: string;
+  model: string | string[];
+  tools: Record<string, 'auto' | 'ask' | 'deny'>;
+}
+
+export interface Page<K extends string, T> {
+  items: T[];
+  next_cursor: string | null;
+  key: K;
+}
+
+export interface EventSubscribeOptions {
+  sessionKey?: string;
+  runId?: string;
+  /** Replay events with id > afterId first, then go live with no gap and no duplicate. */
+  afterId?: number;
+  signal?: AbortSignal;
+}
+
+export interface Gateway {
+  agent(p: AgentParams): Promise<AgentResult>;
+  agentWait(p: AgentWaitParams): Promise<WaitResult>;
+  sessionsList(p: SessionsListParams): Promise<{ sessions: SessionSummary[]; next_cursor: string | null }>;
+  sessionsGet(sessionKey: string): Promise<SessionSummary>;
+  sessionsPatch(p: SessionsPatchParams): Promise<SessionSummary>;
+  sessionsDelete(p: SessionsDeleteParams): Promise<{ status: 'ok' }>;
+  chatHistory(p: ChatHistoryParams): Promise<{ messages: TranscriptMessage[]; next_cursor: string | null }>;
+  approvalsList(p: ApprovalsListParams): Promise<{ approvals: PendingApproval[] }>;
+  approvalsResolve(p: ApprovalsResolveParams): Promise<{ status: 'ok' }>;
+  agentsList(): Promise<{ agents: AgentInfo[] }>;
+  /** Live + replayed agent events for a session or run. */
+  events(o: EventSubscribeOptions): AsyncIterable<AgentEvent>;
+}

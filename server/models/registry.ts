@@ -1,0 +1,100 @@
+// Turns a model spec string ("scripted", "openai:gpt-4o", …) into an AI SDK v3 language model (CONTRACT §1).
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAI } from '@ai-sdk/openai';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import type { LanguageModelV3 } from '@ai-sdk/provider';
+import { createScriptedModel } from './scripted';
+
+export type ModelEnv = Record<string, string | undefined>;
+
+export type ModelSpecKind = 'scripted' | 'openai' | 'anthropic' | 'compatible';
+
+export interface ParsedModelSpec {
+  kind: ModelSpecKind;
+  /** The provider's model id; empty for `scripted`. */
+  model: string;
+}
+
+const PREFIXED_KINDS = ['openai', 'anthropic', 'compatible'] as const;
+type PrefixedKind = (typeof PREFIXED_KINDS)[number];
+
+/** Parses a spec or returns the reason it is not one. Pure syntax: no environment check. */
+export function parseModelSpec(spec: string): { ok: true; spec: ParsedModelSpec } | { ok: false; error: string } {
+  if (typeof spec !== 'string' || spec.trim() === '') return { ok: false, error: 'model spec must be a non-empty string' };
+  const trimmed = spec.trim();
+  if (trimmed === 'scripted') return { ok: true, spec: { kind: 'scripted', model: '' } };
+  const colon = trimmed.indexOf(':');
+  if (colon < 0) {
+    return { ok: false, error: `unknown model spec "${trimmed}": use "scripted", "openai:<model>", "anthropic:<model>" or "compatible:<model>"` };
+  }
+  const prefix = trimmed.slice(0, colon);
+  const model = trimmed.slice(colon + 1).trim();
+  if (!(PREFIXED_KINDS as readonly string[]).includes(prefix)) {
+    return { ok: false, error: `unknown model provider "${prefix}" in "${trimmed}": use openai, anthropic or compatible` };
+  }
+  if (model === '') return { ok: false, error: `model spec "${trimmed}" names no model: use "${prefix}:<model>"` };
+  return { ok: true, spec: { kind: prefix as PrefixedKind, model } };
+}
+
+/**
+ * Error text for a spec that cannot be used, or null when it can. Checks the settings a spec
+ * needs up front (the compatible base URL) so config loading and sessions.patch can refuse it
+ * instead of failing on the first run. API keys are left to the call: a missing key is an
+ * ordinary model error that the fallback chain may route around.
+ */
+export function validateModelSpec(spec: string, env: ModelEnv = process.env): string | null {
+  const parsed = parseModelSpec(spec);
+  if (!parsed.ok) return parsed.error;
+  if (parsed.spec.kind === 'compatible' && !nonEmpty(env.CROSSTALK_COMPAT_BASE_URL)) {
+    return `model "${spec.trim()}" needs CROSSTALK_COMPAT_BASE_URL (the OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1)`;
+  }
+  return null;
+}
+
+/** Resolves a spec to a model; throws an Error with the validation message for a bad spec. */
+export function resolveModel(spec: string, env: ModelEnv = process.env): LanguageModelV3 {
+  const error = validateModelSpec(spec, env);
+  if (error) throw new Error(error);
+  const { kind, model } = (parseModelSpec(spec) as { ok: true; spec: ParsedModelSpec }).spec;
+  switch (kind) {
+    case 'scripted':
+      return createScriptedModel();
+    case 'openai': {
+      const apiKey = nonEmpty(env.OPENAI_API_KEY);
+      const baseURL = nonEmpty(env.OPENAI_BASE_URL);
+      const provider = cached(`openai|${baseURL ?? ''}|${apiKey ?? ''}`, () => createOpenAI({ apiKey, baseURL }));
+      // Chat completions rather than the Responses API: it is what OpenAI-compatible bases speak.
+      return provider.chat(model);
+    }
+    case 'anthropic': {
+      const apiKey = nonEmpty(env.ANTHROPIC_API_KEY);
+      const baseURL = nonEmpty(env.ANTHROPIC_BASE_URL);
+      const provider = cached(`anthropic|${baseURL ?? ''}|${apiKey ?? ''}`, () => createAnthropic({ apiKey, baseURL }));
+      return provider(model);
+    }
+    case 'compatible': {
+      const baseURL = env.CROSSTALK_COMPAT_BASE_URL!.trim();
+      const apiKey = nonEmpty(env.CROSSTALK_COMPAT_API_KEY);
+      const provider = cached(`compatible|${baseURL}|${apiKey ?? ''}`, () =>
+        createOpenAICompatible({ name: 'compatible', baseURL, apiKey, includeUsage: true }),
+      );
+      return provider.chatModel(model);
+    }
+  }
+}
+
+// Providers are keyed by their settings so a changed env (tests, reconfiguration) gets a fresh one.
+const providerCache = new Map<string, unknown>();
+
+function cached<T>(key: string, create: () => T): T {
+  let provider = providerCache.get(key) as T | undefined;
+  if (provider === undefined) {
+    provider = create();
+    providerCache.set(key, provider);
+  }
+  return provider;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value !== undefined && value.trim() !== '' ? value.trim() : undefined;
+}

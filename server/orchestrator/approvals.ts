@@ -1,0 +1,113 @@
+// Approval gate: per-agent tool policy (auto | ask | deny), session allow-always rules, durable pending approvals.
+import crypto from 'node:crypto';
+import { type AgentConfig, toolPolicyFor } from '../config';
+import { CrosstalkError } from '../errors';
+import type { EventBus } from '../events/bus';
+import type { PendingApproval } from '../events/types';
+import type { Metrics } from '../metrics';
+import type { ApprovalRow } from '../store/schema';
+import { nowIso, type Store } from '../store/store';
+
+export type GateResult = { allowed: true } | { allowed: false; reason: string };
+export type Decision = 'allow_once' | 'allow_always' | 'deny';
+
+export interface GateRequest {
+  runId: string;
+  sessionKey: string;
+  agent: AgentConfig;
+  callId: string;
+  tool: string;
+  args: unknown;
+  signal: AbortSignal;
+}
+
+export function toPendingApproval(r: ApprovalRow): PendingApproval {
+  return { approvalId: r.id, sessionKey: r.session_key, runId: r.run_id, tool: r.tool, args: JSON.parse(r.args), requestedAt: r.requested_at };
+}
+
+function decisionOf(row: ApprovalRow): GateResult {
+  if (row.status === 'allowed') return { allowed: true };
+  return { allowed: false, reason: row.reason || (row.status === 'cancelled' ? 'approval cancelled' : 'denied by user') };
+}
+
+export class Approvals {
+  private waiters = new Map<string, (r: GateResult) => void>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly bus: EventBus,
+    private readonly metrics: Metrics,
+    /** Called when a decision arrives for a run that is not live in this process (e.g. after a restart). */
+    private readonly resumeRun: (runId: string) => void,
+  ) {}
+
+  async gate(q: GateRequest): Promise<GateResult> {
+    const policy = toolPolicyFor(q.agent, q.tool);
+    if (policy === 'deny') return { allowed: false, reason: `tool policy denies ${q.tool}` };
+    if (policy === 'auto' || (await this.store.hasToolRule(q.sessionKey, q.tool))) return { allowed: true };
+
+    let row = await this.store.approvalForCall(q.runId, q.callId);
+    if (row && row.status !== 'pending') return decisionOf(row);
+    if (!row) {
+      row = {
+        id: `apr_${crypto.randomUUID()}`,
+        session_key: q.sessionKey,
+        run_id: q.runId,
+        call_id: q.callId,
+        tool: q.tool,
+        args: JSON.stringify(q.args ?? null),
+        status: 'pending',
+        decision: null,
+        reason: null,
+        requested_at: nowIso(),
+        resolved_at: null,
+      };
+      await this.store.insertApproval(row);
+      this.bus.emit(q.runId, 'approval', { phase: 'requested', approvalId: row.id, tool: q.tool, args: q.args ?? null, callId: q.callId, requestedAt: row.requested_at });
+    }
+    const approvalId = row.id;
+    const decided = new Promise<GateResult>((resolve) => {
+      const onAbort = () => {
+        this.waiters.delete(approvalId);
+        void this.store.settleApproval(approvalId, 'cancelled', null, 'run interrupted').then((settled) => {
+          if (settled) this.bus.emit(q.runId, 'approval', { phase: 'resolved', approvalId, decision: 'cancelled', reason: 'run interrupted' });
+        });
+        resolve({ allowed: false, reason: 'run interrupted' });
+      };
+      if (q.signal.aborted) return onAbort();
+      q.signal.addEventListener('abort', onAbort, { once: true });
+      this.waiters.set(approvalId, (r) => {
+        this.waiters.delete(approvalId);
+        q.signal.removeEventListener('abort', onAbort);
+        resolve(r);
+      });
+    });
+    // A decision may have landed while the waiter was not registered yet: read it back once.
+    const fresh = await this.store.getApproval(approvalId);
+    if (fresh && fresh.status !== 'pending') this.waiters.get(approvalId)?.(decisionOf(fresh));
+    else await this.store.updateRun(q.runId, { status: 'waiting_approval' });
+    const result = await decided;
+    if (!q.signal.aborted) await this.store.updateRun(q.runId, { status: 'running' });
+    return result;
+  }
+
+  async resolve(approvalId: string, decision: Decision, reason?: string): Promise<void> {
+    const row = await this.store.getApproval(approvalId);
+    if (!row) throw new CrosstalkError('unknown_approval', `no approval ${approvalId}`);
+    const status = decision === 'deny' ? 'denied' : 'allowed';
+    const settled = await this.store.settleApproval(approvalId, status, decision, reason ?? null);
+    if (!settled) throw new CrosstalkError('already_resolved', `approval ${approvalId} is already ${row.status}`);
+    if (decision === 'allow_always') await this.store.addToolRule(row.session_key, row.tool);
+    this.metrics.approvalWait.observe((Date.now() - Date.parse(row.requested_at)) / 1000);
+
+    const waiter = this.waiters.get(approvalId);
+    if (!waiter) this.bus.registerRun(row.run_id, row.session_key, await this.store.maxSeq(row.run_id));
+    this.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId, decision, ...(reason ? { reason } : {}) });
+    if (waiter) {
+      waiter(decision === 'deny' ? { allowed: false, reason: reason || 'denied by user' } : { allowed: true });
+    } else {
+      // The run keeps its bus registration (and seq) for the resume that follows.
+      this.resumeRun(row.run_id);
+    }
+  }
+}

@@ -1,0 +1,271 @@
+// The run loop: model steps through the AI SDK, tools executed here (policy, approvals), steering at step boundaries.
+import { type LanguageModel, type ModelMessage, streamText, tool as aiTool, type ToolSet } from 'ai';
+import type { CrosstalkConfig } from '../config';
+import { errorMessage, toolError } from '../errors';
+import type { EventBus } from '../events/bus';
+import type { TranscriptMessage } from '../events/types';
+import type { Logger } from '../logger';
+import type { Metrics } from '../metrics';
+import type { RunRow } from '../store/schema';
+import { type NewMessage, nowIso, type Store, toTranscriptMessage } from '../store/store';
+import type { AnyToolDef } from '../tools/types';
+import type { Approvals } from './approvals';
+import { toJsonValue, toModelMessages } from './context';
+import type { ActiveRun, RunInput, RunOutcome } from './types';
+
+export interface RunDeps {
+  store: Store;
+  bus: EventBus;
+  metrics: Metrics;
+  log: Logger;
+  config: CrosstalkConfig;
+  tools: Map<string, AnyToolDef>;
+  approvals: Approvals;
+  modelFor(run: ActiveRun, sessionModel: string | null): LanguageModel;
+  /** Called when a steered message is injected, so its durable row can be retired. */
+  onInjected(runId: string, intoRunId: string): Promise<void>;
+}
+
+interface ToolCall {
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+  invalidError?: string;
+}
+
+class RunAborted extends Error {}
+
+export const SILENT_TOKEN = 'NO_REPLY';
+
+export function inputToMessage(sessionKey: string, runId: string, input: RunInput, steered = false): NewMessage {
+  return {
+    sessionKey,
+    role: 'user',
+    kind: steered && input.kind === 'message' ? 'steer' : input.kind,
+    content: input.content,
+    runId,
+    author: input.author,
+    meta: input.meta,
+  };
+}
+
+function systemPrompt(run: ActiveRun): string {
+  const a = run.agent;
+  return (
+    a.system ??
+    `You are ${a.name} (agent id "${a.id}", persona "${a.persona}") in crosstalk, a multi-agent gateway. ` +
+      `Your session key is ${run.sessionKey}. Use tools when they help; reply concisely. ` +
+      `Reply with exactly ${SILENT_TOKEN} when nothing should be posted.`
+  );
+}
+
+export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, resume: boolean): Promise<RunOutcome> {
+  const { store, bus, config } = deps;
+  const signal = run.abort.signal;
+  const emitMessages = (rows: TranscriptMessage[]) => {
+    for (const m of rows) bus.emit(run.id, 'message', { message: m });
+  };
+  const append = async (msgs: NewMessage[]) => {
+    const rows = await store.appendMessages(msgs);
+    emitMessages(rows);
+    return rows;
+  };
+
+  const session = await store.getSession(run.sessionKey);
+  const inputs = JSON.parse(row.input) as RunInput[];
+  if (!resume) {
+    await store.updateRun(run.id, { status: 'running', started_at: nowIso() });
+    bus.emit(run.id, 'lifecycle', { phase: 'start', agentId: run.agent.id, ...(row.origin ? { origin: JSON.parse(row.origin) } : {}) });
+    await append(inputs.map((i) => inputToMessage(run.sessionKey, run.id, i)));
+  } else {
+    await store.updateRun(run.id, { status: 'running' });
+  }
+
+  const rows = (await store.history({ sessionKey: run.sessionKey, limit: config.session.contextMessages, includeTools: true })).reverse();
+  const transcript = rows.map(toTranscriptMessage);
+  const messages: ModelMessage[] = toModelMessages(transcript);
+  let lastText = '';
+  for (const m of transcript) if (m.runId === run.id && m.role === 'assistant' && m.kind === 'message') lastText = m.content.trim();
+
+  const model = deps.modelFor(run, session?.model ?? null);
+  const toolSet: ToolSet = {};
+  for (const def of deps.tools.values()) toolSet[def.name] = aiTool({ description: def.description, inputSchema: def.inputSchema });
+
+  const maxSteps = run.agent.limits.maxSteps;
+  try {
+    if (resume) {
+      // Tool calls of this run that never got a result (paused on an approval when the process stopped).
+      const answered = new Set(transcript.filter((m) => m.kind === 'tool_result').map((m) => m.tool?.callId));
+      const pending = transcript.filter((m) => m.runId === run.id && m.kind === 'tool_call' && m.tool && !answered.has(m.tool.callId));
+      if (pending.length) {
+        const calls = pending.map((m) => ({ toolCallId: m.tool!.callId, toolName: m.tool!.name, input: m.tool!.args }));
+        pushToolCalls(messages, calls);
+        messages.push(await runTools(deps, run, calls, append));
+      }
+    }
+    for (let step = 0; ; step++) {
+      if (signal.aborted) throw new RunAborted();
+      await injectInbox(deps, run, messages, append);
+      if (step >= maxSteps) throw new Error(`run stopped after ${maxSteps} model steps`);
+
+      const { text, calls } = await modelStep(deps, run, model, messages, toolSet);
+      const trimmed = text.trim();
+      if (trimmed) lastText = trimmed;
+      const posting = trimmed !== '' && trimmed !== SILENT_TOKEN && run.agent.reply !== 'tool';
+      const stepRows: NewMessage[] = [];
+      if (posting) stepRows.push({ sessionKey: run.sessionKey, role: 'assistant', kind: 'message', content: text, runId: run.id, author: { type: 'agent', id: run.agent.id, name: run.agent.name } });
+      for (const c of calls)
+        stepRows.push({
+          sessionKey: run.sessionKey,
+          role: 'assistant',
+          kind: 'tool_call',
+          content: '',
+          runId: run.id,
+          author: { type: 'agent', id: run.agent.id, name: run.agent.name },
+          tool: { name: c.toolName, callId: c.toolCallId, args: c.input ?? null },
+        });
+      if (stepRows.length) await append(stepRows);
+      if (posting) run.posted += 1;
+
+      if (text) messages.push({ role: 'assistant', content: [{ type: 'text', text }] });
+      if (!calls.length) break;
+      pushToolCalls(messages, calls);
+      messages.push(await runTools(deps, run, calls, append));
+    }
+    if (signal.aborted) throw new RunAborted();
+    return { status: 'ok', response: lastText };
+  } catch (e) {
+    if (signal.aborted || e instanceof RunAborted) return { status: 'interrupted', error: 'run interrupted', response: lastText };
+    deps.log.warn({ runId: run.id, err: errorMessage(e) }, 'run failed');
+    return { status: 'error', error: errorMessage(e), response: lastText };
+  }
+}
+
+function pushToolCalls(messages: ModelMessage[], calls: ToolCall[]) {
+  const parts = calls.map((c) => ({ type: 'tool-call' as const, toolCallId: c.toolCallId, toolName: c.toolName, input: c.input ?? {} }));
+  const last = messages[messages.length - 1];
+  if (last?.role === 'assistant' && Array.isArray(last.content)) last.content.push(...parts);
+  else messages.push({ role: 'assistant', content: parts });
+}
+
+async function injectInbox(deps: RunDeps, run: ActiveRun, messages: ModelMessage[], append: (m: NewMessage[]) => Promise<unknown>) {
+  while (run.inbox.length) {
+    const items = run.inbox.splice(0);
+    await Promise.all(items.map((i) => i.persisted));
+    await append(items.map((i) => inputToMessage(run.sessionKey, run.id, i.input, true)));
+    for (const i of items) {
+      messages.push({ role: 'user', content: i.input.content });
+      await deps.onInjected(i.runId, run.id);
+    }
+  }
+}
+
+async function modelStep(deps: RunDeps, run: ActiveRun, model: LanguageModel, messages: ModelMessage[], tools: ToolSet): Promise<{ text: string; calls: ToolCall[] }> {
+  const signal = run.abort.signal;
+  let streamError: unknown;
+  const result = streamText({
+    model,
+    system: systemPrompt(run),
+    messages,
+    tools,
+    abortSignal: signal,
+    maxRetries: 0,
+    onError: ({ error }) => {
+      streamError ??= error;
+    },
+  });
+  let text = '';
+  const calls: ToolCall[] = [];
+  let usage: unknown;
+  for await (const part of result.fullStream) {
+    switch (part.type) {
+      case 'text-delta':
+        if (part.text) {
+          text += part.text;
+          deps.bus.emit(run.id, 'assistant', { delta: part.text });
+        }
+        break;
+      case 'tool-call': {
+        const p = part as typeof part & { invalid?: boolean; error?: unknown };
+        calls.push({ toolCallId: p.toolCallId, toolName: p.toolName, input: p.input, ...(p.invalid ? { invalidError: errorMessage(p.error) } : {}) });
+        break;
+      }
+      case 'tool-error': {
+        const known = calls.find((c) => c.toolCallId === part.toolCallId);
+        if (known) known.invalidError ??= errorMessage(part.error);
+        else calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, input: part.input, invalidError: errorMessage(part.error) });
+        break;
+      }
+      case 'error':
+        streamError ??= part.error;
+        break;
+      case 'finish':
+        usage = part.totalUsage;
+        break;
+      default:
+        break;
+    }
+  }
+  if (signal.aborted) throw new RunAborted();
+  if (streamError) {
+    deps.metrics.modelSteps.inc({ outcome: 'error' });
+    throw streamError instanceof Error ? streamError : new Error(errorMessage(streamError));
+  }
+  deps.metrics.modelSteps.inc({ outcome: 'ok' });
+  if (usage) deps.bus.emit(run.id, 'lifecycle', { phase: 'step', usage: toJsonValue(usage) });
+  return { text, calls };
+}
+
+async function runTools(deps: RunDeps, run: ActiveRun, calls: ToolCall[], append: (m: NewMessage[]) => Promise<unknown>): Promise<ModelMessage> {
+  const results = await Promise.all(calls.map((c) => runTool(deps, run, c, append)));
+  return {
+    role: 'tool',
+    content: calls.map((c, i) => ({ type: 'tool-result' as const, toolCallId: c.toolCallId, toolName: c.toolName, output: { type: 'json' as const, value: toJsonValue(results[i]) } })),
+  };
+}
+
+async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m: NewMessage[]) => Promise<unknown>): Promise<unknown> {
+  const { bus, metrics } = deps;
+  const signal = run.abort.signal;
+  bus.emit(run.id, 'tool', { phase: 'start', name: call.toolName, callId: call.toolCallId, args: toJsonValue(call.input) });
+  let result: unknown;
+  let outcome = 'ok';
+  const def = deps.tools.get(call.toolName);
+  if (!def) {
+    result = toolError('invalid_request', `unknown tool ${call.toolName}`);
+  } else {
+    const parsed = def.inputSchema.safeParse(call.input);
+    if (!parsed.success) {
+      result = toolError('invalid_request', `invalid arguments for ${call.toolName}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+    } else {
+      const gate = await deps.approvals.gate({ runId: run.id, sessionKey: run.sessionKey, agent: run.agent, callId: call.toolCallId, tool: def.name, args: parsed.data, signal });
+      if (!gate.allowed) {
+        result = { status: 'denied', reason: gate.reason };
+        outcome = 'denied';
+      } else {
+        try {
+          result = await def.execute(parsed.data, { runId: run.id, sessionKey: run.sessionKey, agent: run.agent, callId: call.toolCallId, signal });
+        } catch (e) {
+          deps.log.error({ err: e, tool: def.name }, 'tool threw');
+          result = toolError('internal', `${def.name} failed: ${errorMessage(e)}`);
+        }
+      }
+    }
+  }
+  if (outcome === 'ok' && (result as { status?: string } | null)?.status === 'error') outcome = 'error';
+  metrics.toolCalls.inc({ tool: call.toolName, outcome });
+  await append([
+    {
+      sessionKey: run.sessionKey,
+      role: 'tool',
+      kind: 'tool_result',
+      content: '',
+      runId: run.id,
+      author: { type: 'system', id: call.toolName },
+      tool: { name: call.toolName, callId: call.toolCallId, args: call.input ?? null, result: result ?? null },
+    },
+  ]);
+  bus.emit(run.id, 'tool', { phase: 'end', name: call.toolName, callId: call.toolCallId, status: outcome, result: toJsonValue(result) });
+  if (signal.aborted) throw new RunAborted();
+  return result;
+}

@@ -1,0 +1,20 @@
+// Session key helpers (CONTRACT §4): the agent id inside a key and the kind a key denotes.
+import type { SessionKind } from '../events/types';
+
+export const SESSION_KEY_RE = /^agent:([a-z0-9._+-]+):([a-z0-9:._+-]+)$/;
+
+export function agentIdOf(key: string): string | null {
+  return SESSION_KEY_RE.exec(key)?.[1] ?? null;
+}
+
+export function sessionKindOf(key: string): SessionKind {
+  const m = SESSION_KEY_RE.exec(key);
+  if (!m) return 'other';
+  const rest = m[2]!;
+  if (rest === 'main') return 'main';
+  if (rest.startsWith('subagent:')) return 'subagent';
+  if (/(^|:)(direct|group|channel):/.test(rest)) return 'channel';
+  return 'other';
+}
+
+export const mainSessionKey = (agentId: string) => `agent:${agentId}:main`;

@@ -1,0 +1,137 @@
+// Schema migrations: one list for both dialects; only the auto-increment id column differs.
+import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
+
+export type DialectName = 'sqlite' | 'postgres';
+
+function migrations(dialect: DialectName): Record<string, Migration> {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const serialId = (db: Kysely<any>, table: string) =>
+    dialect === 'postgres'
+      ? db.schema.createTable(table).addColumn('id', 'bigserial', (c) => c.primaryKey())
+      : db.schema.createTable(table).addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement());
+
+  return {
+    '0001_foundation': {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable('sessions')
+          .addColumn('key', 'text', (c) => c.primaryKey())
+          .addColumn('agent_id', 'text', (c) => c.notNull())
+          .addColumn('kind', 'text', (c) => c.notNull())
+          .addColumn('label', 'text')
+          .addColumn('model', 'text')
+          .addColumn('thinking_level', 'text')
+          .addColumn('spawn_depth', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('queue_mode', 'text')
+          .addColumn('parent_key', 'text')
+          .addColumn('meta', 'text')
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .addColumn('last_activity_at', 'text', (c) => c.notNull())
+          .addColumn('message_count', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('bytes', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('status', 'text', (c) => c.notNull().defaultTo('idle'))
+          .execute();
+        await db.schema.createIndex('sessions_activity').on('sessions').columns(['last_activity_at', 'key']).execute();
+        await db.schema
+          .createIndex('sessions_agent_activity')
+          .on('sessions')
+          .columns(['agent_id', 'last_activity_at', 'key'])
+          .execute();
+        await db.schema.createIndex('sessions_parent').on('sessions').columns(['parent_key', 'last_activity_at']).execute();
+
+        await serialId(db, 'messages')
+          .addColumn('session_key', 'text', (c) => c.notNull())
+          .addColumn('role', 'text', (c) => c.notNull())
+          .addColumn('kind', 'text', (c) => c.notNull())
+          .addColumn('content', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .addColumn('run_id', 'text')
+          .addColumn('author_type', 'text', (c) => c.notNull())
+          .addColumn('author_id', 'text', (c) => c.notNull())
+          .addColumn('author_name', 'text')
+          .addColumn('tool_name', 'text')
+          .addColumn('tool_call_id', 'text')
+          .addColumn('tool_args', 'text')
+          .addColumn('tool_result', 'text')
+          .addColumn('meta', 'text')
+          .execute();
+        await db.schema.createIndex('messages_session_id').on('messages').columns(['session_key', 'id']).execute();
+        await db.schema.createIndex('messages_run').on('messages').columns(['run_id']).execute();
+
+        await db.schema
+          .createTable('runs')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('session_key', 'text', (c) => c.notNull())
+          .addColumn('status', 'text', (c) => c.notNull())
+          .addColumn('input', 'text', (c) => c.notNull())
+          .addColumn('queue_mode', 'text', (c) => c.notNull())
+          .addColumn('response', 'text')
+          .addColumn('error', 'text')
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .addColumn('started_at', 'text')
+          .addColumn('ended_at', 'text')
+          .addColumn('origin', 'text')
+          .addColumn('webhook', 'text')
+          .addColumn('last_seq', 'integer', (c) => c.notNull().defaultTo(0))
+          .execute();
+        await db.schema.createIndex('runs_status').on('runs').columns(['status', 'created_at']).execute();
+        await db.schema.createIndex('runs_session').on('runs').columns(['session_key', 'created_at']).execute();
+
+        await serialId(db, 'events')
+          .addColumn('run_id', 'text', (c) => c.notNull())
+          .addColumn('seq', 'integer', (c) => c.notNull())
+          .addColumn('stream', 'text', (c) => c.notNull())
+          .addColumn('ts', 'text', (c) => c.notNull())
+          .addColumn('session_key', 'text', (c) => c.notNull())
+          .addColumn('data', 'text', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('events_session_id').on('events').columns(['session_key', 'id']).execute();
+        await db.schema.createIndex('events_run_id').on('events').columns(['run_id', 'id']).execute();
+
+        await db.schema
+          .createTable('approvals')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('session_key', 'text', (c) => c.notNull())
+          .addColumn('run_id', 'text', (c) => c.notNull())
+          .addColumn('call_id', 'text', (c) => c.notNull())
+          .addColumn('tool', 'text', (c) => c.notNull())
+          .addColumn('args', 'text', (c) => c.notNull())
+          .addColumn('status', 'text', (c) => c.notNull())
+          .addColumn('decision', 'text')
+          .addColumn('reason', 'text')
+          .addColumn('requested_at', 'text', (c) => c.notNull())
+          .addColumn('resolved_at', 'text')
+          .execute();
+        await db.schema.createIndex('approvals_status').on('approvals').columns(['status', 'requested_at']).execute();
+
+        await db.schema
+          .createTable('session_tool_rules')
+          .addColumn('session_key', 'text', (c) => c.notNull())
+          .addColumn('tool', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .addPrimaryKeyConstraint('session_tool_rules_pk', ['session_key', 'tool'])
+          .execute();
+
+        await db.schema
+          .createTable('idempotency')
+          .addColumn('key', 'text', (c) => c.primaryKey())
+          .addColumn('result', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .execute();
+      },
+    },
+  };
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function migrateToLatest(db: Kysely<any>, dialect: DialectName): Promise<void> {
+  const provider: MigrationProvider = { getMigrations: async () => migrations(dialect) };
+  const migrator = new Migrator({ db, provider, migrationTableName: 'crosstalk_migrations', migrationLockTableName: 'crosstalk_migrations_lock' });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error');
+    throw new Error(`migration ${failed?.migrationName ?? '?'} failed: ${(error as Error).message ?? String(error)}`);
+  }
+  void sql;
+}

@@ -1,0 +1,107 @@
+// Table types for Kysely; one schema for both dialects (JSON is stored as text, timestamps as ISO-8601 UTC text).
+import type { Generated, Insertable, Selectable } from 'kysely';
+
+export interface SessionsTable {
+  key: string;
+  agent_id: string;
+  kind: string;
+  label: string | null;
+  model: string | null;
+  thinking_level: string | null;
+  spawn_depth: number;
+  queue_mode: string | null;
+  parent_key: string | null;
+  meta: string | null;
+  created_at: string;
+  last_activity_at: string;
+  message_count: number;
+  bytes: number;
+  status: string;
+}
+
+export interface MessagesTable {
+  id: Generated<number>;
+  session_key: string;
+  role: string;
+  kind: string;
+  content: string;
+  created_at: string;
+  run_id: string | null;
+  author_type: string;
+  author_id: string;
+  author_name: string | null;
+  tool_name: string | null;
+  tool_call_id: string | null;
+  tool_args: string | null;
+  tool_result: string | null;
+  meta: string | null;
+}
+
+export interface RunsTable {
+  id: string;
+  session_key: string;
+  status: string;
+  input: string;
+  queue_mode: string;
+  response: string | null;
+  error: string | null;
+  created_at: string;
+  started_at: string | null;
+  ended_at: string | null;
+  origin: string | null;
+  webhook: string | null;
+  last_seq: number;
+}
+
+export interface EventsTable {
+  id: Generated<number>;
+  run_id: string;
+  seq: number;
+  stream: string;
+  ts: string;
+  session_key: string;
+  data: string;
+}
+
+export interface ApprovalsTable {
+  id: string;
+  session_key: string;
+  run_id: string;
+  call_id: string;
+  tool: string;
+  args: string;
+  status: string;
+  decision: string | null;
+  reason: string | null;
+  requested_at: string;
+  resolved_at: string | null;
+}
+
+export interface SessionToolRulesTable {
+  session_key: string;
+  tool: string;
+  created_at: string;
+}
+
+export interface IdempotencyTable {
+  key: string;
+  result: string;
+  created_at: string;
+}
+
+export interface Database {
+  sessions: SessionsTable;
+  messages: MessagesTable;
+  runs: RunsTable;
+  events: EventsTable;
+  approvals: ApprovalsTable;
+  session_tool_rules: SessionToolRulesTable;
+  idempotency: IdempotencyTable;
+}
+
+export type SessionRow = Selectable<SessionsTable>;
+export type MessageRow = Selectable<MessagesTable>;
+export type NewMessageRow = Insertable<MessagesTable>;
+export type RunRow = Selectable<RunsTable>;
+export type EventRow = Selectable<EventsTable>;
+export type ApprovalRow = Selectable<ApprovalsTable>;

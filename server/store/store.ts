@@ -1,0 +1,313 @@
+// Repositories over the Kysely database: every query the gateway runs, keyset-paged and bounded.
+import type { Kysely } from 'kysely';
+import type { Author, MessageKind, MessageRole, PendingEvent, TranscriptMessage } from '../events/types';
+import type { DbHandle } from './db';
+import type { ApprovalRow, Database, EventRow, MessageRow, RunRow, SessionRow } from './schema';
+
+export interface NewMessage {
+  sessionKey: string;
+  role: MessageRole;
+  kind: MessageKind;
+  content: string;
+  runId?: string | null;
+  author: Author;
+  tool?: { name: string; callId: string; args?: unknown; result?: unknown };
+  meta?: Record<string, unknown>;
+}
+
+export interface NewSession {
+  key: string;
+  agentId: string;
+  kind: string;
+  parentKey?: string | null;
+  spawnDepth?: number;
+  meta?: Record<string, unknown> | null;
+  label?: string | null;
+}
+
+export const nowIso = () => new Date().toISOString();
+
+const json = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
+const parseJson = (s: string | null): unknown => (s == null ? undefined : JSON.parse(s));
+
+export function toTranscriptMessage(r: MessageRow): TranscriptMessage {
+  const m: TranscriptMessage = {
+    id: r.id,
+    sessionKey: r.session_key,
+    role: r.role as MessageRole,
+    kind: r.kind as MessageKind,
+    content: r.content,
+    createdAt: r.created_at,
+    author: { type: r.author_type as Author['type'], id: r.author_id, ...(r.author_name ? { name: r.author_name } : {}) },
+  };
+  if (r.run_id) m.runId = r.run_id;
+  if (r.tool_name) {
+    m.tool = {
+      name: r.tool_name,
+      callId: r.tool_call_id ?? '',
+      args: parseJson(r.tool_args) ?? null,
+      result: parseJson(r.tool_result) ?? null,
+    };
+  }
+  if (r.meta) m.meta = JSON.parse(r.meta) as Record<string, unknown>;
+  return m;
+}
+
+export class Store {
+  readonly db: Kysely<Database>;
+  readonly dialect: DbHandle['dialect'];
+
+  constructor(private readonly handle: DbHandle) {
+    this.db = handle.db;
+    this.dialect = handle.dialect;
+  }
+
+  close() {
+    return this.handle.close();
+  }
+
+  // ── sessions ────────────────────────────────────────────────────────────
+
+  getSession(key: string): Promise<SessionRow | undefined> {
+    return this.db.selectFrom('sessions').selectAll().where('key', '=', key).executeTakeFirst();
+  }
+
+  /** Creates the session when missing; returns the stored row either way. */
+  async ensureSession(s: NewSession): Promise<SessionRow> {
+    const existing = await this.getSession(s.key);
+    if (existing) return existing;
+    const ts = nowIso();
+    await this.db
+      .insertInto('sessions')
+      .values({
+        key: s.key,
+        agent_id: s.agentId,
+        kind: s.kind,
+        label: s.label ?? null,
+        model: null,
+        thinking_level: null,
+        spawn_depth: s.spawnDepth ?? 0,
+        queue_mode: null,
+        parent_key: s.parentKey ?? null,
+        meta: s.meta ? JSON.stringify(s.meta) : null,
+        created_at: ts,
+        last_activity_at: ts,
+        message_count: 0,
+        bytes: 0,
+        status: 'idle',
+      })
+      .onConflict((oc) => oc.column('key').doNothing())
+      .execute();
+    return (await this.getSession(s.key))!;
+  }
+
+  /** Newest activity first, keyset on (last_activity_at, key). */
+  listSessions(o: { limit: number; after?: [string, string]; agentId?: string; kind?: string; parentKey?: string }) {
+    let q = this.db.selectFrom('sessions').selectAll();
+    if (o.agentId) q = q.where('agent_id', '=', o.agentId);
+    if (o.kind) q = q.where('kind', '=', o.kind);
+    if (o.parentKey) q = q.where('parent_key', '=', o.parentKey);
+    if (o.after) {
+      const [ts, key] = o.after;
+      q = q.where((eb) => eb.or([eb('last_activity_at', '<', ts), eb.and([eb('last_activity_at', '=', ts), eb('key', '<', key)])]));
+    }
+    return q.orderBy('last_activity_at', 'desc').orderBy('key', 'desc').limit(o.limit).execute();
+  }
+
+  async patchSession(key: string, fields: Partial<Pick<SessionRow, 'model' | 'thinking_level' | 'label' | 'spawn_depth' | 'queue_mode' | 'status' | 'meta'>>) {
+    if (Object.keys(fields).length) await this.db.updateTable('sessions').set(fields).where('key', '=', key).execute();
+    return this.getSession(key);
+  }
+
+  async deleteSession(key: string, deleteTranscript: boolean): Promise<void> {
+    await this.db.transaction().execute(async (tx) => {
+      await tx.deleteFrom('sessions').where('key', '=', key).execute();
+      await tx.deleteFrom('session_tool_rules').where('session_key', '=', key).execute();
+      if (deleteTranscript) {
+        await tx.deleteFrom('messages').where('session_key', '=', key).execute();
+        await tx.deleteFrom('events').where('session_key', '=', key).execute();
+      }
+    });
+  }
+
+  // ── transcript ─────────────────────────────────────────────────────────
+
+  /** Appends rows in one transaction and bumps the session's counters. */
+  async appendMessages(msgs: NewMessage[]): Promise<TranscriptMessage[]> {
+    if (!msgs.length) return [];
+    const ts = nowIso();
+    return this.db.transaction().execute(async (tx) => {
+      const out: TranscriptMessage[] = [];
+      const perSession = new Map<string, { count: number; bytes: number }>();
+      for (const m of msgs) {
+        const row = {
+          session_key: m.sessionKey,
+          role: m.role,
+          kind: m.kind,
+          content: m.content,
+          created_at: ts,
+          run_id: m.runId ?? null,
+          author_type: m.author.type,
+          author_id: m.author.id,
+          author_name: m.author.name ?? null,
+          tool_name: m.tool?.name ?? null,
+          tool_call_id: m.tool?.callId ?? null,
+          tool_args: m.tool ? json(m.tool.args ?? null) : null,
+          tool_result: m.tool && m.tool.result !== undefined ? json(m.tool.result) : null,
+          meta: m.meta ? JSON.stringify(m.meta) : null,
+        };
+        const { id } = await tx.insertInto('messages').values(row).returning('id').executeTakeFirstOrThrow();
+        out.push(toTranscriptMessage({ ...row, id: Number(id) }));
+        const bytes = Buffer.byteLength(m.content) + (row.tool_args?.length ?? 0) + (row.tool_result?.length ?? 0);
+        const agg = perSession.get(m.sessionKey) ?? { count: 0, bytes: 0 };
+        agg.count += 1;
+        agg.bytes += bytes;
+        perSession.set(m.sessionKey, agg);
+      }
+      for (const [key, agg] of perSession) {
+        await tx
+          .updateTable('sessions')
+          .set((eb) => ({
+            message_count: eb('message_count', '+', agg.count),
+            bytes: eb('bytes', '+', agg.bytes),
+            last_activity_at: ts,
+          }))
+          .where('key', '=', key)
+          .execute();
+      }
+      return out;
+    });
+  }
+
+  /** A page of the transcript, newest first, strictly before `beforeId`. */
+  async history(o: { sessionKey: string; limit: number; beforeId?: number; includeTools: boolean }): Promise<MessageRow[]> {
+    let q = this.db.selectFrom('messages').selectAll().where('session_key', '=', o.sessionKey);
+    if (o.beforeId !== undefined) q = q.where('id', '<', o.beforeId);
+    if (!o.includeTools) q = q.where('kind', 'not in', ['tool_call', 'tool_result']);
+    return q.orderBy('id', 'desc').limit(o.limit).execute();
+  }
+
+  updateMessageContent(id: number, content: string, meta?: Record<string, unknown>) {
+    return this.db
+      .updateTable('messages')
+      .set({ content, ...(meta ? { meta: JSON.stringify(meta) } : {}) })
+      .where('id', '=', id)
+      .execute();
+  }
+
+  // ── runs ────────────────────────────────────────────────────────────────
+
+  async insertRun(r: RunRow): Promise<void> {
+    await this.db.insertInto('runs').values(r).execute();
+  }
+
+  getRun(id: string): Promise<RunRow | undefined> {
+    return this.db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  async updateRun(id: string, fields: Partial<Omit<RunRow, 'id'>>): Promise<void> {
+    await this.db.updateTable('runs').set(fields).where('id', '=', id).execute();
+  }
+
+  runsWithStatus(statuses: string[]): Promise<RunRow[]> {
+    return this.db.selectFrom('runs').selectAll().where('status', 'in', statuses).orderBy('created_at').orderBy('id').execute();
+  }
+
+  // ── events ──────────────────────────────────────────────────────────────
+
+  /** Writes a batch of events in one transaction; ids come back in emit order. */
+  async insertEvents(events: PendingEvent[]): Promise<number[]> {
+    if (!events.length) return [];
+    return this.db.transaction().execute(async (tx) => {
+      const ids: number[] = [];
+      // Chunked multi-row inserts; ids of one statement rise in insertion order.
+      for (let i = 0; i < events.length; i += 200) {
+        const chunk = events.slice(i, i + 200);
+        const rows = await tx
+          .insertInto('events')
+          .values(chunk.map((e) => ({ run_id: e.runId, seq: e.seq, stream: e.stream, ts: e.ts, session_key: e.sessionKey, data: JSON.stringify(e.data) })))
+          .returning('id')
+          .execute();
+        ids.push(...rows.map((r) => Number(r.id)).sort((a, b) => a - b));
+      }
+      return ids;
+    });
+  }
+
+  async maxSeq(runId: string): Promise<number> {
+    const r = await this.db.selectFrom('events').select((eb) => eb.fn.max('seq').as('m')).where('run_id', '=', runId).executeTakeFirst();
+    return Number(r?.m ?? 0);
+  }
+
+  eventsAfter(o: { afterId: number; sessionKey?: string; runId?: string; limit: number }): Promise<EventRow[]> {
+    let q = this.db.selectFrom('events').selectAll().where('id', '>', o.afterId);
+    if (o.sessionKey) q = q.where('session_key', '=', o.sessionKey);
+    if (o.runId) q = q.where('run_id', '=', o.runId);
+    return q.orderBy('id').limit(o.limit).execute();
+  }
+
+  // ── approvals ───────────────────────────────────────────────────────────
+
+  async insertApproval(a: ApprovalRow): Promise<void> {
+    await this.db.insertInto('approvals').values(a).execute();
+  }
+
+  getApproval(id: string): Promise<ApprovalRow | undefined> {
+    return this.db.selectFrom('approvals').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** Settles a pending approval; false when it was not pending (already resolved or cancelled). */
+  async settleApproval(id: string, status: string, decision: string | null, reason: string | null): Promise<boolean> {
+    const res = await this.db
+      .updateTable('approvals')
+      .set({ status, decision, reason, resolved_at: nowIso() })
+      .where('id', '=', id)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
+  }
+
+  approvalForCall(runId: string, callId: string): Promise<ApprovalRow | undefined> {
+    return this.db.selectFrom('approvals').selectAll().where('run_id', '=', runId).where('call_id', '=', callId).executeTakeFirst();
+  }
+
+  pendingApprovals(o: { sessionKey?: string; runId?: string } = {}): Promise<ApprovalRow[]> {
+    let q = this.db.selectFrom('approvals').selectAll().where('status', '=', 'pending');
+    if (o.sessionKey) q = q.where('session_key', '=', o.sessionKey);
+    if (o.runId) q = q.where('run_id', '=', o.runId);
+    return q.orderBy('requested_at').orderBy('id').limit(500).execute();
+  }
+
+  async addToolRule(sessionKey: string, tool: string): Promise<void> {
+    await this.db
+      .insertInto('session_tool_rules')
+      .values({ session_key: sessionKey, tool, created_at: nowIso() })
+      .onConflict((oc) => oc.columns(['session_key', 'tool']).doNothing())
+      .execute();
+  }
+
+  async hasToolRule(sessionKey: string, tool: string): Promise<boolean> {
+    const r = await this.db
+      .selectFrom('session_tool_rules')
+      .select('tool')
+      .where('session_key', '=', sessionKey)
+      .where('tool', '=', tool)
+      .executeTakeFirst();
+    return !!r;
+  }
+
+  // ── idempotency ─────────────────────────────────────────────────────────
+
+  async getIdempotent(key: string): Promise<unknown | undefined> {
+    const r = await this.db.selectFrom('idempotency').select('result').where('key', '=', key).executeTakeFirst();
+    return r ? JSON.parse(r.result) : undefined;
+  }
+
+  async putIdempotent(key: string, result: unknown): Promise<void> {
+    await this.db
+      .insertInto('idempotency')
+      .values({ key, result: JSON.stringify(result), created_at: nowIso() })
+      .onConflict((oc) => oc.column('key').doNothing())
+      .execute();
+  }
+}

@@ -1,0 +1,21 @@
+// The tool contract: a factory-made definition with a zod input schema; execute answers data, never throws at the model.
+import type { z } from 'zod';
+import type { AgentConfig } from '../config';
+
+export interface ToolCallContext {
+  runId: string;
+  sessionKey: string;
+  agent: AgentConfig;
+  callId: string;
+  signal: AbortSignal;
+}
+
+export interface ToolDef<I = unknown> {
+  name: string;
+  description: string;
+  inputSchema: z.ZodType<I>;
+  execute(input: I, ctx: ToolCallContext): Promise<unknown>;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyToolDef = ToolDef<any>;

@@ -1,0 +1,104 @@
+// tRPC bootstrap: request context (runtime + auth), the one CrosstalkError → TRPCError mapping, and the procedure builders.
+import { initTRPC, TRPCError } from '@trpc/server';
+import type { TRPC_ERROR_CODE_KEY } from '@trpc/server';
+import { isAuthorized } from '../auth';
+import { isCrosstalkError, type ErrorCode, type ValidationIssue } from '../errors';
+import { getRuntime, type Runtime } from '../runtime';
+
+export interface TRPCContext {
+  runtime: Runtime;
+  authorized: boolean;
+}
+
+/** Built per request by the fetch adapter: who is calling, and the process runtime to serve them. */
+export async function createTRPCContext(opts: { headers: Headers }): Promise<TRPCContext> {
+  const runtime = await getRuntime();
+  return { runtime, authorized: isAuthorized(opts.headers, runtime.token) };
+}
+
+const TRPC_CODE_FOR: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
+  invalid_request: 'BAD_REQUEST',
+  invalid_cursor: 'BAD_REQUEST',
+  unknown_agent: 'NOT_FOUND',
+  unknown_session: 'NOT_FOUND',
+  unknown_conversation: 'NOT_FOUND',
+  unknown_run: 'NOT_FOUND',
+  unknown_approval: 'NOT_FOUND',
+  unknown_channel: 'NOT_FOUND',
+  agent_busy: 'CONFLICT',
+  already_resolved: 'CONFLICT',
+  limit_exceeded: 'CONFLICT',
+  rate_limited: 'TOO_MANY_REQUESTS',
+  payload_too_large: 'PAYLOAD_TOO_LARGE',
+  unauthorized: 'UNAUTHORIZED',
+  forbidden: 'FORBIDDEN',
+  channel_error: 'BAD_GATEWAY',
+  timeout: 'TIMEOUT',
+  internal: 'INTERNAL_SERVER_ERROR',
+};
+
+/** Domain code for a tRPC error that did not come from a CrosstalkError (validation, auth, crashes). */
+const DOMAIN_CODE_FOR: Partial<Record<TRPC_ERROR_CODE_KEY, ErrorCode>> = {
+  BAD_REQUEST: 'invalid_request',
+  PARSE_ERROR: 'invalid_request',
+  UNAUTHORIZED: 'unauthorized',
+  FORBIDDEN: 'forbidden',
+  NOT_FOUND: 'invalid_request',
+  PAYLOAD_TOO_LARGE: 'payload_too_large',
+  TIMEOUT: 'timeout',
+  TOO_MANY_REQUESTS: 'rate_limited',
+};
+
+/** The one mapping from anything thrown by the service layer to a TRPCError (cause kept for the formatter). */
+export function toTRPCError(e: unknown): TRPCError {
+  if (e instanceof TRPCError) return e;
+  if (isCrosstalkError(e)) return new TRPCError({ code: TRPC_CODE_FOR[e.code], message: e.message, cause: e });
+  return new TRPCError({ code: 'INTERNAL_SERVER_ERROR', message: 'internal error', cause: e });
+}
+
+function issuesOf(cause: unknown): ValidationIssue[] | undefined {
+  if (isCrosstalkError(cause)) return cause.issues;
+  const raw = (cause as { issues?: unknown } | undefined)?.issues;
+  if (!Array.isArray(raw)) return undefined;
+  return raw.map((i: { path?: ReadonlyArray<PropertyKey | { key: PropertyKey }>; message?: string }) => ({
+    path: (i.path ?? []).map((p) => String(typeof p === 'object' && p !== null ? p.key : p)).join('.'),
+    message: String(i.message ?? 'invalid'),
+  }));
+}
+
+const t = initTRPC.context<TRPCContext>().create({
+  // Every error exposes a CONTRACT §6 code as `data.code` (and validation issues as `data.issues`).
+  errorFormatter({ shape, error }) {
+    const cause = error.cause;
+    const code: ErrorCode = isCrosstalkError(cause) ? cause.code : (DOMAIN_CODE_FOR[error.code] ?? 'internal');
+    const issues = issuesOf(cause);
+    return {
+      ...shape,
+      message: code === 'internal' && !isCrosstalkError(cause) ? 'internal error' : shape.message,
+      data: { ...shape.data, code, ...(issues ? { issues } : {}), stack: undefined },
+    };
+  },
+  sse: {
+    // Pings keep idle streams open through proxies; the client reconnects (with lastEventId) when they stop.
+    ping: { enabled: true, intervalMs: 10_000 },
+    client: { reconnectAfterInactivityMs: 25_000 },
+  },
+});
+
+export const createTRPCRouter = t.router;
+export const createCallerFactory = t.createCallerFactory;
+
+/** Maps domain errors thrown by a resolver (queries and mutations; subscriptions map inside their generator). */
+const domainErrors = t.middleware(async ({ next }) => {
+  const result = await next();
+  if (!result.ok && isCrosstalkError(result.error.cause)) throw toTRPCError(result.error.cause);
+  return result;
+});
+
+export const publicProcedure = t.procedure.use(domainErrors);
+
+/** Requires the API token (Bearer header or the login cookie): the API is never open. */
+export const protectedProcedure = publicProcedure.use(({ ctx, next }) => {
+  if (!ctx.authorized) throw new TRPCError({ code: 'UNAUTHORIZED', message: 'missing or wrong token' });
+  return next({ ctx: { gateway: ctx.runtime.gateway } });
+});

@@ -1,0 +1,20 @@
+// The tRPC app router: one sub-router per domain; AppRouter is the type the browser client is built from.
+import { createCallerFactory, createTRPCRouter } from './init';
+import { agentsRouter } from './routers/agents';
+import { approvalsRouter } from './routers/approvals';
+import { chatRouter } from './routers/chat';
+import { eventsRouter } from './routers/events';
+import { sessionsRouter } from './routers/sessions';
+
+export const appRouter = createTRPCRouter({
+  sessions: sessionsRouter,
+  chat: chatRouter,
+  approvals: approvalsRouter,
+  agents: agentsRouter,
+  events: eventsRouter,
+});
+
+export type AppRouter = typeof appRouter;
+
+/** Server-side caller (server components): `createCaller(await createTRPCContext({headers}))`. */
+export const createCaller = createCallerFactory(appRouter);
