@@ -127,7 +127,7 @@ async function main(): Promise<void> {
       await sleep(1000);
       const after = server.rss();
       results.afterLoadRssKb = after.totalKb;
-      results.rssProcesses = after.processes.map((p) => `${p.name} ${(p.rssKb / 1024).toFixed(0)} MB`).join(', ');
+      results.rssProcesses = after.processes.map((p) => `${p.name} = ${(p.rssKb / 1024).toFixed(0)} MB`).join(', ');
     });
 
     // 2. Long transcripts, written straight into the store while the server is stopped.

@@ -1,5 +1,5 @@
-// Test fixtures: a logged-in room page object and a unique session key per test.
-import { test as base } from '@playwright/test';
+// Test fixtures: a logged-in room page object, a unique session key per test, and a guard against page errors.
+import { test as base, expect } from '@playwright/test';
 import { RoomPage } from './pages/room-page';
 
 export const TOKEN = 'e2e-token';
@@ -8,9 +8,26 @@ interface Fixtures {
   room: RoomPage;
   /** A session of the default agent no other test touches. */
   freshSession: string;
+  /** Uncaught page errors and console errors collected during the test; fails the test when any remain. */
+  pageErrors: string[];
 }
 
+// A session that has no row yet answers chat.history with 404 (unknown_session): the room shows it as empty.
+const EXPECTED_CONSOLE = [/Failed to load resource: the server responded with a status of 404/];
+
 export const test = base.extend<Fixtures>({
+  pageErrors: [
+    async ({ page }, use) => {
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+      page.on('console', (m) => {
+        if (m.type() === 'error' && !EXPECTED_CONSOLE.some((re) => re.test(m.text()))) errors.push(`console: ${m.text()}`);
+      });
+      await use(errors);
+      expect(errors, 'page errors').toEqual([]);
+    },
+    { auto: true },
+  ],
   room: async ({ page }, use) => {
     const room = new RoomPage(page);
     await room.login(TOKEN);

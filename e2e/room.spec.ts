@@ -8,10 +8,11 @@ test.describe('login', () => {
     await expect(page.getByRole('textbox', { name: 'Message' })).toHaveCount(0);
   });
 
-  test('a wrong token is refused with 401', async ({ page }) => {
-    const res = await page.goto('/login?token=wrong');
-    expect(res?.status()).toBe(401);
-    await expect(page.locator('body')).toContainText('Unauthorized');
+  test('a wrong token is refused with 401 and no cookie', async ({ request }) => {
+    const res = await request.get('/login?token=wrong', { maxRedirects: 0 });
+    expect(res.status()).toBe(401);
+    expect(await res.text()).toContain('Unauthorized');
+    expect(res.headers()['set-cookie']).toBeUndefined();
   });
 
   test('the API refuses calls without the token', async ({ request }) => {
@@ -95,6 +96,38 @@ test.describe('room', () => {
     const reply = room.messages('assistant').filter({ hasText: 'exec: {' }).last();
     await expect(reply).toContainText('one');
     await expect(reply).toContainText('two');
+  });
+});
+
+test.describe('history', () => {
+  test('a reload shows the transcript from history, older pages on demand', async ({ room, request, freshSession }) => {
+    // Seed 30 turns (60 rows: more than one 50-row page) through the JSON-RPC gateway.
+    const rpc = async (method: string, params: object) => {
+      const res = await request.post('/api/gateway', {
+        headers: { authorization: `Bearer ${TOKEN}` },
+        data: { jsonrpc: '2.0', id: 1, method, params },
+      });
+      const body = await res.json();
+      expect(body.error, JSON.stringify(body.error)).toBeUndefined();
+      return body.result;
+    };
+    for (let i = 0; i < 30; i++) {
+      const { runId } = await rpc('agent', { sessionKey: freshSession, message: `turn ${i}` });
+      expect((await rpc('agent.wait', { runId })).status).toBe('ok');
+    }
+    await room.open(freshSession);
+    await expect(room.messages('assistant').filter({ hasText: 'echo: turn 29' })).toBeVisible();
+    await expect(room.texts('user').filter({ hasText: /^turn 0$/ })).toHaveCount(0);
+    await room.page.getByTestId('load-older').click();
+    await expect(room.texts('user').filter({ hasText: /^turn 0$/ })).toHaveCount(1);
+    await expect(room.page.getByTestId('load-older')).toHaveCount(0);
+    await expect(room.messages('user')).toHaveCount(30);
+    // Live rows still append after paging.
+    await room.send('after paging');
+    await expect(room.messages('assistant').filter({ hasText: 'echo: after paging' })).toBeVisible();
+    await room.page.reload();
+    await room.waitLive();
+    await expect(room.messages('assistant').filter({ hasText: 'echo: after paging' })).toBeVisible();
   });
 });
 

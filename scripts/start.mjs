@@ -47,6 +47,22 @@ if (!fs.existsSync(path.join(root, '.next', 'BUILD_ID'))) {
   }
 }
 
+// Next's graceful shutdown waits for every open connection, and an SSE stream never ends by itself:
+// give it a grace period, and let a second Ctrl+C end things at once.
+const GRACE_MS = Number(process.env.CROSSTALK_SHUTDOWN_GRACE_MS ?? 3000);
+let signals = 0;
+const exitCode = (sig) => 128 + (os.constants.signals[sig] ?? 0);
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    signals += 1;
+    if (signals > 1) process.exit(exitCode(sig));
+    setTimeout(() => {
+      console.error(`crosstalk: still shutting down after ${GRACE_MS} ms (open connections); exiting`);
+      process.exit(exitCode(sig));
+    }, GRACE_MS).unref();
+  });
+}
+
 if (process.env.CROSSTALK_START_MODE === 'spawn') {
   startChild();
 } else {
@@ -73,10 +89,14 @@ function startChild() {
   });
   for (const sig of ['SIGINT', 'SIGTERM']) {
     process.on(sig, () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill(sig);
+      if (child.exitCode === null && child.signalCode === null) child.kill(signals > 1 ? 'SIGKILL' : sig);
     });
   }
+  // The grace timer above exits this process; take the child along.
+  process.on('exit', () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
   child.on('exit', (code, signal) => {
-    process.exit(signal ? 128 + (os.constants.signals[signal] ?? 0) : (code ?? 1));
+    process.exit(signal ? exitCode(signal) : (code ?? 1));
   });
 }

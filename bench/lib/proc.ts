@@ -51,9 +51,11 @@ export interface TreeRss {
   processes: Array<{ pid: number; rssKb: number; name: string }>;
 }
 
+/** The command line (what `ps` shows; Next renames its process to "next-server (vX)"), shortened. */
 function nameOf(pid: number): string {
   try {
-    return fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+    const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
+    return (cmd || fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim()).slice(0, 60);
   } catch {
     return '?';
   }

@@ -70,12 +70,13 @@ export async function historyPages(rpc: RpcClient, sessionKey: string, messages:
     await rpc.call<Page>('chat.history', { sessionKey, limit: 50 });
     first.push(elapsed(t0));
   }
-  // Walk with the public cursor (pages of 200) to ~90% of the way down; bounded by the row count.
+  // Walk with the public cursor to ~90% of the way down; bounded by the row count.
   const target = Math.floor(messages * 0.9 * 0.8); // ~80% of rows are visible without includeTools
+  const step = Math.min(200, Math.max(20, Math.floor(messages / 50)));
   let cursor: string | null = null;
   let offset = 0;
-  for (let guard = 0; offset < target && guard < Math.ceil(messages / 200) + 1; guard++) {
-    const page: Page = await rpc.call<Page>('chat.history', { sessionKey, limit: 200, ...(cursor ? { cursor } : {}) });
+  for (let guard = 0; offset < target && guard < Math.ceil(messages / step) + 1; guard++) {
+    const page: Page = await rpc.call<Page>('chat.history', { sessionKey, limit: step, ...(cursor ? { cursor } : {}) });
     if (!page.next_cursor) break;
     cursor = page.next_cursor;
     offset += page.messages.length;

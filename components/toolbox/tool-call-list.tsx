@@ -30,3 +30,15 @@ export function ToolCallList({ calls }: { calls: ToolCallView[] }) {
     </ul>
   );
 }
+
+/** Collapsed toolbox: just the newest call, one line. */
+export function ToolCallSummary({ call }: { call: ToolCallView }) {
+  return (
+    <div data-testid="tool-call-latest" data-status={call.status} className="flex items-center gap-2 px-3 py-2 text-sm">
+      <span className="text-[11px] text-zinc-500">latest</span>
+      <span className="font-mono text-xs font-semibold">{call.name}</span>
+      <span className="min-w-0 flex-1 truncate font-mono text-[11px] text-zinc-500">{truncate(compactJson(call.args), 60)}</span>
+      <Badge tone={STATUS_TONE[call.status]}>{call.status}</Badge>
+    </div>
+  );
+}

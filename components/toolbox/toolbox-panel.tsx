@@ -10,7 +10,7 @@ import { useMemo } from 'react';
 import { Badge } from '../ui/badge';
 import { Button } from '../ui/button';
 import { ApprovalAttachment } from './approval-attachment';
-import { ToolCallList } from './tool-call-list';
+import { ToolCallList, ToolCallSummary } from './tool-call-list';
 
 export function ToolboxPanel({ sessionKey, approvals }: { sessionKey: string; approvals: ReturnType<typeof useApprovals> }) {
   const mode = useRoomStore((s) => s.toolbox);
@@ -59,10 +59,12 @@ export function ToolboxPanel({ sessionKey, approvals }: { sessionKey: string; ap
             </Button>
           </div>
         </div>
-        {expanded && (
+        {expanded ? (
           <div id="toolbox-calls" className="min-h-0 flex-1 overflow-y-auto">
             <ToolCallList calls={calls} />
           </div>
+        ) : (
+          calls.length > 0 && !attention && <ToolCallSummary call={calls[calls.length - 1]!} />
         )}
         <ApprovalAttachment approvals={approvals} />
       </div>

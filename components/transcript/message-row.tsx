@@ -78,6 +78,7 @@ export function Bubble(props: {
         {props.meta && <span>{props.meta}</span>}
       </div>
       <div
+        data-testid="message-text"
         className={cn(
           'max-w-[85%] rounded-2xl px-3.5 py-2 text-sm leading-6 whitespace-pre-wrap break-words',
           TONES[props.tone],

@@ -51,6 +51,11 @@ export class RoomPage {
     return this.transcript.locator(`[data-testid="message"][data-role="${role}"]`);
   }
 
+  /** The text bodies of a role's rows: exact-text matching without the author/time line. */
+  texts(role: 'user' | 'assistant' | 'tool' | 'system'): Locator {
+    return this.messages(role).getByTestId('message-text');
+  }
+
   toolCards(kind: 'tool_call' | 'tool_result'): Locator {
     return this.transcript.locator(`[data-testid="tool-card"][data-kind="${kind}"]`);
   }

@@ -9,6 +9,8 @@ export interface LiveTool {
   runId: string;
   args?: unknown;
   result?: unknown;
+  /** The server's outcome on `end` (e.g. ok, error, denied), when it sends one. */
+  status?: string;
   phase: 'start' | 'update' | 'end';
   eventId: number;
 }
@@ -73,6 +75,7 @@ export function applyLiveEvent(state: LiveState, ev: AgentEvent): LiveState {
           runId: ev.runId,
           args: 'args' in d ? d.args : prev?.args,
           result: 'result' in d ? d.result : prev?.result,
+          status: str(d.status) ?? prev?.status,
           phase: prev?.phase === 'end' ? 'end' : phase,
           eventId: prev?.eventId ?? ev.id,
         },

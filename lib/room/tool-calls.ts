@@ -9,6 +9,8 @@ export interface ToolCallView {
   args: unknown;
   result?: unknown;
   hasResult: boolean;
+  /** Failure reported by the event stream even when the result object looks fine. */
+  failed?: boolean;
   status: ToolStatus;
   /** Sort key: first time the call was seen (row id or event id space — only relative order matters). */
   order: number;
@@ -47,19 +49,30 @@ export function deriveToolCalls(
       name: t.name,
       runId: t.runId,
       args: t.args,
-      ...(t.phase === 'end' ? { result: t.result, hasResult: true } : {}),
+      ...(t.phase === 'end' ? { result: t.result, hasResult: true, failed: !!t.status && t.status !== 'ok' } : {}),
     });
   }
 
   const calls = [...byId.values()].sort((a, b) => a.order - b.order);
   const waiting = new Set<string>();
   for (const a of approvals) {
-    // Approvals name the run and tool, not the call: the oldest unfinished matching call is the one paused.
-    const match = calls.find((c) => !c.hasResult && !waiting.has(c.callId) && c.name === a.tool && (!c.runId || c.runId === a.runId));
-    if (match) waiting.add(match.callId);
+    // Approvals name the run and tool (a call id only when the server sends one): else the oldest unfinished
+    // matching call is the one paused.
+    const callId = (a as { callId?: unknown }).callId;
+    const match =
+      calls.find((c) => typeof callId === 'string' && c.callId === callId) ??
+      calls.find((c) => !c.hasResult && !waiting.has(c.callId) && c.name === a.tool && (!c.runId || c.runId === a.runId));
+    if (match) {
+      waiting.add(match.callId);
+    } else {
+      // The call's row is not loaded (or not written yet): still list what waits for a decision.
+      const id = typeof callId === 'string' ? callId : `approval:${a.approvalId}`;
+      calls.push({ callId: id, name: a.tool, runId: a.runId, args: a.args, hasResult: false, status: 'waiting', order: n++ });
+      waiting.add(id);
+    }
   }
   for (const c of calls) {
-    c.status = c.hasResult ? (isFailedResult(c.result) ? 'failed' : 'done') : waiting.has(c.callId) ? 'waiting' : 'running';
+    c.status = c.hasResult ? (c.failed || isFailedResult(c.result) ? 'failed' : 'done') : waiting.has(c.callId) ? 'waiting' : 'running';
   }
   return calls;
 }

@@ -1,0 +1,118 @@
+// Event log + SSE: ids rise, seq per run from 1, reconnect with Last-Event-ID gets every event once, slow subscribers catch up.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readSse, startTestServer, type TestServer } from '../testing/harness';
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await startTestServer({ config: { agents: [{ id: 'main', tools: { exec: 'auto' } }] } });
+});
+afterAll(async () => {
+  await s?.close();
+});
+
+const isEnd = (e: any) => e.stream === 'lifecycle' && (e.data.phase === 'end' || e.data.phase === 'error');
+
+describe('SSE events', () => {
+  it('streams a run live: lifecycle, message, assistant deltas, tool events with runId/seq/ts/sessionKey', async () => {
+    const key = 'agent:main:sse-live';
+    const reading = readSse(`${s.url}/api/gateway/events?sessionKey=${key}`, { until: (evs) => evs.some(isEnd) });
+    await new Promise((r) => setTimeout(r, 50));
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/reply one two three four\n/tool exec {"command":"echo x"}' });
+    const evs = await reading;
+    expect(evs.every((e) => e.runId === runId && e.sessionKey === key && typeof e.ts === 'string' && e._sseId === e.id)).toBe(true);
+    expect(evs.map((e) => e.seq)).toEqual(evs.map((_, i) => i + 1));
+    expect(evs[0]).toMatchObject({ stream: 'lifecycle', data: { phase: 'start' } });
+    const deltas = evs.filter((e) => e.stream === 'assistant').map((e) => e.data.delta);
+    expect(deltas.length).toBeGreaterThan(3);
+    expect(deltas.join('')).toContain('one two three four');
+    expect(evs.filter((e) => e.stream === 'tool').map((e) => e.data.phase)).toEqual(['start', 'end']);
+    expect(evs.filter((e) => e.stream === 'message').map((e) => e.data.message.kind)).toEqual(['message', 'message', 'tool_call', 'tool_result', 'message']);
+    const ids = evs.map((e) => e.id);
+    expect([...ids].sort((a, b) => a - b)).toEqual(ids);
+  });
+
+  it('without Last-Event-ID the stream starts live (no history)', async () => {
+    const key = 'agent:main:sse-live';
+    const evs = await readSse(`${s.url}/api/gateway/events?sessionKey=${key}`, { until: () => false, timeoutMs: 200 });
+    expect(evs).toEqual([]);
+  });
+
+  it('a client that drops and reconnects with Last-Event-ID receives every event once, in order', async () => {
+    const key = 'agent:main:sse-drop';
+    const url = `${s.url}/api/gateway/events?sessionKey=${key}`;
+    const first = readSse(url, { until: (evs) => evs.length >= 5 });
+    await new Promise((r) => setTimeout(r, 50));
+    const runs: string[] = [];
+    for (let i = 0; i < 3; i++) runs.push((await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: `/reply part ${i} of a longer reply`, queueMode: 'followup' })).runId);
+    const a = await first; // dropped after 5 events, while runs go on
+    for (const r of runs) await s.rpc('agent.wait', { runId: r });
+    const lastRun = runs[runs.length - 1];
+    const b = await readSse(url, { lastEventId: a[a.length - 1].id, until: (evs) => evs.some((e) => e.runId === lastRun && isEnd(e)) });
+    const all = [...a, ...b];
+    const ids = all.map((e) => e.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect([...ids].sort((x, y) => x - y)).toEqual(ids);
+    // Compare with a full replay from the log.
+    const full = await readSse(url, { lastEventId: 0, until: (evs) => evs.some((e) => e.runId === lastRun && isEnd(e)) });
+    expect(ids).toEqual(full.map((e) => e.id));
+    for (const r of runs) {
+      const seqs = full.filter((e) => e.runId === r).map((e) => e.seq);
+      expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+    }
+  });
+
+  it('filters by runId', async () => {
+    const key = 'agent:main:sse-run';
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: 'x' });
+    await s.rpc('agent.wait', { runId });
+    const evs = await readSse(`${s.url}/api/gateway/events?runId=${runId}`, { lastEventId: 0, until: (e) => e.some(isEnd) });
+    expect(evs.length).toBeGreaterThan(3);
+    expect(evs.every((e) => e.runId === runId)).toBe(true);
+  });
+
+  it('refuses a bad sessionKey or Last-Event-ID', async () => {
+    const h = { authorization: 'Bearer test-token' };
+    expect((await fetch(`${s.url}/api/gateway/events?sessionKey=bad key`, { headers: h })).status).toBe(400);
+    expect((await fetch(`${s.url}/api/gateway/events`, { headers: h })).status).toBe(400);
+    expect((await fetch(`${s.url}/api/gateway/events?sessionKey=agent:main:main`, { headers: { ...h, 'last-event-id': 'abc' } })).status).toBe(400);
+  });
+});
+
+describe('event bus', () => {
+  it('a slow subscriber overflows its buffer and catches up from the log without gaps or duplicates', async () => {
+    const key = 'agent:main:slow-sub';
+    const { bus } = s.rt;
+    const sub = bus.subscribe({ sessionKey: key });
+    // Nobody reads while ~3000 events are emitted (the buffer holds 2000).
+    const runs: string[] = [];
+    const words = Array.from({ length: 3000 }, (_, i) => `w${i}`).join(' ');
+    runs.push((await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: `/reply ${words}` })).runId);
+    await s.rpc('agent.wait', { runId: runs[0] });
+    await bus.drain();
+    const got: number[] = [];
+    for (;;) {
+      const ev = await Promise.race([sub.next(), new Promise<null>((r) => setTimeout(() => r(null), 300))]);
+      if (!ev) break;
+      got.push(ev.seq);
+      if (ev.stream === 'lifecycle' && ev.data.phase === 'end') break;
+    }
+    sub.close();
+    expect(got.length).toBeGreaterThan(2000);
+    expect(got).toEqual(got.map((_, i) => i + 1));
+  });
+
+  it('a listener that throws does not stop the others', async () => {
+    const { bus } = s.rt;
+    const seen: string[] = [];
+    const off1 = bus.onEvent(() => {
+      throw new Error('boom');
+    });
+    const off2 = bus.onEvent((e) => seen.push(e.runId));
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:listeners', message: 'x' });
+    await s.rpc('agent.wait', { runId });
+    await bus.drain();
+    off1();
+    off2();
+    expect(seen.filter((r) => r === runId).length).toBeGreaterThan(2);
+  });
+});

@@ -1,0 +1,251 @@
+// Gateway over real HTTP: the foundation's flows with the scripted model, queue modes and idempotency.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../testing/harness';
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await startTestServer({ config: { agents: [{ id: 'main' }, { id: 'researcher' }, { id: 'auto', tools: { exec: 'auto' } }, { id: 'quiet', reply: 'tool' }] } });
+});
+afterAll(async () => {
+  await s?.close();
+});
+
+type Started = { runId: string; status: string };
+const send = (sessionKey: string, message: string, extra: Record<string, unknown> = {}) => s.rpc<Started>('agent', { sessionKey, message, ...extra });
+const wait = (runId: string, timeoutMs?: number) => s.rpc<{ status: string; response?: string; error?: string }>('agent.wait', { runId, ...(timeoutMs !== undefined ? { timeoutMs } : {}) });
+const history = (sessionKey: string, extra: Record<string, unknown> = {}) =>
+  s.rpc<{ messages: Array<{ id: number; role: string; kind: string; content: string; runId?: string; tool?: any; author: any }>; next_cursor: string | null }>('chat.history', { sessionKey, ...extra });
+
+async function until<T>(fn: () => Promise<T | undefined | null | false>, ms = 5000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('agent + agent.wait', () => {
+  it('echoes hello and writes user + assistant rows with the runId', async () => {
+    const r = await send('agent:main:main', 'hello');
+    expect(r.status).toBe('started');
+    expect(await wait(r.runId)).toEqual({ status: 'ok', response: 'echo: hello' });
+    const h = await history('agent:main:main');
+    expect(h.messages.slice(0, 2).map((m) => [m.role, m.content, m.runId])).toEqual([
+      ['assistant', 'echo: hello', r.runId],
+      ['user', 'hello', r.runId],
+    ]);
+  });
+
+  it('creates any valid agent:<id>:<rest> key and lowercases upper case', async () => {
+    const r = await send('AGENT:Main:Work.Item-1', '/reply ok');
+    expect((await wait(r.runId)).response).toBe('ok');
+    const list = await s.rpc<{ sessions: Array<{ sessionKey: string; kind: string; agentId: string }> }>('sessions.list', { agentId: 'main' });
+    expect(list.sessions.find((x) => x.sessionKey === 'agent:main:work.item-1')).toMatchObject({ kind: 'other', agentId: 'main' });
+    expect((await history('agent:MAIN:work.item-1')).messages.length).toBe(2);
+  });
+
+  it('reports a failing model as error with its message', async () => {
+    const r = await send('agent:main:fail', '/fail model exploded');
+    expect(await wait(r.runId)).toMatchObject({ status: 'error', error: 'model exploded' });
+  });
+
+  it('answers timeout while the run goes on, then ok', async () => {
+    const r = await send('agent:main:slow', '/sleep 300\n/reply done');
+    expect(await wait(r.runId, 20)).toEqual({ status: 'timeout' });
+    expect(await wait(r.runId)).toEqual({ status: 'ok', response: 'done' });
+  });
+
+  it('the response is the last step that produced text', async () => {
+    const r = await send('agent:auto:main', '/reply first\n/tool sessions_list {"limit":1}');
+    const w = await wait(r.runId);
+    expect(w.status).toBe('ok');
+    expect(w.response).toMatch(/^sessions_list: \{"sessions":\[/);
+    const h = await history('agent:auto:main', { includeTools: true });
+    expect(h.messages.map((m) => m.kind).reverse()).toEqual(['message', 'message', 'tool_call', 'tool_result', 'message']);
+  });
+
+  it('NO_REPLY and reply:"tool" post nothing but still answer agent.wait', async () => {
+    const a = await send('agent:main:silent', '/reply NO_REPLY');
+    expect(await wait(a.runId)).toEqual({ status: 'ok', response: 'NO_REPLY' });
+    expect((await history('agent:main:silent')).messages.map((m) => m.role)).toEqual(['user']);
+    const b = await send('agent:quiet:main', 'hi');
+    expect(await wait(b.runId)).toEqual({ status: 'ok', response: 'echo: hi' });
+    expect((await history('agent:quiet:main')).messages.map((m) => m.role)).toEqual(['user']);
+  });
+});
+
+describe('idempotency', () => {
+  it('a repeated idempotencyKey returns the first answer and starts nothing', async () => {
+    const [a, b] = await Promise.all([send('agent:main:idem', 'once', { idempotencyKey: 'k-1' }), send('agent:main:idem', 'once', { idempotencyKey: 'k-1' })]);
+    expect(b).toEqual(a);
+    await wait(a.runId);
+    const c = await send('agent:main:idem', 'once', { idempotencyKey: 'k-1' });
+    expect(c).toEqual(a);
+    expect((await history('agent:main:idem')).messages.length).toBe(2);
+  });
+});
+
+describe('chat.history paging', () => {
+  it('pages newest first with a cursor that stays stable while rows are added', async () => {
+    for (let i = 0; i < 5; i++) await wait((await send('agent:main:paging', `m${i}`)).runId);
+    const p1 = await history('agent:main:paging', { limit: 4 });
+    expect(p1.messages.map((m) => m.content)).toEqual(['echo: m4', 'm4', 'echo: m3', 'm3']);
+    expect(p1.next_cursor).toBeTruthy();
+    await wait((await send('agent:main:paging', 'late')).runId); // new rows must not shift the next page
+    const p2 = await history('agent:main:paging', { limit: 4, cursor: p1.next_cursor });
+    expect(p2.messages.map((m) => m.content)).toEqual(['echo: m2', 'm2', 'echo: m1', 'm1']);
+    const p3 = await history('agent:main:paging', { limit: 4, cursor: p2.next_cursor });
+    expect(p3.messages.map((m) => m.content)).toEqual(['echo: m0', 'm0']);
+    expect(p3.next_cursor).toBeNull();
+    const ids = [...p1.messages, ...p2.messages, ...p3.messages].map((m) => m.id);
+    expect(new Set(ids).size).toBe(10);
+  });
+
+  it('leaves tool rows out unless includeTools', async () => {
+    const r = await send('agent:auto:tools', '/tool sessions_list {"limit":1}');
+    await wait(r.runId);
+    expect((await history('agent:auto:tools')).messages.map((m) => m.kind)).toEqual(['message', 'message']);
+    const withTools = await history('agent:auto:tools', { includeTools: true });
+    const call = withTools.messages.find((m) => m.kind === 'tool_call')!;
+    expect(call.tool).toMatchObject({ name: 'sessions_list', args: { limit: 1 } });
+    const result = withTools.messages.find((m) => m.kind === 'tool_result')!;
+    expect(result.tool.result.sessions.length).toBe(1);
+    expect(result.runId).toBe(r.runId);
+  });
+});
+
+describe('approvals', () => {
+  it('exec pauses on an approval that approvals.list shows and approvals.resolve settles', async () => {
+    const r = await send('agent:main:approve', '/tool exec {"command":"echo hi"}');
+    const pending = await until(async () => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: 'agent:main:approve' })).approvals[0]);
+    expect(pending).toMatchObject({ sessionKey: 'agent:main:approve', runId: r.runId, tool: 'exec', args: { command: 'echo hi' } });
+    expect(typeof pending.requestedAt).toBe('string');
+    expect(await wait(r.runId, 50)).toEqual({ status: 'timeout' });
+    expect(await s.rpc('approvals.resolve', { approvalId: pending.approvalId, decision: 'allow_once' })).toEqual({ status: 'ok' });
+    const w = await wait(r.runId);
+    expect(w.status).toBe('ok');
+    expect(JSON.parse(w.response!.replace(/^exec: /, ''))).toMatchObject({ status: 'ok', exitCode: 0, stdout: 'hi\n' });
+    // A second resolve of the same id is a conflict.
+    const again = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'approvals.resolve', params: { approvalId: pending.approvalId, decision: 'deny' } });
+    expect(again.body.error).toMatchObject({ code: -32009, data: { code: 'already_resolved' } });
+    expect((await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: 'agent:main:approve' })).approvals).toEqual([]);
+  });
+
+  it('deny gives the model {status:"denied", reason}', async () => {
+    const r = await send('agent:main:deny', '/tool exec {"command":"rm -rf /tmp/nothing"}');
+    const pending = await until(async () => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: 'agent:main:deny' })).approvals[0]);
+    await s.rpc('approvals.resolve', { approvalId: pending.approvalId, decision: 'deny', reason: 'not today' });
+    expect(await wait(r.runId)).toEqual({ status: 'ok', response: 'exec: {"status":"denied","reason":"not today"}' });
+  });
+
+  it('allow_always adds a rule for that session only', async () => {
+    const r1 = await send('agent:main:always', '/tool exec {"command":"echo 1"}');
+    const p = await until(async () => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: 'agent:main:always' })).approvals[0]);
+    await s.rpc('approvals.resolve', { approvalId: p.approvalId, decision: 'allow_always' });
+    await wait(r1.runId);
+    const r2 = await send('agent:main:always', '/tool exec {"command":"echo 2"}');
+    expect((await wait(r2.runId)).response).toContain('"stdout":"2\\n"');
+    const r3 = await send('agent:main:other-session', '/tool exec {"command":"echo 3"}');
+    expect(await wait(r3.runId, 100)).toEqual({ status: 'timeout' });
+    const p3 = await until(async () => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: 'agent:main:other-session' })).approvals[0]);
+    await s.rpc('approvals.resolve', { approvalId: p3.approvalId, decision: 'deny' });
+    await wait(r3.runId);
+  });
+
+  it('a tool policy of deny refuses without asking', async () => {
+    const t = await startTestServer({ config: { agents: [{ id: 'main', tools: { exec: 'deny' } }] } });
+    try {
+      const r = await t.rpc<Started>('agent', { sessionKey: 'agent:main:main', message: '/tool exec {"command":"echo x"}' });
+      const w = await t.rpc<{ response: string }>('agent.wait', { runId: r.runId });
+      expect(w.response).toBe('exec: {"status":"denied","reason":"tool policy denies exec"}');
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('queue modes', () => {
+  it('reject answers agent_busy while a /sleep run is active', async () => {
+    const a = await send('agent:main:busy', '/sleep 300\n/reply slept');
+    const res = await s.rpcRaw({ jsonrpc: '2.0', id: 9, method: 'agent', params: { sessionKey: 'agent:main:busy', message: 'hi', queueMode: 'reject' } });
+    expect(res.body.error).toMatchObject({ code: -32009, data: { code: 'agent_busy' } });
+    expect((await wait(a.runId)).response).toBe('slept');
+  });
+
+  it('steer injects into the active run at the next model boundary and returns its runId', async () => {
+    const a = await send('agent:auto:steer', '/tool exec {"command":"sleep 0.3; echo done"}');
+    await until(async () => (await history('agent:auto:steer', { includeTools: true })).messages.some((m) => m.kind === 'tool_call'));
+    const b = await send('agent:auto:steer', '/reply steered!', { queueMode: 'steer' });
+    expect(b).toEqual({ runId: a.runId, status: 'steered' });
+    expect(await wait(a.runId)).toEqual({ status: 'ok', response: 'steered!' });
+    const kinds = (await history('agent:auto:steer', { includeTools: true })).messages.reverse().map((m) => `${m.kind}:${m.runId === a.runId}`);
+    expect(kinds).toEqual(['message:true', 'tool_call:true', 'tool_result:true', 'steer:true', 'message:true']);
+  });
+
+  it('followup runs after the active run; collect merges queued messages into one turn', async () => {
+    const a = await send('agent:main:fq', '/sleep 200\n/reply first');
+    const f = await send('agent:main:fq', 'second', { queueMode: 'followup' });
+    expect(f.status).toBe('queued');
+    const c1 = await send('agent:main:fq', 'third', { queueMode: 'collect' });
+    const c2 = await send('agent:main:fq', 'fourth', { queueMode: 'collect' });
+    expect(c2).toEqual(c1);
+    expect((await wait(a.runId)).response).toBe('first');
+    expect((await wait(f.runId)).response).toBe('echo: second');
+    expect((await wait(c1.runId)).response).toBe('echo: third\n\nfourth');
+  });
+
+  it('interrupt aborts the active run and runs the new message', async () => {
+    const a = await send('agent:main:intr', '/sleep 5000\n/reply never');
+    await new Promise((r) => setTimeout(r, 50));
+    const b = await send('agent:main:intr', 'now', { queueMode: 'interrupt' });
+    expect(b.status).toBe('started');
+    expect(await wait(a.runId)).toMatchObject({ status: 'error', error: 'run interrupted' });
+    expect((await wait(b.runId)).response).toBe('echo: now');
+  });
+
+  it('a steer that arrives as the run ends becomes a follow-up: nothing lost', async () => {
+    const key = 'agent:main:late-steer';
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => send(key, `/reply r${i}`, { queueMode: 'steer' })));
+    for (const r of new Set(results.map((x) => x.runId))) await wait(r);
+    await until(async () => (await s.rpc<{ sessions: any[] }>('sessions.list', {})).sessions.find((x) => x.sessionKey === key)?.status === 'idle');
+    const msgs = (await history(key, { limit: 200 })).messages;
+    const seen = msgs.filter((m) => m.role === 'user').map((m) => m.content).sort();
+    expect(seen).toEqual(Array.from({ length: 20 }, (_, i) => `/reply r${i}`).sort());
+  });
+
+  it('sessions.patch sets the session queue mode', async () => {
+    await wait((await send('agent:main:patched', 'x')).runId);
+    const p = await s.rpc<{ queueMode: string; label: string }>('sessions.patch', { sessionKey: 'agent:main:patched', queueMode: 'reject', label: 'Patched' });
+    expect(p).toMatchObject({ queueMode: 'reject', label: 'Patched' });
+    const a = await send('agent:main:patched', '/sleep 200');
+    const res = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'agent', params: { sessionKey: 'agent:main:patched', message: 'y' } });
+    expect(res.body.error.data.code).toBe('agent_busy');
+    await wait(a.runId);
+  });
+});
+
+describe('sessions', () => {
+  it('lists every kind newest first with counts; delete removes', async () => {
+    await wait((await send('agent:researcher:main', 'r')).runId);
+    const list = await s.rpc<{ sessions: any[]; next_cursor: string | null }>('sessions.list', { limit: 2 });
+    expect(list.sessions.length).toBe(2);
+    expect(list.next_cursor).toBeTruthy();
+    const first = list.sessions[0];
+    expect(first).toMatchObject({ sessionKey: 'agent:researcher:main', agentId: 'researcher', kind: 'main', model: 'scripted', status: 'idle', messageCount: 2 });
+    expect(new Date(first.lastActivityAt).toISOString()).toBe(first.lastActivityAt);
+    const p2 = await s.rpc<{ sessions: any[] }>('sessions.list', { limit: 2, cursor: list.next_cursor });
+    expect(p2.sessions.map((x) => x.sessionKey)).not.toContain(first.sessionKey);
+    expect(await s.rpc('sessions.delete', { sessionKey: 'agent:researcher:main', deleteTranscript: true })).toEqual({ status: 'ok' });
+    const gone = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'chat.history', params: { sessionKey: 'agent:researcher:main' } });
+    expect(gone.body.error).toMatchObject({ code: -32004, data: { code: 'unknown_session' } });
+  });
+
+  it('agents.list gives the configured agents with their tool policies', async () => {
+    const r = await s.rpc<{ agents: any[] }>('agents.list', {});
+    expect(r.agents.map((a) => a.agentId)).toEqual(['main', 'researcher', 'auto', 'quiet']);
+    expect(r.agents[0]).toMatchObject({ agentId: 'main', name: 'Main', model: 'scripted', tools: { exec: 'ask', sessions_list: 'auto', sessions_history: 'auto' } });
+    expect(r.agents[2].tools.exec).toBe('auto');
+  });
+});

@@ -1,0 +1,161 @@
+// Test harness: a real runtime on a fresh data dir, served over real HTTP on loopback by the same handlers Next uses.
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { parseRawConfig, resolveConfig } from '../config';
+import { createRuntime, type FullRuntime } from '../boot';
+import { handleEvents, handleGatewayPost, handleMetrics } from '../http/handlers';
+
+export const TEST_TOKEN = 'test-token';
+
+export interface TestServer {
+  url: string;
+  rt: FullRuntime;
+  dataDir: string;
+  rpc<T = unknown>(method: string, params?: unknown): Promise<T>;
+  rpcRaw(body: unknown, token?: string | null): Promise<{ status: number; body: any }>;
+  close(): Promise<void>;
+}
+
+export function tmpDataDir(prefix = 'crosstalk-test-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+export async function serve(rt: FullRuntime): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer(async (req, res) => {
+    const ac = new AbortController();
+    res.on('close', () => ac.abort());
+    try {
+      const url = `http://127.0.0.1${req.url}`;
+      const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
+      const request = new Request(url, {
+        method: req.method,
+        headers: req.headers as Record<string, string>,
+        body: hasBody ? (Readable.toWeb(req) as ReadableStream) : undefined,
+        // @ts-expect-error node's fetch needs duplex for streamed bodies
+        duplex: 'half',
+        signal: ac.signal,
+      });
+      const p = new URL(url).pathname;
+      let response: Response;
+      if (p === '/api/gateway' && req.method === 'POST') response = await handleGatewayPost(rt, request);
+      else if (p === '/api/gateway/events' && req.method === 'GET') response = handleEvents(rt, request);
+      else if (p === '/api/metrics') response = await handleMetrics(rt, request);
+      else response = new Response('not found', { status: 404 });
+      res.writeHead(response.status, Object.fromEntries(response.headers));
+      if (!response.body) return void res.end();
+      const reader = response.body.getReader();
+      ac.signal.addEventListener('abort', () => void reader.cancel().catch(() => undefined));
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        res.write(value);
+      }
+      res.end();
+    } catch (e) {
+      if (!res.headersSent) res.writeHead(500);
+      res.end(String(e));
+    }
+  });
+  server.keepAliveTimeout = 1000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+export interface StartOptions {
+  config?: Record<string, unknown>;
+  dataDir?: string;
+  databaseUrl?: string;
+  pgSchema?: string;
+}
+
+export async function startTestServer(o: StartOptions = {}): Promise<TestServer> {
+  const dataDir = o.dataDir ?? tmpDataDir();
+  const config = resolveConfig(parseRawConfig(o.config ?? {}), {
+    CROSSTALK_DATA_DIR: dataDir,
+    CROSSTALK_TOKEN: TEST_TOKEN,
+    ...(o.databaseUrl ? { DATABASE_URL: o.databaseUrl } : {}),
+  });
+  const rt = await createRuntime({ config, pgSchema: o.pgSchema });
+  const srv = await serve(rt);
+  const rpcRaw = async (body: unknown, token: string | null = TEST_TOKEN) => {
+    const res = await fetch(`${srv.url}/api/gateway`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : null };
+  };
+  let nextId = 1;
+  return {
+    url: srv.url,
+    rt,
+    dataDir,
+    rpcRaw,
+    async rpc<T>(method: string, params: unknown = {}) {
+      const { body } = await rpcRaw({ jsonrpc: '2.0', id: nextId++, method, params });
+      if (body.error) {
+        const err = new Error(`${method}: ${body.error.message}`) as Error & { rpc: unknown };
+        err.rpc = body.error;
+        throw err;
+      }
+      return body.result as T;
+    },
+    async close() {
+      await srv.close();
+      await rt.close();
+    },
+  };
+}
+
+/** Reads an SSE stream until `until` says stop or the timeout passes. */
+export async function readSse(
+  url: string,
+  o: { lastEventId?: number; until: (events: any[]) => boolean; timeoutMs?: number; token?: string },
+): Promise<any[]> {
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(), o.timeoutMs ?? 10_000);
+  const events: any[] = [];
+  try {
+    const res = await fetch(url, {
+      headers: { authorization: `Bearer ${o.token ?? TEST_TOKEN}`, ...(o.lastEventId !== undefined ? { 'last-event-id': String(o.lastEventId) } : {}) },
+      signal: ac.signal,
+    });
+    if (!res.ok) throw new Error(`SSE ${res.status}: ${await res.text()}`);
+    const reader = res.body!.getReader();
+    const dec = new TextDecoder();
+    let buf = '';
+    while (!o.until(events)) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      buf += dec.decode(value, { stream: true });
+      let i: number;
+      while ((i = buf.indexOf('\n\n')) >= 0) {
+        const frame = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        const data = frame.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+        const id = frame.split('\n').find((l) => l.startsWith('id: '));
+        if (data) events.push({ ...JSON.parse(data), _sseId: id ? Number(id.slice(4)) : undefined });
+        if (o.until(events)) break;
+      }
+    }
+    ac.abort();
+  } catch (e) {
+    if (!ac.signal.aborted) throw e;
+  } finally {
+    clearTimeout(timer);
+  }
+  return events;
+}
