@@ -37,6 +37,8 @@ export function useTranscript(sessionKey: string) {
       getNextPageParam: (last) => last.next_cursor ?? undefined,
       // A session that has no row yet is simply empty; the first message creates it.
       retry: (count, err) => errorCode(err) !== 'unknown_session' && count < 1,
+      // Events only flow while a session is open: coming back to one refetches what happened meanwhile.
+      staleTime: 0,
     }),
   );
   const messages = useMemo(() => flattenHistory(query.data as HistoryData | undefined), [query.data]);

@@ -18,6 +18,8 @@ export interface TestServer {
   rpc<T = unknown>(method: string, params?: unknown): Promise<T>;
   rpcRaw(body: unknown, token?: string | null): Promise<{ status: number; body: any }>;
   close(): Promise<void>;
+  /** Stops serving and closes the store at once, leaving runs unfinished (a crash, as the store sees it). */
+  crash(): Promise<void>;
 }
 
 export function tmpDataDir(prefix = 'crosstalk-test-'): string {
@@ -116,6 +118,10 @@ export async function startTestServer(o: StartOptions = {}): Promise<TestServer>
     async close() {
       await srv.close();
       await rt.close();
+    },
+    async crash() {
+      await srv.close();
+      await rt.store.close();
     },
   };
 }

@@ -1,0 +1,130 @@
+// The store on both dialects: one set of migrations and queries over SQLite (file) and PostgreSQL (127.0.0.1:5432).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from './db';
+import { Store } from './store';
+import { startTestServer, tmpDataDir } from '../testing/harness';
+
+const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const schema = () => `t_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+
+const dialects: Array<[string, () => Promise<Store>]> = [
+  ['sqlite', async () => new Store(await openDatabase({ dataDir: tmpDataDir() }))],
+  ['postgres', async () => new Store(await openDatabase({ dataDir: tmpDataDir(), databaseUrl: PG_URL, pgSchema: schema() }))],
+];
+
+describe.each(dialects)('store on %s', (name, open) => {
+  let store: Store;
+  beforeAll(async () => {
+    store = await open();
+  });
+  afterAll(async () => {
+    if (name === 'postgres') {
+      const { sql } = await import('kysely');
+      const r = await sql<{ s: string }>`select current_schema() as s`.execute(store.db);
+      await sql.raw(`drop schema if exists ${r.rows[0]!.s} cascade`).execute(store.db);
+    }
+    await store.close();
+  });
+
+  it('migrates idempotently (opening twice is fine)', async () => {
+    expect(store.dialect).toBe(name);
+  });
+
+  it('ensures sessions once and lists them newest activity first with a keyset', async () => {
+    const a = await store.ensureSession({ key: 'agent:main:a', agentId: 'main', kind: 'other' });
+    const again = await store.ensureSession({ key: 'agent:main:a', agentId: 'main', kind: 'other' });
+    expect(again.created_at).toBe(a.created_at);
+    for (const k of ['b', 'c', 'd']) {
+      await new Promise((r) => setTimeout(r, 2));
+      await store.ensureSession({ key: `agent:main:${k}`, agentId: 'main', kind: 'other' });
+    }
+    const p1 = await store.listSessions({ limit: 2 });
+    expect(p1.map((r) => r.key)).toEqual(['agent:main:d', 'agent:main:c']);
+    const last = p1[1]!;
+    const p2 = await store.listSessions({ limit: 5, after: [last.last_activity_at, last.key] });
+    expect(p2.map((r) => r.key)).toEqual(['agent:main:b', 'agent:main:a']);
+  });
+
+  it('appends messages in a transaction, counts them, and pages history by id', async () => {
+    const rows = await store.appendMessages(
+      Array.from({ length: 7 }, (_, i) => ({
+        sessionKey: 'agent:main:a',
+        role: i % 2 ? ('assistant' as const) : ('user' as const),
+        kind: 'message' as const,
+        content: `m${i}`,
+        author: { type: 'user' as const, id: 'u' },
+      })),
+    );
+    expect(rows.map((r) => r.id)).toEqual([...rows.map((r) => r.id)].sort((x, y) => x - y));
+    await store.appendMessages([
+      { sessionKey: 'agent:main:a', role: 'assistant', kind: 'tool_call', content: '', author: { type: 'agent', id: 'main' }, tool: { name: 'exec', callId: 'c1', args: { command: 'ls' } } },
+    ]);
+    const s = await store.getSession('agent:main:a');
+    expect(s?.message_count).toBe(8);
+    expect(s!.bytes).toBeGreaterThan(14);
+    const page = await store.history({ sessionKey: 'agent:main:a', limit: 3, includeTools: false });
+    expect(page.map((r) => r.content)).toEqual(['m6', 'm5', 'm4']);
+    const next = await store.history({ sessionKey: 'agent:main:a', limit: 3, includeTools: false, beforeId: page[2]!.id });
+    expect(next.map((r) => r.content)).toEqual(['m3', 'm2', 'm1']);
+    const withTools = await store.history({ sessionKey: 'agent:main:a', limit: 1, includeTools: true });
+    expect(withTools[0]!.tool_name).toBe('exec');
+  });
+
+  it('writes event batches with rising ids and reads them after an id', async () => {
+    const ts = new Date().toISOString();
+    const ids = await store.insertEvents(
+      Array.from({ length: 450 }, (_, i) => ({ runId: 'r1', seq: i + 1, stream: 'assistant' as const, ts, sessionKey: 'agent:main:a', data: { delta: String(i) } })),
+    );
+    expect(ids.length).toBe(450);
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    const after = await store.eventsAfter({ afterId: ids[99]!, sessionKey: 'agent:main:a', limit: 10 });
+    expect(after.map((e) => e.seq)).toEqual([101, 102, 103, 104, 105, 106, 107, 108, 109, 110]);
+    expect(JSON.parse(after[0]!.data)).toEqual({ delta: '100' });
+    expect(await store.maxSeq('r1')).toBe(450);
+  });
+
+  it('settles an approval exactly once', async () => {
+    await store.insertApproval({ id: 'apr1', session_key: 'agent:main:a', run_id: 'r1', call_id: 'c1', tool: 'exec', args: '{}', status: 'pending', decision: null, reason: null, requested_at: new Date().toISOString(), resolved_at: null });
+    expect((await store.pendingApprovals({ sessionKey: 'agent:main:a' })).map((a) => a.id)).toEqual(['apr1']);
+    const results = await Promise.all([store.settleApproval('apr1', 'allowed', 'allow_once', null), store.settleApproval('apr1', 'denied', 'deny', null)]);
+    expect(results.filter(Boolean).length).toBe(1);
+    expect(await store.pendingApprovals({})).toEqual([]);
+  });
+
+  it('keeps idempotency results and tool rules', async () => {
+    await store.putIdempotent('k', { runId: 'r', status: 'started' });
+    await store.putIdempotent('k', { runId: 'other', status: 'started' });
+    expect(await store.getIdempotent('k')).toEqual({ runId: 'r', status: 'started' });
+    await store.addToolRule('agent:main:a', 'exec');
+    await store.addToolRule('agent:main:a', 'exec');
+    expect(await store.hasToolRule('agent:main:a', 'exec')).toBe(true);
+    expect(await store.hasToolRule('agent:main:b', 'exec')).toBe(false);
+  });
+});
+
+describe('the whole gateway on PostgreSQL', () => {
+  it('runs a turn, an approval and history paging with DATABASE_URL set', async () => {
+    const pgSchema = schema();
+    const s = await startTestServer({ databaseUrl: PG_URL, pgSchema });
+    try {
+      const r = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:main', message: 'hello' });
+      expect(await s.rpc('agent.wait', { runId: r.runId })).toEqual({ status: 'ok', response: 'echo: hello' });
+      const x = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:main', message: '/tool exec {"command":"echo pg"}' });
+      let approvals: any[] = [];
+      for (let i = 0; i < 200 && !approvals.length; i++) {
+        approvals = (await s.rpc<{ approvals: any[] }>('approvals.list', {})).approvals;
+        if (!approvals.length) await new Promise((res) => setTimeout(res, 10));
+      }
+      await s.rpc('approvals.resolve', { approvalId: approvals[0].approvalId, decision: 'allow_once' });
+      expect((await s.rpc<{ response: string }>('agent.wait', { runId: x.runId })).response).toContain('"stdout":"pg\\n"');
+      const h = await s.rpc<{ messages: any[]; next_cursor: string }>('chat.history', { sessionKey: 'agent:main:main', limit: 2 });
+      expect(h.messages.map((m) => m.content)).toEqual([expect.stringContaining('exec: '), '/tool exec {"command":"echo pg"}']);
+      const h2 = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:main', limit: 2, cursor: h.next_cursor });
+      expect(h2.messages.map((m) => m.content)).toEqual(['echo: hello', 'hello']);
+    } finally {
+      const { sql } = await import('kysely');
+      await sql.raw(`drop schema if exists ${pgSchema} cascade`).execute(s.rt.store.db);
+      await s.close();
+    }
+  });
+});
