@@ -10,18 +10,23 @@ interface Fixtures {
   freshSession: string;
   /** Uncaught page errors and console errors collected during the test; fails the test when any remain. */
   pageErrors: string[];
+  /** Console errors a test provokes on purpose (push patterns before provoking them). */
+  expectedConsole: RegExp[];
 }
 
 // A session that has no row yet answers chat.history with 404 (unknown_session): the room shows it as empty.
 const EXPECTED_CONSOLE = [/Failed to load resource: the server responded with a status of 404/];
 
 export const test = base.extend<Fixtures>({
+  expectedConsole: async ({}, use) => {
+    await use([...EXPECTED_CONSOLE]);
+  },
   pageErrors: [
-    async ({ page }, use) => {
+    async ({ page, expectedConsole }, use) => {
       const errors: string[] = [];
       page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
       page.on('console', (m) => {
-        if (m.type() === 'error' && !EXPECTED_CONSOLE.some((re) => re.test(m.text()))) errors.push(`console: ${m.text()}`);
+        if (m.type() === 'error' && !expectedConsole.some((re) => re.test(m.text()))) errors.push(`console: ${m.text()}`);
       });
       await use(errors);
       expect(errors, 'page errors').toEqual([]);

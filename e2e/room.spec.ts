@@ -1,5 +1,7 @@
 // The web room end to end: login, sidebar, streamed replies, tool approvals (allow and deny).
 import { expect, test, TOKEN } from './fixtures';
+import { RoomPage } from './pages/room-page';
+import { startTcpProxy } from './support/tcp-proxy';
 
 test.describe('login', () => {
   test('an unauthenticated visit shows the login hint', async ({ page }) => {
@@ -96,6 +98,50 @@ test.describe('room', () => {
     const reply = room.messages('assistant').filter({ hasText: 'exec: {' }).last();
     await expect(reply).toContainText('one');
     await expect(reply).toContainText('two');
+  });
+});
+
+test.describe('resilience', () => {
+  test('long arguments scroll inside the approval row; the buttons stay in view', async ({ room, freshSession }) => {
+    await room.open(freshSession);
+    const long = Array.from({ length: 400 }, (_, i) => `echo line-${i}`).join(' && ');
+    await room.send(`/tool exec ${JSON.stringify({ command: long })}`);
+    await expect(room.approval).toBeVisible();
+    for (const name of ['Allow once', 'Allow always', 'Deny'] as const) await expect(room.button(name)).toBeInViewport();
+    await expect(room.reason).toBeInViewport();
+    await room.button('Deny').click();
+    await expect(room.messages('assistant').filter({ hasText: 'denied' })).toBeVisible();
+  });
+
+  test('shows a banner while disconnected and catches up after reconnecting', async ({ page, request, freshSession, baseURL, expectedConsole }) => {
+    // Browse through a proxy we can cut: a real dropped connection, not an emulated one.
+    expectedConsole.push(/net::ERR_(INCOMPLETE_CHUNKED_ENCODING|CONNECTION_REFUSED|CONNECTION_RESET|EMPTY_RESPONSE)/);
+    const proxy = await startTcpProxy(Number(new URL(baseURL!).port));
+    try {
+      const room = new RoomPage(page);
+      const origin = `http://127.0.0.1:${proxy.port}`;
+      await page.goto(`${origin}/login?token=${TOKEN}`);
+      await page.goto(`${origin}/?session=${encodeURIComponent(freshSession)}`);
+      await room.waitLive();
+      await room.send('before');
+      await expect(room.messages('assistant').filter({ hasText: 'echo: before' })).toBeVisible();
+
+      await proxy.cut();
+      await expect(page.getByTestId('connection-banner')).toBeVisible();
+      // Something happens while the tab is cut off (the API request context goes straight to the server).
+      const res = await request.post('/api/gateway', {
+        headers: { authorization: `Bearer ${TOKEN}` },
+        data: { jsonrpc: '2.0', id: 1, method: 'agent', params: { sessionKey: freshSession, message: 'while away' } },
+      });
+      expect(res.ok()).toBe(true);
+      await proxy.restore();
+
+      await expect(page.getByTestId('connection-banner')).toHaveCount(0, { timeout: 30_000 });
+      await expect(room.messages('assistant').filter({ hasText: 'echo: while away' })).toBeVisible();
+      await expect(room.messages('assistant').filter({ hasText: 'echo: before' })).toHaveCount(1);
+    } finally {
+      await proxy.close();
+    }
   });
 });
 

@@ -10,7 +10,9 @@ import { Orchestrator } from './orchestrator/orchestrator';
 import type { Runtime } from './runtime';
 import { openDatabase } from './store/db';
 import { Store } from './store/store';
-import { createToolRegistry } from './tools/registry';
+import { registerTools } from './tools/registry';
+import type { AnyToolDef } from './tools/types';
+import { WebhookOutbox } from './webhooks/outbox';
 
 export interface FullRuntime extends Runtime {
   store: Store;
@@ -18,6 +20,7 @@ export interface FullRuntime extends Runtime {
   orchestrator: Orchestrator;
   metrics: Metrics;
   log: Logger;
+  webhooks: WebhookOutbox;
 }
 
 export interface CreateRuntimeOptions {
@@ -43,10 +46,14 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     sessionsList: (p) => gateway!.sessionsList(p),
     chatHistory: (p) => gateway!.chatHistory(p),
   };
-  const tools = createToolRegistry({ gateway: lazyGateway });
+  const tools = new Map<string, AnyToolDef>();
   const orchestrator = new Orchestrator({ store, bus, metrics, log, config, tools });
+  registerTools(tools, { config, store, bus, metrics, gateway: lazyGateway, orchestrator: () => orchestrator });
+  const webhooks = new WebhookOutbox(store, config.webhooks, log, (outcome) => metrics.webhooks.inc({ outcome }));
+  orchestrator.webhooks = webhooks;
   gateway = new GatewayService({ config, store, bus, orchestrator, tools });
   await orchestrator.recover();
+  webhooks.start();
   return {
     config,
     token,
@@ -56,7 +63,9 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     orchestrator,
     metrics,
     log,
+    webhooks,
     async close() {
+      webhooks.stop();
       orchestrator.shutdown();
       await orchestrator.idle();
       await store.close();

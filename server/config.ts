@@ -98,7 +98,7 @@ const DEFAULT_AGENTS = [
 export class ConfigError extends Error {}
 
 /** Reads env + config file. Throws ConfigError naming the bad key when the file does not validate. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<RawConfig> = {}): CrosstalkConfig {
+export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<RawConfig> = {}): CrosstalkConfig {
   const explicit = env.CROSSTALK_CONFIG;
   const file = explicit ?? path.resolve('crosstalk.config.json');
   let raw: unknown = {};
@@ -129,7 +129,7 @@ export function parseRawConfig(raw: unknown): RawConfig {
   return configSchema.parse(raw);
 }
 
-export function resolveConfig(cfg: RawConfig, env: NodeJS.ProcessEnv = process.env): CrosstalkConfig {
+export function resolveConfig(cfg: RawConfig, env: Record<string, string | undefined> = process.env): CrosstalkConfig {
   const dataDir = path.resolve(env.CROSSTALK_DATA_DIR ?? './data');
   const baseLimits = limitsSchema.parse(cfg.limits ?? {});
   const agentsRaw = cfg.agents ?? DEFAULT_AGENTS.map((a) => agentSchema.parse(a));

@@ -14,6 +14,7 @@ export function createMetrics() {
     messagesPerRun: new Histogram({ name: 'crosstalk_messages_sent_per_run', help: 'Messages a run posted to its stream', buckets: [0, 1, 2, 3, 5, 8, 13], registers: [registry] }),
     approvalWait: new Histogram({ name: 'crosstalk_approval_wait_seconds', help: 'Time from approval request to decision', buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 1800], registers: [registry] }),
     callbackLatency: new Histogram({ name: 'crosstalk_callback_delivery_seconds', help: 'Target run end to callback turn start', buckets: [0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1, 5], registers: [registry] }),
+    webhooks: new Counter({ name: 'crosstalk_webhook_attempts_total', help: 'Webhook delivery attempts, by outcome (delivered, retry, dead)', labelNames: ['outcome'] as const, registers: [registry] }),
     modelSteps: new Counter({ name: 'crosstalk_model_steps_total', help: 'Model steps, by outcome', labelNames: ['outcome'] as const, registers: [registry] }),
   };
   return m;

@@ -2,24 +2,27 @@
 // The toolbox's attachment row: the oldest pending approval with Allow once / Allow always / Deny and a reason.
 import { prettyJson } from '@/lib/format';
 import type { useApprovals } from '@/lib/room/use-approvals';
-import { errorCode } from '@/lib/trpc/types';
+import { errorCode, type PendingApproval } from '@/lib/trpc/types';
 import { useState } from 'react';
 import { Button } from '../ui/button';
 import { CodeBlock } from '../ui/code-block';
 
 type Decision = 'allow_once' | 'allow_always' | 'deny';
 
-type Approvals = ReturnType<typeof useApprovals>;
-
-export function ApprovalAttachment({ approvals }: { approvals: Approvals }) {
-  const current = approvals.pending[0];
-  if (!current) return null;
-  // Keyed by id: the reason box starts empty for each approval.
-  return <ApprovalForm key={current.approvalId} approvals={approvals} />;
+interface Props {
+  /** Pending approvals, oldest first: the first one is asked. */
+  pending: PendingApproval[];
+  resolve: ReturnType<typeof useApprovals>['resolve'];
 }
 
-function ApprovalForm({ approvals }: { approvals: Approvals }) {
-  const { pending, resolve } = approvals;
+export function ApprovalAttachment({ pending, resolve }: Props) {
+  const current = pending[0];
+  if (!current) return null;
+  // Keyed by id: the reason box starts empty for each approval.
+  return <ApprovalForm key={current.approvalId} pending={pending} resolve={resolve} />;
+}
+
+function ApprovalForm({ pending, resolve }: Props) {
   const [reason, setReason] = useState('');
   const current = pending[0]!;
 

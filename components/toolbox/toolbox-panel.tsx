@@ -1,7 +1,7 @@
 'use client';
 // The toolbox: the session's tool calls (hidden / collapsed / expanded) with the approval row anchored at its bottom.
 import { cn } from '@/lib/cn';
-import { deriveToolCalls } from '@/lib/room/tool-calls';
+import { deriveToolbox } from '@/lib/room/tool-calls';
 import type { useApprovals } from '@/lib/room/use-approvals';
 import { useLiveState } from '@/lib/room/use-live-state';
 import { useTranscript } from '@/lib/room/use-transcript';
@@ -17,9 +17,12 @@ export function ToolboxPanel({ sessionKey, approvals }: { sessionKey: string; ap
   const setMode = useRoomStore((s) => s.setToolbox);
   const { messages } = useTranscript(sessionKey);
   const live = useLiveState(sessionKey);
-  const calls = useMemo(() => deriveToolCalls(messages, live, approvals.pending), [messages, live, approvals.pending]);
+  const { calls, approvals: pending } = useMemo(
+    () => deriveToolbox(messages, live, approvals.pending),
+    [messages, live, approvals.pending],
+  );
 
-  const attention = approvals.pending.length > 0;
+  const attention = pending.length > 0;
   // Attention overrides "hidden": an approval must be seen to be answered.
   if (mode === 'hidden' && !attention) return null;
   const expanded = mode === 'expanded';
@@ -66,7 +69,7 @@ export function ToolboxPanel({ sessionKey, approvals }: { sessionKey: string; ap
         ) : (
           calls.length > 0 && !attention && <ToolCallSummary call={calls[calls.length - 1]!} />
         )}
-        <ApprovalAttachment approvals={approvals} />
+        <ApprovalAttachment pending={pending} resolve={approvals.resolve} />
       </div>
     </aside>
   );

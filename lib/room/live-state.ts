@@ -25,9 +25,11 @@ export interface LiveState {
   tools: Record<string, LiveTool>;
   /** Last lifecycle error text per run, shown as a notice until the transcript catches up. */
   errors: Record<string, string>;
+  /** approvalId → the tool call it paused, from `approval` `requested` events. */
+  approvalCalls: Record<string, string>;
 }
 
-export const emptyLiveState = (): LiveState => ({ lastEventId: 0, activeRuns: [], pending: {}, tools: {}, errors: {} });
+export const emptyLiveState = (): LiveState => ({ lastEventId: 0, activeRuns: [], pending: {}, tools: {}, errors: {}, approvalCalls: {} });
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
@@ -80,6 +82,12 @@ export function applyLiveEvent(state: LiveState, ev: AgentEvent): LiveState {
           eventId: prev?.eventId ?? ev.id,
         },
       };
+      return s;
+    }
+    case 'approval': {
+      const approvalId = str(d.approvalId);
+      const callId = str(d.callId);
+      if (str(d.phase) === 'requested' && approvalId && callId) s.approvalCalls = { ...s.approvalCalls, [approvalId]: callId };
       return s;
     }
     case 'message': {

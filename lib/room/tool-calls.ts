@@ -1,5 +1,6 @@
 // Derives the toolbox's list of tool calls from transcript tool rows, live tool events and pending approvals.
 import type { PendingApproval, TranscriptMessage } from '@/lib/trpc/types';
+import { compactJson } from '@/lib/format';
 import { isFailedResult, type LiveState, type ToolStatus } from './live-state';
 
 export interface ToolCallView {
@@ -16,11 +17,18 @@ export interface ToolCallView {
   order: number;
 }
 
-export function deriveToolCalls(
+export interface ToolboxModel {
+  calls: ToolCallView[];
+  /** Pending approvals oldest first; same-instant requests in the order their calls were made. */
+  approvals: PendingApproval[];
+}
+
+export function deriveToolbox(
   messages: readonly TranscriptMessage[],
   live: LiveState,
-  approvals: readonly PendingApproval[],
-): ToolCallView[] {
+  pending: readonly PendingApproval[],
+): ToolboxModel {
+  const approvals = [...pending].sort((a, b) => a.requestedAt.localeCompare(b.requestedAt));
   const byId = new Map<string, ToolCallView>();
   let n = 0;
   const upsert = (callId: string, patch: Partial<ToolCallView> & { name: string }) => {
@@ -55,24 +63,34 @@ export function deriveToolCalls(
 
   const calls = [...byId.values()].sort((a, b) => a.order - b.order);
   const waiting = new Set<string>();
+  const approvalCall = new Map<string, string>();
   for (const a of approvals) {
-    // Approvals name the run and tool (a call id only when the server sends one): else the oldest unfinished
-    // matching call is the one paused.
-    const callId = (a as { callId?: unknown }).callId;
+    // An approval names its call when the server says so (event or list); else the unfinished call of the same
+    // run and tool with the same arguments, else the oldest unfinished call of that run and tool.
+    const own = (a as { callId?: unknown }).callId;
+    const callId = typeof own === 'string' ? own : live.approvalCalls[a.approvalId];
+    const open = (c: ToolCallView) => !c.hasResult && !waiting.has(c.callId) && c.name === a.tool && (!c.runId || c.runId === a.runId);
+    const args = compactJson(a.args);
     const match =
-      calls.find((c) => typeof callId === 'string' && c.callId === callId) ??
-      calls.find((c) => !c.hasResult && !waiting.has(c.callId) && c.name === a.tool && (!c.runId || c.runId === a.runId));
+      (callId ? calls.find((c) => c.callId === callId) : undefined) ??
+      calls.find((c) => open(c) && compactJson(c.args) === args) ??
+      calls.find(open);
     if (match) {
       waiting.add(match.callId);
+      approvalCall.set(a.approvalId, match.callId);
     } else {
       // The call's row is not loaded (or not written yet): still list what waits for a decision.
-      const id = typeof callId === 'string' ? callId : `approval:${a.approvalId}`;
+      const id = callId ?? `approval:${a.approvalId}`;
       calls.push({ callId: id, name: a.tool, runId: a.runId, args: a.args, hasResult: false, status: 'waiting', order: n++ });
       waiting.add(id);
+      approvalCall.set(a.approvalId, id);
     }
   }
   for (const c of calls) {
     c.status = c.hasResult ? (c.failed || isFailedResult(c.result) ? 'failed' : 'done') : waiting.has(c.callId) ? 'waiting' : 'running';
   }
-  return calls;
+  const orderOf = new Map(calls.map((c) => [c.callId, c.order]));
+  const callOrder = (a: PendingApproval) => orderOf.get(approvalCall.get(a.approvalId) ?? '') ?? Number.MAX_SAFE_INTEGER;
+  approvals.sort((a, b) => a.requestedAt.localeCompare(b.requestedAt) || callOrder(a) - callOrder(b));
+  return { calls, approvals };
 }

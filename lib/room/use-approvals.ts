@@ -1,4 +1,4 @@
-// Pending approvals of a session, oldest first, and the mutation that resolves one.
+// Pending approvals of a session (server order; the toolbox orders them with their calls) and the resolve mutation.
 import { useTRPC } from '@/lib/trpc/client';
 import type { PendingApproval } from '@/lib/trpc/types';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
@@ -8,10 +8,7 @@ export function useApprovals(sessionKey: string) {
   const trpc = useTRPC();
   const qc = useQueryClient();
   const query = useQuery(trpc.approvals.list.queryOptions({ sessionKey }));
-  const pending: PendingApproval[] = useMemo(
-    () => [...(query.data?.approvals ?? [])].sort((a, b) => a.requestedAt.localeCompare(b.requestedAt) || a.approvalId.localeCompare(b.approvalId)),
-    [query.data],
-  );
+  const pending: PendingApproval[] = useMemo(() => query.data?.approvals ?? [], [query.data]);
   const resolve = useMutation(
     trpc.approvals.resolve.mutationOptions({
       onSettled: () => qc.invalidateQueries({ queryKey: trpc.approvals.list.queryKey({ sessionKey }) }),

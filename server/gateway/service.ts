@@ -11,6 +11,7 @@ import { decodeCursor, encodeCursor } from '../store/cursor';
 import type { SessionRow } from '../store/schema';
 import { type Store, toTranscriptMessage } from '../store/store';
 import type { AnyToolDef } from '../tools/types';
+import { checkWebhookUrl } from '../webhooks/guard';
 import type {
   AgentParams,
   AgentWaitParams,
@@ -56,7 +57,11 @@ export class GatewayService implements Gateway {
     }
   }
 
-  private startAgent(p: AgentParams): Promise<AgentResult> {
+  private async startAgent(p: AgentParams): Promise<AgentResult> {
+    if (p.webhook) {
+      const refused = await checkWebhookUrl(p.webhook.url, this.d.config.webhooks.allowPrivateNetwork);
+      if (refused) throw new CrosstalkError('invalid_request', refused, [{ path: 'webhook.url', message: refused }]);
+    }
     return this.d.orchestrator.submit(
       p.sessionKey,
       { content: p.message, kind: 'message', author: { type: 'user', id: 'user' } },

@@ -12,7 +12,11 @@ import type { RunRow } from '../store/schema';
 import { nowIso, type Store } from '../store/store';
 import type { AnyToolDef } from '../tools/types';
 import { Approvals } from './approvals';
+import { planDeliveries } from './callbacks';
 import { executeRun, type RunDeps } from './run-loop';
+import { failpoint } from '../failpoints';
+import type { WebhookOutbox } from '../webhooks/outbox';
+import type { CallbackRow } from '../store/schema';
 import type { ActiveRun, InboxItem, RunInput, RunOutcome } from './types';
 
 export interface SubmitOptions {
@@ -21,6 +25,8 @@ export interface SubmitOptions {
   origin?: Record<string, unknown>;
   /** Callbacks are never refused or dropped: `reject` and `interrupt` queue them as follow-ups. */
   neverRefuse?: boolean;
+  /** A caller-chosen run id: a second submit with the same id is a no-op (exactly-once delivery). */
+  runId?: string;
 }
 
 interface QueueItem {
@@ -66,7 +72,7 @@ export class Orchestrator {
       approvals: this.approvals,
       modelFor: (run, sessionModel) => this.modelFor(run, sessionModel),
       onInjected: async (runId, intoRunId) => {
-        await o.store.updateRun(runId, { status: 'merged', ended_at: nowIso(), response: null, error: null, origin: JSON.stringify({ steeredInto: intoRunId }) });
+        await o.store.updateRun(runId, { status: 'merged', ended_at: nowIso(), merged_into: intoRunId });
       },
     };
   }
@@ -112,7 +118,7 @@ export class Orchestrator {
   }
 
   private newActive(id: string, key: string, agent: AgentConfig): ActiveRun {
-    return { id, sessionKey: key, agent, abort: new AbortController(), inbox: [], closing: false, posted: 0, counters: new Map() };
+    return { id, sessionKey: key, agent, abort: new AbortController(), inbox: [], closing: false, delivered: new Set(), counters: new Map() };
   }
 
   private runRow(runId: string, key: string, inputs: RunInput[], mode: QueueMode, opts: SubmitOptions, origin?: Record<string, unknown>): RunRow {
@@ -130,6 +136,7 @@ export class Orchestrator {
       origin: origin || opts.origin ? JSON.stringify({ ...opts.origin, ...origin }) : null,
       webhook: opts.webhook ? JSON.stringify(opts.webhook) : null,
       last_seq: 0,
+      merged_into: null,
     };
   }
 
@@ -138,8 +145,12 @@ export class Orchestrator {
     const agent = this.agentForKey(sessionKey);
     const session = await this.o.store.ensureSession({ key: sessionKey, agentId: agent.id, kind: sessionKindOf(sessionKey) });
     const mode = (opts.queueMode ?? (session.queue_mode as QueueMode | null) ?? this.o.config.session.queueMode) as QueueMode;
+    if (opts.runId) {
+      const existing = await this.o.store.getRun(opts.runId);
+      if (existing) return { runId: existing.merged_into ?? existing.id, status: 'queued' };
+    }
     const st = this.state(sessionKey);
-    const runId = newRunId();
+    const runId = opts.runId ?? newRunId();
 
     // Everything below up to the first await is synchronous, so the session's state cannot change under us.
     if (!st.active) {
@@ -241,14 +252,19 @@ export class Orchestrator {
 
   private async finish(st: SessionState, active: ActiveRun, outcome: RunOutcome): Promise<void> {
     const { store, bus, metrics, log } = this.o;
+    let deliveries: ReturnType<typeof planDeliveries> = { callbacks: [], webhooks: [], failed: [] };
     try {
-      await store.updateRun(active.id, {
-        status: outcome.status,
-        response: outcome.response ?? null,
-        error: outcome.error ?? null,
-        ended_at: nowIso(),
-        last_seq: bus.currentSeq(active.id),
-      });
+      const own = await store.getRun(active.id);
+      const merged = await store.mergedInto(active.id);
+      deliveries = planDeliveries({ runId: active.id, sessionKey: st.key, agentId: active.agent.id, agentName: active.agent.name }, [...(own ? [own] : []), ...merged], outcome);
+      // The run's end, its callbacks and its webhooks are one transaction: a crash after it still delivers them.
+      await store.finishRun(
+        active.id,
+        { status: outcome.status, response: outcome.response ?? null, error: outcome.error ?? null, ended_at: nowIso(), last_seq: bus.currentSeq(active.id) },
+        deliveries.callbacks,
+        deliveries.webhooks,
+      );
+      if (deliveries.callbacks.length) failpoint('callback.recorded');
     } catch (e) {
       log.error({ err: e, runId: active.id }, 'could not record run end');
     }
@@ -258,8 +274,9 @@ export class Orchestrator {
     bus.unregisterRun(active.id);
     metrics.runs.inc({ outcome: outcome.status });
     if (outcome.status === 'ok') {
-      metrics.messagesPerRun.observe(active.posted);
-      if (active.posted === 0) {
+      const posted = active.counters.get('posted') ?? 0;
+      metrics.messagesPerRun.observe(posted);
+      if (posted === 0) {
         metrics.silence.inc();
         log.info({ runId: active.id, sessionKey: st.key, reason: 'agent_chose_silence' }, 'run posted nothing');
       }
@@ -267,6 +284,9 @@ export class Orchestrator {
     const result = waitResultOf({ status: outcome.status, response: outcome.response ?? null, error: outcome.error ?? null });
     const ws = this.waiters.get(active.id);
     if (ws) for (const w of ws) w(result);
+    for (const cb of deliveries.callbacks) void this.deliverCallback(cb);
+    for (const f of deliveries.failed) void this.reportFailedTarget(f.callerSessionKey, active.id, st.key, outcome);
+    if (deliveries.webhooks.length) this.webhooks?.kick();
 
     // Synchronous from here: messages steered too late become follow-ups, then the next queued run starts.
     active.closing = true;
@@ -284,6 +304,48 @@ export class Orchestrator {
     }
     this.sessions.delete(st.key);
     void this.o.store.patchSession(st.key, { status: 'idle' }).catch(() => undefined);
+  }
+
+  /** Set by boot: the outbox to wake when a run leaves webhooks behind. */
+  webhooks?: WebhookOutbox;
+
+  /** Delivers one recorded callback as a caller turn, exactly once (its run id is derived from the callback id). */
+  async deliverCallback(cb: CallbackRow): Promise<void> {
+    const { store, log } = this.o;
+    try {
+      const caller = await store.getSession(cb.caller_session_key);
+      if (!caller || !this.agents.has(caller.agent_id)) {
+        await store.settleCallback(cb.id, 'dropped', 'unknown_session');
+        log.warn({ callbackId: cb.id, caller: cb.caller_session_key }, 'callback dropped: the caller session no longer exists');
+        return;
+      }
+      const meta = JSON.parse(cb.meta ?? '{}') as { fromAgentId?: string; fromAgentName?: string; endedAt?: string; delegate?: unknown };
+      await this.submit(
+        cb.caller_session_key,
+        {
+          content: cb.response,
+          kind: 'agent_callback_result',
+          author: { type: 'agent', id: meta.fromAgentId ?? 'unknown', ...(meta.fromAgentName ? { name: meta.fromAgentName } : {}) },
+          meta: { fromSessionKey: cb.target_session_key, runId: cb.target_run_id, targetEndedAt: meta.endedAt, ...(meta.delegate ? { delegate: meta.delegate } : {}) },
+        },
+        { runId: `run_${cb.id}`, neverRefuse: true, origin: { callbackOf: cb.target_run_id } },
+      );
+      await store.settleCallback(cb.id, 'delivered');
+    } catch (e) {
+      log.error({ err: e, callbackId: cb.id }, 'callback delivery failed; it stays pending for the next start');
+    }
+  }
+
+  private async reportFailedTarget(callerKey: string, targetRunId: string, targetKey: string, outcome: RunOutcome) {
+    this.o.log.warn({ caller: callerKey, targetRunId, error: outcome.error }, 'target run failed: no callback');
+    try {
+      const id = `evt_${crypto.randomUUID()}`;
+      this.o.bus.registerRun(id, callerKey, 0);
+      this.o.bus.emit(id, 'error', { code: 'target_run_failed', targetRunId, targetSessionKey: targetKey, status: outcome.status, error: outcome.error ?? outcome.status });
+      this.o.bus.unregisterRun(id);
+    } catch (e) {
+      this.o.log.error({ err: e }, 'could not emit target failure');
+    }
   }
 
   /** Resumes a run that was paused on an approval in an earlier process. */
@@ -313,10 +375,7 @@ export class Orchestrator {
       const row = await this.o.store.getRun(runId);
       if (!row) throw new CrosstalkError('unknown_run', `no run ${runId}`);
       if (TERMINAL.has(row.status)) return waitResultOf(row);
-      if (row.status === 'merged') {
-        const into = (JSON.parse(row.origin ?? '{}') as { steeredInto?: string }).steeredInto;
-        if (into) return this.wait(into, timeoutMs);
-      }
+      if (row.status === 'merged' && row.merged_into) return this.wait(row.merged_into, timeoutMs);
       const timeout = new Promise<WaitResult>((r) => (timer = setTimeout(() => r({ status: 'timeout' }), timeoutMs)));
       return await Promise.race([done, timeout]);
     } finally {
@@ -358,6 +417,8 @@ export class Orchestrator {
     }
     for (const st of this.sessions.values()) if (st.parked) await store.patchSession(st.key, { status: 'running' });
     for (const st of [...this.sessions.values()]) if (!st.active) this.startNext(st);
+    // Callbacks recorded before a stop but not yet turned into caller turns.
+    for (const cb of await store.pendingCallbacks()) await this.deliverCallback(cb);
   }
 
   /** Lets running work settle (tests, graceful shutdown). */

@@ -8,6 +8,7 @@ import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import type { RunRow } from '../store/schema';
 import { type NewMessage, nowIso, type Store, toTranscriptMessage } from '../store/store';
+import { deliveredKey } from '../tools/messaging';
 import type { AnyToolDef } from '../tools/types';
 import type { Approvals } from './approvals';
 import { toJsonValue, toModelMessages } from './context';
@@ -73,9 +74,14 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
 
   const session = await store.getSession(run.sessionKey);
   const inputs = JSON.parse(row.input) as RunInput[];
+  if (row.origin) run.origin = JSON.parse(row.origin) as Record<string, unknown>;
   if (!resume) {
     await store.updateRun(run.id, { status: 'running', started_at: nowIso() });
     bus.emit(run.id, 'lifecycle', { phase: 'start', agentId: run.agent.id, ...(row.origin ? { origin: JSON.parse(row.origin) } : {}) });
+    for (const i of inputs) {
+      const endedAt = i.kind === 'agent_callback_result' ? (i.meta?.targetEndedAt as string | undefined) : undefined;
+      if (endedAt) deps.metrics.callbackLatency.observe((Date.now() - Date.parse(endedAt)) / 1000);
+    }
     await append(inputs.map((i) => inputToMessage(run.sessionKey, run.id, i)));
   } else {
     await store.updateRun(run.id, { status: 'running' });
@@ -111,7 +117,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
       const { text, calls } = await modelStep(deps, run, model, messages, toolSet);
       const trimmed = text.trim();
       if (trimmed) lastText = trimmed;
-      const posting = trimmed !== '' && trimmed !== SILENT_TOKEN && run.agent.reply !== 'tool';
+      const posting = trimmed !== '' && trimmed !== SILENT_TOKEN && run.agent.reply !== 'tool' && !run.delivered.has(deliveredKey(text));
       const stepRows: NewMessage[] = [];
       if (posting) stepRows.push({ sessionKey: run.sessionKey, role: 'assistant', kind: 'message', content: text, runId: run.id, author: { type: 'agent', id: run.agent.id, name: run.agent.name } });
       for (const c of calls)
@@ -125,7 +131,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
           tool: { name: c.toolName, callId: c.toolCallId, args: c.input ?? null },
         });
       if (stepRows.length) await append(stepRows);
-      if (posting) run.posted += 1;
+      if (posting) run.counters.set('posted', (run.counters.get('posted') ?? 0) + 1);
 
       if (text) messages.push({ role: 'assistant', content: [{ type: 'text', text }] });
       if (!calls.length) break;
@@ -244,7 +250,7 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
         outcome = 'denied';
       } else {
         try {
-          result = await def.execute(parsed.data, { runId: run.id, sessionKey: run.sessionKey, agent: run.agent, callId: call.toolCallId, signal });
+          result = await def.execute(parsed.data, { runId: run.id, sessionKey: run.sessionKey, agent: run.agent, callId: call.toolCallId, signal, counters: run.counters, delivered: run.delivered, origin: run.origin });
         } catch (e) {
           deps.log.error({ err: e, tool: def.name }, 'tool threw');
           result = toolError('internal', `${def.name} failed: ${errorMessage(e)}`);

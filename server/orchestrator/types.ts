@@ -26,10 +26,12 @@ export interface ActiveRun {
   inbox: InboxItem[];
   /** Set once the run has taken its last look at the inbox: later steers become follow-ups. */
   closing: boolean;
-  /** Rows this run posted to its own session's stream (assistant text, persona messages). */
-  posted: number;
-  /** Per-run counters for tool limits (send_message, outbound sends). */
+  /** Texts delivered to this run's own stream by messaging tools (not posted twice). */
+  delivered: Set<string>;
+  /** Per-run counters: `posted` (rows posted to the own stream), tool limits (send_message, outbound). */
   counters: Map<string, number>;
+  /** Where the run's message came from (a channel, a calling session…). */
+  origin?: Record<string, unknown>;
 }
 
 export interface RunOutcome {

@@ -121,6 +121,45 @@ function migrations(dialect: DialectName): Record<string, Migration> {
           .execute();
       },
     },
+    '0002_messaging': {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      async up(db: Kysely<any>) {
+        await db.schema.alterTable('runs').addColumn('merged_into', 'text').execute();
+        await db.schema.createIndex('runs_merged_into').on('runs').column('merged_into').execute();
+        // Internal callbacks, recorded in the same transaction as the target run's end, delivered once.
+        await db.schema
+          .createTable('callbacks')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('target_run_id', 'text', (c) => c.notNull())
+          .addColumn('target_session_key', 'text', (c) => c.notNull())
+          .addColumn('caller_session_key', 'text', (c) => c.notNull())
+          .addColumn('caller_run_id', 'text')
+          .addColumn('response', 'text', (c) => c.notNull())
+          .addColumn('meta', 'text')
+          .addColumn('status', 'text', (c) => c.notNull())
+          .addColumn('error', 'text')
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .addColumn('delivered_at', 'text')
+          .execute();
+        await db.schema.createIndex('callbacks_status').on('callbacks').columns(['status', 'created_at']).execute();
+        // Webhook outbox: durable, retried with backoff, dead-lettered after the last attempt.
+        await db.schema
+          .createTable('webhook_outbox')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('run_id', 'text', (c) => c.notNull())
+          .addColumn('url', 'text', (c) => c.notNull())
+          .addColumn('secret', 'text')
+          .addColumn('body', 'text', (c) => c.notNull())
+          .addColumn('status', 'text', (c) => c.notNull())
+          .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('next_attempt_at', 'text', (c) => c.notNull())
+          .addColumn('last_error', 'text')
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .addColumn('delivered_at', 'text')
+          .execute();
+        await db.schema.createIndex('webhook_outbox_due').on('webhook_outbox').columns(['status', 'next_attempt_at']).execute();
+      },
+    },
   };
 }
 

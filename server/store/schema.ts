@@ -51,6 +51,7 @@ export interface RunsTable {
   origin: string | null;
   webhook: string | null;
   last_seq: number;
+  merged_into: string | null;
 }
 
 export interface EventsTable {
@@ -89,7 +90,37 @@ export interface IdempotencyTable {
   created_at: string;
 }
 
+export interface CallbacksTable {
+  id: string;
+  target_run_id: string;
+  target_session_key: string;
+  caller_session_key: string;
+  caller_run_id: string | null;
+  response: string;
+  meta: string | null;
+  status: string;
+  error: string | null;
+  created_at: string;
+  delivered_at: string | null;
+}
+
+export interface WebhookOutboxTable {
+  id: string;
+  run_id: string;
+  url: string;
+  secret: string | null;
+  body: string;
+  status: string;
+  attempts: number;
+  next_attempt_at: string;
+  last_error: string | null;
+  created_at: string;
+  delivered_at: string | null;
+}
+
 export interface Database {
+  callbacks: CallbacksTable;
+  webhook_outbox: WebhookOutboxTable;
   sessions: SessionsTable;
   messages: MessagesTable;
   runs: RunsTable;
@@ -105,3 +136,5 @@ export type NewMessageRow = Insertable<MessagesTable>;
 export type RunRow = Selectable<RunsTable>;
 export type EventRow = Selectable<EventsTable>;
 export type ApprovalRow = Selectable<ApprovalsTable>;
+export type CallbackRow = Selectable<CallbacksTable>;
+export type WebhookRow = Selectable<WebhookOutboxTable>;

@@ -2,7 +2,7 @@
 import type { Kysely } from 'kysely';
 import type { Author, MessageKind, MessageRole, PendingEvent, TranscriptMessage } from '../events/types';
 import type { DbHandle } from './db';
-import type { ApprovalRow, Database, EventRow, MessageRow, RunRow, SessionRow } from './schema';
+import type { ApprovalRow, CallbackRow, Database, EventRow, MessageRow, RunRow, SessionRow, WebhookRow } from './schema';
 
 export interface NewMessage {
   sessionKey: string;
@@ -207,6 +207,47 @@ export class Store {
 
   async updateRun(id: string, fields: Partial<Omit<RunRow, 'id'>>): Promise<void> {
     await this.db.updateTable('runs').set(fields).where('id', '=', id).execute();
+  }
+
+  /** Records a run's end together with the callbacks and webhooks it owes, in one transaction. */
+  async finishRun(id: string, fields: Partial<Omit<RunRow, 'id'>>, callbacks: CallbackRow[], webhooks: WebhookRow[]): Promise<void> {
+    await this.db.transaction().execute(async (tx) => {
+      await tx.updateTable('runs').set(fields).where('id', '=', id).execute();
+      if (callbacks.length) await tx.insertInto('callbacks').values(callbacks).onConflict((oc) => oc.column('id').doNothing()).execute();
+      if (webhooks.length) await tx.insertInto('webhook_outbox').values(webhooks).onConflict((oc) => oc.column('id').doNothing()).execute();
+    });
+  }
+
+  /** Rows steered into a run (their callbacks and webhooks follow that run's end). */
+  mergedInto(runId: string): Promise<RunRow[]> {
+    return this.db.selectFrom('runs').selectAll().where('merged_into', '=', runId).execute();
+  }
+
+  pendingCallbacks(): Promise<CallbackRow[]> {
+    return this.db.selectFrom('callbacks').selectAll().where('status', '=', 'pending').orderBy('created_at').orderBy('id').limit(1000).execute();
+  }
+
+  async settleCallback(id: string, status: 'delivered' | 'dropped', error?: string): Promise<void> {
+    await this.db.updateTable('callbacks').set({ status, error: error ?? null, delivered_at: nowIso() }).where('id', '=', id).execute();
+  }
+
+  dueWebhooks(now: string, limit: number): Promise<WebhookRow[]> {
+    return this.db.selectFrom('webhook_outbox').selectAll().where('status', '=', 'pending').where('next_attempt_at', '<=', now).orderBy('next_attempt_at').limit(limit).execute();
+  }
+
+  async nextWebhookDue(): Promise<string | undefined> {
+    const r = await this.db.selectFrom('webhook_outbox').select((eb) => eb.fn.min('next_attempt_at').as('m')).where('status', '=', 'pending').executeTakeFirst();
+    return (r?.m as string | null) ?? undefined;
+  }
+
+  async updateWebhook(id: string, fields: Partial<Omit<WebhookRow, 'id'>>): Promise<void> {
+    await this.db.updateTable('webhook_outbox').set(fields).where('id', '=', id).execute();
+  }
+
+  listWebhooks(o: { status?: string; limit: number }): Promise<WebhookRow[]> {
+    let q = this.db.selectFrom('webhook_outbox').selectAll();
+    if (o.status) q = q.where('status', '=', o.status);
+    return q.orderBy('created_at', 'desc').limit(o.limit).execute();
   }
 
   runsWithStatus(statuses: string[]): Promise<RunRow[]> {

@@ -165,3 +165,40 @@ export async function readSse(
   }
   return events;
 }
+
+/** Starts `child-server.ts` in its own process (so a test can SIGKILL it); resolves with its URL. */
+export async function startChildServer(o: { dataDir: string; configFile?: string; env?: Record<string, string> }) {
+  const { spawn } = await import('node:child_process');
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'child-server.ts')], {
+    env: {
+      ...process.env,
+      CROSSTALK_DATA_DIR: o.dataDir,
+      CROSSTALK_TOKEN: TEST_TOKEN,
+      CROSSTALK_LOG_LEVEL: 'silent',
+      ...(o.configFile ? { CROSSTALK_CONFIG: o.configFile } : {}),
+      ...o.env,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let buf = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const m = /LISTENING (\S+)/.exec(buf);
+      if (m) resolve(m[1]!);
+    });
+    child.on('exit', (code) => reject(new Error(`child exited ${code} before listening`)));
+  });
+  const exited = new Promise<number | null>((r) => child.on('exit', (code, sig) => r(code ?? (sig ? 137 : null))));
+  const rpc = async <T = any>(method: string, params: unknown = {}): Promise<T> => {
+    const res = await fetch(`${url}/api/gateway`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_TOKEN}` },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    });
+    const body = await res.json();
+    if (body.error) throw Object.assign(new Error(`${method}: ${body.error.message}`), { rpc: body.error });
+    return body.result as T;
+  };
+  return { url, child, exited, rpc, kill: () => child.kill('SIGKILL') };
+}

@@ -1,14 +1,39 @@
 // The tool registry: every built-in tool, made by its factory with injected dependencies.
+import type { CrosstalkConfig } from '../config';
+import type { EventBus } from '../events/bus';
 import type { Gateway } from '../gateway/types';
+import type { Metrics } from '../metrics';
+import type { Orchestrator } from '../orchestrator/orchestrator';
+import type { Store } from '../store/store';
 import { createExecTool } from './exec';
+import { createSendMessageTool } from './send-message';
 import { createSessionsHistoryTool, createSessionsListTool } from './sessions-read';
+import { createAgentsMessageTool, createSessionsSendTool } from './sessions-send';
 import type { AnyToolDef } from './types';
 
 export interface ToolDeps {
+  config: CrosstalkConfig;
+  store: Store;
+  bus: EventBus;
+  metrics: Metrics;
   gateway: Pick<Gateway, 'sessionsList' | 'chatHistory'>;
+  orchestrator: () => Orchestrator;
+  /** Tools contributed by other modules (channels' `message`, delegation). */
+  extra?: AnyToolDef[];
 }
 
-export function createToolRegistry(deps: ToolDeps): Map<string, AnyToolDef> {
-  const tools: AnyToolDef[] = [createExecTool(), createSessionsListTool(deps.gateway), createSessionsHistoryTool(deps.gateway)];
-  return new Map(tools.map((t) => [t.name, t]));
+/** Fills `into` (the map the orchestrator already holds) with every tool. */
+export function registerTools(into: Map<string, AnyToolDef>, deps: ToolDeps): Map<string, AnyToolDef> {
+  const send = { orchestrator: deps.orchestrator, config: deps.config };
+  const tools: AnyToolDef[] = [
+    createExecTool(),
+    createSessionsListTool(deps.gateway),
+    createSessionsHistoryTool(deps.gateway),
+    createSendMessageTool(deps),
+    createSessionsSendTool(send),
+    createAgentsMessageTool(send),
+    ...(deps.extra ?? []),
+  ];
+  for (const t of tools) into.set(t.name, t);
+  return into;
 }

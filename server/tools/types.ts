@@ -8,6 +8,12 @@ export interface ToolCallContext {
   agent: AgentConfig;
   callId: string;
   signal: AbortSignal;
+  /** Per-run counters shared by every call of the run (send_message and outbound limits). */
+  counters: Map<string, number>;
+  /** Texts the run already delivered to its own stream (final-reply rule: not posted twice). */
+  delivered: Set<string>;
+  /** The run's origin (channel, sub-agent parent…), as recorded when the run was accepted. */
+  origin?: Record<string, unknown>;
 }
 
 export interface ToolDef<I = unknown> {

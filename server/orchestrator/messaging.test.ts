@@ -1,0 +1,196 @@
+// Agents talk to agents (issue 3): sessions_send / agents_message, callback turns, failures and busy callers.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readSse, startTestServer, type TestServer } from '../testing/harness';
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await startTestServer({ config: { agents: [{ id: 'main' }, { id: 'researcher' }, { id: 'writer' }] } });
+});
+afterAll(async () => {
+  await s?.close();
+});
+
+type Msg = { id: number; role: string; kind: string; content: string; runId?: string; author: any; meta?: any; tool?: any };
+const history = async (sessionKey: string, includeTools = false) =>
+  (await s.rpc<{ messages: Msg[] }>('chat.history', { sessionKey, limit: 200, includeTools })).messages.reverse();
+async function until<T>(fn: () => Promise<T | undefined | null | false>, ms = 5000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+const turn = async (sessionKey: string, message: string) => {
+  const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey, message });
+  return { runId, ...(await s.rpc<{ status: string; response: string }>('agent.wait', { runId })) };
+};
+
+describe('sessions_send async', () => {
+  it('delivers an inter_session row, then a callback row with exactly the response, then a callback turn', async () => {
+    const r = await turn('agent:main:main', '/tool sessions_send {"sessionKey":"agent:researcher:main","message":"/reply 42","mode":"async"}');
+    expect(r.status).toBe('ok');
+    const accepted = JSON.parse(r.response.replace(/^sessions_send: /, ''));
+    expect(accepted).toMatchObject({ status: 'accepted', runId: expect.stringMatching(/^run_/) });
+
+    const target = await until(async () => {
+      const h = await history('agent:researcher:main');
+      return h.length >= 2 ? h : null;
+    });
+    expect(target[0]).toMatchObject({ role: 'user', kind: 'inter_session', content: '/reply 42', author: { type: 'agent', id: 'main' }, meta: { fromSessionKey: 'agent:main:main' } });
+    expect(target[1]).toMatchObject({ role: 'assistant', kind: 'message', content: '42' });
+
+    const main = await until(async () => {
+      const h = await history('agent:main:main');
+      return h.some((m) => m.content === 'echo: 42') ? h : null;
+    });
+    const cbIndex = main.findIndex((m) => m.kind === 'agent_callback_result');
+    expect(main[cbIndex]).toMatchObject({ role: 'user', content: '42', author: { type: 'agent', id: 'researcher' }, meta: { fromSessionKey: 'agent:researcher:main', runId: accepted.runId } });
+    expect(main[cbIndex + 1]).toMatchObject({ role: 'assistant', kind: 'message', content: 'echo: 42' });
+    expect(main.filter((m) => m.kind === 'agent_callback_result').length).toBe(1);
+  });
+
+  it('sync returns {status:"ok", runId, response} to the tool', async () => {
+    const r = await turn('agent:main:sync', '/tool sessions_send {"sessionKey":"agent:researcher:sync","message":"/reply 42"}');
+    expect(JSON.parse(r.response.replace(/^sessions_send: /, ''))).toEqual({ status: 'ok', runId: expect.any(String), response: '42' });
+    expect((await history('agent:main:sync')).some((m) => m.kind === 'agent_callback_result')).toBe(false);
+  });
+
+  it('sync times out with delivered:true and the message is still answered', async () => {
+    const r = await turn('agent:main:sync-timeout', '/tool sessions_send {"sessionKey":"agent:researcher:slow","message":"/sleep 300\\n/reply late","timeoutSeconds":0.05}');
+    expect(JSON.parse(r.response.replace(/^sessions_send: /, ''))).toEqual({ status: 'timeout', runId: expect.any(String), delivered: true });
+    await until(async () => (await history('agent:researcher:slow')).some((m) => m.content === 'late'));
+  });
+
+  it('agents_message targets agent:<id>:main on the same mechanism', async () => {
+    const r = await turn('agent:researcher:asker', '/tool agents_message {"agentId":"writer","message":"/reply drafted"}');
+    expect(JSON.parse(r.response.replace(/^agents_message: /, ''))).toMatchObject({ status: 'ok', response: 'drafted' });
+    expect((await history('agent:writer:main'))[0]).toMatchObject({ kind: 'inter_session', author: { id: 'researcher' } });
+  });
+});
+
+describe('bad input', () => {
+  const toolResult = async (sessionKey: string, line: string) => {
+    const r = await turn(sessionKey, line);
+    return JSON.parse(r.response.replace(/^\w+: /, ''));
+  };
+  it('unknown agent, own session, bad webhook URLs: clear error codes', async () => {
+    expect(await toolResult('agent:main:bad1', '/tool sessions_send {"sessionKey":"agent:ghost:main","message":"x"}')).toMatchObject({ status: 'error', error: { code: 'unknown_agent' } });
+    expect(await toolResult('agent:main:bad1', '/tool agents_message {"agentId":"ghost","message":"x"}')).toMatchObject({ status: 'error', error: { code: 'unknown_agent' } });
+    expect(await toolResult('agent:main:bad1', '/tool sessions_send {"sessionKey":"agent:main:bad1","message":"x"}')).toMatchObject({ status: 'error', error: { code: 'invalid_request' } });
+    expect(await toolResult('agent:main:bad1', '/tool sessions_send {"sessionKey":"agent:main:x","message":"x","webhook":{"url":"ftp://example.com/h"}}')).toMatchObject({ status: 'error', error: { code: 'invalid_request' } });
+    const priv = await toolResult('agent:main:bad1', '/tool sessions_send {"sessionKey":"agent:main:x","message":"x","mode":"async","webhook":{"url":"http://127.0.0.1:9/h"}}');
+    expect(priv).toMatchObject({ status: 'error', error: { code: 'invalid_request', message: expect.stringContaining('private') } });
+    expect(await toolResult('agent:main:bad1', '/tool sessions_send {"sessionKey":"has space","message":"x"}')).toMatchObject({ status: 'error', error: { code: 'invalid_request' } });
+    // the JSON-RPC agent method refuses a private webhook too
+    const rpc = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'agent', params: { sessionKey: 'agent:main:x', message: 'x', webhook: { url: 'http://10.0.0.1/h' } } });
+    expect(rpc.body.error).toMatchObject({ code: -32602, data: { code: 'invalid_request' } });
+  });
+
+  it('a failed target run gives no callback, and the failure is emitted to the caller', async () => {
+    const sub = s.rt.bus.subscribe({ sessionKey: 'agent:main:failcb' });
+    await turn('agent:main:failcb', '/tool sessions_send {"sessionKey":"agent:researcher:failing","message":"/fail nope","mode":"async"}');
+    let ev: any;
+    for (;;) {
+      ev = await sub.next();
+      if (ev?.stream === 'error') break;
+    }
+    sub.close();
+    expect(ev.data).toMatchObject({ code: 'target_run_failed', targetSessionKey: 'agent:researcher:failing', error: 'nope' });
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await history('agent:main:failcb')).some((m) => m.kind === 'agent_callback_result')).toBe(false);
+  });
+
+  it('a callback whose caller session was deleted meanwhile is dropped cleanly', async () => {
+    await turn('agent:main:gone', '/tool sessions_send {"sessionKey":"agent:researcher:for-gone","message":"/sleep 150\\n/reply late","mode":"async"}');
+    await s.rpc('sessions.delete', { sessionKey: 'agent:main:gone', deleteTranscript: true });
+    const cb = await until(async () => s.rt.store.db.selectFrom('callbacks').selectAll().where('caller_session_key', '=', 'agent:main:gone').where('status', '!=', 'pending').executeTakeFirst());
+    expect(cb).toMatchObject({ status: 'dropped', error: 'unknown_session' });
+    expect(await s.rt.store.getSession('agent:main:gone')).toBeUndefined();
+    expect((await turn('agent:main:main', 'still fine')).response).toBe('echo: still fine');
+  });
+});
+
+describe('busy callers', () => {
+  it('a callback to a busy caller in reject mode is queued as a follow-up, never refused', async () => {
+    const key = 'agent:main:busy-caller';
+    await turn(key, 'create');
+    await s.rpc('sessions.patch', { sessionKey: key, queueMode: 'reject' });
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/tool sessions_send {"sessionKey":"agent:researcher:quick","message":"/reply quick","mode":"async"}\n/sleep 300' });
+    await s.rpc('agent.wait', { runId });
+    const h = await until(async () => {
+      const x = await history(key);
+      return x.some((m) => m.content === 'echo: quick') ? x : null;
+    });
+    const cb = h.find((m) => m.kind === 'agent_callback_result')!;
+    expect(cb.content).toBe('quick');
+    expect(cb.runId).not.toBe(runId); // its own follow-up turn
+  });
+
+  it('a callback to a busy caller in steer mode is injected at the next model boundary', async () => {
+    const key = 'agent:main:steer-caller';
+    const sub = s.rt.bus.subscribe({ sessionKey: key });
+    const { runId } = await s.rpc<{ runId: string }>('agent', {
+      sessionKey: key,
+      message: '/tool sessions_send {"sessionKey":"agent:researcher:fast","message":"/reply fast","mode":"async"}\n/tool exec {"command":"sleep 0.3"}',
+    });
+    // exec waits for approval while the callback arrives; approve after it has been steered in.
+    const approval = await until(async () => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: key })).approvals[0]);
+    await until(async () => (await s.rt.store.db.selectFrom('runs').select('status').where('merged_into', 'is', null).where('session_key', '=', key).where('status', '=', 'queued').executeTakeFirst()) ?? false, 3000).catch(() => undefined);
+    await s.rpc('approvals.resolve', { approvalId: approval.approvalId, decision: 'allow_once' });
+    const w = await s.rpc<{ response: string }>('agent.wait', { runId });
+    sub.close();
+    expect(w.response).toBe('echo: fast');
+    const h = await history(key);
+    expect(h.find((m) => m.kind === 'agent_callback_result')).toMatchObject({ content: 'fast', runId });
+  });
+});
+
+describe('many agents at once', () => {
+  it('100 agents message each other concurrently: every message accounted for, none twice', async () => {
+    const n = 100;
+    const agents = Array.from({ length: n }, (_, i) => ({ id: `a${i}` }));
+    const t = await startTestServer({ config: { agents } });
+    try {
+      const starts = await Promise.all(
+        agents.map((a, i) =>
+          t.rpc<{ runId: string }>('agent', {
+            sessionKey: `agent:${a.id}:main`,
+            message: `/tool agents_message {"agentId":"a${(i + 1) % n}","message":"/reply from ${a.id}","mode":"async"}\n/tool agents_message {"agentId":"a${(i + 7) % n}","message":"/reply also ${a.id}","mode":"async"}`,
+          }),
+        ),
+      );
+      for (const st of starts) await t.rpc('agent.wait', { runId: st.runId });
+      const settled = async () => {
+        const pending = await t.rt.store.db.selectFrom('runs').select('id').where('status', 'in', ['queued', 'running', 'waiting_approval']).execute();
+        const cbs = await t.rt.store.db.selectFrom('callbacks').select('id').where('status', '=', 'pending').execute();
+        return pending.length === 0 && cbs.length === 0;
+      };
+      await until(settled, 20_000);
+      for (let i = 0; i < n; i++) {
+        const rows = (await t.rpc<{ messages: Msg[] }>('chat.history', { sessionKey: `agent:a${i}:main`, limit: 200 })).messages;
+        const inter = rows.filter((m) => m.kind === 'inter_session').map((m) => m.content).sort();
+        expect(inter).toEqual([`/reply also a${(i - 7 + n) % n}`, `/reply from a${(i - 1 + n) % n}`].sort());
+        const cbs = rows.filter((m) => m.kind === 'agent_callback_result').map((m) => m.content).sort();
+        expect(cbs).toEqual([`also a${i}`, `from a${i}`]);
+      }
+      const delivered = await t.rt.store.db.selectFrom('callbacks').select(['status']).execute();
+      expect(delivered.length).toBe(2 * n);
+      expect(delivered.every((c) => c.status === 'delivered')).toBe(true);
+    } finally {
+      await t.close();
+    }
+  }, 60_000);
+});
+
+describe('events', () => {
+  it('the callback row is emitted as a message event on the caller session', async () => {
+    const key = 'agent:main:cb-events';
+    const reading = readSse(`${s.url}/api/gateway/events?sessionKey=${key}`, { until: (evs) => evs.some((e) => e.stream === 'message' && e.data.message.kind === 'agent_callback_result') });
+    await new Promise((r) => setTimeout(r, 30));
+    await turn(key, '/tool sessions_send {"sessionKey":"agent:writer:cb","message":"/reply done","mode":"async"}');
+    const evs = await reading;
+    expect(evs.at(-1).data.message).toMatchObject({ kind: 'agent_callback_result', content: 'done' });
+  });
+});

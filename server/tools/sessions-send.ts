@@ -1,0 +1,91 @@
+// sessions_send and agents_message (seed 004 + seed 000): one mechanism to message another session, sync or async.
+import { z } from 'zod';
+import type { CrosstalkConfig } from '../config';
+import { isCrosstalkError, toolError } from '../errors';
+import { messageSchema, sessionKeySchema, webhookSchema } from '../gateway/schemas';
+import type { MessageOrigin } from '../orchestrator/callbacks';
+import type { Orchestrator } from '../orchestrator/orchestrator';
+import { mainSessionKey } from '../sessions/keys';
+import { checkWebhookUrl } from '../webhooks/guard';
+import type { ToolCallContext, ToolDef } from './types';
+
+const common = {
+  message: messageSchema,
+  mode: z.enum(['sync', 'async']).optional(),
+  timeoutSeconds: z.number().min(0).max(3600).optional(),
+  webhook: webhookSchema.optional(),
+};
+const sessionsSendInput = z.object({ sessionKey: sessionKeySchema, ...common }).strict();
+const agentsMessageInput = z.object({ agentId: z.string().min(1).max(128), ...common }).strict();
+
+export interface SendDeps {
+  orchestrator: () => Orchestrator;
+  config: CrosstalkConfig;
+}
+
+const DEFAULT_SYNC_TIMEOUT_S = 60;
+
+/** The shared mechanism: deliver as an `inter_session` row, then wait (sync) or arrange a callback (async). */
+export async function sendToSession(
+  deps: SendDeps,
+  ctx: Pick<ToolCallContext, 'sessionKey' | 'runId' | 'agent'>,
+  p: { targetKey: string; message: string; mode?: 'sync' | 'async'; timeoutSeconds?: number; webhook?: { url: string; secret?: string } },
+  extraOrigin: Record<string, unknown> = {},
+) {
+  const orch = deps.orchestrator();
+  if (p.targetKey === ctx.sessionKey) return toolError('invalid_request', 'cannot message your own session');
+  try {
+    orch.agentForKey(p.targetKey);
+  } catch (e) {
+    if (isCrosstalkError(e)) return toolError(e.code, e.message);
+    throw e;
+  }
+  if (p.webhook) {
+    const refused = await checkWebhookUrl(p.webhook.url, deps.config.webhooks.allowPrivateNetwork);
+    if (refused) return toolError('invalid_request', refused);
+  }
+  const mode = p.mode ?? 'sync';
+  const origin: MessageOrigin = { from: { sessionKey: ctx.sessionKey, runId: ctx.runId, agentId: ctx.agent.id }, mode, ...extraOrigin };
+  if (mode === 'async') origin.callback = true;
+  try {
+    const res = await orch.submit(
+      p.targetKey,
+      {
+        content: p.message,
+        kind: 'inter_session',
+        author: { type: 'agent', id: ctx.agent.id, name: ctx.agent.name },
+        meta: { fromSessionKey: ctx.sessionKey, fromRunId: ctx.runId, fromAgentId: ctx.agent.id },
+      },
+      { origin, webhook: p.webhook },
+    );
+    if (mode === 'async') return { status: 'accepted', runId: res.runId };
+    const w = await orch.wait(res.runId, (p.timeoutSeconds ?? DEFAULT_SYNC_TIMEOUT_S) * 1000);
+    if (w.status === 'ok') return { status: 'ok', runId: res.runId, response: w.response ?? '' };
+    if (w.status === 'timeout') return { status: 'timeout', runId: res.runId, delivered: true };
+    return { status: 'error', runId: res.runId, error: { code: 'internal', message: `target run failed: ${w.error ?? 'error'}` } };
+  } catch (e) {
+    if (isCrosstalkError(e)) return toolError(e.code, e.message);
+    throw e;
+  }
+}
+
+export function createSessionsSendTool(deps: SendDeps): ToolDef<z.infer<typeof sessionsSendInput>> {
+  return {
+    name: 'sessions_send',
+    description:
+      'Send a message to another session (agent:<agentId>:<rest>). mode "sync" (default) waits for the reply: {status:"ok", runId, response} or {status:"timeout", runId, delivered:true}. mode "async" returns {status:"accepted", runId} at once; the reply comes back to you later as a callback message. Optional webhook {url, secret}.',
+    inputSchema: sessionsSendInput,
+    execute: (i, ctx) => sendToSession(deps, ctx, { targetKey: i.sessionKey, message: i.message, mode: i.mode, timeoutSeconds: i.timeoutSeconds, webhook: i.webhook }),
+  };
+}
+
+export function createAgentsMessageTool(deps: SendDeps): ToolDef<z.infer<typeof agentsMessageInput>> {
+  return {
+    name: 'agents_message',
+    description:
+      "Message another agent's main session (agent:<agentId>:main). Same modes and results as sessions_send: sync waits for the reply, async calls you back with it.",
+    inputSchema: agentsMessageInput,
+    execute: (i, ctx) =>
+      sendToSession(deps, ctx, { targetKey: mainSessionKey(i.agentId.toLowerCase()), message: i.message, mode: i.mode, timeoutSeconds: i.timeoutSeconds, webhook: i.webhook }),
+  };
+}
