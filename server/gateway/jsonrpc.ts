@@ -28,6 +28,7 @@ const methods: Record<string, Method> = {
   'approvals.list': { params: s.approvalsListParams, call: (gw, p) => gw.approvalsList(p) },
   'approvals.resolve': { params: s.approvalsResolveParams, call: (gw, p) => gw.approvalsResolve(p) },
   'agents.list': { params: s.agentsListParams, call: (gw) => gw.agentsList() },
+  'webhooks.list': { params: s.webhooksListParams, call: (gw, p) => gw.webhooksList(p) },
 };
 
 export const GATEWAY_METHODS = Object.keys(methods);

@@ -111,3 +111,8 @@ export type SessionsDeleteParams = z.infer<typeof sessionsDeleteParams>;
 export type ChatHistoryParams = z.infer<typeof chatHistoryParams>;
 export type ApprovalsListParams = z.infer<typeof approvalsListParams>;
 export type ApprovalsResolveParams = z.infer<typeof approvalsResolveParams>;
+
+export const webhooksListParams = z
+  .object({ status: z.enum(['pending', 'delivered', 'dead']).optional(), limit: limitSchema.optional() })
+  .strict();
+export type WebhooksListParams = z.infer<typeof webhooksListParams>;

@@ -21,8 +21,9 @@ import type {
   SessionsDeleteParams,
   SessionsListParams,
   SessionsPatchParams,
+  WebhooksListParams,
 } from './schemas';
-import type { AgentInfo, AgentResult, EventSubscribeOptions, Gateway } from './types';
+import type { AgentInfo, AgentResult, EventSubscribeOptions, Gateway, WebhookInfo } from './types';
 
 export interface ServiceDeps {
   config: CrosstalkConfig;
@@ -170,6 +171,25 @@ export class GatewayService implements Gateway {
         model: a.models.length === 1 ? a.models[0]! : a.models,
         tools: Object.fromEntries([...this.d.tools.keys()].map((t) => [t, toolPolicyFor(a, t)])),
       })),
+    };
+  }
+
+  async webhooksList(p: WebhooksListParams) {
+    const rows = await this.d.store.listWebhooks({ status: p.status, limit: p.limit ?? 50 });
+    return {
+      webhooks: rows.map(
+        (r): WebhookInfo => ({
+          id: r.id,
+          runId: r.run_id,
+          url: r.url,
+          status: r.status as WebhookInfo['status'],
+          attempts: r.attempts,
+          ...(r.last_error ? { lastError: r.last_error } : {}),
+          nextAttemptAt: r.next_attempt_at,
+          createdAt: r.created_at,
+          ...(r.delivered_at ? { deliveredAt: r.delivered_at } : {}),
+        }),
+      ),
     };
   }
 

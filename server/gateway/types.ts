@@ -9,6 +9,7 @@ import type {
   SessionsDeleteParams,
   SessionsListParams,
   SessionsPatchParams,
+  WebhooksListParams,
 } from './schemas';
 
 export interface AgentResult {
@@ -44,7 +45,21 @@ export interface EventSubscribeOptions {
   signal?: AbortSignal;
 }
 
+export interface WebhookInfo {
+  id: string;
+  runId: string;
+  url: string;
+  status: 'pending' | 'delivered' | 'dead';
+  attempts: number;
+  lastError?: string;
+  nextAttemptAt: string;
+  createdAt: string;
+  deliveredAt?: string;
+}
+
 export interface Gateway {
+  /** The webhook outbox, dead letters included (beyond CONTRACT §3: an operator's view). */
+  webhooksList(p: WebhooksListParams): Promise<{ webhooks: WebhookInfo[] }>;
   agent(p: AgentParams): Promise<AgentResult>;
   agentWait(p: AgentWaitParams): Promise<WaitResult>;
   sessionsList(p: SessionsListParams): Promise<{ sessions: SessionSummary[]; next_cursor: string | null }>;

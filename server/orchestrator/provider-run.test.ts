@@ -60,6 +60,14 @@ describe('openai provider through the run loop', () => {
     expect(step.data.usage).toMatchObject({ inputTokens: 11, outputTokens: 7 });
   });
 
+  it('a final text that repeats what send_message already delivered is not posted twice', async () => {
+    fake.enqueue({ toolCalls: [{ name: 'send_message', args: { content: 'All done.' } }] }, { text: 'All done.' });
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:gpt:dedupe', message: 'finish up' });
+    expect(await s.rpc('agent.wait', { runId })).toEqual({ status: 'ok', response: 'All done.' });
+    const h = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:gpt:dedupe' });
+    expect(h.messages.filter((m) => m.role === 'assistant').map((m) => [m.content, m.author.type])).toEqual([['All done.', 'persona']]);
+  });
+
   it('a provider error fails the run with a clear error, and the server goes on', async () => {
     fake.enqueue({ status: 500, message: 'upstream down' });
     const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:gpt:err', message: 'x' });

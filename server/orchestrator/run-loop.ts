@@ -117,7 +117,10 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
       const { text, calls } = await modelStep(deps, run, model, messages, toolSet);
       const trimmed = text.trim();
       if (trimmed) lastText = trimmed;
-      const posting = trimmed !== '' && trimmed !== SILENT_TOKEN && run.agent.reply !== 'tool' && !run.delivered.has(deliveredKey(text));
+      // Text this step also sends to the own stream through send_message is delivered once, by the tool.
+      const sentNow = new Set(calls.filter((c) => c.toolName === 'send_message').map((c) => deliveredKey(String((c.input as { content?: unknown } | null)?.content ?? ''))));
+      const key = deliveredKey(text);
+      const posting = trimmed !== '' && trimmed !== SILENT_TOKEN && run.agent.reply !== 'tool' && !run.delivered.has(key) && !sentNow.has(key);
       const stepRows: NewMessage[] = [];
       if (posting) stepRows.push({ sessionKey: run.sessionKey, role: 'assistant', kind: 'message', content: text, runId: run.id, author: { type: 'agent', id: run.agent.id, name: run.agent.name } });
       for (const c of calls)

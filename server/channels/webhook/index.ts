@@ -1,0 +1,117 @@
+// The generic webhook channel: outbound JSON POST to a configured URL (signed, idempotent), inbound POST checked by HMAC.
+import { z } from 'zod';
+import { CrosstalkError } from '../../errors';
+import { apiUrl, baseChannelConfig, hmacHex, httpJson, safeEqual } from '../delivery';
+import { invalidTarget, nonEmpty, stripChannelPrefix, typedTarget } from '../targets';
+import type { ChannelPlugin, ChatType, DeliveryRequest, DeliveryResult, ResolvedTarget } from '../types';
+
+export const SIGNATURE_HEADER = 'x-crosstalk-signature';
+
+const configSchema = z.object({
+  ...baseChannelConfig,
+  /** Where outbound messages are POSTed. */
+  url: z.string().url().optional(),
+  /** Signs outbound bodies and verifies inbound ones: `X-Crosstalk-Signature: sha256=<hex HMAC>`. */
+  secret: z.string().min(1).optional(),
+});
+export type WebhookConfig = z.infer<typeof configSchema>;
+
+/** `user:<id>` (or a bare id) is a direct chat; `group:<id>` and `channel:<id>` are conversations. */
+export function resolveGenericTarget(channel: string, t: { to: string; threadId?: string; replyTo?: string; accountId?: string }): ResolvedTarget {
+  const raw = stripChannelPrefix(t.to, [channel]);
+  const typed = typedTarget(raw, ['user', 'group', 'channel']);
+  const kind: ChatType = typed ? (typed.type === 'user' ? 'direct' : (typed.type as ChatType)) : 'direct';
+  const id = typed?.id ?? raw;
+  if (!id || /\s/.test(id)) throw invalidTarget(channel, t.to, 'use user:<id>, group:<id> or channel:<id>');
+  const threadId = nonEmpty(t.threadId);
+  const replyTo = nonEmpty(t.replyTo);
+  return {
+    to: kind === 'direct' ? `user:${id}` : `${kind}:${id}`,
+    peer: { kind, id },
+    ...(threadId ? { threadId, sessionThreadId: threadId } : {}),
+    ...(replyTo ? { replyTo } : {}),
+    ...(t.accountId ? { accountId: t.accountId } : {}),
+  };
+}
+
+/** POSTs `{id, channel, to, chatType, text, threadId?, replyTo?, ts}`; the Idempotency-Key makes a retry harmless. */
+export async function postSignedJson(channel: string, cfg: { url?: string; secret?: string; timeoutMs: number }, req: DeliveryRequest): Promise<DeliveryResult> {
+  if (!cfg.url) throw new CrosstalkError('channel_error', `${channel} has no outbound url (config.channels.${channel}.url)`);
+  const t = req.target;
+  const body = JSON.stringify({
+    id: req.idempotencyKey,
+    channel,
+    to: t.to,
+    chatType: t.peer.kind,
+    text: req.text,
+    ...(t.threadId ? { threadId: t.threadId } : {}),
+    ...(t.replyTo ? { replyTo: t.replyTo } : {}),
+    ...(t.accountId ? { accountId: t.accountId } : {}),
+    ts: new Date().toISOString(),
+  });
+  const res = await httpJson({
+    url: apiUrl(cfg.url, ''),
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'idempotency-key': req.idempotencyKey,
+      ...(cfg.secret ? { [SIGNATURE_HEADER]: `sha256=${hmacHex(cfg.secret, body)}` } : {}),
+    },
+    timeoutMs: cfg.timeoutMs,
+    signal: req.signal,
+    safeToRetry: true,
+  });
+  const b = res.body as { messageId?: unknown; id?: unknown } | null;
+  const id = b && typeof b === 'object' ? (b.messageId ?? b.id) : undefined;
+  return { messageId: typeof id === 'string' || typeof id === 'number' ? String(id) : req.idempotencyKey };
+}
+
+const inboundSchema = z.object({
+  from: z.string().min(1).max(256),
+  text: z.string().min(1).max(256 * 1024),
+  senderName: z.string().max(256).optional(),
+  chatType: z.enum(['direct', 'group', 'channel']).default('direct'),
+  conversationId: z.string().min(1).max(256).optional(),
+  threadId: z.string().min(1).max(256).optional(),
+  messageId: z.string().min(1).max(256).optional(),
+  accountId: z.string().min(1).max(128).optional(),
+});
+
+export function verifyHmac(secret: string | undefined, header: string | null, rawBody: string, channel: string): void {
+  if (!secret) throw new CrosstalkError('unauthorized', `${channel} inbound is disabled: no secret configured`);
+  const want = `sha256=${hmacHex(secret, rawBody)}`;
+  if (!header || !safeEqual(header.trim().toLowerCase(), want)) throw new CrosstalkError('unauthorized', `${channel} inbound: bad or missing ${SIGNATURE_HEADER}`);
+}
+
+export function createWebhookChannel(): ChannelPlugin<WebhookConfig> {
+  return {
+    id: 'webhook',
+    label: 'webhook',
+    threadScoping: 'suffix',
+    configSchema,
+    resolveTarget: (t) => resolveGenericTarget('webhook', t),
+    deliver: (cfg, req) => postSignedJson('webhook', cfg, req),
+    inbound(cfg, req) {
+      verifyHmac(cfg.secret, req.headers.get(SIGNATURE_HEADER), req.rawBody, 'webhook');
+      const parsed = inboundSchema.safeParse(JSON.parse(req.rawBody || 'null'));
+      if (!parsed.success) throw new CrosstalkError('invalid_request', `webhook inbound: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+      const m = parsed.data;
+      if (m.chatType !== 'direct' && !m.conversationId) throw new CrosstalkError('invalid_request', 'webhook inbound: conversationId is required for group and channel messages');
+      const peer = m.chatType === 'direct' ? { kind: 'direct' as const, id: m.from } : { kind: m.chatType, id: m.conversationId! };
+      return {
+        messages: [
+          {
+            from: m.from,
+            ...(m.senderName ? { senderName: m.senderName } : {}),
+            peer,
+            ...(m.threadId ? { sessionThreadId: m.threadId } : {}),
+            text: m.text,
+            ...(m.accountId ? { accountId: m.accountId } : {}),
+            ...(m.messageId ? { messageId: m.messageId, dedupeId: `webhook:${m.messageId}` } : {}),
+            replyTarget: { to: peer.kind === 'direct' ? `user:${peer.id}` : `${peer.kind}:${peer.id}`, ...(m.threadId ? { threadId: m.threadId } : {}) },
+          },
+        ],
+      };
+    },
+  };
+}

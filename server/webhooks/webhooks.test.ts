@@ -1,0 +1,145 @@
+// Webhooks: signed POSTs from a durable outbox, retried with backoff through 500s, hangs, dropped sockets and downtime.
+import crypto from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../testing/harness';
+import { isPrivateAddress } from './guard';
+
+type Behaviour = 'ok' | '500' | 'hang' | 'close';
+interface Receiver {
+  url: string;
+  port: number;
+  hits: Array<{ body: string; signature?: string; at: number }>;
+  behave: Behaviour[];
+  close(): Promise<void>;
+  listen(): Promise<void>;
+}
+
+async function receiver(port = 0): Promise<Receiver> {
+  const r: Receiver = { url: '', port, hits: [], behave: [], close: async () => undefined, listen: async () => undefined };
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      const b = r.behave.shift() ?? 'ok';
+      if (b === 'hang') return; // never answers
+      if (b === 'close') return req.socket.destroy();
+      r.hits.push({ body, signature: req.headers['x-crosstalk-signature'] as string | undefined, at: Date.now() });
+      res.writeHead(b === '500' ? 500 : 200).end();
+    });
+  });
+  r.listen = () => new Promise((ok) => server.listen(r.port, '127.0.0.1', () => ((r.port = (server.address() as AddressInfo).port), (r.url = `http://127.0.0.1:${r.port}/hook`), ok())));
+  r.close = () => new Promise((ok) => (server.closeAllConnections(), server.close(() => ok())));
+  await r.listen();
+  return r;
+}
+
+const sign = (body: string, secret: string) => `sha256=${crypto.createHmac('sha256', secret).update(body).digest('hex')}`;
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await startTestServer({ config: { webhooks: { allowPrivateNetwork: true, retryBaseMs: 40, maxAttempts: 5, timeoutMs: 300 } } });
+});
+afterAll(async () => {
+  await s?.close();
+});
+
+async function until<T>(fn: () => Promise<T | undefined | null | false> | T, ms = 8000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('webhooks', () => {
+  it('the agent method with a webhook POSTs {runId, sessionKey, status, response}, signed', async () => {
+    const rec = await receiver();
+    try {
+      const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:hook', message: '/reply 42', webhook: { url: rec.url, secret: 's3cret' } });
+      await until(() => rec.hits.length === 1);
+      const hit = rec.hits[0]!;
+      expect(JSON.parse(hit.body)).toEqual({ runId, sessionKey: 'agent:main:hook', status: 'ok', response: '42' });
+      expect(hit.signature).toBe(sign(hit.body, 's3cret'));
+      await new Promise((r) => setTimeout(r, 150));
+      expect(rec.hits.length).toBe(1);
+    } finally {
+      await rec.close();
+    }
+  });
+
+  it('an agent caller gets both the callback turn and the webhook', async () => {
+    const rec = await receiver();
+    try {
+      await s.rpc('agent', {
+        sessionKey: 'agent:main:both',
+        message: `/tool sessions_send {"sessionKey":"agent:researcher:both","message":"/reply 7","mode":"async","webhook":{"url":"${rec.url}"}}`,
+      });
+      await until(() => rec.hits.length === 1);
+      expect(JSON.parse(rec.hits[0]!.body)).toMatchObject({ sessionKey: 'agent:researcher:both', status: 'ok', response: '7' });
+      expect(rec.hits[0]!.signature).toBeUndefined();
+      await until(async () => (await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:both' })).messages.some((m) => m.content === 'echo: 7'));
+    } finally {
+      await rec.close();
+    }
+  });
+
+  it('retries through a 500, a hang and a closed socket, with doubling backoff, and delivers once', async () => {
+    const rec = await receiver();
+    rec.behave.push('500', 'hang', 'close');
+    try {
+      const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:flaky', message: 'x', webhook: { url: rec.url } });
+      await until(() => rec.hits.length >= 2, 8000); // the 500 is recorded, then the final success
+      await new Promise((r) => setTimeout(r, 200));
+      const ok = rec.hits.filter((h) => JSON.parse(h.body).runId === runId);
+      expect(ok.length).toBe(2); // one 500 (recorded) + one success
+      const row = await s.rt.store.db.selectFrom('webhook_outbox').selectAll().where('run_id', '=', runId).executeTakeFirstOrThrow();
+      expect(row).toMatchObject({ status: 'delivered', attempts: 4 });
+      expect(ok[1]!.at - ok[0]!.at).toBeGreaterThanOrEqual(40 + 80 + 160 - 20);
+    } finally {
+      await rec.close();
+    }
+  });
+
+  it('a receiver that is down for a while gets the POST after it comes back', async () => {
+    const rec = await receiver();
+    await rec.close(); // down
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:down', message: 'y', webhook: { url: rec.url, secret: 'k' } });
+    await until(async () => ((await s.rt.store.db.selectFrom('webhook_outbox').select('attempts').where('run_id', '=', runId).executeTakeFirst())?.attempts ?? 0) >= 2);
+    await rec.listen(); // back on the same port
+    try {
+      await until(() => rec.hits.length === 1);
+      expect(JSON.parse(rec.hits[0]!.body)).toMatchObject({ runId, status: 'ok', response: 'echo: y' });
+      expect(rec.hits[0]!.signature).toBe(sign(rec.hits[0]!.body, 'k'));
+    } finally {
+      await rec.close();
+    }
+  });
+
+  it('dead-letters after the last attempt, visibly', async () => {
+    const rec = await receiver();
+    rec.behave.push('500', '500', '500', '500', '500', '500');
+    try {
+      const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:dead', message: 'z', webhook: { url: rec.url } });
+      const row = await until(async () => {
+        const r = await s.rt.store.db.selectFrom('webhook_outbox').selectAll().where('run_id', '=', runId).executeTakeFirst();
+        return r?.status === 'dead' ? r : null;
+      });
+      expect(row).toMatchObject({ attempts: 5, last_error: 'receiver answered 500' });
+      const listed = await s.rpc<{ webhooks: any[] }>('webhooks.list', { status: 'dead' });
+      expect(listed.webhooks.find((w) => w.runId === runId)).toMatchObject({ status: 'dead', attempts: 5, lastError: 'receiver answered 500' });
+      const metrics = await (await fetch(`${s.url}/api/metrics`, { headers: { authorization: 'Bearer test-token' } })).text();
+      expect(metrics).toMatch(/crosstalk_webhook_attempts_total\{outcome="dead"\} [1-9]/);
+    } finally {
+      await rec.close();
+    }
+  });
+
+  it('private and loopback addresses are recognised', () => {
+    for (const ip of ['127.0.0.1', '10.1.2.3', '192.168.0.1', '172.20.0.1', '169.254.1.1', '::1', 'fd00::1', '::ffff:127.0.0.1', '0.0.0.0']) expect(isPrivateAddress(ip), ip).toBe(true);
+    for (const ip of ['93.184.216.34', '8.8.8.8', '2606:4700::1111']) expect(isPrivateAddress(ip), ip).toBe(false);
+  });
+});
