@@ -39,8 +39,9 @@ export const test = base.extend<Fixtures>({
     await use(room);
   },
   freshSession: async ({}, use, testInfo) => {
-    const slug = `${testInfo.title}-${Date.now().toString(36)}`.toLowerCase().replace(/[^a-z0-9]+/g, '-').slice(0, 60);
-    await use(`agent:main:e2e-${slug}`);
+    const unique = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+    const slug = testInfo.title.toLowerCase().replace(/[^a-z0-9]+/g, '-').slice(0, 40);
+    await use(`agent:main:e2e-${unique}-${slug}`);
   },
 });
 

@@ -7,12 +7,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 export NEXT_TELEMETRY_DISABLED=1
 export CI="${CI:-1}"
-export FORCE_COLOR="${FORCE_COLOR:-0}"
 export NO_UPDATE_NOTIFIER=1
 export npm_config_update_notifier=false
 export npm_config_fund=false
 export npm_config_audit=false
 export TEST_DATABASE_URL="${TEST_DATABASE_URL:-postgres://127.0.0.1:5432/test}"
+# node-postgres takes the user from PGUSER or USER, which minimal CI shells (and containers) may lack.
+export USER="${USER:-$(id -un)}"
+export PGUSER="${PGUSER:-$USER}"
 
 started_at=$SECONDS
 current=""

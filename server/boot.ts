@@ -6,6 +6,7 @@ import { GatewayService } from './gateway/service';
 import type { Gateway } from './gateway/types';
 import { createLogger, type Logger } from './logger';
 import { createMetrics, type Metrics } from './metrics';
+import { Delegates } from './orchestrator/delegates';
 import { Orchestrator } from './orchestrator/orchestrator';
 import type { Runtime } from './runtime';
 import { openDatabase } from './store/db';
@@ -21,6 +22,7 @@ export interface FullRuntime extends Runtime {
   metrics: Metrics;
   log: Logger;
   webhooks: WebhookOutbox;
+  delegates: Delegates;
 }
 
 export interface CreateRuntimeOptions {
@@ -48,10 +50,11 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   };
   const tools = new Map<string, AnyToolDef>();
   const orchestrator = new Orchestrator({ store, bus, metrics, log, config, tools });
-  registerTools(tools, { config, store, bus, metrics, gateway: lazyGateway, orchestrator: () => orchestrator });
+  const delegates = new Delegates({ store, bus, orchestrator, metrics, log });
+  registerTools(tools, { config, store, bus, metrics, gateway: lazyGateway, orchestrator: () => orchestrator, delegates: () => delegates });
   const webhooks = new WebhookOutbox(store, config.webhooks, log, (outcome) => metrics.webhooks.inc({ outcome }));
   orchestrator.webhooks = webhooks;
-  gateway = new GatewayService({ config, store, bus, orchestrator, tools });
+  gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates });
   await orchestrator.recover();
   webhooks.start();
   return {
@@ -64,6 +67,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     metrics,
     log,
     webhooks,
+    delegates,
     async close() {
       webhooks.stop();
       orchestrator.shutdown();

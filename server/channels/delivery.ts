@@ -64,6 +64,7 @@ export async function withDeliveryRetry<T>(label: string, s: RetrySettings, fn: 
     try {
       return await fn(attempt);
     } catch (e) {
+      if (e instanceof CrosstalkError) throw e; // configuration and target errors: nothing to retry
       const f = e instanceof DeliveryFailure ? e : new DeliveryFailure('network', errorMessage(e));
       const left = attempt < s.maxAttempts;
       let wait: number | null = null;
@@ -123,6 +124,8 @@ export interface HttpJsonRequest {
   safeToRetry?: boolean;
   /** Platform-specific description of an error body. */
   describe?: (body: unknown, status: number) => string | undefined;
+  /** Platform-specific retry-after from other headers (ms), when Retry-After is missing. */
+  retryAfterFromHeaders?: (headers: Headers) => number | undefined;
   /** Platform-specific retry-after from an error body (ms), when the header is missing. */
   retryAfterFromBody?: (body: unknown) => number | undefined;
 }
@@ -161,7 +164,7 @@ export async function httpJson(r: HttpJsonRequest): Promise<HttpJsonResponse> {
   if (res.ok) return { status: res.status, headers: res.headers, body: parsed };
   const detail = r.describe?.(parsed, res.status) ?? (typeof parsed === 'string' && parsed ? parsed.slice(0, 200) : res.statusText || 'error');
   throw failureForStatus(res.status, detail, {
-    retryAfterMs: parseRetryAfter(res.headers.get('retry-after')) ?? r.retryAfterFromBody?.(parsed),
+    retryAfterMs: parseRetryAfter(res.headers.get('retry-after')) ?? r.retryAfterFromHeaders?.(res.headers) ?? r.retryAfterFromBody?.(parsed),
     safeToRetry: r.safeToRetry,
   });
 }

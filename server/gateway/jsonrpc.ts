@@ -28,6 +28,11 @@ const methods: Record<string, Method> = {
   'approvals.list': { params: s.approvalsListParams, call: (gw, p) => gw.approvalsList(p) },
   'approvals.resolve': { params: s.approvalsResolveParams, call: (gw, p) => gw.approvalsResolve(p) },
   'agents.list': { params: s.agentsListParams, call: (gw) => gw.agentsList() },
+  'delegates.list': { params: s.delegatesListParams, call: (gw, p) => gw.delegatesList(p) },
+  'delegates.messages': { params: s.delegatesMessagesParams, call: (gw, p) => gw.delegatesMessages(p) },
+  'delegates.dismiss': { params: s.delegatesDismissParams, call: (gw, p) => gw.delegatesDismiss(p) },
+  'delegates.resume': { params: s.delegatesResumeParams, call: (gw, p) => gw.delegatesResume(p) },
+  'delegates.stats': { params: s.delegatesStatsParams, call: (gw) => gw.delegatesStats() },
   'webhooks.list': { params: s.webhooksListParams, call: (gw, p) => gw.webhooksList(p) },
 };
 

@@ -103,6 +103,17 @@ export const delegatesMessagesParams = z
 
 export const delegatesDismissParams = z.object({ sessionKey: sessionKeySchema, conversation_id: sessionKeySchema }).strict();
 
+export const delegatesResumeParams = z
+  .object({ sessionKey: sessionKeySchema, conversation_id: sessionKeySchema, prompt: messageSchema, mode: z.enum(['standard', 'detached']).optional() })
+  .strict();
+
+export const delegatesStatsParams = z.object({}).strict();
+
+export type DelegatesListParams = z.infer<typeof delegatesListParams>;
+export type DelegatesMessagesParams = z.infer<typeof delegatesMessagesParams>;
+export type DelegatesDismissParams = z.infer<typeof delegatesDismissParams>;
+export type DelegatesResumeParams = z.infer<typeof delegatesResumeParams>;
+
 export type AgentParams = z.infer<typeof agentParams>;
 export type AgentWaitParams = z.infer<typeof agentWaitParams>;
 export type SessionsListParams = z.infer<typeof sessionsListParams>;

@@ -22,7 +22,12 @@ import type {
   SessionsListParams,
   SessionsPatchParams,
   WebhooksListParams,
+  DelegatesListParams,
+  DelegatesMessagesParams,
+  DelegatesDismissParams,
+  DelegatesResumeParams,
 } from './schemas';
+import type { Delegates, DelegateRunResult } from '../orchestrator/delegates';
 import type { AgentInfo, AgentResult, EventSubscribeOptions, Gateway, WebhookInfo } from './types';
 
 export interface ServiceDeps {
@@ -31,6 +36,7 @@ export interface ServiceDeps {
   bus: EventBus;
   orchestrator: Orchestrator;
   tools: Map<string, AnyToolDef>;
+  delegates: Delegates;
 }
 
 export class GatewayService implements Gateway {
@@ -172,6 +178,34 @@ export class GatewayService implements Gateway {
         tools: Object.fromEntries([...this.d.tools.keys()].map((t) => [t, toolPolicyFor(a, t)])),
       })),
     };
+  }
+
+  async delegatesList(p: DelegatesListParams) {
+    const limit = p.limit ?? 3;
+    if (p.cursor) decodeCursor(p.cursor, 'delegates', p.sessionKey, 2); // validation before lookup
+    await this.mustSession(p.sessionKey);
+    return this.d.delegates.list(p.sessionKey, { cursor: p.cursor, limit });
+  }
+
+  async delegatesMessages(p: DelegatesMessagesParams) {
+    if (p.cursor) decodeCursor(p.cursor, 'delegate_messages', p.conversation_id, 1);
+    await this.mustSession(p.sessionKey);
+    return this.d.delegates.messages(p.sessionKey, p.conversation_id, { cursor: p.cursor, limit: p.limit });
+  }
+
+  async delegatesDismiss(p: DelegatesDismissParams) {
+    await this.mustSession(p.sessionKey);
+    return this.d.delegates.dismiss(p.sessionKey, p.conversation_id);
+  }
+
+  async delegatesResume(p: DelegatesResumeParams): Promise<DelegateRunResult> {
+    const parent = await this.mustSession(p.sessionKey);
+    const agent = this.d.orchestrator.agentForKey(parent.key);
+    return (await this.d.delegates.delegate({ sessionKey: parent.key, agent }, { conversation_id: p.conversation_id, prompt: p.prompt, mode: p.mode })) as DelegateRunResult;
+  }
+
+  delegatesStats() {
+    return this.d.delegates.stats();
   }
 
   async webhooksList(p: WebhooksListParams) {

@@ -10,7 +10,12 @@ import type {
   SessionsListParams,
   SessionsPatchParams,
   WebhooksListParams,
+  DelegatesListParams,
+  DelegatesMessagesParams,
+  DelegatesDismissParams,
+  DelegatesResumeParams,
 } from './schemas';
+import type { DelegateRunResult, DelegateSummary } from '../orchestrator/delegates';
 
 export interface AgentResult {
   runId: string;
@@ -70,6 +75,13 @@ export interface Gateway {
   approvalsList(p: ApprovalsListParams): Promise<{ approvals: PendingApproval[] }>;
   approvalsResolve(p: ApprovalsResolveParams): Promise<{ status: 'ok' }>;
   agentsList(): Promise<{ agents: AgentInfo[] }>;
+  delegatesList(p: DelegatesListParams): Promise<{ sessions: DelegateSummary[]; next_cursor: string | null }>;
+  delegatesMessages(p: DelegatesMessagesParams): Promise<{ messages: TranscriptMessage[]; next_cursor: string | null }>;
+  delegatesDismiss(p: DelegatesDismissParams): Promise<{ status: 'ok' }>;
+  /** A follow-up prompt sent on the parent's behalf (the agent picker's "Resume", the CLI's `resume`). */
+  delegatesResume(p: DelegatesResumeParams): Promise<DelegateRunResult>;
+  /** Reusable delegate sessions and their transcripts' total size, for the status panel. */
+  delegatesStats(): Promise<{ reusable: number; bytes: number }>;
   /** Live + replayed agent events for a session or run. */
   events(o: EventSubscribeOptions): AsyncIterable<AgentEvent>;
 }

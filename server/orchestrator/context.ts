@@ -3,7 +3,7 @@ import type { AssistantModelMessage, JSONValue, ModelMessage, ToolModelMessage }
 import type { TranscriptMessage } from '../events/types';
 
 /** Rows the model sees as a user-side turn. */
-const USER_SIDE = new Set(['message', 'inter_session', 'agent_callback_result', 'steer', 'delegate_follow_up_completed']);
+const USER_SIDE = new Set(['message', 'inter_session', 'agent_callback_result', 'steer']);
 
 export function toJsonValue(v: unknown): JSONValue {
   return v === undefined ? null : (JSON.parse(JSON.stringify(v)) as JSONValue);

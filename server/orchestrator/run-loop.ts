@@ -52,12 +52,15 @@ export function inputToMessage(sessionKey: string, runId: string, input: RunInpu
 
 function systemPrompt(run: ActiveRun): string {
   const a = run.agent;
-  return (
-    a.system ??
-    `You are ${a.name} (agent id "${a.id}", persona "${a.persona}") in crosstalk, a multi-agent gateway. ` +
-      `Your session key is ${run.sessionKey}. Use tools when they help; reply concisely. ` +
-      `Reply with exactly ${SILENT_TOKEN} when nothing should be posted.`
-  );
+  if (a.system) return a.system;
+  return [
+    `You are ${a.name} (agent id "${a.id}", persona "${a.persona}") in crosstalk, a multi-agent gateway. Your session key is ${run.sessionKey}.`,
+    'Use tools when they help and reply concisely.',
+    `Reply with exactly ${SILENT_TOKEN} when nothing should be posted; send_message posts to this conversation as you go.`,
+    'Delegation: before starting a new delegate, call delegate_sessions {operation:"list"} to find a warm delegate you can reuse;',
+    'continue it with delegate_agent {conversation_id, prompt}. Call delegate_sessions {operation:"messages"} only when you really need to recall what it did,',
+    'and dismiss delegates you no longer need. Messages from other sessions and callback results arrive as user turns.',
+  ].join(' ');
 }
 
 export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, resume: boolean): Promise<RunOutcome> {

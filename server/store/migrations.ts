@@ -160,6 +160,16 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         await db.schema.createIndex('webhook_outbox_due').on('webhook_outbox').columns(['status', 'next_attempt_at']).execute();
       },
     },
+    '0003_delegates': {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      async up(db: Kysely<any>) {
+        // Delegate sessions: ordered by when the parent last engaged them (not by every message), kept until dismissed.
+        await db.schema.alterTable('sessions').addColumn('last_interacted_at', 'text').execute();
+        await db.schema.alterTable('sessions').addColumn('turns', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+        await db.schema.alterTable('sessions').addColumn('dismissed_at', 'text').execute();
+        await db.schema.createIndex('sessions_delegates').on('sessions').columns(['parent_key', 'last_interacted_at', 'key']).execute();
+      },
+    },
   };
 }
 

@@ -17,6 +17,9 @@ export interface SessionsTable {
   message_count: number;
   bytes: number;
   status: string;
+  last_interacted_at: string | null;
+  turns: number;
+  dismissed_at: string | null;
 }
 
 export interface MessagesTable {

@@ -95,6 +95,9 @@ export class Store {
         message_count: 0,
         bytes: 0,
         status: 'idle',
+        last_interacted_at: s.kind === 'subagent' ? ts : null,
+        turns: 0,
+        dismissed_at: null,
       })
       .onConflict((oc) => oc.column('key').doNothing())
       .execute();
@@ -114,7 +117,36 @@ export class Store {
     return q.orderBy('last_activity_at', 'desc').orderBy('key', 'desc').limit(o.limit).execute();
   }
 
-  async patchSession(key: string, fields: Partial<Pick<SessionRow, 'model' | 'thinking_level' | 'label' | 'spawn_depth' | 'queue_mode' | 'status' | 'meta'>>) {
+  /** A parent's delegate sessions, newest interaction first, keyset on (last_interacted_at, key). */
+  listDelegates(o: { parentKey: string; limit: number; after?: [string, string] }): Promise<SessionRow[]> {
+    let q = this.db.selectFrom('sessions').selectAll().where('parent_key', '=', o.parentKey).where('kind', '=', 'subagent').where('dismissed_at', 'is', null);
+    if (o.after) {
+      const [ts, key] = o.after;
+      q = q.where((eb) => eb.or([eb('last_interacted_at', '<', ts), eb.and([eb('last_interacted_at', '=', ts), eb('key', '<', key)])]));
+    }
+    return q.orderBy('last_interacted_at', 'desc').orderBy('key', 'desc').limit(o.limit).execute();
+  }
+
+  async delegateStats(): Promise<{ reusable: number; bytes: number }> {
+    const r = await this.db
+      .selectFrom('sessions')
+      .select((eb) => [eb.fn.countAll().as('n'), eb.fn.sum<number>('bytes').as('b')])
+      .where('kind', '=', 'subagent')
+      .where('dismissed_at', 'is', null)
+      .executeTakeFirst();
+    return { reusable: Number(r?.n ?? 0), bytes: Number(r?.b ?? 0) };
+  }
+
+  /** Marks a delegate engaged by its parent now (a new prompt): it moves to the front of the list. */
+  async touchDelegate(key: string): Promise<void> {
+    await this.db
+      .updateTable('sessions')
+      .set((eb) => ({ last_interacted_at: nowIso(), turns: eb('turns', '+', 1) }))
+      .where('key', '=', key)
+      .execute();
+  }
+
+  async patchSession(key: string, fields: Partial<Pick<SessionRow, 'model' | 'thinking_level' | 'label' | 'spawn_depth' | 'queue_mode' | 'status' | 'meta' | 'dismissed_at'>>) {
     if (Object.keys(fields).length) await this.db.updateTable('sessions').set(fields).where('key', '=', key).execute();
     return this.getSession(key);
   }

@@ -3,8 +3,10 @@ import type { CrosstalkConfig } from '../config';
 import type { EventBus } from '../events/bus';
 import type { Gateway } from '../gateway/types';
 import type { Metrics } from '../metrics';
+import type { Delegates } from '../orchestrator/delegates';
 import type { Orchestrator } from '../orchestrator/orchestrator';
 import type { Store } from '../store/store';
+import { createDelegateAgentTool, createDelegateSessionsTool } from './delegate';
 import { createExecTool } from './exec';
 import { createSendMessageTool } from './send-message';
 import { createSessionsHistoryTool, createSessionsListTool } from './sessions-read';
@@ -18,6 +20,7 @@ export interface ToolDeps {
   metrics: Metrics;
   gateway: Pick<Gateway, 'sessionsList' | 'chatHistory'>;
   orchestrator: () => Orchestrator;
+  delegates: () => Delegates;
   /** Tools contributed by other modules (channels' `message`, delegation). */
   extra?: AnyToolDef[];
 }
@@ -32,6 +35,8 @@ export function registerTools(into: Map<string, AnyToolDef>, deps: ToolDeps): Ma
     createSendMessageTool(deps),
     createSessionsSendTool(send),
     createAgentsMessageTool(send),
+    createDelegateAgentTool(deps.delegates),
+    createDelegateSessionsTool(deps.delegates),
     ...(deps.extra ?? []),
   ];
   for (const t of tools) into.set(t.name, t);

@@ -1,0 +1,91 @@
+// Inbound channel messages: verify with the channel's check, de-duplicate platform retries, route to the session, start a run.
+import type { CrosstalkConfig } from '../config';
+import { CrosstalkError, isCrosstalkError } from '../errors';
+import { MAX_MESSAGE_BYTES } from '../gateway/schemas';
+import type { Logger } from '../logger';
+import type { Orchestrator } from '../orchestrator/orchestrator';
+import type { Store } from '../store/store';
+import { resolveChannelConfig } from './delivery';
+import { resolveInboundSessionRoute, sessionMeta } from './routing';
+import type { AnyChannelPlugin, ChannelOrigin, InboundRequest } from './types';
+
+export interface InboundOutcome {
+  status: number;
+  body: unknown;
+  /** The runs the request started or joined, with their sessions (for logs and tests). */
+  accepted: Array<{ sessionKey: string; runId: string; status: string }>;
+}
+
+interface InboundDeps {
+  config: CrosstalkConfig;
+  store: Store;
+  orchestrator: Orchestrator;
+  log: Logger;
+  plugin(id: string): AnyChannelPlugin;
+}
+
+const STATUS: Partial<Record<string, number>> = { unauthorized: 401, forbidden: 403, invalid_request: 400, unknown_channel: 404, unknown_agent: 500, channel_error: 404 };
+
+/** Never throws: every failure is an HTTP answer the platform understands (and that leaks no secret). */
+export async function handleInbound(d: InboundDeps, channel: string, req: InboundRequest): Promise<InboundOutcome> {
+  try {
+    return await accept(d, channel, req);
+  } catch (e) {
+    if (isCrosstalkError(e)) return { status: STATUS[e.code] ?? 500, body: { ok: false, error: { code: e.code, message: e.message } }, accepted: [] };
+    if (e instanceof SyntaxError) return { status: 400, body: { ok: false, error: { code: 'invalid_request', message: 'body is not valid JSON' } }, accepted: [] };
+    d.log.error({ err: e, channel }, 'inbound channel request failed');
+    return { status: 500, body: { ok: false, error: { code: 'internal', message: 'internal error' } }, accepted: [] };
+  }
+}
+
+async function accept(d: InboundDeps, channel: string, req: InboundRequest): Promise<InboundOutcome> {
+  const plugin = d.plugin(channel);
+  if (!plugin.inbound) throw new CrosstalkError('unknown_channel', `channel ${plugin.id} has no inbound endpoint`);
+  const cfg = resolveChannelConfig(d.config.channels, plugin.id, plugin.configSchema, undefined);
+  const result = await plugin.inbound(cfg, req);
+  const agentId = (cfg as { agentId?: string }).agentId ?? d.config.defaultAgentId;
+  if (!d.orchestrator.agent(agentId)) throw new CrosstalkError('unknown_agent', `config.channels.${plugin.id}.agentId: unknown agent ${agentId}`);
+  const accepted: InboundOutcome['accepted'] = [];
+  for (const msg of result.messages) {
+    if (Buffer.byteLength(msg.text) > MAX_MESSAGE_BYTES) throw new CrosstalkError('invalid_request', 'message is larger than 256 KiB');
+    if (msg.dedupeId) {
+      // Platforms redeliver on timeouts; one message is one turn.
+      const key = `inbound:${msg.dedupeId}`;
+      if (await d.store.getIdempotent(key)) continue;
+      await d.store.putIdempotent(key, { at: new Date(req.now).toISOString() });
+    }
+    const route = resolveInboundSessionRoute(plugin, msg, { agentId, session: d.config.session });
+    await d.store.ensureSession({
+      key: route.sessionKey,
+      agentId,
+      kind: 'channel',
+      meta: sessionMeta(route, { from: msg.from, deliverTo: msg.replyTarget.to, deliverThreadId: msg.replyTarget.threadId }),
+    });
+    const origin: ChannelOrigin = {
+      id: plugin.id,
+      to: msg.replyTarget.to,
+      ...(msg.replyTarget.threadId ? { threadId: msg.replyTarget.threadId } : {}),
+      ...(msg.replyTarget.replyTo ? { replyTo: msg.replyTarget.replyTo } : {}),
+      ...(msg.accountId ? { accountId: msg.accountId } : {}),
+      from: msg.from,
+      chatType: msg.peer.kind,
+      ...(msg.messageId ? { messageId: msg.messageId } : {}),
+    };
+    const input = {
+      content: msg.text,
+      kind: 'message' as const,
+      author: { type: 'channel' as const, id: `${plugin.id}:${msg.from}`, ...(msg.senderName ? { name: msg.senderName } : {}) },
+      meta: { channel: plugin.id, from: msg.from, chatType: msg.peer.kind, ...(msg.messageId ? { messageId: msg.messageId } : {}) },
+    };
+    let res;
+    try {
+      res = await d.orchestrator.submit(route.sessionKey, input, { origin: { channel: origin } });
+    } catch (e) {
+      // A person's message is never dropped: a session in `reject` mode takes it as a follow-up.
+      if (!isCrosstalkError(e) || e.code !== 'agent_busy') throw e;
+      res = await d.orchestrator.submit(route.sessionKey, input, { origin: { channel: origin }, queueMode: 'followup' });
+    }
+    accepted.push({ sessionKey: route.sessionKey, runId: res.runId, status: res.status });
+  }
+  return { status: result.response?.status ?? 200, body: result.response?.body ?? { ok: true }, accepted };
+}

@@ -1,0 +1,116 @@
+// Reply routing: a run started by an inbound channel message delivers its posted replies back to that channel and thread.
+import { z } from 'zod';
+import { errorMessage } from '../errors';
+import type { EventBus } from '../events/bus';
+import type { TranscriptMessage } from '../events/types';
+import type { Logger } from '../logger';
+import { appendTranscript } from '../orchestrator/transcript';
+import type { Store } from '../store/store';
+import type { AnyChannelPlugin, ChannelOrigin, ResolvedTarget } from './types';
+
+const channelOriginSchema = z.object({
+  id: z.string(),
+  to: z.string(),
+  threadId: z.string().optional(),
+  replyTo: z.string().optional(),
+  accountId: z.string().optional(),
+});
+
+/**
+ * The channel a run answers to, or null. A run whose origin names a calling session (`from`: a sub-agent,
+ * sessions_send, a callback) answers that session, never a channel, even when the chain began on one.
+ */
+export function channelOriginOf(origin: unknown): ChannelOrigin | null {
+  if (!origin || typeof origin !== 'object') return null;
+  const o = origin as { channel?: unknown; from?: unknown };
+  if (o.from) return null;
+  const parsed = channelOriginSchema.safeParse(o.channel);
+  return parsed.success ? parsed.data : null;
+}
+
+export interface ReplyRouter {
+  stop(): void;
+  idle(): Promise<void>;
+}
+
+interface RouterDeps {
+  store: Store;
+  bus: EventBus;
+  log: Logger;
+  plugin(id: string): AnyChannelPlugin;
+  deliver(channel: string, target: ResolvedTarget, text: string, o?: { idempotencyKey?: string }): Promise<string>;
+  deliveredBy(runId: string): Set<string> | undefined;
+  forgetRun(runId: string): void;
+}
+
+export function startReplyRouting(d: RouterDeps): ReplyRouter {
+  const origins = new Map<string, Promise<ChannelOrigin | null>>();
+  // One chain per run keeps a run's replies in order; runs do not wait for each other.
+  const chains = new Map<string, Promise<void>>();
+
+  const originFor = (runId: string) => {
+    let p = origins.get(runId);
+    if (!p) {
+      p = d.store.getRun(runId).then((row) => (row?.origin ? channelOriginOf(JSON.parse(row.origin)) : null));
+      origins.set(runId, p);
+    }
+    return p;
+  };
+
+  async function deliverReply(m: TranscriptMessage): Promise<void> {
+    const runId = m.runId!;
+    const origin = await originFor(runId);
+    if (!origin) return;
+    const plugin = d.plugin(origin.id);
+    if (!plugin.deliver) return; // webchat: the transcript is the reply
+    const target = plugin.resolveTarget({ to: origin.to, threadId: origin.threadId, accountId: origin.accountId });
+    const text = m.content.trim();
+    const key = `${plugin.id}|${target.to.toLowerCase()}|${target.threadId ?? ''}|${text}`;
+    // Text the run already sent there through the message tool is not delivered twice.
+    if (d.deliveredBy(runId)?.has(key)) return;
+    try {
+      const messageId = await d.deliver(plugin.id, target, m.content, { idempotencyKey: `reply-${m.id}` });
+      d.log.info({ runId, channel: plugin.id, to: target.to, messageId }, 'reply delivered');
+    } catch (e) {
+      d.log.warn({ runId, channel: plugin.id, to: target.to, err: errorMessage(e) }, 'reply delivery failed');
+      await appendTranscript(d.store, d.bus, [
+        {
+          sessionKey: m.sessionKey,
+          role: 'system',
+          kind: 'notice',
+          content: `reply not delivered to ${plugin.label}: ${errorMessage(e)}`,
+          runId,
+          author: { type: 'system', id: 'channels' },
+          meta: { channel: plugin.id, to: target.to, replyMessageId: m.id },
+        },
+      ]).catch(() => undefined);
+    }
+  }
+
+  const off = d.bus.onEvent((ev) => {
+    if (ev.stream === 'lifecycle' && (ev.data.phase === 'end' || ev.data.phase === 'error')) {
+      // The end is the run's last event: forget it once its queued replies are out.
+      const chain = chains.get(ev.runId) ?? Promise.resolve();
+      void chain.then(() => {
+        chains.delete(ev.runId);
+        origins.delete(ev.runId);
+        d.forgetRun(ev.runId);
+      });
+      return;
+    }
+    if (ev.stream !== 'message') return;
+    const m = ev.data.message as TranscriptMessage | undefined;
+    if (!m || m.role !== 'assistant' || m.kind !== 'message' || !m.runId || !m.content.trim()) return;
+    const prev = chains.get(m.runId) ?? Promise.resolve();
+    const next = prev.then(() => deliverReply(m)).catch((e) => d.log.error({ err: e }, 'reply routing failed'));
+    chains.set(m.runId, next);
+  });
+
+  return {
+    stop: off,
+    async idle() {
+      await Promise.all([...chains.values()]);
+      await new Promise((r) => setImmediate(r));
+    },
+  };
+}

@@ -1,0 +1,248 @@
+// The channel service: `send` (CONTRACT §3), the message tool's delivery, mirroring into the target's session, inbound and reply routing.
+import crypto from 'node:crypto';
+import { z } from 'zod';
+import type { CrosstalkConfig } from '../config';
+import { CrosstalkError } from '../errors';
+import type { EventBus } from '../events/bus';
+import { messageSchema, sessionKeySchema } from '../gateway/schemas';
+import type { Logger } from '../logger';
+import type { Orchestrator } from '../orchestrator/orchestrator';
+import { appendTranscript } from '../orchestrator/transcript';
+import { agentIdOf, sessionKindOf } from '../sessions/keys';
+import type { Store } from '../store/store';
+import { resolveChannelConfig, withDeliveryRetry, type RetrySettings } from './delivery';
+import { handleInbound, type InboundOutcome } from './inbound';
+import { createChannelRegistry } from './registry';
+import { startReplyRouting, type ReplyRouter } from './reply-router';
+import { ensureOutboundSessionEntry, resolveOutboundSessionRoute, sessionMeta, type SessionRoute } from './routing';
+import type { AnyChannelPlugin, InboundRequest, ResolvedTarget } from './types';
+
+const idSchema = z.union([z.string().trim().min(1).max(256), z.number().int()]).transform(String);
+
+/** `send` params (CONTRACT §3). */
+export const sendParams = z
+  .object({
+    channel: z.string().trim().min(1).max(64).transform((s) => s.toLowerCase()),
+    to: z.string().trim().min(1).max(512),
+    message: messageSchema,
+    accountId: z.string().trim().min(1).max(128).optional(),
+    threadId: idSchema.optional(),
+    replyTo: idSchema.optional(),
+    sessionKey: sessionKeySchema.optional(),
+    idempotencyKey: z.string().min(1).max(256).optional(),
+  })
+  .strict();
+export type SendParams = z.input<typeof sendParams>;
+
+export interface SendResult {
+  messageId: string;
+  sessionKey: string;
+}
+
+/** What the message tool asks for: an agent's send, mirrored into the target's session for that agent. */
+export interface AgentSend {
+  agentId: string;
+  channel: string;
+  to: string;
+  text: string;
+  threadId?: string;
+  replyTo?: string;
+  accountId?: string;
+  /** The run that sent it (recorded on the mirror row) and its session (recorded in meta, never mirrored into). */
+  runId?: string;
+  sourceSessionKey?: string;
+  signal?: AbortSignal;
+}
+
+export interface ChannelDeps {
+  config: CrosstalkConfig;
+  store: Store;
+  bus: EventBus;
+  orchestrator: Orchestrator;
+  log: Logger;
+}
+
+export interface ChannelService {
+  readonly plugins: ReadonlyMap<string, AnyChannelPlugin>;
+  /** JSON-RPC `send`: channel delivery with no agent run, mirrored into `sessionKey` or the derived target session. */
+  send(params: SendParams): Promise<SendResult>;
+  /** The message tool's send: delivery plus a mirror into the target's session (never the sender's). */
+  sendFromAgent(s: AgentSend): Promise<SendResult & { channel: string; to: string; threadId?: string }>;
+  /** The route a target would take for an agent (no side effects). */
+  resolveRoute(o: { agentId: string; channel: string; to: string; threadId?: string; replyTo?: string; accountId?: string }): { route: SessionRoute; target: ResolvedTarget };
+  /** Delivers text to a resolved target with the retry policy (no mirror); `channel_error` on failure. */
+  deliver(channel: string, target: ResolvedTarget, text: string, o?: { idempotencyKey?: string; signal?: AbortSignal }): Promise<string>;
+  /** An inbound platform request: verified, parsed, routed, submitted. */
+  handleInbound(channel: string, req: InboundRequest): Promise<InboundOutcome>;
+  /** Texts a run already delivered through the message tool, per target (final replies are not delivered twice). */
+  deliveredBy(runId: string): Set<string>;
+  /** Starts reply routing (a bus listener). */
+  start(): void;
+  stop(): void;
+  /** Resolves when queued reply deliveries are done (tests, shutdown). */
+  idle(): Promise<void>;
+}
+
+/** The key under which a delivered text is remembered per run. */
+export const deliveryKey = (channel: string, to: string, threadId: string | undefined, text: string) => `${channel}|${to.toLowerCase()}|${threadId ?? ''}|${text.trim()}`;
+
+export function createChannels(deps: ChannelDeps): ChannelService {
+  const { config, store, bus, orchestrator, log } = deps;
+  const plugins = createChannelRegistry();
+  const inflight = new Map<string, Promise<SendResult>>();
+  const delivered = new Map<string, Set<string>>();
+  let router: ReplyRouter | null = null;
+
+  const plugin = (id: string): AnyChannelPlugin => {
+    const p = plugins.get(id.toLowerCase());
+    if (!p) throw new CrosstalkError('unknown_channel', `unknown channel ${id}; known: ${[...plugins.keys()].join(', ')}`);
+    return p;
+  };
+
+  const agentName = (agentId: string) => orchestrator.agent(agentId)?.name ?? agentId;
+
+  function resolveRoute(o: { agentId: string; channel: string; to: string; threadId?: string; replyTo?: string; accountId?: string }) {
+    return resolveOutboundSessionRoute(plugin(o.channel), { to: o.to, threadId: o.threadId, replyTo: o.replyTo, accountId: o.accountId }, { agentId: o.agentId, session: config.session });
+  }
+
+  async function deliver(channel: string, target: ResolvedTarget, text: string, o: { idempotencyKey?: string; signal?: AbortSignal } = {}): Promise<string> {
+    const p = plugin(channel);
+    const idempotencyKey = o.idempotencyKey ?? `ct-${crypto.randomUUID()}`;
+    if (!p.deliver) return `${p.id}:${idempotencyKey}`; // webchat: the transcript is the delivery
+    const cfg = p.configSchema ? resolveChannelConfig(config.channels, p.id, p.configSchema, target.accountId) : (config.channels[p.id] ?? {});
+    const c = cfg as Partial<RetrySettings>;
+    const settings: RetrySettings = { maxAttempts: c.maxAttempts ?? 3, maxRetryAfterMs: c.maxRetryAfterMs ?? 30_000, retryBaseMs: c.retryBaseMs ?? 500 };
+    const res = await withDeliveryRetry(p.label, settings, () => p.deliver!(cfg, { target, text, idempotencyKey, signal: o.signal }), o.signal);
+    return res.messageId;
+  }
+
+  /** Deliver first; only a delivered message is mirrored (and only then is a missing session created). */
+  async function deliverAndMirror(o: {
+    agentId: string;
+    channel: string;
+    route: SessionRoute;
+    target: ResolvedTarget;
+    sessionKey: string;
+    text: string;
+    via: 'send' | 'message';
+    runId?: string;
+    sourceSessionKey?: string;
+    idempotencyKey?: string;
+    signal?: AbortSignal;
+  }): Promise<string> {
+    const messageId = await deliver(o.channel, o.target, o.text, { idempotencyKey: o.idempotencyKey, signal: o.signal });
+    if (o.sessionKey === o.route.sessionKey) await ensureOutboundSessionEntry(store, o.route, o.target);
+    else {
+      await store.ensureSession({
+        key: o.sessionKey,
+        agentId: o.agentId,
+        kind: sessionKindOf(o.sessionKey),
+        meta: sessionMeta(o.route, { from: o.target.peer.id, deliverTo: o.target.to, deliverThreadId: o.target.threadId }),
+      });
+    }
+    await appendTranscript(store, bus, [
+      {
+        sessionKey: o.sessionKey,
+        role: 'assistant',
+        kind: 'mirror',
+        content: o.text,
+        // The row carries the sending run's id, but its event goes to the target session's stream (no runId passed).
+        ...(o.runId ? { runId: o.runId } : {}),
+        author: { type: 'agent', id: o.agentId, name: agentName(o.agentId) },
+        meta: {
+          via: o.via,
+          channel: o.channel,
+          to: o.target.to,
+          messageId,
+          ...(o.target.threadId ? { threadId: o.target.threadId } : {}),
+          ...(o.target.replyTo ? { replyTo: o.target.replyTo } : {}),
+          ...(o.target.accountId ? { accountId: o.target.accountId } : {}),
+          ...(o.sourceSessionKey ? { sourceSessionKey: o.sourceSessionKey } : {}),
+        },
+      },
+    ]);
+    return messageId;
+  }
+
+  async function sendOnce(p: z.output<typeof sendParams>): Promise<SendResult> {
+    const pl = plugin(p.channel);
+    let agentId = config.defaultAgentId;
+    if (p.sessionKey) {
+      const id = agentIdOf(p.sessionKey);
+      if (!id || !orchestrator.agent(id)) throw new CrosstalkError('unknown_agent', `unknown agent in session key ${p.sessionKey}`);
+      agentId = id;
+    }
+    const { route, target } = resolveOutboundSessionRoute(pl, { to: p.to, threadId: p.threadId, replyTo: p.replyTo, accountId: p.accountId }, { agentId, session: config.session });
+    const sessionKey = p.sessionKey ?? route.sessionKey;
+    const messageId = await deliverAndMirror({ agentId, channel: pl.id, route, target, sessionKey, text: p.message, via: 'send', idempotencyKey: p.idempotencyKey ? `send-${p.idempotencyKey}` : undefined });
+    return { messageId, sessionKey };
+  }
+
+  return {
+    plugins,
+    resolveRoute,
+    deliver,
+    async send(raw) {
+      const parsed = sendParams.safeParse(raw);
+      if (!parsed.success) {
+        throw new CrosstalkError(
+          'invalid_request',
+          `invalid send params: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+          parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
+        );
+      }
+      const p = parsed.data;
+      if (!p.idempotencyKey) return sendOnce(p);
+      const key = `send:${p.idempotencyKey}`;
+      const running = inflight.get(key);
+      if (running) return running;
+      const work = (async () => {
+        const prior = (await store.getIdempotent(key)) as SendResult | undefined;
+        if (prior) return prior;
+        const res = await sendOnce(p);
+        await store.putIdempotent(key, res);
+        return res;
+      })();
+      inflight.set(key, work);
+      try {
+        return await work;
+      } finally {
+        inflight.delete(key);
+      }
+    },
+    async sendFromAgent(s) {
+      if (!orchestrator.agent(s.agentId)) throw new CrosstalkError('unknown_agent', `unknown agent ${s.agentId}`);
+      const { route, target } = resolveRoute(s);
+      const messageId = await deliverAndMirror({
+        agentId: s.agentId,
+        channel: route.channel,
+        route,
+        target,
+        sessionKey: route.sessionKey,
+        text: s.text,
+        via: 'message',
+        runId: s.runId,
+        sourceSessionKey: s.sourceSessionKey,
+        signal: s.signal,
+      });
+      if (s.runId) {
+        let set = delivered.get(s.runId);
+        if (!set) delivered.set(s.runId, (set = new Set()));
+        set.add(deliveryKey(route.channel, target.to, target.threadId, s.text));
+      }
+      return { messageId, sessionKey: route.sessionKey, channel: route.channel, to: target.to, ...(target.threadId ? { threadId: target.threadId } : {}) };
+    },
+    handleInbound: (channel, req) => handleInbound({ config, store, orchestrator, log, plugin }, channel, req),
+    deliveredBy: (runId) => delivered.get(runId) ?? new Set(),
+    start() {
+      router ??= startReplyRouting({ store, bus, log, plugin, deliver, deliveredBy: (runId) => delivered.get(runId), forgetRun: (runId) => delivered.delete(runId) });
+    },
+    stop() {
+      router?.stop();
+      router = null;
+    },
+    async idle() {
+      await router?.idle();
+    },
+  };
+}

@@ -1,0 +1,69 @@
+// message: send text to a channel target; delivered over the channel and mirrored into the target's session (never the sender's).
+import { z } from 'zod';
+import type { ChannelService } from '../channels';
+import { channelOriginOf } from '../channels/reply-router';
+import { errorMessage, isCrosstalkError, toolError } from '../errors';
+import { messageSchema } from '../gateway/schemas';
+import { agentIdOf } from '../sessions/keys';
+import type { ToolDef } from './types';
+
+const id = z.union([z.string().trim().min(1).max(256), z.number().int()]).transform(String);
+
+const input = z
+  .object({
+    action: z.literal('send'),
+    channel: z.string().trim().min(1).max(64),
+    to: z.string().trim().min(1).max(512),
+    text: messageSchema,
+    threadId: id.optional(),
+    replyTo: id.optional(),
+    accountId: z.string().trim().min(1).max(128).optional(),
+  })
+  .strict();
+
+/** The per-run counter the outbound budget (`limits.outboundPerRun`) is kept in. */
+export const OUTBOUND_COUNTER = 'outbound';
+
+export function createMessageTool(channels: ChannelService): ToolDef<z.output<typeof input>> {
+  return {
+    name: 'message',
+    description:
+      'Send a message to a person or conversation on a channel (slack, discord, telegram, matrix, msteams, mattermost, bluebubbles, ' +
+      'nextcloud-talk, zalo, zalouser, nostr, tlon, voice, webhook, webchat). {action: "send", channel, to, text, threadId?, replyTo?, accountId?}. ' +
+      'The text is recorded in that conversation\'s session. Returns {status: "ok", messageId, sessionKey}.',
+    inputSchema: input as unknown as z.ZodType<z.output<typeof input>>,
+    async execute(a, ctx) {
+      // The agent is the one whose session is calling: its id is in the key (CONTRACT §4).
+      const agentId = agentIdOf(ctx.sessionKey) ?? ctx.agent.id;
+      const limit = ctx.agent.limits.outboundPerRun;
+      const used = ctx.counters.get(OUTBOUND_COUNTER) ?? 0;
+      if (used >= limit) return toolError('rate_limited', `outbound limit reached: ${limit} channel messages per run`);
+      let threadId = a.threadId;
+      try {
+        const { target } = channels.resolveRoute({ agentId, channel: a.channel, to: a.to, threadId, replyTo: a.replyTo, accountId: a.accountId });
+        // Slack: a send to the channel this run is answering in a thread stays in that thread (ids compared case-insensitively).
+        const origin = channelOriginOf(ctx.origin);
+        if (!threadId && !a.replyTo && target.peer.kind !== 'direct' && origin?.id === 'slack' && a.channel.toLowerCase() === 'slack' && origin.threadId && origin.to.toLowerCase() === target.to.toLowerCase()) {
+          threadId = origin.threadId;
+        }
+        ctx.counters.set(OUTBOUND_COUNTER, used + 1);
+        const r = await channels.sendFromAgent({
+          agentId,
+          channel: a.channel,
+          to: a.to,
+          text: a.text,
+          threadId,
+          replyTo: a.replyTo,
+          accountId: a.accountId,
+          runId: ctx.runId,
+          sourceSessionKey: ctx.sessionKey,
+          signal: ctx.signal,
+        });
+        return { status: 'ok', messageId: r.messageId, sessionKey: r.sessionKey, channel: r.channel, to: r.to, ...(r.threadId ? { threadId: r.threadId } : {}) };
+      } catch (e) {
+        if (isCrosstalkError(e)) return toolError(e.code, e.message);
+        return toolError('internal', `message failed: ${errorMessage(e)}`);
+      }
+    },
+  };
+}
