@@ -31,6 +31,12 @@ test.describe('room', () => {
     await room.agent('researcher').click();
     await expect(room.sessionTitle).toHaveText('agent:researcher:main');
     await expect(page.getByTestId('status-bar')).toHaveAttribute('data-connection', 'connected');
+    // The address follows the open session, so a reload comes back to it.
+    await expect(page).toHaveURL(/\?session=agent%3Aresearcher%3Amain$/);
+    await page.reload();
+    await expect(room.sessionTitle).toHaveText('agent:researcher:main');
+    await room.agent('main').click();
+    await expect(page).toHaveURL(/\/$/);
   });
 
   test('sends a message and streams the reply', async ({ room }) => {

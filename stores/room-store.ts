@@ -6,6 +6,7 @@ export type ConnectionState = 'connecting' | 'connected' | 'reconnecting' | 'err
 
 export interface RoomState {
   selectedSessionKey: string;
+  /** The default agent's main session: what `/` opens. */
   defaultSessionKey: string;
   toolbox: ToolboxMode;
   /** Unsent composer text per session, so switching sessions keeps what was typed. */
@@ -23,12 +24,12 @@ export interface RoomActions {
 
 export type RoomStore = RoomState & RoomActions;
 
-export type RoomInit = Pick<RoomState, 'selectedSessionKey'> & Partial<Pick<RoomState, 'toolbox'>>;
+export type RoomInit = Pick<RoomState, 'selectedSessionKey'> & Partial<Pick<RoomState, 'toolbox' | 'defaultSessionKey'>>;
 
 export function createRoomStore(init: RoomInit) {
   return createStore<RoomStore>()((set) => ({
     selectedSessionKey: init.selectedSessionKey,
-    defaultSessionKey: init.selectedSessionKey,
+    defaultSessionKey: init.defaultSessionKey ?? init.selectedSessionKey,
     toolbox: init.toolbox ?? 'collapsed',
     drafts: {},
     connection: 'connecting',

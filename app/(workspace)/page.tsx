@@ -17,9 +17,10 @@ export default async function WorkspacePage({ searchParams }: { searchParams: Se
   // `/?session=<key>` deep-links a session; anything invalid falls back to the default agent's main session.
   const requested = (await searchParams).session;
   const parsed = sessionKeySchema.safeParse(typeof requested === 'string' ? requested : '');
-  const sessionKey = parsed.success ? parsed.data : `agent:${runtime.config.defaultAgentId}:main`;
+  const defaultSessionKey = `agent:${runtime.config.defaultAgentId}:main`;
+  const sessionKey = parsed.success ? parsed.data : defaultSessionKey;
   return (
-    <RoomProviders init={{ selectedSessionKey: sessionKey }}>
+    <RoomProviders init={{ selectedSessionKey: sessionKey, defaultSessionKey }}>
       <Room />
     </RoomProviders>
   );

@@ -4,6 +4,7 @@ import { useApprovals } from '@/lib/room/use-approvals';
 import { useLiveState } from '@/lib/room/use-live-state';
 import { useSessionEvents } from '@/lib/room/use-session-events';
 import { useRoomStore } from '@/stores/room-store-provider';
+import { useEffect } from 'react';
 import { SessionSidebar } from '../sessions/session-sidebar';
 import { ConnectionBanner, StatusBar } from '../status/status-bar';
 import { ToolboxPanel } from '../toolbox/toolbox-panel';
@@ -13,7 +14,15 @@ import { Button } from '../ui/button';
 
 export function Room() {
   const sessionKey = useRoomStore((s) => s.selectedSessionKey);
+  const defaultSessionKey = useRoomStore((s) => s.defaultSessionKey);
   const events = useSessionEvents(sessionKey);
+
+  // Keep the address bar on the open session, so a reload or a shared link comes back to it.
+  useEffect(() => {
+    const url = sessionKey === defaultSessionKey ? '/' : `/?session=${encodeURIComponent(sessionKey)}`;
+    if (window.location.pathname + window.location.search !== url) window.history.replaceState(null, '', url);
+  }, [sessionKey, defaultSessionKey]);
+
   return (
     <div className="flex h-dvh flex-col">
       <ConnectionBanner onRetry={events.reset} />

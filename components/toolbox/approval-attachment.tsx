@@ -56,7 +56,7 @@ function ApprovalForm({ pending, resolve }: Props) {
           </span>
         )}
       </div>
-      <CodeBlock text={prettyJson(current.args)} label="Tool arguments" className="max-h-32 bg-white/70 dark:bg-zinc-900/70" />
+      <CodeBlock text={prettyJson(current.args)} label="Tool arguments" maxHeight="max-h-32" />
       <input
         type="text"
         aria-label="Reason"

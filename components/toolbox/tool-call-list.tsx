@@ -21,8 +21,8 @@ export function ToolCallList({ calls }: { calls: ToolCallView[] }) {
               <Badge tone={STATUS_TONE[c.status]}>{c.status}</Badge>
             </summary>
             <div className="space-y-2 px-3 pb-3">
-              <CodeBlock text={prettyJson(c.args)} label={`${c.name} arguments`} className="max-h-40" />
-              {c.hasResult && <CodeBlock text={prettyJson(c.result)} label={`${c.name} result`} className="max-h-40" />}
+              <CodeBlock text={prettyJson(c.args)} label={`${c.name} arguments`} maxHeight="max-h-40" />
+              {c.hasResult && <CodeBlock text={prettyJson(c.result)} label={`${c.name} result`} maxHeight="max-h-40" />}
             </div>
           </details>
         </li>
