@@ -90,6 +90,16 @@ test.describe('room', () => {
     await expect(room.toolbox).toHaveCount(0);
   });
 
+  test('"Allow always" lets later calls of that tool run without asking in this session', async ({ room, freshSession }) => {
+    await room.open(freshSession);
+    await room.send('/tool exec {"command":"echo first"}');
+    await room.button('Allow always').click();
+    await expect(room.texts('assistant').filter({ hasText: 'first' })).toHaveCount(1);
+    await room.send('/tool exec {"command":"echo second"}');
+    await expect(room.texts('assistant').filter({ hasText: 'second' })).toHaveCount(1);
+    await expect(room.approval).toHaveCount(0);
+  });
+
   test('lists several pending approvals one at a time, oldest first', async ({ room, page, freshSession }) => {
     await room.open(freshSession);
     await page.getByRole('button', { name: 'Expand toolbox' }).click();

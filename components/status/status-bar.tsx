@@ -3,6 +3,7 @@
 import { cn } from '@/lib/cn';
 import { useRoomStore } from '@/stores/room-store-provider';
 import { Button } from '../ui/button';
+import { Spinner } from '../ui/spinner';
 
 const LABEL = { connecting: 'Connecting…', connected: 'Live', reconnecting: 'Reconnecting…', error: 'Disconnected' } as const;
 
@@ -48,7 +49,12 @@ export function StatusBar({ sessionKey, running }: { sessionKey: string; running
         {LABEL[connection]}
       </span>
       <span className="font-mono">{sessionKey}</span>
-      {running && <span data-testid="run-active">agent is working…</span>}
+      {running && (
+        <span data-testid="run-active" className="flex items-center gap-1.5">
+          <Spinner label="Agent is working" className="size-2" />
+          agent is working…
+        </span>
+      )}
     </footer>
   );
 }

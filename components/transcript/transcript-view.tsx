@@ -55,6 +55,8 @@ export function TranscriptView({ sessionKey }: { sessionKey: string }) {
       role="log"
       aria-label="Transcript"
       aria-live="polite"
+      // While a reply streams in, screen readers wait for the finished row instead of reading every delta.
+      aria-busy={pending.length > 0}
       onScroll={(e) => {
         const el = e.currentTarget;
         atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < STICK_PX;

@@ -3,9 +3,9 @@ import { cn } from '@/lib/cn';
 
 export function Spinner({ className, label = 'Working' }: { className?: string; label?: string }) {
   return (
-    <span role="status" aria-label={label} className={cn('relative inline-flex size-2.5', className)}>
+    <span role="img" aria-label={label} className={cn('relative inline-flex size-2.5', className)}>
       <span className="absolute inline-flex size-full animate-ping rounded-full bg-indigo-400 opacity-75" />
-      <span className="relative inline-flex size-2.5 rounded-full bg-indigo-500" />
+      <span className="relative inline-flex size-full rounded-full bg-indigo-500" />
     </span>
   );
 }

@@ -71,8 +71,9 @@ export class Orchestrator {
       ...o,
       approvals: this.approvals,
       modelFor: (run, sessionModel) => this.modelFor(run, sessionModel),
-      onInjected: async (runId, intoRunId) => {
-        await o.store.updateRun(runId, { status: 'merged', ended_at: nowIso(), merged_into: intoRunId });
+      onInjected: async (runId, into) => {
+        into.injected = true;
+        await o.store.updateRun(runId, { status: 'merged', ended_at: nowIso(), merged_into: into.id });
       },
     };
   }
@@ -236,8 +237,9 @@ export class Orchestrator {
       await item.persisted;
       const row = await this.o.store.getRun(item.runId);
       if (!row) throw new Error(`run ${item.runId} vanished`);
+      active.row = row;
       this.o.bus.registerRun(active.id, st.key, resume ? await this.o.store.maxSeq(active.id) : 0);
-      if (!resume) await this.o.store.patchSession(st.key, { status: 'running' });
+      if (!resume) await this.o.store.setSessionStatus(st.key, 'running');
       // `collect` turns its queued messages into one user turn.
       const inputs = item.collect && item.inputs.length > 1 ? [mergeInputs(item.inputs)] : item.inputs;
       outcome = await executeRun(this.deps, active, { ...row, input: JSON.stringify(inputs) }, resume);
@@ -254,8 +256,8 @@ export class Orchestrator {
     const { store, bus, metrics, log } = this.o;
     let deliveries: ReturnType<typeof planDeliveries> = { callbacks: [], webhooks: [], failed: [] };
     try {
-      const own = await store.getRun(active.id);
-      const merged = await store.mergedInto(active.id);
+      const own = active.row ?? (await store.getRun(active.id));
+      const merged = active.injected ? await store.mergedInto(active.id) : [];
       deliveries = planDeliveries({ runId: active.id, sessionKey: st.key, agentId: active.agent.id, agentName: active.agent.name }, [...(own ? [own] : []), ...merged], outcome);
       // The run's end, its callbacks and its webhooks are one transaction: a crash after it still delivers them.
       await store.finishRun(
@@ -268,7 +270,7 @@ export class Orchestrator {
     } catch (e) {
       log.error({ err: e, runId: active.id }, 'could not record run end');
     }
-    bus.registerRun(active.id, st.key, await store.maxSeq(active.id).catch(() => 0));
+    if (bus.currentSeq(active.id) === 0) bus.registerRun(active.id, st.key, await store.maxSeq(active.id).catch(() => 0));
     if (outcome.status === 'ok') bus.emit(active.id, 'lifecycle', { phase: 'end', status: 'ok', response: outcome.response ?? '' });
     else bus.emit(active.id, 'lifecycle', { phase: 'error', status: outcome.status, error: outcome.error ?? outcome.status });
     bus.unregisterRun(active.id);
@@ -303,7 +305,7 @@ export class Orchestrator {
       return;
     }
     this.sessions.delete(st.key);
-    void this.o.store.patchSession(st.key, { status: 'idle' }).catch(() => undefined);
+    void this.o.store.setSessionStatus(st.key, 'idle').catch(() => undefined);
   }
 
   /** Set by boot: the outbox to wake when a run leaves webhooks behind. */

@@ -1,5 +1,6 @@
 // The run loop: model steps through the AI SDK, tools executed here (policy, approvals), steering at step boundaries.
-import { type LanguageModel, type ModelMessage, streamText, tool as aiTool, type ToolSet } from 'ai';
+import { jsonSchema, type JSONSchema7, type LanguageModel, type ModelMessage, streamText, tool as aiTool, type ToolSet } from 'ai';
+import { z } from 'zod';
 import type { CrosstalkConfig } from '../config';
 import { errorMessage, toolError } from '../errors';
 import type { EventBus } from '../events/bus';
@@ -24,7 +25,7 @@ export interface RunDeps {
   approvals: Approvals;
   modelFor(run: ActiveRun, sessionModel: string | null): LanguageModel;
   /** Called when a steered message is injected, so its durable row can be retired. */
-  onInjected(runId: string, intoRunId: string): Promise<void>;
+  onInjected(runId: string, into: ActiveRun): Promise<void>;
 }
 
 interface ToolCall {
@@ -97,8 +98,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   for (const m of transcript) if (m.runId === run.id && m.role === 'assistant' && m.kind === 'message') lastText = m.content.trim();
 
   const model = deps.modelFor(run, session?.model ?? null);
-  const toolSet: ToolSet = {};
-  for (const def of deps.tools.values()) toolSet[def.name] = aiTool({ description: def.description, inputSchema: def.inputSchema });
+  const toolSet = toolSetFor(deps.tools);
 
   const maxSteps = run.agent.limits.maxSteps;
   try {
@@ -153,6 +153,20 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   }
 }
 
+// JSON schemas of the tools, made once per registry: converting zod on every model step is a hot-path cost.
+const toolSets = new WeakMap<Map<string, AnyToolDef>, { size: number; set: ToolSet }>();
+function toolSetFor(tools: Map<string, AnyToolDef>): ToolSet {
+  const cached = toolSets.get(tools);
+  if (cached && cached.size === tools.size) return cached.set;
+  const set: ToolSet = {};
+  for (const def of tools.values()) {
+    const schema = z.toJSONSchema(def.inputSchema, { io: 'input', unrepresentable: 'any' }) as JSONSchema7;
+    set[def.name] = aiTool({ description: def.description, inputSchema: jsonSchema(schema) });
+  }
+  toolSets.set(tools, { size: tools.size, set });
+  return set;
+}
+
 function pushToolCalls(messages: ModelMessage[], calls: ToolCall[]) {
   const parts = calls.map((c) => ({ type: 'tool-call' as const, toolCallId: c.toolCallId, toolName: c.toolName, input: c.input ?? {} }));
   const last = messages[messages.length - 1];
@@ -167,7 +181,7 @@ async function injectInbox(deps: RunDeps, run: ActiveRun, messages: ModelMessage
     await append(items.map((i) => inputToMessage(run.sessionKey, run.id, i.input, true)));
     for (const i of items) {
       messages.push({ role: 'user', content: i.input.content });
-      await deps.onInjected(i.runId, run.id);
+      await deps.onInjected(i.runId, run);
     }
   }
 }

@@ -30,6 +30,10 @@ export interface ActiveRun {
   delivered: Set<string>;
   /** Per-run counters: `posted` (rows posted to the own stream), tool limits (send_message, outbound). */
   counters: Map<string, number>;
+  /** The run's stored row, once loaded (origin, webhook). */
+  row?: import('../store/schema').RunRow;
+  /** Whether steered messages were merged into this run (their callbacks follow its end). */
+  injected?: boolean;
   /** Where the run's message came from (a channel, a calling session…). */
   origin?: Record<string, unknown>;
 }

@@ -31,9 +31,35 @@ async function openSqlite(dataDir: string): Promise<DbHandle> {
   // WAL + NORMAL: commits do not fsync; the WAL is synced at checkpoints (durable across process crashes).
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   await migrateToLatest(db, 'sqlite');
   return { db, dialect: 'sqlite', close: () => db.destroy() };
+}
+
+/**
+ * Kysely prepares every query anew; preparing costs more than running our small indexed queries,
+ * so keep the prepared statements of the (few, parameterised) query shapes we issue.
+ */
+function withStatementCache(sqlite: import('better-sqlite3').Database): import('better-sqlite3').Database {
+  const cache = new Map<string, import('better-sqlite3').Statement>();
+  const prepare = sqlite.prepare.bind(sqlite);
+  return new Proxy(sqlite, {
+    get(target, prop, receiver) {
+      if (prop === 'prepare') {
+        return (sql: string) => {
+          let stmt = cache.get(sql);
+          if (!stmt) {
+            stmt = prepare(sql);
+            if (cache.size >= 500) cache.delete(cache.keys().next().value!);
+            cache.set(sql, stmt);
+          }
+          return stmt;
+        };
+      }
+      const v = Reflect.get(target, prop, receiver);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
 }
 
 async function openPostgres(url: string, schema?: string): Promise<DbHandle> {

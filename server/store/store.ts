@@ -146,6 +146,11 @@ export class Store {
       .execute();
   }
 
+  /** idle | running, written at run start and end (no read-back: a hot path). */
+  async setSessionStatus(key: string, status: 'idle' | 'running'): Promise<void> {
+    await this.db.updateTable('sessions').set({ status }).where('key', '=', key).execute();
+  }
+
   async patchSession(key: string, fields: Partial<Pick<SessionRow, 'model' | 'thinking_level' | 'label' | 'spawn_depth' | 'queue_mode' | 'status' | 'meta' | 'dismissed_at'>>) {
     if (Object.keys(fields).length) await this.db.updateTable('sessions').set(fields).where('key', '=', key).execute();
     return this.getSession(key);
