@@ -2,13 +2,12 @@
 // The room's left column: every configured agent (by id) and the sessions, newest activity first.
 import { cn } from '@/lib/cn';
 import { relativeTime } from '@/lib/format';
+import { useSessionsList } from '@/lib/room/use-sessions';
 import { useTRPC } from '@/lib/trpc/client';
 import type { SessionSummary } from '@/lib/trpc/types';
 import { useRoomStore } from '@/stores/room-store-provider';
 import { useQuery } from '@tanstack/react-query';
 import { Badge } from '../ui/badge';
-
-const SESSIONS_PAGE = 100;
 
 export function mainSessionKey(agentId: string): string {
   return `agent:${agentId}:main`;
@@ -19,8 +18,7 @@ export function SessionSidebar() {
   const selected = useRoomStore((s) => s.selectedSessionKey);
   const selectSession = useRoomStore((s) => s.selectSession);
   const agents = useQuery(trpc.agents.list.queryOptions({}, { staleTime: 5 * 60_000 }));
-  // Other sessions change without this tab subscribing to them: a gentle poll keeps the list fresh.
-  const sessions = useQuery(trpc.sessions.list.queryOptions({ limit: SESSIONS_PAGE }, { refetchInterval: 5_000 }));
+  const sessions = useSessionsList();
 
   return (
     <nav

@@ -4,6 +4,7 @@ import { cn } from '@/lib/cn';
 import { deriveToolbox } from '@/lib/room/tool-calls';
 import type { useApprovals } from '@/lib/room/use-approvals';
 import { useLiveState } from '@/lib/room/use-live-state';
+import { useSessionSummary } from '@/lib/room/use-sessions';
 import { useTranscript } from '@/lib/room/use-transcript';
 import { useRoomStore } from '@/stores/room-store-provider';
 import { useMemo } from 'react';
@@ -17,9 +18,11 @@ export function ToolboxPanel({ sessionKey, approvals }: { sessionKey: string; ap
   const setMode = useRoomStore((s) => s.setToolbox);
   const { messages } = useTranscript(sessionKey);
   const live = useLiveState(sessionKey);
+  const summary = useSessionSummary(sessionKey);
+  const sessionRunning = summary ? summary.status === 'running' : true;
   const { calls, approvals: pending } = useMemo(
-    () => deriveToolbox(messages, live, approvals.pending),
-    [messages, live, approvals.pending],
+    () => deriveToolbox(messages, live, approvals.pending, sessionRunning),
+    [messages, live, approvals.pending, sessionRunning],
   );
 
   const attention = pending.length > 0;

@@ -45,6 +45,14 @@ describe('deriveToolbox', () => {
     ]);
   });
 
+  it('marks unfinished calls of a finished run as failed, not running', () => {
+    const rows = [row(1, 'tool_call', 'c1', { args: { command: 'a' } })];
+    expect(deriveToolbox(rows, emptyLiveState(), [], false).calls[0]!.status).toBe('failed');
+    expect(deriveToolbox(rows, emptyLiveState(), [], true).calls[0]!.status).toBe('running');
+    const live = { ...emptyLiveState(), activeRuns: ['run_1'] };
+    expect(deriveToolbox(rows, live, [], false).calls[0]!.status).toBe('running');
+  });
+
   it('orders same-instant approvals by their calls, matching by arguments', () => {
     const rows = [row(1, 'tool_call', 'c1', { args: { command: 'one' } }), row(2, 'tool_call', 'c2', { args: { command: 'two' } })];
     // The server lists them in arbitrary order when requested in the same millisecond.

@@ -27,6 +27,8 @@ export function deriveToolbox(
   messages: readonly TranscriptMessage[],
   live: LiveState,
   pending: readonly PendingApproval[],
+  /** Whether the session has a run going (from its summary); live lifecycle events count too. */
+  sessionRunning = true,
 ): ToolboxModel {
   const approvals = [...pending].sort((a, b) => a.requestedAt.localeCompare(b.requestedAt));
   const byId = new Map<string, ToolCallView>();
@@ -87,7 +89,10 @@ export function deriveToolbox(
     }
   }
   for (const c of calls) {
-    c.status = c.hasResult ? (c.failed || isFailedResult(c.result) ? 'failed' : 'done') : waiting.has(c.callId) ? 'waiting' : 'running';
+    if (c.hasResult) c.status = c.failed || isFailedResult(c.result) ? 'failed' : 'done';
+    else if (waiting.has(c.callId)) c.status = 'waiting';
+    // A call with no result whose run is over was cut short (interrupted, crashed): it is not running.
+    else c.status = sessionRunning || (c.runId !== undefined && live.activeRuns.includes(c.runId)) ? 'running' : 'failed';
   }
   const orderOf = new Map(calls.map((c) => [c.callId, c.order]));
   const callOrder = (a: PendingApproval) => orderOf.get(approvalCall.get(a.approvalId) ?? '') ?? Number.MAX_SAFE_INTEGER;

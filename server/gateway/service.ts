@@ -98,6 +98,22 @@ export class GatewayService implements Gateway {
     };
   }
 
+  /** Pending approvals per session, counted on the session and on every ancestor (a delegate's approval marks its parent). */
+  private async attention(): Promise<Map<string, number>> {
+    const pending = await this.d.store.pendingApprovals();
+    const counts = new Map<string, number>();
+    const parents = new Map<string, string | null>();
+    for (const a of pending) {
+      let key: string | null = a.session_key;
+      for (let depth = 0; key && depth < 16; depth++) {
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+        if (!parents.has(key)) parents.set(key, (await this.d.store.getSession(key))?.parent_key ?? null);
+        key = parents.get(key) ?? null;
+      }
+    }
+    return counts;
+  }
+
   async sessionsList(p: SessionsListParams) {
     const limit = p.limit ?? 50;
     const scope = `${p.agentId ?? ''}|${p.kind ?? ''}`;
@@ -105,8 +121,9 @@ export class GatewayService implements Gateway {
     const rows = await this.d.store.listSessions({ limit: limit + 1, after, agentId: p.agentId, kind: p.kind });
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
+    const attention = await this.attention();
     return {
-      sessions: page.map((r) => this.summary(r)),
+      sessions: page.map((r) => ({ ...this.summary(r), pendingApprovals: attention.get(r.key) ?? 0 })),
       next_cursor: rows.length > limit && last ? encodeCursor('sessions', scope, [last.last_activity_at, last.key]) : null,
     };
   }

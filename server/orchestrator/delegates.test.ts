@@ -87,6 +87,22 @@ describe('delegate_agent', () => {
   });
 });
 
+describe('attention', () => {
+  it("a delegate's pending approval marks its parent session in sessions.list", async () => {
+    const parent = 'agent:main:attention';
+    const d = await call(parent, 'delegate_agent', { agent_id: 'writer', prompt: tool('exec', { command: 'echo from-delegate' }), mode: 'detached' });
+    const approval = await until(async () => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: d.conversation_id })).approvals[0]);
+    const list = async () => (await s.rpc<{ sessions: any[] }>('sessions.list', { limit: 200 })).sessions;
+    const before = await list();
+    expect(before.find((x) => x.sessionKey === parent).pendingApprovals).toBe(1);
+    expect(before.find((x) => x.sessionKey === d.conversation_id).pendingApprovals).toBe(1);
+    expect(before.find((x) => x.sessionKey === 'agent:main:deleg')?.pendingApprovals ?? 0).toBe(0);
+    await s.rpc('approvals.resolve', { approvalId: approval.approvalId, decision: 'allow_once' });
+    await until(async () => (await hist(parent)).some((m) => m.kind === 'agent_callback_result'));
+    expect((await list()).find((x) => x.sessionKey === parent).pendingApprovals).toBe(0);
+  });
+});
+
 describe('delegate_sessions', () => {
   it('lists 7 delegates 3 at a time newest first with no repeat or gap, even when one is added meanwhile', async () => {
     const parent = 'agent:main:pool';

@@ -9,7 +9,7 @@ import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import type { RunRow } from '../store/schema';
 import { type NewMessage, nowIso, type Store, toTranscriptMessage } from '../store/store';
-import { deliveredKey } from '../tools/messaging';
+import { deliveredKey, isMessagingTool } from '../tools/messaging';
 import type { AnyToolDef } from '../tools/types';
 import type { Approvals } from './approvals';
 import { toJsonValue, toModelMessages } from './context';
@@ -253,7 +253,8 @@ async function runTools(deps: RunDeps, run: ActiveRun, calls: ToolCall[], append
 async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m: NewMessage[]) => Promise<unknown>): Promise<unknown> {
   const { bus, metrics } = deps;
   const signal = run.abort.signal;
-  bus.emit(run.id, 'tool', { phase: 'start', name: call.toolName, callId: call.toolCallId, args: toJsonValue(call.input) });
+  const messaging = isMessagingTool(call.toolName);
+  bus.emit(run.id, 'tool', { phase: 'start', name: call.toolName, callId: call.toolCallId, args: toJsonValue(call.input), ...(messaging ? { messaging } : {}) });
   let result: unknown;
   let outcome = 'ok';
   const def = deps.tools.get(call.toolName);
@@ -291,7 +292,7 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
       tool: { name: call.toolName, callId: call.toolCallId, args: call.input ?? null, result: result ?? null },
     },
   ]);
-  bus.emit(run.id, 'tool', { phase: 'end', name: call.toolName, callId: call.toolCallId, status: outcome, result: toJsonValue(result) });
+  bus.emit(run.id, 'tool', { phase: 'end', name: call.toolName, callId: call.toolCallId, status: outcome, result: toJsonValue(result), ...(messaging ? { messaging } : {}) });
   if (signal.aborted) throw new RunAborted();
   return result;
 }
