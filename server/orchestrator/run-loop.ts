@@ -1,6 +1,5 @@
 // The run loop: model steps through the AI SDK, tools executed here (policy, approvals), steering at step boundaries.
-import { jsonSchema, type JSONSchema7, type LanguageModel, type ModelMessage, streamText, tool as aiTool, type ToolSet } from 'ai';
-import { z } from 'zod';
+import type { LanguageModelV3, LanguageModelV3FunctionTool } from '@ai-sdk/provider';
 import type { CrosstalkConfig } from '../config';
 import { errorMessage, toolError } from '../errors';
 import type { EventBus } from '../events/bus';
@@ -12,7 +11,8 @@ import { type NewMessage, nowIso, type Store, toTranscriptMessage } from '../sto
 import { deliveredKey, isMessagingTool } from '../tools/messaging';
 import type { AnyToolDef } from '../tools/types';
 import type { Approvals } from './approvals';
-import { toJsonValue, toModelMessages } from './context';
+import { type PromptMessage, toJsonValue, toPromptMessages, userMessage } from './context';
+import { functionTools, type StepToolCall, streamStep } from './model-step';
 import type { ActiveRun, RunInput, RunOutcome } from './types';
 
 export interface RunDeps {
@@ -23,17 +23,12 @@ export interface RunDeps {
   config: CrosstalkConfig;
   tools: Map<string, AnyToolDef>;
   approvals: Approvals;
-  modelFor(run: ActiveRun, sessionModel: string | null): LanguageModel;
+  modelFor(run: ActiveRun, sessionModel: string | null): LanguageModelV3;
   /** Called when a steered message is injected, so its durable row can be retired. */
   onInjected(runId: string, into: ActiveRun): Promise<void>;
 }
 
-interface ToolCall {
-  toolCallId: string;
-  toolName: string;
-  input: unknown;
-  invalidError?: string;
-}
+type ToolCall = StepToolCall;
 
 class RunAborted extends Error {}
 
@@ -93,12 +88,12 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
 
   const rows = (await store.history({ sessionKey: run.sessionKey, limit: config.session.contextMessages, includeTools: true })).reverse();
   const transcript = rows.map(toTranscriptMessage);
-  const messages: ModelMessage[] = toModelMessages(transcript);
+  const messages: PromptMessage[] = toPromptMessages(transcript);
   let lastText = '';
   for (const m of transcript) if (m.runId === run.id && m.role === 'assistant' && m.kind === 'message') lastText = m.content.trim();
 
   const model = deps.modelFor(run, session?.model ?? null);
-  const toolSet = toolSetFor(deps.tools);
+  const toolSet = functionTools(deps.tools);
 
   const maxSteps = run.agent.limits.maxSteps;
   try {
@@ -153,96 +148,42 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   }
 }
 
-// JSON schemas of the tools, made once per registry: converting zod on every model step is a hot-path cost.
-const toolSets = new WeakMap<Map<string, AnyToolDef>, { size: number; set: ToolSet }>();
-function toolSetFor(tools: Map<string, AnyToolDef>): ToolSet {
-  const cached = toolSets.get(tools);
-  if (cached && cached.size === tools.size) return cached.set;
-  const set: ToolSet = {};
-  for (const def of tools.values()) {
-    const schema = z.toJSONSchema(def.inputSchema, { io: 'input', unrepresentable: 'any' }) as JSONSchema7;
-    set[def.name] = aiTool({ description: def.description, inputSchema: jsonSchema(schema) });
-  }
-  toolSets.set(tools, { size: tools.size, set });
-  return set;
-}
-
-function pushToolCalls(messages: ModelMessage[], calls: ToolCall[]) {
+function pushToolCalls(messages: PromptMessage[], calls: ToolCall[]) {
   const parts = calls.map((c) => ({ type: 'tool-call' as const, toolCallId: c.toolCallId, toolName: c.toolName, input: c.input ?? {} }));
   const last = messages[messages.length - 1];
   if (last?.role === 'assistant' && Array.isArray(last.content)) last.content.push(...parts);
   else messages.push({ role: 'assistant', content: parts });
 }
 
-async function injectInbox(deps: RunDeps, run: ActiveRun, messages: ModelMessage[], append: (m: NewMessage[]) => Promise<unknown>) {
+async function injectInbox(deps: RunDeps, run: ActiveRun, messages: PromptMessage[], append: (m: NewMessage[]) => Promise<unknown>) {
   while (run.inbox.length) {
     const items = run.inbox.splice(0);
     await Promise.all(items.map((i) => i.persisted));
     await append(items.map((i) => inputToMessage(run.sessionKey, run.id, i.input, true)));
     for (const i of items) {
-      messages.push({ role: 'user', content: i.input.content });
+      messages.push(userMessage(i.input.content));
       await deps.onInjected(i.runId, run);
     }
   }
 }
 
-async function modelStep(deps: RunDeps, run: ActiveRun, model: LanguageModel, messages: ModelMessage[], tools: ToolSet): Promise<{ text: string; calls: ToolCall[] }> {
+async function modelStep(deps: RunDeps, run: ActiveRun, model: LanguageModelV3, messages: PromptMessage[], tools: LanguageModelV3FunctionTool[]) {
   const signal = run.abort.signal;
-  let streamError: unknown;
-  const result = streamText({
-    model,
-    system: systemPrompt(run),
-    messages,
-    tools,
-    abortSignal: signal,
-    maxRetries: 0,
-    onError: ({ error }) => {
-      streamError ??= error;
-    },
-  });
-  let text = '';
-  const calls: ToolCall[] = [];
-  let usage: unknown;
-  for await (const part of result.fullStream) {
-    switch (part.type) {
-      case 'text-delta':
-        if (part.text) {
-          text += part.text;
-          deps.bus.emit(run.id, 'assistant', { delta: part.text });
-        }
-        break;
-      case 'tool-call': {
-        const p = part as typeof part & { invalid?: boolean; error?: unknown };
-        calls.push({ toolCallId: p.toolCallId, toolName: p.toolName, input: p.input, ...(p.invalid ? { invalidError: errorMessage(p.error) } : {}) });
-        break;
-      }
-      case 'tool-error': {
-        const known = calls.find((c) => c.toolCallId === part.toolCallId);
-        if (known) known.invalidError ??= errorMessage(part.error);
-        else calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, input: part.input, invalidError: errorMessage(part.error) });
-        break;
-      }
-      case 'error':
-        streamError ??= part.error;
-        break;
-      case 'finish':
-        usage = part.totalUsage;
-        break;
-      default:
-        break;
-    }
+  let step;
+  try {
+    step = await streamStep(model, { system: systemPrompt(run), messages, tools, signal, onDelta: (delta) => deps.bus.emit(run.id, 'assistant', { delta }) });
+  } catch (e) {
+    if (signal.aborted) throw new RunAborted();
+    deps.metrics.modelSteps.inc({ outcome: 'error' });
+    throw e;
   }
   if (signal.aborted) throw new RunAborted();
-  if (streamError) {
-    deps.metrics.modelSteps.inc({ outcome: 'error' });
-    throw streamError instanceof Error ? streamError : new Error(errorMessage(streamError));
-  }
   deps.metrics.modelSteps.inc({ outcome: 'ok' });
-  if (usage) deps.bus.emit(run.id, 'lifecycle', { phase: 'step', usage: toJsonValue(usage) });
-  return { text, calls };
+  if (step.usage) deps.bus.emit(run.id, 'lifecycle', { phase: 'step', usage: toJsonValue(step.usage) });
+  return step;
 }
 
-async function runTools(deps: RunDeps, run: ActiveRun, calls: ToolCall[], append: (m: NewMessage[]) => Promise<unknown>): Promise<ModelMessage> {
+async function runTools(deps: RunDeps, run: ActiveRun, calls: ToolCall[], append: (m: NewMessage[]) => Promise<unknown>): Promise<PromptMessage> {
   const results = await Promise.all(calls.map((c) => runTool(deps, run, c, append)));
   return {
     role: 'tool',
@@ -260,6 +201,8 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
   const def = deps.tools.get(call.toolName);
   if (!def) {
     result = toolError('invalid_request', `unknown tool ${call.toolName}`);
+  } else if (call.invalidError) {
+    result = toolError('invalid_request', `invalid arguments for ${call.toolName}: ${call.invalidError}`);
   } else {
     const parsed = def.inputSchema.safeParse(call.input);
     if (!parsed.success) {

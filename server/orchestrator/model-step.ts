@@ -1,0 +1,95 @@
+// One model step straight through the AI SDK's LanguageModel (v3) interface: stream text deltas, collect tool calls.
+// The run loop owns the multi-step loop, tools and steering, so streamText's machinery would only add cost here.
+import type { JSONSchema7, LanguageModelV3, LanguageModelV3FunctionTool, LanguageModelV3Usage } from '@ai-sdk/provider';
+import { z } from 'zod';
+import type { AnyToolDef } from '../tools/types';
+import type { PromptMessage } from './context';
+
+export interface StepToolCall {
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+  /** Set when the model's arguments were not valid JSON. */
+  invalidError?: string;
+}
+
+export interface StepResult {
+  text: string;
+  calls: StepToolCall[];
+  usage?: { inputTokens?: number; outputTokens?: number; totalTokens?: number };
+}
+
+// Function tool definitions, made once per registry (zod → JSON schema is not free).
+const cache = new WeakMap<Map<string, AnyToolDef>, { size: number; tools: LanguageModelV3FunctionTool[] }>();
+export function functionTools(tools: Map<string, AnyToolDef>): LanguageModelV3FunctionTool[] {
+  const hit = cache.get(tools);
+  if (hit && hit.size === tools.size) return hit.tools;
+  const list = [...tools.values()].map((def) => ({
+    type: 'function' as const,
+    name: def.name,
+    description: def.description,
+    inputSchema: z.toJSONSchema(def.inputSchema, { io: 'input', unrepresentable: 'any' }) as JSONSchema7,
+  }));
+  cache.set(tools, { size: tools.size, tools: list });
+  return list;
+}
+
+function usageOf(u: LanguageModelV3Usage | undefined): StepResult['usage'] {
+  if (!u) return undefined;
+  const input = u.inputTokens?.total;
+  const output = u.outputTokens?.total;
+  return { inputTokens: input, outputTokens: output, totalTokens: input !== undefined && output !== undefined ? input + output : undefined };
+}
+
+export async function streamStep(
+  model: LanguageModelV3,
+  o: { system: string; messages: PromptMessage[]; tools: LanguageModelV3FunctionTool[]; signal: AbortSignal; onDelta(delta: string): void },
+): Promise<StepResult> {
+  const { stream } = await model.doStream({
+    prompt: [{ role: 'system', content: o.system }, ...o.messages],
+    tools: o.tools,
+    toolChoice: { type: 'auto' },
+    abortSignal: o.signal,
+  });
+  let text = '';
+  const calls: StepToolCall[] = [];
+  let usage: StepResult['usage'];
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      const { done, value: part } = await reader.read();
+      if (done) break;
+      switch (part.type) {
+        case 'text-delta':
+          if (part.delta) {
+            text += part.delta;
+            o.onDelta(part.delta);
+          }
+          break;
+        case 'tool-call': {
+          if (part.providerExecuted) break;
+          let input: unknown = {};
+          let invalidError: string | undefined;
+          try {
+            input = part.input.trim() ? JSON.parse(part.input) : {};
+          } catch (e) {
+            invalidError = `arguments are not valid JSON: ${(e as Error).message}`;
+            input = part.input;
+          }
+          calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, input, ...(invalidError ? { invalidError } : {}) });
+          break;
+        }
+        case 'finish':
+          usage = usageOf(part.usage);
+          break;
+        case 'error':
+          throw part.error instanceof Error ? part.error : new Error(typeof part.error === 'string' ? part.error : JSON.stringify(part.error));
+        default:
+          break;
+      }
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  return { text, calls, usage };
+}
