@@ -2,6 +2,8 @@
 import { Room } from '@/components/room/room';
 import { RoomProviders } from '@/components/room/room-providers';
 import { LoginHint } from '@/components/status/login-hint';
+import { historyInput, historyPaging, sessionsListInput } from '@/lib/room/queries';
+import { createServerTRPC, getServerQueryClient, HydrateClient } from '@/lib/trpc/server';
 import { isAuthorized } from '@/server/auth';
 import { sessionKeySchema } from '@/server/gateway/schemas';
 import { getRuntime } from '@/server/runtime';
@@ -13,15 +15,30 @@ type SearchParams = Promise<Record<string, string | string[] | undefined>>;
 
 export default async function WorkspacePage({ searchParams }: { searchParams: SearchParams }) {
   const runtime = await getRuntime();
-  if (!isAuthorized(new Headers(await headers()), runtime.token)) return <LoginHint />;
+  const requestHeaders = new Headers(await headers());
+  if (!isAuthorized(requestHeaders, runtime.token)) return <LoginHint />;
   // `/?session=<key>` deep-links a session; anything invalid falls back to the default agent's main session.
   const requested = (await searchParams).session;
   const parsed = sessionKeySchema.safeParse(typeof requested === 'string' ? requested : '');
   const defaultSessionKey = `agent:${runtime.config.defaultAgentId}:main`;
   const sessionKey = parsed.success ? parsed.data : defaultSessionKey;
+
+  // First paint comes with data: what the room asks for first is fetched here, in-process, and hydrated.
+  // (Failures are left to the browser's own fetch, e.g. a session with no row yet.)
+  const trpc = await createServerTRPC(requestHeaders);
+  const qc = getServerQueryClient();
+  await Promise.all([
+    qc.prefetchQuery(trpc.agents.list.queryOptions({})),
+    qc.prefetchQuery(trpc.sessions.list.queryOptions(sessionsListInput)),
+    qc.prefetchQuery(trpc.approvals.list.queryOptions({ sessionKey })),
+    qc.prefetchInfiniteQuery(trpc.chat.history.infiniteQueryOptions(historyInput(sessionKey), historyPaging)),
+  ]);
+
   return (
     <RoomProviders init={{ selectedSessionKey: sessionKey, defaultSessionKey }}>
-      <Room />
+      <HydrateClient>
+        <Room />
+      </HydrateClient>
     </RoomProviders>
   );
 }

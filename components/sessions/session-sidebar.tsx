@@ -1,13 +1,13 @@
 'use client';
 // The room's left column: every configured agent (by id) and the sessions, newest activity first.
 import { cn } from '@/lib/cn';
-import { relativeTime } from '@/lib/format';
 import { useSessionsList } from '@/lib/room/use-sessions';
 import { useTRPC } from '@/lib/trpc/client';
 import type { SessionSummary } from '@/lib/trpc/types';
 import { useRoomStore } from '@/stores/room-store-provider';
 import { useQuery } from '@tanstack/react-query';
 import { Badge } from '../ui/badge';
+import { LocalTime } from '../ui/local-time';
 
 export function mainSessionKey(agentId: string): string {
   return `agent:${agentId}:main`;
@@ -97,7 +97,7 @@ function SessionItem({ session, active, onSelect }: { session: SessionSummary; a
           <span aria-hidden>·</span>
           <span>{session.messageCount} msgs</span>
           <span aria-hidden>·</span>
-          <span>{relativeTime(session.lastActivityAt)}</span>
+          <LocalTime iso={session.lastActivityAt} format="relative" />
           {session.status === 'running' && <Badge tone="info">running</Badge>}
           {pending > 0 && <Badge tone="warning">needs approval</Badge>}
         </span>

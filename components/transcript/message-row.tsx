@@ -1,7 +1,8 @@
 // One transcript row, rendered by kind: user, assistant, persona posts, tool cards, and notices.
 import { cn } from '@/lib/cn';
-import { clockTime } from '@/lib/format';
+import type { ReactNode } from 'react';
 import type { TranscriptMessage } from '@/lib/trpc/types';
+import { LocalTime } from '../ui/local-time';
 import { ToolCard } from './tool-card';
 
 const NOTICE_LABEL: Partial<Record<TranscriptMessage['kind'], string>> = {
@@ -33,7 +34,12 @@ export function MessageRow({ message }: { message: TranscriptMessage }) {
       side={isUser ? 'right' : 'left'}
       tone={isUser ? 'user' : isPersona ? 'persona' : label ? 'other' : 'assistant'}
       who={who}
-      meta={[label, clockTime(message.createdAt)].filter(Boolean).join(' · ')}
+      meta={
+        <>
+          {label && <span>{label} · </span>}
+          <LocalTime iso={message.createdAt} />
+        </>
+      }
       testId="message"
       kind={message.kind}
       role={message.role}
@@ -57,13 +63,13 @@ export function Bubble(props: {
   side: 'left' | 'right';
   tone: Tone;
   who: string;
-  meta?: string;
+  meta?: ReactNode;
   testId: string;
   kind?: string;
   role?: string;
   authorType?: string;
   pending?: boolean;
-  children: React.ReactNode;
+  children: ReactNode;
 }) {
   return (
     <div

@@ -6,7 +6,8 @@ import { useQueryClient } from '@tanstack/react-query';
 import { useSubscription } from '@trpc/tanstack-react-query';
 import { useEffect, useRef } from 'react';
 import { applyLiveEvent, emptyLiveState, type LiveState } from './live-state';
-import { historyInput, mergeMessage, type HistoryData } from './use-transcript';
+import { historyInput } from './queries';
+import { mergeMessage, type HistoryData } from './use-transcript';
 import { liveStateKey } from './use-live-state';
 
 function messageOf(ev: AgentEvent): TranscriptMessage | undefined {

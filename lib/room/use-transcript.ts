@@ -4,10 +4,7 @@ import { errorCode, type HistoryPage, type TranscriptMessage } from '@/lib/trpc/
 import type { InfiniteData } from '@tanstack/react-query';
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { useMemo } from 'react';
-
-export const HISTORY_PAGE_SIZE = 50;
-
-export const historyInput = (sessionKey: string) => ({ sessionKey, limit: HISTORY_PAGE_SIZE, includeTools: true });
+import { historyInput, historyPaging } from './queries';
 
 export type HistoryData = InfiniteData<HistoryPage, string | null | undefined>;
 
@@ -34,7 +31,7 @@ export function useTranscript(sessionKey: string) {
   const trpc = useTRPC();
   const query = useInfiniteQuery(
     trpc.chat.history.infiniteQueryOptions(historyInput(sessionKey), {
-      getNextPageParam: (last) => last.next_cursor ?? undefined,
+      ...historyPaging,
       // A session that has no row yet is simply empty; the first message creates it.
       retry: (count, err) => errorCode(err) !== 'unknown_session' && count < 1,
       // Events only flow while a session is open: coming back to one refetches what happened meanwhile.

@@ -239,7 +239,6 @@ export class Orchestrator {
       if (!row) throw new Error(`run ${item.runId} vanished`);
       active.row = row;
       this.o.bus.registerRun(active.id, st.key, resume ? await this.o.store.maxSeq(active.id) : 0);
-      if (!resume) await this.o.store.setSessionStatus(st.key, 'running');
       // `collect` turns its queued messages into one user turn.
       const inputs = item.collect && item.inputs.length > 1 ? [mergeInputs(item.inputs)] : item.inputs;
       outcome = await executeRun(this.deps, active, { ...row, input: JSON.stringify(inputs) }, resume);
@@ -265,6 +264,7 @@ export class Orchestrator {
         { status: outcome.status, response: outcome.response ?? null, error: outcome.error ?? null, ended_at: nowIso(), last_seq: bus.currentSeq(active.id) },
         deliveries.callbacks,
         deliveries.webhooks,
+        st.queue.length || active.inbox.length ? undefined : st.key,
       );
       if (deliveries.callbacks.length) failpoint('callback.recorded');
     } catch (e) {
@@ -305,7 +305,6 @@ export class Orchestrator {
       return;
     }
     this.sessions.delete(st.key);
-    void this.o.store.setSessionStatus(st.key, 'idle').catch(() => undefined);
   }
 
   /** Set by boot: the outbox to wake when a run leaves webhooks behind. */

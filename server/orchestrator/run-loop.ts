@@ -7,7 +7,7 @@ import type { TranscriptMessage } from '../events/types';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import type { RunRow } from '../store/schema';
-import { type NewMessage, nowIso, type Store, toTranscriptMessage } from '../store/store';
+import { type NewMessage, type Store } from '../store/store';
 import { deliveredKey, isMessagingTool } from '../tools/messaging';
 import type { AnyToolDef } from '../tools/types';
 import type { Approvals } from './approvals';
@@ -75,19 +75,17 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   const inputs = JSON.parse(row.input) as RunInput[];
   if (row.origin) run.origin = JSON.parse(row.origin) as Record<string, unknown>;
   if (!resume) {
-    await store.updateRun(run.id, { status: 'running', started_at: nowIso() });
     bus.emit(run.id, 'lifecycle', { phase: 'start', agentId: run.agent.id, ...(row.origin ? { origin: JSON.parse(row.origin) } : {}) });
     for (const i of inputs) {
       const endedAt = i.kind === 'agent_callback_result' ? (i.meta?.targetEndedAt as string | undefined) : undefined;
       if (endedAt) deps.metrics.callbackLatency.observe((Date.now() - Date.parse(endedAt)) / 1000);
     }
-    await append(inputs.map((i) => inputToMessage(run.sessionKey, run.id, i)));
+    emitMessages(await store.startRun(run.id, run.sessionKey, inputs.map((i) => inputToMessage(run.sessionKey, run.id, i))));
   } else {
     await store.updateRun(run.id, { status: 'running' });
   }
 
-  const rows = (await store.history({ sessionKey: run.sessionKey, limit: config.session.contextMessages, includeTools: true })).reverse();
-  const transcript = rows.map(toTranscriptMessage);
+  const transcript = await store.contextRows(run.sessionKey, config.session.contextMessages);
   const messages: PromptMessage[] = toPromptMessages(transcript);
   let lastText = '';
   for (const m of transcript) if (m.runId === run.id && m.role === 'assistant' && m.kind === 'message') lastText = m.content.trim();

@@ -57,9 +57,13 @@ export class Store {
   readonly db: Kysely<Database>;
   readonly dialect: DbHandle['dialect'];
 
+  /** In-memory recent rows are only safe while this process is the store's only writer (the embedded SQLite). */
+  private readonly cacheRecent: boolean;
+
   constructor(private readonly handle: DbHandle) {
     this.db = handle.db;
     this.dialect = handle.dialect;
+    this.cacheRecent = handle.dialect === 'sqlite';
   }
 
   close() {
@@ -157,6 +161,7 @@ export class Store {
   }
 
   async deleteSession(key: string, deleteTranscript: boolean): Promise<void> {
+    this.recent.delete(key);
     await this.db.transaction().execute(async (tx) => {
       await tx.deleteFrom('sessions').where('key', '=', key).execute();
       await tx.deleteFrom('session_tool_rules').where('session_key', '=', key).execute();
@@ -172,48 +177,59 @@ export class Store {
   /** Appends rows in one transaction and bumps the session's counters. */
   async appendMessages(msgs: NewMessage[]): Promise<TranscriptMessage[]> {
     if (!msgs.length) return [];
+    const out = await this.db.transaction().execute((tx) => this.appendIn(tx, msgs));
+    this.remember(out);
+    return out;
+  }
+
+  private async appendIn(tx: Kysely<Database>, msgs: NewMessage[]): Promise<TranscriptMessage[]> {
     const ts = nowIso();
-    return this.db.transaction().execute(async (tx) => {
-      const out: TranscriptMessage[] = [];
-      const perSession = new Map<string, { count: number; bytes: number }>();
-      for (const m of msgs) {
-        const row = {
-          session_key: m.sessionKey,
-          role: m.role,
-          kind: m.kind,
-          content: m.content,
-          created_at: ts,
-          run_id: m.runId ?? null,
-          author_type: m.author.type,
-          author_id: m.author.id,
-          author_name: m.author.name ?? null,
-          tool_name: m.tool?.name ?? null,
-          tool_call_id: m.tool?.callId ?? null,
-          tool_args: m.tool ? json(m.tool.args ?? null) : null,
-          tool_result: m.tool && m.tool.result !== undefined ? json(m.tool.result) : null,
-          meta: m.meta ? JSON.stringify(m.meta) : null,
-        };
-        const { id } = await tx.insertInto('messages').values(row).returning('id').executeTakeFirstOrThrow();
-        out.push(toTranscriptMessage({ ...row, id: Number(id) }));
-        const bytes = Buffer.byteLength(m.content) + (row.tool_args?.length ?? 0) + (row.tool_result?.length ?? 0);
-        const agg = perSession.get(m.sessionKey) ?? { count: 0, bytes: 0 };
-        agg.count += 1;
-        agg.bytes += bytes;
-        perSession.set(m.sessionKey, agg);
-      }
-      for (const [key, agg] of perSession) {
-        await tx
-          .updateTable('sessions')
-          .set((eb) => ({
-            message_count: eb('message_count', '+', agg.count),
-            bytes: eb('bytes', '+', agg.bytes),
-            last_activity_at: ts,
-          }))
-          .where('key', '=', key)
-          .execute();
-      }
-      return out;
+    const out: TranscriptMessage[] = [];
+    const perSession = new Map<string, { count: number; bytes: number }>();
+    for (const m of msgs) {
+      const row = {
+        session_key: m.sessionKey,
+        role: m.role,
+        kind: m.kind,
+        content: m.content,
+        created_at: ts,
+        run_id: m.runId ?? null,
+        author_type: m.author.type,
+        author_id: m.author.id,
+        author_name: m.author.name ?? null,
+        tool_name: m.tool?.name ?? null,
+        tool_call_id: m.tool?.callId ?? null,
+        tool_args: m.tool ? json(m.tool.args ?? null) : null,
+        tool_result: m.tool && m.tool.result !== undefined ? json(m.tool.result) : null,
+        meta: m.meta ? JSON.stringify(m.meta) : null,
+      };
+      const { id } = await tx.insertInto('messages').values(row).returning('id').executeTakeFirstOrThrow();
+      out.push(toTranscriptMessage({ ...row, id: Number(id) }));
+      const bytes = Buffer.byteLength(m.content) + (row.tool_args?.length ?? 0) + (row.tool_result?.length ?? 0);
+      const agg = perSession.get(m.sessionKey) ?? { count: 0, bytes: 0 };
+      agg.count += 1;
+      agg.bytes += bytes;
+      perSession.set(m.sessionKey, agg);
+    }
+    for (const [key, agg] of perSession) {
+      await tx
+        .updateTable('sessions')
+        .set((eb) => ({ message_count: eb('message_count', '+', agg.count), bytes: eb('bytes', '+', agg.bytes), last_activity_at: ts }))
+        .where('key', '=', key)
+        .execute();
+    }
+    return out;
+  }
+
+  /** A run starts: its status, the session's, and its input rows in one transaction. */
+  async startRun(runId: string, sessionKey: string, msgs: NewMessage[]): Promise<TranscriptMessage[]> {
+    const out = await this.db.transaction().execute(async (tx) => {
+      await tx.updateTable('runs').set({ status: 'running', started_at: nowIso() }).where('id', '=', runId).execute();
+      await tx.updateTable('sessions').set({ status: 'running' }).where('key', '=', sessionKey).execute();
+      return this.appendIn(tx, msgs);
     });
+    this.remember(out);
+    return out;
   }
 
   /** A page of the transcript, newest first, strictly before `beforeId`. */
@@ -224,12 +240,40 @@ export class Store {
     return q.orderBy('id', 'desc').limit(o.limit).execute();
   }
 
-  updateMessageContent(id: number, content: string, meta?: Record<string, unknown>) {
-    return this.db
-      .updateTable('messages')
-      .set({ content, ...(meta ? { meta: JSON.stringify(meta) } : {}) })
-      .where('id', '=', id)
-      .execute();
+  // ── recent rows for model context ─────────────────────────────────────
+  // Every run reads its session's newest rows; while this process is the only writer (SQLite), they are
+  // kept in memory, fed by appendMessages itself, so a turn does not re-read and re-parse them.
+
+  private recent = new Map<string, { rows: TranscriptMessage[]; whole: boolean }>();
+  private static readonly RECENT_SESSIONS = 256;
+  private static readonly RECENT_ROWS = 256;
+
+  /** The newest `n` rows of a session, oldest first (tool rows included). */
+  async contextRows(sessionKey: string, n: number): Promise<TranscriptMessage[]> {
+    const hit = this.cacheRecent ? this.recent.get(sessionKey) : undefined;
+    if (hit && (hit.rows.length >= n || hit.whole)) {
+      this.recent.delete(sessionKey); // LRU: most recently used last
+      this.recent.set(sessionKey, hit);
+      return hit.rows.slice(-n);
+    }
+    const rows = (await this.history({ sessionKey, limit: n, includeTools: true })).reverse().map(toTranscriptMessage);
+    if (this.cacheRecent && n <= Store.RECENT_ROWS) {
+      this.recent.set(sessionKey, { rows, whole: rows.length < n });
+      if (this.recent.size > Store.RECENT_SESSIONS) this.recent.delete(this.recent.keys().next().value!);
+    }
+    return rows;
+  }
+
+  private remember(rows: TranscriptMessage[]) {
+    for (const m of rows) {
+      const e = this.recent.get(m.sessionKey);
+      if (!e) continue;
+      e.rows.push(m);
+      if (e.rows.length > Store.RECENT_ROWS) {
+        e.rows.splice(0, e.rows.length - Store.RECENT_ROWS);
+        e.whole = false;
+      }
+    }
   }
 
   // ── runs ────────────────────────────────────────────────────────────────
@@ -247,9 +291,10 @@ export class Store {
   }
 
   /** Records a run's end together with the callbacks and webhooks it owes, in one transaction. */
-  async finishRun(id: string, fields: Partial<Omit<RunRow, 'id'>>, callbacks: CallbackRow[], webhooks: WebhookRow[]): Promise<void> {
+  async finishRun(id: string, fields: Partial<Omit<RunRow, 'id'>>, callbacks: CallbackRow[], webhooks: WebhookRow[], idleSession?: string): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
       await tx.updateTable('runs').set(fields).where('id', '=', id).execute();
+      if (idleSession) await tx.updateTable('sessions').set({ status: 'idle' }).where('key', '=', idleSession).execute();
       if (callbacks.length) await tx.insertInto('callbacks').values(callbacks).onConflict((oc) => oc.column('id').doNothing()).execute();
       if (webhooks.length) await tx.insertInto('webhook_outbox').values(webhooks).onConflict((oc) => oc.column('id').doNothing()).execute();
     });
