@@ -249,3 +249,16 @@ describe('sessions', () => {
     expect(r.agents[2].tools.exec).toBe('auto');
   });
 });
+
+describe('sessions.delete with work in flight', () => {
+  it('aborts the active run and ends queued messages with an error', async () => {
+    const key = 'agent:main:doomed';
+    const a = await send(key, '/sleep 2000');
+    const q = await send(key, 'queued', { queueMode: 'followup' });
+    await s.rpc('sessions.delete', { sessionKey: key, deleteTranscript: true });
+    expect(await wait(a.runId)).toMatchObject({ status: 'error' });
+    expect(await wait(q.runId)).toEqual({ status: 'error', error: 'session deleted' });
+    const gone = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'chat.history', params: { sessionKey: key } });
+    expect(gone.body.error.data.code).toBe('unknown_session');
+  });
+});

@@ -155,7 +155,7 @@ export class GatewayService implements Gateway {
 
   async sessionsDelete(p: SessionsDeleteParams) {
     await this.mustSession(p.sessionKey);
-    this.d.orchestrator.abortActive(p.sessionKey);
+    await this.d.orchestrator.dropSession(p.sessionKey);
     await this.d.store.deleteSession(p.sessionKey, p.deleteTranscript ?? false);
     return { status: 'ok' as const };
   }

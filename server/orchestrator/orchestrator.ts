@@ -209,6 +209,20 @@ export class Orchestrator {
     return { runId, status: 'queued' };
   }
 
+  /** A session is being deleted: its queued messages end as errors (nothing runs against a missing session), the active run is aborted. */
+  async dropSession(key: string): Promise<void> {
+    const st = this.sessions.get(key);
+    if (!st) return;
+    const queued = st.queue.splice(0);
+    for (const item of queued) {
+      await item.persisted.catch(() => undefined);
+      await this.o.store.updateRun(item.runId, { status: 'error', error: 'session deleted', ended_at: nowIso() });
+      const ws = this.waiters.get(item.runId);
+      if (ws) for (const w of ws) w({ status: 'error', error: 'session deleted' });
+    }
+    this.abortActive(st);
+  }
+
   /** Aborts the active run of a session (interrupt mode, session delete). */
   abortActive(st: SessionState | string): void {
     const s = typeof st === 'string' ? this.sessions.get(st) : st;
