@@ -1,13 +1,11 @@
 // Test harness: a real runtime on a fresh data dir, served over real HTTP on loopback by the same handlers Next uses.
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { Readable } from 'node:stream';
 import { parseRawConfig, resolveConfig } from '../config';
 import { createRuntime, type FullRuntime } from '../boot';
-import { handleEvents, handleGatewayPost, handleMetrics } from '../http/handlers';
+import { serve } from '../http/node-server';
+export { serve };
 
 export const TEST_TOKEN = 'test-token';
 
@@ -24,55 +22,6 @@ export interface TestServer {
 
 export function tmpDataDir(prefix = 'crosstalk-test-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-}
-
-export async function serve(rt: FullRuntime): Promise<{ url: string; close(): Promise<void> }> {
-  const server = http.createServer(async (req, res) => {
-    const ac = new AbortController();
-    res.on('close', () => ac.abort());
-    try {
-      const url = `http://127.0.0.1${req.url}`;
-      const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
-      const request = new Request(url, {
-        method: req.method,
-        headers: req.headers as Record<string, string>,
-        body: hasBody ? (Readable.toWeb(req) as ReadableStream) : undefined,
-        // @ts-expect-error node's fetch needs duplex for streamed bodies
-        duplex: 'half',
-        signal: ac.signal,
-      });
-      const p = new URL(url).pathname;
-      let response: Response;
-      if (p === '/api/gateway' && req.method === 'POST') response = await handleGatewayPost(rt, request);
-      else if (p === '/api/gateway/events' && req.method === 'GET') response = handleEvents(rt, request);
-      else if (p === '/api/metrics') response = await handleMetrics(rt, request);
-      else response = new Response('not found', { status: 404 });
-      res.writeHead(response.status, Object.fromEntries(response.headers));
-      if (!response.body) return void res.end();
-      const reader = response.body.getReader();
-      ac.signal.addEventListener('abort', () => void reader.cancel().catch(() => undefined));
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        res.write(value);
-      }
-      res.end();
-    } catch (e) {
-      if (!res.headersSent) res.writeHead(500);
-      res.end(String(e));
-    }
-  });
-  server.keepAliveTimeout = 1000;
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
 }
 
 export interface StartOptions {

@@ -1,0 +1,57 @@
+// A plain node:http server for the gateway's fetch-style handlers: the headless worker and the tests use it (Next serves the app).
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import type { FullRuntime } from '../boot';
+import { handleEvents, handleGatewayPost, handleMetrics } from './handlers';
+
+export async function serve(rt: FullRuntime, o: { host?: string; port?: number } = {}): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer(async (req, res) => {
+    const ac = new AbortController();
+    res.on('close', () => ac.abort());
+    try {
+      const url = `http://127.0.0.1${req.url}`;
+      const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
+      const request = new Request(url, {
+        method: req.method,
+        headers: req.headers as Record<string, string>,
+        body: hasBody ? (Readable.toWeb(req) as ReadableStream) : undefined,
+        // @ts-expect-error node's fetch needs duplex for streamed bodies
+        duplex: 'half',
+        signal: ac.signal,
+      });
+      const p = new URL(url).pathname;
+      let response: Response;
+      if (p === '/api/gateway' && req.method === 'POST') response = await handleGatewayPost(rt, request);
+      else if (p === '/api/gateway/events' && req.method === 'GET') response = handleEvents(rt, request);
+      else if (p === '/api/metrics') response = await handleMetrics(rt, request);
+      else if (p === '/api/health') response = Response.json({ status: 'ok' });
+      else response = new Response('not found', { status: 404 });
+      res.writeHead(response.status, Object.fromEntries(response.headers));
+      if (!response.body) return void res.end();
+      const reader = response.body.getReader();
+      ac.signal.addEventListener('abort', () => void reader.cancel().catch(() => undefined));
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        res.write(value);
+      }
+      res.end();
+    } catch (e) {
+      if (!res.headersSent) res.writeHead(500);
+      res.end(String(e));
+    }
+  });
+  server.keepAliveTimeout = 1000;
+  await new Promise<void>((r) => server.listen(o.port ?? 0, o.host ?? '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${o.host ?? '127.0.0.1'}:${port}`,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+

@@ -1,0 +1,14 @@
+// The headless gateway (`npm run worker`): the same server/ as `npm start`, JSON-RPC + SSE + metrics, no web room.
+import { bootRuntime } from './boot';
+import { serve } from './http/node-server';
+
+const rt = await bootRuntime();
+const srv = await serve(rt, { host: rt.config.host, port: rt.config.port });
+rt.log.info({ url: srv.url }, 'crosstalk worker listening');
+const stop = async () => {
+  await srv.close();
+  await rt.close();
+  process.exit(0);
+};
+process.once('SIGINT', stop);
+process.once('SIGTERM', stop);
