@@ -54,7 +54,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   registerTools(tools, { config, store, bus, metrics, gateway: lazyGateway, orchestrator: () => orchestrator, delegates: () => delegates });
   const webhooks = new WebhookOutbox(store, config.webhooks, log, (outcome) => metrics.webhooks.inc({ outcome }));
   orchestrator.webhooks = webhooks;
-  gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates });
+  gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates, metrics });
   await orchestrator.recover();
   webhooks.start();
   return {

@@ -33,6 +33,7 @@ const methods: Record<string, Method> = {
   'delegates.dismiss': { params: s.delegatesDismissParams, call: (gw, p) => gw.delegatesDismiss(p) },
   'delegates.resume': { params: s.delegatesResumeParams, call: (gw, p) => gw.delegatesResume(p) },
   'delegates.stats': { params: s.delegatesStatsParams, call: (gw) => gw.delegatesStats() },
+  status: { params: s.agentsListParams, call: (gw) => gw.status() },
   'webhooks.list': { params: s.webhooksListParams, call: (gw, p) => gw.webhooksList(p) },
 };
 

@@ -28,7 +28,8 @@ import type {
   DelegatesResumeParams,
 } from './schemas';
 import type { Delegates, DelegateRunResult } from '../orchestrator/delegates';
-import type { AgentInfo, AgentResult, EventSubscribeOptions, Gateway, WebhookInfo } from './types';
+import type { AgentInfo, AgentResult, EventSubscribeOptions, Gateway, StatusSummary, WebhookInfo } from './types';
+import type { Metrics } from '../metrics';
 
 export interface ServiceDeps {
   config: CrosstalkConfig;
@@ -37,6 +38,7 @@ export interface ServiceDeps {
   orchestrator: Orchestrator;
   tools: Map<string, AnyToolDef>;
   delegates: Delegates;
+  metrics: Metrics;
 }
 
 export class GatewayService implements Gateway {
@@ -223,6 +225,26 @@ export class GatewayService implements Gateway {
 
   delegatesStats() {
     return this.d.delegates.stats();
+  }
+
+  async status(): Promise<StatusSummary> {
+    const m = this.d.metrics;
+    const count = async (metric: { get(): Promise<{ values: Array<{ value: number; labels: Partial<Record<string, string | number>> }> }> }, label?: [string, string]) =>
+      (await metric.get()).values.filter((v) => !label || v.labels[label[0]] === label[1]).reduce((a, v) => a + v.value, 0);
+    const [pending, delegates, dead] = await Promise.all([
+      this.d.store.pendingApprovals(),
+      this.d.delegates.stats(),
+      this.d.store.listWebhooks({ status: 'dead', limit: 1000 }),
+    ]);
+    return {
+      activeRuns: this.d.orchestrator.activeRunCount(),
+      pendingApprovals: pending.length,
+      delegates,
+      runs: { ok: await count(m.runs, ['outcome', 'ok']), error: await count(m.runs, ['outcome', 'error']), interrupted: await count(m.runs, ['outcome', 'interrupted']) },
+      silence: await count(m.silence),
+      rateLimited: await count(m.rateLimited),
+      webhooksDead: dead.length,
+    };
   }
 
   async webhooksList(p: WebhooksListParams) {

@@ -62,7 +62,19 @@ export interface WebhookInfo {
   deliveredAt?: string;
 }
 
+export interface StatusSummary {
+  activeRuns: number;
+  pendingApprovals: number;
+  delegates: { reusable: number; bytes: number };
+  runs: { ok: number; error: number; interrupted: number };
+  silence: number;
+  rateLimited: number;
+  webhooksDead: number;
+}
+
 export interface Gateway {
+  /** The status panel's figures (active runs, approvals, delegate pool, counters). */
+  status(): Promise<StatusSummary>;
   /** The webhook outbox, dead letters included (beyond CONTRACT §3: an operator's view). */
   webhooksList(p: WebhooksListParams): Promise<{ webhooks: WebhookInfo[] }>;
   agent(p: AgentParams): Promise<AgentResult>;

@@ -105,3 +105,13 @@ describe('metrics', () => {
     expect(after).toContain('crosstalk_callback_delivery_seconds_bucket');
   });
 });
+
+describe('status', () => {
+  it('summarises runs, silence and rate limits for the status panel', async () => {
+    const st = await s.rpc<any>('status', {});
+    expect(st).toMatchObject({ activeRuns: 0, pendingApprovals: 0, delegates: { reusable: 0, bytes: 0 }, webhooksDead: 0 });
+    expect(st.runs.ok).toBeGreaterThan(5);
+    expect(st.silence).toBeGreaterThan(0);
+    expect(st.rateLimited).toBeGreaterThanOrEqual(2);
+  });
+});
