@@ -7,7 +7,8 @@ import path from 'node:path';
 import { RpcClient } from './lib/http';
 import { processTree } from './lib/proc';
 import { type BenchResults, consoleTable, machineInfo, markdown, type StartSample } from './lib/report';
-import { concurrentSessions, fanout, historyPages, turnRoundTrip } from './lib/scenarios';
+import { delegateCallback, delegationAvailable } from './lib/delegate';
+import { concurrentSessions, fanout, historyPages, rpcFloor, turnRoundTrip } from './lib/scenarios';
 import { seedTranscripts } from './lib/seed';
 import { makeTempDir, repoRoot, type ServerHandle, startServer } from './lib/server';
 import { sleep } from './lib/stats';
@@ -17,8 +18,8 @@ const quick = args.has('--quick');
 const keep = args.has('--keep');
 
 const settings = quick
-  ? { warmupTurns: 10, turns: 50, concurrency: [50, 200], historySizes: [1_000, 20_000], historySamples: 50, startRepeats: 1, subscribers: 10, pacedRuns: 10, burstRuns: 20 }
-  : { warmupTurns: 20, turns: 200, concurrency: [50, 1_000], historySizes: [1_000, 100_000], historySamples: 200, startRepeats: 3, subscribers: 10, pacedRuns: 50, burstRuns: 100 };
+  ? { warmupTurns: 10, turns: 50, concurrency: [50, 200], historySizes: [1_000, 20_000], historySamples: 50, startRepeats: 1, subscribers: 10, pacedRuns: 10, burstRuns: 20, delegateSamples: 10 }
+  : { warmupTurns: 20, turns: 200, concurrency: [50, 1_000], historySizes: [1_000, 100_000], historySamples: 200, startRepeats: 3, subscribers: 10, pacedRuns: 50, burstRuns: 100, delegateSamples: 50 };
 
 const WATCHDOG_MS = 15 * 60_000;
 const live = new Set<ServerHandle>();
@@ -104,6 +105,9 @@ async function main(): Promise<void> {
       log(`ready in ${server.readyMs.toFixed(0)} ms; idle RSS ${(rss.totalKb / 1024).toFixed(0)} MB over ${rss.processes.length} process(es)`);
       const rpc = new RpcClient({ baseUrl: server.baseUrl, token });
       try {
+        await attempt('rpc floor', async () => {
+          results.rpcFloor = await rpcFloor(rpc, 200);
+        });
         await attempt('turn round trip', async () => {
           log(`turn round trip: ${settings.warmupTurns} warm-up + ${settings.turns} turns`);
           results.turns = await turnRoundTrip(rpc, { warmup: settings.warmupTurns, turns: settings.turns });
@@ -120,6 +124,14 @@ async function main(): Promise<void> {
           log(`event fan-out: ${settings.subscribers} subscribers, ${settings.pacedRuns} paced + ${settings.burstRuns} burst runs`);
           const f = await fanout(server, rpc, { subscribers: settings.subscribers, pacedRuns: settings.pacedRuns, burstRuns: settings.burstRuns });
           results.fanout = { subscribers: settings.subscribers, ...f };
+        });
+        await attempt('delegate callback', async () => {
+          if (!(await delegationAvailable(rpc))) {
+            results.delegate = { available: false };
+            return;
+          }
+          log(`detached delegate → parent callback: ${settings.delegateSamples} samples`);
+          results.delegate = { available: true, ...(await delegateCallback(server, rpc, settings.delegateSamples)) };
         });
       } finally {
         rpc.close();

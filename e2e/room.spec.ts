@@ -17,6 +17,18 @@ test.describe('login', () => {
     expect(res.headers()['set-cookie']).toBeUndefined();
   });
 
+  test('tRPC errors carry the CONTRACT code in data.code', async ({ request }) => {
+    const headers = { authorization: `Bearer ${TOKEN}` };
+    const missing = await request.get(`/api/trpc/chat.history?input=${encodeURIComponent(JSON.stringify({ sessionKey: 'agent:main:no-such' }))}`, { headers });
+    expect(missing.status()).toBe(404);
+    expect((await missing.json()).error.data.code).toBe('unknown_session');
+    const invalid = await request.get(`/api/trpc/chat.history?input=${encodeURIComponent(JSON.stringify({ sessionKey: 'Not A Key' }))}`, { headers });
+    expect(invalid.status()).toBe(400);
+    const body = await invalid.json();
+    expect(body.error.data.code).toBe('invalid_request');
+    expect(body.error.data.issues[0].path).toBe('sessionKey');
+  });
+
   test('the API refuses calls without the token', async ({ request }) => {
     const res = await request.get('/api/trpc/agents.list?input=%7B%7D');
     expect(res.status()).toBe(401);

@@ -2,9 +2,9 @@
 // `npm start`: serves the existing Next build on HOST:PORT, building first only when there is none.
 //
 // The production server runs inside this process (Next's own `next start` code path, loaded
-// in-process) rather than as a child of it: one Node process instead of two saves ~45 MB of RSS and
-// a process spawn on every start. CROSSTALK_START_MODE=spawn runs `next start` as a child instead
-// (signals forwarded); it exists only to compare the two (see bench/ and BENCHMARKS.md).
+// in-process) rather than as a child of it: one Node process instead of two saves ~40 MB of RSS
+// and ~100 ms of start (see BENCHMARKS.md). CROSSTALK_START_MODE=spawn runs `next start` as a
+// child instead (signals forwarded); it exists only to compare the two.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';

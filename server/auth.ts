@@ -7,16 +7,16 @@ export const AUTH_COOKIE = 'crosstalk_token';
 
 export function resolveToken(envToken: string | undefined, dataDir: string): { token: string; generated: boolean } {
   if (envToken) return { token: envToken, generated: false };
-  const file = path.join(dataDir, 'token');
+  const file = path.join(/* turbopackIgnore: true */ dataDir, 'token');
   try {
-    const existing = fs.readFileSync(file, 'utf8').trim();
+    const existing = fs.readFileSync(/* turbopackIgnore: true */ file, 'utf8').trim();
     if (existing) return { token: existing, generated: false };
   } catch {
     /* first start */
   }
-  fs.mkdirSync(dataDir, { recursive: true });
+  fs.mkdirSync(/* turbopackIgnore: true */ dataDir, { recursive: true });
   const token = crypto.randomBytes(24).toString('base64url');
-  fs.writeFileSync(file, token + '\n', { mode: 0o600 });
+  fs.writeFileSync(/* turbopackIgnore: true */ file, token + '\n', { mode: 0o600 });
   return { token, generated: true };
 }
 

@@ -11,6 +11,7 @@ import { Orchestrator } from './orchestrator/orchestrator';
 import type { Runtime } from './runtime';
 import { openDatabase } from './store/db';
 import { Store } from './store/store';
+import { mainSessionKey } from './sessions/keys';
 import { registerTools } from './tools/registry';
 import type { AnyToolDef } from './tools/types';
 import { WebhookOutbox } from './webhooks/outbox';
@@ -57,6 +58,8 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates, metrics });
   await orchestrator.recover();
   webhooks.start();
+  // The room opens the default agent's main session: it exists from the first start.
+  await store.ensureSession({ key: mainSessionKey(config.defaultAgentId), agentId: config.defaultAgentId, kind: 'main' });
   return {
     config,
     token,

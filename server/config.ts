@@ -100,12 +100,12 @@ export class ConfigError extends Error {}
 /** Reads env + config file. Throws ConfigError naming the bad key when the file does not validate. */
 export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<RawConfig> = {}): CrosstalkConfig {
   const explicit = env.CROSSTALK_CONFIG;
-  const file = explicit ?? path.resolve('crosstalk.config.json');
+  const file = explicit ?? path.resolve(/* turbopackIgnore: true */ process.cwd(), 'crosstalk.config.json');
   let raw: unknown = {};
-  if (explicit || fs.existsSync(file)) {
+  if (explicit || fs.existsSync(/* turbopackIgnore: true */ file)) {
     let text: string;
     try {
-      text = fs.readFileSync(file, 'utf8');
+      text = fs.readFileSync(/* turbopackIgnore: true */ file, 'utf8');
     } catch (e) {
       throw new ConfigError(`cannot read config file ${file}: ${(e as Error).message}`);
     }
@@ -130,7 +130,7 @@ export function parseRawConfig(raw: unknown): RawConfig {
 }
 
 export function resolveConfig(cfg: RawConfig, env: Record<string, string | undefined> = process.env): CrosstalkConfig {
-  const dataDir = path.resolve(env.CROSSTALK_DATA_DIR ?? './data');
+  const dataDir = path.resolve(/* turbopackIgnore: true */ process.cwd(), env.CROSSTALK_DATA_DIR ?? './data');
   const baseLimits = limitsSchema.parse(cfg.limits ?? {});
   const agentsRaw = cfg.agents ?? DEFAULT_AGENTS.map((a) => agentSchema.parse(a));
   const seen = new Set<string>();
@@ -145,7 +145,7 @@ export function resolveConfig(cfg: RawConfig, env: Record<string, string | undef
       models: Array.isArray(a.model) ? a.model : [a.model],
       reply: a.reply,
       tools: a.tools,
-      workspace: path.resolve(a.workspace ?? path.join(dataDir, 'workspaces', a.id)),
+      workspace: path.resolve(/* turbopackIgnore: true */ dataDir, a.workspace ?? path.join(/* turbopackIgnore: true */ dataDir, 'workspaces', a.id)),
       system: a.system,
       limits: { ...baseLimits, ...a.limits },
     };

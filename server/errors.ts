@@ -28,9 +28,13 @@ export interface ValidationIssue {
   message: string;
 }
 
+// A registry-wide brand: Next may bundle this module more than once, so `instanceof` is not enough.
+const BRAND = Symbol.for('crosstalk.error');
+
 export class CrosstalkError extends Error {
   readonly code: ErrorCode;
   readonly issues?: ValidationIssue[];
+  readonly [BRAND] = true;
 
   constructor(code: ErrorCode, message: string, issues?: ValidationIssue[]) {
     super(message);
@@ -40,7 +44,8 @@ export class CrosstalkError extends Error {
   }
 }
 
-export const isCrosstalkError = (e: unknown): e is CrosstalkError => e instanceof CrosstalkError;
+export const isCrosstalkError = (e: unknown): e is CrosstalkError =>
+  typeof e === 'object' && e !== null && (e as Record<symbol, unknown>)[BRAND] === true;
 
 /** JSON-RPC error code for a domain code (CONTRACT §3). */
 export function jsonRpcCodeFor(code: ErrorCode): number {

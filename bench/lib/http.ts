@@ -105,9 +105,11 @@ export interface SseSubscription {
 export const nowMs = () => performance.timeOrigin + performance.now();
 
 /** Opens an SSE stream; resolves once the response headers (200) have arrived, i.e. the server is subscribed. */
-export function subscribeSse(url: string, token: string, onEvent: (e: SseEvent) => void): Promise<SseSubscription> {
+export function subscribeSse(url: string, token: string, onEvent: (e: SseEvent) => void, lastEventId?: number): Promise<SseSubscription> {
+  const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'text/event-stream' };
+  if (lastEventId !== undefined) headers['last-event-id'] = String(lastEventId);
   return new Promise((resolve, reject) => {
-    const req = http.get(url, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } }, (res) => {
+    const req = http.get(url, { headers }, (res) => {
       if (res.statusCode !== 200) {
         res.resume();
         reject(new Error(`SSE ${url}: HTTP ${res.statusCode}`));
@@ -140,4 +142,33 @@ export function subscribeSse(url: string, token: string, onEvent: (e: SseEvent) 
     });
     req.on('error', (e) => reject(e));
   });
+}
+
+/**
+ * Replays a stream from the start (Last-Event-ID 0) until `pick` returns a value for one event;
+ * undefined when nothing matched within `timeoutMs`.
+ */
+export async function replayUntil<T>(url: string, token: string, pick: (event: unknown) => T | undefined, timeoutMs = 5_000): Promise<T | undefined> {
+  let found: T | undefined;
+  let done: () => void = () => {};
+  const finished = new Promise<void>((r) => (done = r));
+  const sub = await subscribeSse(
+    url,
+    token,
+    (e) => {
+      if (found !== undefined) return;
+      try {
+        found = pick(JSON.parse(e.data));
+      } catch {
+        /* not JSON */
+      }
+      if (found !== undefined) done();
+    },
+    0,
+  );
+  const timer = setTimeout(done, timeoutMs);
+  await finished;
+  clearTimeout(timer);
+  sub.close();
+  return found;
 }

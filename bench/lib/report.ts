@@ -1,5 +1,6 @@
 // Turns the bench results into a console table and BENCHMARKS.md (figures next to the targets).
 import os from 'node:os';
+import type { DelegateResult } from './delegate';
 import type { ConcurrentResult, FanoutPhase, HistoryResult } from './scenarios';
 import type { Summary } from './stats';
 import { mb, ms, num } from './stats';
@@ -12,7 +13,7 @@ export interface StartSample {
 
 export interface BenchResults {
   date: string;
-  machine: { nproc: number; cpu: string; memGb: number; node: string; os: string };
+  machine: { nproc: number; cpu: string; memGb: number; node: string; os: string; loadAvg: string };
   settings: Record<string, number | string>;
   /** First start on a fresh data dir (creates the store, runs migrations). */
   freshStart?: StartSample;
@@ -21,10 +22,13 @@ export interface BenchResults {
   afterLoadRssKb?: number;
   rssProcesses?: string;
   turns?: Summary & { errors: number };
+  /** A trivial authorized call (`agents.list`): the HTTP + routing + JSON-RPC floor under each request. */
+  rpcFloor?: Summary;
   concurrent: ConcurrentResult[];
   history: HistoryResult[];
   historyStartReadyMs?: number;
   fanout?: { subscribers: number; paced: FanoutPhase; burst: FanoutPhase };
+  delegate?: { available: false } | ({ available: true } & DelegateResult);
   errors: Record<string, string>;
 }
 
@@ -35,6 +39,7 @@ export function machineInfo(): BenchResults['machine'] {
     memGb: Math.round(os.totalmem() / 2 ** 30),
     node: process.version,
     os: `${os.type()} ${os.release()}`,
+    loadAvg: os.loadavg().map((l) => l.toFixed(2)).join(' / '),
   };
 }
 
@@ -94,10 +99,10 @@ export function summaryRows(r: BenchResults): Row[] {
       peer: '',
     },
     {
-      metric: 'detached delegate end → parent callback turn start',
+      metric: 'detached delegate end → parent callback turn start (p50 / p95)',
       target: '≤ 20 ms',
-      measured: 'not measured yet — delegation not built',
-      verdict: '',
+      measured: delegateFigure(r),
+      verdict: r.delegate?.available && !r.delegate.failed ? verdict(r.delegate.latency.p95, 20) : r.delegate?.available ? 'missed' : '',
       peer: 'sub-agent announce ≈ 200 ms',
     },
     {
@@ -109,6 +114,15 @@ export function summaryRows(r: BenchResults): Row[] {
     },
   ];
   return rows;
+}
+
+function delegateFigure(r: BenchResults): string {
+  const d = r.delegate;
+  if (!d) return r.errors['delegate callback'] ? 'n/a (failed, see below)' : 'not measured';
+  if (!d.available) return 'not measured yet — delegation not built';
+  const fails = d.failed ? ` (${d.failed} failed: ${d.firstFailure ?? '?'})` : '';
+  // Both ends are event timestamps with 1 ms resolution: whole milliseconds only.
+  return `${d.latency.p50.toFixed(0)} ms / ${d.latency.p95.toFixed(0)} ms${fails}`;
 }
 
 function table(headers: string[], rows: string[][]): string {
@@ -140,6 +154,7 @@ export function markdown(r: BenchResults): string {
   out.push(`- date: ${r.date}`);
   out.push(`- machine: ${m.nproc} cores (nproc), ${m.cpu}, ${m.memGb} GB RAM, ${m.os}`);
   out.push(`- node ${m.node}`);
+  out.push(`- load average when the run began (1 / 5 / 15 min): ${m.loadAvg} — other work on the machine shows up in the figures`);
   out.push(`- settings: ${Object.entries(r.settings).map(([k, v]) => `${k}=${v}`).join(', ')}`);
   out.push('');
   out.push('## Summary');
@@ -156,7 +171,8 @@ export function markdown(r: BenchResults): string {
     const t = r.turns;
     out.push(
       `**Turn round trip** (${t.n} sequential turns on one session after warm-up; \`agent\` then \`agent.wait\`, two HTTP requests): ` +
-        `min ${ms(t.min)}, p50 ${ms(t.p50)}, p95 ${ms(t.p95)}, p99 ${ms(t.p99)}, max ${ms(t.max)}, mean ${ms(t.mean)}; ${t.errors} not ok.`,
+        `min ${ms(t.min)}, p50 ${ms(t.p50)}, p95 ${ms(t.p95)}, p99 ${ms(t.p99)}, max ${ms(t.max)}, mean ${ms(t.mean)}; ${t.errors} not ok.` +
+        (r.rpcFloor ? ` For scale, a trivial authorized call (\`agents.list\`) takes p50 ${ms(r.rpcFloor.p50)}, p95 ${ms(r.rpcFloor.p95)}: a turn pays that twice.` : ''),
     );
     out.push('');
   }
@@ -231,6 +247,15 @@ export function markdown(r: BenchResults): string {
           num(p.missing),
         ]),
       ),
+    );
+    out.push('');
+  }
+  if (r.delegate?.available) {
+    const d = r.delegate;
+    out.push(
+      `**Detached delegate → callback** (${d.samples} samples after 2 warm-up; a parent turn calls \`delegate_agent\` detached on \`researcher\`, whose prompt sleeps 50 ms so the parent is idle when it ends; ` +
+        `latency = the parent's callback run \`lifecycle start\` ts − the delegate run's \`lifecycle end\` ts, both from the event log, 1 ms resolution): ` +
+        `p50 ${d.latency.p50.toFixed(0)} ms, p95 ${d.latency.p95.toFixed(0)} ms, max ${d.latency.max.toFixed(0)} ms; ${d.failed} failed.`,
     );
     out.push('');
   }

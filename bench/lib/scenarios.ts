@@ -20,6 +20,18 @@ export async function turnRoundTrip(rpc: RpcClient, o: { warmup: number; turns: 
   return { ...summarize(samples), errors };
 }
 
+/** The floor under every turn: a trivial authorized JSON-RPC call (`agents.list`), sequential. */
+export async function rpcFloor(rpc: RpcClient, calls: number): Promise<Summary> {
+  for (let i = 0; i < 20; i++) await rpc.call('agents.list', {});
+  const samples: number[] = [];
+  for (let i = 0; i < calls; i++) {
+    const t0 = performance.now();
+    await rpc.call('agents.list', {});
+    samples.push(elapsed(t0));
+  }
+  return summarize(samples);
+}
+
 export interface ConcurrentResult {
   sessions: number;
   wallMs: number;

@@ -33,6 +33,8 @@ export interface StartOptions {
   cwd: string;
   readyTimeoutMs?: number;
   env?: Record<string, string>;
+  /** Extra node flags for the server process, e.g. ['--cpu-prof'] when profiling. */
+  nodeArgs?: string[];
 }
 
 export interface ServerHandle {
@@ -70,7 +72,7 @@ export async function startServer(opts: StartOptions): Promise<ServerHandle> {
     if (out.length > 64_000) out = out.slice(-64_000);
   };
   const t0 = performance.now();
-  const child: ChildProcess = spawn(process.execPath, [path.join(repoRoot, 'scripts', 'start.mjs')], {
+  const child: ChildProcess = spawn(process.execPath, [...(opts.nodeArgs ?? []), path.join(repoRoot, 'scripts', 'start.mjs')], {
     cwd: opts.cwd,
     env: env as NodeJS.ProcessEnv,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -20,6 +20,7 @@ const approval = (approvalId: string, command: string, requestedAt = '2025-01-01
   approvalId,
   sessionKey: 'agent:main:main',
   runId: 'run_1',
+  callId: `missing-${approvalId}`,
   tool: 'exec',
   args: { command },
   requestedAt,
@@ -61,17 +62,17 @@ describe('deriveToolbox', () => {
     expect(calls.every((c) => c.status === 'waiting')).toBe(true);
   });
 
-  it('uses the call id from approval events and lists approvals whose call is not loaded', () => {
+  it('uses the call id of approvals and lists approvals whose call is not loaded', () => {
     const live = applyLiveEvent(emptyLiveState(), {
       id: 1, runId: 'run_1', seq: 1, stream: 'approval', ts: '', sessionKey: 'agent:main:main',
       data: { phase: 'requested', approvalId: 'a1', callId: 'c2' },
     });
     const rows = [row(1, 'tool_call', 'c1', { args: { command: 'x' } }), row(2, 'tool_call', 'c2', { args: { command: 'x' } })];
-    const { calls } = deriveToolbox(rows, live, [approval('a1', 'x'), { ...approval('a2', 'other'), tool: 'web_fetch' }]);
+    const { calls } = deriveToolbox(rows, live, [{ ...approval('a1', 'x'), callId: 'c2' }, { ...approval('a2', 'other'), tool: 'web_fetch' }]);
     expect(calls.map((c) => [c.callId, c.status])).toEqual([
       ['c1', 'running'],
       ['c2', 'waiting'],
-      ['approval:a2', 'waiting'],
+      ['missing-a2', 'waiting'],
     ]);
   });
 });

@@ -67,10 +67,9 @@ export function deriveToolbox(
   const waiting = new Set<string>();
   const approvalCall = new Map<string, string>();
   for (const a of approvals) {
-    // An approval names its call when the server says so (event or list); else the unfinished call of the same
-    // run and tool with the same arguments, else the oldest unfinished call of that run and tool.
-    const own = (a as { callId?: unknown }).callId;
-    const callId = typeof own === 'string' ? own : live.approvalCalls[a.approvalId];
+    // An approval names its call; if that call's row is not loaded yet, fall back to the unfinished call of the
+    // same run and tool with the same arguments, else the oldest unfinished call of that run and tool.
+    const callId = a.callId ?? live.approvalCalls[a.approvalId];
     const open = (c: ToolCallView) => !c.hasResult && !waiting.has(c.callId) && c.name === a.tool && (!c.runId || c.runId === a.runId);
     const args = compactJson(a.args);
     const match =

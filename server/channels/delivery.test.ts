@@ -193,6 +193,8 @@ beforeAll(async () => {
   channels = createChannels({ config: s.rt.config, store: s.rt.store, bus: s.rt.bus, orchestrator: s.rt.orchestrator, log: s.rt.log });
 });
 afterAll(async () => {
+  // EventBus.drain spins in microtasks while a flush is scheduled but nothing is pending: let the scheduled flush run first.
+  await new Promise((r) => setImmediate(r));
   await s?.close();
   for (const f of fakes.values()) await f.close();
 });

@@ -73,6 +73,8 @@ export interface PendingApproval {
   approvalId: string;
   sessionKey: string;
   runId: string;
+  /** The tool call this approval gates (as in the `tool` and `approval` events). */
+  callId: string;
   tool: string;
   args: unknown;
   requestedAt: string;

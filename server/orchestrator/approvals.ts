@@ -22,7 +22,14 @@ export interface GateRequest {
 }
 
 export function toPendingApproval(r: ApprovalRow): PendingApproval {
-  return { approvalId: r.id, sessionKey: r.session_key, runId: r.run_id, tool: r.tool, args: JSON.parse(r.args), requestedAt: r.requested_at };
+  return { approvalId: r.id, sessionKey: r.session_key, runId: r.run_id, callId: r.call_id, tool: r.tool, args: JSON.parse(r.args), requestedAt: r.requested_at };
+}
+
+// Approval ids sort in request order (time, then a process counter), so "oldest first" is exact within a millisecond.
+let seq = 0;
+function newApprovalId(): string {
+  seq = (seq + 1) % 36 ** 4;
+  return `apr_${Date.now().toString(36).padStart(9, '0')}${seq.toString(36).padStart(4, '0')}_${crypto.randomBytes(6).toString('hex')}`;
 }
 
 function decisionOf(row: ApprovalRow): GateResult {
@@ -50,7 +57,7 @@ export class Approvals {
     if (row && row.status !== 'pending') return decisionOf(row);
     if (!row) {
       row = {
-        id: `apr_${crypto.randomUUID()}`,
+        id: newApprovalId(),
         session_key: q.sessionKey,
         run_id: q.runId,
         call_id: q.callId,

@@ -25,8 +25,8 @@ export async function openDatabase(opts: OpenDbOptions): Promise<DbHandle> {
 
 async function openSqlite(dataDir: string): Promise<DbHandle> {
   const { default: BetterSqlite3 } = await import('better-sqlite3');
-  fs.mkdirSync(dataDir, { recursive: true });
-  const sqlite = new BetterSqlite3(path.join(dataDir, 'crosstalk.sqlite'));
+  fs.mkdirSync(/* turbopackIgnore: true */ dataDir, { recursive: true });
+  const sqlite = new BetterSqlite3(path.join(/* turbopackIgnore: true */ dataDir, 'crosstalk.sqlite'));
   sqlite.pragma('journal_mode = WAL');
   // WAL + NORMAL: commits do not fsync; the WAL is synced at checkpoints (durable across process crashes).
   sqlite.pragma('synchronous = NORMAL');

@@ -22,10 +22,10 @@ export function createExecTool(): ToolDef<z.infer<typeof input>> {
     inputSchema: input,
     async execute({ command, cwd, timeoutSeconds }, ctx) {
       const root = ctx.agent.workspace;
-      fs.mkdirSync(root, { recursive: true });
-      const dir = path.resolve(root, cwd ?? '.');
+      fs.mkdirSync(/* turbopackIgnore: true */ root, { recursive: true });
+      const dir = path.resolve(/* turbopackIgnore: true */ root, cwd ?? '.');
       if (dir !== root && !dir.startsWith(root + path.sep)) return toolError('forbidden', 'cwd must stay inside the workspace');
-      if (!fs.existsSync(dir)) return toolError('invalid_request', `cwd ${cwd} does not exist`);
+      if (!fs.existsSync(/* turbopackIgnore: true */ dir)) return toolError('invalid_request', `cwd ${cwd} does not exist`);
       return new Promise((resolve) => {
         const child = spawn('/bin/sh', ['-c', command], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
         let stdout = '';

@@ -5,6 +5,7 @@ import { channelOriginOf } from '../channels/reply-router';
 import { errorMessage, isCrosstalkError, toolError } from '../errors';
 import { messageSchema } from '../gateway/schemas';
 import { agentIdOf } from '../sessions/keys';
+import { deliveredKey } from './messaging';
 import type { ToolDef } from './types';
 
 const id = z.union([z.string().trim().min(1).max(256), z.number().int()]).transform(String);
@@ -59,6 +60,8 @@ export function createMessageTool(channels: ChannelService): ToolDef<z.output<ty
           sourceSessionKey: ctx.sessionKey,
           signal: ctx.signal,
         });
+        // Sent into the run's own conversation: the final reply rule must not post the same text again.
+        if (r.sessionKey === ctx.sessionKey) ctx.delivered?.add(deliveredKey(a.text));
         return { status: 'ok', messageId: r.messageId, sessionKey: r.sessionKey, channel: r.channel, to: r.to, ...(r.threadId ? { threadId: r.threadId } : {}) };
       } catch (e) {
         if (isCrosstalkError(e)) return toolError(e.code, e.message);

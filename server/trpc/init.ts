@@ -2,7 +2,7 @@
 import { initTRPC, TRPCError } from '@trpc/server';
 import type { TRPC_ERROR_CODE_KEY } from '@trpc/server';
 import { isAuthorized } from '../auth';
-import { ERROR_CODES, type CrosstalkError, type ErrorCode, type ValidationIssue } from '../errors';
+import { type ErrorCode, isCrosstalkError, type ValidationIssue } from '../errors';
 import { getRuntime, type Runtime } from '../runtime';
 
 export interface TRPCContext {
@@ -48,16 +48,6 @@ const DOMAIN_CODE_FOR: Partial<Record<TRPC_ERROR_CODE_KEY, ErrorCode>> = {
   TIMEOUT: 'timeout',
   TOO_MANY_REQUESTS: 'rate_limited',
 };
-
-/**
- * A CrosstalkError, recognised by shape rather than `instanceof`: Next bundles server code per layer (instrumentation,
- * route handlers, server components), so the runtime may throw an instance of another copy of the class.
- */
-function isCrosstalkError(e: unknown): e is CrosstalkError {
-  if (!(e instanceof Error) || e.name !== 'CrosstalkError') return false;
-  const code = (e as { code?: unknown }).code;
-  return typeof code === 'string' && (ERROR_CODES as readonly string[]).includes(code);
-}
 
 /** The one mapping from anything thrown by the service layer to a TRPCError (cause kept for the formatter). */
 export function toTRPCError(e: unknown): TRPCError {

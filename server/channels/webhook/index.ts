@@ -1,7 +1,7 @@
 // The generic webhook channel: outbound JSON POST to a configured URL (signed, idempotent), inbound POST checked by HMAC.
 import { z } from 'zod';
 import { CrosstalkError } from '../../errors';
-import { apiUrl, baseChannelConfig, hmacHex, httpJson, safeEqual } from '../delivery';
+import { baseChannelConfig, hmacHex, httpJson, safeEqual } from '../delivery';
 import { invalidTarget, nonEmpty, stripChannelPrefix, typedTarget } from '../targets';
 import type { ChannelPlugin, ChatType, DeliveryRequest, DeliveryResult, ResolvedTarget } from '../types';
 
@@ -50,7 +50,7 @@ export async function postSignedJson(channel: string, cfg: { url?: string; secre
     ts: new Date().toISOString(),
   });
   const res = await httpJson({
-    url: apiUrl(cfg.url, ''),
+    url: cfg.url,
     body,
     headers: {
       'content-type': 'application/json',

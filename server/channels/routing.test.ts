@@ -1,0 +1,123 @@
+// Session routing: the seed's key cases (Slack thread, Telegram topic, dmScope + identityLinks with Discord) and each channel's target rules.
+import { describe, expect, it } from 'vitest';
+import { CrosstalkError } from '../errors';
+import { createChannelRegistry } from './registry';
+import { buildAgentSessionKey, resolveInboundSessionRoute, resolveOutboundSessionRoute } from './routing';
+import type { InboundMessage } from './types';
+
+const plugins = createChannelRegistry();
+const session = { dmScope: 'per-channel-peer' as const, identityLinks: {} };
+const key = (channel: string, to: string, extra: { threadId?: string; replyTo?: string; accountId?: string } = {}, s: typeof session | { dmScope: any; identityLinks: any } = session) =>
+  resolveOutboundSessionRoute(plugins.get(channel)!, { to, ...extra }, { agentId: 'main', session: s }).route.sessionKey;
+
+describe('seed cases', () => {
+  it('Slack: threadId and replyTo add the thread suffix; channel ids match case-insensitively', () => {
+    expect(key('slack', 'C0ABC', { threadId: '1700000000.000100' })).toBe('agent:main:slack:channel:c0abc:thread:1700000000.000100');
+    expect(key('slack', 'channel:c0abc', { replyTo: '1700000000.000100' })).toBe('agent:main:slack:channel:c0abc:thread:1700000000.000100');
+    expect(key('slack', 'slack:C0ABC')).toBe('agent:main:slack:channel:c0abc');
+  });
+
+  it('Telegram: a forum topic is <chatId>:topic:<id>, from threadId or the target itself', () => {
+    expect(key('telegram', '-100123', { threadId: '42' })).toBe('agent:main:telegram:group:-100123:topic:42');
+    expect(key('telegram', 'telegram:-100123:topic:42')).toBe('agent:main:telegram:group:-100123:topic:42');
+    expect(key('telegram', '-100123')).toBe('agent:main:telegram:group:-100123');
+    expect(key('telegram', '4242')).toBe('agent:main:telegram:direct:4242');
+  });
+
+  it('dmScope and identityLinks with Discord', () => {
+    const links = { alice: ['discord:9001000001', 'telegram:4242'] };
+    const at = (dmScope: string, to = 'user:9001000001', accountId?: string) => key('discord', to, accountId ? { accountId } : {}, { dmScope, identityLinks: links });
+    expect(at('main')).toBe('agent:main:main');
+    expect(at('per-peer')).toBe('agent:main:direct:alice');
+    expect(at('per-channel-peer')).toBe('agent:main:discord:direct:alice');
+    expect(at('per-account-channel-peer', 'user:9001000001', 'work')).toBe('agent:main:discord:work:direct:alice');
+    expect(at('per-account-channel-peer')).toBe('agent:main:discord:default:direct:alice');
+    // an unlinked user keeps its id; channels are never merged by identity links
+    expect(at('per-peer', 'user:5555500000')).toBe('agent:main:direct:5555500000');
+    expect(at('per-peer', 'channel:9001000001')).toBe('agent:main:discord:channel:9001000001');
+    // the same person on Telegram lands in the same per-peer session
+    expect(key('telegram', '4242', {}, { dmScope: 'per-peer', identityLinks: links })).toBe('agent:main:direct:alice');
+  });
+
+  it('Discord: a thread is its own channel (no suffix), matching inbound messages in the thread', () => {
+    expect(key('discord', 'channel:123456789012345678', { threadId: '223456789012345678' })).toBe('agent:main:discord:channel:223456789012345678');
+    const inbound: InboundMessage = { from: '1', peer: { kind: 'channel', id: '223456789012345678' }, text: 'x', replyTarget: { to: 'channel:223456789012345678' } };
+    expect(resolveInboundSessionRoute(plugins.get('discord')!, inbound, { agentId: 'main', session }).sessionKey).toBe('agent:main:discord:channel:223456789012345678');
+  });
+
+  it('one builder both ways: an inbound Slack thread message and an outbound send to that thread share a key', () => {
+    const inbound: InboundMessage = { from: 'U1', peer: { kind: 'channel', id: 'C0ABC' }, sessionThreadId: '1700000000.000100', text: 'x', replyTarget: { to: 'C0ABC' } };
+    expect(resolveInboundSessionRoute(plugins.get('slack')!, inbound, { agentId: 'main', session }).sessionKey).toBe(key('slack', 'c0abc', { threadId: '1700000000.000100' }));
+  });
+});
+
+describe('target rules per channel', () => {
+  it.each([
+    ['webchat', 'user:Browser-1', {}, 'agent:main:webchat:direct:browser-1'],
+    ['webhook', 'group:Ops', { threadId: 't1' }, 'agent:main:webhook:group:ops:thread:t1'],
+    ['webhook', 'u1', {}, 'agent:main:webhook:direct:u1'],
+    ['slack', 'user:U123ABC', {}, 'agent:main:slack:direct:u123abc'],
+    ['slack', '@U123ABC', {}, 'agent:main:slack:direct:u123abc'],
+    ['slack', 'G0PRIV', {}, 'agent:main:slack:group:g0priv'],
+    ['discord', '<@!9001000001>', {}, 'agent:main:discord:direct:9001000001'],
+    ['discord', '<#123456789012345678>', {}, 'agent:main:discord:channel:123456789012345678'],
+    ['telegram', '@SomeChannel', {}, 'agent:main:telegram:channel:somechannel'],
+    ['matrix', '!Room:Example.org', { threadId: '$Ev' }, 'agent:main:matrix:group:room:example.org:thread:-ev'],
+    ['matrix', '@bob:example.org', {}, 'agent:main:matrix:direct:bob:example.org'],
+    ['msteams', '19:abc@thread.v2', {}, 'agent:main:msteams:group:19:abc-thread.v2'],
+    ['msteams', 'user:29:aad-1', {}, 'agent:main:msteams:direct:29:aad-1'],
+    ['msteams', 'a:1dm', {}, 'agent:main:msteams:direct:a:1dm'],
+    // Mattermost strips @ for DMs
+    ['mattermost', '@Alice', {}, 'agent:main:mattermost:direct:alice'],
+    ['mattermost', 'user:alice', {}, 'agent:main:mattermost:direct:alice'],
+    ['mattermost', 'abcdefghijklmnopqrstuvwxyz', { replyTo: 'root1' }, 'agent:main:mattermost:channel:abcdefghijklmnopqrstuvwxyz:thread:root1'],
+    // BlueBubbles strips chat_* prefixes
+    ['bluebubbles', 'chat_guid:iMessage;+;chat123', {}, 'agent:main:bluebubbles:group:chat123'],
+    ['bluebubbles', 'chat_identifier:chat123', {}, 'agent:main:bluebubbles:group:chat123'],
+    ['bluebubbles', 'chat_id:chat123', {}, 'agent:main:bluebubbles:group:chat123'],
+    ['bluebubbles', '+1 555 123 4567', {}, 'agent:main:bluebubbles:direct:+15551234567'],
+    ['bluebubbles', 'iMessage;-;Bob@Example.com', {}, 'agent:main:bluebubbles:direct:bob-example.com'],
+    ['nextcloud-talk', 'room:AbCd1234', {}, 'agent:main:nextcloud-talk:group:abcd1234'],
+    ['nextcloud-talk', 'user:carol', {}, 'agent:main:nextcloud-talk:direct:carol'],
+    ['zalo', 'group:g77', {}, 'agent:main:zalo:group:g77'],
+    ['zalo', '12345', {}, 'agent:main:zalo:direct:12345'],
+    // Zalo Personal is a DM unless the target starts with group:
+    ['zalouser', '99887766', {}, 'agent:main:zalouser:direct:99887766'],
+    ['zalouser', 'group:55', {}, 'agent:main:zalouser:group:55'],
+    ['zalouser', 'user:99887766', {}, 'agent:main:zalouser:direct:99887766'],
+    ['nostr', 'npub180cvv07tjdrrgpa0j7j7tmnyl2yr6yr7l8j4s3evf6u64th6gkwsyjh6w6', {}, 'agent:main:nostr:direct:3bf0c63fcb93463407af97a5e5ee64fa883d107ef9e558472c4eb9aaaefa459d'],
+    ['tlon', '~Bus', {}, 'agent:main:tlon:direct:bus'],
+    ['tlon', 'chat/~zod/general', {}, 'agent:main:tlon:group:zod-general'],
+    ['voice', 'tel:+1 (555) 123-4567', {}, 'agent:main:voice:direct:+15551234567'],
+  ])('%s %s → %s', (channel, to, extra, want) => {
+    expect(key(channel, to, extra)).toBe(want);
+  });
+
+  it('voice keys are pinned to agent:<id>:voice:direct:<phone> whatever dmScope says, and take no identity link', () => {
+    const s = { dmScope: 'main', identityLinks: { alice: ['voice:+15551234567'] } };
+    expect(key('voice', '+15551234567', {}, s)).toBe('agent:main:voice:direct:+15551234567');
+  });
+
+  it.each([
+    ['telegram', 'not-a-chat'],
+    ['discord', 'general'],
+    ['matrix', 'room-without-sigil'],
+    ['mattermost', 'short'],
+    ['nostr', 'npub1invalid'],
+    ['voice', 'call me'],
+    ['tlon', 'nope/nope/nope'],
+  ])('%s refuses %s with invalid_request', (channel, to) => {
+    expect(() => key(channel, to)).toThrow(CrosstalkError);
+    try {
+      key(channel, to);
+    } catch (e) {
+      expect((e as CrosstalkError).code).toBe('invalid_request');
+    }
+  });
+
+  it('keys only hold [a-z0-9:._+-]', () => {
+    const { key: k } = buildAgentSessionKey({ agentId: 'main', channel: 'webhook', peer: { kind: 'group', id: 'Ops Team/#1' }, dmScope: 'per-channel-peer', identityLinks: {} });
+    expect(k).toBe('agent:main:webhook:group:ops-team--1');
+    expect(k).toMatch(/^agent:[a-z0-9._+-]+:[a-z0-9:._+-]+$/);
+  });
+});

@@ -1,0 +1,113 @@
+// `send` (CONTRACT §3) through the channel service on a real runtime: derived keys, session entries, mirrors the model sees, errors.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeOpenAI, type FakeOpenAIServer } from '../models/testing/fake-openai-server';
+import { startTestServer, type TestServer } from '../testing/harness';
+import { createChannels, sendParams, type ChannelService } from './index';
+import { CREDS, FAKES } from './testing/fake-apis';
+import { startFakePlatform, type FakePlatform } from './testing/fake-platform';
+
+let s: TestServer;
+let tg: FakePlatform;
+let openai: FakeOpenAIServer;
+let channels: ChannelService;
+
+beforeAll(async () => {
+  tg = await startFakePlatform(FAKES.telegram!.handler);
+  openai = await startFakeOpenAI();
+  process.env.OPENAI_BASE_URL = openai.baseURL;
+  process.env.OPENAI_API_KEY = 'sk-test';
+  s = await startTestServer({
+    config: {
+      agents: [{ id: 'main' }, { id: 'gpt', model: 'openai:gpt-test' }],
+      channels: { telegram: { botToken: CREDS.telegramToken, apiBaseUrl: tg.url } },
+    },
+  });
+  channels = createChannels({ config: s.rt.config, store: s.rt.store, bus: s.rt.bus, orchestrator: s.rt.orchestrator, log: s.rt.log });
+});
+afterAll(async () => {
+  await new Promise((r) => setImmediate(r));
+  await s?.close();
+  await tg?.close();
+  await openai?.close();
+});
+
+describe('send', () => {
+  it('telegram -100123 thread 42 with no sessionKey: derives the topic key, creates the session, delivers, mirrors', async () => {
+    const before = tg.requests.length;
+    const res = await channels.send({ channel: 'telegram', to: '-100123', threadId: '42', message: 'hi' });
+    expect(res).toEqual({ messageId: expect.stringMatching(/^\d+$/), sessionKey: 'agent:main:telegram:group:-100123:topic:42' });
+    expect(tg.requests.slice(before).map((r) => r.body)).toEqual([{ chat_id: -100123, text: 'hi', message_thread_id: 42 }]);
+
+    const list = await s.rpc<{ sessions: any[] }>('sessions.list', { kind: 'channel' });
+    expect(list.sessions.map((x) => x.sessionKey)).toContain('agent:main:telegram:group:-100123:topic:42');
+    const row = await s.rt.store.getSession(res.sessionKey);
+    expect(row).toMatchObject({ agent_id: 'main', kind: 'channel' });
+    expect(JSON.parse(row!.meta!)).toEqual({
+      provider: 'telegram',
+      chatType: 'group',
+      from: 'telegram:-100123:topic:42',
+      to: 'telegram:group:-100123:topic:42',
+      originatingChannel: 'telegram',
+      originatingTo: '-100123',
+      originatingThreadId: '42',
+    });
+
+    const h = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: res.sessionKey });
+    expect(h.messages).toHaveLength(1);
+    expect(h.messages[0]).toMatchObject({ role: 'assistant', kind: 'mirror', content: 'hi', author: { type: 'agent', id: 'main', name: 'Main' }, meta: { via: 'send', channel: 'telegram', messageId: res.messageId } });
+  });
+
+  it('a given sessionKey is used, lowercased, and created when missing', async () => {
+    const res = await channels.send({ channel: 'telegram', to: '4243', message: 'into a chosen session', sessionKey: 'AGENT:MAIN:Ops' });
+    expect(res.sessionKey).toBe('agent:main:ops');
+    expect(await s.rt.store.getSession('agent:main:ops')).toMatchObject({ agent_id: 'main', kind: 'other' });
+    const h = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:ops' });
+    expect(h.messages.map((m) => [m.kind, m.content])).toEqual([['mirror', 'into a chosen session']]);
+    // the derived session for that target was not touched
+    expect(await s.rt.store.getSession('agent:main:telegram:direct:4243')).toBeUndefined();
+  });
+
+  it('a repeated idempotencyKey returns the first answer and delivers once', async () => {
+    const before = tg.requests.length;
+    const p = { channel: 'telegram', to: '4244', message: 'once', idempotencyKey: 'idem-1' };
+    const [a, b] = await Promise.all([channels.send(p), channels.send(p)]);
+    const c = await channels.send(p);
+    expect(b).toEqual(a);
+    expect(c).toEqual(a);
+    expect(tg.requests.length - before).toBe(1);
+  });
+
+  it('errors: unknown_channel, invalid_request (bad target, bad params), unknown_agent', async () => {
+    await expect(channels.send({ channel: 'myspace', to: 'x', message: 'hi' })).rejects.toMatchObject({ code: 'unknown_channel' });
+    await expect(channels.send({ channel: 'telegram', to: 'not a chat', message: 'hi' })).rejects.toMatchObject({ code: 'invalid_request' });
+    await expect(channels.send({ channel: 'telegram', to: '1', message: '' })).rejects.toMatchObject({ code: 'invalid_request', issues: [expect.objectContaining({ path: 'message' })] });
+    await expect(channels.send({ channel: 'telegram', to: '1', message: 'x', extra: 1 } as never)).rejects.toMatchObject({ code: 'invalid_request' });
+    await expect(channels.send({ channel: 'telegram', to: '1', message: 'x', sessionKey: 'agent:ghost:main' })).rejects.toMatchObject({ code: 'unknown_agent' });
+  });
+
+  it('sendParams is the zod edge: lowercases channel and session key, accepts numeric ids', () => {
+    expect(sendParams.parse({ channel: 'Telegram', to: '-1', message: 'm', threadId: 42, sessionKey: 'Agent:Main:Main' })).toEqual({ channel: 'telegram', to: '-1', message: 'm', threadId: '42', sessionKey: 'agent:main:main' });
+  });
+
+  it('webchat delivery is the mirror itself', async () => {
+    const res = await channels.send({ channel: 'webchat', to: 'user:guest-1', message: 'to the browser' });
+    expect(res.sessionKey).toBe('agent:main:webchat:direct:guest-1');
+    const h = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: res.sessionKey });
+    expect(h.messages[0]).toMatchObject({ kind: 'mirror', content: 'to the browser' });
+  });
+});
+
+describe('mirrored sends reach the model', () => {
+  it('a later run in the target session sees the mirrored text as its own earlier assistant turn', async () => {
+    const sent = await channels.send({ channel: 'telegram', to: '9090', message: 'The meeting moved to 3pm.', sessionKey: 'agent:gpt:telegram:direct:9090' });
+    openai.enqueue({ text: 'Yes, 3pm.' });
+    const before = openai.requests.length;
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: sent.sessionKey, message: 'When is the meeting?' });
+    expect(await s.rpc('agent.wait', { runId })).toEqual({ status: 'ok', response: 'Yes, 3pm.' });
+    const msgs = openai.requests[before]!.body.messages.filter((m) => m.role !== 'system');
+    expect(msgs.map((m) => [m.role, typeof m.content === 'string' ? m.content : JSON.stringify(m.content)])).toEqual([
+      ['assistant', 'The meeting moved to 3pm.'],
+      ['user', 'When is the meeting?'],
+    ]);
+  });
+});
