@@ -2,7 +2,7 @@
 import type { NextConfig } from 'next';
 
 const nextConfig: NextConfig = {
-  serverExternalPackages: ['better-sqlite3', 'pg', 'pino', 'prom-client', 'kysely'],
+  serverExternalPackages: ['better-sqlite3', 'pg', 'pino', 'prom-client', 'kysely', '@slack/web-api', 'grammy', '@discordjs/rest', 'nostr-tools', 'ws'],
   poweredByHeader: false,
   reactStrictMode: true,
   devIndicators: false,

@@ -1,5 +1,8 @@
 // Builds the runtime: config → store → event bus → tools → orchestrator → gateway; then recovers unfinished runs.
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { resolveToken } from './auth';
+import { type ChannelService, createChannels } from './channels';
+import { handleGatewayNode } from './http/node-gateway';
 import { ConfigError, type CrosstalkConfig, loadConfig } from './config';
 import { EventBus } from './events/bus';
 import { GatewayService } from './gateway/service';
@@ -24,6 +27,9 @@ export interface FullRuntime extends Runtime {
   log: Logger;
   webhooks: WebhookOutbox;
   delegates: Delegates;
+  channels: ChannelService;
+  /** POST /api/gateway on bare node:http, for servers that route it before Next (scripts/start.mjs). */
+  nodeGateway(req: IncomingMessage, res: ServerResponse): void;
 }
 
 export interface CreateRuntimeOptions {
@@ -52,15 +58,17 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   const tools = new Map<string, AnyToolDef>();
   const orchestrator = new Orchestrator({ store, bus, metrics, log, config, tools });
   const delegates = new Delegates({ store, bus, orchestrator, metrics, log });
-  registerTools(tools, { config, store, bus, metrics, gateway: lazyGateway, orchestrator: () => orchestrator, delegates: () => delegates });
+  const channels = createChannels({ config, store, bus, orchestrator, log });
+  registerTools(tools, { config, store, bus, metrics, gateway: lazyGateway, orchestrator: () => orchestrator, delegates: () => delegates, channels: () => channels });
   const webhooks = new WebhookOutbox(store, config.webhooks, log, (outcome) => metrics.webhooks.inc({ outcome }));
   orchestrator.webhooks = webhooks;
-  gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates, metrics });
+  gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates, metrics, channels });
   await orchestrator.recover();
   webhooks.start();
+  channels.start();
   // The room opens the default agent's main session: it exists from the first start.
   await store.ensureSession({ key: mainSessionKey(config.defaultAgentId), agentId: config.defaultAgentId, kind: 'main' });
-  return {
+  const rt: FullRuntime = {
     config,
     token,
     gateway,
@@ -71,13 +79,20 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     log,
     webhooks,
     delegates,
+    channels,
+    nodeGateway(req, res) {
+      handleGatewayNode(rt, req, res);
+    },
     async close() {
       webhooks.stop();
       orchestrator.shutdown();
       await orchestrator.idle();
+      await channels.idle();
+      channels.stop();
       await store.close();
     },
   };
+  return rt;
 }
 
 /** The production boot: reads env + config file; a bad config stops the start with a message naming the key. */

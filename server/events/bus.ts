@@ -72,6 +72,7 @@ export class EventBus {
   async drain(): Promise<void> {
     while (this.pending.length || this.flushing || this.scheduled) {
       if (this.flushing) await this.flushing;
+      else if (!this.pending.length) await new Promise((r) => setImmediate(r)); // let the scheduled flush run
       else await this.flush();
     }
   }

@@ -4,6 +4,7 @@ import { CrosstalkError, type ErrorCode, isCrosstalkError, jsonRpcCodeFor } from
 import type { Logger } from '../logger';
 import * as s from './schemas';
 import type { Gateway } from './types';
+import { sendParams } from '../channels/service';
 
 type Id = string | number | null;
 
@@ -20,6 +21,7 @@ type Method = { params: z.ZodType<any>; call: (gw: Gateway, p: any) => Promise<u
 
 const methods: Record<string, Method> = {
   agent: { params: s.agentParams, call: (gw, p) => gw.agent(p) },
+  send: { params: sendParams, call: (gw, p) => gw.send(p) },
   'agent.wait': { params: s.agentWaitParams, call: (gw, p) => gw.agentWait(p) },
   'sessions.list': { params: s.sessionsListParams, call: (gw, p) => gw.sessionsList(p) },
   'sessions.patch': { params: s.sessionsPatchParams, call: (gw, p) => gw.sessionsPatch(p) },

@@ -30,6 +30,7 @@ import type {
 import type { Delegates, DelegateRunResult } from '../orchestrator/delegates';
 import type { AgentInfo, AgentResult, EventSubscribeOptions, Gateway, StatusSummary, WebhookInfo } from './types';
 import type { Metrics } from '../metrics';
+import type { ChannelService, SendParams } from '../channels';
 
 export interface ServiceDeps {
   config: CrosstalkConfig;
@@ -39,6 +40,7 @@ export interface ServiceDeps {
   tools: Map<string, AnyToolDef>;
   delegates: Delegates;
   metrics: Metrics;
+  channels: ChannelService;
 }
 
 export class GatewayService implements Gateway {
@@ -76,6 +78,10 @@ export class GatewayService implements Gateway {
       { content: p.message, kind: 'message', author: { type: 'user', id: 'user' } },
       { queueMode: p.queueMode, webhook: p.webhook },
     );
+  }
+
+  send(p: SendParams) {
+    return this.d.channels.send(p);
   }
 
   agentWait(p: AgentWaitParams) {

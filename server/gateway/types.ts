@@ -73,6 +73,8 @@ export interface StatusSummary {
 }
 
 export interface Gateway {
+  /** Channel delivery with no agent run, mirrored into the target's session (CONTRACT §3 `send`). */
+  send(p: import('../channels').SendParams): Promise<{ messageId: string; sessionKey: string }>;
   /** The status panel's figures (active runs, approvals, delegate pool, counters). */
   status(): Promise<StatusSummary>;
   /** The webhook outbox, dead letters included (beyond CONTRACT §3: an operator's view). */

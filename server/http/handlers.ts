@@ -12,7 +12,7 @@ const json = (body: unknown, status = 200) =>
 const unauthorized = () => json(rpcError(null, -32001, 'unauthorized: send Authorization: Bearer <token>', { code: 'unauthorized' }), 401);
 
 /** Reads the body up to the limit; null when it is larger. */
-async function readCapped(req: Request, cap: number): Promise<string | null> {
+export async function readCapped(req: Request, cap: number): Promise<string | null> {
   const declared = Number(req.headers.get('content-length') ?? NaN);
   if (Number.isFinite(declared) && declared > cap) return null;
   if (!req.body) return '';

@@ -3,10 +3,12 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import type { FullRuntime } from '../boot';
-import { handleEvents, handleGatewayPost, handleMetrics } from './handlers';
+import { handleEvents, handleMetrics } from './handlers';
+import { handleGatewayNode } from './node-gateway';
 
 export async function serve(rt: FullRuntime, o: { host?: string; port?: number } = {}): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer(async (req, res) => {
+    if (req.method === 'POST' && (req.url === '/api/gateway' || req.url?.startsWith('/api/gateway?'))) return handleGatewayNode(rt, req, res);
     const ac = new AbortController();
     res.on('close', () => ac.abort());
     try {
@@ -22,8 +24,7 @@ export async function serve(rt: FullRuntime, o: { host?: string; port?: number }
       });
       const p = new URL(url).pathname;
       let response: Response;
-      if (p === '/api/gateway' && req.method === 'POST') response = await handleGatewayPost(rt, request);
-      else if (p === '/api/gateway/events' && req.method === 'GET') response = handleEvents(rt, request);
+      if (p === '/api/gateway/events' && req.method === 'GET') response = handleEvents(rt, request);
       else if (p === '/api/metrics') response = await handleMetrics(rt, request);
       else if (p === '/api/health') response = Response.json({ status: 'ok' });
       else response = new Response('not found', { status: 404 });

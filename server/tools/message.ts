@@ -25,7 +25,9 @@ const input = z
 /** The per-run counter the outbound budget (`limits.outboundPerRun`) is kept in. */
 export const OUTBOUND_COUNTER = 'outbound';
 
-export function createMessageTool(channels: ChannelService): ToolDef<z.output<typeof input>> {
+/** `channels` may be a getter: the runtime builds the channel service after the tools (it needs the orchestrator). */
+export function createMessageTool(channelsOrGetter: ChannelService | (() => ChannelService)): ToolDef<z.output<typeof input>> {
+  const svc = () => (typeof channelsOrGetter === 'function' ? channelsOrGetter() : channelsOrGetter);
   return {
     name: 'message',
     description:
@@ -41,6 +43,7 @@ export function createMessageTool(channels: ChannelService): ToolDef<z.output<ty
       if (used >= limit) return toolError('rate_limited', `outbound limit reached: ${limit} channel messages per run`);
       let threadId = a.threadId;
       try {
+        const channels = svc();
         const { target } = channels.resolveRoute({ agentId, channel: a.channel, to: a.to, threadId, replyTo: a.replyTo, accountId: a.accountId });
         // Slack: a send to the channel this run is answering in a thread stays in that thread (ids compared case-insensitively).
         const origin = channelOriginOf(ctx.origin);

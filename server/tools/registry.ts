@@ -3,11 +3,13 @@ import type { CrosstalkConfig } from '../config';
 import type { EventBus } from '../events/bus';
 import type { Gateway } from '../gateway/types';
 import type { Metrics } from '../metrics';
+import type { ChannelService } from '../channels';
 import type { Delegates } from '../orchestrator/delegates';
 import type { Orchestrator } from '../orchestrator/orchestrator';
 import type { Store } from '../store/store';
 import { createDelegateAgentTool, createDelegateSessionsTool } from './delegate';
 import { createExecTool } from './exec';
+import { createMessageTool } from './message';
 import { createSendMessageTool } from './send-message';
 import { createSessionsHistoryTool, createSessionsListTool } from './sessions-read';
 import { createAgentsMessageTool, createSessionsSendTool } from './sessions-send';
@@ -21,6 +23,7 @@ export interface ToolDeps {
   gateway: Pick<Gateway, 'sessionsList' | 'chatHistory'>;
   orchestrator: () => Orchestrator;
   delegates: () => Delegates;
+  channels: () => ChannelService;
   /** Tools contributed by other modules (channels' `message`, delegation). */
   extra?: AnyToolDef[];
 }
@@ -37,6 +40,7 @@ export function registerTools(into: Map<string, AnyToolDef>, deps: ToolDeps): Ma
     createAgentsMessageTool(send),
     createDelegateAgentTool(deps.delegates),
     createDelegateSessionsTool(deps.delegates),
+    createMessageTool(deps.channels),
     ...(deps.extra ?? []),
   ];
   for (const t of tools) into.set(t.name, t);

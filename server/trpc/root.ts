@@ -3,8 +3,10 @@ import { createCallerFactory, createTRPCRouter } from './init';
 import { agentsRouter } from './routers/agents';
 import { approvalsRouter } from './routers/approvals';
 import { chatRouter } from './routers/chat';
+import { delegatesRouter } from './routers/delegates';
 import { eventsRouter } from './routers/events';
 import { sessionsRouter } from './routers/sessions';
+import { statusRouter } from './routers/status';
 
 export const appRouter = createTRPCRouter({
   sessions: sessionsRouter,
@@ -12,6 +14,8 @@ export const appRouter = createTRPCRouter({
   approvals: approvalsRouter,
   agents: agentsRouter,
   events: eventsRouter,
+  delegates: delegatesRouter,
+  status: statusRouter,
 });
 
 export type AppRouter = typeof appRouter;

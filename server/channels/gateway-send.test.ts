@@ -1,0 +1,43 @@
+// `send` over JSON-RPC and the `message` tool through the real run loop, once channels are wired into the runtime.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CREDS, FAKES } from './testing/fake-apis';
+import { type FakePlatform, startFakePlatform } from './testing/fake-platform';
+import { startTestServer, type TestServer } from '../testing/harness';
+
+let s: TestServer;
+let tg: FakePlatform;
+beforeAll(async () => {
+  tg = await startFakePlatform(FAKES.telegram!.handler);
+  s = await startTestServer({ config: { channels: { telegram: { botToken: CREDS.telegramToken, apiBaseUrl: tg.url } } } });
+});
+afterAll(async () => {
+  await s?.close();
+  await tg?.close();
+});
+
+const rows = async (sessionKey: string) => (await s.rpc<{ messages: any[] }>('chat.history', { sessionKey, limit: 100 })).messages.reverse();
+
+describe('send and message through the gateway', () => {
+  it('send with no sessionKey derives the Telegram topic session, delivers, and mirrors', async () => {
+    const r = await s.rpc<{ messageId: string; sessionKey: string }>('send', { channel: 'telegram', to: '-100123', threadId: '42', message: 'hi' });
+    expect(r.sessionKey).toBe('agent:main:telegram:group:-100123:topic:42');
+    expect(tg.requests.some((q) => q.path.endsWith('/sendMessage') && String(q.body.chat_id) === '-100123' && q.body.text === 'hi')).toBe(true);
+    const h = await rows(r.sessionKey);
+    expect(h).toEqual([expect.objectContaining({ role: 'assistant', kind: 'mirror', content: 'hi' })]);
+    const bad = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'send', params: { channel: 'carrier-pigeon', to: 'x', message: 'x' } });
+    expect(bad.body.error.data.code).toBe('unknown_channel');
+  });
+
+  it('the message tool mirrors into the target session, never the sender’s, and counts the outbound budget', async () => {
+    const lines = Array.from({ length: 11 }, (_, i) => `/tool message {"action":"send","channel":"telegram","to":"4242","text":"m${i}"}`).join('\n');
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:main', message: `${lines}\n/silent` });
+    expect((await s.rpc<{ status: string }>('agent.wait', { runId })).status).toBe('ok');
+    const target = await rows('agent:main:telegram:direct:4242');
+    expect(target.filter((m) => m.kind === 'mirror').length).toBe(10);
+    expect(target.every((m) => m.runId === runId)).toBe(true);
+    const own = (await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:main', includeTools: true, limit: 100 })).messages;
+    expect(own.some((m) => m.kind === 'mirror')).toBe(false);
+    const results = own.filter((m) => m.kind === 'tool_result').map((m) => m.tool.result);
+    expect(results.filter((x) => x.status === 'error' && x.error.code === 'rate_limited').length).toBe(1);
+  });
+});

@@ -1,0 +1,9 @@
+// tRPC status router: the status panel's figures and the webhook outbox (operator views).
+import { webhooksListParams } from '../../gateway/schemas';
+import { z } from 'zod';
+import { createTRPCRouter, protectedProcedure } from '../init';
+
+export const statusRouter = createTRPCRouter({
+  get: protectedProcedure.input(z.object({}).strict().optional()).query(({ ctx }) => ctx.gateway.status()),
+  webhooks: protectedProcedure.input(webhooksListParams).query(({ ctx, input }) => ctx.gateway.webhooksList(input)),
+});
