@@ -69,15 +69,42 @@ if (process.env.CROSSTALK_START_MODE === 'spawn') {
   await startInProcess();
 }
 
-/** Next's `next start` code path inside this process; Next installs its own graceful SIGINT/SIGTERM handling. */
+/**
+ * Next's production server inside this process, behind a node:http server of our own: POST /api/gateway (the
+ * JSON-RPC hot path) goes straight to the runtime's node-level handler, everything else to Next. Next's
+ * router costs more than a whole scripted turn; app/api/gateway/route.ts still serves `next dev`.
+ */
 async function startInProcess() {
-  // What next/dist/bin/next does before running `start`.
   process.env.NODE_ENV = 'production';
   process.env.NEXT_RUNTIME = 'nodejs';
-  process.env.NEXT_PRIVATE_START_TIME ??= String(Date.now());
-  require('next/dist/server/require-hook');
-  const { nextStart } = require('next/dist/cli/next-start.js');
-  await nextStart({ hostname: host, port }, root);
+  const http = await import('node:http');
+  const next = require('next');
+  const app = next({ dev: false, dir: root, hostname: host, port });
+  const handle = app.getRequestHandler();
+  await app.prepare();
+  // instrumentation.ts has started the runtime by now; it keeps its promise on globalThis.
+  const runtimeKey = Symbol.for('crosstalk.runtime');
+  const runtime = globalThis[runtimeKey] ? await globalThis[runtimeKey] : null;
+  const server = http.createServer((req, res) => {
+    if (runtime && req.method === 'POST' && (req.url === '/api/gateway' || req.url?.startsWith('/api/gateway?'))) return runtime.nodeGateway(req, res);
+    handle(req, res);
+  });
+  server.keepAliveTimeout = 65_000;
+  server.on('error', (e) => {
+    console.error(`crosstalk: cannot listen on ${host}:${port}: ${e.message}`);
+    process.exit(1);
+  });
+  server.listen(port, host, () => {
+    const addr = server.address();
+    console.log(`crosstalk: listening on http://${host}:${typeof addr === 'object' && addr ? addr.port : port}${runtime ? '' : ' (runtime not started by instrumentation: gateway served by Next)'}`);
+  });
+  const close = () => {
+    server.close();
+    server.closeIdleConnections?.();
+    void app.close?.();
+  };
+  process.once('SIGINT', close);
+  process.once('SIGTERM', close);
 }
 
 /** `next start` as a child process, with SIGINT/SIGTERM forwarded and its exit status passed on. */

@@ -13,6 +13,9 @@ export type AgentInfo = RouterOutputs['agents']['list']['agents'][number];
 export type TranscriptMessage = HistoryPage['messages'][number];
 export type PendingApproval = RouterOutputs['approvals']['list']['approvals'][number];
 export type SessionSummary = RouterOutputs['sessions']['list']['sessions'][number];
+export type DelegateSummary = RouterOutputs['delegates']['list']['sessions'][number];
+export type DelegateRunResult = RouterOutputs['delegates']['resume'];
+export type StatusSummary = RouterOutputs['status']['get'];
 
 export type { AgentEvent } from '@/server/events/types';
 

@@ -1,6 +1,6 @@
 // tRPC status router: the status panel's figures and the webhook outbox (operator views).
-import { webhooksListParams } from '../../gateway/schemas';
 import { z } from 'zod';
+import { webhooksListParams } from '../../gateway/schemas';
 import { createTRPCRouter, protectedProcedure } from '../init';
 
 export const statusRouter = createTRPCRouter({
