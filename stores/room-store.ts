@@ -1,14 +1,34 @@
-// UI-only state of the web room (selection, panels, drafts, connection banner) — server data lives in TanStack Query.
+// UI-only state of the web room (selection, panels, filters, drafts, connection banner) — server data lives in TanStack Query.
 import { createStore } from 'zustand/vanilla';
 
 export type ToolboxMode = 'hidden' | 'collapsed' | 'expanded';
 export type ConnectionState = 'connecting' | 'connected' | 'reconnecting' | 'error';
+/** The right-hand drawer: the agent picker (delegates) or the event inspector. */
+export type SidePanel = 'none' | 'agents' | 'events';
+/** The sidebar's kind filters (CONTRACT §4 kinds as people say them: a subagent is a delegate). */
+export type SidebarKind = 'main' | 'delegate' | 'channel';
+
+export interface InspectorState {
+  /** While paused the list holds still; events keep being collected. */
+  paused: boolean;
+  /** Streams to show; empty = all. */
+  streams: string[];
+  text: string;
+}
 
 export interface RoomState {
   selectedSessionKey: string;
   /** The default agent's main session: what `/` opens. */
   defaultSessionKey: string;
   toolbox: ToolboxMode;
+  panel: SidePanel;
+  /** The sessions sidebar as an overlay on narrow windows. */
+  sidebarOpen: boolean;
+  kindFilter: SidebarKind[];
+  sessionSearch: string;
+  /** messageCount last seen per session: more than that (and not open) is unread. */
+  seen: Record<string, number>;
+  inspector: InspectorState;
   /** Unsent composer text per session, so switching sessions keeps what was typed. */
   drafts: Record<string, string>;
   connection: ConnectionState;
@@ -18,6 +38,13 @@ export interface RoomState {
 export interface RoomActions {
   selectSession(sessionKey: string): void;
   setToolbox(mode: ToolboxMode): void;
+  togglePanel(panel: Exclude<SidePanel, 'none'>): void;
+  closePanel(): void;
+  setSidebarOpen(open: boolean): void;
+  toggleKind(kind: SidebarKind): void;
+  setSessionSearch(text: string): void;
+  markSeen(sessionKey: string, messageCount: number): void;
+  setInspector(patch: Partial<InspectorState>): void;
   setDraft(sessionKey: string, text: string): void;
   setConnection(state: ConnectionState, error?: string | null): void;
 }
@@ -31,11 +58,26 @@ export function createRoomStore(init: RoomInit) {
     selectedSessionKey: init.selectedSessionKey,
     defaultSessionKey: init.defaultSessionKey ?? init.selectedSessionKey,
     toolbox: init.toolbox ?? 'collapsed',
+    panel: 'none',
+    sidebarOpen: false,
+    kindFilter: [],
+    sessionSearch: '',
+    seen: {},
+    inspector: { paused: false, streams: [], text: '' },
     drafts: {},
     connection: 'connecting',
     connectionError: null,
-    selectSession: (sessionKey) => set({ selectedSessionKey: sessionKey.toLowerCase() }),
+    selectSession: (sessionKey) => set({ selectedSessionKey: sessionKey.toLowerCase(), sidebarOpen: false }),
     setToolbox: (toolbox) => set({ toolbox }),
+    togglePanel: (panel) => set((s) => ({ panel: s.panel === panel ? 'none' : panel })),
+    closePanel: () => set({ panel: 'none' }),
+    setSidebarOpen: (sidebarOpen) => set({ sidebarOpen }),
+    toggleKind: (kind) =>
+      set((s) => ({ kindFilter: s.kindFilter.includes(kind) ? s.kindFilter.filter((k) => k !== kind) : [...s.kindFilter, kind] })),
+    setSessionSearch: (sessionSearch) => set({ sessionSearch }),
+    markSeen: (sessionKey, messageCount) =>
+      set((s) => (s.seen[sessionKey] === messageCount ? s : { seen: { ...s.seen, [sessionKey]: messageCount } })),
+    setInspector: (patch) => set((s) => ({ inspector: { ...s.inspector, ...patch } })),
     setDraft: (sessionKey, text) => set((s) => ({ drafts: { ...s.drafts, [sessionKey]: text } })),
     setConnection: (connection, error = null) => set({ connection, connectionError: error }),
   }));

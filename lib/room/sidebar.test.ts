@@ -1,0 +1,54 @@
+// Unit tests for the sidebar's filtering, grouping, unread and j/k helpers.
+import { describe, expect, it } from 'vitest';
+import type { SessionSummary } from '@/lib/trpc/types';
+import { filterSessions, groupByAgent, isUnread, stepSession } from './sidebar';
+
+const s = (sessionKey: string, kind: SessionSummary['kind'], lastActivityAt: string, extra: Partial<SessionSummary> = {}): SessionSummary => ({
+  sessionKey,
+  agentId: sessionKey.split(':')[1]!,
+  kind,
+  model: 'scripted',
+  lastActivityAt,
+  status: 'idle',
+  messageCount: 2,
+  ...extra,
+});
+
+const all = [
+  s('agent:main:main', 'main', '2024-01-01T00:00:03Z'),
+  s('agent:researcher:subagent:x', 'subagent', '2024-01-01T00:00:05Z'),
+  s('agent:main:telegram:direct:bob', 'channel', '2024-01-01T00:00:01Z', { label: 'Bob' }),
+  s('agent:writer:main', 'main', '2024-01-01T00:00:02Z'),
+];
+
+describe('sidebar helpers', () => {
+  it('filters by kind and search', () => {
+    expect(filterSessions(all, [], '').length).toBe(4);
+    expect(filterSessions(all, ['delegate'], '').map((x) => x.sessionKey)).toEqual(['agent:researcher:subagent:x']);
+    expect(filterSessions(all, ['main', 'channel'], '').length).toBe(3);
+    expect(filterSessions(all, [], 'bob').map((x) => x.kind)).toEqual(['channel']);
+    expect(filterSessions(all, [], 'WRITER').length).toBe(1);
+  });
+
+  it('groups by agent in config order, newest first', () => {
+    const groups = groupByAgent(all, ['main', 'researcher', 'writer']);
+    expect(groups.map((g) => g.agentId)).toEqual(['main', 'researcher', 'writer']);
+    expect(groups[0]!.sessions.map((x) => x.sessionKey)).toEqual(['agent:main:main', 'agent:main:telegram:direct:bob']);
+  });
+
+  it('steps through sessions without wrapping', () => {
+    const order = ['a', 'b', 'c'];
+    expect(stepSession(order, 'a', 1)).toBe('b');
+    expect(stepSession(order, 'c', 1)).toBe('c');
+    expect(stepSession(order, 'a', -1)).toBe('a');
+    expect(stepSession(order, 'zz', 1)).toBe('a');
+    expect(stepSession([], 'a', 1)).toBeUndefined();
+  });
+
+  it('flags unread only for sessions seen before', () => {
+    const x = all[0]!;
+    expect(isUnread(x, {}, '')).toBe(false);
+    expect(isUnread(x, { [x.sessionKey]: 1 }, '')).toBe(true);
+    expect(isUnread(x, { [x.sessionKey]: 1 }, x.sessionKey)).toBe(false);
+  });
+});

@@ -1,0 +1,55 @@
+// Pure helpers for the sessions sidebar: kind filters, search, grouping by agent, unread and j/k movement.
+import type { SessionSummary } from '@/lib/trpc/types';
+import type { SidebarKind } from '@/stores/room-store';
+
+const KIND_OF: Record<string, SidebarKind | undefined> = { main: 'main', subagent: 'delegate', channel: 'channel' };
+
+export function sidebarKind(kind: string): SidebarKind | undefined {
+  return KIND_OF[kind];
+}
+
+/** Sessions matching the kind filters (none pressed = every kind) and the search text (key, label, agent). */
+export function filterSessions(sessions: readonly SessionSummary[], kinds: readonly SidebarKind[], search: string): SessionSummary[] {
+  const q = search.trim().toLowerCase();
+  return sessions.filter((s) => {
+    if (kinds.length > 0) {
+      const k = sidebarKind(s.kind);
+      if (!k || !kinds.includes(k)) return false;
+    }
+    if (!q) return true;
+    return [s.sessionKey, s.label ?? '', s.agentId].some((v) => v.toLowerCase().includes(q));
+  });
+}
+
+export interface AgentGroup {
+  agentId: string;
+  sessions: SessionSummary[];
+}
+
+/** Groups by agent in the configured agents' order (unknown agents after), sessions newest activity first. */
+export function groupByAgent(sessions: readonly SessionSummary[], agentOrder: readonly string[]): AgentGroup[] {
+  const groups = new Map<string, SessionSummary[]>();
+  for (const id of agentOrder) groups.set(id, []);
+  for (const s of sessions) {
+    const list = groups.get(s.agentId) ?? [];
+    list.push(s);
+    groups.set(s.agentId, list);
+  }
+  return [...groups.entries()]
+    .filter(([, list]) => list.length > 0)
+    .map(([agentId, list]) => ({ agentId, sessions: [...list].sort((a, b) => b.lastActivityAt.localeCompare(a.lastActivityAt)) }));
+}
+
+/** The session `step` places after (j = +1) or before (k = -1) the current one in display order, wrapping never. */
+export function stepSession(order: readonly string[], current: string, step: 1 | -1): string | undefined {
+  if (order.length === 0) return undefined;
+  const i = order.indexOf(current);
+  if (i < 0) return order[step === 1 ? 0 : order.length - 1];
+  return order[Math.min(order.length - 1, Math.max(0, i + step))];
+}
+
+/** Unread: it gained rows since it was last open here (sessions never opened in this tab are not flagged). */
+export function isUnread(s: SessionSummary, seen: Readonly<Record<string, number>>, selected: string): boolean {
+  const last = seen[s.sessionKey];
+  return s.sessionKey !== selected && last !== undefined && s.messageCount > last;
+}
