@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { validateModelSpec } from './models/registry';
 
 export const toolPolicySchema = z.enum(['auto', 'ask', 'deny']);
 export type ToolPolicy = z.infer<typeof toolPolicySchema>;
@@ -134,9 +135,13 @@ export function resolveConfig(cfg: RawConfig, env: Record<string, string | undef
   const baseLimits = limitsSchema.parse(cfg.limits ?? {});
   const agentsRaw = cfg.agents ?? DEFAULT_AGENTS.map((a) => agentSchema.parse(a));
   const seen = new Set<string>();
-  const agents: AgentConfig[] = agentsRaw.map((a) => {
+  const agents: AgentConfig[] = agentsRaw.map((a, i) => {
     if (seen.has(a.id)) throw new ConfigError(`config: bad key "agents": duplicate agent id ${a.id}`);
     seen.add(a.id);
+    for (const spec of Array.isArray(a.model) ? a.model : [a.model]) {
+      const bad = validateModelSpec(spec, env);
+      if (bad) throw new ConfigError(`config: bad key "agents.${i}.model": ${bad}`);
+    }
     const name = a.name ?? a.id.charAt(0).toUpperCase() + a.id.slice(1);
     return {
       id: a.id,

@@ -1,14 +1,17 @@
-// Subscribes to a session's agent events and folds them into the query cache (transcript, live state, approvals).
+// Subscribes to a session's agent events and folds them into the query cache (transcript, live state, approvals, inspector).
 import { useTRPC } from '@/lib/trpc/client';
 import type { AgentEvent, TranscriptMessage } from '@/lib/trpc/types';
 import { useRoomStore } from '@/stores/room-store-provider';
 import { useQueryClient } from '@tanstack/react-query';
 import { useSubscription } from '@trpc/tanstack-react-query';
 import { useEffect, useRef } from 'react';
+import { recordEvent } from './event-log';
 import { applyLiveEvent, emptyLiveState, type LiveState } from './live-state';
 import { historyInput } from './queries';
 import { mergeMessage, type HistoryData } from './use-transcript';
 import { liveStateKey } from './use-live-state';
+
+const DELEGATE_KINDS = new Set(['agent_callback_result', 'delegate_follow_up_started', 'delegate_follow_up_completed']);
 
 function messageOf(ev: AgentEvent): TranscriptMessage | undefined {
   const m = (ev.data?.message ?? undefined) as TranscriptMessage | undefined;
@@ -24,17 +27,30 @@ export function useSessionEvents(sessionKey: string) {
   const historyKey = trpc.chat.history.infiniteQueryKey(historyInput(sessionKey));
   const approvalsKey = trpc.approvals.list.queryKey({ sessionKey });
 
+  const refreshDelegates = () => {
+    void qc.invalidateQueries({ queryKey: trpc.delegates.pathKey() });
+    void qc.invalidateQueries({ queryKey: trpc.status.pathKey() });
+  };
+
   const onEvent = (ev: AgentEvent) => {
+    recordEvent(qc, sessionKey, ev);
     qc.setQueryData<LiveState>(liveStateKey(sessionKey), (old) => applyLiveEvent(old ?? emptyLiveState(), ev));
     const phase = ev.data?.phase;
     if (ev.stream === 'message') {
       const msg = messageOf(ev);
       if (msg) qc.setQueryData(historyKey, (old) => mergeMessage(old as HistoryData | undefined, msg) as typeof old);
       else void qc.invalidateQueries({ queryKey: historyKey });
+      if (msg && DELEGATE_KINDS.has(msg.kind)) refreshDelegates();
     } else if (ev.stream === 'approval') {
       void qc.invalidateQueries({ queryKey: approvalsKey });
+      void qc.invalidateQueries({ queryKey: trpc.status.pathKey() });
+      void qc.invalidateQueries({ queryKey: trpc.sessions.list.pathKey() });
+    } else if (ev.stream === 'tool' && ev.data?.name === 'delegate_agent' && (phase === 'start' || phase === 'end')) {
+      // A delegate started or finished under this session: its row in the agent picker changed.
+      refreshDelegates();
     } else if (ev.stream === 'lifecycle' && (phase === 'start' || phase === 'end' || phase === 'error')) {
       void qc.invalidateQueries({ queryKey: trpc.sessions.list.pathKey() });
+      void qc.invalidateQueries({ queryKey: trpc.status.pathKey() });
       // Reconcile once a run settles: anything missed in the connect window shows up here.
       if (phase !== 'start') void qc.invalidateQueries({ queryKey: historyKey });
     }

@@ -1,0 +1,41 @@
+// Config loading: defaults, the tool policy rule, and a bad file stopping the start with the bad key named.
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, toolPolicyFor } from './config';
+import { tmpDataDir } from './testing/harness';
+
+const withFile = (content: string) => {
+  const f = path.join(tmpDataDir(), 'crosstalk.config.json');
+  fs.writeFileSync(f, content);
+  return { CROSSTALK_CONFIG: f, CROSSTALK_DATA_DIR: path.dirname(f) };
+};
+
+describe('config', () => {
+  it('has three scripted default agents, main first', () => {
+    const c = loadConfig({ CROSSTALK_CONFIG: undefined, CROSSTALK_DATA_DIR: tmpDataDir() });
+    expect(c.agents.map((a) => [a.id, a.persona, a.models])).toEqual([
+      ['main', 'Main', ['scripted']],
+      ['researcher', 'Researcher', ['scripted']],
+      ['writer', 'Writer', ['scripted']],
+    ]);
+    expect(c.defaultAgentId).toBe('main');
+    expect(toolPolicyFor(c.agents[0]!, 'exec')).toBe('ask');
+    expect(toolPolicyFor(c.agents[0]!, 'sessions_send')).toBe('auto');
+  });
+
+  it('names the bad key of a file that does not validate', () => {
+    expect(() => loadConfig(withFile('{"agents": [{"id": "Main Agent"}]}'))).toThrow(/bad key "agents\.0\.id"/);
+    expect(() => loadConfig(withFile('{"sesion": {}}'))).toThrow(/unknown key sesion/);
+    expect(() => loadConfig(withFile('{"agents": [{"id": "a", "tools": {"exec": "sometimes"}}]}'))).toThrow(/agents\.0\.tools\.exec/);
+    expect(() => loadConfig(withFile('{"agents": [{"id": "a", "model": ["scripted", "madeup:x"]}]}'))).toThrow(/bad key "agents\.0\.model"/);
+    expect(() => loadConfig(withFile('{"agents": [{"id": "a", "model": "compatible:llama"}]}'))).toThrow(/CROSSTALK_COMPAT_BASE_URL/);
+    expect(() => loadConfig(withFile('{ not json'))).toThrow(ConfigError);
+  });
+
+  it('takes per-agent limits over the global ones', () => {
+    const c = loadConfig(withFile('{"limits": {"sendMessagePerRun": 2}, "agents": [{"id": "a"}, {"id": "b", "limits": {"sendMessagePerRun": 7}}]}'));
+    expect(c.agents.map((a) => a.limits.sendMessagePerRun)).toEqual([2, 7]);
+    expect(c.agents[0]!.limits.maxDelegateDepth).toBe(3);
+  });
+});
