@@ -92,3 +92,13 @@ export function errorMessage(e: unknown): string {
   if (e instanceof Error) return e.message;
   return typeof e === 'string' ? e : JSON.stringify(e);
 }
+
+/** Runs a tool's work and turns a CrosstalkError into the data a tool answers (anything else still throws). */
+export async function asToolData<T>(fn: () => Promise<T>): Promise<T | ToolError> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (isCrosstalkError(e)) return toolError(e.code, e.message);
+    throw e;
+  }
+}

@@ -11,6 +11,8 @@ export type SidebarKind = 'main' | 'delegate' | 'channel';
 export interface InspectorState {
   /** While paused the list holds still; events keep being collected. */
   paused: boolean;
+  /** The newest event id shown when the list was paused. */
+  pausedAt: number;
   /** Streams to show; empty = all. */
   streams: string[];
   text: string;
@@ -63,7 +65,7 @@ export function createRoomStore(init: RoomInit) {
     kindFilter: [],
     sessionSearch: '',
     seen: {},
-    inspector: { paused: false, streams: [], text: '' },
+    inspector: { paused: false, pausedAt: 0, streams: [], text: '' },
     drafts: {},
     connection: 'connecting',
     connectionError: null,

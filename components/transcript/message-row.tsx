@@ -1,42 +1,56 @@
-// One transcript row, rendered by kind: user, assistant, persona posts, tool cards, and notices.
+// One transcript row, rendered by kind (CONTRACT §4): user, assistant, persona posts, tool cards, inter-session and callback
+// rows (with where they came from), delegate follow-up cells, mirrors, steers and notices.
 import { cn } from '@/lib/cn';
 import type { ReactNode } from 'react';
 import type { TranscriptMessage } from '@/lib/trpc/types';
 import { LocalTime } from '../ui/local-time';
+import { SessionLink } from './session-link';
 import { ToolCard } from './tool-card';
 
-const NOTICE_LABEL: Partial<Record<TranscriptMessage['kind'], string>> = {
-  inter_session: 'message from another session',
-  agent_callback_result: 'callback result',
-  delegate_follow_up_started: 'delegate follow-up started',
-  delegate_follow_up_completed: 'delegate follow-up completed',
-  mirror: 'mirrored',
-  steer: 'steered into the run',
-  notice: 'notice',
-};
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v ? v : undefined);
+
+interface DelegateMeta {
+  conversation_id?: string;
+  agent_id?: string;
+  run_id?: string;
+  followUp?: boolean;
+  label?: string;
+}
+
+function delegateMeta(m: TranscriptMessage): DelegateMeta | undefined {
+  const raw = m.kind === 'agent_callback_result' ? m.meta?.delegate : m.meta;
+  return raw && typeof raw === 'object' ? (raw as DelegateMeta) : undefined;
+}
 
 export function MessageRow({ message }: { message: TranscriptMessage }) {
-  if (message.kind === 'tool_call' || message.kind === 'tool_result') return <ToolCard message={message} />;
-  const label = NOTICE_LABEL[message.kind];
-  const isNotice = message.kind === 'notice' || message.role === 'system';
-  if (isNotice) {
-    return (
-      <div data-testid="message" data-kind={message.kind} data-role={message.role} className="mx-auto max-w-3xl px-2 text-center text-xs text-zinc-500">
-        <span className="whitespace-pre-wrap">{message.content}</span>
-      </div>
-    );
+  switch (message.kind) {
+    case 'tool_call':
+    case 'tool_result':
+      return <ToolCard message={message} />;
+    case 'delegate_follow_up_started':
+    case 'delegate_follow_up_completed':
+      return <FollowUpCell message={message} />;
+    case 'notice':
+      return <NoticeCell message={message} />;
+    case 'inter_session':
+    case 'agent_callback_result':
+      return <FromSessionCell message={message} />;
+    default:
+      break;
   }
+  if (message.role === 'system') return <NoticeCell message={message} />;
   const isUser = message.role === 'user' && message.author.type !== 'agent' && message.kind === 'message';
   const isPersona = message.author.type === 'persona';
   const who = isUser ? 'You' : (message.author.name ?? message.author.id);
+  const label = message.kind === 'mirror' ? `mirrored${message.author.type === 'channel' ? ` from ${message.author.id}` : ''}` : message.kind === 'steer' ? 'steered into the run' : isPersona ? 'persona' : undefined;
   return (
     <Bubble
-      side={isUser ? 'right' : 'left'}
-      tone={isUser ? 'user' : isPersona ? 'persona' : label ? 'other' : 'assistant'}
+      side={isUser || message.kind === 'steer' ? 'right' : 'left'}
+      tone={isUser ? 'user' : isPersona ? 'persona' : message.kind === 'mirror' ? 'mirror' : message.kind === 'steer' ? 'other' : 'assistant'}
       who={who}
       meta={
         <>
-          {label && <span>{label} · </span>}
+          {label && <span data-testid="row-label">{label} · </span>}
           <LocalTime iso={message.createdAt} />
         </>
       }
@@ -50,12 +64,94 @@ export function MessageRow({ message }: { message: TranscriptMessage }) {
   );
 }
 
-type Tone = 'user' | 'assistant' | 'persona' | 'other';
+/** An inter-session message or a callback result: says where it came from and links there. */
+function FromSessionCell({ message }: { message: TranscriptMessage }) {
+  const from = str(message.meta?.fromSessionKey);
+  const d = delegateMeta(message);
+  const isCallback = message.kind === 'agent_callback_result';
+  return (
+    <Bubble
+      side="left"
+      tone="other"
+      who={message.author.name ?? message.author.id}
+      meta={
+        <>
+          <span data-testid="row-label">
+            {isCallback ? 'callback result' : 'message'}
+            {from && (
+              <>
+                {' '}
+                from <SessionLink sessionKey={from} />
+              </>
+            )}
+            {d?.followUp && <span data-testid="follow-up-mark"> (follow-up)</span>}
+            {' · '}
+          </span>
+          <LocalTime iso={message.createdAt} />
+        </>
+      }
+      testId="message"
+      kind={message.kind}
+      role={message.role}
+      authorType={message.author.type}
+      from={from}
+    >
+      {message.content}
+    </Bubble>
+  );
+}
+
+/** The parent's record of a delegate re-entry (CONTRACT §5 follow-ups), marked "(follow-up)". */
+function FollowUpCell({ message }: { message: TranscriptMessage }) {
+  const d = delegateMeta(message) ?? {};
+  const started = message.kind === 'delegate_follow_up_started';
+  return (
+    <div
+      data-testid="message"
+      data-kind={message.kind}
+      data-role={message.role}
+      className="mx-auto flex w-full max-w-3xl items-center gap-2 rounded-md border border-dashed border-sky-300 bg-sky-50/60 px-3 py-1.5 text-xs text-sky-950 dark:border-sky-800 dark:bg-sky-950/30 dark:text-sky-100"
+    >
+      <span aria-hidden>{started ? '↪' : '↩'}</span>
+      <span className="font-medium">
+        Delegate {started ? 'follow-up started' : 'follow-up completed'} <span data-testid="follow-up-mark">{d.label ?? '(follow-up)'}</span>
+      </span>
+      {d.agent_id && <span className="font-mono">{d.agent_id}</span>}
+      {d.conversation_id && <SessionLink sessionKey={d.conversation_id} className="min-w-0 truncate font-mono text-sky-800 underline decoration-dotted dark:text-sky-300" />}
+      <span className="ml-auto shrink-0 text-sky-700/80 dark:text-sky-300/80">
+        {d.run_id && <span className="mr-2 font-mono">{d.run_id}</span>}
+        <LocalTime iso={message.createdAt} />
+      </span>
+      <span className="sr-only" data-testid="message-text">
+        {message.content}
+      </span>
+    </div>
+  );
+}
+
+function NoticeCell({ message }: { message: TranscriptMessage }) {
+  return (
+    <div
+      role="note"
+      data-testid="message"
+      data-kind={message.kind}
+      data-role={message.role}
+      className="mx-auto max-w-3xl px-2 text-center text-xs text-zinc-500"
+    >
+      <span data-testid="message-text" className="whitespace-pre-wrap">
+        {message.content}
+      </span>
+    </div>
+  );
+}
+
+type Tone = 'user' | 'assistant' | 'persona' | 'mirror' | 'other';
 
 const TONES: Record<Tone, string> = {
   user: 'bg-indigo-600 text-white',
   assistant: 'bg-white text-zinc-900 border border-zinc-200 dark:bg-zinc-800 dark:text-zinc-100 dark:border-zinc-700',
   persona: 'bg-violet-50 text-violet-950 border border-violet-200 dark:bg-violet-950/50 dark:text-violet-100 dark:border-violet-800',
+  mirror: 'bg-teal-50 text-teal-950 border border-teal-200 dark:bg-teal-950/40 dark:text-teal-100 dark:border-teal-800',
   other: 'bg-amber-50 text-amber-950 border border-amber-200 dark:bg-amber-950/40 dark:text-amber-100 dark:border-amber-800',
 };
 
@@ -68,6 +164,7 @@ export function Bubble(props: {
   kind?: string;
   role?: string;
   authorType?: string;
+  from?: string;
   pending?: boolean;
   children: ReactNode;
 }) {
@@ -77,11 +174,14 @@ export function Bubble(props: {
       data-kind={props.kind}
       data-role={props.role}
       data-author-type={props.authorType}
+      data-from={props.from}
       className={cn('mx-auto flex w-full max-w-3xl flex-col gap-0.5', props.side === 'right' ? 'items-end' : 'items-start')}
     >
-      <div className="flex items-baseline gap-2 px-1 text-[11px] text-zinc-500">
-        <span className="font-semibold text-zinc-600 dark:text-zinc-300">{props.who}</span>
-        {props.meta && <span>{props.meta}</span>}
+      <div className="flex max-w-full flex-wrap items-baseline gap-x-2 px-1 text-[11px] text-zinc-500">
+        <span data-testid="message-author" className="font-semibold text-zinc-600 dark:text-zinc-300">
+          {props.who}
+        </span>
+        {props.meta && <span className="min-w-0 break-all">{props.meta}</span>}
       </div>
       <div
         data-testid="message-text"

@@ -1,6 +1,6 @@
 // Gateway over real HTTP: the foundation's flows with the scripted model, queue modes and idempotency.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../testing/harness';
+import { startTestServer, type TestServer, until } from '../testing/harness';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -16,15 +16,6 @@ const wait = (runId: string, timeoutMs?: number) => s.rpc<{ status: string; resp
 const history = (sessionKey: string, extra: Record<string, unknown> = {}) =>
   s.rpc<{ messages: Array<{ id: number; role: string; kind: string; content: string; runId?: string; tool?: any; author: any }>; next_cursor: string | null }>('chat.history', { sessionKey, ...extra });
 
-async function until<T>(fn: () => Promise<T | undefined | null | false>, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe('agent + agent.wait', () => {
   it('echoes hello and writes user + assistant rows with the runId', async () => {

@@ -1,16 +1,7 @@
 // A hard kill (SIGKILL) between the target's end and the callback turn: after a restart the callback arrives exactly once.
 import { describe, expect, it } from 'vitest';
-import { startChildServer, tmpDataDir } from '../testing/harness';
+import { startChildServer, tmpDataDir, until } from '../testing/harness';
 
-async function until<T>(fn: () => Promise<T | undefined | null | false>, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('callbacks across a hard kill', () => {
   it('is delivered exactly once after the server is killed right after recording it', async () => {

@@ -1,6 +1,6 @@
 // Delegates you can come back to (issue 4): standard/detached/batch, follow-ups, delegate_sessions, limits, previews.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, tmpDataDir, type TestServer } from '../testing/harness';
+import { startTestServer, tmpDataDir, type TestServer, until } from '../testing/harness';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -18,15 +18,6 @@ async function call(sessionKey: string, name: string, args: unknown): Promise<an
   const w = await s.rpc<{ status: string; response: string }>('agent.wait', { runId });
   expect(w.status).toBe('ok');
   return JSON.parse(w.response.slice(name.length + 2));
-}
-async function until<T>(fn: () => Promise<T | undefined | null | false>, ms = 8000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 const hist = async (sessionKey: string) => (await s.rpc<{ messages: any[] }>('chat.history', { sessionKey, limit: 200 })).messages.reverse();
 

@@ -1,6 +1,6 @@
 // Agents talk to agents (issue 3): sessions_send / agents_message, callback turns, failures and busy callers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readSse, startTestServer, type TestServer } from '../testing/harness';
+import { readSse, startTestServer, type TestServer, until } from '../testing/harness';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -13,15 +13,6 @@ afterAll(async () => {
 type Msg = { id: number; role: string; kind: string; content: string; runId?: string; author: any; meta?: any; tool?: any };
 const history = async (sessionKey: string, includeTools = false) =>
   (await s.rpc<{ messages: Msg[] }>('chat.history', { sessionKey, limit: 200, includeTools })).messages.reverse();
-async function until<T>(fn: () => Promise<T | undefined | null | false>, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 const turn = async (sessionKey: string, message: string) => {
   const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey, message });
   return { runId, ...(await s.rpc<{ status: string; response: string }>('agent.wait', { runId })) };

@@ -1,16 +1,7 @@
 // Restarts: a pending approval survives and resumes the run; a running run is marked interrupted; queued runs still run.
 import { describe, expect, it } from 'vitest';
-import { startTestServer, tmpDataDir } from '../testing/harness';
+import { startTestServer, tmpDataDir, until } from '../testing/harness';
 
-async function until<T>(fn: () => Promise<T | undefined | null | false>, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe('restart', () => {
   it('a pending approval survives a restart; resolving it resumes the run to completion', async () => {

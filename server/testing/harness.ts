@@ -151,3 +151,14 @@ export async function startChildServer(o: { dataDir: string; configFile?: string
   };
   return { url, child, exited, rpc, kill: () => child.kill('SIGKILL') };
 }
+
+/** Polls `fn` until it returns something truthy (then returns it), failing after `ms`. */
+export async function until<T>(fn: () => Promise<T | undefined | null | false> | T | undefined | null | false, ms = 10_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

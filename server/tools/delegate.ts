@@ -1,6 +1,6 @@
 // delegate_agent and delegate_sessions (seed 002): launch or continue delegates; find, preview and dismiss them.
 import { z } from 'zod';
-import { isCrosstalkError, toolError } from '../errors';
+import { asToolData, toolError } from '../errors';
 import type { Delegates } from '../orchestrator/delegates';
 import type { ToolDef } from './types';
 
@@ -24,14 +24,6 @@ const sessionsInput = z
   })
   .strict();
 
-async function asData<T>(fn: () => Promise<T>) {
-  try {
-    return await fn();
-  } catch (e) {
-    if (isCrosstalkError(e)) return toolError(e.code, e.message);
-    throw e;
-  }
-}
 
 export function createDelegateAgentTool(delegates: () => Delegates): ToolDef<z.infer<typeof delegateInput>> {
   return {
@@ -47,7 +39,7 @@ export function createDelegateAgentTool(delegates: () => Delegates): ToolDef<z.i
     ].join(' '),
     inputSchema: delegateInput,
     execute: (input, ctx) =>
-      asData(() =>
+      asToolData(() =>
         delegates().delegate({ sessionKey: ctx.sessionKey, agent: ctx.agent, runId: ctx.runId, callId: ctx.callId, signal: ctx.signal }, input),
       ),
   };
@@ -65,7 +57,7 @@ export function createDelegateSessionsTool(delegates: () => Delegates): ToolDef<
     ].join(' '),
     inputSchema: sessionsInput,
     execute: (i, ctx) =>
-      asData(async () => {
+      asToolData(async () => {
         const d = delegates();
         if (i.operation === 'list') return d.list(ctx.sessionKey, { cursor: i.cursor, limit: i.limit });
         if (!i.conversation_id) return toolError('invalid_request', `conversation_id is required for ${i.operation}`);

@@ -1,20 +1,12 @@
 // sessions_list and sessions_history: read-only views of the gateway's sessions.list and chat.history for the model.
 import { z } from 'zod';
-import { isCrosstalkError, toolError } from '../errors';
+import { asToolData } from '../errors';
 import type { Gateway } from '../gateway/types';
 import { chatHistoryParams, sessionsListParams } from '../gateway/schemas';
 import type { ToolDef } from './types';
 
 type ReadGateway = Pick<Gateway, 'sessionsList' | 'chatHistory'>;
 
-async function guarded<T>(fn: () => Promise<T>): Promise<T | ReturnType<typeof toolError>> {
-  try {
-    return await fn();
-  } catch (e) {
-    if (isCrosstalkError(e)) return toolError(e.code, e.message);
-    throw e;
-  }
-}
 
 export function createSessionsListTool(gw: ReadGateway): ToolDef<z.infer<typeof sessionsListParams>> {
   return {
@@ -22,7 +14,7 @@ export function createSessionsListTool(gw: ReadGateway): ToolDef<z.infer<typeof 
     description:
       'List sessions, newest activity first: {sessions: [{sessionKey, agentId, kind, label?, model, lastActivityAt, status, messageCount}], next_cursor}. Optional filters: agentId, kind (main|subagent|channel|other), limit (1-200), cursor.',
     inputSchema: sessionsListParams,
-    execute: (input) => guarded(() => gw.sessionsList(input)),
+    execute: (input) => asToolData(() => gw.sessionsList(input)),
   };
 }
 
@@ -32,6 +24,6 @@ export function createSessionsHistoryTool(gw: ReadGateway): ToolDef<z.infer<type
     description:
       "Read a session's transcript, newest first: {messages, next_cursor}. Params: sessionKey, limit (1-200, default 20), cursor, includeTools.",
     inputSchema: chatHistoryParams,
-    execute: (input) => guarded(() => gw.chatHistory({ limit: 20, ...input })),
+    execute: (input) => asToolData(() => gw.chatHistory({ limit: 20, ...input })),
   };
 }

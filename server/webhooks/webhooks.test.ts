@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../testing/harness';
+import { startTestServer, type TestServer, until } from '../testing/harness';
 import { isPrivateAddress } from './guard';
 
 type Behaviour = 'ok' | '500' | 'hang' | 'close';
@@ -45,15 +45,6 @@ afterAll(async () => {
   await s?.close();
 });
 
-async function until<T>(fn: () => Promise<T | undefined | null | false> | T, ms = 8000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe('webhooks', () => {
   it('the agent method with a webhook POSTs {runId, sessionKey, status, response}, signed', async () => {

@@ -1,0 +1,43 @@
+'use client';
+// The status panel: active runs, pending approvals, the reusable delegate pool and its disk footprint, silence and rate limits.
+import { cn } from '@/lib/cn';
+import { formatBytes } from '@/lib/format';
+import { useStatus } from '@/lib/room/use-status';
+
+export function StatusPanel({ className }: { className?: string }) {
+  const q = useStatus();
+  const s = q.data;
+  const items: Array<{ id: string; label: string; value: string; title?: string; warn?: boolean }> = s
+    ? [
+        { id: 'active-runs', label: 'Active runs', value: String(s.activeRuns) },
+        { id: 'pending-approvals', label: 'Pending approvals', value: String(s.pendingApprovals), warn: s.pendingApprovals > 0 },
+        { id: 'reusable-delegates', label: 'Reusable delegates', value: String(s.delegates.reusable) },
+        { id: 'delegate-bytes', label: 'Delegate disk footprint', value: formatBytes(s.delegates.bytes), title: `${s.delegates.bytes} bytes` },
+        { id: 'silence', label: 'Silent runs', value: String(s.silence) },
+        { id: 'rate-limited', label: 'Rate-limit hits', value: String(s.rateLimited), warn: s.rateLimited > 0 },
+        { id: 'runs', label: 'Runs ok / error / interrupted', value: `${s.runs.ok} / ${s.runs.error} / ${s.runs.interrupted}` },
+        { id: 'webhooks-dead', label: 'Dead webhooks', value: String(s.webhooksDead), warn: s.webhooksDead > 0 },
+      ]
+    : [];
+  return (
+    <section aria-labelledby="status-panel-heading" data-testid="status-panel" className={cn('px-2 py-2', className)}>
+      <h2 id="status-panel-heading" className="px-2 pb-1 text-[11px] font-semibold tracking-wide text-zinc-500 uppercase">
+        Status
+      </h2>
+      {q.isError && !s && <p className="px-2 text-xs text-rose-600">Could not load the status.</p>}
+      <dl className="grid grid-cols-2 gap-1 px-1">
+        {items.map((it) => (
+          <div key={it.id} className="rounded-md bg-white px-2 py-1 dark:bg-zinc-950" title={it.title}>
+            <dt className="truncate text-[10px] text-zinc-500">{it.label}</dt>
+            <dd
+              data-testid={`status-${it.id}`}
+              className={cn('font-mono text-xs font-semibold tabular-nums', it.warn && 'text-amber-700 dark:text-amber-300')}
+            >
+              {it.value}
+            </dd>
+          </div>
+        ))}
+      </dl>
+    </section>
+  );
+}
