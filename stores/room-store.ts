@@ -45,7 +45,8 @@ export interface RoomActions {
   setSidebarOpen(open: boolean): void;
   toggleKind(kind: SidebarKind): void;
   setSessionSearch(text: string): void;
-  markSeen(sessionKey: string, messageCount: number): void;
+  /** Records message counts as seen: the open session always, others only the first time they are listed. */
+  noteCounts(counts: Record<string, number>, openKey: string): void;
   setInspector(patch: Partial<InspectorState>): void;
   setDraft(sessionKey: string, text: string): void;
   setConnection(state: ConnectionState, error?: string | null): void;
@@ -77,8 +78,16 @@ export function createRoomStore(init: RoomInit) {
     toggleKind: (kind) =>
       set((s) => ({ kindFilter: s.kindFilter.includes(kind) ? s.kindFilter.filter((k) => k !== kind) : [...s.kindFilter, kind] })),
     setSessionSearch: (sessionSearch) => set({ sessionSearch }),
-    markSeen: (sessionKey, messageCount) =>
-      set((s) => (s.seen[sessionKey] === messageCount ? s : { seen: { ...s.seen, [sessionKey]: messageCount } })),
+    noteCounts: (counts, openKey) =>
+      set((s) => {
+        let seen = s.seen;
+        for (const [key, n] of Object.entries(counts)) {
+          if (seen[key] === n || (key !== openKey && key in seen)) continue;
+          if (seen === s.seen) seen = { ...s.seen };
+          seen[key] = n;
+        }
+        return seen === s.seen ? s : { seen };
+      }),
     setInspector: (patch) => set((s) => ({ inspector: { ...s.inspector, ...patch } })),
     setDraft: (sessionKey, text) => set((s) => ({ drafts: { ...s.drafts, [sessionKey]: text } })),
     setConnection: (connection, error = null) => set({ connection, connectionError: error }),

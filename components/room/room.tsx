@@ -1,7 +1,8 @@
 'use client';
-// The live web room: sidebar, transcript + composer, toolbox and status, wired to one session's event stream.
+// The live web room: sidebar, transcript + composer, toolbox, agent picker / event inspector, wired to one session's events.
 import { useApprovals } from '@/lib/room/use-approvals';
 import { useLiveState } from '@/lib/room/use-live-state';
+import { useRoomKeys } from '@/lib/room/use-room-keys';
 import { useSessionEvents } from '@/lib/room/use-session-events';
 import { useRoomStore } from '@/stores/room-store-provider';
 import { useEffect } from 'react';
@@ -11,11 +12,14 @@ import { ToolboxPanel } from '../toolbox/toolbox-panel';
 import { Composer } from '../transcript/composer';
 import { TranscriptView } from '../transcript/transcript-view';
 import { Button } from '../ui/button';
+import { SidePanel } from './side-panel';
+import { ThemeToggle } from './theme-toggle';
 
 export function Room() {
   const sessionKey = useRoomStore((s) => s.selectedSessionKey);
   const defaultSessionKey = useRoomStore((s) => s.defaultSessionKey);
   const events = useSessionEvents(sessionKey);
+  useRoomKeys();
 
   // Keep the address bar on the open session, so a reload or a shared link comes back to it.
   useEffect(() => {
@@ -40,25 +44,56 @@ function SessionPane({ sessionKey }: { sessionKey: string }) {
   const approvals = useApprovals(sessionKey);
   const toolbox = useRoomStore((s) => s.toolbox);
   const setToolbox = useRoomStore((s) => s.setToolbox);
+  const panel = useRoomStore((s) => s.panel);
+  const togglePanel = useRoomStore((s) => s.togglePanel);
+  const setSidebarOpen = useRoomStore((s) => s.setSidebarOpen);
   const running = live.activeRuns.length > 0;
   return (
-    <>
-      <main className="flex min-w-0 flex-1 flex-col" data-testid="session-pane" data-session-key={sessionKey}>
-        <header className="flex h-11 shrink-0 items-center gap-3 border-b border-zinc-200 px-4 dark:border-zinc-800">
-          <h1 className="truncate font-mono text-sm font-semibold" data-testid="session-title">
+    // Narrow windows stack the toolbox under the conversation, so its approval row stays on screen.
+    <div className="flex min-w-0 flex-1 flex-col md:flex-row">
+      <main className="flex min-h-0 min-w-0 flex-1 flex-col" data-testid="session-pane" data-session-key={sessionKey}>
+        <header className="flex h-11 shrink-0 items-center gap-1 border-b border-zinc-200 px-2 sm:gap-2 sm:px-4 dark:border-zinc-800">
+          <Button size="sm" variant="ghost" className="md:hidden" aria-label="Show sessions" onClick={() => setSidebarOpen(true)}>
+            ☰
+          </Button>
+          <h1 className="min-w-0 truncate font-mono text-sm font-semibold" data-testid="session-title" title={sessionKey}>
             {sessionKey}
           </h1>
-          {toolbox === 'hidden' && approvals.pending.length === 0 && (
-            <Button size="sm" variant="ghost" className="ml-auto" onClick={() => setToolbox('collapsed')} aria-label="Show toolbox">
-              Tools
+          <div className="ml-auto flex shrink-0 items-center gap-1">
+            <Button
+              size="sm"
+              variant={panel === 'agents' ? 'secondary' : 'ghost'}
+              aria-pressed={panel === 'agents'}
+              aria-label="Agent picker"
+              data-testid="open-agent-picker"
+              onClick={() => togglePanel('agents')}
+            >
+              Agents
             </Button>
-          )}
+            <Button
+              size="sm"
+              variant={panel === 'events' ? 'secondary' : 'ghost'}
+              aria-pressed={panel === 'events'}
+              aria-label="Event inspector"
+              data-testid="open-event-inspector"
+              onClick={() => togglePanel('events')}
+            >
+              Events
+            </Button>
+            {toolbox === 'hidden' && approvals.pending.length === 0 && (
+              <Button size="sm" variant="ghost" onClick={() => setToolbox('collapsed')} aria-label="Show toolbox">
+                Tools
+              </Button>
+            )}
+            <ThemeToggle />
+          </div>
         </header>
         <TranscriptView sessionKey={sessionKey} />
         <Composer sessionKey={sessionKey} />
         <StatusBar sessionKey={sessionKey} running={running} />
       </main>
       <ToolboxPanel sessionKey={sessionKey} approvals={approvals} />
-    </>
+      <SidePanel sessionKey={sessionKey} />
+    </div>
   );
 }

@@ -1,105 +1,214 @@
 'use client';
-// The room's left column: every configured agent (by id) and the sessions, newest activity first.
+// The room's left column: every configured agent (by id) with its sessions grouped under it, kind filters, search,
+// running / unread / needs-approval markers, and the status panel.
 import { cn } from '@/lib/cn';
-import { useSessionsList } from '@/lib/room/use-sessions';
-import { useTRPC } from '@/lib/trpc/client';
-import type { SessionSummary } from '@/lib/trpc/types';
+import { isUnread } from '@/lib/room/sidebar';
+import { useSidebarSessions } from '@/lib/room/use-sidebar';
+import type { AgentInfo, SessionSummary } from '@/lib/trpc/types';
+import type { SidebarKind } from '@/stores/room-store';
 import { useRoomStore } from '@/stores/room-store-provider';
-import { useQuery } from '@tanstack/react-query';
+import { useEffect, useRef } from 'react';
+import { StatusPanel } from '../status/status-panel';
 import { Badge } from '../ui/badge';
+import { Button } from '../ui/button';
 import { LocalTime } from '../ui/local-time';
 
 export function mainSessionKey(agentId: string): string {
   return `agent:${agentId}:main`;
 }
 
+const KINDS: Array<{ kind: SidebarKind; label: string }> = [
+  { kind: 'main', label: 'Main' },
+  { kind: 'delegate', label: 'Delegate' },
+  { kind: 'channel', label: 'Channel' },
+];
+
 export function SessionSidebar() {
-  const trpc = useTRPC();
   const selected = useRoomStore((s) => s.selectedSessionKey);
   const selectSession = useRoomStore((s) => s.selectSession);
-  const agents = useQuery(trpc.agents.list.queryOptions({}, { staleTime: 5 * 60_000 }));
-  const sessions = useSessionsList();
+  const sidebarOpen = useRoomStore((s) => s.sidebarOpen);
+  const setSidebarOpen = useRoomStore((s) => s.setSidebarOpen);
+  const kindFilter = useRoomStore((s) => s.kindFilter);
+  const toggleKind = useRoomStore((s) => s.toggleKind);
+  const search = useRoomStore((s) => s.sessionSearch);
+  const setSearch = useRoomStore((s) => s.setSessionSearch);
+  const seen = useRoomStore((s) => s.seen);
+  const noteCounts = useRoomStore((s) => s.noteCounts);
+  const { agents, sessions, groups, filtered } = useSidebarSessions();
+  const listRef = useRef<HTMLDivElement>(null);
+
+  // Unread: a baseline for every listed session, and the open one is always read.
+  useEffect(() => {
+    if (sessions.data) noteCounts(Object.fromEntries(sessions.data.sessions.map((s) => [s.sessionKey, s.messageCount])), selected);
+  }, [sessions.data, selected, noteCounts]);
+
+  // j/k (or a click elsewhere) moves the selection: keep its row in view.
+  useEffect(() => {
+    listRef.current?.querySelector<HTMLElement>(`[data-session-key="${CSS.escape(selected)}"]`)?.scrollIntoView({ block: 'nearest' });
+  }, [selected]);
+
+  const configured = new Map<string, AgentInfo>((agents.data?.agents ?? []).map((a) => [a.agentId, a]));
+  const agentIds = [...configured.keys()];
+  // Every configured agent is listed (CONTRACT §7), with its sessions under it; agents not configured come after.
+  const shownGroups = [
+    ...agentIds.map((id) => ({ agentId: id, sessions: groups.find((g) => g.agentId === id)?.sessions ?? [] })),
+    ...groups.filter((g) => !configured.has(g.agentId)),
+  ];
 
   return (
-    <nav
-      aria-label="Sessions"
-      data-testid="sidebar"
-      className="flex w-64 shrink-0 flex-col overflow-hidden border-r border-zinc-200 bg-zinc-50 dark:border-zinc-800 dark:bg-zinc-900/60"
-    >
-      <div className="px-4 py-3 text-sm font-semibold tracking-tight">crosstalk</div>
-      <section aria-labelledby="agents-heading" className="px-2 pb-2">
-        <h2 id="agents-heading" className="px-2 pb-1 text-[11px] font-semibold tracking-wide text-zinc-500 uppercase">
-          Agents
-        </h2>
-        {agents.isError && <p className="px-2 text-xs text-rose-600">Could not load agents.</p>}
-        <ul data-testid="agent-list" className="space-y-0.5">
-          {agents.data?.agents.map((a) => {
-            const key = mainSessionKey(a.agentId);
-            const active = selected === key;
-            return (
-              <li key={a.agentId}>
-                <button
-                  type="button"
-                  data-testid={`agent-item-${a.agentId}`}
-                  aria-current={active ? 'page' : undefined}
-                  title={`${a.name} · ${Array.isArray(a.model) ? a.model.join(', ') : a.model}`}
-                  onClick={() => selectSession(key)}
-                  className={cn(
-                    'flex w-full items-center gap-2 rounded-md px-2 py-1.5 text-left text-sm',
-                    active ? 'bg-indigo-100 text-indigo-900 dark:bg-indigo-950 dark:text-indigo-100' : 'hover:bg-zinc-200/70 dark:hover:bg-zinc-800',
-                  )}
-                >
-                  <span aria-hidden className="flex size-6 items-center justify-center rounded bg-zinc-300 text-[11px] font-semibold uppercase dark:bg-zinc-700">
-                    {a.agentId.slice(0, 2)}
-                  </span>
-                  <span className="font-mono">{a.agentId}</span>
-                  {a.name.toLowerCase() !== a.agentId && <span className="truncate text-xs text-zinc-500">{a.name}</span>}
-                </button>
+    <>
+      {sidebarOpen && <div aria-hidden className="fixed inset-0 z-30 bg-black/30 md:hidden" onClick={() => setSidebarOpen(false)} />}
+      <nav
+        aria-label="Sessions"
+        data-testid="sidebar"
+        data-open={sidebarOpen ? 'true' : undefined}
+        className={cn(
+          'w-72 shrink-0 flex-col overflow-hidden border-r border-zinc-200 bg-zinc-50 md:static md:flex md:w-64 dark:border-zinc-800 dark:bg-zinc-900',
+          sidebarOpen ? 'fixed inset-y-0 left-0 z-40 flex max-w-[85vw] shadow-xl' : 'hidden',
+        )}
+      >
+        <div className="flex items-center px-4 py-3">
+          <span className="text-sm font-semibold tracking-tight">crosstalk</span>
+          <Button size="sm" variant="ghost" className="ml-auto md:hidden" aria-label="Close sessions" onClick={() => setSidebarOpen(false)}>
+            ✕
+          </Button>
+        </div>
+        <div className="space-y-2 px-3 pb-2">
+          <input
+            type="search"
+            aria-label="Search sessions"
+            placeholder="Search sessions"
+            value={search}
+            onChange={(e) => setSearch(e.target.value)}
+            className="h-8 w-full rounded-md border border-zinc-300 bg-white px-2 text-sm outline-none focus:border-indigo-500 dark:border-zinc-700 dark:bg-zinc-950"
+          />
+          <div role="group" aria-label="Session kinds" className="flex gap-1">
+            {KINDS.map(({ kind, label }) => (
+              <button
+                key={kind}
+                type="button"
+                data-testid={`kind-filter-${kind}`}
+                aria-pressed={kindFilter.includes(kind)}
+                onClick={() => toggleKind(kind)}
+                className={cn(
+                  'rounded-full border px-2 py-0.5 text-[11px]',
+                  kindFilter.includes(kind)
+                    ? 'border-indigo-500 bg-indigo-50 text-indigo-900 dark:bg-indigo-950 dark:text-indigo-100'
+                    : 'border-zinc-300 text-zinc-600 hover:bg-zinc-200/70 dark:border-zinc-700 dark:text-zinc-400 dark:hover:bg-zinc-800',
+                )}
+              >
+                {label}
+              </button>
+            ))}
+          </div>
+        </div>
+        <div ref={listRef} className="min-h-0 flex-1 overflow-y-auto px-2 pb-3">
+          {agents.isError && <p className="px-2 text-xs text-rose-600">Could not load agents.</p>}
+          {sessions.isError && <p className="px-2 text-xs text-rose-600">Could not load sessions.</p>}
+          <ul data-testid="agent-list" aria-label="Agents" className="space-y-2">
+            {shownGroups.map((g) => (
+              <li key={g.agentId} data-testid="agent-group" data-agent-id={g.agentId}>
+                <AgentHeader agentId={g.agentId} agent={configured.get(g.agentId)} active={selected === mainSessionKey(g.agentId)} onSelect={() => selectSession(mainSessionKey(g.agentId))} />
+                {g.sessions.length > 0 && (
+                  <ul data-testid="session-list" aria-label={`Sessions of ${g.agentId}`} className="mt-0.5 space-y-0.5 pl-2">
+                    {g.sessions.map((s) => (
+                      <SessionItem
+                        key={s.sessionKey}
+                        session={s}
+                        active={s.sessionKey === selected}
+                        unread={isUnread(s, seen, selected)}
+                        onSelect={() => selectSession(s.sessionKey)}
+                      />
+                    ))}
+                  </ul>
+                )}
               </li>
-            );
-          })}
-        </ul>
-      </section>
-      <section aria-labelledby="sessions-heading" className="flex min-h-0 flex-1 flex-col px-2">
-        <h2 id="sessions-heading" className="px-2 pt-2 pb-1 text-[11px] font-semibold tracking-wide text-zinc-500 uppercase">
-          Sessions
-        </h2>
-        {sessions.isError && <p className="px-2 text-xs text-rose-600">Could not load sessions.</p>}
-        {sessions.data && sessions.data.sessions.length === 0 && <p className="px-2 text-xs text-zinc-500">No sessions yet.</p>}
-        <ul data-testid="session-list" className="min-h-0 flex-1 space-y-0.5 overflow-y-auto pb-3">
-          {sessions.data?.sessions.map((s) => (
-            <SessionItem key={s.sessionKey} session={s} active={s.sessionKey === selected} onSelect={() => selectSession(s.sessionKey)} />
-          ))}
-        </ul>
-      </section>
-    </nav>
+            ))}
+          </ul>
+          {sessions.data && groups.length === 0 && (
+            <p className="px-2 pt-2 text-xs text-zinc-500">{filtered ? 'No session matches.' : 'No sessions yet.'}</p>
+          )}
+          <p className="px-2 pt-3 text-[10px] text-zinc-400">
+            <kbd>j</kbd>/<kbd>k</kbd> move through sessions
+          </p>
+        </div>
+        <StatusPanel className="shrink-0 border-t border-zinc-200 dark:border-zinc-800" />
+      </nav>
+    </>
   );
 }
 
-function SessionItem({ session, active, onSelect }: { session: SessionSummary; active: boolean; onSelect: () => void }) {
+function AgentHeader({ agentId, agent, active, onSelect }: { agentId: string; agent?: AgentInfo; active: boolean; onSelect: () => void }) {
+  if (!agent) {
+    return <h3 className="px-2 pt-1 font-mono text-[11px] font-semibold text-zinc-500">{agentId}</h3>;
+  }
+  return (
+    <button
+      type="button"
+      data-testid={`agent-item-${agentId}`}
+      aria-current={active ? 'page' : undefined}
+      aria-label={`Agent ${agentId}: open main session`}
+      title={`${agent.name} · ${Array.isArray(agent.model) ? agent.model.join(', ') : agent.model}`}
+      onClick={onSelect}
+      className={cn(
+        'flex w-full items-center gap-2 rounded-md px-2 py-1.5 text-left text-sm',
+        active ? 'bg-indigo-100 text-indigo-900 dark:bg-indigo-950 dark:text-indigo-100' : 'hover:bg-zinc-200/70 dark:hover:bg-zinc-800',
+      )}
+    >
+      <span aria-hidden className="flex size-6 items-center justify-center rounded bg-zinc-300 text-[11px] font-semibold uppercase dark:bg-zinc-700">
+        {agentId.slice(0, 2)}
+      </span>
+      <span className="font-mono">{agentId}</span>
+      {agent.name.toLowerCase() !== agentId && <span className="truncate text-xs text-zinc-500">{agent.name}</span>}
+    </button>
+  );
+}
+
+function SessionItem({ session, active, unread, onSelect }: { session: SessionSummary; active: boolean; unread: boolean; onSelect: () => void }) {
   const pending = session.pendingApprovals ?? 0;
+  const running = session.status === 'running';
+  const rest = session.sessionKey.replace(/^agent:[^:]+:/, '');
   return (
     <li>
       <button
         type="button"
         data-testid="session-item"
         data-session-key={session.sessionKey}
+        data-kind={session.kind}
+        data-running={running ? 'true' : undefined}
+        data-attention={pending > 0 ? 'true' : undefined}
+        data-unread={unread ? 'true' : undefined}
         aria-current={active ? 'page' : undefined}
+        title={session.sessionKey}
         onClick={onSelect}
         className={cn(
           'flex w-full flex-col gap-0.5 rounded-md px-2 py-1.5 text-left',
           active ? 'bg-indigo-100 text-indigo-900 dark:bg-indigo-950 dark:text-indigo-100' : 'hover:bg-zinc-200/70 dark:hover:bg-zinc-800',
         )}
       >
-        <span className="truncate font-mono text-xs">{session.label || session.sessionKey}</span>
-        <span className="flex items-center gap-1.5 text-[11px] text-zinc-500">
-          <span>{session.kind}</span>
+        <span className="flex items-center gap-1.5">
+          {unread && <span role="img" aria-label="unread" className="size-1.5 shrink-0 rounded-full bg-indigo-500" />}
+          <span className={cn('truncate font-mono text-xs', unread && 'font-semibold')}>{session.label || rest}</span>
+          {pending > 0 && (
+            <span data-testid="attention-badge" className="ml-auto">
+              <Badge tone="warning">
+                <span aria-hidden>⚠ {pending}</span>
+                <span className="sr-only">needs approval ({pending} pending)</span>
+              </Badge>
+            </span>
+          )}
+        </span>
+        <span className="flex flex-wrap items-center gap-1.5 text-[11px] text-zinc-500">
+          <span>{session.kind === 'subagent' ? 'delegate' : session.kind}</span>
           <span aria-hidden>·</span>
           <span>{session.messageCount} msgs</span>
           <span aria-hidden>·</span>
           <LocalTime iso={session.lastActivityAt} format="relative" />
-          {session.status === 'running' && <Badge tone="info">running</Badge>}
-          {pending > 0 && <Badge tone="warning">needs approval</Badge>}
+          {running && (
+            <span data-testid="running-marker">
+              <Badge tone="info">running</Badge>
+            </span>
+          )}
         </span>
       </button>
     </li>

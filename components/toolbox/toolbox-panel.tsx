@@ -37,11 +37,12 @@ export function ToolboxPanel({ sessionKey, approvals }: { sessionKey: string; ap
       data-testid="toolbox"
       data-mode={mode}
       data-attention={attention ? 'true' : undefined}
-      className="flex w-80 shrink-0 flex-col border-l border-zinc-200 bg-zinc-50/60 p-2 dark:border-zinc-800 dark:bg-zinc-900/40"
+      className="flex w-full shrink-0 flex-col border-t border-zinc-200 bg-zinc-50/60 p-2 md:w-80 md:border-t-0 md:border-l dark:border-zinc-800 dark:bg-zinc-900/40"
     >
       <div
         className={cn(
-          'flex max-h-full min-h-0 flex-col overflow-hidden rounded-lg border bg-white shadow-sm dark:bg-zinc-950',
+          // Narrow windows: at most half the screen, so the conversation stays usable; the approval row is its last child.
+          'flex max-h-[50dvh] min-h-0 flex-col overflow-hidden rounded-lg border bg-white shadow-sm md:max-h-full dark:bg-zinc-950',
           attention ? 'border-amber-400 dark:border-amber-600' : 'border-zinc-200 dark:border-zinc-800',
         )}
       >

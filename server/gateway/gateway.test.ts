@@ -29,6 +29,13 @@ describe('agent + agent.wait', () => {
     ]);
   });
 
+  it('the message is in the transcript as soon as agent answers "started"', async () => {
+    const r = await send('agent:main:instant', '/sleep 200\n/reply later');
+    expect(r.status).toBe('started');
+    expect((await history('agent:main:instant')).messages.map((m) => [m.role, m.content])).toEqual([['user', '/sleep 200\n/reply later']]);
+    await wait(r.runId);
+  });
+
   it('creates any valid agent:<id>:<rest> key and lowercases upper case', async () => {
     const r = await send('AGENT:Main:Work.Item-1', '/reply ok');
     expect((await wait(r.runId)).response).toBe('ok');

@@ -14,6 +14,7 @@ import type { AnyToolDef } from '../tools/types';
 import { Approvals } from './approvals';
 import { planDeliveries } from './callbacks';
 import { executeRun, type RunDeps } from './run-loop';
+import { markStarted } from './started';
 import { failpoint } from '../failpoints';
 import type { WebhookOutbox } from '../webhooks/outbox';
 import type { CallbackRow } from '../store/schema';
@@ -156,8 +157,10 @@ export class Orchestrator {
     // Everything below up to the first await is synchronous, so the session's state cannot change under us.
     if (!st.active) {
       const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts)), collect: false };
-      this.start(st, item, false);
+      const active = this.start(st, item, false);
       await item.persisted;
+      // Answer once the message is in the transcript, so a history read right after `agent` sees it.
+      await new Promise<void>((resolve) => (active.started ? resolve() : (active.onStarted = resolve)));
       return { runId, status: 'started' };
     }
     let effective = mode;
@@ -236,12 +239,13 @@ export class Orchestrator {
     }
   }
 
-  private start(st: SessionState, item: QueueItem, resume: boolean): void {
+  private start(st: SessionState, item: QueueItem, resume: boolean): ActiveRun {
     const active = this.newActive(item.runId, st.key, this.agentForKey(st.key));
     st.active = active;
     const p = this.execute(st, active, item, resume);
     this.live.add(p);
     void p.finally(() => this.live.delete(p));
+    return active;
   }
 
   private async execute(st: SessionState, active: ActiveRun, item: QueueItem, resume: boolean): Promise<void> {
@@ -267,6 +271,7 @@ export class Orchestrator {
 
   private async finish(st: SessionState, active: ActiveRun, outcome: RunOutcome): Promise<void> {
     const { store, bus, metrics, log } = this.o;
+    markStarted(active); // a run that failed before writing its input must not hold `agent` up
     let deliveries: ReturnType<typeof planDeliveries> = { callbacks: [], webhooks: [], failed: [] };
     try {
       const own = active.row ?? (await store.getRun(active.id));

@@ -11,6 +11,7 @@ import { type NewMessage, type Store } from '../store/store';
 import { deliveredKey, isMessagingTool } from '../tools/messaging';
 import type { AnyToolDef } from '../tools/types';
 import type { Approvals } from './approvals';
+import { markStarted } from './started';
 import { type PromptMessage, toJsonValue, toPromptMessages, userMessage } from './context';
 import { functionTools, type StepToolCall, streamStep } from './model-step';
 import type { ActiveRun, RunInput, RunOutcome } from './types';
@@ -81,6 +82,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
       if (endedAt) deps.metrics.callbackLatency.observe((Date.now() - Date.parse(endedAt)) / 1000);
     }
     emitMessages(await store.startRun(run.id, run.sessionKey, inputs.map((i) => inputToMessage(run.sessionKey, run.id, i))));
+    markStarted(run);
   } else {
     await store.updateRun(run.id, { status: 'running' });
   }

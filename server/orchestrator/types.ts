@@ -34,6 +34,9 @@ export interface ActiveRun {
   row?: import('../store/schema').RunRow;
   /** Whether steered messages were merged into this run (their callbacks follow its end). */
   injected?: boolean;
+  /** Set once the run's input rows are in the transcript; `onStarted` is told then. */
+  started?: boolean;
+  onStarted?: () => void;
   /** Where the run's message came from (a channel, a calling session…). */
   origin?: Record<string, unknown>;
 }

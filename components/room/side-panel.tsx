@@ -1,0 +1,20 @@
+'use client';
+// The right-hand drawer: the agent picker or the event inspector (an overlay on narrow windows).
+import { useRoomStore } from '@/stores/room-store-provider';
+import { AgentPicker } from '../delegates/agent-picker';
+import { EventInspector } from '../inspector/event-inspector';
+
+export function SidePanel({ sessionKey }: { sessionKey: string }) {
+  const panel = useRoomStore((s) => s.panel);
+  if (panel === 'none') return null;
+  return (
+    <aside
+      aria-label={panel === 'agents' ? 'Agent picker panel' : 'Event inspector panel'}
+      data-testid="side-panel"
+      data-panel={panel}
+      className="fixed inset-0 z-30 flex flex-col bg-white md:static md:z-auto md:w-96 md:shrink-0 md:border-l md:border-zinc-200 dark:bg-zinc-950 md:dark:border-zinc-800"
+    >
+      {panel === 'agents' ? <AgentPicker sessionKey={sessionKey} /> : <EventInspector sessionKey={sessionKey} />}
+    </aside>
+  );
+}

@@ -1,0 +1,26 @@
+// The sidebar's sessions as shown (filtered, grouped by agent, newest first) — shared by the sidebar and j/k navigation.
+import { useTRPC } from '@/lib/trpc/client';
+import { useRoomStore } from '@/stores/room-store-provider';
+import { useQuery } from '@tanstack/react-query';
+import { useMemo } from 'react';
+import { filterSessions, groupByAgent } from './sidebar';
+import { useSessionsList } from './use-sessions';
+
+export function useAgents() {
+  const trpc = useTRPC();
+  return useQuery(trpc.agents.list.queryOptions({}, { staleTime: 5 * 60_000 }));
+}
+
+export function useSidebarSessions() {
+  const agents = useAgents();
+  const sessions = useSessionsList();
+  const kinds = useRoomStore((s) => s.kindFilter);
+  const search = useRoomStore((s) => s.sessionSearch);
+  const agentIds = useMemo(() => agents.data?.agents.map((a) => a.agentId) ?? [], [agents.data]);
+  const groups = useMemo(
+    () => groupByAgent(filterSessions(sessions.data?.sessions ?? [], kinds, search), agentIds),
+    [sessions.data, kinds, search, agentIds],
+  );
+  const order = useMemo(() => groups.flatMap((g) => g.sessions.map((s) => s.sessionKey)), [groups]);
+  return { agents, sessions, groups, order, filtered: kinds.length > 0 || search.trim() !== '' };
+}
