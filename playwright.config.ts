@@ -38,7 +38,8 @@ export default defineConfig({
     },
   },
   webServer: {
-    command: `rm -rf '${DATA_DIR}' && exec node scripts/start.mjs`,
+    // The seed (a 10,000-row transcript and one row of every kind) is written straight into the fresh store first.
+    command: `rm -rf '${DATA_DIR}' && node_modules/.bin/tsx e2e/support/seed-db.ts '${DATA_DIR}' && exec node scripts/start.mjs`,
     url: `${BASE_URL}/`,
     reuseExistingServer: false,
     timeout: 300_000,

@@ -109,6 +109,13 @@ section vitest "Unit + integration tests (vitest run)"
 npx --no-install vitest run
 step_ok
 
+section vitest-pg "The gateway's integration suites again, every server on PostgreSQL (TEST_STORE=postgres)"
+# Each test server takes a schema of its own in the test database; drop the ones earlier runs left behind.
+psql -q -h 127.0.0.1 -p 5432 -d test -Atc "select format('drop schema if exists %I cascade;', nspname) from pg_namespace where nspname like 't\_%'" \
+  | psql -q -h 127.0.0.1 -p 5432 -d test >/dev/null 2>&1 || echo "(could not drop old test schemas; going on)"
+TEST_STORE=postgres npx --no-install vitest run server
+step_ok
+
 section build "Production build (next build)"
 npx --no-install next build
 step_ok

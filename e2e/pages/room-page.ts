@@ -9,6 +9,9 @@ export class RoomPage {
   readonly approval: Locator;
   readonly reason: Locator;
   readonly sessionTitle: Locator;
+  readonly agentPicker: Locator;
+  readonly statusPanel: Locator;
+  readonly inspector: Locator;
 
   constructor(readonly page: Page) {
     this.sidebar = page.getByTestId('sidebar');
@@ -18,6 +21,9 @@ export class RoomPage {
     this.approval = page.getByRole('region', { name: 'Approval', exact: true });
     this.reason = this.approval.getByRole('textbox', { name: 'Reason', exact: true });
     this.sessionTitle = page.getByTestId('session-title');
+    this.agentPicker = page.getByTestId('agent-picker');
+    this.statusPanel = page.getByTestId('status-panel');
+    this.inspector = page.getByTestId('event-inspector');
   }
 
   async login(token: string): Promise<void> {
@@ -62,5 +68,29 @@ export class RoomPage {
 
   button(name: 'Allow once' | 'Allow always' | 'Deny'): Locator {
     return this.approval.getByRole('button', { name, exact: true });
+  }
+
+  /** The sidebar row of a session. */
+  sessionItem(sessionKey: string): Locator {
+    return this.sidebar.locator(`[data-testid="session-item"][data-session-key="${sessionKey}"]`);
+  }
+
+  /** A figure of the status panel as a number (e.g. 'reusable-delegates', 'pending-approvals'). */
+  async statusFigure(id: string): Promise<number> {
+    return Number(await this.page.getByTestId(`status-${id}`).innerText());
+  }
+
+  async openAgentPicker(): Promise<void> {
+    await this.page.getByRole('button', { name: 'Agent picker', exact: true }).click();
+    await expect(this.agentPicker).toBeVisible();
+  }
+
+  delegateItems(): Locator {
+    return this.agentPicker.getByTestId('delegate-item');
+  }
+
+  /** Saves a screenshot under e2e/screenshots/ (git-ignored). */
+  async snap(name: string): Promise<void> {
+    await this.page.screenshot({ path: `e2e/screenshots/${name}.png` });
   }
 }

@@ -142,7 +142,9 @@ describe('many agents at once', () => {
   it('100 agents message each other concurrently: every message accounted for, none twice', async () => {
     const n = 100;
     const agents = Array.from({ length: n }, (_, i) => ({ id: `a${i}` }));
-    const t = await startTestServer({ config: { agents } });
+    // followup: each message gets a turn of its own, so every callback carries the answer to its own message
+    // (under `steer`, messages that meet in one run share that run's final response, as the contract says).
+    const t = await startTestServer({ config: { agents, session: { queueMode: 'followup' } } });
     try {
       const starts = await Promise.all(
         agents.map((a, i) =>

@@ -79,6 +79,6 @@ async function openPostgres(url: string, schema?: string): Promise<DbHandle> {
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  await migrateToLatest(db, 'postgres');
+  await migrateToLatest(db, 'postgres', schema);
   return { db, dialect: 'postgres', close: () => db.destroy() };
 }

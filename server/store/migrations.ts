@@ -174,9 +174,10 @@ function migrations(dialect: DialectName): Record<string, Migration> {
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export async function migrateToLatest(db: Kysely<any>, dialect: DialectName): Promise<void> {
+export async function migrateToLatest(db: Kysely<any>, dialect: DialectName, schema?: string): Promise<void> {
   const provider: MigrationProvider = { getMigrations: async () => migrations(dialect) };
-  const migrator = new Migrator({ db, provider, migrationTableName: 'crosstalk_migrations', migrationLockTableName: 'crosstalk_migrations_lock' });
+  // With a schema of our own, the migration tables live there too (otherwise another schema's tables would be taken for ours).
+  const migrator = new Migrator({ db, provider, migrationTableName: 'crosstalk_migrations', migrationLockTableName: 'crosstalk_migrations_lock', ...(schema ? { migrationTableSchema: schema } : {}) });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');

@@ -31,8 +31,14 @@ export interface StartOptions {
   pgSchema?: string;
 }
 
+/** TEST_STORE=postgres runs every harness server on PostgreSQL (TEST_DATABASE_URL), each in a schema of its own. */
+const PG_EVERYWHERE = process.env.TEST_STORE === 'postgres';
+const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const schemaFor = (dataDir: string) => `t_${path.basename(dataDir).replace(/[^a-z0-9]/gi, '').toLowerCase()}`;
+
 export async function startTestServer(o: StartOptions = {}): Promise<TestServer> {
   const dataDir = o.dataDir ?? tmpDataDir();
+  if (PG_EVERYWHERE && !o.databaseUrl) o = { ...o, databaseUrl: PG_URL, pgSchema: schemaFor(dataDir) };
   const config = resolveConfig(parseRawConfig(o.config ?? {}), {
     CROSSTALK_DATA_DIR: dataDir,
     CROSSTALK_TOKEN: TEST_TOKEN,

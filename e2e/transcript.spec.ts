@@ -1,0 +1,56 @@
+// The transcript: every row kind as its own cell, links to where rows came from, and a 10,000-row session that opens fast and scrolls.
+import { expect, test } from './fixtures';
+import { BIG_ROWS, BIG_SESSION, KINDS_SESSION } from './support/seed-keys';
+
+test('renders every row kind as its own cell, with links to where rows came from', async ({ room, page }) => {
+  await room.open(KINDS_SESSION);
+  const cell = (kind: string) => room.transcript.locator(`[data-testid="message"][data-kind="${kind}"]`);
+  await expect(cell('message').filter({ hasText: 'a persona post' }).getByTestId('message-author')).toHaveText('Main Persona');
+  await expect(cell('message').filter({ hasText: 'a persona post' })).toHaveAttribute('data-author-type', 'persona');
+  await expect(cell('inter_session')).toContainText('hello from writer');
+  await expect(cell('inter_session').getByRole('link', { name: 'Open session agent:writer:main' })).toBeVisible();
+  await expect(cell('agent_callback_result')).toContainText('callback result from');
+  await expect(cell('agent_callback_result').getByTestId('follow-up-mark')).toHaveText('(follow-up)');
+  await expect(cell('delegate_follow_up_started')).toContainText('follow-up started (follow-up)');
+  await expect(cell('delegate_follow_up_completed')).toContainText('follow-up completed (follow-up)');
+  await expect(cell('mirror')).toContainText('mirrored from telegram');
+  await expect(cell('steer')).toContainText('steered into the run');
+  await expect(cell('notice')).toHaveText('a notice for everyone');
+  await room.snap('transcript-row-kinds');
+  await cell('inter_session').getByRole('link', { name: 'Open session agent:writer:main' }).click();
+  await expect(room.sessionTitle).toHaveText('agent:writer:main');
+  await expect(page).toHaveURL(/session=agent%3Awriter%3Amain/);
+});
+
+test('a 10,000-row transcript opens in under a second and scrolls, loading older pages', async ({ room, page }) => {
+  await room.waitLive();
+  const newest = `seeded row ${BIG_ROWS - 1}`;
+  const started = Date.now();
+  await page.goto(`/?session=${encodeURIComponent(BIG_SESSION)}`);
+  await expect(room.texts('assistant').filter({ hasText: newest })).toBeVisible();
+  const elapsed = Date.now() - started;
+  expect(elapsed, `opened in ${elapsed} ms`).toBeLessThan(1000);
+
+  // Scroll up with the wheel: older pages load by cursor until the view virtualizes.
+  await room.transcript.hover();
+  for (let i = 0; i < 40; i++) {
+    await page.mouse.wheel(0, -4000);
+    await page.waitForTimeout(60);
+    if (Number(await room.transcript.getAttribute('data-rows')) >= 600) break;
+  }
+  await expect(room.transcript).toHaveAttribute('data-virtualized', 'true');
+  const loaded = Number(await room.transcript.getAttribute('data-rows'));
+  expect(loaded).toBeGreaterThanOrEqual(600);
+  // Only the rows near the viewport are in the DOM.
+  expect(await room.transcript.getByTestId('message').count()).toBeLessThan(120);
+  // The rows on screen are old ones, in order.
+  const first = await room.texts('user').first().innerText();
+  expect(Number(first.replace('seeded row ', ''))).toBeLessThan(BIG_ROWS - 400);
+  await room.snap('transcript-10k-scrolled');
+
+  // Back at the bottom, the newest row is there and new rows stick to the bottom.
+  await room.transcript.evaluate((el) => el.scrollTo({ top: el.scrollHeight }));
+  await expect(room.texts('assistant').filter({ hasText: newest })).toBeVisible();
+  await room.send('after the big scroll');
+  await expect(room.texts('assistant').filter({ hasText: 'echo: after the big scroll' })).toBeInViewport();
+});
