@@ -1,6 +1,6 @@
 // Root layout: document shell, global styles (system fonts only — no network font fetch at build), and the theme
 // applied before first paint (a stored choice, else the OS preference).
-import { THEME_BOOT_SCRIPT } from '@/lib/theme';
+import { THEME_BOOT_SCRIPT } from '@/lib/theme-boot';
 import type { Metadata, Viewport } from 'next';
 import type { ReactNode } from 'react';
 import './globals.css';

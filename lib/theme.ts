@@ -1,14 +1,8 @@
-// Light/dark theme: an explicit choice kept in localStorage, else the OS preference; applied as a class on <html>.
+// Light/dark theme (client): an explicit choice kept in localStorage, else the OS preference; applied as a class on <html>.
 import { useSyncExternalStore } from 'react';
+import { THEME_KEY } from './theme-boot';
 
 export type Theme = 'light' | 'dark';
-export const THEME_KEY = 'crosstalk-theme';
-
-/**
- * Runs inline in <head> before first paint (no flash): the same rule as applyTheme, as a string.
- * Kept dependency-free on purpose.
- */
-export const THEME_BOOT_SCRIPT = `(function(){try{var t=localStorage.getItem('${THEME_KEY}');var d=t==='dark'||(t!=='light'&&window.matchMedia('(prefers-color-scheme: dark)').matches);var c=document.documentElement.classList;c.toggle('dark',d);c.toggle('light',!d);}catch(e){}})();`;
 
 function systemTheme(): Theme {
   return window.matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';

@@ -31,6 +31,7 @@ export default async function WorkspacePage({ searchParams }: { searchParams: Se
     qc.prefetchQuery(trpc.agents.list.queryOptions({})),
     qc.prefetchQuery(trpc.sessions.list.queryOptions(sessionsListInput)),
     qc.prefetchQuery(trpc.approvals.list.queryOptions({ sessionKey })),
+    qc.prefetchQuery(trpc.status.get.queryOptions(undefined)),
     qc.prefetchInfiniteQuery(trpc.chat.history.infiniteQueryOptions(historyInput(sessionKey), historyPaging)),
   ]);
 

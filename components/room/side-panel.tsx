@@ -12,7 +12,7 @@ export function SidePanel({ sessionKey }: { sessionKey: string }) {
       aria-label={panel === 'agents' ? 'Agent picker panel' : 'Event inspector panel'}
       data-testid="side-panel"
       data-panel={panel}
-      className="fixed inset-0 z-30 flex flex-col bg-white md:static md:z-auto md:w-96 md:shrink-0 md:border-l md:border-zinc-200 dark:bg-zinc-950 md:dark:border-zinc-800"
+      className="fixed inset-0 z-30 flex flex-col bg-white md:static md:z-auto md:w-80 md:shrink-0 xl:w-96 md:border-l md:border-zinc-200 dark:bg-zinc-950 md:dark:border-zinc-800"
     >
       {panel === 'agents' ? <AgentPicker sessionKey={sessionKey} /> : <EventInspector sessionKey={sessionKey} />}
     </aside>

@@ -63,7 +63,7 @@ export function SessionSidebar() {
         data-testid="sidebar"
         data-open={sidebarOpen ? 'true' : undefined}
         className={cn(
-          'w-72 shrink-0 flex-col overflow-hidden border-r border-zinc-200 bg-zinc-50 md:static md:flex md:w-64 dark:border-zinc-800 dark:bg-zinc-900',
+          'w-72 shrink-0 flex-col overflow-hidden border-r border-zinc-200 bg-zinc-50 md:static md:flex md:w-56 xl:w-64 dark:border-zinc-800 dark:bg-zinc-900',
           sidebarOpen ? 'fixed inset-y-0 left-0 z-40 flex max-w-[85vw] shadow-xl' : 'hidden',
         )}
       >

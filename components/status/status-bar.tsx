@@ -48,9 +48,9 @@ export function StatusBar({ sessionKey, running }: { sessionKey: string; running
         />
         {LABEL[connection]}
       </span>
-      <span className="font-mono">{sessionKey}</span>
+      <span className="hidden min-w-0 truncate font-mono sm:inline">{sessionKey}</span>
       {running && (
-        <span data-testid="run-active" className="flex items-center gap-1.5">
+        <span data-testid="run-active" className="flex shrink-0 items-center gap-1.5">
           <Spinner label="Agent is working" className="size-2" />
           agent is working…
         </span>

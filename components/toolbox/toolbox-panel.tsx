@@ -37,7 +37,7 @@ export function ToolboxPanel({ sessionKey, approvals }: { sessionKey: string; ap
       data-testid="toolbox"
       data-mode={mode}
       data-attention={attention ? 'true' : undefined}
-      className="flex w-full shrink-0 flex-col border-t border-zinc-200 bg-zinc-50/60 p-2 md:w-80 md:border-t-0 md:border-l dark:border-zinc-800 dark:bg-zinc-900/40"
+      className="flex w-full shrink-0 flex-col border-t border-zinc-200 bg-zinc-50/60 p-2 md:w-72 md:border-t-0 xl:w-80 md:border-l dark:border-zinc-800 dark:bg-zinc-900/40"
     >
       <div
         className={cn(

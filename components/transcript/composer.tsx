@@ -47,7 +47,8 @@ export function Composer({ sessionKey }: { sessionKey: string }) {
           name="message"
           rows={Math.min(8, Math.max(1, draft.split('\n').length))}
           value={draft}
-          placeholder="Message the agent — Enter to send, Shift+Enter for a new line"
+          placeholder="Message the agent…"
+          title="Enter sends, Shift+Enter adds a line"
           onChange={(e) => setDraft(sessionKey, e.target.value)}
           onKeyDown={onKeyDown}
           className="min-h-10 flex-1 resize-none rounded-lg border border-zinc-300 bg-white px-3 py-2 text-sm leading-6 outline-none focus:border-indigo-500 focus:ring-2 focus:ring-indigo-500/30 dark:border-zinc-700 dark:bg-zinc-900"

@@ -110,16 +110,20 @@ function FollowUpCell({ message }: { message: TranscriptMessage }) {
       data-testid="message"
       data-kind={message.kind}
       data-role={message.role}
-      className="mx-auto flex w-full max-w-3xl items-center gap-2 rounded-md border border-dashed border-sky-300 bg-sky-50/60 px-3 py-1.5 text-xs text-sky-950 dark:border-sky-800 dark:bg-sky-950/30 dark:text-sky-100"
+      className="mx-auto flex w-full max-w-3xl flex-wrap items-center gap-x-2 gap-y-0.5 rounded-md border border-dashed border-sky-300 bg-sky-50/60 px-3 py-1.5 text-xs text-sky-950 dark:border-sky-800 dark:bg-sky-950/30 dark:text-sky-100"
     >
       <span aria-hidden>{started ? '↪' : '↩'}</span>
-      <span className="font-medium">
+      <span className="font-medium whitespace-nowrap">
         Delegate {started ? 'follow-up started' : 'follow-up completed'} <span data-testid="follow-up-mark">{d.label ?? '(follow-up)'}</span>
       </span>
       {d.agent_id && <span className="font-mono">{d.agent_id}</span>}
       {d.conversation_id && <SessionLink sessionKey={d.conversation_id} className="min-w-0 truncate font-mono text-sky-800 underline decoration-dotted dark:text-sky-300" />}
-      <span className="ml-auto shrink-0 text-sky-700/80 dark:text-sky-300/80">
-        {d.run_id && <span className="mr-2 font-mono">{d.run_id}</span>}
+      <span className="ml-auto flex min-w-0 gap-2 text-sky-700/80 dark:text-sky-300/80">
+        {d.run_id && (
+          <span className="max-w-40 truncate font-mono" title={d.run_id}>
+            {d.run_id}
+          </span>
+        )}
         <LocalTime iso={message.createdAt} />
       </span>
       <span className="sr-only" data-testid="message-text">
