@@ -38,6 +38,10 @@ test('agent picker: preview, resume with a typed prompt, dismiss; the status cou
   // The parent's transcript records the re-entry, marked "(follow-up)".
   const completed = room.transcript.locator('[data-testid="message"][data-kind="delegate_follow_up_completed"]').last();
   await expect(completed).toContainText('(follow-up)');
+  // …showing the prompt it sent and the delegate's response.
+  await expect(completed.getByTestId('message-text')).toHaveText('second answer');
+  const started = room.transcript.locator('[data-testid="message"][data-kind="delegate_follow_up_started"]').last();
+  await expect(started.getByTestId('message-text')).toHaveText('/reply second answer');
   await room.snap('agent-picker-resumed');
 
   // Dismiss it: it leaves the picker and the status panel's reusable count drops.

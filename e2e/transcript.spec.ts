@@ -1,6 +1,6 @@
 // The transcript: every row kind as its own cell, links to where rows came from, and a 10,000-row session that opens fast and scrolls.
 import { expect, test } from './fixtures';
-import { BIG_ROWS, BIG_SESSION, KINDS_SESSION } from './support/seed-keys';
+import { BIG_ROWS, BIG_SESSION, FOLLOW_UP_RESPONSE, KINDS_SESSION } from './support/seed-keys';
 
 test('renders every row kind as its own cell, with links to where rows came from', async ({ room, page }) => {
   await room.open(KINDS_SESSION);
@@ -13,6 +13,22 @@ test('renders every row kind as its own cell, with links to where rows came from
   await expect(cell('agent_callback_result').getByTestId('follow-up-mark')).toHaveText('(follow-up)');
   await expect(cell('delegate_follow_up_started')).toContainText('follow-up started (follow-up)');
   await expect(cell('delegate_follow_up_completed')).toContainText('follow-up completed (follow-up)');
+  // Follow-up cells show their text: the prompt sent (started), the delegate's response (completed), long ones clamped.
+  const prompt = cell('delegate_follow_up_started').getByTestId('message-text');
+  await expect(prompt).toHaveText('Dig deeper into the second source');
+  await expect(prompt).toBeVisible();
+  await expect(prompt).not.toHaveAttribute('data-collapsed', 'true');
+  const response = cell('delegate_follow_up_completed').getByTestId('message-text');
+  await expect(response).toHaveText(FOLLOW_UP_RESPONSE);
+  await expect(response).toHaveAttribute('data-collapsed', 'true');
+  const clamped = (await response.boundingBox())!.height;
+  const more = cell('delegate_follow_up_completed').getByRole('button', { name: 'Show more of the response' });
+  await expect(more).toHaveAttribute('aria-expanded', 'false');
+  await more.click();
+  await expect(response).not.toHaveAttribute('data-collapsed', 'true');
+  expect((await response.boundingBox())!.height).toBeGreaterThan(clamped * 2);
+  await cell('delegate_follow_up_completed').getByRole('button', { name: 'Show less of the response' }).click();
+  await expect(response).toHaveAttribute('data-collapsed', 'true');
   await expect(cell('mirror')).toContainText('mirrored from telegram');
   await expect(cell('steer')).toContainText('steered into the run');
   await expect(cell('notice')).toHaveText('a notice for everyone');

@@ -2,7 +2,7 @@
 import { Room } from '@/components/room/room';
 import { RoomProviders } from '@/components/room/room-providers';
 import { LoginHint } from '@/components/status/login-hint';
-import { historyInput, historyPaging, sessionsListInput } from '@/lib/room/queries';
+import { historyInput, historyPaging, sessionsListInput, sessionsPaging } from '@/lib/room/queries';
 import { createServerTRPC, getServerQueryClient, HydrateClient } from '@/lib/trpc/server';
 import { isAuthorized } from '@/server/auth';
 import { sessionKeySchema } from '@/server/gateway/schemas';
@@ -29,7 +29,7 @@ export default async function WorkspacePage({ searchParams }: { searchParams: Se
   const qc = getServerQueryClient();
   await Promise.all([
     qc.prefetchQuery(trpc.agents.list.queryOptions({})),
-    qc.prefetchQuery(trpc.sessions.list.queryOptions(sessionsListInput)),
+    qc.prefetchInfiniteQuery(trpc.sessions.list.infiniteQueryOptions(sessionsListInput, sessionsPaging)),
     qc.prefetchQuery(trpc.approvals.list.queryOptions({ sessionKey })),
     qc.prefetchQuery(trpc.status.get.queryOptions(undefined)),
     qc.prefetchInfiniteQuery(trpc.chat.history.infiniteQueryOptions(historyInput(sessionKey), historyPaging)),

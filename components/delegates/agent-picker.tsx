@@ -32,7 +32,7 @@ export function AgentPicker({ sessionKey }: { sessionKey: string }) {
 function DelegateTree({ parentKey, depth }: { parentKey: string; depth: number }) {
   const q = useDelegates(parentKey);
   const sessions = useSessionsList();
-  const hasChildren = (key: string) => sessions.data?.sessions.some((s) => s.parentKey === key) ?? false;
+  const hasChildren = (key: string) => sessions.sessions.some((s) => s.parentKey === key);
 
   if (q.isPending) return <p className="px-2 py-1 text-xs text-zinc-500">Loading delegates…</p>;
   if (q.isError) {

@@ -1,13 +1,13 @@
 'use client';
 // The room's left column: every configured agent (by id) with its sessions grouped under it, kind filters, search,
-// running / unread / needs-approval markers, and the status panel.
+// running / unread / needs-approval markers, older sessions a page at a time (button or scroll), and the status panel.
 import { cn } from '@/lib/cn';
 import { isUnread } from '@/lib/room/sidebar';
 import { useSidebarSessions } from '@/lib/room/use-sidebar';
 import type { AgentInfo, SessionSummary } from '@/lib/trpc/types';
 import type { SidebarKind } from '@/stores/room-store';
 import { useRoomStore } from '@/stores/room-store-provider';
-import { useEffect, useRef } from 'react';
+import { useEffect, useRef, type UIEvent } from 'react';
 import { StatusPanel } from '../status/status-panel';
 import { Badge } from '../ui/badge';
 import { Button } from '../ui/button';
@@ -39,8 +39,18 @@ export function SessionSidebar() {
 
   // Unread: a baseline for every listed session, and the open one is always read.
   useEffect(() => {
-    if (sessions.data) noteCounts(Object.fromEntries(sessions.data.sessions.map((s) => [s.sessionKey, s.messageCount])), selected);
-  }, [sessions.data, selected, noteCounts]);
+    if (sessions.data) noteCounts(Object.fromEntries(sessions.sessions.map((s) => [s.sessionKey, s.messageCount])), selected);
+  }, [sessions.data, sessions.sessions, selected, noteCounts]);
+
+  const { hasNextPage, isFetchingNextPage, fetchNextPage } = sessions;
+  const loadMore = () => {
+    if (hasNextPage && !isFetchingNextPage) void fetchNextPage();
+  };
+  // Scrolling near the end of the list loads the next page too.
+  const onListScroll = (e: UIEvent<HTMLDivElement>) => {
+    const el = e.currentTarget;
+    if (el.scrollTop > 0 && el.scrollHeight - el.scrollTop - el.clientHeight < 48) loadMore();
+  };
 
   // j/k (or a click elsewhere) moves the selection: keep its row in view.
   useEffect(() => {
@@ -102,7 +112,7 @@ export function SessionSidebar() {
             ))}
           </div>
         </div>
-        <div ref={listRef} className="min-h-0 flex-1 overflow-y-auto px-2 pb-3">
+        <div ref={listRef} onScroll={onListScroll} data-testid="sidebar-scroll" className="min-h-0 flex-1 overflow-y-auto px-2 pb-3">
           {agents.isError && <p className="px-2 text-xs text-rose-600">Could not load agents.</p>}
           {sessions.isError && <p className="px-2 text-xs text-rose-600">Could not load sessions.</p>}
           <ul data-testid="agent-list" aria-label="Agents" className="space-y-2">
@@ -126,7 +136,25 @@ export function SessionSidebar() {
             ))}
           </ul>
           {sessions.data && groups.length === 0 && (
-            <p className="px-2 pt-2 text-xs text-zinc-500">{filtered ? 'No session matches.' : 'No sessions yet.'}</p>
+            <p className="px-2 pt-2 text-xs text-zinc-500">
+              {filtered ? (hasNextPage ? 'No loaded session matches.' : 'No session matches.') : 'No sessions yet.'}
+            </p>
+          )}
+          {hasNextPage && (
+            <div className="px-2 pt-2">
+              <Button
+                size="sm"
+                variant="ghost"
+                className="w-full"
+                data-testid="load-more-sessions"
+                aria-label="Load more sessions"
+                disabled={isFetchingNextPage}
+                aria-busy={isFetchingNextPage || undefined}
+                onClick={loadMore}
+              >
+                {isFetchingNextPage ? 'Loading sessions…' : `Load more sessions (${sessions.sessions.length} shown)`}
+              </Button>
+            </div>
           )}
           <p className="px-2 pt-3 text-[10px] text-zinc-400">
             <kbd>j</kbd>/<kbd>k</kbd> move through sessions

@@ -3,6 +3,7 @@
 import { cn } from '@/lib/cn';
 import type { ReactNode } from 'react';
 import type { TranscriptMessage } from '@/lib/trpc/types';
+import { CollapsibleText } from '../ui/collapsible-text';
 import { LocalTime } from '../ui/local-time';
 import { SessionLink } from './session-link';
 import { ToolCard } from './tool-card';
@@ -15,6 +16,8 @@ interface DelegateMeta {
   run_id?: string;
   followUp?: boolean;
   label?: string;
+  /** On a completed follow-up: how the delegate's run ended (ok, error, timeout…). */
+  status?: string;
 }
 
 function delegateMeta(m: TranscriptMessage): DelegateMeta | undefined {
@@ -101,10 +104,13 @@ function FromSessionCell({ message }: { message: TranscriptMessage }) {
   );
 }
 
-/** The parent's record of a delegate re-entry (CONTRACT §5 follow-ups), marked "(follow-up)". */
+/** The parent's record of a delegate re-entry (CONTRACT §5 follow-ups), marked "(follow-up)", with the prompt it sent
+ * (started) or the delegate's response (completed), clamped to a few lines when long. */
 function FollowUpCell({ message }: { message: TranscriptMessage }) {
   const d = delegateMeta(message) ?? {};
   const started = message.kind === 'delegate_follow_up_started';
+  const failed = !started && !!d.status && d.status !== 'ok';
+  const what = started ? 'prompt' : 'response';
   return (
     <div
       data-testid="message"
@@ -126,9 +132,19 @@ function FollowUpCell({ message }: { message: TranscriptMessage }) {
         )}
         <LocalTime iso={message.createdAt} />
       </span>
-      <span className="sr-only" data-testid="message-text">
-        {message.content}
-      </span>
+      <div className="basis-full border-t border-dashed border-sky-200 pt-1 dark:border-sky-800" data-testid="follow-up-body">
+        <span className="mr-1 text-[11px] font-medium text-sky-700/80 uppercase dark:text-sky-300/80">
+          {what}
+          {failed && <span data-testid="follow-up-status"> · {d.status}</span>}
+        </span>
+        {message.content ? (
+          <CollapsibleText text={message.content} lines={4} testId="message-text" label={what} className="text-[13px] leading-5" />
+        ) : (
+          <span data-testid="message-text" className="italic opacity-70">
+            {started ? '(no prompt)' : '(no response)'}
+          </span>
+        )}
+      </div>
     </div>
   );
 }

@@ -3,7 +3,7 @@
 import path from 'node:path';
 import { openDatabase } from '../../server/store/db';
 import type { NewMessageRow as Row } from '../../server/store/schema';
-import { BIG_ROWS, BIG_SESSION, KINDS_SESSION } from './seed-keys';
+import { FOLLOW_UP_RESPONSE, ARCHIVE_AGENT, ARCHIVE_SESSIONS, archiveSessionKey, BIG_ROWS, BIG_SESSION, KINDS_SESSION } from './seed-keys';
 
 async function main() {
   const dataDir = process.argv[2];
@@ -46,7 +46,7 @@ async function main() {
       ...base(k, 5),
       role: 'system',
       kind: 'delegate_follow_up_started',
-      content: 'follow-up started',
+      content: 'Dig deeper into the second source',
       author_type: 'system',
       author_id: 'system',
       meta: JSON.stringify({ conversation_id: 'agent:researcher:subagent:seeded1', agent_id: 'researcher', run_id: 'run_f1', label: '(follow-up)' }),
@@ -55,7 +55,7 @@ async function main() {
       ...base(k, 6),
       role: 'system',
       kind: 'delegate_follow_up_completed',
-      content: 'follow-up completed',
+      content: FOLLOW_UP_RESPONSE,
       author_type: 'system',
       author_id: 'system',
       meta: JSON.stringify({ conversation_id: 'agent:researcher:subagent:seeded1', agent_id: 'researcher', run_id: 'run_f1', label: '(follow-up)' }),
@@ -93,9 +93,35 @@ async function main() {
         .execute();
       for (let i = 0; i < rows.length; i += 500) await tx.insertInto('messages').values(rows.slice(i, i + 500)).execute();
     }
+    // Empty sessions from 2023 (before every other row): the sidebar's later pages.
+    const old = Date.parse('2023-01-01T00:00:00Z');
+    const archived = Array.from({ length: ARCHIVE_SESSIONS }, (_, i) => {
+      const at = new Date(old - i * 60_000).toISOString();
+      return {
+        key: archiveSessionKey(i),
+        agent_id: ARCHIVE_AGENT,
+        kind: 'other',
+        label: null,
+        model: null,
+        thinking_level: null,
+        spawn_depth: 0,
+        queue_mode: null,
+        parent_key: null,
+        meta: null,
+        created_at: at,
+        last_activity_at: at,
+        message_count: 0,
+        bytes: 0,
+        status: 'idle',
+        last_interacted_at: null,
+        turns: 0,
+        dismissed_at: null,
+      };
+    });
+    await tx.insertInto('sessions').values(archived).execute();
   });
   await handle.close();
-  console.log(`seed-db: ${BIG_ROWS} rows in ${BIG_SESSION}, ${kinds.length} in ${KINDS_SESSION} (${now})`);
+  console.log(`seed-db: ${BIG_ROWS} rows in ${BIG_SESSION}, ${kinds.length} in ${KINDS_SESSION}, ${ARCHIVE_SESSIONS} empty ${ARCHIVE_AGENT} sessions (${now})`);
 }
 
 main().catch((e) => {

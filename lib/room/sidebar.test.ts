@@ -1,7 +1,7 @@
-// Unit tests for the sidebar's filtering, grouping, unread and j/k helpers.
+// Unit tests for the sidebar's paging, filtering, grouping, unread and j/k helpers.
 import { describe, expect, it } from 'vitest';
 import type { SessionSummary } from '@/lib/trpc/types';
-import { filterSessions, groupByAgent, isUnread, stepSession } from './sidebar';
+import { filterSessions, flattenSessionPages, groupByAgent, isUnread, stepSession } from './sidebar';
 
 const s = (sessionKey: string, kind: SessionSummary['kind'], lastActivityAt: string, extra: Partial<SessionSummary> = {}): SessionSummary => ({
   sessionKey,
@@ -50,5 +50,27 @@ describe('sidebar helpers', () => {
     expect(isUnread(x, {}, '')).toBe(false);
     expect(isUnread(x, { [x.sessionKey]: 1 }, '')).toBe(true);
     expect(isUnread(x, { [x.sessionKey]: 1 }, x.sessionKey)).toBe(false);
+  });
+});
+
+describe('flattenSessionPages', () => {
+  it('joins loaded pages newest first, one row per session, the newest summary winning', () => {
+    const moved = s('agent:main:moved', 'other', '2024-01-01T00:00:09Z', { messageCount: 7 });
+    const pages = [
+      { sessions: [moved, all[1]!, all[0]!] },
+      // Loaded before `moved` had new activity: its stale summary from the older page is dropped.
+      { sessions: [all[3]!, s('agent:main:moved', 'other', '2024-01-01T00:00:00Z'), all[2]!] },
+    ];
+    const out = flattenSessionPages(pages);
+    expect(out.map((x) => x.sessionKey)).toEqual([
+      'agent:main:moved',
+      'agent:researcher:subagent:x',
+      'agent:main:main',
+      'agent:writer:main',
+      'agent:main:telegram:direct:bob',
+    ]);
+    expect(out[0]!.messageCount).toBe(7);
+    expect(flattenSessionPages(undefined)).toEqual([]);
+    expect(flattenSessionPages([{ sessions: [] }])).toEqual([]);
   });
 });

@@ -1,11 +1,27 @@
-// Pure helpers for the sessions sidebar: kind filters, search, grouping by agent, unread and j/k movement.
-import type { SessionSummary } from '@/lib/trpc/types';
+// Pure helpers for the sessions sidebar: paging, kind filters, search, grouping by agent, unread and j/k movement.
+import type { SessionSummary, SessionsPage } from '@/lib/trpc/types';
 import type { SidebarKind } from '@/stores/room-store';
 
 const KIND_OF: Record<string, SidebarKind | undefined> = { main: 'main', subagent: 'delegate', channel: 'channel' };
 
 export function sidebarKind(kind: string): SidebarKind | undefined {
   return KIND_OF[kind];
+}
+
+/**
+ * The loaded `sessions.list` pages as one list, newest activity first, one row per session: a session whose activity
+ * moved it while pages were being loaded can sit on two pages — its newest summary wins.
+ */
+export function flattenSessionPages(pages: readonly Pick<SessionsPage, 'sessions'>[] | undefined): SessionSummary[] {
+  if (!pages) return [];
+  const byKey = new Map<string, SessionSummary>();
+  for (const page of pages) {
+    for (const s of page.sessions) {
+      const prev = byKey.get(s.sessionKey);
+      if (!prev || s.lastActivityAt > prev.lastActivityAt) byKey.set(s.sessionKey, s);
+    }
+  }
+  return [...byKey.values()].sort((a, b) => b.lastActivityAt.localeCompare(a.lastActivityAt) || a.sessionKey.localeCompare(b.sessionKey));
 }
 
 /** Sessions matching the kind filters (none pressed = every kind) and the search text (key, label, agent). */

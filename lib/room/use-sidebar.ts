@@ -18,8 +18,8 @@ export function useSidebarSessions() {
   const search = useRoomStore((s) => s.sessionSearch);
   const agentIds = useMemo(() => agents.data?.agents.map((a) => a.agentId) ?? [], [agents.data]);
   const groups = useMemo(
-    () => groupByAgent(filterSessions(sessions.data?.sessions ?? [], kinds, search), agentIds),
-    [sessions.data, kinds, search, agentIds],
+    () => groupByAgent(filterSessions(sessions.sessions, kinds, search), agentIds),
+    [sessions.sessions, kinds, search, agentIds],
   );
   const order = useMemo(() => groups.flatMap((g) => g.sessions.map((s) => s.sessionKey)), [groups]);
   return { agents, sessions, groups, order, filtered: kinds.length > 0 || search.trim() !== '' };

@@ -12,7 +12,8 @@ export type AgentInfo = RouterOutputs['agents']['list']['agents'][number];
 // As they arrive over the wire (JSON-serialized), which is what the browser holds.
 export type TranscriptMessage = HistoryPage['messages'][number];
 export type PendingApproval = RouterOutputs['approvals']['list']['approvals'][number];
-export type SessionSummary = RouterOutputs['sessions']['list']['sessions'][number];
+export type SessionsPage = RouterOutputs['sessions']['list'];
+export type SessionSummary = SessionsPage['sessions'][number];
 export type DelegateSummary = RouterOutputs['delegates']['list']['sessions'][number];
 export type DelegateRunResult = RouterOutputs['delegates']['resume'];
 export type StatusSummary = RouterOutputs['status']['get'];

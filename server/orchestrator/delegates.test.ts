@@ -73,7 +73,8 @@ describe('delegate_agent', () => {
     const d = await call(parent, 'delegate_agent', { agent_id: 'researcher', prompt: '/sleep 2000\n/reply slow', mode: 'detached' });
     const busy = await call(parent, 'delegate_agent', { conversation_id: d.conversation_id, prompt: 'again' });
     expect(busy).toEqual({ status: 'error', error: { code: 'agent_busy', message: 'delegate still running' } });
-    await until(async () => (await hist(parent)).some((m) => m.kind === 'agent_callback_result'), 6000);
+    // the callback turn has run (the parent is idle again), then the delegate takes a follow-up
+    await until(async () => (await hist(parent)).some((m) => m.content === 'echo: slow'), 6000);
     expect(await call(parent, 'delegate_agent', { conversation_id: d.conversation_id, prompt: '/reply ready' })).toMatchObject({ status: 'ok', response: 'ready' });
   });
 });

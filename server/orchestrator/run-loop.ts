@@ -8,7 +8,7 @@ import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import type { RunRow } from '../store/schema';
 import { type NewMessage, type Store } from '../store/store';
-import { deliveredKey, isMessagingTool } from '../tools/messaging';
+import { deliveredKey, isMessagingTool, postsInOrder } from '../tools/messaging';
 import type { AnyToolDef } from '../tools/types';
 import type { Approvals } from './approvals';
 import { markStarted } from './started';
@@ -135,7 +135,12 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
       if (posting) run.counters.set('posted', (run.counters.get('posted') ?? 0) + 1);
 
       if (text) messages.push({ role: 'assistant', content: [{ type: 'text', text }] });
-      if (!calls.length) break;
+      if (!calls.length) {
+        // Messages steered in during this step still belong to this run (their senders were told so): one more step.
+        if (run.inbox.length) continue;
+        run.closing = true; // from here on, a message for this session is a follow-up with its own run
+        break;
+      }
       pushToolCalls(messages, calls);
       messages.push(await runTools(deps, run, calls, append));
     }
@@ -184,7 +189,16 @@ async function modelStep(deps: RunDeps, run: ActiveRun, model: LanguageModelV3, 
 }
 
 async function runTools(deps: RunDeps, run: ActiveRun, calls: ToolCall[], append: (m: NewMessage[]) => Promise<unknown>): Promise<PromptMessage> {
-  const results = await Promise.all(calls.map((c) => runTool(deps, run, c, append)));
+  // Posts (send_message, channel sends) go out in call order; every other call runs alongside them.
+  const results: unknown[] = new Array(calls.length);
+  const indexed = calls.map((c, i) => [c, i] as const);
+  const inOrder = indexed.filter(([c]) => postsInOrder(c.toolName));
+  await Promise.all([
+    (async () => {
+      for (const [c, i] of inOrder) results[i] = await runTool(deps, run, c, append);
+    })(),
+    ...indexed.filter(([c]) => !postsInOrder(c.toolName)).map(async ([c, i]) => (results[i] = await runTool(deps, run, c, append))),
+  ]);
   return {
     role: 'tool',
     content: calls.map((c, i) => ({ type: 'tool-result' as const, toolCallId: c.toolCallId, toolName: c.toolName, output: { type: 'json' as const, value: toJsonValue(results[i]) } })),

@@ -18,3 +18,8 @@ export function messagingToolNames(): string[] {
 
 /** Normalises text for the "not posted twice" rule. */
 export const deliveredKey = (text: string) => text.trim().replace(/\s+/g, ' ');
+
+/** Tools whose calls in one step must run one after another, in call order: what they post is seen in that order. */
+export function postsInOrder(toolName: string): boolean {
+  return toolName === 'send_message' || toolName === 'message' || channelSendActions.has(toolName);
+}

@@ -1,10 +1,15 @@
-// tRPC sessions router: list, get, patch, delete — thin wrappers over the gateway service.
+// tRPC sessions router: list (paged by cursor), get, patch, delete — thin wrappers over the gateway service.
 import { z } from 'zod';
 import { sessionKeySchema, sessionsDeleteParams, sessionsListParams, sessionsPatchParams } from '../../gateway/schemas';
 import { createTRPCRouter, protectedProcedure } from '../init';
 
+// tRPC infinite queries send `direction` next to `cursor`; the gateway schema is strict, so accept it here and drop it.
+const listInput = sessionsListParams.extend({ direction: z.enum(['forward', 'backward']).optional() });
+
 export const sessionsRouter = createTRPCRouter({
-  list: protectedProcedure.input(sessionsListParams).query(({ ctx, input }) => ctx.gateway.sessionsList(input)),
+  list: protectedProcedure
+    .input(listInput)
+    .query(({ ctx, input: { direction: _direction, ...params } }) => ctx.gateway.sessionsList(params)),
   get: protectedProcedure
     .input(z.object({ sessionKey: sessionKeySchema }).strict())
     .query(({ ctx, input }) => ctx.gateway.sessionsGet(input.sessionKey)),

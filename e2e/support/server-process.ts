@@ -1,0 +1,107 @@
+// A crosstalk server of a test's own (`node scripts/start.mjs` on its own port and data dir) that it can kill hard and start again.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface ServerProcess {
+  port: number;
+  origin: string;
+  dataDir: string;
+  /** SIGKILL: no graceful shutdown, open streams drop, runs in flight stay as they were on disk. */
+  kill(): Promise<void>;
+  /** Starts the server again on the same port and data dir; resolves once it answers HTTP. */
+  start(): Promise<void>;
+  /** Kills it (if running) and removes its data dir. */
+  dispose(): Promise<void>;
+  /** The last lines the server printed (for failure messages). */
+  output(): string;
+}
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+async function waitHttp(origin: string, proc: ChildProcess, timeoutMs: number, out: () => string): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`server exited early (${proc.exitCode ?? proc.signalCode}):\n${out()}`);
+    try {
+      const res = await fetch(`${origin}/`, { signal: AbortSignal.timeout(2_000) });
+      if (res.status < 500) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  throw new Error(`server did not answer at ${origin} within ${timeoutMs} ms:\n${out()}`);
+}
+
+/** Starts a server on a free loopback port with a fresh data dir (uses the existing `next build`). */
+export async function startServerProcess(token: string, opts: { startTimeoutMs?: number } = {}): Promise<ServerProcess> {
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'crosstalk-e2e-restart-'));
+  const timeout = opts.startTimeoutMs ?? 60_000;
+  let proc: ChildProcess | null = null;
+  let log: string[] = [];
+  const output = () => log.slice(-40).join('');
+
+  const start = async () => {
+    log = [];
+    const child = spawn(process.execPath, ['scripts/start.mjs'], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        CROSSTALK_TOKEN: token,
+        CROSSTALK_DATA_DIR: dataDir,
+        NEXT_TELEMETRY_DISABLED: '1',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const keep = (chunk: Buffer) => {
+      log.push(chunk.toString());
+      if (log.length > 200) log = log.slice(-100);
+    };
+    child.stdout!.on('data', keep);
+    child.stderr!.on('data', keep);
+    proc = child;
+    await waitHttp(origin, child, timeout, output);
+  };
+
+  const kill = async () => {
+    const child = proc;
+    proc = null;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGKILL');
+    await exited;
+  };
+
+  await start();
+  return {
+    port,
+    origin,
+    dataDir,
+    kill,
+    start,
+    output,
+    async dispose() {
+      await kill();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
