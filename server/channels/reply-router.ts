@@ -88,6 +88,12 @@ export function startReplyRouting(d: RouterDeps): ReplyRouter {
   }
 
   const off = d.bus.onEvent((ev) => {
+    if (ev.stream === 'lifecycle' && ev.data.phase === 'start') {
+      // The start event carries the run's origin: no store lookup for the run's replies (a resumed run falls back to one).
+      const origin = ev.data.origin as Record<string, unknown> | undefined;
+      origins.set(ev.runId, Promise.resolve(origin ? channelOriginOf(origin) : null));
+      return;
+    }
     if (ev.stream === 'lifecycle' && (ev.data.phase === 'end' || ev.data.phase === 'error')) {
       // The end is the run's last event: forget it once its queued replies are out.
       const chain = chains.get(ev.runId) ?? Promise.resolve();
