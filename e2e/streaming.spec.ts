@@ -1,5 +1,10 @@
 // Streaming without layout shift: replies stream in after a pause, and the room's cumulative layout shift stays "good".
-import { expect, test } from './fixtures';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect, test, TOKEN } from './fixtures';
+import { RoomPage } from './pages/room-page';
+import { startServerProcess, type ServerProcess } from './support/server-process';
 
 test('no layout shift while replies stream in', async ({ room, page, freshSession }) => {
   await room.open(freshSession);
@@ -34,4 +39,37 @@ test('no layout shift while replies stream in', async ({ room, page, freshSessio
   test.info().annotations.push({ type: 'layout-shift', description: `CLS ${cls.toFixed(4)} over ${shifts} shifts` });
   expect(cls).toBeLessThan(0.1);
   await room.snap('streaming-no-shift');
+});
+
+test('a slow model’s reply streams into the room delta by delta', async ({ page, freshSession }) => {
+  test.setTimeout(120_000);
+  // A model that streams word by word (the OpenAI wire format from a loopback fake), on a server of this test's own.
+  const { startFakeOpenAI } = await import('../server/models/testing/fake-openai-server');
+  const fake = await startFakeOpenAI();
+  const words = Array.from({ length: 12 }, (_, i) => `w${i}`);
+  fake.setHandler(() => ({ text: words.join(' '), chunkDelayMs: 250 }));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crosstalk-e2e-stream-'));
+  const configFile = path.join(dir, 'crosstalk.config.json');
+  fs.writeFileSync(configFile, JSON.stringify({ agents: [{ id: 'main', model: 'openai:slow-stream' }] }));
+  let server: ServerProcess | undefined;
+  try {
+    server = await startServerProcess(TOKEN, { env: { CROSSTALK_CONFIG: configFile, OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: 'sk-e2e' } });
+    const room = new RoomPage(page);
+    await page.goto(`${server.origin}/login?token=${TOKEN}`);
+    await page.goto(`${server.origin}/?session=${encodeURIComponent(freshSession)}`);
+    await room.waitLive();
+    await room.send('tell me slowly');
+    const pending = room.transcript.getByTestId('pending-bubble');
+    // Part of the reply is on screen while the rest is still coming…
+    await expect(pending).toContainText('w2');
+    await expect(pending).not.toContainText('w11');
+    await room.snap('streaming-partial');
+    // …then the written row replaces the bubble, whole.
+    await expect(room.texts('assistant').last()).toHaveText(words.join(' '), { timeout: 20_000 });
+    await expect(pending).toHaveCount(0);
+  } finally {
+    await server?.dispose();
+    await fake.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

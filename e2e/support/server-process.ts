@@ -49,7 +49,7 @@ async function waitHttp(origin: string, proc: ChildProcess, timeoutMs: number, o
 }
 
 /** Starts a server on a free loopback port with a fresh data dir (uses the existing `next build`). */
-export async function startServerProcess(token: string, opts: { startTimeoutMs?: number } = {}): Promise<ServerProcess> {
+export async function startServerProcess(token: string, opts: { startTimeoutMs?: number; env?: Record<string, string> } = {}): Promise<ServerProcess> {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'crosstalk-e2e-restart-'));
@@ -69,6 +69,7 @@ export async function startServerProcess(token: string, opts: { startTimeoutMs?:
         CROSSTALK_TOKEN: token,
         CROSSTALK_DATA_DIR: dataDir,
         NEXT_TELEMETRY_DISABLED: '1',
+        ...opts.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -20,6 +20,8 @@ export type FakeReply =
       delayMs?: number;
       /** After the text deltas, send this error event and end the stream (streaming only). */
       errorAfterText?: string;
+      /** Stream the text word by word with this pause between deltas (streaming only): a slow model. */
+      chunkDelayMs?: number;
     }
   | { status: number; message?: string; delayMs?: number }
   /** A 200 event stream whose first event is an error object, as some servers do mid-stream. */
@@ -153,7 +155,12 @@ export async function startFakeOpenAI(): Promise<FakeOpenAIServer> {
     const delta = (d: Record<string, unknown>, finish: string | null = null) => chunk([{ index: 0, delta: d, finish_reason: finish }]);
 
     delta({ role: 'assistant', content: '' });
-    for (const piece of splitPieces(text, 3)) delta({ content: piece });
+    if (reply.chunkDelayMs) {
+      for (const piece of text.match(/\S+\s*/g) ?? []) {
+        delta({ content: piece });
+        await delay(reply.chunkDelayMs);
+      }
+    } else for (const piece of splitPieces(text, 3)) delta({ content: piece });
     if (reply.errorAfterText !== undefined) {
       res.write(`data: ${JSON.stringify({ error: { message: reply.errorAfterText, type: 'server_error', param: null, code: null } })}\n\n`);
       res.end();
