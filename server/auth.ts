@@ -20,7 +20,8 @@ export function resolveToken(envToken: string | undefined, dataDir: string): { t
   return { token, generated: true };
 }
 
-function safeEqual(a: string, b: string): boolean {
+/** Constant-time string comparison for tokens. */
+export function safeEqual(a: string, b: string): boolean {
   const ab = Buffer.from(a);
   const bb = Buffer.from(b);
   return ab.length === bb.length && crypto.timingSafeEqual(ab, bb);

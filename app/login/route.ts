@@ -1,23 +1,16 @@
 // GET /login?token=… — trades the API token for the http-only login cookie, then redirects to the room.
-import { AUTH_COOKIE } from '@/server/auth';
+import { AUTH_COOKIE, safeEqual } from '@/server/auth';
 import { getRuntime } from '@/server/runtime';
-import crypto from 'node:crypto';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
 
 const COOKIE_MAX_AGE_S = 30 * 24 * 3600;
 
-function sameToken(a: string, b: string): boolean {
-  const ab = Buffer.from(a);
-  const bb = Buffer.from(b);
-  return ab.length === bb.length && crypto.timingSafeEqual(ab, bb);
-}
-
 export async function GET(req: Request): Promise<Response> {
   const given = new URL(req.url).searchParams.get('token') ?? '';
   const { token } = await getRuntime();
-  if (!given || !sameToken(given, token)) {
+  if (!given || !safeEqual(given, token)) {
     return new Response('401 Unauthorized: the login token is missing or wrong. Use the login URL printed by the server.\n', {
       status: 401,
       headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' },
