@@ -1,11 +1,12 @@
 // Delegates you can come back to (issue 4): standard/detached/batch, follow-ups, delegate_sessions, limits, previews.
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, tmpDataDir, type TestServer, until } from '../testing/harness';
 
 let s: TestServer;
 beforeAll(async () => {
   s = await startTestServer({
-    config: { agents: [{ id: 'main' }, { id: 'researcher', limits: { maxDelegateDepth: 1 } }, { id: 'writer' }, { id: 'solo', limits: { maxDelegatesPerParent: 1 } }] },
+    config: { agents: [{ id: 'main' }, { id: 'researcher', limits: { maxDelegateDepth: 1 } }, { id: 'writer' }, { id: 'solo', limits: { maxDelegatesPerParent: 1 } }, { id: 'runner', tools: { exec: 'auto' } }] },
   });
 });
 afterAll(async () => {
@@ -56,6 +57,17 @@ describe('delegate_agent', () => {
     });
     const cb = rows.find((m) => m.kind === 'agent_callback_result');
     expect(cb).toMatchObject({ content: 'drafted', meta: { delegate: { conversation_id: r.conversation_id, followUp: false } } });
+  });
+
+  it("a delegate's cwd is where its exec runs (inside the agent's workspace)", async () => {
+    const r = await call('agent:main:cwd', 'delegate_agent', { agent_id: 'runner', prompt: tool('exec', { command: 'pwd' }), cwd: 'projects/alpha' });
+    expect(r.status).toBe('ok');
+    const out = JSON.parse(r.response.replace(/^exec: /, ''));
+    expect(out.stdout.trim()).toBe(path.join(s.rt.config.agents.find((a) => a.id === 'runner')!.workspace, 'projects/alpha'));
+    const escape = await call('agent:main:cwd', 'delegate_agent', { agent_id: 'runner', prompt: tool('exec', { command: 'pwd' }), cwd: '../../etc' });
+    expect(JSON.parse(escape.response.replace(/^exec: /, ''))).toMatchObject({ status: 'error', error: { code: 'forbidden' } });
+    const listed = await call('agent:main:cwd', 'delegate_sessions', { operation: 'list' });
+    expect(listed.sessions.map((x: any) => x.cwd).sort()).toEqual(['../../etc', 'projects/alpha']);
   });
 
   it('batch runs several delegates in parallel', async () => {

@@ -73,6 +73,8 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   };
 
   const session = await store.getSession(run.sessionKey);
+  const sessionCwd = (session?.meta ? (JSON.parse(session.meta) as { cwd?: unknown }).cwd : undefined) as string | undefined;
+  if (typeof sessionCwd === 'string' && sessionCwd) run.cwd = sessionCwd;
   const inputs = JSON.parse(row.input) as RunInput[];
   if (row.origin) run.origin = JSON.parse(row.origin) as Record<string, unknown>;
   if (!resume) {
@@ -228,7 +230,7 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
         outcome = 'denied';
       } else {
         try {
-          result = await def.execute(parsed.data, { runId: run.id, sessionKey: run.sessionKey, agent: run.agent, callId: call.toolCallId, signal, counters: run.counters, delivered: run.delivered, origin: run.origin });
+          result = await def.execute(parsed.data, { runId: run.id, sessionKey: run.sessionKey, agent: run.agent, callId: call.toolCallId, signal, counters: run.counters, delivered: run.delivered, origin: run.origin, sessionCwd: run.cwd });
         } catch (e) {
           deps.log.error({ err: e, tool: def.name }, 'tool threw');
           result = toolError('internal', `${def.name} failed: ${errorMessage(e)}`);

@@ -37,6 +37,8 @@ export interface ActiveRun {
   /** Set once the run's input rows are in the transcript; `onStarted` is told then. */
   started?: boolean;
   onStarted?: () => void;
+  /** The session's working folder (a delegate's `cwd`), relative to the agent's workspace. */
+  cwd?: string;
   /** Where the run's message came from (a channel, a calling session…). */
   origin?: Record<string, unknown>;
 }

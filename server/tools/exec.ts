@@ -23,8 +23,12 @@ export function createExecTool(): ToolDef<z.infer<typeof input>> {
     async execute({ command, cwd, timeoutSeconds }, ctx) {
       const root = ctx.agent.workspace;
       fs.mkdirSync(/* turbopackIgnore: true */ root, { recursive: true });
-      const dir = path.resolve(/* turbopackIgnore: true */ root, cwd ?? '.');
-      if (dir !== root && !dir.startsWith(root + path.sep)) return toolError('forbidden', 'cwd must stay inside the workspace');
+      // A delegate started with a `cwd` works there by default; an explicit cwd is relative to that.
+      const base = path.resolve(/* turbopackIgnore: true */ root, ctx.sessionCwd ?? '.');
+      const dir = path.resolve(/* turbopackIgnore: true */ base, cwd ?? '.');
+      const inside = (d: string) => d === root || d.startsWith(root + path.sep);
+      if (!inside(base) || !inside(dir)) return toolError('forbidden', 'cwd must stay inside the workspace');
+      if (!cwd && ctx.sessionCwd) fs.mkdirSync(/* turbopackIgnore: true */ base, { recursive: true });
       if (!fs.existsSync(/* turbopackIgnore: true */ dir)) return toolError('invalid_request', `cwd ${cwd} does not exist`);
       return new Promise((resolve) => {
         const child = spawn('/bin/sh', ['-c', command], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], detached: true });

@@ -12,6 +12,8 @@ export interface ToolCallContext {
   counters: Map<string, number>;
   /** Texts the run already delivered to its own stream (final-reply rule: not posted twice). */
   delivered: Set<string>;
+  /** The session's working folder inside the agent's workspace (a delegate's `cwd`), when it has one. */
+  sessionCwd?: string;
   /** The run's origin (channel, sub-agent parent…), as recorded when the run was accepted. */
   origin?: Record<string, unknown>;
 }
