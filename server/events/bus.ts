@@ -238,8 +238,12 @@ export class Subscription implements AsyncIterable<AgentEvent> {
         continue;
       }
       await new Promise<void>((resolve) => {
-        this.wake = resolve;
-        signal?.addEventListener('abort', () => resolve(), { once: true });
+        const onAbort = () => resolve();
+        this.wake = () => {
+          signal?.removeEventListener('abort', onAbort); // one listener per wait, not one per event ever delivered
+          resolve();
+        };
+        signal?.addEventListener('abort', onAbort, { once: true });
       });
       this.wake = null;
     }

@@ -101,6 +101,28 @@ describe('event bus', () => {
     expect(got).toEqual(got.map((_, i) => i + 1));
   });
 
+  it('a long-lived stream keeps one abort listener, not one per event', async () => {
+    const { getEventListeners } = await import('node:events');
+    const key = 'agent:main:listener-count';
+    const sub = s.rt.bus.subscribe({ sessionKey: key });
+    const ac = new AbortController();
+    let n = 0;
+    for (let i = 0; i < 5; i++) {
+      // Wait for the next event before the run exists, so the subscriber really waits each time.
+      const first = sub.next(ac.signal);
+      const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: `turn ${i}` });
+      let ev = await first;
+      for (;;) {
+        n++;
+        if (!ev || (ev.runId === runId && ev.stream === 'lifecycle' && ev.data.phase === 'end')) break;
+        ev = await sub.next(ac.signal);
+      }
+    }
+    expect(n).toBeGreaterThan(5);
+    expect(getEventListeners(ac.signal, 'abort').length).toBeLessThanOrEqual(1);
+    sub.close();
+  });
+
   it('a listener that throws does not stop the others', async () => {
     const { bus } = s.rt;
     const seen: string[] = [];
