@@ -102,7 +102,7 @@ describe('event bus', () => {
   });
 
   it('a long-lived stream keeps one abort listener, not one per event', async () => {
-    const { getEventListeners } = await import('node:events');
+    const { EventEmitter } = await import('node:events');
     const key = 'agent:main:listener-count';
     const sub = s.rt.bus.subscribe({ sessionKey: key });
     const ac = new AbortController();
@@ -119,7 +119,7 @@ describe('event bus', () => {
       }
     }
     expect(n).toBeGreaterThan(5);
-    expect(getEventListeners(ac.signal, 'abort').length).toBeLessThanOrEqual(1);
+    expect(EventEmitter.getEventListeners(ac.signal, 'abort').length).toBeLessThanOrEqual(1);
     sub.close();
   });
 
