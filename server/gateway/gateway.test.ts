@@ -119,6 +119,7 @@ describe('approvals', () => {
     const r = await send('agent:main:approve', '/tool exec {"command":"echo hi"}');
     const pending = await until(async () => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: 'agent:main:approve' })).approvals[0]);
     expect(pending).toMatchObject({ sessionKey: 'agent:main:approve', runId: r.runId, tool: 'exec', args: { command: 'echo hi' } });
+    expect(Object.keys(pending).sort()).toEqual(['approvalId', 'args', 'requestedAt', 'runId', 'sessionKey', 'tool']);
     expect(typeof pending.requestedAt).toBe('string');
     expect(await wait(r.runId, 50)).toEqual({ status: 'timeout' });
     expect(await s.rpc('approvals.resolve', { approvalId: pending.approvalId, decision: 'allow_once' })).toEqual({ status: 'ok' });
@@ -215,8 +216,9 @@ describe('queue modes', () => {
 
   it('sessions.patch sets the session queue mode', async () => {
     await wait((await send('agent:main:patched', 'x')).runId);
-    const p = await s.rpc<{ queueMode: string; label: string }>('sessions.patch', { sessionKey: 'agent:main:patched', queueMode: 'reject', label: 'Patched' });
-    expect(p).toMatchObject({ queueMode: 'reject', label: 'Patched' });
+    const p = await s.rpc<{ label: string }>('sessions.patch', { sessionKey: 'agent:main:patched', queueMode: 'reject', label: 'Patched' });
+    expect(p).toMatchObject({ sessionKey: 'agent:main:patched', label: 'Patched' });
+    expect((await s.rt.gateway.sessionsGet('agent:main:patched')).queueMode).toBe('reject');
     const a = await send('agent:main:patched', '/sleep 200');
     const res = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'agent', params: { sessionKey: 'agent:main:patched', message: 'y' } });
     expect(res.body.error.data.code).toBe('agent_busy');
@@ -238,6 +240,13 @@ describe('sessions', () => {
     expect(await s.rpc('sessions.delete', { sessionKey: 'agent:researcher:main', deleteTranscript: true })).toEqual({ status: 'ok' });
     const gone = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'chat.history', params: { sessionKey: 'agent:researcher:main' } });
     expect(gone.body.error).toMatchObject({ code: -32004, data: { code: 'unknown_session' } });
+  });
+
+  it('answers exactly the contract shapes over JSON-RPC', async () => {
+    const list = await s.rpc<{ sessions: any[] }>('sessions.list', { limit: 5 });
+    for (const x of list.sessions) expect(Object.keys(x).filter((k) => k !== 'label').sort()).toEqual(['agentId', 'kind', 'lastActivityAt', 'messageCount', 'model', 'sessionKey', 'status']);
+    const agents = await s.rpc<{ agents: any[] }>('agents.list', {});
+    expect(Object.keys(agents.agents[0]).sort()).toEqual(['agentId', 'model', 'name', 'tools']);
   });
 
   it('agents.list gives the configured agents with their tool policies', async () => {

@@ -4,6 +4,7 @@ import { CrosstalkError, type ErrorCode, isCrosstalkError, jsonRpcCodeFor } from
 import type { Logger } from '../logger';
 import * as s from './schemas';
 import type { Gateway } from './types';
+import type { SessionSummary } from '../events/types';
 import { sendParams } from '../channels/service';
 
 type Id = string | number | null;
@@ -19,17 +20,38 @@ export type RpcResponse = { jsonrpc: '2.0'; id: Id; result: unknown } | { jsonrp
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Method = { params: z.ZodType<any>; call: (gw: Gateway, p: any) => Promise<unknown> };
 
+// JSON-RPC answers exactly the shapes of CONTRACT §3; the browser's tRPC gets the service's richer summaries.
+function contractSession(x: SessionSummary) {
+  return {
+    sessionKey: x.sessionKey,
+    agentId: x.agentId,
+    kind: x.kind,
+    ...(x.label ? { label: x.label } : {}),
+    model: x.model,
+    lastActivityAt: x.lastActivityAt,
+    status: x.status,
+    messageCount: x.messageCount,
+  };
+}
+
 const methods: Record<string, Method> = {
   agent: { params: s.agentParams, call: (gw, p) => gw.agent(p) },
   send: { params: sendParams, call: (gw, p) => gw.send(p) },
   'agent.wait': { params: s.agentWaitParams, call: (gw, p) => gw.agentWait(p) },
-  'sessions.list': { params: s.sessionsListParams, call: (gw, p) => gw.sessionsList(p) },
-  'sessions.patch': { params: s.sessionsPatchParams, call: (gw, p) => gw.sessionsPatch(p) },
+  'sessions.list': { params: s.sessionsListParams, call: async (gw, p) => {
+    const r = await gw.sessionsList(p);
+    return { sessions: r.sessions.map(contractSession), next_cursor: r.next_cursor };
+  } },
+  'sessions.patch': { params: s.sessionsPatchParams, call: async (gw, p) => contractSession(await gw.sessionsPatch(p)) },
   'sessions.delete': { params: s.sessionsDeleteParams, call: (gw, p) => gw.sessionsDelete(p) },
   'chat.history': { params: s.chatHistoryParams, call: (gw, p) => gw.chatHistory(p) },
-  'approvals.list': { params: s.approvalsListParams, call: (gw, p) => gw.approvalsList(p) },
+  'approvals.list': { params: s.approvalsListParams, call: async (gw, p) => ({
+    approvals: (await gw.approvalsList(p)).approvals.map(({ approvalId, sessionKey, runId, tool, args, requestedAt }) => ({ approvalId, sessionKey, runId, tool, args, requestedAt })),
+  }) },
   'approvals.resolve': { params: s.approvalsResolveParams, call: (gw, p) => gw.approvalsResolve(p) },
-  'agents.list': { params: s.agentsListParams, call: (gw) => gw.agentsList() },
+  'agents.list': { params: s.agentsListParams, call: async (gw) => ({
+    agents: (await gw.agentsList()).agents.map(({ agentId, name, model, tools }) => ({ agentId, name, model, tools })),
+  }) },
   'delegates.list': { params: s.delegatesListParams, call: (gw, p) => gw.delegatesList(p) },
   'delegates.messages': { params: s.delegatesMessagesParams, call: (gw, p) => gw.delegatesMessages(p) },
   'delegates.dismiss': { params: s.delegatesDismissParams, call: (gw, p) => gw.delegatesDismiss(p) },

@@ -44,7 +44,10 @@ describe('delegate_agent', () => {
     expect(started).toMatchObject({ content: '/reply more', meta: { conversation_id: first.conversation_id, run_id: again.run_id } });
     expect(completed).toMatchObject({ content: 'more', meta: { conversation_id: first.conversation_id, label: '(follow-up)' } });
     const summary = (await s.rpc<{ sessions: any[] }>('sessions.list', { kind: 'subagent', limit: 200 })).sessions.find((x) => x.sessionKey === first.conversation_id);
-    expect(summary).toMatchObject({ kind: 'subagent', parentKey: parent, spawnDepth: 1 });
+    expect(summary).toMatchObject({ kind: 'subagent', agentId: 'researcher' });
+    // The room's richer summary (tRPC, same service) knows the parent and the depth.
+    const rich = (await s.rt.gateway.sessionsList({ kind: 'subagent', limit: 200 })).sessions.find((x) => x.sessionKey === first.conversation_id);
+    expect(rich).toMatchObject({ parentKey: parent, spawnDepth: 1 });
   });
 
   it('detached: accepted at once, then a callback row with the delegate response and a callback turn', async () => {
@@ -96,7 +99,8 @@ describe('attention', () => {
     const parent = 'agent:main:attention';
     const d = await call(parent, 'delegate_agent', { agent_id: 'writer', prompt: tool('exec', { command: 'echo from-delegate' }), mode: 'detached' });
     const approval = await until(async () => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: d.conversation_id })).approvals[0]);
-    const list = async () => (await s.rpc<{ sessions: any[] }>('sessions.list', { limit: 200 })).sessions;
+    // The attention count is the room's (tRPC over the same service); JSON-RPC keeps the contract's shape.
+    const list = async (): Promise<any[]> => (await s.rt.gateway.sessionsList({ limit: 200 })).sessions;
     const before = await list();
     expect(before.find((x) => x.sessionKey === parent).pendingApprovals).toBe(1);
     expect(before.find((x) => x.sessionKey === d.conversation_id).pendingApprovals).toBe(1);
