@@ -15,6 +15,12 @@ import { Button } from '../ui/button';
 import { SidePanel } from './side-panel';
 import { ThemeToggle } from './theme-toggle';
 
+// The header's side-panel toggles: the agent picker and the event inspector.
+const PANELS = [
+  { id: 'agents', label: 'Agent picker', testId: 'open-agent-picker', text: 'Agents' },
+  { id: 'events', label: 'Event inspector', testId: 'open-event-inspector', text: 'Events' },
+] as const;
+
 export function Room() {
   const sessionKey = useRoomStore((s) => s.selectedSessionKey);
   const defaultSessionKey = useRoomStore((s) => s.defaultSessionKey);
@@ -60,26 +66,19 @@ function SessionPane({ sessionKey }: { sessionKey: string }) {
             {sessionKey}
           </h1>
           <div className="ml-auto flex shrink-0 items-center gap-1">
-            <Button
-              size="sm"
-              variant={panel === 'agents' ? 'secondary' : 'ghost'}
-              aria-pressed={panel === 'agents'}
-              aria-label="Agent picker"
-              data-testid="open-agent-picker"
-              onClick={() => togglePanel('agents')}
-            >
-              Agents
-            </Button>
-            <Button
-              size="sm"
-              variant={panel === 'events' ? 'secondary' : 'ghost'}
-              aria-pressed={panel === 'events'}
-              aria-label="Event inspector"
-              data-testid="open-event-inspector"
-              onClick={() => togglePanel('events')}
-            >
-              Events
-            </Button>
+            {PANELS.map((p) => (
+              <Button
+                key={p.id}
+                size="sm"
+                variant={panel === p.id ? 'secondary' : 'ghost'}
+                aria-pressed={panel === p.id}
+                aria-label={p.label}
+                data-testid={p.testId}
+                onClick={() => togglePanel(p.id)}
+              >
+                {p.text}
+              </Button>
+            ))}
             {toolbox === 'hidden' && approvals.pending.length === 0 && (
               <Button size="sm" variant="ghost" onClick={() => setToolbox('collapsed')} aria-label="Show toolbox">
                 Tools

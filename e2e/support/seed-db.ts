@@ -5,6 +5,30 @@ import { openDatabase } from '../../server/store/db';
 import type { NewMessageRow as Row } from '../../server/store/schema';
 import { FOLLOW_UP_RESPONSE, ARCHIVE_AGENT, ARCHIVE_SESSIONS, archiveSessionKey, BIG_ROWS, BIG_SESSION, KINDS_SESSION } from './seed-keys';
 
+/** A `sessions` row with the defaults every seeded session shares. */
+function sessionRow(o: { key: string; agent_id: string; at: string; last_activity_at: string; message_count: number; bytes: number }) {
+  return {
+    key: o.key,
+    agent_id: o.agent_id,
+    kind: 'other',
+    label: null,
+    model: null,
+    thinking_level: null,
+    spawn_depth: 0,
+    queue_mode: null,
+    parent_key: null,
+    meta: null,
+    created_at: o.at,
+    last_activity_at: o.last_activity_at,
+    message_count: o.message_count,
+    bytes: o.bytes,
+    status: 'idle',
+    last_interacted_at: null,
+    turns: 0,
+    dismissed_at: null,
+  };
+}
+
 async function main() {
   const dataDir = process.argv[2];
   if (!dataDir) throw new Error('usage: seed-db <dataDir>');
@@ -70,26 +94,14 @@ async function main() {
     for (const [key, rows] of [[BIG_SESSION, big], [KINDS_SESSION, kinds]] as const) {
       await tx
         .insertInto('sessions')
-        .values({
+        .values(sessionRow({
           key,
           agent_id: 'main',
-          kind: 'other',
-          label: null,
-          model: null,
-          thinking_level: null,
-          spawn_depth: 0,
-          queue_mode: null,
-          parent_key: null,
-          meta: null,
-          created_at: iso(0),
+          at: iso(0),
           last_activity_at: key === BIG_SESSION ? iso(0) : iso(1),
           message_count: rows.length,
           bytes: rows.reduce((n, r) => n + Buffer.byteLength(String(r.content)), 0),
-          status: 'idle',
-          last_interacted_at: null,
-          turns: 0,
-          dismissed_at: null,
-        })
+        }))
         .execute();
       for (let i = 0; i < rows.length; i += 500) await tx.insertInto('messages').values(rows.slice(i, i + 500)).execute();
     }
@@ -97,26 +109,7 @@ async function main() {
     const old = Date.parse('2023-01-01T00:00:00Z');
     const archived = Array.from({ length: ARCHIVE_SESSIONS }, (_, i) => {
       const at = new Date(old - i * 60_000).toISOString();
-      return {
-        key: archiveSessionKey(i),
-        agent_id: ARCHIVE_AGENT,
-        kind: 'other',
-        label: null,
-        model: null,
-        thinking_level: null,
-        spawn_depth: 0,
-        queue_mode: null,
-        parent_key: null,
-        meta: null,
-        created_at: at,
-        last_activity_at: at,
-        message_count: 0,
-        bytes: 0,
-        status: 'idle',
-        last_interacted_at: null,
-        turns: 0,
-        dismissed_at: null,
-      };
+      return sessionRow({ key: archiveSessionKey(i), agent_id: ARCHIVE_AGENT, at, last_activity_at: at, message_count: 0, bytes: 0 });
     });
     await tx.insertInto('sessions').values(archived).execute();
   });
