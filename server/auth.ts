@@ -1,4 +1,5 @@
-// The API token rule of CONTRACT §1: env token, else one generated on first start and kept in the data dir.
+// The API token rule of CONTRACT §1 (env token, else one generated on first start and kept in the data dir), and the
+// constant-time compare and HMAC that tokens and signatures share.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -20,7 +21,10 @@ export function resolveToken(envToken: string | undefined, dataDir: string): { t
   return { token, generated: true };
 }
 
-/** Constant-time string comparison for tokens. */
+/** Hex HMAC-SHA256 of a body: webhook signatures out, channel signatures in. */
+export const hmacHex = (secret: string, body: string) => crypto.createHmac('sha256', secret).update(body).digest('hex');
+
+/** Constant-time string comparison for tokens and signatures. */
 export function safeEqual(a: string, b: string): boolean {
   const ab = Buffer.from(a);
   const bb = Buffer.from(b);

@@ -9,6 +9,7 @@ export function createMetrics() {
     runs: new Counter({ name: 'crosstalk_runs_total', help: 'Runs ended, by outcome', labelNames: ['outcome'] as const, registers: [registry] }),
     activeRuns: new Gauge({ name: 'crosstalk_active_runs', help: 'Runs executing now', registers: [registry] }),
     toolCalls: new Counter({ name: 'crosstalk_tool_calls_total', help: 'Tool calls, by tool and outcome', labelNames: ['tool', 'outcome'] as const, registers: [registry] }),
+    messagingCalls: new Counter({ name: 'crosstalk_messaging_tool_calls_total', help: 'Calls of messaging tools (sessions_send, agents_message, send_message, message), by tool and outcome', labelNames: ['tool', 'outcome'] as const, registers: [registry] }),
     silence: new Counter({ name: 'crosstalk_agent_chose_silence_total', help: 'Runs that completed without posting anything', registers: [registry] }),
     rateLimited: new Counter({ name: 'crosstalk_rate_limited_total', help: 'Tool calls refused by a per-run limit', labelNames: ['tool'] as const, registers: [registry] }),
     messagesPerRun: new Histogram({ name: 'crosstalk_messages_sent_per_run', help: 'Messages a run posted to its stream', buckets: [0, 1, 2, 3, 5, 8, 13], registers: [registry] }),

@@ -8,6 +8,7 @@ import { isAuthorized } from '@/server/auth';
 import { sessionKeySchema } from '@/server/gateway/schemas';
 import { getRuntime } from '@/server/runtime';
 import { headers } from 'next/headers';
+import { mainSessionKey } from '@/server/sessions/keys';
 
 export const dynamic = 'force-dynamic';
 
@@ -20,7 +21,7 @@ export default async function WorkspacePage({ searchParams }: { searchParams: Se
   // `/?session=<key>` deep-links a session; anything invalid falls back to the default agent's main session.
   const requested = (await searchParams).session;
   const parsed = sessionKeySchema.safeParse(typeof requested === 'string' ? requested : '');
-  const defaultSessionKey = `agent:${runtime.config.defaultAgentId}:main`;
+  const defaultSessionKey = mainSessionKey(runtime.config.defaultAgentId);
   const sessionKey = parsed.success ? parsed.data : defaultSessionKey;
 
   // First paint comes with data: what the room asks for first is fetched here, in-process, and hydrated.

@@ -10,6 +10,7 @@ import { Badge } from '../ui/badge';
 import { Button } from '../ui/button';
 import { LocalTime } from '../ui/local-time';
 import { Spinner } from '../ui/spinner';
+import { TextInput } from '@/components/ui/text-input';
 
 const PREVIEW_SIZES = [3, 5, 10, 20] as const;
 
@@ -157,13 +158,13 @@ function ResumeForm({ parentKey, conversationId }: { parentKey: string; conversa
       }}
     >
       <div className="flex gap-1">
-        <input
-          type="text"
+        <TextInput
           aria-label="Follow-up prompt"
           placeholder="Follow-up prompt for this delegate"
           value={prompt}
           onChange={(e) => setPrompt(e.target.value)}
-          className="h-7 min-w-0 flex-1 rounded-md border border-zinc-300 bg-white px-2 text-xs outline-none focus:border-indigo-500 dark:border-zinc-700 dark:bg-zinc-900"
+          size="sm"
+          className="min-w-0 flex-1"
         />
         <Button type="submit" size="sm" variant="primary" disabled={!prompt.trim() || resume.isPending}>
           Send follow-up

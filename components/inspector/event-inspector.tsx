@@ -9,6 +9,7 @@ import { useMemo } from 'react';
 import { Badge, type BadgeTone } from '../ui/badge';
 import { Button } from '../ui/button';
 import { CodeBlock } from '../ui/code-block';
+import { TextInput } from '@/components/ui/text-input';
 
 const STREAMS = ['lifecycle', 'tool', 'assistant', 'approval', 'message', 'compaction', 'error'] as const;
 const TONE: Record<string, BadgeTone> = { lifecycle: 'info', tool: 'warning', approval: 'danger', message: 'success', error: 'danger' };
@@ -49,13 +50,14 @@ export function EventInspector({ sessionKey }: { sessionKey: string }) {
         </div>
       </header>
       <div className="shrink-0 space-y-1.5 border-b border-zinc-200 px-3 py-2 dark:border-zinc-800">
-        <input
+        <TextInput
           type="search"
           aria-label="Filter events"
           placeholder="Filter: run id, phase, text…"
           value={inspector.text}
           onChange={(e) => setInspector({ text: e.target.value })}
-          className="h-7 w-full rounded-md border border-zinc-300 bg-white px-2 text-xs outline-none focus:border-indigo-500 dark:border-zinc-700 dark:bg-zinc-900"
+          size="sm"
+          className="w-full"
         />
         <div role="group" aria-label="Streams" className="flex flex-wrap gap-1">
           {STREAMS.map((s) => (

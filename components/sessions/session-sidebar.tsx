@@ -12,10 +12,8 @@ import { StatusPanel } from '../status/status-panel';
 import { Badge } from '../ui/badge';
 import { Button } from '../ui/button';
 import { LocalTime } from '../ui/local-time';
-
-export function mainSessionKey(agentId: string): string {
-  return `agent:${agentId}:main`;
-}
+import { TextInput } from '@/components/ui/text-input';
+import { mainSessionKey } from '@/server/sessions/keys';
 
 const KINDS: Array<{ kind: SidebarKind; label: string }> = [
   { kind: 'main', label: 'Main' },
@@ -84,13 +82,13 @@ export function SessionSidebar() {
           </Button>
         </div>
         <div className="space-y-2 px-3 pb-2">
-          <input
+          <TextInput
             type="search"
             aria-label="Search sessions"
             placeholder="Search sessions"
             value={search}
             onChange={(e) => setSearch(e.target.value)}
-            className="h-8 w-full rounded-md border border-zinc-300 bg-white px-2 text-sm outline-none focus:border-indigo-500 dark:border-zinc-700 dark:bg-zinc-950"
+            className="w-full dark:bg-zinc-950"
           />
           <div role="group" aria-label="Session kinds" className="flex gap-1">
             {KINDS.map(({ kind, label }) => (

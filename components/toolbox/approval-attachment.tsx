@@ -7,6 +7,7 @@ import { errorCode, type PendingApproval } from '@/lib/trpc/types';
 import { useState } from 'react';
 import { Button } from '../ui/button';
 import { CodeBlock } from '../ui/code-block';
+import { TextInput } from '@/components/ui/text-input';
 
 type Decision = 'allow_once' | 'allow_always' | 'deny';
 
@@ -69,13 +70,11 @@ function ApprovalForm({ pending, resolve }: Props) {
         )}
       </div>
       <CodeBlock text={prettyJson(current.args)} label="Tool arguments" maxHeight="max-h-32" />
-      <input
-        type="text"
+      <TextInput
         aria-label="Reason"
         placeholder="Reason (optional, sent with a denial)"
         value={reason}
         onChange={(e) => setReason(e.target.value)}
-        className="h-8 rounded-md border border-zinc-300 bg-white px-2 text-sm outline-none focus:border-indigo-500 dark:border-zinc-700 dark:bg-zinc-900"
       />
       <div className="flex flex-wrap gap-2">
         <Button size="sm" variant="primary" disabled={busy} onClick={() => decide('allow_once')}>

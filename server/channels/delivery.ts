@@ -1,5 +1,4 @@
 // Delivery plumbing shared by the channel adapters: failure kinds, the retry policy, a JSON-over-HTTP helper, channel config.
-import crypto from 'node:crypto';
 import { z } from 'zod';
 import { CrosstalkError, errorMessage } from '../errors';
 
@@ -194,14 +193,8 @@ export function resolveChannelConfig<C>(channels: Record<string, Record<string, 
   return parsed.data;
 }
 
-/** Constant-time string comparison for tokens and signatures. */
-export function safeEqual(a: string, b: string): boolean {
-  const ab = Buffer.from(a);
-  const bb = Buffer.from(b);
-  return ab.length === bb.length && crypto.timingSafeEqual(ab, bb);
-}
-
-export const hmacHex = (secret: string, body: string) => crypto.createHmac('sha256', secret).update(body).digest('hex');
+// Channels check signatures with the same helpers as the API token.
+export { hmacHex, safeEqual } from '../auth';
 
 /** Joins an API root and a path, keeping the root's own path (`http://x/api` + `/v4/posts`). */
 export function apiUrl(base: string, path: string): string {

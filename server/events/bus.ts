@@ -157,13 +157,6 @@ export class EventBus {
       if (set && !set.size) m.delete(k);
     }
   }
-
-  subscriberCount(): number {
-    let n = this.everything.size;
-    for (const s of this.bySession.values()) n += s.size;
-    for (const s of this.byRun.values()) n += s.size;
-    return n;
-  }
 }
 
 /** One subscriber's view: a bounded live buffer, or catching up from the log when behind. */

@@ -61,11 +61,13 @@ const methods: Record<string, Method> = {
   'webhooks.list': { params: s.webhooksListParams, call: (gw, p) => gw.webhooksList(p) },
 };
 
-export const GATEWAY_METHODS = Object.keys(methods);
-
 export function rpcError(id: Id, code: number, message: string, data?: RpcError['data']): RpcResponse {
   return { jsonrpc: '2.0', id, error: { code, message, ...(data ? { data } : {}) } };
 }
+
+/** The transport refusals both HTTP adapters answer (HTTP 401 and 413). */
+export const unauthorizedResponse = () => rpcError(null, -32001, 'unauthorized: send Authorization: Bearer <token>', { code: 'unauthorized' });
+export const tooLargeResponse = () => rpcError(null, -32600, 'request body larger than 1 MiB', { code: 'payload_too_large' });
 
 export function errorResponse(id: Id, e: unknown, log?: Logger): RpcResponse {
   if (isCrosstalkError(e)) {

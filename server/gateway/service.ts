@@ -122,16 +122,17 @@ export class GatewayService implements Gateway {
     return counts;
   }
 
-  async sessionsList(p: SessionsListParams) {
+  /** `attention` adds each session's pending-approval count (its own and its delegates'): the room asks for it, JSON-RPC does not. */
+  async sessionsList(p: SessionsListParams, o: { attention?: boolean } = {}) {
     const limit = p.limit ?? 50;
     const scope = `${p.agentId ?? ''}|${p.kind ?? ''}`;
     const after = p.cursor ? (decodeCursor(p.cursor, 'sessions', scope, 2) as [string, string]) : undefined;
     const rows = await this.d.store.listSessions({ limit: limit + 1, after, agentId: p.agentId, kind: p.kind });
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    const attention = await this.attention();
+    const attention = o.attention ? await this.attention() : null;
     return {
-      sessions: page.map((r) => ({ ...this.summary(r), pendingApprovals: attention.get(r.key) ?? 0 })),
+      sessions: page.map((r) => (attention ? { ...this.summary(r), pendingApprovals: attention.get(r.key) ?? 0 } : this.summary(r))),
       next_cursor: rows.length > limit && last ? encodeCursor('sessions', scope, [last.last_activity_at, last.key]) : null,
     };
   }

@@ -81,7 +81,7 @@ export interface Gateway {
   webhooksList(p: WebhooksListParams): Promise<{ webhooks: WebhookInfo[] }>;
   agent(p: AgentParams): Promise<AgentResult>;
   agentWait(p: AgentWaitParams): Promise<WaitResult>;
-  sessionsList(p: SessionsListParams): Promise<{ sessions: SessionSummary[]; next_cursor: string | null }>;
+  sessionsList(p: SessionsListParams, o?: { attention?: boolean }): Promise<{ sessions: SessionSummary[]; next_cursor: string | null }>;
   sessionsGet(sessionKey: string): Promise<SessionSummary>;
   sessionsPatch(p: SessionsPatchParams): Promise<SessionSummary>;
   sessionsDelete(p: SessionsDeleteParams): Promise<{ status: 'ok' }>;

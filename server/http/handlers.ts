@@ -1,7 +1,7 @@
 // Fetch-style HTTP handlers (Request → Response) for the gateway, its SSE events and metrics; Next routes and tests share them.
 import { isAuthorized } from '../auth';
 import type { FullRuntime } from '../boot';
-import { handleJsonRpc, rpcError, zodIssues } from '../gateway/jsonrpc';
+import { handleJsonRpc, rpcError, tooLargeResponse, unauthorizedResponse, zodIssues } from '../gateway/jsonrpc';
 import { sessionKeySchema } from '../gateway/schemas';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -9,7 +9,7 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 const json = (body: unknown, status = 200) =>
   new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store' } });
 
-const unauthorized = () => json(rpcError(null, -32001, 'unauthorized: send Authorization: Bearer <token>', { code: 'unauthorized' }), 401);
+const unauthorized = () => json(unauthorizedResponse(), 401);
 
 /** Reads the body up to the limit; null when it is larger. */
 export async function readCapped(req: Request, cap: number): Promise<string | null> {
@@ -35,7 +35,7 @@ export async function readCapped(req: Request, cap: number): Promise<string | nu
 export async function handleGatewayPost(rt: FullRuntime, req: Request): Promise<Response> {
   if (!isAuthorized(req.headers, rt.token)) return unauthorized();
   const body = await readCapped(req, MAX_BODY_BYTES);
-  if (body === null) return json(rpcError(null, -32600, 'request body larger than 1 MiB', { code: 'payload_too_large' }), 413);
+  if (body === null) return json(tooLargeResponse(), 413);
   const res = await handleJsonRpc(rt.gateway, body, rt.log);
   if (res === null) return new Response(null, { status: 204 });
   return json(res);

@@ -2,7 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isAuthorized } from '../auth';
 import type { FullRuntime } from '../boot';
-import { handleJsonRpc, rpcError } from '../gateway/jsonrpc';
+import { handleJsonRpc, rpcError, tooLargeResponse, unauthorizedResponse } from '../gateway/jsonrpc';
 import { MAX_BODY_BYTES } from './handlers';
 
 function send(res: ServerResponse, status: number, body: unknown) {
@@ -22,9 +22,9 @@ function headerView(req: IncomingMessage): Headers {
 export function handleGatewayNode(rt: FullRuntime, req: IncomingMessage, res: ServerResponse): void {
   if (!isAuthorized(headerView(req), rt.token)) {
     req.resume();
-    return send(res, 401, rpcError(null, -32001, 'unauthorized: send Authorization: Bearer <token>', { code: 'unauthorized' }));
+    return send(res, 401, unauthorizedResponse());
   }
-  const tooLarge = () => send(res, 413, rpcError(null, -32600, 'request body larger than 1 MiB', { code: 'payload_too_large' }));
+  const tooLarge = () => send(res, 413, tooLargeResponse());
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) {
     req.resume();

@@ -100,7 +100,7 @@ describe('attention', () => {
     const d = await call(parent, 'delegate_agent', { agent_id: 'writer', prompt: tool('exec', { command: 'echo from-delegate' }), mode: 'detached' });
     const approval = await until(async () => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: d.conversation_id })).approvals[0]);
     // The attention count is the room's (tRPC over the same service); JSON-RPC keeps the contract's shape.
-    const list = async (): Promise<any[]> => (await s.rt.gateway.sessionsList({ limit: 200 })).sessions;
+    const list = async (): Promise<any[]> => (await s.rt.gateway.sessionsList({ limit: 200 }, { attention: true })).sessions;
     const before = await list();
     expect(before.find((x) => x.sessionKey === parent).pendingApprovals).toBe(1);
     expect(before.find((x) => x.sessionKey === d.conversation_id).pendingApprovals).toBe(1);

@@ -240,6 +240,7 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
   }
   if (outcome === 'ok' && (result as { status?: string } | null)?.status === 'error') outcome = 'error';
   metrics.toolCalls.inc({ tool: call.toolName, outcome });
+  if (messaging) metrics.messagingCalls.inc({ tool: call.toolName, outcome });
   await append([
     {
       sessionKey: run.sessionKey,

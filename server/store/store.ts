@@ -109,11 +109,10 @@ export class Store {
   }
 
   /** Newest activity first, keyset on (last_activity_at, key). */
-  listSessions(o: { limit: number; after?: [string, string]; agentId?: string; kind?: string; parentKey?: string }) {
+  listSessions(o: { limit: number; after?: [string, string]; agentId?: string; kind?: string }) {
     let q = this.db.selectFrom('sessions').selectAll();
     if (o.agentId) q = q.where('agent_id', '=', o.agentId);
     if (o.kind) q = q.where('kind', '=', o.kind);
-    if (o.parentKey) q = q.where('parent_key', '=', o.parentKey);
     if (o.after) {
       const [ts, key] = o.after;
       q = q.where((eb) => eb.or([eb('last_activity_at', '<', ts), eb.and([eb('last_activity_at', '=', ts), eb('key', '<', key)])]));
@@ -148,11 +147,6 @@ export class Store {
       .set((eb) => ({ last_interacted_at: nowIso(), turns: eb('turns', '+', 1) }))
       .where('key', '=', key)
       .execute();
-  }
-
-  /** idle | running, written at run start and end (no read-back: a hot path). */
-  async setSessionStatus(key: string, status: 'idle' | 'running'): Promise<void> {
-    await this.db.updateTable('sessions').set({ status }).where('key', '=', key).execute();
   }
 
   async patchSession(key: string, fields: Partial<Pick<SessionRow, 'model' | 'thinking_level' | 'label' | 'spawn_depth' | 'queue_mode' | 'status' | 'meta' | 'dismissed_at'>>) {

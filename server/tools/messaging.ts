@@ -1,25 +1,15 @@
-// Which tools are messaging tools (seed 004): used by the final-reply rules, metrics and the UI.
-const CORE_MESSAGING_TOOLS = new Set(['sessions_send', 'agents_message', 'send_message', 'message']);
-
-/** Channel plugins register their send actions here (e.g. `slack_send`). */
-const channelSendActions = new Set<string>();
-
-export function registerChannelSendAction(toolName: string): void {
-  channelSendActions.add(toolName);
-}
+// Which tools are messaging tools (seed 004): flagged on `tool` events for the UI, counted in metrics, and the
+// ones whose posts count for the final-reply rule. The `message` tool is the channels' send action.
+const MESSAGING_TOOLS = new Set(['sessions_send', 'agents_message', 'send_message', 'message']);
 
 export function isMessagingTool(toolName: string): boolean {
-  return CORE_MESSAGING_TOOLS.has(toolName) || channelSendActions.has(toolName);
-}
-
-export function messagingToolNames(): string[] {
-  return [...CORE_MESSAGING_TOOLS, ...channelSendActions];
+  return MESSAGING_TOOLS.has(toolName);
 }
 
 /** Normalises text for the "not posted twice" rule. */
 export const deliveredKey = (text: string) => text.trim().replace(/\s+/g, ' ');
 
-/** Tools whose calls in one step must run one after another, in call order: what they post is seen in that order. */
+/** Tools whose calls in one step run one after another, in call order: what they post is seen in that order. */
 export function postsInOrder(toolName: string): boolean {
-  return toolName === 'send_message' || toolName === 'message' || channelSendActions.has(toolName);
+  return toolName === 'send_message' || toolName === 'message';
 }

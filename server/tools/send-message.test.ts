@@ -101,6 +101,7 @@ describe('metrics', () => {
     expect(metric(after, 'crosstalk_runs_total{outcome="error"}')).toBe(metric(before, 'crosstalk_runs_total{outcome="error"}') + 1);
     expect(metric(after, 'crosstalk_tool_calls_total{tool="send_message",outcome="ok"}')).toBeGreaterThan(metric(before, 'crosstalk_tool_calls_total{tool="send_message",outcome="ok"}'));
     expect(metric(after, 'crosstalk_messages_sent_per_run_count')).toBe(metric(before, 'crosstalk_messages_sent_per_run_count') + 1);
+    expect(metric(after, 'crosstalk_messaging_tool_calls_total{tool="send_message",outcome="ok"}')).toBe(metric(before, 'crosstalk_messaging_tool_calls_total{tool="send_message",outcome="ok"}') + 1);
     expect(after).toContain('crosstalk_approval_wait_seconds_bucket');
     expect(after).toContain('crosstalk_callback_delivery_seconds_bucket');
   });

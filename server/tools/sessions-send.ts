@@ -1,7 +1,7 @@
 // sessions_send and agents_message (seed 004 + seed 000): one mechanism to message another session, sync or async.
 import { z } from 'zod';
 import type { CrosstalkConfig } from '../config';
-import { isCrosstalkError, toolError } from '../errors';
+import { asToolData, CrosstalkError } from '../errors';
 import { messageSchema, sessionKeySchema, webhookSchema } from '../gateway/schemas';
 import type { MessageOrigin } from '../orchestrator/callbacks';
 import type { Orchestrator } from '../orchestrator/orchestrator';
@@ -26,28 +26,21 @@ export interface SendDeps {
 const DEFAULT_SYNC_TIMEOUT_S = 60;
 
 /** The shared mechanism: deliver as an `inter_session` row, then wait (sync) or arrange a callback (async). */
-export async function sendToSession(
+export function sendToSession(
   deps: SendDeps,
   ctx: Pick<ToolCallContext, 'sessionKey' | 'runId' | 'agent'>,
   p: { targetKey: string; message: string; mode?: 'sync' | 'async'; timeoutSeconds?: number; webhook?: { url: string; secret?: string } },
-  extraOrigin: Record<string, unknown> = {},
 ) {
-  const orch = deps.orchestrator();
-  if (p.targetKey === ctx.sessionKey) return toolError('invalid_request', 'cannot message your own session');
-  try {
-    orch.agentForKey(p.targetKey);
-  } catch (e) {
-    if (isCrosstalkError(e)) return toolError(e.code, e.message);
-    throw e;
-  }
-  if (p.webhook) {
-    const refused = await checkWebhookUrl(p.webhook.url, deps.config.webhooks.allowPrivateNetwork);
-    if (refused) return toolError('invalid_request', refused);
-  }
-  const mode = p.mode ?? 'sync';
-  const origin: MessageOrigin = { from: { sessionKey: ctx.sessionKey, runId: ctx.runId, agentId: ctx.agent.id }, mode, ...extraOrigin };
-  if (mode === 'async') origin.callback = true;
-  try {
+  return asToolData(async () => {
+    const orch = deps.orchestrator();
+    if (p.targetKey === ctx.sessionKey) throw new CrosstalkError('invalid_request', 'cannot message your own session');
+    orch.agentForKey(p.targetKey); // unknown_agent before anything is written
+    if (p.webhook) {
+      const refused = await checkWebhookUrl(p.webhook.url, deps.config.webhooks.allowPrivateNetwork);
+      if (refused) throw new CrosstalkError('invalid_request', refused);
+    }
+    const mode = p.mode ?? 'sync';
+    const origin: MessageOrigin = { from: { sessionKey: ctx.sessionKey, runId: ctx.runId, agentId: ctx.agent.id }, mode, ...(mode === 'async' ? { callback: true } : {}) };
     const res = await orch.submit(
       p.targetKey,
       {
@@ -63,10 +56,7 @@ export async function sendToSession(
     if (w.status === 'ok') return { status: 'ok', runId: res.runId, response: w.response ?? '' };
     if (w.status === 'timeout') return { status: 'timeout', runId: res.runId, delivered: true };
     return { status: 'error', runId: res.runId, error: { code: 'internal', message: `target run failed: ${w.error ?? 'error'}` } };
-  } catch (e) {
-    if (isCrosstalkError(e)) return toolError(e.code, e.message);
-    throw e;
-  }
+  });
 }
 
 export function createSessionsSendTool(deps: SendDeps): ToolDef<z.infer<typeof sessionsSendInput>> {

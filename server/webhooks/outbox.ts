@@ -1,5 +1,5 @@
 // The webhook outbox: rows written with the run's end, POSTed signed, retried with doubling backoff, then dead-lettered.
-import crypto from 'node:crypto';
+import { hmacHex } from '../auth';
 import type { CrosstalkConfig } from '../config';
 import type { Logger } from '../logger';
 import type { WebhookRow } from '../store/schema';
@@ -9,7 +9,7 @@ import { checkWebhookUrl } from './guard';
 export const SIGNATURE_HEADER = 'X-Crosstalk-Signature';
 
 export function signBody(body: string, secret: string): string {
-  return `sha256=${crypto.createHmac('sha256', secret).update(body).digest('hex')}`;
+  return `sha256=${hmacHex(secret, body)}`;
 }
 
 export function webhookRow(runId: string, hook: { url: string; secret?: string }, payload: unknown, key: string): WebhookRow {

@@ -9,7 +9,7 @@ const listInput = sessionsListParams.extend({ direction: z.enum(['forward', 'bac
 export const sessionsRouter = createTRPCRouter({
   list: protectedProcedure
     .input(listInput)
-    .query(({ ctx, input: { direction: _direction, ...params } }) => ctx.gateway.sessionsList(params)),
+    .query(({ ctx, input: { direction: _direction, ...params } }) => ctx.gateway.sessionsList(params, { attention: true })),
   get: protectedProcedure
     .input(z.object({ sessionKey: sessionKeySchema }).strict())
     .query(({ ctx, input }) => ctx.gateway.sessionsGet(input.sessionKey)),
