@@ -121,17 +121,16 @@ describe('busy callers', () => {
 
   it('a callback to a busy caller in steer mode is injected at the next model boundary', async () => {
     const key = 'agent:main:steer-caller';
-    const sub = s.rt.bus.subscribe({ sessionKey: key });
     const { runId } = await s.rpc<{ runId: string }>('agent', {
       sessionKey: key,
       message: '/tool sessions_send {"sessionKey":"agent:researcher:fast","message":"/reply fast","mode":"async"}\n/tool exec {"command":"sleep 0.3"}',
     });
     // exec waits for approval while the callback arrives; approve after it has been steered in.
     const approval = await until(async () => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: key })).approvals[0]);
-    await until(async () => (await s.rt.store.db.selectFrom('runs').select('status').where('merged_into', 'is', null).where('session_key', '=', key).where('status', '=', 'queued').executeTakeFirst()) ?? false, 3000).catch(() => undefined);
+    // The callback waits in the run's inbox (a queued row aimed at the active run) until the tool finishes.
+    await until(() => s.rt.store.db.selectFrom('runs').select('id').where('session_key', '=', key).where('status', '=', 'queued').where('origin', 'like', '%steerInto%').executeTakeFirst());
     await s.rpc('approvals.resolve', { approvalId: approval.approvalId, decision: 'allow_once' });
     const w = await s.rpc<{ response: string }>('agent.wait', { runId });
-    sub.close();
     expect(w.response).toBe('echo: fast');
     const h = await history(key);
     expect(h.find((m) => m.kind === 'agent_callback_result')).toMatchObject({ content: 'fast', runId });
