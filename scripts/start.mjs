@@ -5,6 +5,7 @@
 // in-process) rather than as a child of it: one Node process instead of two saves ~40 MB of RSS
 // and ~100 ms of start (see BENCHMARKS.md). CROSSTALK_START_MODE=spawn runs `next start` as a
 // child instead (signals forwarded); it exists only to compare the two.
+import './require-node.mjs';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';

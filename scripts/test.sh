@@ -98,6 +98,9 @@ if [[ ! -x /usr/bin/chromium ]]; then
   fi
 fi
 echo "chromium: $(/usr/bin/chromium --version 2>/dev/null || echo present)"
+# npm puts node_modules/.bin first on PATH, so `node` here is the pinned Node 24 from the `node` package.
+echo "node: $(node --version) ($(command -v node))"
+node scripts/require-node.mjs
 step_ok
 
 # --- the checks --------------------------------------------------------------------------------

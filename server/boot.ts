@@ -111,6 +111,6 @@ export async function bootRuntime(): Promise<FullRuntime> {
   const rt = await createRuntime({ config, log });
   const url = `http://${config.host}:${config.port}`;
   if (!config.token) console.log(`crosstalk: open ${url}/login?token=${encodeURIComponent(rt.token)}`);
-  log.info({ url, store: config.databaseUrl ? 'postgres' : 'sqlite', agents: config.agents.map((a) => a.id) }, 'crosstalk ready');
+  log.info({ url, store: config.databaseUrl ? 'postgres' : 'sqlite', node: process.version, agents: config.agents.map((a) => a.id) }, 'crosstalk ready');
   return rt;
 }

@@ -1,4 +1,5 @@
 // The headless gateway (`npm run worker`): the same server/ as `npm start`, JSON-RPC + SSE + metrics, no web room.
+import '../scripts/require-node.mjs';
 import { bootRuntime } from './boot';
 import { serve } from './http/node-server';
 

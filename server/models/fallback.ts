@@ -1,10 +1,10 @@
 // A fallback chain over model specs (CONTRACT §1): the first spec is primary, the rest are tried in order when a call fails.
 import type {
-  LanguageModelV3,
-  LanguageModelV3CallOptions,
-  LanguageModelV3GenerateResult,
-  LanguageModelV3StreamPart,
-  LanguageModelV3StreamResult,
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+  LanguageModelV4GenerateResult,
+  LanguageModelV4StreamPart,
+  LanguageModelV4StreamResult,
 } from '@ai-sdk/provider';
 import { resolveModel, type ModelEnv } from './registry';
 
@@ -45,14 +45,14 @@ export class FallbackTracker {
   }
 }
 
-export function createModelChain(specs: string[], opts: ModelChainOptions): LanguageModelV3 {
+export function createModelChain(specs: string[], opts: ModelChainOptions): LanguageModelV4 {
   if (specs.length === 0) throw new Error('createModelChain: at least one model spec is required');
   const env = opts.env ?? process.env;
   const primary = specs[0]!;
   // Resolution is lazy and per spec, so a spec that cannot resolve (missing base URL) is just
   // one more failing call the chain routes around, not a crash when the chain is built.
-  const models = new Map<string, LanguageModelV3>();
-  const modelFor = (spec: string): LanguageModelV3 => {
+  const models = new Map<string, LanguageModelV4>();
+  const modelFor = (spec: string): LanguageModelV4 => {
     let model = models.get(spec);
     if (!model) {
       model = resolveModel(spec, env);
@@ -65,7 +65,7 @@ export function createModelChain(specs: string[], opts: ModelChainOptions): Lang
     // Nothing to fall back to: delegate straight through so the provider's own stream
     // (including in-stream error parts) reaches the caller untouched.
     return {
-      specificationVersion: 'v3',
+      specificationVersion: 'v4',
       provider: 'crosstalk',
       modelId: primary,
       supportedUrls: {},
@@ -79,7 +79,7 @@ export function createModelChain(specs: string[], opts: ModelChainOptions): Lang
   };
 
   // Runs `attempt` against each spec in turn; abort errors stop the chain at once.
-  async function run<T>(options: LanguageModelV3CallOptions, attempt: (model: LanguageModelV3) => Promise<T>): Promise<T> {
+  async function run<T>(options: LanguageModelV4CallOptions, attempt: (model: LanguageModelV4) => Promise<T>): Promise<T> {
     let lastError: unknown;
     for (let i = 0; i < specs.length; i++) {
       const spec = specs[i]!;
@@ -100,13 +100,13 @@ export function createModelChain(specs: string[], opts: ModelChainOptions): Lang
   }
 
   return {
-    specificationVersion: 'v3',
+    specificationVersion: 'v4',
     provider: 'crosstalk',
     modelId: primary,
     supportedUrls: {},
-    doGenerate: (options): Promise<LanguageModelV3GenerateResult> =>
+    doGenerate: (options): Promise<LanguageModelV4GenerateResult> =>
       run(options, async (model) => model.doGenerate(options)),
-    doStream: (options): Promise<LanguageModelV3StreamResult> =>
+    doStream: (options): Promise<LanguageModelV4StreamResult> =>
       run(options, async (model) => startStream(await model.doStream(options))),
   };
 }
@@ -116,9 +116,9 @@ export function createModelChain(specs: string[], opts: ModelChainOptions): Lang
  * "this model failed" and may fall back; once content has flowed to the caller it may not,
  * because the caller would see two models' output spliced together.
  */
-async function startStream(result: LanguageModelV3StreamResult): Promise<LanguageModelV3StreamResult> {
+async function startStream(result: LanguageModelV4StreamResult): Promise<LanguageModelV4StreamResult> {
   const reader = result.stream.getReader();
-  const buffered: LanguageModelV3StreamPart[] = [];
+  const buffered: LanguageModelV4StreamPart[] = [];
   let done = false;
   try {
     for (;;) {
@@ -137,7 +137,7 @@ async function startStream(result: LanguageModelV3StreamResult): Promise<Languag
     throw err;
   }
 
-  const stream = new ReadableStream<LanguageModelV3StreamPart>({
+  const stream = new ReadableStream<LanguageModelV4StreamPart>({
     async pull(controller) {
       const part = buffered.shift();
       if (part) {
@@ -163,7 +163,7 @@ async function startStream(result: LanguageModelV3StreamResult): Promise<Languag
   return { ...result, stream };
 }
 
-function isContentPart(part: LanguageModelV3StreamPart): boolean {
+function isContentPart(part: LanguageModelV4StreamPart): boolean {
   // `finish` counts: a stream that finished cleanly with no content (a silent step) succeeded.
   return part.type !== 'stream-start' && part.type !== 'response-metadata' && part.type !== 'raw';
 }

@@ -5,12 +5,12 @@ import { parseModelSpec, resolveModel, validateModelSpec } from './registry';
 describe('resolveModel', () => {
   it('resolves scripted to the built-in model', () => {
     const model = resolveModel('scripted', {});
-    expect(model).toMatchObject({ specificationVersion: 'v3', provider: 'crosstalk', modelId: 'scripted' });
+    expect(model).toMatchObject({ specificationVersion: 'v4', provider: 'crosstalk', modelId: 'scripted' });
   });
 
   it('resolves openai:<model> to a chat-completions model', () => {
     const model = resolveModel('openai:gpt-4o-mini', { OPENAI_API_KEY: 'k', OPENAI_BASE_URL: 'http://127.0.0.1:1/v1' });
-    expect(model.specificationVersion).toBe('v3');
+    expect(model.specificationVersion).toBe('v4');
     expect(model.provider).toBe('openai.chat');
     expect(model.modelId).toBe('gpt-4o-mini');
   });

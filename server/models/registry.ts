@@ -2,7 +2,7 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import type { LanguageModelV3 } from '@ai-sdk/provider';
+import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { createScriptedModel } from './scripted';
 
 export type ModelEnv = Record<string, string | undefined>;
@@ -52,7 +52,7 @@ export function validateModelSpec(spec: string, env: ModelEnv = process.env): st
 }
 
 /** Resolves a spec to a model; throws an Error with the validation message for a bad spec. */
-export function resolveModel(spec: string, env: ModelEnv = process.env): LanguageModelV3 {
+export function resolveModel(spec: string, env: ModelEnv = process.env): LanguageModelV4 {
   const error = validateModelSpec(spec, env);
   if (error) throw new Error(error);
   const { kind, model } = (parseModelSpec(spec) as { ok: true; spec: ParsedModelSpec }).spec;

@@ -1,17 +1,17 @@
 // The built-in deterministic "scripted" model (CONTRACT §2): an AI SDK v3 provider driven by directives in the prompt.
 import type {
-  LanguageModelV3,
-  LanguageModelV3CallOptions,
-  LanguageModelV3Content,
-  LanguageModelV3FinishReason,
-  LanguageModelV3GenerateResult,
-  LanguageModelV3Message,
-  LanguageModelV3Prompt,
-  LanguageModelV3StreamPart,
-  LanguageModelV3StreamResult,
-  LanguageModelV3ToolResultOutput,
-  LanguageModelV3ToolResultPart,
-  LanguageModelV3Usage,
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+  LanguageModelV4Content,
+  LanguageModelV4FinishReason,
+  LanguageModelV4GenerateResult,
+  LanguageModelV4Message,
+  LanguageModelV4Prompt,
+  LanguageModelV4StreamPart,
+  LanguageModelV4StreamResult,
+  LanguageModelV4ToolResultOutput,
+  LanguageModelV4ToolResultPart,
+  LanguageModelV4Usage,
 } from '@ai-sdk/provider';
 import { randomBytes } from 'node:crypto';
 
@@ -22,20 +22,20 @@ export interface ScriptedStep {
   toolCalls: Array<{ toolCallId: string; toolName: string; input: string }>;
 }
 
-type UserMessage = Extract<LanguageModelV3Message, { role: 'user' }>;
+type UserMessage = Extract<LanguageModelV4Message, { role: 'user' }>;
 
 const DIRECTIVE = /^\/(tool|reply|sleep|fail|silent)(?:\s+([\s\S]*))?$/;
 
-export function createScriptedModel(): LanguageModelV3 {
+export function createScriptedModel(): LanguageModelV4 {
   return {
-    specificationVersion: 'v3',
+    specificationVersion: 'v4',
     provider: 'crosstalk',
     modelId: 'scripted',
     supportedUrls: {},
 
-    async doGenerate(options: LanguageModelV3CallOptions): Promise<LanguageModelV3GenerateResult> {
+    async doGenerate(options: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
       const step = await planScriptedStep(options.prompt, options.abortSignal);
-      const content: LanguageModelV3Content[] = [];
+      const content: LanguageModelV4Content[] = [];
       if (step.text !== null) content.push({ type: 'text', text: step.text });
       for (const call of step.toolCalls) content.push({ type: 'tool-call', ...call });
       return {
@@ -47,11 +47,11 @@ export function createScriptedModel(): LanguageModelV3 {
       };
     },
 
-    async doStream(options: LanguageModelV3CallOptions): Promise<LanguageModelV3StreamResult> {
+    async doStream(options: LanguageModelV4CallOptions): Promise<LanguageModelV4StreamResult> {
       // Planning (sleep, /fail, bad /tool JSON) happens before the stream exists, so a failing
       // step rejects doStream itself — which is what the fallback chain and run loop key off.
       const step = await planScriptedStep(options.prompt, options.abortSignal);
-      const parts: LanguageModelV3StreamPart[] = [{ type: 'stream-start', warnings: [] }];
+      const parts: LanguageModelV4StreamPart[] = [{ type: 'stream-start', warnings: [] }];
       parts.push({ type: 'response-metadata', id: `scripted-${randomId()}`, timestamp: new Date(), modelId: 'scripted' });
       if (step.text !== null) {
         const id = `txt-${randomId()}`;
@@ -69,7 +69,7 @@ export function createScriptedModel(): LanguageModelV3 {
 
       const signal = options.abortSignal;
       let index = 0;
-      const stream = new ReadableStream<LanguageModelV3StreamPart>({
+      const stream = new ReadableStream<LanguageModelV4StreamPart>({
         // Pull-based so a consumer that stops reading (or aborts) stops the flow.
         pull(controller) {
           if (signal?.aborted) {
@@ -86,7 +86,7 @@ export function createScriptedModel(): LanguageModelV3 {
 }
 
 /** Decides what the step answers; waits for /sleep and throws for /fail or a bad /tool line. */
-export async function planScriptedStep(prompt: LanguageModelV3Prompt, signal?: AbortSignal): Promise<ScriptedStep> {
+export async function planScriptedStep(prompt: LanguageModelV4Prompt, signal?: AbortSignal): Promise<ScriptedStep> {
   throwIfAborted(signal);
   const userText = newestUserText(prompt);
   const directives = parseDirectives(userText ?? '');
@@ -182,7 +182,7 @@ function parseToolLine(rest: string): { name: string; args: Record<string, unkno
 }
 
 /** Text of the newest user-role message (its text parts joined by newlines), or null if none. */
-function newestUserText(prompt: LanguageModelV3Prompt): string | null {
+function newestUserText(prompt: LanguageModelV4Prompt): string | null {
   for (let i = prompt.length - 1; i >= 0; i--) {
     const msg = prompt[i]!;
     if (msg.role !== 'user') continue;
@@ -195,12 +195,12 @@ function newestUserText(prompt: LanguageModelV3Prompt): string | null {
 }
 
 /** Tool results of the trailing run of tool messages, ordered like the calls that produced them. */
-function trailingToolResults(prompt: LanguageModelV3Prompt): LanguageModelV3ToolResultPart[] {
-  const results: LanguageModelV3ToolResultPart[] = [];
+function trailingToolResults(prompt: LanguageModelV4Prompt): LanguageModelV4ToolResultPart[] {
+  const results: LanguageModelV4ToolResultPart[] = [];
   let i = prompt.length - 1;
   for (; i >= 0 && prompt[i]!.role === 'tool'; i--) {
-    const msg = prompt[i] as Extract<LanguageModelV3Message, { role: 'tool' }>;
-    const parts = msg.content.filter((p): p is LanguageModelV3ToolResultPart => p.type === 'tool-result');
+    const msg = prompt[i] as Extract<LanguageModelV4Message, { role: 'tool' }>;
+    const parts = msg.content.filter((p): p is LanguageModelV4ToolResultPart => p.type === 'tool-result');
     results.unshift(...parts);
   }
   // Results may arrive in completion order; the contract wants call order, which the
@@ -209,7 +209,7 @@ function trailingToolResults(prompt: LanguageModelV3Prompt): LanguageModelV3Tool
   if (assistant && assistant.role === 'assistant') {
     const order = new Map<string, number>();
     for (const part of assistant.content) if (part.type === 'tool-call') order.set(part.toolCallId, order.size);
-    const rank = (r: LanguageModelV3ToolResultPart) => order.get(r.toolCallId) ?? Number.MAX_SAFE_INTEGER;
+    const rank = (r: LanguageModelV4ToolResultPart) => order.get(r.toolCallId) ?? Number.MAX_SAFE_INTEGER;
     return results
       .map((r, idx) => ({ r, idx }))
       .sort((a, b) => rank(a.r) - rank(b.r) || a.idx - b.idx)
@@ -218,7 +218,7 @@ function trailingToolResults(prompt: LanguageModelV3Prompt): LanguageModelV3Tool
   return results;
 }
 
-function toolOutputValue(output: LanguageModelV3ToolResultOutput): unknown {
+function toolOutputValue(output: LanguageModelV4ToolResultOutput): unknown {
   switch (output.type) {
     case 'text':
     case 'json':
@@ -246,7 +246,7 @@ export function splitIntoDeltas(text: string): string[] {
   return out;
 }
 
-function finishReasonOf(step: ScriptedStep): LanguageModelV3FinishReason {
+function finishReasonOf(step: ScriptedStep): LanguageModelV4FinishReason {
   return step.toolCalls.length > 0 ? { unified: 'tool-calls', raw: 'tool-calls' } : { unified: 'stop', raw: 'stop' };
 }
 
@@ -255,7 +255,7 @@ function countTokens(text: string): number {
   return (text.match(/[\p{L}\p{N}_]+|[^\s\p{L}\p{N}_]/gu) ?? []).length;
 }
 
-function usageOf(prompt: LanguageModelV3Prompt, step: ScriptedStep): LanguageModelV3Usage {
+function usageOf(prompt: LanguageModelV4Prompt, step: ScriptedStep): LanguageModelV4Usage {
   const input = countTokens(promptText(prompt));
   const output = countTokens(step.text ?? '') + step.toolCalls.reduce((n, c) => n + countTokens(c.toolName + ' ' + c.input), 0);
   return {
@@ -264,7 +264,7 @@ function usageOf(prompt: LanguageModelV3Prompt, step: ScriptedStep): LanguageMod
   };
 }
 
-function promptText(prompt: LanguageModelV3Prompt): string {
+function promptText(prompt: LanguageModelV4Prompt): string {
   const chunks: string[] = [];
   for (const msg of prompt) {
     if (msg.role === 'system') {

@@ -1,8 +1,8 @@
 // Builds the model's context from the newest transcript rows (bounded; never the whole transcript).
-import type { JSONValue, LanguageModelV3Message } from '@ai-sdk/provider';
+import type { JSONValue, LanguageModelV4Message } from '@ai-sdk/provider';
 import type { TranscriptMessage } from '../events/types';
 
-export type PromptMessage = LanguageModelV3Message;
+export type PromptMessage = LanguageModelV4Message;
 type AssistantMessage = Extract<PromptMessage, { role: 'assistant' }>;
 type ToolMessage = Extract<PromptMessage, { role: 'tool' }>;
 

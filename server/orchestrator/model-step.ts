@@ -1,6 +1,6 @@
 // One model step straight through the AI SDK's LanguageModel (v3) interface: stream text deltas, collect tool calls.
 // The run loop owns the multi-step loop, tools and steering, so streamText's machinery would only add cost here.
-import type { JSONSchema7, LanguageModelV3, LanguageModelV3FunctionTool, LanguageModelV3Usage } from '@ai-sdk/provider';
+import type { JSONSchema7, LanguageModelV4, LanguageModelV4FunctionTool, LanguageModelV4Usage } from '@ai-sdk/provider';
 import { z } from 'zod';
 import type { AnyToolDef } from '../tools/types';
 import type { PromptMessage } from './context';
@@ -20,8 +20,8 @@ export interface StepResult {
 }
 
 // Function tool definitions, made once per registry (zod → JSON schema is not free).
-const cache = new WeakMap<Map<string, AnyToolDef>, { size: number; tools: LanguageModelV3FunctionTool[] }>();
-export function functionTools(tools: Map<string, AnyToolDef>): LanguageModelV3FunctionTool[] {
+const cache = new WeakMap<Map<string, AnyToolDef>, { size: number; tools: LanguageModelV4FunctionTool[] }>();
+export function functionTools(tools: Map<string, AnyToolDef>): LanguageModelV4FunctionTool[] {
   const hit = cache.get(tools);
   if (hit && hit.size === tools.size) return hit.tools;
   const list = [...tools.values()].map((def) => ({
@@ -34,7 +34,7 @@ export function functionTools(tools: Map<string, AnyToolDef>): LanguageModelV3Fu
   return list;
 }
 
-function usageOf(u: LanguageModelV3Usage | undefined): StepResult['usage'] {
+function usageOf(u: LanguageModelV4Usage | undefined): StepResult['usage'] {
   if (!u) return undefined;
   const input = u.inputTokens?.total;
   const output = u.outputTokens?.total;
@@ -42,8 +42,8 @@ function usageOf(u: LanguageModelV3Usage | undefined): StepResult['usage'] {
 }
 
 export async function streamStep(
-  model: LanguageModelV3,
-  o: { system: string; messages: PromptMessage[]; tools: LanguageModelV3FunctionTool[]; signal: AbortSignal; onDelta(delta: string): void },
+  model: LanguageModelV4,
+  o: { system: string; messages: PromptMessage[]; tools: LanguageModelV4FunctionTool[]; signal: AbortSignal; onDelta(delta: string): void },
 ): Promise<StepResult> {
   const { stream } = await model.doStream({
     prompt: [{ role: 'system', content: o.system }, ...o.messages],

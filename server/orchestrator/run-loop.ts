@@ -1,5 +1,5 @@
 // The run loop: model steps through the AI SDK, tools executed here (policy, approvals), steering at step boundaries.
-import type { LanguageModelV3, LanguageModelV3FunctionTool } from '@ai-sdk/provider';
+import type { LanguageModelV4, LanguageModelV4FunctionTool } from '@ai-sdk/provider';
 import type { CrosstalkConfig } from '../config';
 import { errorMessage, toolError } from '../errors';
 import type { EventBus } from '../events/bus';
@@ -24,7 +24,7 @@ export interface RunDeps {
   config: CrosstalkConfig;
   tools: Map<string, AnyToolDef>;
   approvals: Approvals;
-  modelFor(run: ActiveRun, sessionModel: string | null): LanguageModelV3;
+  modelFor(run: ActiveRun, sessionModel: string | null): LanguageModelV4;
   /** Called when a steered message is injected, so its durable row can be retired. */
   onInjected(runId: string, into: ActiveRun): Promise<void>;
 }
@@ -174,7 +174,7 @@ async function injectInbox(deps: RunDeps, run: ActiveRun, messages: PromptMessag
   }
 }
 
-async function modelStep(deps: RunDeps, run: ActiveRun, model: LanguageModelV3, messages: PromptMessage[], tools: LanguageModelV3FunctionTool[]) {
+async function modelStep(deps: RunDeps, run: ActiveRun, model: LanguageModelV4, messages: PromptMessage[], tools: LanguageModelV4FunctionTool[]) {
   const signal = run.abort.signal;
   let step;
   try {

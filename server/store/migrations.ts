@@ -1,5 +1,6 @@
 // Schema migrations: one list for both dialects; only the auto-increment id column differs.
-import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
+import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
 
 export type DialectName = 'sqlite' | 'postgres';
 
