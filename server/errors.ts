@@ -13,11 +13,14 @@ export const ERROR_CODES = [
   'rate_limited',
   'limit_exceeded',
   'already_resolved',
+  'not_cancelable',
   'payload_too_large',
   'unauthorized',
   'forbidden',
   'channel_error',
   'timeout',
+  'interrupted',
+  'tool_unavailable',
   'internal',
 ] as const;
 
@@ -67,6 +70,7 @@ export function jsonRpcCodeFor(code: ErrorCode): number {
       return -32004;
     case 'agent_busy':
     case 'already_resolved':
+    case 'not_cancelable':
     case 'rate_limited':
     case 'limit_exceeded':
       return -32009;

@@ -38,6 +38,7 @@ const methods: Record<string, Method> = {
   agent: { params: s.agentParams, call: (gw, p) => gw.agent(p) },
   send: { params: sendParams, call: (gw, p) => gw.send(p) },
   'agent.wait': { params: s.agentWaitParams, call: (gw, p) => gw.agentWait(p) },
+  'agent.cancel': { params: s.agentCancelParams, call: (gw, p) => gw.agentCancel(p) },
   'sessions.list': { params: s.sessionsListParams, call: async (gw, p) => {
     const r = await gw.sessionsList(p);
     return { sessions: r.sessions.map(contractSession), next_cursor: r.next_cursor };

@@ -43,6 +43,10 @@ export const agentWaitParams = z
   .object({ runId: z.string().min(1).max(128), timeoutMs: z.number().int().min(0).max(600_000).optional() })
   .strict();
 
+export const agentCancelParams = z
+  .object({ runId: z.string().min(1).max(128), reason: z.string().max(1024).optional() })
+  .strict();
+
 export const sessionsListParams = z
   .object({
     limit: limitSchema.optional(),
@@ -116,6 +120,7 @@ export type DelegatesResumeParams = z.infer<typeof delegatesResumeParams>;
 
 export type AgentParams = z.infer<typeof agentParams>;
 export type AgentWaitParams = z.infer<typeof agentWaitParams>;
+export type AgentCancelParams = z.infer<typeof agentCancelParams>;
 export type SessionsListParams = z.infer<typeof sessionsListParams>;
 export type SessionsPatchParams = z.infer<typeof sessionsPatchParams>;
 export type SessionsDeleteParams = z.infer<typeof sessionsDeleteParams>;

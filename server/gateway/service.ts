@@ -15,6 +15,7 @@ import { checkWebhookUrl } from '../webhooks/guard';
 import type {
   AgentParams,
   AgentWaitParams,
+  AgentCancelParams,
   ApprovalsListParams,
   ApprovalsResolveParams,
   ChatHistoryParams,
@@ -86,6 +87,11 @@ export class GatewayService implements Gateway {
 
   agentWait(p: AgentWaitParams) {
     return this.d.orchestrator.wait(p.runId, p.timeoutMs ?? 30_000);
+  }
+
+  async agentCancel(p: AgentCancelParams): Promise<{ status: 'ok' }> {
+    await this.d.orchestrator.cancel(p.runId, p.reason);
+    return { status: 'ok' };
   }
 
   private summary(r: SessionRow): SessionSummary {

@@ -81,6 +81,7 @@ export interface Gateway {
   webhooksList(p: WebhooksListParams): Promise<{ webhooks: WebhookInfo[] }>;
   agent(p: AgentParams): Promise<AgentResult>;
   agentWait(p: AgentWaitParams): Promise<WaitResult>;
+  agentCancel(p: import('./schemas').AgentCancelParams): Promise<{ status: 'ok' }>;
   sessionsList(p: SessionsListParams, o?: { attention?: boolean }): Promise<{ sessions: SessionSummary[]; next_cursor: string | null }>;
   sessionsGet(sessionKey: string): Promise<SessionSummary>;
   sessionsPatch(p: SessionsPatchParams): Promise<SessionSummary>;

@@ -226,6 +226,42 @@ export class Orchestrator {
     this.abortActive(st);
   }
 
+  /**
+   * `agent.cancel`: a running run is aborted at once (a tool in flight is killed), a queued one never runs;
+   * either ends `error` / `cancelled`. An ended run is `not_cancelable`.
+   */
+  async cancel(runId: string, reason?: string): Promise<void> {
+    const row = await this.o.store.getRun(runId);
+    if (!row) throw new CrosstalkError('unknown_run', `no run ${runId}`);
+    if (row.status === 'merged' && row.merged_into) return this.cancel(row.merged_into, reason);
+    const st = this.sessions.get(row.session_key);
+    if (st?.active?.id === runId) {
+      st.active.cancelled = { reason };
+      this.abortActive(st);
+      return;
+    }
+    const queued = st?.queue.findIndex((q) => q.runId === runId) ?? -1;
+    if (st && queued >= 0) {
+      const [item] = st.queue.splice(queued, 1);
+      await item!.persisted.catch(() => undefined);
+      await this.endUnstarted(runId, row.session_key, 'cancelled');
+      return;
+    }
+    if (TERMINAL.has(row.status) || row.status === 'merged') throw new CrosstalkError('not_cancelable', `run ${runId} has already ended (${row.status})`);
+    // Known to the store but not to this process (e.g. queued before a restart and not picked up yet).
+    await this.endUnstarted(runId, row.session_key, 'cancelled');
+  }
+
+  /** Ends a run that never started: its row, its lifecycle event and its waiters. */
+  private async endUnstarted(runId: string, sessionKey: string, error: string): Promise<void> {
+    await this.o.store.updateRun(runId, { status: 'error', error, ended_at: nowIso() });
+    this.o.bus.registerRun(runId, sessionKey, await this.o.store.maxSeq(runId));
+    this.o.bus.emit(runId, 'lifecycle', { phase: 'error', status: 'error', error });
+    this.o.bus.unregisterRun(runId);
+    const ws = this.waiters.get(runId);
+    if (ws) for (const w of ws) w({ status: 'error', error });
+  }
+
   /** Aborts the active run of a session (interrupt mode, session delete). */
   abortActive(st: SessionState | string): void {
     const s = typeof st === 'string' ? this.sessions.get(st) : st;
@@ -271,6 +307,7 @@ export class Orchestrator {
 
   private async finish(st: SessionState, active: ActiveRun, outcome: RunOutcome): Promise<void> {
     const { store, bus, metrics, log } = this.o;
+    if (active.cancelled && outcome.status === 'interrupted') outcome = { status: 'error', error: 'cancelled', response: outcome.response };
     markStarted(active); // a run that failed before writing its input must not hold `agent` up
     let deliveries: ReturnType<typeof planDeliveries> = { callbacks: [], webhooks: [], failed: [] };
     try {

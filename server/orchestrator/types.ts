@@ -39,6 +39,8 @@ export interface ActiveRun {
   onStarted?: () => void;
   /** The session's working folder (a delegate's `cwd`), relative to the agent's workspace. */
   cwd?: string;
+  /** Set by `agent.cancel`: the run ends `error` / `cancelled` instead of `interrupted`. */
+  cancelled?: { reason?: string };
   /** Where the run's message came from (a channel, a calling session…). */
   origin?: Record<string, unknown>;
 }

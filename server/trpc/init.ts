@@ -27,6 +27,7 @@ const TRPC_CODE_FOR: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
   unknown_channel: 'NOT_FOUND',
   agent_busy: 'CONFLICT',
   already_resolved: 'CONFLICT',
+  not_cancelable: 'CONFLICT',
   limit_exceeded: 'CONFLICT',
   rate_limited: 'TOO_MANY_REQUESTS',
   payload_too_large: 'PAYLOAD_TOO_LARGE',
@@ -34,6 +35,8 @@ const TRPC_CODE_FOR: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
   forbidden: 'FORBIDDEN',
   channel_error: 'BAD_GATEWAY',
   timeout: 'TIMEOUT',
+  interrupted: 'INTERNAL_SERVER_ERROR',
+  tool_unavailable: 'BAD_GATEWAY',
   internal: 'INTERNAL_SERVER_ERROR',
 };
 
