@@ -12,12 +12,14 @@ import { createMetrics, type Metrics } from './metrics';
 import { Delegates } from './orchestrator/delegates';
 import { Orchestrator } from './orchestrator/orchestrator';
 import type { Runtime } from './runtime';
-import { openDatabase } from './store/db';
+import { DataDirInUseError, openDatabase } from './store/db';
 import { Store } from './store/store';
 import { mainSessionKey } from './sessions/keys';
 import { registerTools } from './tools/registry';
 import type { AnyToolDef } from './tools/types';
 import { WebhookOutbox } from './webhooks/outbox';
+import { Cluster } from './cluster/cluster';
+import { EventFeed } from './cluster/feed';
 
 export interface FullRuntime extends Runtime {
   store: Store;
@@ -28,6 +30,9 @@ export interface FullRuntime extends Runtime {
   webhooks: WebhookOutbox;
   delegates: Delegates;
   channels: ChannelService;
+  /** PostgreSQL: this process's membership of the cluster, and its event feed. */
+  cluster: Cluster | null;
+  feed: EventFeed | null;
   /** POST /api/gateway on bare node:http, for servers that route it before Next (scripts/start.mjs). */
   nodeGateway(req: IncomingMessage, res: ServerResponse): void;
 }
@@ -46,8 +51,11 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   const handle = await openDatabase({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, pgSchema: o.pgSchema });
   const store = new Store(handle);
   const bus = new EventBus(store, log);
-  const last = await store.db.selectFrom('events').select((eb) => eb.fn.max('id').as('m')).executeTakeFirst();
-  bus.lastId = Number(last?.m ?? 0);
+  bus.head = await store.logHead();
+  // PostgreSQL: this process joins the cluster; events reach subscribers through the feed, in log order.
+  const cluster = handle.pg ? new Cluster(store.db, handle.pg, log) : null;
+  const feed = cluster ? new EventFeed(store, bus, log) : null;
+  if (cluster && feed) bus.feed = { written: feed.wake, notify: (tx) => cluster.notify({ kind: 'events' }, tx) };
   const metrics = createMetrics();
   // The gateway is needed by tools and the tools by the orchestrator: break the cycle with a late-bound reference.
   let gateway: Gateway | null = null;
@@ -62,7 +70,20 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   registerTools(tools, { config, store, bus, metrics, gateway: lazyGateway, orchestrator: () => orchestrator, delegates: () => delegates, channels: () => channels });
   const webhooks = new WebhookOutbox(store, config.webhooks, log, (outcome) => metrics.webhooks.inc({ outcome }));
   orchestrator.webhooks = webhooks;
-  gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates, metrics, channels });
+  gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates, metrics, channels, cluster });
+  if (cluster && feed) {
+    orchestrator.cluster = cluster;
+    await feed.start();
+    feed.onEvent = (ev) => {
+      if (ev.stream === 'lifecycle' && (ev.data.phase === 'end' || ev.data.phase === 'error')) orchestrator.remoteEnded(ev.runId);
+    };
+    await cluster.start({
+      onControl: (m) => void orchestrator.onControl(m).catch((e) => log.error({ err: e }, 'control message failed')),
+      onEvents: feed.wake,
+      onOrphans: () => orchestrator.sweepOrphans(),
+      onFenced: () => orchestrator.fenced(),
+    });
+  }
   await orchestrator.recover();
   webhooks.start();
   channels.start();
@@ -80,15 +101,18 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     webhooks,
     delegates,
     channels,
+    cluster,
+    feed,
     nodeGateway(req, res) {
       handleGatewayNode(rt, req, res);
     },
     async close() {
       webhooks.stop();
-      orchestrator.shutdown();
-      await orchestrator.idle();
+      await orchestrator.shutdown();
       await channels.idle();
       channels.stop();
+      feed?.stop();
+      await cluster?.stop();
       await store.close();
     },
   };
@@ -108,7 +132,16 @@ export async function bootRuntime(): Promise<FullRuntime> {
     }
     throw e;
   }
-  const rt = await createRuntime({ config, log });
+  let rt: FullRuntime;
+  try {
+    rt = await createRuntime({ config, log });
+  } catch (e) {
+    if (e instanceof DataDirInUseError) {
+      console.error(e.message);
+      process.exit(1);
+    }
+    throw e;
+  }
   const url = `http://${config.host}:${config.port}`;
   if (!config.token) console.log(`crosstalk: open ${url}/login?token=${encodeURIComponent(rt.token)}`);
   log.info({ url, store: config.databaseUrl ? 'postgres' : 'sqlite', node: process.version, agents: config.agents.map((a) => a.id) }, 'crosstalk ready');

@@ -1,7 +1,12 @@
 // The event bus: per-run seq, batched writes to the event log (ids come from the store), then fan-out.
-// Slow subscribers never stall a run: their buffer is bounded, and on overflow they catch up from the log by id.
+// Slow subscribers never stall a run: their buffer is bounded, and on overflow they catch up from the log.
+// On SQLite (one writer) subscribers are fed right after each write; on PostgreSQL the cluster's feed reads
+// the log in (transaction, id) order and fans out, so events of every process arrive in one order.
 import type { Logger } from 'pino';
+import type { Kysely } from 'kysely';
+import type { Database } from '../store/schema';
 import type { Store } from '../store/store';
+import { type EventCursor, encodeEventCursor, isAfter } from './cursor';
 import type { AgentEvent, EventStream, PendingEvent } from './types';
 
 export interface EventFilter {
@@ -28,8 +33,10 @@ export class EventBus {
   private bySession = new Map<string, Set<Subscription>>();
   private byRun = new Map<string, Set<Subscription>>();
   private everything = new Set<Subscription>();
-  /** Highest id fanned out so far. */
-  lastId = 0;
+  /** The log position fanned out so far: a live subscriber starts after it. */
+  head: EventCursor = { id: 0 };
+  /** PostgreSQL: set by the cluster feed, which does the fan-out; called after each write, and inside its transaction. */
+  feed: { written(): void; notify(tx: Kysely<Database>): Promise<void> } | null = null;
 
   constructor(
     readonly store: Store,
@@ -96,14 +103,22 @@ export class EventBus {
       while (this.pending.length) {
         const batch = this.pending;
         this.pending = [];
-        let ids: number[];
+        let ids: Array<{ id: number; tx?: string } | null>;
         try {
-          ids = await this.store.insertEvents(batch);
+          ids = await this.store.insertEvents(batch, this.feed ? { notify: this.feed.notify } : {});
         } catch (e) {
           this.log.error({ err: e, count: batch.length }, 'event log write failed; events dropped from the log');
           continue;
         }
-        for (let i = 0; i < batch.length; i++) this.deliver({ id: ids[i]!, ...batch[i]! });
+        for (let i = 0; i < batch.length; i++) {
+          const w = ids[i];
+          if (!w) continue; // fenced: this process lost the session to another
+          const cursor: EventCursor = w.tx === undefined ? { id: w.id } : { id: w.id, tx: BigInt(w.tx) };
+          const ev: AgentEvent = { id: w.id, ...batch[i]!, cursor: encodeEventCursor(cursor) };
+          this.notifyListeners(ev);
+          if (!this.feed) this.fanOut(ev, cursor);
+        }
+        this.feed?.written();
       }
     };
     this.flushing = run().finally(() => {
@@ -112,8 +127,7 @@ export class EventBus {
     return this.flushing;
   }
 
-  private deliver(ev: AgentEvent) {
-    if (ev.id > this.lastId) this.lastId = ev.id;
+  private notifyListeners(ev: AgentEvent) {
     for (const fn of this.listeners) {
       try {
         fn(ev);
@@ -121,19 +135,28 @@ export class EventBus {
         this.log.error({ err: e, stream: ev.stream }, 'event listener failed');
       }
     }
-    for (const s of this.everything) s.push(ev);
+  }
+
+  /** Hands one logged event to the subscribers whose filter it matches, in log order. */
+  fanOut(ev: AgentEvent, cursor: EventCursor) {
+    if (isAfter(cursor, this.head)) this.head = cursor;
+    for (const s of this.everything) s.push(ev, cursor);
     const bs = this.bySession.get(ev.sessionKey);
-    if (bs) for (const s of bs) s.push(ev);
+    if (bs) for (const s of bs) s.push(ev, cursor);
     const br = this.byRun.get(ev.runId);
-    if (br) for (const s of br) s.push(ev);
+    if (br) for (const s of br) s.push(ev, cursor);
+  }
+
+  get subscriberCount(): number {
+    return this.everything.size + this.bySession.size + this.byRun.size;
   }
 
   /**
    * Subscribes now (synchronously), so nothing emitted after this call is missed.
-   * With `afterId` the subscription first replays the log after that id, with no gap and no duplicate.
+   * With `after` the subscription first replays the log after that cursor, with no gap and no duplicate.
    */
-  subscribe(filter: EventFilter, afterId?: number): Subscription {
-    const sub = new Subscription(this, filter, afterId ?? this.lastId, afterId !== undefined);
+  subscribe(filter: EventFilter, after?: EventCursor): Subscription {
+    const sub = new Subscription(this, filter, after ?? this.head, after !== undefined);
     const add = (m: Map<string, Set<Subscription>>, k: string) => {
       let set = m.get(k);
       if (!set) m.set(k, (set = new Set()));
@@ -164,36 +187,40 @@ export class Subscription implements AsyncIterable<AgentEvent> {
   private queue: AgentEvent[] = [];
   private wake: (() => void) | null = null;
   private closed = false;
-  /** Highest id handed out or queued. */
-  private lastId: number;
+  /** Position of the last event handed out or queued. */
+  private last: EventCursor;
+  /** Position just before the oldest queued event (where to resume reading the log after an overflow). */
+  private beforeQueue: EventCursor;
   /** While true, live events are not buffered; we read the log instead. */
   private catchingUp: boolean;
-  private highestSeen = 0;
+  private highestSeen: EventCursor | null = null;
 
   constructor(
     private readonly bus: EventBus,
     readonly filter: EventFilter,
-    startAfter: number,
+    startAfter: EventCursor,
     replay: boolean,
   ) {
-    this.lastId = startAfter;
+    this.last = startAfter;
+    this.beforeQueue = startAfter;
     this.catchingUp = replay;
   }
 
-  /** @internal called by the bus for matching events, in id order. */
-  push(ev: AgentEvent) {
-    if (this.closed || ev.id <= this.lastId) return;
+  /** @internal called by the bus for matching events, in log order. */
+  push(ev: AgentEvent, cursor: EventCursor) {
+    if (this.closed || !isAfter(cursor, this.last)) return;
     if (this.catchingUp) {
-      if (ev.id > this.highestSeen) this.highestSeen = ev.id;
+      if (!this.highestSeen || isAfter(cursor, this.highestSeen)) this.highestSeen = cursor;
     } else if (this.queue.length >= SUB_BUFFER) {
       // Too slow: drop the buffer and read the log from where this subscriber is.
       this.catchingUp = true;
-      this.lastId = this.queue.length ? this.queue[0]!.id - 1 : this.lastId;
+      this.last = this.beforeQueue;
       this.queue = [];
-      this.highestSeen = ev.id;
+      this.highestSeen = cursor;
     } else {
+      if (!this.queue.length) this.beforeQueue = this.last;
       this.queue.push(ev);
-      this.lastId = ev.id;
+      this.last = cursor;
     }
     this.wake?.();
   }
@@ -207,18 +234,22 @@ export class Subscription implements AsyncIterable<AgentEvent> {
 
   private async catchUp(): Promise<void> {
     for (;;) {
-      const rows = await this.bus.store.eventsAfter({ afterId: this.lastId, ...this.filter, limit: CATCHUP_PAGE });
+      if (this.last.tx === undefined && this.bus.store.dialect === 'postgres') this.last = await this.bus.store.resolveCursor(this.last);
+      const { rows, pending } = await this.bus.store.eventsAfter({ after: this.last, ...this.filter, limit: CATCHUP_PAGE });
       if (this.closed) return;
+      if (rows.length && !this.queue.length) this.beforeQueue = this.last;
       for (const r of rows) {
-        this.queue.push({ id: r.id, runId: r.run_id, seq: r.seq, stream: r.stream as AgentEvent['stream'], ts: r.ts, sessionKey: r.session_key, data: JSON.parse(r.data) });
-        this.lastId = r.id;
+        this.queue.push({ id: r.id, runId: r.run_id, seq: r.seq, stream: r.stream as AgentEvent['stream'], ts: r.ts, sessionKey: r.session_key, data: JSON.parse(r.data), cursor: encodeEventCursor(r.cursor) });
+        this.last = r.cursor;
       }
-      // Every pushed event was already in the log, so once a short page leaves nothing newer seen, we are live.
-      if (rows.length < CATCHUP_PAGE && this.highestSeen <= this.lastId) {
+      // Every pushed event was already in the log, so once a short page leaves nothing newer seen, we are live
+      // (rows not settled yet reach us through the live path: the feed delivers only settled rows, in order).
+      if ((rows.length < CATCHUP_PAGE || pending) && (!this.highestSeen || !isAfter(this.highestSeen, this.last))) {
         this.catchingUp = false;
         return;
       }
       if (this.queue.length >= CATCHUP_PAGE) return; // hand these out first, then continue
+      if (pending && !rows.length) await new Promise((r) => setTimeout(r, 5)); // wait for the horizon to pass
     }
   }
 

@@ -19,7 +19,7 @@ describe('SSE events', () => {
     await new Promise((r) => setTimeout(r, 50));
     const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/reply one two three four\n/tool exec {"command":"echo x"}' });
     const evs = await reading;
-    expect(evs.every((e) => e.runId === runId && e.sessionKey === key && typeof e.ts === 'string' && e._sseId === e.id)).toBe(true);
+    expect(evs.every((e) => e.runId === runId && e.sessionKey === key && typeof e.ts === 'string' && (e._sseId === String(e.id) || e._sseId.endsWith(`-${e.id}`)))).toBe(true);
     expect(evs.map((e) => e.seq)).toEqual(evs.map((_, i) => i + 1));
     expect(evs[0]).toMatchObject({ stream: 'lifecycle', data: { phase: 'start' } });
     const deltas = evs.filter((e) => e.stream === 'assistant').map((e) => e.data.delta);

@@ -12,6 +12,8 @@ export interface AgentEvent {
   ts: string;
   sessionKey: string;
   data: Record<string, unknown>;
+  /** Where this event sits in the log (the SSE id): transport only, never part of the event's JSON. */
+  cursor?: string;
 }
 
 /** An event before the log has given it an id. */

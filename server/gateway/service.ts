@@ -42,6 +42,7 @@ export interface ServiceDeps {
   delegates: Delegates;
   metrics: Metrics;
   channels: ChannelService;
+  cluster?: import('../cluster/cluster').Cluster | null;
 }
 
 export class GatewayService implements Gateway {
@@ -249,7 +250,7 @@ export class GatewayService implements Gateway {
       this.d.delegates.stats(),
       this.d.store.listWebhooks({ status: 'dead', limit: 1000 }),
     ]);
-    return {
+    const base = {
       activeRuns: this.d.orchestrator.activeRunCount(),
       pendingApprovals: pending.length,
       delegates,
@@ -257,6 +258,17 @@ export class GatewayService implements Gateway {
       silence: await count(m.silence),
       rateLimited: await count(m.rateLimited),
       webhooksDead: dead.length,
+      node: process.version,
+    };
+    if (!this.d.cluster) return base;
+    // Several processes: run figures are the whole cluster's, read from the store.
+    const byStatus = await this.d.store.db.selectFrom('runs').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('status').execute();
+    const n = (st: string) => Number(byStatus.find((r) => r.status === st)?.n ?? 0);
+    return {
+      ...base,
+      activeRuns: n('running'),
+      runs: { ok: n('ok'), error: n('error'), interrupted: n('interrupted') },
+      processes: (await this.d.cluster.processes()).map((p) => ({ id: p.id, host: p.host, pid: p.pid, ...(p.url ? { url: p.url } : {}), startedAt: p.started_at })),
     };
   }
 
@@ -280,7 +292,7 @@ export class GatewayService implements Gateway {
   }
 
   events(o: EventSubscribeOptions) {
-    const sub = this.d.bus.subscribe({ sessionKey: o.sessionKey, runId: o.runId }, o.afterId);
+    const sub = this.d.bus.subscribe({ sessionKey: o.sessionKey, runId: o.runId }, o.after);
     o.signal?.addEventListener('abort', () => sub.close(), { once: true });
     return sub;
   }

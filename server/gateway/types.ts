@@ -45,8 +45,8 @@ export interface Page<K extends string, T> {
 export interface EventSubscribeOptions {
   sessionKey?: string;
   runId?: string;
-  /** Replay events with id > afterId first, then go live with no gap and no duplicate. */
-  afterId?: number;
+  /** Replay events after this cursor first (an SSE id), then go live with no gap and no duplicate. */
+  after?: import('../events/cursor').EventCursor;
   signal?: AbortSignal;
 }
 
@@ -70,6 +70,10 @@ export interface StatusSummary {
   silence: number;
   rateLimited: number;
   webhooksDead: number;
+  /** The Node.js version this process runs on. */
+  node?: string;
+  /** PostgreSQL: the live gateway processes of the cluster. */
+  processes?: Array<{ id: string; host: string; pid: number; url?: string; startedAt: string }>;
 }
 
 export interface Gateway {

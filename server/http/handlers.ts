@@ -3,6 +3,7 @@ import { isAuthorized } from '../auth';
 import type { FullRuntime } from '../boot';
 import { handleJsonRpc, rpcError, tooLargeResponse, unauthorizedResponse, zodIssues } from '../gateway/jsonrpc';
 import { sessionKeySchema } from '../gateway/schemas';
+import { type EventCursor, parseEventCursor } from '../events/cursor';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -56,13 +57,14 @@ export function handleEvents(rt: FullRuntime, req: Request): Response {
   }
   if (!sessionKey && !runId) return json(rpcError(null, -32602, 'sessionKey or runId is required', { code: 'invalid_request' }), 400);
   const lastRaw = req.headers.get('last-event-id') ?? url.searchParams.get('lastEventId');
-  let afterId: number | undefined;
+  let after: EventCursor | undefined;
   if (lastRaw !== null && lastRaw !== '') {
-    afterId = Number(lastRaw);
-    if (!Number.isSafeInteger(afterId) || afterId < 0) return json(rpcError(null, -32602, 'Last-Event-ID must be an event id', { code: 'invalid_cursor' }), 400);
+    const c = parseEventCursor(lastRaw);
+    if (!c || (c.tx !== undefined && rt.store.dialect !== 'postgres')) return json(rpcError(null, -32602, 'Last-Event-ID must be an event cursor (an SSE id)', { code: 'invalid_cursor' }), 400);
+    after = c;
   }
   // Subscribe before the response headers go out, so nothing emitted from now on is missed.
-  const sub = rt.bus.subscribe({ sessionKey, runId }, afterId);
+  const sub = rt.bus.subscribe({ sessionKey, runId }, after);
   const abort = new AbortController();
   let heartbeat: NodeJS.Timeout | undefined;
   const stream = new ReadableStream<Uint8Array>({
@@ -83,7 +85,8 @@ export function handleEvents(rt: FullRuntime, req: Request): Response {
         controller.close();
         return;
       }
-      controller.enqueue(enc.encode(`id: ${ev.id}\ndata: ${JSON.stringify(ev)}\n\n`));
+      const { cursor, ...event } = ev;
+      controller.enqueue(enc.encode(`id: ${cursor ?? event.id}\ndata: ${JSON.stringify(event)}\n\n`));
     },
     cancel() {
       clearInterval(heartbeat);

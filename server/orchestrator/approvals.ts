@@ -44,8 +44,8 @@ export class Approvals {
     private readonly store: Store,
     private readonly bus: EventBus,
     private readonly metrics: Metrics,
-    /** Called when a decision arrives for a run that is not live in this process (e.g. after a restart). */
-    private readonly resumeRun: (runId: string) => void,
+    /** Called with a settled approval whose run is not waiting in this process (paused before a restart, or elsewhere). */
+    private readonly elsewhere: (row: ApprovalRow) => Promise<void>,
   ) {}
 
   async gate(q: GateRequest): Promise<GateResult> {
@@ -76,6 +76,8 @@ export class Approvals {
     const decided = new Promise<GateResult>((resolve) => {
       const onAbort = () => {
         this.waiters.delete(approvalId);
+        // A graceful stop leaves the approval pending: the run is re-driven later and waits for it again.
+        if (q.signal.reason === Symbol.for('crosstalk.shutdown')) return resolve({ allowed: false, reason: 'stopping' });
         void this.store.settleApproval(approvalId, 'cancelled', null, 'run interrupted').then((settled) => {
           if (settled) this.bus.emit(q.runId, 'approval', { phase: 'resolved', approvalId, decision: 'cancelled', reason: 'run interrupted' });
         });
@@ -106,15 +108,17 @@ export class Approvals {
     if (!settled) throw new CrosstalkError('already_resolved', `approval ${approvalId} is already ${row.status}`);
     if (decision === 'allow_always') await this.store.addToolRule(row.session_key, row.tool);
     this.metrics.approvalWait.observe((Date.now() - Date.parse(row.requested_at)) / 1000);
+    await this.deliver(approvalId);
+  }
 
+  /** Hands a settled decision to the run waiting for it: in this process, or wherever it runs (`elsewhere`). */
+  async deliver(approvalId: string): Promise<void> {
+    const row = await this.store.getApproval(approvalId);
+    if (!row || row.status === 'pending') return;
     const waiter = this.waiters.get(approvalId);
-    if (!waiter) this.bus.registerRun(row.run_id, row.session_key, await this.store.maxSeq(row.run_id));
-    this.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId, decision, ...(reason ? { reason } : {}) });
-    if (waiter) {
-      waiter(decision === 'deny' ? { allowed: false, reason: reason || 'denied by user' } : { allowed: true });
-    } else {
-      // The run keeps its bus registration (and seq) for the resume that follows.
-      this.resumeRun(row.run_id);
-    }
+    if (!waiter) return this.elsewhere(row); // the run keeps its bus registration (and seq) for the resume
+    const decision = row.decision ?? row.status;
+    this.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId, decision, ...(row.reason ? { reason: row.reason } : {}) });
+    waiter(decision === 'deny' ? { allowed: false, reason: row.reason || 'denied by user' } : { allowed: true });
   }
 }

@@ -11,7 +11,7 @@ import type { SessionRow } from '../store/schema';
 import { type Store, toTranscriptMessage } from '../store/store';
 import { DelegateCache } from './delegate-cache';
 import type { MessageOrigin } from './callbacks';
-import type { Orchestrator } from './orchestrator';
+import { derivedId, type Orchestrator } from './orchestrator';
 import { appendTranscript } from './transcript';
 
 export interface DelegateCaller {
@@ -79,7 +79,7 @@ export class Delegates {
       if (!req.batch.length) throw new CrosstalkError('invalid_request', 'batch must not be empty');
       for (const b of req.batch) if (!b.prompt?.trim()) throw new CrosstalkError('invalid_request', 'every batch item needs a prompt');
       const parent = await this.checkNew(caller, req.batch.map((b) => b.agent_id));
-      const runs = await Promise.all(req.batch.map((b) => this.startNew(caller, parent, b.agent_id, b.prompt, mode, req.cwd)));
+      const runs = await Promise.all(req.batch.map((b, i) => this.startNew(caller, parent, b.agent_id, b.prompt, mode, req.cwd, String(i))));
       return { status: 'ok', runs };
     }
     if (!req.prompt?.trim()) throw new CrosstalkError('invalid_request', 'prompt is required');
@@ -101,8 +101,10 @@ export class Delegates {
     return parent;
   }
 
-  private async startNew(caller: DelegateCaller, parent: SessionRow, agentId: string, prompt: string, mode: 'standard' | 'detached', cwd?: string) {
-    const key = `agent:${agentId}:subagent:${crypto.randomUUID().replace(/-/g, '').slice(0, 16)}`;
+  private async startNew(caller: DelegateCaller, parent: SessionRow, agentId: string, prompt: string, mode: 'standard' | 'detached', cwd?: string, slot = '') {
+    // Derived from the parent's run and call when a model called the tool: a re-drive finds the same delegate.
+    const id = caller.runId && caller.callId ? derivedId(caller.runId, caller.callId, slot).slice(0, 16) : crypto.randomUUID().replace(/-/g, '').slice(0, 16);
+    const key = `agent:${agentId}:subagent:${id}`;
     await this.d.store.ensureSession({ key, agentId, kind: 'subagent', parentKey: caller.sessionKey, spawnDepth: parent.spawn_depth + 1, meta: { mode, cwd: cwd ?? null, ownerAgentId: caller.agent.id } });
     this.cache.create(key);
     return this.run(caller, key, agentId, prompt, mode, false);
@@ -148,7 +150,7 @@ export class Delegates {
       const res = await orchestrator.submit(
         key,
         { content: prompt, kind: 'inter_session', author: { type: 'agent', id: caller.agent.id, name: caller.agent.name }, meta: { fromSessionKey: caller.sessionKey, delegate: true, ...(followUp ? { followUp: true } : {}) } },
-        { origin, queueMode: 'followup' },
+        { origin, queueMode: 'followup', ...(caller.runId && caller.callId ? { runId: `run_${derivedId(caller.runId, caller.callId, key)}` } : {}) },
       );
       const runId = res.runId;
       if (followUp) await this.parentRow(caller, 'delegate_follow_up_started', prompt, { conversation_id: key, agent_id: agentId, run_id: runId, mode });

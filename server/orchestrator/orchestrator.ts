@@ -19,6 +19,12 @@ import { failpoint } from '../failpoints';
 import type { WebhookOutbox } from '../webhooks/outbox';
 import type { CallbackRow } from '../store/schema';
 import type { ActiveRun, InboxItem, RunInput, RunOutcome } from './types';
+import type { Cluster, ControlMessage } from '../cluster/cluster';
+import { FencedError } from '../store/store';
+import type { ApprovalRow } from '../store/schema';
+
+/** The abort reason of a graceful stop: the run is left as it is, for a re-drive (here after a restart, or elsewhere). */
+export const SHUTDOWN = Symbol.for('crosstalk.shutdown');
 
 export interface SubmitOptions {
   queueMode?: QueueMode;
@@ -43,11 +49,22 @@ interface SessionState {
   /** The active run was paused on an approval before a restart; it resumes when a decision arrives. */
   parked: boolean;
   queue: QueueItem[];
+  /** PostgreSQL: the run ids of this session this process has taken in (queued, steered, running). */
+  known: Set<string>;
+  /** PostgreSQL: set while the session's unfinished runs are being loaded after a claim. */
+  loading?: Promise<void>;
 }
 
 const TERMINAL = new Set(['ok', 'error', 'interrupted']);
 
 export const newRunId = () => `run_${crypto.randomUUID()}`;
+
+/**
+ * The id of what a tool call starts (a target run, a delegate session), derived from the calling run and call:
+ * a re-driven call after a crash finds the same run instead of starting a second one.
+ */
+export const derivedId = (runId: string, callId: string, slot = '') =>
+  crypto.createHash('sha256').update(`${runId}\u0000${callId}\u0000${slot}`).digest('hex').slice(0, 24);
 
 export function waitResultOf(row: Pick<RunRow, 'status' | 'response' | 'error'>): WaitResult {
   if (row.status === 'ok') return { status: 'ok', response: (row.response ?? '').trim() };
@@ -67,7 +84,7 @@ export class Orchestrator {
     private readonly o: { store: Store; bus: EventBus; metrics: Metrics; log: Logger; config: CrosstalkConfig; tools: Map<string, AnyToolDef> },
   ) {
     this.agents = new Map(o.config.agents.map((a) => [a.id, a]));
-    this.approvals = new Approvals(o.store, o.bus, o.metrics, (runId) => this.resumeRun(runId));
+    this.approvals = new Approvals(o.store, o.bus, o.metrics, (row) => this.decisionElsewhere(row));
     this.deps = {
       ...o,
       approvals: this.approvals,
@@ -95,6 +112,10 @@ export class Orchestrator {
     return !!this.sessions.get(key)?.active;
   }
 
+  /** PostgreSQL: this process's membership of the cluster (set by boot before `recover`). */
+  cluster: Cluster | null = null;
+  private stopping = false;
+
   activeRunCount(): number {
     let n = 0;
     for (const s of this.sessions.values()) if (s.active) n++;
@@ -115,7 +136,7 @@ export class Orchestrator {
 
   private state(key: string): SessionState {
     let st = this.sessions.get(key);
-    if (!st) this.sessions.set(key, (st = { key, active: null, parked: false, queue: [] }));
+    if (!st) this.sessions.set(key, (st = { key, active: null, parked: false, queue: [], known: new Set() }));
     return st;
   }
 
@@ -139,6 +160,7 @@ export class Orchestrator {
       webhook: opts.webhook ? JSON.stringify(opts.webhook) : null,
       last_seq: 0,
       merged_into: null,
+      cancel_requested: null,
     };
   }
 
@@ -151,8 +173,9 @@ export class Orchestrator {
       const existing = await this.o.store.getRun(opts.runId);
       if (existing) return { runId: existing.merged_into ?? existing.id, status: 'queued' };
     }
-    const st = this.state(sessionKey);
     const runId = opts.runId ?? newRunId();
+    if (this.cluster) return this.submitShared(sessionKey, input, mode, runId, opts);
+    const st = this.state(sessionKey);
 
     // Everything below up to the first await is synchronous, so the session's state cannot change under us.
     if (!st.active) {
@@ -212,6 +235,279 @@ export class Orchestrator {
     return { runId, status: 'queued' };
   }
 
+  // ── several processes (PostgreSQL) ────────────────────────────────────
+  // The session row is the lock: whoever holds its lease drives its runs. A message lands as a queued run row;
+  // the same statement claims the lease when it is free, so the common path runs right here with no queue hop.
+  // When another process holds it, that process is told (NOTIFY) and takes the row in by its queue mode.
+
+  private async submitShared(sessionKey: string, input: RunInput, mode: QueueMode, runId: string, opts: SubmitOptions): Promise<AgentResult> {
+    const cluster = this.cluster!;
+    const effective: QueueMode = opts.neverRefuse && (mode === 'reject' || mode === 'interrupt') ? 'followup' : mode;
+    const row = this.runRow(runId, sessionKey, [input], effective, opts);
+    const r = await cluster.enqueue(row, effective === 'reject');
+    if (!r.inserted) throw new CrosstalkError('agent_busy', `session ${sessionKey} is busy${r.active ? ` with run ${r.active}` : ''}`);
+    let owner = r.owner;
+    if (r.claimed !== null) {
+      await this.adopt(sessionKey, r.claimed);
+      owner = cluster.id;
+    } else if (owner === null) {
+      const epoch = await cluster.claim(sessionKey);
+      if (epoch !== null) {
+        await this.adopt(sessionKey, epoch);
+        owner = cluster.id;
+      } else owner = await cluster.ownerOf(sessionKey);
+    }
+    if (owner === cluster.id) {
+      const st = this.sessions.get(sessionKey);
+      if (st?.loading) await st.loading;
+      if (st && !st.known.has(runId)) return this.startedAnswer(st, this.placeStored(st, row));
+      if (st) return this.startedAnswer(st, st.active?.id === runId ? { runId, status: 'started' } : { runId, status: 'queued' });
+      // The lease went away between the claim and here (released as idle): the row is queued; whoever claims runs it.
+      return { runId, status: 'queued' };
+    }
+    if (owner) await cluster.notify({ kind: 'work', to: owner, sessionKey });
+    if (effective === 'steer' && r.active) return { runId: r.active, status: 'steered' };
+    return { runId, status: effective === 'interrupt' ? 'started' : 'queued' };
+  }
+
+  /** `agent` answers "started" once the message is in the transcript. */
+  private async startedAnswer(st: SessionState, res: AgentResult): Promise<AgentResult> {
+    if (res.status === 'started' && st.active?.id === res.runId) {
+      const active = st.active;
+      await new Promise<void>((resolve) => (active.started ? resolve() : (active.onStarted = resolve)));
+    }
+    return res;
+  }
+
+  /** Takes a stored queued run into a session this process drives, by its queue mode (as `submit` does locally). */
+  private placeStored(st: SessionState, row: RunRow): AgentResult {
+    st.known.add(row.id);
+    const inputs = JSON.parse(row.input) as RunInput[];
+    const input = inputs.length > 1 ? mergeInputs(inputs) : inputs[0]!;
+    const item: QueueItem = { runId: row.id, inputs: [input], persisted: Promise.resolve(), collect: row.queue_mode === 'collect' };
+    if (!st.active) {
+      st.queue.push(item);
+      this.startNext(st);
+      return { runId: row.id, status: (st.active as ActiveRun | null)?.id === row.id ? 'started' : 'queued' };
+    }
+    switch (row.queue_mode) {
+      case 'steer':
+        if (!st.active.closing) {
+          st.active.inbox.push({ runId: row.id, input, persisted: Promise.resolve() });
+          return { runId: st.active.id, status: 'steered' };
+        }
+        break;
+      case 'collect': {
+        const open = st.queue[st.queue.length - 1];
+        if (open?.collect) {
+          open.inputs.push(input);
+          const merged = JSON.stringify(open.inputs);
+          open.persisted = open.persisted
+            .then(() => this.o.store.updateRun(open.runId, { input: merged }))
+            .then(() => this.o.store.updateRun(row.id, { status: 'merged', merged_into: open.runId }));
+          return { runId: open.runId, status: 'queued' };
+        }
+        st.queue.push(item);
+        return { runId: row.id, status: 'queued' };
+      }
+      case 'interrupt':
+        st.queue.unshift(item);
+        this.abortActive(st);
+        return { runId: row.id, status: 'started' };
+      default:
+        break;
+    }
+    st.queue.push(item);
+    return { runId: row.id, status: 'queued' };
+  }
+
+  /**
+   * This process now holds a session's lease (or, on SQLite, is its only process): load its unfinished runs.
+   * A run that was in flight when its process died is re-driven from its last completed step; one paused on an
+   * approval waits for it; queued runs follow in order.
+   */
+  private adopt(key: string, epoch: number | undefined): Promise<void> {
+    const existing = this.sessions.get(key);
+    if (existing?.loading) return existing.loading;
+    if (existing && epoch === undefined) return Promise.resolve();
+    const st = existing ?? this.state(key);
+    if (epoch !== undefined) this.o.store.setFence(key, epoch);
+    st.loading = (async () => {
+      const { store, log } = this.o;
+      const rows = await store.unfinishedRuns(key);
+      for (const row of rows) {
+        if (st.known.has(row.id)) continue;
+        st.known.add(row.id);
+        if (!this.agents.has(agentIdOf(row.session_key) ?? '')) {
+          await store.updateRun(row.id, { status: 'interrupted', error: 'agent no longer configured', ended_at: nowIso() });
+          continue;
+        }
+        if (row.status === 'queued') {
+          st.queue.push({ runId: row.id, inputs: JSON.parse(row.input), persisted: Promise.resolve(), collect: false });
+          continue;
+        }
+        if (st.active) {
+          // Two runs in flight for one session cannot happen under a lease; treat the later one as queued work.
+          st.queue.push({ runId: row.id, inputs: JSON.parse(row.input), persisted: Promise.resolve(), collect: false });
+          continue;
+        }
+        const active = this.newActive(row.id, key, this.agentForKey(key));
+        active.row = row;
+        active.started = true;
+        st.active = active;
+        if (row.cancel_requested !== null) {
+          active.cancelled = { reason: row.cancel_requested || undefined };
+          st.parked = true; // abortActive closes a parked run here
+          continue;
+        }
+        if (row.status === 'waiting_approval') {
+          st.parked = true;
+          const pending = await store.pendingApprovals({ runId: row.id });
+          if (pending.length) continue;
+        } else log.warn({ runId: row.id, sessionKey: key }, 're-driving a run whose process stopped');
+        st.parked = true;
+      }
+    })();
+    const loading = st.loading;
+    return loading.then(
+      () => {
+        if (st.loading === loading) st.loading = undefined;
+        const active = st.active;
+        if (active?.cancelled && st.parked) return this.abortActive(st);
+        if (active && st.parked && active.row?.status === 'running') {
+          st.parked = false;
+          return this.runStarted(st, active, { runId: active.id, inputs: [], persisted: Promise.resolve(), collect: false }, true);
+        }
+        if (active && st.parked) {
+          void this.o.store.pendingApprovals({ runId: active.id }).then((p) => {
+            if (!p.length) this.resumeRun(active.id);
+          });
+          return;
+        }
+        if (!st.active) this.startNext(st);
+      },
+      (e) => {
+        if (st.loading === loading) st.loading = undefined;
+        this.o.log.error({ err: e, sessionKey: key }, 'could not load a session after claiming it');
+      },
+    );
+  }
+
+  /** Control messages from other processes, for sessions this process drives. */
+  async onControl(msg: ControlMessage): Promise<void> {
+    if (msg.kind === 'events') return;
+    const st = this.sessions.get(msg.sessionKey);
+    if (!st) {
+      // Not ours (any more): if no one holds it, take it.
+      await this.claimOrphan(msg.sessionKey);
+      return;
+    }
+    if (st.loading) await st.loading;
+    switch (msg.kind) {
+      case 'work': {
+        for (const row of await this.o.store.queuedRuns(msg.sessionKey)) if (!st.known.has(row.id)) this.placeStored(st, row);
+        return;
+      }
+      case 'cancel': {
+        const row = await this.o.store.getRun(msg.runId);
+        if (st.active?.id === msg.runId) {
+          st.active.cancelled = { reason: row?.cancel_requested || undefined };
+          this.abortActive(st);
+        }
+        return;
+      }
+      case 'approval':
+        return this.approvals.deliver(msg.approvalId);
+    }
+  }
+
+  /** Claims a session no process holds (its owner died or stopped) and drives its unfinished runs. */
+  async claimOrphan(key: string): Promise<void> {
+    if (!this.cluster || this.stopping || this.sessions.has(key)) return;
+    const epoch = await this.cluster.claim(key);
+    if (epoch === null) return;
+    this.o.log.info({ sessionKey: key, epoch }, 'cluster: took over a session');
+    await this.adopt(key, epoch);
+    const st = this.sessions.get(key);
+    if (st && !st.active && !st.queue.length) await this.releaseIdle(st);
+  }
+
+  private orphanSweep: Promise<void> | null = null;
+  /** The cluster's sweeper found (or may have) sessions without an owner; also delivers callbacks left pending. */
+  sweepOrphans(): void {
+    if (this.orphanSweep || this.stopping || !this.cluster) return;
+    this.orphanSweep = (async () => {
+      try {
+        for (const key of await this.cluster!.orphans()) await this.claimOrphan(key);
+        for (const cb of await this.o.store.pendingCallbacks(2000)) await this.deliverCallback(cb);
+      } catch (e) {
+        this.o.log.warn({ err: (e as Error).message }, 'cluster: orphan sweep failed');
+      } finally {
+        this.orphanSweep = null;
+      }
+    })();
+  }
+
+  /** An idle session with nothing queued lets its lease go (unless work arrived: then it runs it). */
+  private async releaseIdle(st: SessionState): Promise<void> {
+    if (!this.cluster || st.active || st.queue.length || st.loading) return;
+    const released = await this.o.store.releaseIfIdle(st.key, this.cluster.id);
+    if (st.active || st.queue.length) return;
+    if (released) {
+      this.sessions.delete(st.key);
+      this.o.store.clearFence(st.key);
+    } else {
+      for (const row of await this.o.store.queuedRuns(st.key)) if (!st.known.has(row.id)) this.placeStored(st, row);
+    }
+  }
+
+  /** This process was declared dead by the others: everything it drove is someone else's now. */
+  fenced(): void {
+    for (const st of this.sessions.values()) st.active?.abort.abort(SHUTDOWN);
+    for (const key of this.sessions.keys()) this.o.store.clearFence(key);
+    this.sessions.clear();
+  }
+
+  /** A run ended in another process (seen in the event log): answer this process's waiters. */
+  remoteEnded(runId: string): void {
+    if (!this.waiters.has(runId)) return;
+    void this.o.store.getRun(runId).then((row) => {
+      if (!row || !TERMINAL.has(row.status)) return;
+      const ws = this.waiters.get(runId);
+      if (ws) for (const w of ws) w(waitResultOf(row));
+    });
+  }
+
+  /**
+   * An approval was decided where its run is not waiting in this process's memory: resume a run parked here,
+   * tell the process that drives it, or take the session over when no one does.
+   */
+  private async decisionElsewhere(row: ApprovalRow): Promise<void> {
+    const st = [...this.sessions.values()].find((s) => s.active?.id === row.run_id);
+    if (st || !this.cluster) {
+      await this.emitResolved(row);
+      if (st?.parked) this.resumeRun(row.run_id);
+      return;
+    }
+    const owner = await this.cluster.ownerOf(row.session_key);
+    if (owner && owner !== this.cluster.id) return this.cluster.notify({ kind: 'approval', to: owner, sessionKey: row.session_key, approvalId: row.id });
+    if (!owner) {
+      const epoch = await this.cluster.claim(row.session_key);
+      if (epoch !== null) {
+        await this.emitResolved(row);
+        await this.adopt(row.session_key, epoch);
+      } else {
+        const now = await this.cluster.ownerOf(row.session_key);
+        if (now && now !== this.cluster.id) await this.cluster.notify({ kind: 'approval', to: now, sessionKey: row.session_key, approvalId: row.id });
+      }
+    }
+  }
+
+  private async emitResolved(row: ApprovalRow): Promise<void> {
+    this.o.bus.registerRun(row.run_id, row.session_key, await this.o.store.maxSeq(row.run_id));
+    this.o.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId: row.id, decision: row.decision ?? row.status, ...(row.reason ? { reason: row.reason } : {}) });
+  }
+
   /** A session is being deleted: its queued messages end as errors (nothing runs against a missing session), the active run is aborted. */
   async dropSession(key: string): Promise<void> {
     const st = this.sessions.get(key);
@@ -248,18 +544,32 @@ export class Orchestrator {
       return;
     }
     if (TERMINAL.has(row.status) || row.status === 'merged') throw new CrosstalkError('not_cancelable', `run ${runId} has already ended (${row.status})`);
-    // Known to the store but not to this process (e.g. queued before a restart and not picked up yet).
-    await this.endUnstarted(runId, row.session_key, 'cancelled');
+    if (row.status === 'queued') {
+      // Known to the store but not running here: whoever would start it finds it ended (the start is conditional).
+      if (!(await this.endUnstarted(runId, row.session_key, 'cancelled'))) return this.cancel(runId, reason);
+      if (this.cluster) {
+        const owner = await this.cluster.ownerOf(row.session_key);
+        if (owner && owner !== this.cluster.id) await this.cluster.notify({ kind: 'work', to: owner, sessionKey: row.session_key });
+      }
+      return;
+    }
+    if (!this.cluster) throw new CrosstalkError('not_cancelable', `run ${runId} is not running in this process`);
+    // Running (or paused on an approval) in another process, or in none: record the request, tell the owner.
+    await this.o.store.updateRun(runId, { cancel_requested: reason ?? '' });
+    const owner = await this.cluster.ownerOf(row.session_key);
+    if (owner && owner !== this.cluster.id) await this.cluster.notify({ kind: 'cancel', to: owner, sessionKey: row.session_key, runId });
+    else if (!owner) await this.claimOrphan(row.session_key);
   }
 
-  /** Ends a run that never started: its row, its lifecycle event and its waiters. */
-  private async endUnstarted(runId: string, sessionKey: string, error: string): Promise<void> {
-    await this.o.store.updateRun(runId, { status: 'error', error, ended_at: nowIso() });
+  /** Ends a run that never started: its row, its lifecycle event and its waiters (false: it had started meanwhile). */
+  private async endUnstarted(runId: string, sessionKey: string, error: string): Promise<boolean> {
+    if (!(await this.o.store.endQueued(runId, error))) return false;
     this.o.bus.registerRun(runId, sessionKey, await this.o.store.maxSeq(runId));
     this.o.bus.emit(runId, 'lifecycle', { phase: 'error', status: 'error', error });
     this.o.bus.unregisterRun(runId);
     const ws = this.waiters.get(runId);
     if (ws) for (const w of ws) w({ status: 'error', error });
+    return true;
   }
 
   /** Aborts the active run of a session (interrupt mode, session delete). */
@@ -297,17 +607,38 @@ export class Orchestrator {
       const inputs = item.collect && item.inputs.length > 1 ? [mergeInputs(item.inputs)] : item.inputs;
       outcome = await executeRun(this.deps, active, { ...row, input: JSON.stringify(inputs) }, resume);
     } catch (e) {
-      this.o.log.error({ err: e, runId: active.id }, 'run crashed');
-      outcome = { status: 'error', error: e instanceof Error ? e.message : String(e) };
+      if (e instanceof FencedError || active.abort.signal.reason === SHUTDOWN) outcome = { status: 'abandoned', error: 'fenced' };
+      else {
+        this.o.log.error({ err: e, runId: active.id }, 'run crashed');
+        outcome = { status: 'error', error: e instanceof Error ? e.message : String(e) };
+      }
     } finally {
       this.o.metrics.activeRuns.dec();
     }
     await this.finish(st, active, outcome);
   }
 
+  /**
+   * Drops a run this process does not finish: `skipped` (it was cancelled before it started: the next one runs),
+   * or the process stopped driving the session (a graceful stop, or its lease was taken over): nothing is written.
+   */
+  private abandon(st: SessionState, active: ActiveRun, why: 'skipped' | 'stopped') {
+    markStarted(active);
+    this.o.bus.unregisterRun(active.id);
+    st.known.delete(active.id);
+    if (st.active === active) st.active = null;
+    if (why === 'skipped' && !this.stopping) return this.startNext(st);
+    if (this.sessions.get(st.key) === st) {
+      this.sessions.delete(st.key);
+      this.o.store.clearFence(st.key);
+    }
+  }
+
   private async finish(st: SessionState, active: ActiveRun, outcome: RunOutcome): Promise<void> {
     const { store, bus, metrics, log } = this.o;
+    if (outcome.status === 'abandoned' || (this.stopping && active.abort.signal.reason === SHUTDOWN)) return this.abandon(st, active, outcome.error === 'skipped' ? 'skipped' : 'stopped');
     if (active.cancelled && outcome.status === 'interrupted') outcome = { status: 'error', error: 'cancelled', response: outcome.response };
+    let released = false;
     markStarted(active); // a run that failed before writing its input must not hold `agent` up
     let deliveries: ReturnType<typeof planDeliveries> = { callbacks: [], webhooks: [], failed: [] };
     try {
@@ -315,17 +646,19 @@ export class Orchestrator {
       const merged = active.injected ? await store.mergedInto(active.id) : [];
       deliveries = planDeliveries({ runId: active.id, sessionKey: st.key, agentId: active.agent.id, agentName: active.agent.name }, [...(own ? [own] : []), ...merged], outcome);
       // The run's end, its callbacks and its webhooks are one transaction: a crash after it still delivers them.
-      await store.finishRun(
+      released = await store.finishRun(
         active.id,
         { status: outcome.status, response: outcome.response ?? null, error: outcome.error ?? null, ended_at: nowIso(), last_seq: bus.currentSeq(active.id) },
         deliveries.callbacks,
         deliveries.webhooks,
-        st.queue.length || active.inbox.length ? undefined : st.key,
+        { key: st.key, idle: !st.queue.length && !active.inbox.length, release: !!this.cluster },
       );
       if (deliveries.callbacks.length) failpoint('callback.recorded');
     } catch (e) {
+      if (e instanceof FencedError) return this.abandon(st, active, 'stopped');
       log.error({ err: e, runId: active.id }, 'could not record run end');
     }
+    st.known.delete(active.id);
     if (bus.currentSeq(active.id) === 0) bus.registerRun(active.id, st.key, await store.maxSeq(active.id).catch(() => 0));
     if (outcome.status === 'ok') bus.emit(active.id, 'lifecycle', { phase: 'end', status: 'ok', response: outcome.response ?? '' });
     else bus.emit(active.id, 'lifecycle', { phase: 'error', status: outcome.status, error: outcome.error ?? outcome.status });
@@ -350,14 +683,44 @@ export class Orchestrator {
     active.closing = true;
     for (const left of active.inbox.splice(0)) st.queue.push({ runId: left.runId, inputs: [left.input], persisted: left.persisted, collect: false });
     if (st.active === active) st.active = null;
+    if (released && !st.queue.length) {
+      // The lease is gone with the run's end: another process may claim the session from now on.
+      if (this.sessions.get(st.key) === st) this.sessions.delete(st.key);
+      this.o.store.clearFence(st.key);
+      return;
+    }
+    if (released) {
+      // Work arrived after the release was decided: claim the session again (or leave it to whoever did).
+      const again = st.queue.splice(0);
+      this.sessions.delete(st.key);
+      this.o.store.clearFence(st.key);
+      void this.claimOrphan(st.key).then(async () => {
+        if (!again.length || this.sessions.has(st.key) || !this.cluster) return;
+        const o = await this.cluster.ownerOf(st.key);
+        if (o && o !== this.cluster.id) await this.cluster.notify({ kind: 'work', to: o, sessionKey: st.key });
+      });
+      return;
+    }
+    if (this.cluster && !st.queue.length) {
+      // Not released: queued work from another process arrived meanwhile. Take it in.
+      void this.o.store.queuedRuns(st.key).then((rows) => {
+        for (const row of rows) if (!st.known.has(row.id)) this.placeStored(st, row);
+        if (!st.active) void this.releaseIdle(st);
+      });
+      return;
+    }
     this.startNext(st);
   }
 
   private startNext(st: SessionState): void {
-    if (st.active) return;
+    if (st.active || st.loading) return;
     const next = st.queue.shift();
     if (next) {
       this.start(st, next, false);
+      return;
+    }
+    if (this.cluster) {
+      void this.releaseIdle(st);
       return;
     }
     this.sessions.delete(st.key);
@@ -411,13 +774,17 @@ export class Orchestrator {
       if (st.active?.id === runId) {
         if (!st.parked) return; // live in this process: its gate has the decision
         st.parked = false;
-        const active = st.active;
-        const p = this.execute(st, active, { runId, inputs: [], persisted: Promise.resolve(), collect: false }, true);
-        this.live.add(p);
-        void p.finally(() => this.live.delete(p));
+        this.runStarted(st, st.active, { runId, inputs: [], persisted: Promise.resolve(), collect: false }, true);
         return;
       }
     }
+  }
+
+  /** Executes a session's active run (a resume or a re-drive: its input is already in the transcript). */
+  private runStarted(st: SessionState, active: ActiveRun, item: QueueItem, resume: boolean): void {
+    const p = this.execute(st, active, item, resume);
+    this.live.add(p);
+    void p.finally(() => this.live.delete(p));
   }
 
   /** Waits for a run's end; `timeout` when it has not ended in time (the run goes on). */
@@ -434,7 +801,21 @@ export class Orchestrator {
       if (TERMINAL.has(row.status)) return waitResultOf(row);
       if (row.status === 'merged' && row.merged_into) return this.wait(row.merged_into, timeoutMs);
       const timeout = new Promise<WaitResult>((r) => (timer = setTimeout(() => r({ status: 'timeout' }), timeoutMs)));
-      return await Promise.race([done, timeout]);
+      if (!this.cluster) return await Promise.race([done, timeout]);
+      // Several processes: the run may end elsewhere. The event feed wakes us (remoteEnded); a slow poll backs it.
+      let poll: NodeJS.Timeout | undefined;
+      const polled = new Promise<WaitResult>((r) => {
+        poll = setInterval(() => {
+          void this.o.store.getRun(runId).then((x) => {
+            if (x && TERMINAL.has(x.status)) r(waitResultOf(x));
+          }, () => undefined);
+        }, 1000);
+      });
+      try {
+        return await Promise.race([done, timeout, polled]);
+      } finally {
+        clearInterval(poll);
+      }
     } finally {
       clearTimeout(timer);
       set.delete(resolveWait);
@@ -442,38 +823,22 @@ export class Orchestrator {
     }
   }
 
-  /** Start-up: interrupted runs are marked so, paused ones wait for their approval, queued ones run. */
+  /**
+   * Start-up. SQLite (this process is the store's only one): every session with unfinished runs is taken in;
+   * a run that was in flight is re-driven, a paused one waits for its approval, queued ones run. PostgreSQL:
+   * the cluster's sweep hands this process the sessions no living process holds.
+   */
   async recover(): Promise<void> {
-    const { store, bus, log } = this.o;
-    await store.db.updateTable('sessions').set({ status: 'idle' }).where('status', '=', 'running').execute();
-    const rows = await store.runsWithStatus(['running', 'waiting_approval', 'queued']);
-    for (const row of rows) {
-      if (!this.agents.has(agentIdOf(row.session_key) ?? '')) {
-        await store.updateRun(row.id, { status: 'error', error: 'agent no longer configured', ended_at: nowIso() });
-        continue;
-      }
-      const st = this.state(row.session_key);
-      if (row.status === 'running') {
-        await store.updateRun(row.id, { status: 'interrupted', error: 'interrupted by a restart', ended_at: nowIso() });
-        bus.registerRun(row.id, row.session_key, await store.maxSeq(row.id));
-        bus.emit(row.id, 'lifecycle', { phase: 'error', status: 'interrupted', error: 'interrupted by a restart' });
-        bus.unregisterRun(row.id);
-        log.warn({ runId: row.id }, 'run interrupted by restart');
-      } else if (row.status === 'waiting_approval') {
-        if (st.active) {
-          st.queue.push({ runId: row.id, inputs: JSON.parse(row.input), persisted: Promise.resolve(), collect: false });
-          continue;
-        }
-        st.active = this.newActive(row.id, row.session_key, this.agentForKey(row.session_key));
-        st.parked = true;
-        const pending = await store.pendingApprovals({ runId: row.id });
-        if (!pending.length) this.resumeRun(row.id);
-      } else {
-        st.queue.push({ runId: row.id, inputs: JSON.parse(row.input), persisted: Promise.resolve(), collect: false });
-      }
+    const { store } = this.o;
+    if (this.cluster) {
+      this.sweepOrphans();
+      await this.orphanSweep;
+      return;
     }
-    for (const st of this.sessions.values()) if (st.parked) await store.patchSession(st.key, { status: 'running' });
-    for (const st of [...this.sessions.values()]) if (!st.active) this.startNext(st);
+    await store.db.updateTable('sessions').set({ status: 'idle' }).where('status', '=', 'running').execute();
+    const keys = new Set((await store.runsWithStatus(['running', 'waiting_approval', 'queued'])).map((r) => r.session_key));
+    for (const key of keys) await this.adopt(key, undefined);
+    for (const st of this.sessions.values()) if (st.active) await store.patchSession(st.key, { status: 'running' });
     // Callbacks recorded before a stop but not yet turned into caller turns.
     for (const cb of await store.pendingCallbacks()) await this.deliverCallback(cb);
   }
@@ -484,8 +849,17 @@ export class Orchestrator {
     await this.o.bus.drain();
   }
 
-  shutdown(): void {
-    for (const st of this.sessions.values()) st.active?.abort.abort();
+  /**
+   * A graceful stop: runs are stopped where they are and left for a re-drive (pending approvals stay pending);
+   * on PostgreSQL the leases are released so the other processes take the sessions over at once.
+   */
+  async shutdown(): Promise<void> {
+    this.stopping = true;
+    const keys = [...this.sessions.keys()];
+    for (const st of this.sessions.values()) st.active?.abort.abort(SHUTDOWN);
+    await this.idle();
+    if (this.cluster) for (const key of keys) await this.cluster.release(key).catch(() => undefined);
+    this.sessions.clear();
   }
 }
 

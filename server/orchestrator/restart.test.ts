@@ -1,4 +1,4 @@
-// Restarts: a pending approval survives and resumes the run; a running run is marked interrupted; queued runs still run.
+// Restarts: a pending approval survives and resumes the run; a run in flight is re-driven; queued runs still run.
 import { describe, expect, it } from 'vitest';
 import { startTestServer, tmpDataDir, until } from '../testing/harness';
 
@@ -28,7 +28,7 @@ describe('restart', () => {
       expect(h.messages.reverse().map((m: any) => m.kind)).toEqual(['message', 'message', 'tool_call', 'tool_result', 'message', 'message', 'message']);
       // seq continues across the restart
       const seqs: number[] = [];
-      const sub = b.rt.bus.subscribe({ runId }, 0);
+      const sub = b.rt.bus.subscribe({ runId }, { id: 0 });
       for (;;) {
         const ev = await sub.next();
         if (!ev) break;
@@ -42,22 +42,42 @@ describe('restart', () => {
     }
   });
 
-  it('a run interrupted by a restart is marked so; queued messages still run', async () => {
+  it('a run in flight at a crash is re-driven from its last completed step; queued messages still run after it', async () => {
     const dataDir = tmpDataDir();
-    const a = await startTestServer({ dataDir });
-    const r1 = await a.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:main', message: '/sleep 10000' });
+    const a = await startTestServer({ dataDir, config: { agents: [{ id: 'main', tools: { exec: 'auto' } }] } });
+    // Step 1 (a tool call) completes; step 2 (the model answering its result) is in flight when the process dies.
+    const r1 = await a.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:main', message: '/tool sessions_list {"limit":1}\n/sleep 400' });
     const r2 = await a.rpc<{ runId: string; status: string }>('agent', { sessionKey: 'agent:main:main', message: 'queued one', queueMode: 'followup' });
     expect(r2.status).toBe('queued');
-    await new Promise((r) => setTimeout(r, 50));
-    // Crash: the in-flight run never records its end.
-    await a.rt.store.db.updateTable('runs').set({ status: 'running' }).where('id', '=', r1.runId).execute();
-    expect((await a.rt.store.getRun(r1.runId))?.status).toBe('running');
+    await until(async () => (await a.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:main', includeTools: true })).messages.some((m) => m.kind === 'tool_result'));
     await a.crash();
 
-    const b = await startTestServer({ dataDir });
+    const b = await startTestServer({ dataDir, config: { agents: [{ id: 'main', tools: { exec: 'auto' } }] } });
     try {
-      expect(await b.rpc('agent.wait', { runId: r1.runId })).toMatchObject({ status: 'error', error: 'interrupted by a restart' });
+      const w1 = await b.rpc<{ status: string; response: string }>('agent.wait', { runId: r1.runId });
+      expect(w1.status).toBe('ok');
+      expect(w1.response).toMatch(/^sessions_list: /);
       expect(await b.rpc('agent.wait', { runId: r2.runId })).toEqual({ status: 'ok', response: 'echo: queued one' });
+      const h = (await b.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:main', includeTools: true })).messages.reverse();
+      // Nothing doubled: one input row, one tool call and result, one reply for the re-driven run.
+      expect(h.filter((m) => m.runId === r1.runId).map((m) => m.kind)).toEqual(['message', 'tool_call', 'tool_result', 'message']);
+    } finally {
+      await b.close();
+    }
+  });
+
+  it('a non-idempotent tool call in flight at a crash answers the model `interrupted` instead of running twice', async () => {
+    const dataDir = tmpDataDir();
+    const config = { agents: [{ id: 'main', tools: { exec: 'auto' } }] };
+    const a = await startTestServer({ dataDir, config });
+    const r = await a.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:main', message: '/tool exec {"command":"echo ran >> ran.txt; sleep 5"}' });
+    await until(async () => (await a.rt.store.toolStarted(r.runId, (await a.rt.store.history({ sessionKey: 'agent:main:main', limit: 5, includeTools: true })).find((m) => m.kind === 'tool_call')?.tool_call_id ?? '')));
+    await a.crash();
+    const b = await startTestServer({ dataDir, config });
+    try {
+      const w = await b.rpc<{ status: string; response: string }>('agent.wait', { runId: r.runId });
+      expect(w.status).toBe('ok');
+      expect(w.response).toContain('"code":"interrupted"');
     } finally {
       await b.close();
     }

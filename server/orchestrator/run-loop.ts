@@ -29,7 +29,13 @@ export interface RunDeps {
   onInjected(runId: string, into: ActiveRun): Promise<void>;
 }
 
-type ToolCall = StepToolCall;
+type ToolCall = StepToolCall & { redrive?: boolean };
+
+/**
+ * Tools that may run twice with no second effect: the read-only ones, and the messaging and delegate tools,
+ * whose target run ids derive from the call id (a second call finds the first run and waits for it).
+ */
+export const IDEMPOTENT_TOOLS = new Set(['sessions_list', 'sessions_history', 'delegate_sessions', 'sessions_send', 'agents_message', 'delegate_agent']);
 
 class RunAborted extends Error {}
 
@@ -78,12 +84,14 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   const inputs = JSON.parse(row.input) as RunInput[];
   if (row.origin) run.origin = JSON.parse(row.origin) as Record<string, unknown>;
   if (!resume) {
+    const started = await store.startRun(run.id, run.sessionKey, inputs.map((i) => inputToMessage(run.sessionKey, run.id, i)));
+    if (!started) return { status: 'abandoned', error: 'skipped' }; // cancelled (from any process) before it started
     bus.emit(run.id, 'lifecycle', { phase: 'start', agentId: run.agent.id, ...(row.origin ? { origin: JSON.parse(row.origin) } : {}) });
     for (const i of inputs) {
       const endedAt = i.kind === 'agent_callback_result' ? (i.meta?.targetEndedAt as string | undefined) : undefined;
       if (endedAt) deps.metrics.callbackLatency.observe((Date.now() - Date.parse(endedAt)) / 1000);
     }
-    emitMessages(await store.startRun(run.id, run.sessionKey, inputs.map((i) => inputToMessage(run.sessionKey, run.id, i))));
+    emitMessages(started);
     markStarted(run);
   } else {
     await store.updateRun(run.id, { status: 'running' });
@@ -100,13 +108,21 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   const maxSteps = run.agent.limits.maxSteps;
   try {
     if (resume) {
-      // Tool calls of this run that never got a result (paused on an approval when the process stopped).
+      // Re-drive from the last completed step: tool calls of this run that never got a result (paused on an
+      // approval, not started, or in flight when the process stopped) run now, through `runTool`'s re-drive rule.
+      // A model step that was in flight is simply asked again by the loop below.
       const answered = new Set(transcript.filter((m) => m.kind === 'tool_result').map((m) => m.tool?.callId));
       const pending = transcript.filter((m) => m.runId === run.id && m.kind === 'tool_call' && m.tool && !answered.has(m.tool.callId));
       if (pending.length) {
-        const calls = pending.map((m) => ({ toolCallId: m.tool!.callId, toolName: m.tool!.name, input: m.tool!.args }));
+        const calls = pending.map((m) => ({ toolCallId: m.tool!.callId, toolName: m.tool!.name, input: m.tool!.args, redrive: true }));
         pushToolCalls(messages, calls);
         messages.push(await runTools(deps, run, calls, append));
+      } else {
+        // The last step finished with text and no tool calls (they are written with it): the run was done, only
+        // its end was not recorded. Asking the model again would answer twice.
+        const own = transcript.filter((m) => m.runId === run.id);
+        const last = own[own.length - 1];
+        if (last?.role === 'assistant' && last.kind === 'message' && !run.inbox.length) return { status: 'ok', response: lastText };
       }
     }
     for (let step = 0; ; step++) {
@@ -228,7 +244,12 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
       if (!gate.allowed) {
         result = { status: 'denied', reason: gate.reason };
         outcome = 'denied';
+      } else if (call.redrive && !IDEMPOTENT_TOOLS.has(def.name) && (await deps.store.toolStarted(run.id, call.toolCallId))) {
+        result = toolError('interrupted', `${def.name} was in flight when its process stopped; it was not run again (its effect is unknown)`);
+        outcome = 'error';
       } else {
+        // A durable mark first: if this process dies mid-call, the re-drive answers `interrupted` instead of repeating it.
+        if (!IDEMPOTENT_TOOLS.has(def.name)) await deps.store.markToolStarted(run.id, call.toolCallId);
         try {
           result = await def.execute(parsed.data, { runId: run.id, sessionKey: run.sessionKey, agent: run.agent, callId: call.toolCallId, signal, counters: run.counters, delivered: run.delivered, origin: run.origin, sessionCwd: run.cwd });
         } catch (e) {

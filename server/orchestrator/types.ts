@@ -46,7 +46,8 @@ export interface ActiveRun {
 }
 
 export interface RunOutcome {
-  status: 'ok' | 'error' | 'interrupted';
+  /** `abandoned`: this process stopped driving the run (graceful stop, or lost the lease); nothing is recorded. */
+  status: 'ok' | 'error' | 'interrupted' | 'abandoned';
   response?: string;
   error?: string;
 }

@@ -1,5 +1,6 @@
 // Opens the store: SQLite (better-sqlite3, WAL) in the data dir by default, PostgreSQL when a URL is given.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import type { Database } from './schema';
@@ -9,6 +10,8 @@ export interface DbHandle {
   db: Kysely<Database>;
   dialect: DialectName;
   close(): Promise<void>;
+  /** PostgreSQL only: what a dedicated (non-pooled) connection needs, and the schema tests isolate in. */
+  pg?: { connect: import('pg').ClientConfig; schema?: string; pool: import('pg').Pool };
 }
 
 export interface OpenDbOptions {
@@ -26,6 +29,7 @@ export async function openDatabase(opts: OpenDbOptions): Promise<DbHandle> {
 async function openSqlite(dataDir: string): Promise<DbHandle> {
   const { default: BetterSqlite3 } = await import('better-sqlite3');
   fs.mkdirSync(/* turbopackIgnore: true */ dataDir, { recursive: true });
+  const unlock = lockDataDir(dataDir);
   const sqlite = new BetterSqlite3(path.join(/* turbopackIgnore: true */ dataDir, 'crosstalk.sqlite'));
   sqlite.pragma('journal_mode = WAL');
   // WAL + NORMAL: commits do not fsync; the WAL is synced at checkpoints (durable across process crashes).
@@ -33,7 +37,51 @@ async function openSqlite(dataDir: string): Promise<DbHandle> {
   sqlite.pragma('busy_timeout = 5000');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   await migrateToLatest(db, 'sqlite');
-  return { db, dialect: 'sqlite', close: () => db.destroy() };
+  return {
+    db,
+    dialect: 'sqlite',
+    close: async () => {
+      await db.destroy();
+      unlock();
+    },
+  };
+}
+
+export class DataDirInUseError extends Error {}
+
+/**
+ * SQLite is one process per data dir: a second start refuses with a clear message (its in-memory leases and
+ * recovery assume it is the only writer). A lock file names the holder's pid; a stale one (dead pid) is taken over.
+ */
+function lockDataDir(dataDir: string): () => void {
+  const file = path.join(/* turbopackIgnore: true */ dataDir, 'crosstalk.lock');
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      fs.writeFileSync(file, String(process.pid), { flag: 'wx' });
+      return () => fs.rmSync(file, { force: true });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    const pid = Number(fs.readFileSync(file, 'utf8').trim());
+    // The same process (a test restarting its runtime in place) may take its own lock again.
+    if (pid && pid !== process.pid && isAlive(pid)) {
+      throw new DataDirInUseError(
+        `crosstalk: another crosstalk process (pid ${pid}) is using the data dir ${path.resolve(dataDir)}. ` +
+          'SQLite is one process per data dir; stop it first, or share a PostgreSQL (DATABASE_URL=postgres://…) to run several.',
+      );
+    }
+    fs.rmSync(file, { force: true });
+  }
+  throw new Error(`crosstalk: could not lock the data dir ${dataDir}`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /**
@@ -62,23 +110,45 @@ function withStatementCache(sqlite: import('better-sqlite3').Database): import('
   });
 }
 
+/**
+ * Connection settings as psql takes them: the URL, then PG* variables, then the OS user name. node-postgres
+ * alone reads only USER, which minimal shells and containers may lack ("no PostgreSQL user name specified").
+ */
+export function pgConnectConfig(url: string): import('pg').ClientConfig {
+  const parsed = new URL(url);
+  const user = decodeURIComponent(parsed.username) || process.env.PGUSER || process.env.USER || safeOsUser();
+  return { connectionString: url, ...(user ? { user } : {}) };
+}
+
+function safeOsUser(): string | undefined {
+  try {
+    return os.userInfo().username;
+  } catch {
+    return undefined;
+  }
+}
+
 async function openPostgres(url: string, schema?: string): Promise<DbHandle> {
   const pg = await import('pg');
   const types = pg.default.types;
   types.setTypeParser(20, (v: string) => Number(v)); // int8 ids fit in a JS number
-  if (schema) {
-    if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`bad schema name ${schema}`);
-    const c = new pg.default.Client({ connectionString: url });
-    await c.connect();
-    await c.query(`create schema if not exists ${schema}`);
-    await c.end();
-  }
-  const pool = new pg.default.Pool({
-    connectionString: url,
-    max: 10,
-    ...(schema ? { options: `-c search_path=${schema}` } : {}),
-  });
+  const connect = pgConnectConfig(url);
+  if (schema && !/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`bad schema name ${schema}`);
+  const options = schema ? { options: `-c search_path=${schema}` } : {};
+  const pool = new pg.default.Pool({ ...connect, ...options, max: Number(process.env.CROSSTALK_PG_POOL ?? 10) });
+  // An idle client whose connection drops emits 'error' on the pool; unhandled, it would end the process.
+  pool.on('error', (e) => console.error(`crosstalk: PostgreSQL connection lost (${e.message}); the pool reconnects on the next query`));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  await migrateToLatest(db, 'postgres', schema);
-  return { db, dialect: 'postgres', close: () => db.destroy() };
+  // Several processes may start at once on a fresh database: one migrates at a time (a session-level advisory lock).
+  const c = new pg.default.Client(connect);
+  c.on('error', () => undefined);
+  await c.connect();
+  try {
+    await c.query('select pg_advisory_lock(hashtext($1))', [`crosstalk.migrate.${schema ?? 'public'}`]);
+    if (schema) await c.query(`create schema if not exists ${schema}`);
+    await migrateToLatest(db, 'postgres', schema);
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+  return { db, dialect: 'postgres', close: () => db.destroy(), pg: { connect: { ...connect, ...options }, schema, pool } };
 }

@@ -171,6 +171,49 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         await db.schema.createIndex('sessions_delegates').on('sessions').columns(['parent_key', 'last_interacted_at', 'key']).execute();
       },
     },
+    '0004_cluster': {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      async up(db: Kysely<any>) {
+        // The session row is the lock: its owner (a process id) and a fencing epoch bumped at every claim.
+        await db.schema.alterTable('sessions').addColumn('owner', 'text').execute();
+        await db.schema.alterTable('sessions').addColumn('epoch', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+        await db.schema.createIndex('sessions_owner').on('sessions').columns(['owner']).execute();
+        // agent.cancel from any process: durable, read by the owner (or by whoever re-drives the run).
+        await db.schema.alterTable('runs').addColumn('cancel_requested', 'text').execute();
+        await db.schema.createIndex('runs_session_status').on('runs').columns(['session_key', 'status', 'created_at']).execute();
+        // A non-idempotent tool call that had started when its process died answers `interrupted`, not a second run.
+        await db.schema
+          .createTable('tool_starts')
+          .addColumn('run_id', 'text', (c) => c.notNull())
+          .addColumn('call_id', 'text', (c) => c.notNull())
+          .addColumn('started_at', 'text', (c) => c.notNull())
+          .addPrimaryKeyConstraint('tool_starts_pk', ['run_id', 'call_id'])
+          .execute();
+        // Gateway processes sharing the store (PostgreSQL): liveness by advisory lock and heartbeat.
+        await db.schema
+          .createTable('processes')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('lock_key', 'integer', (c) => c.notNull())
+          .addColumn('status', 'text', (c) => c.notNull())
+          .addColumn('host', 'text', (c) => c.notNull())
+          .addColumn('pid', 'integer', (c) => c.notNull())
+          .addColumn('url', 'text')
+          .addColumn('started_at', 'text', (c) => c.notNull())
+          .addColumn('heartbeat_ms', 'bigint', (c) => c.notNull())
+          .execute();
+        if (dialect === 'postgres') {
+          // Event cursors are (transaction id, id): ids commit out of order across processes, transaction ids
+          // below the snapshot's xmin are all settled, so a reader never skips a row that commits late.
+          await sql`alter table events add column tx xid8 not null default pg_current_xact_id()`.execute(db);
+          await sql`create index events_tx_id on events (tx, id)`.execute(db);
+          await sql`create index events_session_tx_id on events (session_key, tx, id)`.execute(db);
+          await sql`create index events_run_tx_id on events (run_id, tx, id)`.execute(db);
+          await sql`create sequence process_lock_keys`.execute(db);
+          // One running run per session, whatever the processes do.
+          await sql`create unique index runs_one_running on runs (session_key) where status = 'running'`.execute(db);
+        }
+      },
+    },
   };
 }
 
@@ -184,5 +227,4 @@ export async function migrateToLatest(db: Kysely<any>, dialect: DialectName, sch
     const failed = results?.find((r) => r.status === 'Error');
     throw new Error(`migration ${failed?.migrationName ?? '?'} failed: ${(error as Error).message ?? String(error)}`);
   }
-  void sql;
 }

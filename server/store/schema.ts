@@ -20,6 +20,10 @@ export interface SessionsTable {
   last_interacted_at: string | null;
   turns: number;
   dismissed_at: string | null;
+  /** The process that holds the session's lease (PostgreSQL); null when no one drives it. */
+  owner: Generated<string | null>;
+  /** Fencing token: bumped at every claim; a run's writes carry the epoch they were claimed under. */
+  epoch: Generated<number>;
 }
 
 export interface MessagesTable {
@@ -55,6 +59,7 @@ export interface RunsTable {
   webhook: string | null;
   last_seq: number;
   merged_into: string | null;
+  cancel_requested: Generated<string | null>;
 }
 
 export interface EventsTable {
@@ -65,6 +70,25 @@ export interface EventsTable {
   ts: string;
   session_key: string;
   data: string;
+  /** PostgreSQL only: the writing transaction's id (xid8, as text); with `id` it orders the log across processes. */
+  tx?: Generated<string>;
+}
+
+export interface ToolStartsTable {
+  run_id: string;
+  call_id: string;
+  started_at: string;
+}
+
+export interface ProcessesTable {
+  id: string;
+  lock_key: number;
+  status: string;
+  host: string;
+  pid: number;
+  url: string | null;
+  started_at: string;
+  heartbeat_ms: number;
 }
 
 export interface ApprovalsTable {
@@ -131,6 +155,8 @@ export interface Database {
   approvals: ApprovalsTable;
   session_tool_rules: SessionToolRulesTable;
   idempotency: IdempotencyTable;
+  tool_starts: ToolStartsTable;
+  processes: ProcessesTable;
 }
 
 export type SessionRow = Selectable<SessionsTable>;

@@ -76,8 +76,10 @@ describe.each(dialects)('store on %s', (name, open) => {
       Array.from({ length: 450 }, (_, i) => ({ runId: 'r1', seq: i + 1, stream: 'assistant' as const, ts, sessionKey: 'agent:main:a', data: { delta: String(i) } })),
     );
     expect(ids.length).toBe(450);
-    expect(ids).toEqual([...ids].sort((a, b) => a - b));
-    const after = await store.eventsAfter({ afterId: ids[99]!, sessionKey: 'agent:main:a', limit: 10 });
+    const nums = ids.map((x) => x!.id);
+    expect(nums).toEqual([...nums].sort((a, b) => a - b));
+    const at = ids[99]!;
+    const { rows: after } = await store.eventsAfter({ after: { id: at.id, ...(at.tx ? { tx: BigInt(at.tx) } : {}) }, sessionKey: 'agent:main:a', limit: 10 });
     expect(after.map((e) => e.seq)).toEqual([101, 102, 103, 104, 105, 106, 107, 108, 109, 110]);
     expect(JSON.parse(after[0]!.data)).toEqual({ delta: '100' });
     expect(await store.maxSeq('r1')).toBe(450);

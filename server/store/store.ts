@@ -1,5 +1,6 @@
 // Repositories over the Kysely database: every query the gateway runs, keyset-paged and bounded.
-import type { Kysely } from 'kysely';
+import { type ExpressionBuilder, type Kysely, sql, type UpdateObject } from 'kysely';
+import { type EventCursor, START } from '../events/cursor';
 import type { Author, MessageKind, MessageRole, PendingEvent, TranscriptMessage } from '../events/types';
 import type { DbHandle } from './db';
 import type { ApprovalRow, CallbackRow, Database, EventRow, MessageRow, RunRow, SessionRow, WebhookRow } from './schema';
@@ -26,6 +27,14 @@ export interface NewSession {
 }
 
 export const nowIso = () => new Date().toISOString();
+
+/** A write of a session this process no longer owns (its lease was taken over): the run must stop. */
+export class FencedError extends Error {
+  constructor(readonly sessionKey: string) {
+    super(`session ${sessionKey} was taken over by another process`);
+    this.name = 'FencedError';
+  }
+}
 
 const json = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
 const parseJson = (s: string | null): unknown => (s == null ? undefined : JSON.parse(s));
@@ -68,6 +77,32 @@ export class Store {
 
   close() {
     return this.handle.close();
+  }
+
+  // ── fencing ─────────────────────────────────────────────────────────────
+  // The epochs of the sessions this process holds leases on (PostgreSQL). Every write that touches such a
+  // session's row checks the epoch in the same statement, so a process that lost its lease writes nothing.
+
+  private readonly fences = new Map<string, number>();
+
+  setFence(key: string, epoch: number) {
+    this.fences.set(key, epoch);
+  }
+
+  clearFence(key: string) {
+    this.fences.delete(key);
+  }
+
+  fenceOf(key: string): number | undefined {
+    return this.fences.get(key);
+  }
+
+  private async touchSession(tx: Kysely<Database>, key: string, set: UpdateObject<Database, 'sessions'> | ((eb: ExpressionBuilder<Database, 'sessions'>) => UpdateObject<Database, 'sessions'>)) {
+    const fence = this.fences.get(key);
+    let q = tx.updateTable('sessions').set(set).where('key', '=', key);
+    if (fence !== undefined) q = q.where('epoch', '=', fence);
+    const r = await q.executeTakeFirst();
+    if (fence !== undefined && Number(r.numUpdatedRows) !== 1) throw new FencedError(key);
   }
 
   // ── sessions ────────────────────────────────────────────────────────────
@@ -206,23 +241,23 @@ export class Store {
       perSession.set(m.sessionKey, agg);
     }
     for (const [key, agg] of perSession) {
-      await tx
-        .updateTable('sessions')
-        .set((eb) => ({ message_count: eb('message_count', '+', agg.count), bytes: eb('bytes', '+', agg.bytes), last_activity_at: ts }))
-        .where('key', '=', key)
-        .execute();
+      await this.touchSession(tx, key, (eb) => ({ message_count: eb('message_count', '+', agg.count), bytes: eb('bytes', '+', agg.bytes), last_activity_at: ts }));
     }
     return out;
   }
 
-  /** A run starts: its status, the session's, and its input rows in one transaction. */
-  async startRun(runId: string, sessionKey: string, msgs: NewMessage[]): Promise<TranscriptMessage[]> {
+  /**
+   * A run starts: its status, the session's, and its input rows in one transaction. Null when the run is no
+   * longer queued (cancelled meanwhile, from any process): it must not run.
+   */
+  async startRun(runId: string, sessionKey: string, msgs: NewMessage[]): Promise<TranscriptMessage[] | null> {
     const out = await this.db.transaction().execute(async (tx) => {
-      await tx.updateTable('runs').set({ status: 'running', started_at: nowIso() }).where('id', '=', runId).execute();
-      await tx.updateTable('sessions').set({ status: 'running' }).where('key', '=', sessionKey).execute();
+      const r = await tx.updateTable('runs').set({ status: 'running', started_at: nowIso() }).where('id', '=', runId).where('status', '=', 'queued').executeTakeFirst();
+      if (Number(r.numUpdatedRows) !== 1) return null;
+      await this.touchSession(tx, sessionKey, { status: 'running' });
       return this.appendIn(tx, msgs);
     });
-    this.remember(out);
+    if (out) this.remember(out);
     return out;
   }
 
@@ -284,14 +319,77 @@ export class Store {
     await this.db.updateTable('runs').set(fields).where('id', '=', id).execute();
   }
 
-  /** Records a run's end together with the callbacks and webhooks it owes, in one transaction. */
-  async finishRun(id: string, fields: Partial<Omit<RunRow, 'id'>>, callbacks: CallbackRow[], webhooks: WebhookRow[], idleSession?: string): Promise<void> {
-    await this.db.transaction().execute(async (tx) => {
+  /**
+   * Records a run's end together with the callbacks and webhooks it owes, in one transaction (fenced: a process
+   * that lost the session's lease records nothing). With `idle` the session goes idle and, with `release`, its
+   * lease is released unless queued work arrived meanwhile: then the answer is `false` and this process keeps
+   * the lease and must run that work.
+   */
+  async finishRun(
+    id: string,
+    fields: Partial<Omit<RunRow, 'id'>>,
+    callbacks: CallbackRow[],
+    webhooks: WebhookRow[],
+    session: { key: string; idle: boolean; release?: boolean },
+    inTx?: (tx: Kysely<Database>) => Promise<void>,
+  ): Promise<boolean> {
+    return this.db.transaction().execute(async (tx) => {
       await tx.updateTable('runs').set(fields).where('id', '=', id).execute();
-      if (idleSession) await tx.updateTable('sessions').set({ status: 'idle' }).where('key', '=', idleSession).execute();
+      let released = false;
+      if (session.idle && session.release) {
+        // Lock the row first: an enqueue from another process either committed before (its queued run is seen
+        // by the next statement, which reads a fresh snapshot) or waits for this release and then claims.
+        await tx.selectFrom('sessions').select('key').where('key', '=', session.key).forUpdate().execute();
+        const queued = await tx.selectFrom('runs').select('id').where('session_key', '=', session.key).where('status', '=', 'queued').limit(1).executeTakeFirst();
+        released = !queued;
+      }
+      await this.touchSession(tx, session.key, session.idle ? (released ? { status: 'idle', owner: null } : { status: 'idle' }) : { status: 'running' });
       if (callbacks.length) await tx.insertInto('callbacks').values(callbacks).onConflict((oc) => oc.column('id').doNothing()).execute();
       if (webhooks.length) await tx.insertInto('webhook_outbox').values(webhooks).onConflict((oc) => oc.column('id').doNothing()).execute();
+      if (inTx) await inTx(tx);
+      return released;
     });
+  }
+
+  /** A session's unfinished runs, oldest first: the one in flight (running or paused) and the queue. */
+  unfinishedRuns(sessionKey: string): Promise<RunRow[]> {
+    return this.db
+      .selectFrom('runs')
+      .selectAll()
+      .where('session_key', '=', sessionKey)
+      .where('status', 'in', ['running', 'waiting_approval', 'queued'])
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+  }
+
+  queuedRuns(sessionKey: string): Promise<RunRow[]> {
+    return this.db.selectFrom('runs').selectAll().where('session_key', '=', sessionKey).where('status', '=', 'queued').orderBy('created_at').orderBy('id').execute();
+  }
+
+  /** Ends a run that has not started (from any process); false when it had started or ended meanwhile. */
+  async endQueued(runId: string, error: string): Promise<boolean> {
+    const r = await this.db.updateTable('runs').set({ status: 'error', error, ended_at: nowIso() }).where('id', '=', runId).where('status', '=', 'queued').executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
+  }
+
+  /** Releases an idle session's lease unless queued work arrived (then false: the holder keeps it and runs that). */
+  async releaseIfIdle(sessionKey: string, owner: string): Promise<boolean> {
+    return this.db.transaction().execute(async (tx) => {
+      await tx.selectFrom('sessions').select('key').where('key', '=', sessionKey).forUpdate().execute();
+      const queued = await tx.selectFrom('runs').select('id').where('session_key', '=', sessionKey).where('status', '=', 'queued').limit(1).executeTakeFirst();
+      if (queued) return false;
+      await tx.updateTable('sessions').set({ owner: null, status: 'idle' }).where('key', '=', sessionKey).where('owner', '=', owner).execute();
+      return true;
+    });
+  }
+
+  async markToolStarted(runId: string, callId: string): Promise<void> {
+    await this.db.insertInto('tool_starts').values({ run_id: runId, call_id: callId, started_at: nowIso() }).onConflict((oc) => oc.columns(['run_id', 'call_id']).doNothing()).execute();
+  }
+
+  async toolStarted(runId: string, callId: string): Promise<boolean> {
+    return !!(await this.db.selectFrom('tool_starts').select('call_id').where('run_id', '=', runId).where('call_id', '=', callId).executeTakeFirst());
   }
 
   /** Rows steered into a run (their callbacks and webhooks follow that run's end). */
@@ -299,8 +397,11 @@ export class Store {
     return this.db.selectFrom('runs').selectAll().where('merged_into', '=', runId).execute();
   }
 
-  pendingCallbacks(): Promise<CallbackRow[]> {
-    return this.db.selectFrom('callbacks').selectAll().where('status', '=', 'pending').orderBy('created_at').orderBy('id').limit(1000).execute();
+  /** Callbacks recorded but not yet turned into caller turns (`olderThanMs`: leave the fresh ones to their run's process). */
+  pendingCallbacks(olderThanMs = 0): Promise<CallbackRow[]> {
+    let q = this.db.selectFrom('callbacks').selectAll().where('status', '=', 'pending');
+    if (olderThanMs) q = q.where('created_at', '<', new Date(Date.now() - olderThanMs).toISOString());
+    return q.orderBy('created_at').orderBy('id').limit(1000).execute();
   }
 
   async settleCallback(id: string, status: 'delivered' | 'dropped', error?: string): Promise<void> {
@@ -332,22 +433,43 @@ export class Store {
 
   // ── events ──────────────────────────────────────────────────────────────
 
-  /** Writes a batch of events in one transaction; ids come back in emit order. */
-  async insertEvents(events: PendingEvent[]): Promise<number[]> {
+  /**
+   * Writes a batch of events in one transaction; their ids (and on PostgreSQL their transaction id) come back in
+   * emit order. Events of sessions this process holds a lease on are fenced: when the lease was taken over,
+   * they are dropped (null) instead of landing beside the new owner's. `notify` (PostgreSQL) wakes the other
+   * processes' readers once, at commit.
+   */
+  async insertEvents(events: PendingEvent[], o: { notify?: (tx: Kysely<Database>) => Promise<void> } = {}): Promise<Array<{ id: number; tx?: string } | null>> {
     if (!events.length) return [];
     return this.db.transaction().execute(async (tx) => {
-      const ids: number[] = [];
-      // Chunked multi-row inserts; ids of one statement rise in insertion order.
-      for (let i = 0; i < events.length; i += 200) {
-        const chunk = events.slice(i, i + 200);
-        const rows = await tx
-          .insertInto('events')
-          .values(chunk.map((e) => ({ run_id: e.runId, seq: e.seq, stream: e.stream, ts: e.ts, session_key: e.sessionKey, data: JSON.stringify(e.data) })))
-          .returning('id')
-          .execute();
-        ids.push(...rows.map((r) => Number(r.id)).sort((a, b) => a - b));
+      let keep = events;
+      const out: Array<{ id: number; tx?: string } | null> = new Array(events.length).fill(null);
+      const fenced = [...new Set(events.map((e) => e.sessionKey).filter((k) => this.fences.has(k)))];
+      let lost: Set<string> | null = null;
+      if (fenced.length) {
+        // FOR SHARE: a takeover (which bumps the epoch) waits for this commit, or this sees the new epoch.
+        const rows = await tx.selectFrom('sessions').select(['key', 'epoch']).where('key', 'in', fenced).forShare().execute();
+        const epochs = new Map(rows.map((r) => [r.key, Number(r.epoch)]));
+        lost = new Set(fenced.filter((k) => epochs.get(k) !== this.fences.get(k)));
+        if (lost.size) keep = events.filter((e) => !lost!.has(e.sessionKey));
       }
-      return ids;
+      const written: Array<{ id: number; tx?: string }> = [];
+      // Chunked multi-row inserts; ids of one statement rise in insertion order.
+      for (let i = 0; i < keep.length; i += 200) {
+        const chunk = keep.slice(i, i + 200);
+        const values = chunk.map((e) => ({ run_id: e.runId, seq: e.seq, stream: e.stream, ts: e.ts, session_key: e.sessionKey, data: JSON.stringify(e.data) }));
+        if (this.dialect === 'postgres') {
+          const rows = await tx.insertInto('events').values(values).returning(['id', sql<string>`tx::text`.as('tx')]).execute();
+          written.push(...rows.map((r) => ({ id: Number(r.id), tx: r.tx })).sort((a, b) => a.id - b.id));
+        } else {
+          const rows = await tx.insertInto('events').values(values).returning('id').execute();
+          written.push(...rows.map((r) => ({ id: Number(r.id) })).sort((a, b) => a.id - b.id));
+        }
+      }
+      let w = 0;
+      for (let i = 0; i < events.length; i++) if (!lost?.has(events[i]!.sessionKey)) out[i] = written[w++]!;
+      if (o.notify && written.length) await o.notify(tx);
+      return out;
     });
   }
 
@@ -356,11 +478,59 @@ export class Store {
     return Number(r?.m ?? 0);
   }
 
-  eventsAfter(o: { afterId: number; sessionKey?: string; runId?: string; limit: number }): Promise<EventRow[]> {
-    let q = this.db.selectFrom('events').selectAll().where('id', '>', o.afterId);
-    if (o.sessionKey) q = q.where('session_key', '=', o.sessionKey);
-    if (o.runId) q = q.where('run_id', '=', o.runId);
-    return q.orderBy('id').limit(o.limit).execute();
+  /**
+   * Events after a cursor, in log order. On PostgreSQL only rows of settled transactions (below the snapshot's
+   * xmin) are returned, so a row that commits late is never skipped; `pending` says more may come.
+   */
+  async eventsAfter(o: { after: EventCursor; sessionKey?: string; runId?: string; limit: number }): Promise<{ rows: Array<EventRow & { cursor: EventCursor }>; pending: boolean }> {
+    if (this.dialect !== 'postgres') {
+      let q = this.db.selectFrom('events').selectAll().where('id', '>', o.after.id);
+      if (o.sessionKey) q = q.where('session_key', '=', o.sessionKey);
+      if (o.runId) q = q.where('run_id', '=', o.runId);
+      const rows = await q.orderBy('id').limit(o.limit).execute();
+      return { rows: rows.map((r) => ({ ...r, cursor: { id: Number(r.id) } })), pending: false };
+    }
+    const after = o.after.tx === undefined ? await this.resolveCursor(o.after) : o.after;
+    const rows = await sql<EventRow & { tx: string; xmin: string }>`
+      select id, run_id, seq, stream, ts, session_key, data, tx::text as tx, pg_snapshot_xmin(pg_current_snapshot())::text as xmin
+      from events
+      where (tx, id) > (${String(after.tx)}::xid8, ${after.id})
+        ${o.sessionKey ? sql`and session_key = ${o.sessionKey}` : sql``}
+        ${o.runId ? sql`and run_id = ${o.runId}` : sql``}
+      order by tx, id limit ${o.limit}`.execute(this.db);
+    const out: Array<EventRow & { cursor: EventCursor }> = [];
+    let pending = false;
+    for (const r of rows.rows) {
+      const tx = BigInt(r.tx);
+      if (tx >= BigInt(r.xmin)) {
+        pending = true; // an older transaction may still commit rows before this one: wait for the horizon
+        break;
+      }
+      const { xmin: _x, ...row } = r;
+      out.push({ ...row, id: Number(r.id), cursor: { id: Number(r.id), tx } });
+    }
+    return { rows: out, pending };
+  }
+
+  /** A plain event id (an older client's Last-Event-ID) as a full cursor: just before that event's place. */
+  async resolveCursor(c: EventCursor): Promise<EventCursor> {
+    if (c.tx !== undefined || this.dialect !== 'postgres') return c;
+    if (c.id === 0) return START;
+    const r = await sql<{ tx: string; id: number }>`select tx::text as tx, id from events where id <= ${c.id} order by id desc limit 1`.execute(this.db);
+    const row = r.rows[0];
+    return row ? { tx: BigInt(row.tx), id: Number(row.id) } : START;
+  }
+
+  /** The newest settled position of the log (PostgreSQL): a live reader starts after it. */
+  async logHead(): Promise<EventCursor> {
+    if (this.dialect !== 'postgres') {
+      const r = await this.db.selectFrom('events').select((eb) => eb.fn.max('id').as('m')).executeTakeFirst();
+      return { id: Number(r?.m ?? 0) };
+    }
+    const r = await sql<{ tx: string; id: number }>`
+      select tx::text as tx, id from events where tx < pg_snapshot_xmin(pg_current_snapshot()) order by tx desc, id desc limit 1`.execute(this.db);
+    const row = r.rows[0];
+    return row ? { tx: BigInt(row.tx), id: Number(row.id) } : START;
   }
 
   // ── approvals ───────────────────────────────────────────────────────────

@@ -76,6 +76,9 @@ export async function startTestServer(o: StartOptions = {}): Promise<TestServer>
     },
     async crash() {
       await srv.close();
+      rt.cluster?.crash();
+      rt.feed?.stop();
+      rt.webhooks.stop();
       await rt.store.close();
     },
   };
@@ -84,7 +87,7 @@ export async function startTestServer(o: StartOptions = {}): Promise<TestServer>
 /** Reads an SSE stream until `until` says stop or the timeout passes. */
 export async function readSse(
   url: string,
-  o: { lastEventId?: number; until: (events: any[]) => boolean; timeoutMs?: number; token?: string },
+  o: { lastEventId?: number | string; until: (events: any[]) => boolean; timeoutMs?: number; token?: string },
 ): Promise<any[]> {
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(), o.timeoutMs ?? 10_000);
@@ -108,7 +111,7 @@ export async function readSse(
         buf = buf.slice(i + 2);
         const data = frame.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
         const id = frame.split('\n').find((l) => l.startsWith('id: '));
-        if (data) events.push({ ...JSON.parse(data), _sseId: id ? Number(id.slice(4)) : undefined });
+        if (data) events.push({ ...JSON.parse(data), _sseId: id ? id.slice(4) : undefined });
         if (o.until(events)) break;
       }
     }

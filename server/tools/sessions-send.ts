@@ -1,4 +1,5 @@
 // sessions_send and agents_message (seed 004 + seed 000): one mechanism to message another session, sync or async.
+import { derivedId } from '../orchestrator/orchestrator';
 import { z } from 'zod';
 import type { CrosstalkConfig } from '../config';
 import { asToolData, CrosstalkError } from '../errors';
@@ -28,7 +29,7 @@ const DEFAULT_SYNC_TIMEOUT_S = 60;
 /** The shared mechanism: deliver as an `inter_session` row, then wait (sync) or arrange a callback (async). */
 export function sendToSession(
   deps: SendDeps,
-  ctx: Pick<ToolCallContext, 'sessionKey' | 'runId' | 'agent'>,
+  ctx: Pick<ToolCallContext, 'sessionKey' | 'runId' | 'agent'> & { callId?: string },
   p: { targetKey: string; message: string; mode?: 'sync' | 'async'; timeoutSeconds?: number; webhook?: { url: string; secret?: string } },
 ) {
   return asToolData(async () => {
@@ -49,7 +50,7 @@ export function sendToSession(
         author: { type: 'agent', id: ctx.agent.id, name: ctx.agent.name },
         meta: { fromSessionKey: ctx.sessionKey, fromRunId: ctx.runId, fromAgentId: ctx.agent.id },
       },
-      { origin, webhook: p.webhook },
+      { origin, webhook: p.webhook, ...(ctx.callId ? { runId: `run_${derivedId(ctx.runId, ctx.callId)}` } : {}) },
     );
     if (mode === 'async') return { status: 'accepted', runId: res.runId };
     const w = await orch.wait(res.runId, (p.timeoutSeconds ?? DEFAULT_SYNC_TIMEOUT_S) * 1000);

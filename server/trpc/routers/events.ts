@@ -1,6 +1,7 @@
 // tRPC events router: a session's agent events as an SSE subscription, resumable by event id (tracked + lastEventId).
 import { tracked } from '@trpc/server';
 import { z } from 'zod';
+import { parseEventCursor } from '../../events/cursor';
 import { sessionKeySchema } from '../../gateway/schemas';
 import { createTRPCRouter, protectedProcedure, toTRPCError } from '../init';
 
@@ -8,17 +9,18 @@ const onEventInput = z
   .object({
     sessionKey: sessionKeySchema,
     // Set by httpSubscriptionLink on reconnect: the id of the last event the client saw.
-    lastEventId: z.string().regex(/^\d+$/).nullish(),
+    lastEventId: z.string().regex(/^\d{1,20}(-\d{1,15})?$/).nullish(),
   })
   .strict();
 
 export const eventsRouter = createTRPCRouter({
   onEvent: protectedProcedure.input(onEventInput).subscription(async function* ({ ctx, input, signal }) {
-    const afterId = input.lastEventId ? Number(input.lastEventId) : undefined;
+    const after = input.lastEventId ? (parseEventCursor(input.lastEventId) ?? undefined) : undefined;
     try {
       // The gateway subscribes before replaying id > afterId, so nothing falls between replay and live.
-      for await (const ev of ctx.gateway.events({ sessionKey: input.sessionKey, afterId, signal })) {
-        yield tracked(String(ev.id), ev);
+      for await (const ev of ctx.gateway.events({ sessionKey: input.sessionKey, after, signal })) {
+        const { cursor, ...event } = ev;
+        yield tracked(cursor ?? String(ev.id), event);
       }
     } catch (e) {
       if (signal?.aborted) return;

@@ -1,0 +1,330 @@
+// Gateway processes sharing one PostgreSQL: registration, liveness (an advisory lock held for life, plus a
+// heartbeat), session leases with fencing epochs, control messages to a session's owner (NOTIFY), event
+// wake-ups, and the sweep that releases a dead process's sessions so the living take them over.
+import crypto from 'node:crypto';
+import os from 'node:os';
+import { type Kysely, sql } from 'kysely';
+import type pg from 'pg';
+import type { Logger } from '../logger';
+import type { Database, ProcessesTable, RunRow } from '../store/schema';
+
+export type ControlMessage =
+  | { kind: 'work'; to: string; sessionKey: string }
+  | { kind: 'cancel'; to: string; sessionKey: string; runId: string }
+  | { kind: 'approval'; to: string; sessionKey: string; approvalId: string }
+  | { kind: 'events' };
+
+export interface ClusterHooks {
+  onControl(msg: ControlMessage): void;
+  /** The event log grew somewhere (or may have: after a reconnect). */
+  onEvents(): void;
+  /** Sessions may be waiting for an owner (a process died, or one stopped): try to claim them. */
+  onOrphans(): void;
+  /** This process was declared dead by the others (its connection was lost for too long): drop local work. */
+  onFenced(): void;
+}
+
+export interface EnqueueResult {
+  /** Set when this call claimed the session's lease: the new epoch. */
+  claimed: number | null;
+  /** The lease holder when not claimed (null: unknown, look again). */
+  owner: string | null;
+  /** The session's active run (running or waiting for an approval), if any. */
+  active: string | null;
+  inserted: boolean;
+}
+
+export const LIVENESS = {
+  sweepMs: Number(process.env.CROSSTALK_SWEEP_MS ?? 250),
+  heartbeatMs: 2000,
+  /** A process whose heartbeat is this old is dead even if its lock still looks held (machine loss). */
+  deadAfterMs: Number(process.env.CROSSTALK_DEAD_AFTER_MS ?? 15_000),
+};
+
+const hash31 = (s: string) => crypto.createHash('sha1').update(s).digest().readUInt32BE(0) & 0x7fffffff;
+const dbNowMs = sql<number>`(extract(epoch from clock_timestamp()) * 1000)::bigint`;
+
+export class Cluster {
+  id = '';
+  private lockKey = 0;
+  /** Advisory-lock namespace and NOTIFY channel: per schema, so test schemas on one database stay apart. */
+  private readonly ns: number;
+  readonly channel: string;
+  private client: pg.Client | null = null;
+  private timers: NodeJS.Timeout[] = [];
+  private stopped = false;
+  private reconnecting = false;
+  private hooks!: ClusterHooks;
+  private info: { url?: string } = {};
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly pgInfo: { connect: pg.ClientConfig; schema?: string },
+    private readonly log: Logger,
+  ) {
+    this.ns = hash31(`crosstalk:${pgInfo.schema ?? 'public'}`);
+    this.channel = `crosstalk_${this.ns.toString(36)}`;
+  }
+
+  async start(hooks: ClusterHooks, info: { url?: string } = {}): Promise<void> {
+    this.hooks = hooks;
+    this.info = info;
+    await this.register();
+    this.timers.push(setInterval(() => void this.sweep(), LIVENESS.sweepMs));
+    this.timers.push(setInterval(() => void this.heartbeat(), LIVENESS.heartbeatMs));
+    for (const t of this.timers) t.unref();
+  }
+
+  /** A fresh identity: the advisory lock first (so no sweeper sees us registered but unlocked), then the row. */
+  private async register(): Promise<void> {
+    const { default: PgDriver } = await import('pg');
+    const client = new PgDriver.Client(this.pgInfo.connect);
+    client.on('error', (e) => this.lost(client, e));
+    client.on('end', () => this.lost(client, new Error('connection ended')));
+    await client.connect();
+    const key = Number((await client.query<{ k: string }>('select nextval($1::regclass) as k', [`${this.pgInfo.schema ? `${this.pgInfo.schema}.` : ''}process_lock_keys`])).rows[0]!.k) & 0x7fffffff;
+    await client.query('select pg_advisory_lock($1, $2)', [this.ns, key]);
+    await client.query(`listen ${this.channel}`);
+    client.on('notification', (n) => this.onNotification(n.payload));
+    this.client = client;
+    this.lockKey = key;
+    this.id = `p_${crypto.randomUUID().slice(0, 13)}`;
+    await this.db
+      .insertInto('processes')
+      .values({ id: this.id, lock_key: key, status: 'alive', host: os.hostname(), pid: process.pid, url: this.info.url ?? null, started_at: new Date().toISOString(), heartbeat_ms: dbNowMs as unknown as number })
+      .execute();
+    this.log.info({ processId: this.id }, 'cluster: process registered');
+  }
+
+  setUrl(url: string) {
+    this.info.url = url;
+    void this.db.updateTable('processes').set({ url }).where('id', '=', this.id).execute().catch(() => undefined);
+  }
+
+  private onNotification(payload: string | undefined) {
+    if (!payload) return;
+    let msg: ControlMessage;
+    try {
+      msg = JSON.parse(payload) as ControlMessage;
+    } catch {
+      return;
+    }
+    if (msg.kind === 'events') return this.hooks.onEvents();
+    if (msg.to !== this.id) return;
+    try {
+      this.hooks.onControl(msg);
+    } catch (e) {
+      this.log.error({ err: e }, 'cluster: control message failed');
+    }
+  }
+
+  /** The dedicated connection dropped: reconnect with backoff; if the others declared us dead meanwhile, start over. */
+  private lost(client: pg.Client, e: Error) {
+    if (this.stopped || client !== this.client || this.reconnecting) return;
+    this.reconnecting = true;
+    this.client = null;
+    this.log.warn({ err: e.message }, 'cluster: lost the liveness connection; reconnecting');
+    void (async () => {
+      for (let delay = 200; !this.stopped; delay = Math.min(delay * 2, 5000)) {
+        await new Promise((r) => setTimeout(r, delay));
+        try {
+          const alive = await this.db.selectFrom('processes').select('status').where('id', '=', this.id).executeTakeFirst();
+          if (alive?.status === 'alive') {
+            // Take the same lock back before anyone notices it was free; if it is gone already, we are fenced.
+            const { default: PgDriver } = await import('pg');
+            const c = new PgDriver.Client(this.pgInfo.connect);
+            c.on('error', (err) => this.lost(c, err));
+            c.on('end', () => this.lost(c, new Error('connection ended')));
+            await c.connect();
+            await c.query('select pg_advisory_lock($1, $2)', [this.ns, this.lockKey]);
+            await c.query(`listen ${this.channel}`);
+            c.on('notification', (n) => this.onNotification(n.payload));
+            this.client = c;
+            const still = await this.db.selectFrom('processes').select('status').where('id', '=', this.id).executeTakeFirst();
+            if (still?.status !== 'alive') {
+              await c.end().catch(() => undefined);
+              this.client = null;
+              throw new Error('declared dead meanwhile');
+            }
+          } else {
+            this.hooks.onFenced();
+            await this.register();
+          }
+          this.reconnecting = false;
+          this.hooks.onEvents();
+          this.hooks.onOrphans();
+          return;
+        } catch (err) {
+          if (String((err as Error).message).includes('declared dead')) {
+            this.hooks.onFenced();
+            try {
+              await this.register();
+              this.reconnecting = false;
+              this.hooks.onEvents();
+              this.hooks.onOrphans();
+              return;
+            } catch {
+              /* retry */
+            }
+          }
+          this.log.warn({ err: (err as Error).message }, 'cluster: reconnect failed; retrying');
+        }
+      }
+    })();
+  }
+
+  private async heartbeat() {
+    if (this.stopped || !this.client) return;
+    try {
+      const r = await this.db
+        .updateTable('processes')
+        .set({ heartbeat_ms: dbNowMs as unknown as number })
+        .where('id', '=', this.id)
+        .where('status', '=', 'alive')
+        .executeTakeFirst();
+      if (Number(r.numUpdatedRows) === 0 && !this.stopped) {
+        this.log.warn({ processId: this.id }, 'cluster: this process was declared dead; dropping its work and re-registering');
+        const old = this.client;
+        this.client = null;
+        await old?.end().catch(() => undefined);
+        this.hooks.onFenced();
+        await this.register();
+        this.hooks.onOrphans();
+      }
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message }, 'cluster: heartbeat failed');
+    }
+  }
+
+  private sweeping = false;
+  private sweeps = 0;
+
+  /** Finds dead processes (lock gone: same host, at once; heartbeat stale: machine loss) and frees their sessions. */
+  private async sweep() {
+    if (this.stopped || this.sweeping) return;
+    this.sweeping = true;
+    try {
+      const dead = await sql<{ id: string }>`
+        select p.id from processes p
+        where p.status = 'alive' and p.id <> ${this.id} and (
+          p.heartbeat_ms < ${dbNowMs} - ${LIVENESS.deadAfterMs}
+          or not exists (
+            select 1 from pg_locks l
+            where l.locktype = 'advisory' and l.granted and l.objsubid = 2
+              and l.classid::bigint = ${this.ns} and l.objid::bigint = p.lock_key
+              and l.database = (select oid from pg_database where datname = current_database())))`.execute(this.db);
+      let freed = 0;
+      for (const { id } of dead.rows) {
+        const marked = await this.db.updateTable('processes').set({ status: 'dead' }).where('id', '=', id).where('status', '=', 'alive').executeTakeFirst();
+        if (Number(marked.numUpdatedRows) !== 1) continue;
+        // Bumping the epoch fences whatever the dead process might still try to write.
+        const r = await this.db
+          .updateTable('sessions')
+          .set((eb) => ({ owner: null, epoch: eb('epoch', '+', 1) }))
+          .where('owner', '=', id)
+          .executeTakeFirst();
+        freed += Number(r.numUpdatedRows);
+        this.log.warn({ processId: id, sessions: Number(r.numUpdatedRows) }, 'cluster: process found dead; its sessions are taken over');
+      }
+      // Every few sweeps (and at once after a death) look for sessions with work and no owner.
+      if (freed || dead.rows.length || ++this.sweeps % 4 === 0) this.hooks.onOrphans();
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message }, 'cluster: sweep failed');
+    } finally {
+      this.sweeping = false;
+    }
+  }
+
+  // ── leases ──────────────────────────────────────────────────────────────
+
+  /**
+   * Inserts a queued run and claims the session's lease when no one holds it, in one statement. With
+   * `rejectIfBusy` nothing is inserted when someone holds it. The lease holder always runs the session's
+   * queued runs: a holder releasing at the same moment sees this row (it locks the session row, then looks).
+   */
+  async enqueue(row: RunRow, rejectIfBusy: boolean): Promise<EnqueueResult> {
+    const k = row.session_key;
+    const r = await sql<{ claimed: number | null; owner: string | null; active: string | null; inserted: number }>`
+      with c as (update sessions set owner = ${this.id}, epoch = epoch + 1 where key = ${k} and owner is null returning epoch),
+      o as (select owner from sessions where key = ${k}),
+      i as (
+        insert into runs (id, session_key, status, input, queue_mode, response, error, created_at, started_at, ended_at, origin, webhook, last_seq, merged_into)
+        select ${row.id}, ${k}, 'queued', ${row.input}, ${row.queue_mode}, null, null, ${row.created_at}, null, null, ${row.origin}, ${row.webhook}, 0, null
+        where ${!rejectIfBusy} or exists (select 1 from c)
+        returning id)
+      select (select epoch from c) as claimed, (select owner from o) as owner, (select count(*) from i)::int as inserted,
+        (select id from runs where session_key = ${k} and status in ('running', 'waiting_approval') order by created_at limit 1) as active`.execute(this.db);
+    const x = r.rows[0]!;
+    let owner = x.claimed != null ? this.id : x.owner;
+    if (x.claimed == null && (owner == null || owner === this.id)) owner = await this.ownerOf(k);
+    return { claimed: x.claimed == null ? null : Number(x.claimed), owner, active: x.active, inserted: Number(x.inserted) === 1 };
+  }
+
+  /** Claims a session no one holds; the new epoch, or null when someone does. */
+  async claim(sessionKey: string): Promise<number | null> {
+    const r = await this.db
+      .updateTable('sessions')
+      .set((eb) => ({ owner: this.id, epoch: eb('epoch', '+', 1) }))
+      .where('key', '=', sessionKey)
+      .where('owner', 'is', null)
+      .returning('epoch')
+      .executeTakeFirst();
+    return r ? Number(r.epoch) : null;
+  }
+
+  /** Lets go of a session (graceful stop), bumping its epoch so nothing of ours written late can land. */
+  async release(sessionKey: string): Promise<void> {
+    await this.db
+      .updateTable('sessions')
+      .set((eb) => ({ owner: null, epoch: eb('epoch', '+', 1) }))
+      .where('key', '=', sessionKey)
+      .where('owner', '=', this.id)
+      .execute();
+  }
+
+  async ownerOf(sessionKey: string): Promise<string | null> {
+    const r = await this.db.selectFrom('sessions').select('owner').where('key', '=', sessionKey).executeTakeFirst();
+    return r?.owner ?? null;
+  }
+
+  /** Sessions with unfinished runs and no owner (left by a dead or stopped process). */
+  async orphans(limit = 50): Promise<string[]> {
+    const r = await sql<{ session_key: string }>`
+      select distinct r.session_key from runs r join sessions s on s.key = r.session_key
+      where r.status in ('queued', 'running', 'waiting_approval') and s.owner is null
+      limit ${limit}`.execute(this.db);
+    return r.rows.map((x) => x.session_key);
+  }
+
+  // ── messages ────────────────────────────────────────────────────────────
+
+  async notify(msg: ControlMessage, via: Kysely<Database> = this.db): Promise<void> {
+    await sql`select pg_notify(${this.channel}, ${JSON.stringify(msg)})`.execute(via);
+  }
+
+  async processes(): Promise<Array<Pick<ProcessesTable, 'id' | 'host' | 'pid' | 'url' | 'started_at'>>> {
+    return this.db.selectFrom('processes').select(['id', 'host', 'pid', 'url', 'started_at']).where('status', '=', 'alive').orderBy('started_at').execute();
+  }
+
+  /** Tests: die as a SIGKILL would (the lock goes with the connection; nothing is written). */
+  crash(): void {
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    const c = this.client as (pg.Client & { connection?: { stream?: { destroy(): void } } }) | null;
+    this.client = null;
+    c?.connection?.stream?.destroy();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    try {
+      await this.db.updateTable('processes').set({ status: 'stopped' }).where('id', '=', this.id).execute();
+    } catch {
+      /* the database may be gone */
+    }
+    const c = this.client;
+    this.client = null;
+    await c?.end().catch(() => undefined);
+  }
+}
