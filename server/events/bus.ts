@@ -64,6 +64,8 @@ export class EventBus {
     if (!ctx) throw new Error(`emit for unregistered run ${runId}`);
     ctx.seq += 1;
     const ev: PendingEvent = { runId, seq: ctx.seq, stream, ts: new Date().toISOString(), sessionKey: ctx.sessionKey, data };
+    const epoch = this.feed ? this.store.fenceOf(ctx.sessionKey) : undefined;
+    if (epoch !== undefined) ev.epoch = epoch;
     this.pending.push(ev);
     this.schedule();
     return ev;
@@ -114,7 +116,8 @@ export class EventBus {
           const w = ids[i];
           if (!w) continue; // fenced: this process lost the session to another
           const cursor: EventCursor = w.tx === undefined ? { id: w.id } : { id: w.id, tx: BigInt(w.tx) };
-          const ev: AgentEvent = { id: w.id, ...batch[i]!, cursor: encodeEventCursor(cursor) };
+          const { epoch: _epoch, ...pending } = batch[i]!;
+          const ev: AgentEvent = { id: w.id, ...pending, cursor: encodeEventCursor(cursor) };
           this.notifyListeners(ev);
           if (!this.feed) this.fanOut(ev, cursor);
         }
@@ -204,6 +207,8 @@ export class Subscription implements AsyncIterable<AgentEvent> {
     this.last = startAfter;
     this.beforeQueue = startAfter;
     this.catchingUp = replay;
+    // A replay must reach at least what was fanned out before it subscribed: those events will not be pushed again.
+    if (replay && isAfter(bus.head, startAfter)) this.highestSeen = bus.head;
   }
 
   /** @internal called by the bus for matching events, in log order. */

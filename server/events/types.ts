@@ -17,7 +17,10 @@ export interface AgentEvent {
 }
 
 /** An event before the log has given it an id. */
-export type PendingEvent = Omit<AgentEvent, 'id'>;
+export type PendingEvent = Omit<AgentEvent, 'id'> & {
+  /** PostgreSQL: the lease epoch its session was held under when it was emitted (written only while it still holds). */
+  epoch?: number;
+};
 
 export type MessageRole = 'user' | 'assistant' | 'tool' | 'system';
 

@@ -94,7 +94,7 @@ describe('bad input', () => {
   });
 
   it('a callback whose caller session was deleted meanwhile is dropped cleanly', async () => {
-    await turn('agent:main:gone', '/tool sessions_send {"sessionKey":"agent:researcher:for-gone","message":"/sleep 150\\n/reply late","mode":"async"}');
+    await turn('agent:main:gone', '/tool sessions_send {"sessionKey":"agent:researcher:for-gone","message":"/sleep 600\\n/reply late","mode":"async"}');
     await s.rpc('sessions.delete', { sessionKey: 'agent:main:gone', deleteTranscript: true });
     const cb = await until(async () => s.rt.store.db.selectFrom('callbacks').selectAll().where('caller_session_key', '=', 'agent:main:gone').where('status', '!=', 'pending').executeTakeFirst());
     expect(cb).toMatchObject({ status: 'dropped', error: 'unknown_session' });

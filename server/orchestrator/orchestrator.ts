@@ -53,6 +53,8 @@ interface SessionState {
   known: Set<string>;
   /** PostgreSQL: set while the session's unfinished runs are being loaded after a claim. */
   loading?: Promise<void>;
+  /** PostgreSQL: the lease epoch this process holds the session under. */
+  epoch?: number;
 }
 
 const TERMINAL = new Set(['ok', 'error', 'interrupted']);
@@ -293,7 +295,8 @@ export class Orchestrator {
     switch (row.queue_mode) {
       case 'steer':
         if (!st.active.closing) {
-          st.active.inbox.push({ runId: row.id, input, persisted: Promise.resolve() });
+          const origin = JSON.stringify({ ...(row.origin ? JSON.parse(row.origin) : {}), steerInto: st.active.id });
+          st.active.inbox.push({ runId: row.id, input, persisted: this.o.store.updateRun(row.id, { origin }) });
           return { runId: st.active.id, status: 'steered' };
         }
         break;
@@ -331,7 +334,10 @@ export class Orchestrator {
     if (existing?.loading) return existing.loading;
     if (existing && epoch === undefined) return Promise.resolve();
     const st = existing ?? this.state(key);
-    if (epoch !== undefined) this.o.store.setFence(key, epoch);
+    if (epoch !== undefined) {
+      st.epoch = epoch;
+      this.o.store.setFence(key, epoch);
+    }
     st.loading = (async () => {
       const { store, log } = this.o;
       const rows = await store.unfinishedRuns(key);
@@ -454,8 +460,8 @@ export class Orchestrator {
     const released = await this.o.store.releaseIfIdle(st.key, this.cluster.id);
     if (st.active || st.queue.length) return;
     if (released) {
-      this.sessions.delete(st.key);
-      this.o.store.clearFence(st.key);
+      if (this.sessions.get(st.key) === st) this.sessions.delete(st.key);
+      this.o.store.clearFence(st.key, st.epoch);
     } else {
       for (const row of await this.o.store.queuedRuns(st.key)) if (!st.known.has(row.id)) this.placeStored(st, row);
     }
@@ -511,6 +517,14 @@ export class Orchestrator {
   /** A session is being deleted: its queued messages end as errors (nothing runs against a missing session), the active run is aborted. */
   async dropSession(key: string): Promise<void> {
     const st = this.sessions.get(key);
+    if (!st && this.cluster) {
+      // Driven by another process (or none): end what is queued, cancel what runs, wherever it runs.
+      for (const row of await this.o.store.unfinishedRuns(key)) {
+        if (row.status === 'queued') await this.endUnstarted(row.id, key, 'session deleted');
+        else await this.cancel(row.id, 'session deleted').catch(() => undefined);
+      }
+      return;
+    }
     if (!st) return;
     const queued = st.queue.splice(0);
     for (const item of queued) {
@@ -630,7 +644,7 @@ export class Orchestrator {
     if (why === 'skipped' && !this.stopping) return this.startNext(st);
     if (this.sessions.get(st.key) === st) {
       this.sessions.delete(st.key);
-      this.o.store.clearFence(st.key);
+      this.o.store.clearFence(st.key, st.epoch);
     }
   }
 
@@ -639,12 +653,20 @@ export class Orchestrator {
     if (outcome.status === 'abandoned' || (this.stopping && active.abort.signal.reason === SHUTDOWN)) return this.abandon(st, active, outcome.error === 'skipped' ? 'skipped' : 'stopped');
     if (active.cancelled && outcome.status === 'interrupted') outcome = { status: 'error', error: 'cancelled', response: outcome.response };
     let released = false;
+    const epoch = st.epoch;
     markStarted(active); // a run that failed before writing its input must not hold `agent` up
     let deliveries: ReturnType<typeof planDeliveries> = { callbacks: [], webhooks: [], failed: [] };
     try {
       const own = active.row ?? (await store.getRun(active.id));
       const merged = active.injected ? await store.mergedInto(active.id) : [];
       deliveries = planDeliveries({ runId: active.id, sessionKey: st.key, agentId: active.agent.id, agentName: active.agent.name }, [...(own ? [own] : []), ...merged], outcome);
+      if (this.cluster) {
+        // Under a lease the run's last events go out (fenced by its epoch) before the lease is let go: once
+        // another process claims the session, nothing more of this run could be written.
+        if (bus.currentSeq(active.id) === 0) bus.registerRun(active.id, st.key, await store.maxSeq(active.id).catch(() => 0));
+        this.emitEnd(active, outcome);
+        await bus.drain();
+      }
       // The run's end, its callbacks and its webhooks are one transaction: a crash after it still delivers them.
       released = await store.finishRun(
         active.id,
@@ -659,10 +681,10 @@ export class Orchestrator {
       log.error({ err: e, runId: active.id }, 'could not record run end');
     }
     st.known.delete(active.id);
-    if (bus.currentSeq(active.id) === 0) bus.registerRun(active.id, st.key, await store.maxSeq(active.id).catch(() => 0));
-    if (outcome.status === 'ok') bus.emit(active.id, 'lifecycle', { phase: 'end', status: 'ok', response: outcome.response ?? '' });
-    else bus.emit(active.id, 'lifecycle', { phase: 'error', status: outcome.status, error: outcome.error ?? outcome.status });
-    bus.unregisterRun(active.id);
+    if (!this.cluster) {
+      if (bus.currentSeq(active.id) === 0) bus.registerRun(active.id, st.key, await store.maxSeq(active.id).catch(() => 0));
+      this.emitEnd(active, outcome);
+    }
     metrics.runs.inc({ outcome: outcome.status });
     if (outcome.status === 'ok') {
       const posted = active.counters.get('posted') ?? 0;
@@ -686,14 +708,14 @@ export class Orchestrator {
     if (released && !st.queue.length) {
       // The lease is gone with the run's end: another process may claim the session from now on.
       if (this.sessions.get(st.key) === st) this.sessions.delete(st.key);
-      this.o.store.clearFence(st.key);
+      this.o.store.clearFence(st.key, epoch);
       return;
     }
     if (released) {
       // Work arrived after the release was decided: claim the session again (or leave it to whoever did).
       const again = st.queue.splice(0);
-      this.sessions.delete(st.key);
-      this.o.store.clearFence(st.key);
+      if (this.sessions.get(st.key) === st) this.sessions.delete(st.key);
+      this.o.store.clearFence(st.key, epoch);
       void this.claimOrphan(st.key).then(async () => {
         if (!again.length || this.sessions.has(st.key) || !this.cluster) return;
         const o = await this.cluster.ownerOf(st.key);
@@ -710,6 +732,13 @@ export class Orchestrator {
       return;
     }
     this.startNext(st);
+  }
+
+  private emitEnd(active: ActiveRun, outcome: RunOutcome) {
+    const { bus } = this.o;
+    if (outcome.status === 'ok') bus.emit(active.id, 'lifecycle', { phase: 'end', status: 'ok', response: outcome.response ?? '' });
+    else bus.emit(active.id, 'lifecycle', { phase: 'error', status: outcome.status, error: outcome.error ?? outcome.status });
+    bus.unregisterRun(active.id);
   }
 
   private startNext(st: SessionState): void {

@@ -89,20 +89,36 @@ export class Store {
     this.fences.set(key, epoch);
   }
 
-  clearFence(key: string) {
-    this.fences.delete(key);
+  /** Forgets a fence; with `epoch`, only when it is still that one (a newer claim's fence stays). */
+  clearFence(key: string, epoch?: number) {
+    if (epoch === undefined || this.fences.get(key) === epoch) this.fences.delete(key);
   }
+
+  /** Told how many events were refused because their session was taken over (a zombie's writes). */
+  onFencedWrite?: (count: number) => void;
 
   fenceOf(key: string): number | undefined {
     return this.fences.get(key);
   }
 
-  private async touchSession(tx: Kysely<Database>, key: string, set: UpdateObject<Database, 'sessions'> | ((eb: ExpressionBuilder<Database, 'sessions'>) => UpdateObject<Database, 'sessions'>)) {
+  private async touchSession(
+    tx: Kysely<Database>,
+    key: string,
+    set: UpdateObject<Database, 'sessions'> | ((eb: ExpressionBuilder<Database, 'sessions'>) => UpdateObject<Database, 'sessions'>),
+    o: { allowMissing?: boolean } = {},
+  ) {
     const fence = this.fences.get(key);
     let q = tx.updateTable('sessions').set(set).where('key', '=', key);
     if (fence !== undefined) q = q.where('epoch', '=', fence);
     const r = await q.executeTakeFirst();
-    if (fence !== undefined && Number(r.numUpdatedRows) !== 1) throw new FencedError(key);
+    if (fence !== undefined && Number(r.numUpdatedRows) !== 1) {
+      // Gone rather than taken over: the session was deleted under the run (the run ends with an error).
+      if (!(await tx.selectFrom('sessions').select('key').where('key', '=', key).executeTakeFirst())) {
+        if (o.allowMissing) return;
+        throw new Error(`session ${key} was deleted`);
+      }
+      throw new FencedError(key);
+    }
   }
 
   // ── sessions ────────────────────────────────────────────────────────────
@@ -343,7 +359,7 @@ export class Store {
         const queued = await tx.selectFrom('runs').select('id').where('session_key', '=', session.key).where('status', '=', 'queued').limit(1).executeTakeFirst();
         released = !queued;
       }
-      await this.touchSession(tx, session.key, session.idle ? (released ? { status: 'idle', owner: null } : { status: 'idle' }) : { status: 'running' });
+      await this.touchSession(tx, session.key, session.idle ? (released ? { status: 'idle', owner: null } : { status: 'idle' }) : { status: 'running' }, { allowMissing: true });
       if (callbacks.length) await tx.insertInto('callbacks').values(callbacks).onConflict((oc) => oc.column('id').doNothing()).execute();
       if (webhooks.length) await tx.insertInto('webhook_outbox').values(webhooks).onConflict((oc) => oc.column('id').doNothing()).execute();
       if (inTx) await inTx(tx);
@@ -444,14 +460,18 @@ export class Store {
     return this.db.transaction().execute(async (tx) => {
       let keep = events;
       const out: Array<{ id: number; tx?: string } | null> = new Array(events.length).fill(null);
-      const fenced = [...new Set(events.map((e) => e.sessionKey).filter((k) => this.fences.has(k)))];
-      let lost: Set<string> | null = null;
+      const fenced = [...new Set(events.filter((e) => e.epoch !== undefined).map((e) => e.sessionKey))];
+      let isLost: ((e: PendingEvent) => boolean) | null = null;
       if (fenced.length) {
         // FOR SHARE: a takeover (which bumps the epoch) waits for this commit, or this sees the new epoch.
         const rows = await tx.selectFrom('sessions').select(['key', 'epoch']).where('key', 'in', fenced).forShare().execute();
         const epochs = new Map(rows.map((r) => [r.key, Number(r.epoch)]));
-        lost = new Set(fenced.filter((k) => epochs.get(k) !== this.fences.get(k)));
-        if (lost.size) keep = events.filter((e) => !lost!.has(e.sessionKey));
+        const lost = (e: PendingEvent) => e.epoch !== undefined && epochs.get(e.sessionKey) !== e.epoch;
+        if (events.some(lost)) {
+          isLost = lost;
+          keep = events.filter((e) => !lost(e));
+          this.onFencedWrite?.(events.length - keep.length);
+        }
       }
       const written: Array<{ id: number; tx?: string }> = [];
       // Chunked multi-row inserts; ids of one statement rise in insertion order.
@@ -467,7 +487,7 @@ export class Store {
         }
       }
       let w = 0;
-      for (let i = 0; i < events.length; i++) if (!lost?.has(events[i]!.sessionKey)) out[i] = written[w++]!;
+      for (let i = 0; i < events.length; i++) if (!isLost?.(events[i]!)) out[i] = written[w++]!;
       if (o.notify && written.length) await o.notify(tx);
       return out;
     });
