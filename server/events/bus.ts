@@ -240,6 +240,8 @@ export class Subscription implements AsyncIterable<AgentEvent> {
   private async catchUp(): Promise<void> {
     for (;;) {
       if (this.last.tx === undefined && this.bus.store.dialect === 'postgres') this.last = await this.bus.store.resolveCursor(this.last);
+      // Everything fanned out so far is in the log (and settled): a short page means none of it is left for us.
+      const horizon = this.bus.head;
       const { rows, pending } = await this.bus.store.eventsAfter({ after: this.last, ...this.filter, limit: CATCHUP_PAGE });
       if (this.closed) return;
       if (rows.length && !this.queue.length) this.beforeQueue = this.last;
@@ -247,6 +249,7 @@ export class Subscription implements AsyncIterable<AgentEvent> {
         this.queue.push({ id: r.id, runId: r.run_id, seq: r.seq, stream: r.stream as AgentEvent['stream'], ts: r.ts, sessionKey: r.session_key, data: JSON.parse(r.data), cursor: encodeEventCursor(r.cursor) });
         this.last = r.cursor;
       }
+      if (rows.length < CATCHUP_PAGE && isAfter(horizon, this.last)) this.last = horizon;
       // Every pushed event was already in the log, so once a short page leaves nothing newer seen, we are live
       // (rows not settled yet reach us through the live path: the feed delivers only settled rows, in order).
       if ((rows.length < CATCHUP_PAGE || pending) && (!this.highestSeen || !isAfter(this.highestSeen, this.last))) {
@@ -254,7 +257,8 @@ export class Subscription implements AsyncIterable<AgentEvent> {
         return;
       }
       if (this.queue.length >= CATCHUP_PAGE) return; // hand these out first, then continue
-      if (pending && !rows.length) await new Promise((r) => setTimeout(r, 5)); // wait for the horizon to pass
+      // Never spin: on SQLite a query resolves without yielding to the event loop.
+      await new Promise((r) => setTimeout(r, pending && !rows.length ? 5 : 0));
     }
   }
 
