@@ -318,6 +318,7 @@ export class Cluster {
   async stop(): Promise<void> {
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
+    while (this.sweeping) await new Promise((r) => setTimeout(r, 10));
     try {
       await this.db.updateTable('processes').set({ status: 'stopped' }).where('id', '=', this.id).execute();
     } catch {

@@ -725,10 +725,13 @@ export class Orchestrator {
     }
     if (this.cluster && !st.queue.length) {
       // Not released: queued work from another process arrived meanwhile. Take it in.
-      void this.o.store.queuedRuns(st.key).then((rows) => {
-        for (const row of rows) if (!st.known.has(row.id)) this.placeStored(st, row);
-        if (!st.active) void this.releaseIdle(st);
-      });
+      void this.o.store
+        .queuedRuns(st.key)
+        .then(async (rows) => {
+          for (const row of rows) if (!st.known.has(row.id)) this.placeStored(st, row);
+          if (!st.active) await this.releaseIdle(st);
+        })
+        .catch((e) => this.o.log.warn({ err: (e as Error).message, sessionKey: st.key }, 'could not take in queued work'));
       return;
     }
     this.startNext(st);
@@ -749,7 +752,7 @@ export class Orchestrator {
       return;
     }
     if (this.cluster) {
-      void this.releaseIdle(st);
+      void this.releaseIdle(st).catch((e) => this.o.log.warn({ err: (e as Error).message, sessionKey: st.key }, 'could not release an idle session'));
       return;
     }
     this.sessions.delete(st.key);
@@ -884,6 +887,7 @@ export class Orchestrator {
    */
   async shutdown(): Promise<void> {
     this.stopping = true;
+    await this.orphanSweep;
     const keys = [...this.sessions.keys()];
     for (const st of this.sessions.values()) st.active?.abort.abort(SHUTDOWN);
     await this.idle();

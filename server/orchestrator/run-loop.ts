@@ -259,6 +259,8 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
       }
     }
   }
+  // A graceful stop: record nothing of this call; the re-drive runs it (or answers `interrupted` if it had started).
+  if (signal.aborted && signal.reason === Symbol.for('crosstalk.shutdown')) throw new RunAborted();
   if (outcome === 'ok' && (result as { status?: string } | null)?.status === 'error') outcome = 'error';
   metrics.toolCalls.inc({ tool: call.toolName, outcome });
   if (messaging) metrics.messagingCalls.inc({ tool: call.toolName, outcome });

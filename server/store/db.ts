@@ -116,8 +116,11 @@ function withStatementCache(sqlite: import('better-sqlite3').Database): import('
  */
 export function pgConnectConfig(url: string): import('pg').ClientConfig {
   const parsed = new URL(url);
-  const user = decodeURIComponent(parsed.username) || process.env.PGUSER || process.env.USER || safeOsUser();
-  return { connectionString: url, ...(user ? { user } : {}) };
+  if (parsed.username) return { connectionString: url };
+  const user = process.env.PGUSER || process.env.USER || safeOsUser();
+  // node-postgres lets the URL's (empty) user win over a `user` option: put the name into the URL itself.
+  if (user) parsed.username = encodeURIComponent(user);
+  return { connectionString: parsed.toString() };
 }
 
 function safeOsUser(): string | undefined {
