@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSse, startChildServer, startTestServer, type TestServer, tmpDataDir, until } from '../testing/harness';
 
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
-const config = { agents: [{ id: 'main' }, { id: 'researcher' }] };
+const config = { agents: [{ id: 'main' }, { id: 'researcher' }], webhooks: { allowPrivateNetwork: true } };
 const onPgPass = process.env.TEST_STORE === 'postgres'; // this file picks its stores itself: run it once
 
 type Started = { runId: string; status: string };
@@ -81,6 +81,32 @@ describe.skipIf(onPgPass)('two processes on one PostgreSQL', () => {
     const evs = await reading;
     expect(evs.map((e) => e.seq)).toEqual(evs.map((_, i) => i + 1));
     expect(evs.filter((e) => e.stream === 'approval').map((e) => e.data.phase)).toEqual(['requested', 'resolved']);
+  });
+
+  it('a webhook is POSTed once, however many processes look at the outbox', async () => {
+    const http = await import('node:http');
+    let hits = 0;
+    const receiver = http.createServer((req, res) => {
+      hits++;
+      req.resume();
+      res.end('ok');
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    const port = (receiver.address() as { port: number }).port;
+    try {
+      const r = await a.rpc<Started>('agent', { sessionKey: 'agent:main:hook-x', message: 'hi', webhook: { url: `http://127.0.0.1:${port}/hook` } });
+      await wait(b, r.runId);
+      for (let i = 0; i < 10; i++) {
+        a.rt.webhooks.kick();
+        b.rt.webhooks.kick();
+        await new Promise((res) => setTimeout(res, 30));
+      }
+      await until(() => hits > 0);
+      await new Promise((res) => setTimeout(res, 300));
+      expect(hits).toBe(1);
+    } finally {
+      receiver.close();
+    }
   });
 
   it('status counts the whole cluster and lists both processes', async () => {

@@ -424,6 +424,21 @@ export class Store {
     await this.db.updateTable('callbacks').set({ status, error: error ?? null, delivered_at: nowIso() }).where('id', '=', id).execute();
   }
 
+  /**
+   * Due webhooks, claimed: on PostgreSQL each row is taken by one process only (SKIP LOCKED) and pushed out by
+   * `leaseMs`, so a process that dies mid-delivery leaves it due again for another (stalled-delivery recovery).
+   */
+  async claimDueWebhooks(now: string, limit: number, leaseMs: number): Promise<WebhookRow[]> {
+    if (this.dialect !== 'postgres') return this.dueWebhooks(now, limit);
+    const until = new Date(Date.parse(now) + leaseMs).toISOString();
+    const r = await sql<WebhookRow>`
+      update webhook_outbox set next_attempt_at = ${until}
+      where id in (select id from webhook_outbox where status = 'pending' and next_attempt_at <= ${now}
+                   order by next_attempt_at limit ${limit} for update skip locked)
+      returning id, run_id, url, secret, body, status, attempts, ${now}::text as next_attempt_at, last_error, created_at, delivered_at`.execute(this.db);
+    return r.rows;
+  }
+
   dueWebhooks(now: string, limit: number): Promise<WebhookRow[]> {
     return this.db.selectFrom('webhook_outbox').selectAll().where('status', '=', 'pending').where('next_attempt_at', '<=', now).orderBy('next_attempt_at').limit(limit).execute();
   }

@@ -85,7 +85,7 @@ export class WebhookOutbox {
   }
 
   private async pass() {
-    const due = await this.store.dueWebhooks(nowIso(), 50);
+    const due = await this.store.claimDueWebhooks(nowIso(), 50, this.config.timeoutMs + 5000);
     await Promise.all(due.filter((r) => !this.inflight.has(r.id)).map((r) => this.deliver(r)));
   }
 
