@@ -8,6 +8,7 @@ import { EventBus } from './events/bus';
 import { GatewayService } from './gateway/service';
 import type { Gateway } from './gateway/types';
 import { createLogger, type Logger } from './logger';
+import { McpManager } from './mcp/manager';
 import { createMetrics, type Metrics } from './metrics';
 import { Delegates } from './orchestrator/delegates';
 import { Orchestrator } from './orchestrator/orchestrator';
@@ -28,6 +29,7 @@ export interface FullRuntime extends Runtime {
   webhooks: WebhookOutbox;
   delegates: Delegates;
   channels: ChannelService;
+  mcp: McpManager;
   /** POST /api/gateway on bare node:http, for servers that route it before Next (scripts/start.mjs). */
   nodeGateway(req: IncomingMessage, res: ServerResponse): void;
 }
@@ -62,10 +64,12 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   registerTools(tools, { config, store, bus, metrics, gateway: lazyGateway, orchestrator: () => orchestrator, delegates: () => delegates, channels: () => channels });
   const webhooks = new WebhookOutbox(store, config.webhooks, log, (outcome) => metrics.webhooks.inc({ outcome }));
   orchestrator.webhooks = webhooks;
-  gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates, metrics, channels });
+  const mcp = new McpManager({ config, tools, bus, log });
+  gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates, metrics, channels, mcpStatus: () => mcp.status() });
   await orchestrator.recover();
   webhooks.start();
   channels.start();
+  mcp.start();
   // The room opens the default agent's main session: it exists from the first start.
   await store.ensureSession({ key: mainSessionKey(config.defaultAgentId), agentId: config.defaultAgentId, kind: 'main' });
   const rt: FullRuntime = {
@@ -80,11 +84,13 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     webhooks,
     delegates,
     channels,
+    mcp,
     nodeGateway(req, res) {
       handleGatewayNode(rt, req, res);
     },
     async close() {
       webhooks.stop();
+      await mcp.stop();
       orchestrator.shutdown();
       await orchestrator.idle();
       await channels.idle();

@@ -32,6 +32,7 @@ import type { Delegates, DelegateRunResult } from '../orchestrator/delegates';
 import type { AgentInfo, AgentResult, EventSubscribeOptions, Gateway, StatusSummary, WebhookInfo } from './types';
 import type { Metrics } from '../metrics';
 import type { ChannelService, SendParams } from '../channels';
+import type { McpServerStatus } from '../mcp/manager';
 
 export interface ServiceDeps {
   config: CrosstalkConfig;
@@ -42,6 +43,8 @@ export interface ServiceDeps {
   delegates: Delegates;
   metrics: Metrics;
   channels: ChannelService;
+  /** MCP servers' states for the status panel (server/mcp). */
+  mcpStatus?: () => McpServerStatus[];
 }
 
 export class GatewayService implements Gateway {
@@ -207,7 +210,11 @@ export class GatewayService implements Gateway {
         name: a.name,
         persona: a.persona,
         model: a.models.length === 1 ? a.models[0]! : a.models,
-        tools: Object.fromEntries([...this.d.tools.keys()].map((t) => [t, toolPolicyFor(a, t)])),
+        tools: Object.fromEntries([...this.d.tools.values()].filter((t) => t.visibleTo?.(a) ?? true).map((t) => [t.name, toolPolicyFor(a, t.name)])),
+        ...(a.a2a ? { remote: { a2a: a.a2a.url } } : {}),
+        mcpTools: [...this.d.tools.values()]
+          .filter((t) => t.source?.kind === 'mcp' && (t.visibleTo?.(a) ?? true))
+          .map((t) => ({ name: t.name, server: t.source!.server, tool: t.source!.tool, policy: toolPolicyFor(a, t.name), ...(t.source!.annotations ? { annotations: t.source!.annotations } : {}) })),
       })),
     };
   }
@@ -257,6 +264,7 @@ export class GatewayService implements Gateway {
       silence: await count(m.silence),
       rateLimited: await count(m.rateLimited),
       webhooksDead: dead.length,
+      ...(this.d.mcpStatus ? { mcp: this.d.mcpStatus() } : {}),
     };
   }
 

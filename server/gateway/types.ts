@@ -34,6 +34,10 @@ export interface AgentInfo {
   persona: string;
   model: string | string[];
   tools: Record<string, 'auto' | 'ask' | 'deny'>;
+  /** The MCP tools this agent sees, with their effective policy and the server's (untrusted) annotations. */
+  mcpTools?: Array<{ name: string; server: string; tool: string; policy: 'auto' | 'ask' | 'deny'; annotations?: Record<string, unknown> }>;
+  /** Set for a remote A2A agent. */
+  remote?: { a2a: string };
 }
 
 export interface Page<K extends string, T> {
@@ -70,6 +74,8 @@ export interface StatusSummary {
   silence: number;
   rateLimited: number;
   webhooksDead: number;
+  /** MCP servers: up (`ready`), connecting, or `failed` (their tools answer tool_unavailable). */
+  mcp?: Array<{ server: string; state: 'connecting' | 'ready' | 'failed'; tools: number; error?: string }>;
 }
 
 export interface Gateway {
