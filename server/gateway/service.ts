@@ -195,7 +195,12 @@ export class GatewayService implements Gateway {
 
   async approvalsList(p: ApprovalsListParams) {
     const rows = await this.d.store.pendingApprovals({ sessionKey: p.sessionKey });
-    return { approvals: rows.map(toPendingApproval) };
+    return {
+      approvals: rows.map((r) => {
+        const source = this.d.tools.get(r.tool)?.source;
+        return source ? { ...toPendingApproval(r), source } : toPendingApproval(r);
+      }),
+    };
   }
 
   async approvalsResolve(p: ApprovalsResolveParams) {
