@@ -1,6 +1,6 @@
 // Remote A2A agents (CONTRACT §8): an agent with `a2a: {url, token}` runs its turns on an @a2a-js/sdk server; delegation, follow-ups, async callbacks, failures, cancel.
 import { afterEach, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer, until } from '../testing/harness';
+import { startTestServer, TEST_TOKEN, type TestServer, until } from '../testing/harness';
 import { cardUrlOf } from './remote-model';
 import { type RemoteAgent, startRemoteAgent } from './testing/remote-agent';
 
@@ -79,5 +79,19 @@ describe('remote A2A agents', () => {
     await s.rpc('agent.cancel', { runId });
     expect(await wait(s, runId)).toMatchObject({ status: 'error', error: 'cancelled' });
     await until(() => remote.executor.cancelled.length === 1);
+  });
+
+  it('a crosstalk agent can be the remote of another crosstalk gateway (our A2A server, our A2A client)', async () => {
+    const far = await startTestServer();
+    try {
+      s = await startTestServer({ config: { agents: [{ id: 'main' }, { id: 'peer', a2a: { url: `${far.url}/a2a/main`, token: TEST_TOKEN } }] } });
+      const done = await turn(s, 'agent:peer:main', 'hello across');
+      expect(done).toMatchObject({ status: 'ok', response: 'echo: hello across' });
+      // On the far side the turn ran in the A2A context named after our session.
+      const { messages } = await far.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:a2a:agent:peer:main' });
+      expect(messages.map((m) => m.content).reverse()).toEqual(['hello across', 'echo: hello across']);
+    } finally {
+      await far.close();
+    }
   });
 });
