@@ -24,7 +24,8 @@ const authFetch: typeof fetch = (input, init) => {
 
 async function client(srv: TestServer, agentId = 'main'): Promise<Client> {
   const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl: authFetch })] }));
-  return factory.createFromUrl(`${srv.url}/a2a/${agentId}/.well-known/agent-card.json`, "");
+  // As the SDK's CLI sample does: the agent's URL with a trailing slash, the card path resolved against it.
+  return factory.createFromUrl(`${srv.url}/a2a/${agentId}/`);
 }
 
 function message(text: string, contextId = '', taskId = '') {
@@ -178,6 +179,18 @@ describe('A2A server', () => {
     expect(got.result.status.state).toBe('completed');
     const missing = await call('tasks/get', { id: 'run_nope' });
     expect(missing.error.code).toBe(-32001);
+  });
+
+  it('speaks the v1.0 JSON-RPC names with A2A-Version: 1.0 (the README curl)', async () => {
+    s = await startTestServer();
+    const res = await fetch(`${s.url}/a2a/main`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_TOKEN}`, 'A2A-Version': '1.0' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm-2', role: 'ROLE_USER', contextId: 'v1', parts: [{ text: 'new client' }] } } }),
+    });
+    const body = await res.json();
+    expect(body.result.task).toMatchObject({ contextId: 'v1', status: { state: 'TASK_STATE_COMPLETED' } });
+    expect(body.result.task.artifacts[0].parts[0].text).toBe('echo: new client');
   });
 
   it('push notification configs go out through the webhook outbox, with the SSRF rules', async () => {
