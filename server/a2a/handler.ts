@@ -88,11 +88,11 @@ export class CrosstalkA2AHandler implements A2ARequestHandler {
     }
   }
 
-  async sendMessage(p: SendMessageRequest, _c: ServerCallContext): Promise<Message | Task> {
+  async sendMessage(p: SendMessageRequest, c: ServerCallContext): Promise<Message | Task> {
     const { runId } = await this.submit(p);
     if (p.configuration?.returnImmediately) return this.snapshot(runId);
     // Blocking: until the run ends or waits on an approval (input-required), as A2A's blocking send does.
-    for await (const r of this.follow(runId, { replay: true, untilInputRequired: true })) void r;
+    for await (const r of this.follow(runId, { replay: true, untilInputRequired: true, signal: signalOf(c) })) void r;
     return this.snapshot(runId);
   }
 
