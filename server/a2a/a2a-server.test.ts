@@ -46,7 +46,7 @@ const stateOfResp = (r: StreamResponse) => (r.payload?.$case === 'statusUpdate' 
 describe('A2A server', () => {
   it('serves the agent card without a token, advertising bearer auth and both protocol versions; calls need the token', async () => {
     s = await startTestServer();
-    const res = await fetch(`${s.url}/a2a/main/.well-known/agent-card.json`);
+    const res = await fetch(`${s.url}/a2a/main/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } });
     expect(res.status).toBe(200);
     const card = await res.json();
     expect(card.name).toBe('Main');
@@ -55,6 +55,10 @@ describe('A2A server', () => {
       expect.objectContaining({ url: `${s.url}/a2a/main`, protocolBinding: 'JSONRPC', protocolVersion: '0.3' }),
     ]);
     expect(card.securitySchemes.bearer.httpAuthSecurityScheme.scheme).toBe('Bearer');
+    // Without A2A-Version (an older client), the v0.3 form, with the v1.0 interfaces embedded, as the SDK's own server answers.
+    const legacy = await (await fetch(`${s.url}/a2a/main/.well-known/agent-card.json`)).json();
+    expect(legacy).toMatchObject({ url: `${s.url}/a2a/main`, preferredTransport: 'JSONRPC', protocolVersion: '0.3', securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } });
+    expect(legacy.supportedInterfaces).toEqual(card.supportedInterfaces);
     expect((await fetch(`${s.url}/a2a/nobody/.well-known/agent-card.json`)).status).toBe(404);
     const c = await client(s);
     expect((await c.getAgentCard()).capabilities?.streaming).toBe(true);

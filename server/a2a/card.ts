@@ -25,3 +25,28 @@ export function agentCardFor(agent: AgentConfig, base: string): AgentCard {
     signatures: [],
   };
 }
+
+/**
+ * The v0.3 form of the card, served (like the SDK's own server does) to a request without `A2A-Version` or with 0.3:
+ * `url`, `preferredTransport`, `protocolVersion` and v0.3 security schemes, plus the v1.0 `supportedInterfaces`.
+ */
+export function legacyCardJson(card: AgentCard, v1Json: Record<string, unknown>): Record<string, unknown> {
+  const legacy = card.supportedInterfaces.find((i) => i.protocolVersion === '0.3') ?? card.supportedInterfaces[0]!;
+  return {
+    name: card.name,
+    description: card.description,
+    version: card.version,
+    url: legacy.url,
+    preferredTransport: legacy.protocolBinding,
+    protocolVersion: '0.3',
+    capabilities: { streaming: card.capabilities?.streaming ?? false, pushNotifications: card.capabilities?.pushNotifications ?? false },
+    defaultInputModes: card.defaultInputModes,
+    defaultOutputModes: card.defaultOutputModes,
+    skills: card.skills.map((s) => ({ id: s.id, name: s.name, description: s.description, tags: s.tags, inputModes: s.inputModes, outputModes: s.outputModes })),
+    ...(card.provider ? { provider: { url: card.provider.url, organization: card.provider.organization } } : {}),
+    supportsAuthenticatedExtendedCard: false,
+    securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'The gateway token (CROSSTALK_TOKEN)' } },
+    security: [{ bearer: [] }],
+    supportedInterfaces: v1Json.supportedInterfaces,
+  };
+}

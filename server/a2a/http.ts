@@ -9,7 +9,7 @@ import { tooLargeResponse, unauthorizedResponse } from '../gateway/jsonrpc';
 import { MAX_BODY_BYTES, readCapped } from '../http/handlers';
 import { CrosstalkA2AHandler } from './handler';
 import { A2APush } from './push';
-import { agentCardFor } from './card';
+import { agentCardFor, legacyCardJson } from './card';
 import { SIGNAL_KEY } from './tasks';
 
 export const CARD_SUFFIX = '/.well-known/agent-card.json';
@@ -52,11 +52,14 @@ function baseUrl(req: Request): string {
 
 const isLegacy = (v: string | null) => !v || v.trim() === '' || /^0\.3(\.|$)/.test(v.trim());
 
-/** GET /a2a/<agentId>/.well-known/agent-card.json — no token: the card advertises bearer auth. */
+/** GET /a2a/<agentId>/.well-known/agent-card.json — no token: the card advertises bearer auth (v1.0 form with `A2A-Version: 1.0`, else v0.3 with the v1.0 interfaces embedded). */
 export function handleAgentCard(rt: FullRuntime, agentId: string, req: Request): Response {
   const agent = rt.orchestrator.agent(agentId);
   if (!agent) return json({ error: 'unknown agent' }, 404);
-  return json(AgentCard.toJSON(agentCardFor(agent, baseUrl(req))), 200, { 'cache-control': 'no-cache', vary: A2A_VERSION_HEADER });
+  const card = agentCardFor(agent, baseUrl(req));
+  const v1 = AgentCard.toJSON(card) as Record<string, unknown>;
+  const body = isLegacy(req.headers.get(A2A_VERSION_HEADER)) ? legacyCardJson(card, v1) : v1;
+  return json(body, 200, { 'cache-control': 'no-cache', vary: A2A_VERSION_HEADER });
 }
 
 /** POST /a2a/<agentId> — A2A JSON-RPC (v1.0 names with `A2A-Version: 1.0`, v0.3 names otherwise), bearer token required. */
