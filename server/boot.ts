@@ -9,6 +9,7 @@ import { GatewayService } from './gateway/service';
 import type { Gateway } from './gateway/types';
 import { createLogger, type Logger } from './logger';
 import { McpManager } from './mcp/manager';
+import { startA2A } from './a2a/http';
 import { createMetrics, type Metrics } from './metrics';
 import { Delegates } from './orchestrator/delegates';
 import { Orchestrator } from './orchestrator/orchestrator';
@@ -98,6 +99,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
       await store.close();
     },
   };
+  await startA2A(rt); // A2A push configs of tasks still running (server/a2a)
   return rt;
 }
 

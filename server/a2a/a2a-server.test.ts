@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { Role, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
 import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startTestServer, TEST_TOKEN, type TestServer, until } from '../testing/harness';
+import { startTestServer, TEST_TOKEN, type TestServer, tmpDataDir, until } from '../testing/harness';
 import { textOf } from './tasks';
 
 let s: TestServer | undefined;
@@ -226,5 +226,41 @@ describe('A2A server', () => {
     const done = await until(() => received.find((r) => r.body.statusUpdate?.status?.state === 'TASK_STATE_COMPLETED'));
     expect(done.body.statusUpdate.taskId).toBe(task.id);
     expect(done.signature).toMatch(/^sha256=[0-9a-f]{64}$/);
+  });
+
+  it('push configs survive a restart: a task that waited on an approval still reports its completion', async () => {
+    const received: any[] = [];
+    const hook = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        received.push(JSON.parse(body));
+        res.end('ok');
+      });
+    });
+    await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
+    cleanup.push(() => new Promise<void>((r) => hook.close(() => r())));
+    const url = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
+    const dataDir = tmpDataDir();
+    const config = { webhooks: { allowPrivateNetwork: true, retryBaseMs: 50 } };
+    s = await startTestServer({ dataDir, config });
+    let c = await client(s);
+    const sessionKey = 'agent:main:a2a:ctx-push-restart';
+    const task = asTask(
+      await c.sendMessage({
+        ...message('/tool exec {"command":"echo after-restart"}', 'ctx-push-restart'),
+        configuration: { acceptedOutputModes: [], taskPushNotificationConfig: { tenant: '', id: 'p1', taskId: '', url, token: 't', authentication: undefined }, returnImmediately: true },
+      }),
+    );
+    await until(async () => (await s!.rpc<{ approvals: any[] }>('approvals.list', { sessionKey })).approvals.length === 1);
+    await until(() => received.some((r) => r.statusUpdate?.status?.state === 'TASK_STATE_INPUT_REQUIRED'));
+    await s.crash();
+    s = await startTestServer({ dataDir, config });
+    c = await client(s);
+    expect((await c.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'p1' })).url).toBe(url);
+    const { approvals } = await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey });
+    await s.rpc('approvals.resolve', { approvalId: approvals[0].approvalId, decision: 'allow_once' });
+    const done = await until(() => received.find((r) => r.statusUpdate?.taskId === task.id && r.statusUpdate.status.state === 'TASK_STATE_COMPLETED'));
+    expect(JSON.stringify(done.statusUpdate.status.message)).toContain('after-restart');
   });
 });

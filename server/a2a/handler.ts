@@ -80,7 +80,7 @@ export class CrosstalkA2AHandler implements A2ARequestHandler {
         { origin: { channel: 'a2a', agentId: this.agent.id, contextId } },
       );
       const hook = p.configuration?.taskPushNotificationConfig;
-      if (hook?.url) await this.push.register({ ...hook, taskId: res.runId }, contextIdOf(sessionKey, this.agent.id)!);
+      if (hook?.url) await this.push.register({ ...hook, taskId: res.runId });
       return { runId: res.runId, contextId: contextIdOf(sessionKey, this.agent.id)!, sessionKey };
     } catch (e) {
       if (isCrosstalkError(e)) throw new RequestMalformedError(`${e.code}: ${e.message}`);
@@ -164,25 +164,25 @@ export class CrosstalkA2AHandler implements A2ARequestHandler {
   }
 
   async createTaskPushNotificationConfig(p: TaskPushNotificationConfig, _c: ServerCallContext): Promise<TaskPushNotificationConfig> {
-    const { contextId } = await this.run(p.taskId);
-    return this.push.register(p, contextId);
+    await this.run(p.taskId);
+    return this.push.register(p);
   }
 
   async getTaskPushNotificationConfig(p: GetTaskPushNotificationConfigRequest, _c: ServerCallContext): Promise<TaskPushNotificationConfig> {
     await this.run(p.taskId);
-    const found = this.push.list(p.taskId).find((c) => c.id === p.id);
+    const found = (await this.push.list(p.taskId)).find((c) => c.id === p.id);
     if (!found) throw new TaskNotFoundError(`no push notification config ${p.id} for task ${p.taskId}`);
     return found;
   }
 
   async listTaskPushNotificationConfigs(p: ListTaskPushNotificationConfigsRequest, _c: ServerCallContext): Promise<ListTaskPushNotificationConfigsResponse> {
     await this.run(p.taskId);
-    return { configs: this.push.list(p.taskId), nextPageToken: '' };
+    return { configs: await this.push.list(p.taskId), nextPageToken: '' };
   }
 
   async deleteTaskPushNotificationConfig(p: DeleteTaskPushNotificationConfigRequest, _c: ServerCallContext): Promise<void> {
     await this.run(p.taskId);
-    this.push.remove(p.taskId, p.id);
+    await this.push.remove(p.taskId, p.id);
   }
 }
 

@@ -24,12 +24,13 @@ const states = new WeakMap<FullRuntime, A2AState>();
 
 function stateOf(rt: FullRuntime): A2AState {
   let st = states.get(rt);
-  if (!st) {
-    const push = new A2APush(rt);
-    push.follow = (runId) => followAny(rt, runId);
-    states.set(rt, (st = { push }));
-  }
+  if (!st) states.set(rt, (st = { push: new A2APush(rt, (runId) => followAny(rt, runId)) }));
   return st;
+}
+
+/** Boot hook: re-arms the push notification configs of tasks that were still running. */
+export async function startA2A(rt: FullRuntime): Promise<void> {
+  await stateOf(rt).push.rearm();
 }
 
 /** Follows a run of any agent's A2A session (push forwarding does not know which agent asked). */

@@ -1,51 +1,74 @@
-// A2A push notification configs: a task's updates go out through the webhook outbox (durable retries, the SSRF rules).
+// A2A push notification configs: stored, and a task's updates go out through the webhook outbox (durable retries, the SSRF rules).
 import crypto from 'node:crypto';
 import { StreamResponse, type TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import type { FullRuntime } from '../boot';
+import { nowIso } from '../store/store';
 import { checkWebhookUrl } from '../webhooks/guard';
 import { webhookRow } from '../webhooks/outbox';
 
 type Follow = (runId: string) => AsyncGenerator<StreamResponse, void, undefined>;
 
+const TERMINAL = new Set(['ok', 'error', 'interrupted']);
+
 export class A2APush {
-  /** taskId → configs. Held in memory: a config lives as long as the process that took it (documented). */
-  private readonly configs = new Map<string, TaskPushNotificationConfig[]>();
   private readonly watching = new Set<string>();
-  follow?: Follow;
 
-  constructor(private readonly rt: FullRuntime) {}
+  constructor(
+    private readonly rt: FullRuntime,
+    private readonly follow: Follow,
+  ) {}
 
-  list(taskId: string): TaskPushNotificationConfig[] {
-    return this.configs.get(taskId) ?? [];
+  async list(taskId: string): Promise<TaskPushNotificationConfig[]> {
+    const rows = await this.rt.store.db.selectFrom('a2a_push_configs').selectAll().where('task_id', '=', taskId).orderBy('created_at').execute();
+    return rows.map((r) => ({ tenant: '', taskId: r.task_id, id: r.id, url: r.url, token: r.token ?? '', authentication: undefined }));
   }
 
-  remove(taskId: string, id: string): void {
-    const left = this.list(taskId).filter((c) => c.id !== id);
-    if (left.length) this.configs.set(taskId, left);
-    else this.configs.delete(taskId);
+  async remove(taskId: string, id: string): Promise<void> {
+    await this.rt.store.db.deleteFrom('a2a_push_configs').where('task_id', '=', taskId).where('id', '=', id).execute();
   }
 
-  /** Checks the URL against the webhook rules (no private network unless allowed), keeps the config, and starts forwarding. */
-  async register(cfg: TaskPushNotificationConfig, _contextId: string): Promise<TaskPushNotificationConfig> {
+  /** Checks the URL against the webhook rules (no private network unless allowed), stores the config, and starts forwarding. */
+  async register(cfg: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
     const refused = await checkWebhookUrl(cfg.url, this.rt.config.webhooks.allowPrivateNetwork);
     if (refused) throw new RequestMalformedError(`push notification url refused: ${refused}`);
     const stored: TaskPushNotificationConfig = { ...cfg, id: cfg.id || `push_${crypto.randomUUID()}` };
-    this.configs.set(cfg.taskId, [...this.list(cfg.taskId).filter((c) => c.id !== stored.id), stored]);
-    if (!this.watching.has(cfg.taskId)) void this.forward(cfg.taskId);
+    const row = { task_id: cfg.taskId, id: stored.id, url: stored.url, token: stored.token || null, created_at: nowIso() };
+    await this.rt.store.db
+      .insertInto('a2a_push_configs')
+      .values(row)
+      .onConflict((oc) => oc.columns(['task_id', 'id']).doUpdateSet({ url: row.url, token: row.token }))
+      .execute();
+    this.watch(cfg.taskId);
     return stored;
   }
 
-  /** Every update of the task (replayed from its start, then live) becomes one outbox row per config, signed with the config's token. */
+  /** Start-up: tasks still running when the last process stopped keep sending their updates. */
+  async rearm(): Promise<void> {
+    const rows = await this.rt.store.db.selectFrom('a2a_push_configs').select('task_id').distinct().execute();
+    for (const { task_id } of rows) {
+      const run = await this.rt.store.getRun(task_id);
+      if (run && !TERMINAL.has(run.status)) this.watch(task_id);
+    }
+  }
+
+  private watch(taskId: string) {
+    if (!this.watching.has(taskId)) void this.forward(taskId);
+  }
+
+  /**
+   * Every update of the task (replayed from its start, then live) becomes one outbox row per config, signed with the
+   * config's token. Row ids derive from the update's place in the task's stream, so a replay never sends one twice.
+   */
   private async forward(taskId: string) {
-    if (!this.follow) return;
     this.watching.add(taskId);
     let n = 0;
     try {
       for await (const update of this.follow(taskId)) {
         n++;
         const body = StreamResponse.toJSON(update);
-        const rows = this.list(taskId).map((c) => webhookRow(taskId, { url: c.url, ...(c.token ? { secret: c.token } : {}) }, body, `a2a_${taskId}_${c.id}_${n}`));
+        const configs = await this.list(taskId);
+        const rows = configs.map((c) => webhookRow(taskId, { url: c.url, ...(c.token ? { secret: c.token } : {}) }, body, `a2a_${taskId}_${c.id}_${n}`));
         if (!rows.length) continue;
         await this.rt.store.db.insertInto('webhook_outbox').values(rows).onConflict((oc) => oc.column('id').doNothing()).execute();
         this.rt.webhooks.kick();

@@ -131,6 +131,16 @@ export interface Database {
   approvals: ApprovalsTable;
   session_tool_rules: SessionToolRulesTable;
   idempotency: IdempotencyTable;
+  a2a_push_configs: A2APushConfigsTable;
+}
+
+/** A2A push notification configs (server/a2a/push.ts): a task's updates go to these URLs through the webhook outbox. */
+export interface A2APushConfigsTable {
+  task_id: string;
+  id: string;
+  url: string;
+  token: string | null;
+  created_at: string;
 }
 
 export type SessionRow = Selectable<SessionsTable>;
