@@ -46,14 +46,27 @@ export class McpConnection {
 
   private transport(): Transport {
     if ('command' in this.cfg) {
-      return new StdioClientTransport({
+      const t = new StdioClientTransport({
         command: this.cfg.command,
         args: this.cfg.args,
         // The SDK's default environment (PATH, HOME, …) plus the configured names: never the gateway's own secrets.
-        env: this.cfg.env ? { ...getDefaultEnvironment(), ...this.cfg.env } : undefined,
+        env: { ...getDefaultEnvironment(), ...this.cfg.env },
         cwd: this.cfg.cwd ? path.resolve(/* turbopackIgnore: true */ process.cwd(), this.cfg.cwd) : undefined,
-        stderr: 'ignore',
+        stderr: 'pipe',
       });
+      // The server's own diagnostics go to our log, a line at a time (capped), under its name.
+      let buf = '';
+      t.stderr?.on('data', (chunk: Buffer) => {
+        buf += chunk.toString('utf8');
+        let i: number;
+        while ((i = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, i).trim();
+          buf = buf.slice(i + 1);
+          if (line) this.o.log.info({ server: this.name, stderr: line.slice(0, 2000) }, 'mcp server stderr');
+        }
+        if (buf.length > 8192) buf = buf.slice(-8192);
+      });
+      return t;
     }
     return new StreamableHTTPClientTransport(new URL(this.cfg.url), { requestInit: this.cfg.headers ? { headers: this.cfg.headers } : undefined });
   }
