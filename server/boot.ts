@@ -67,10 +67,10 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   orchestrator.webhooks = webhooks;
   const mcp = new McpManager({ config, tools, bus, log });
   gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates, metrics, channels, mcpStatus: () => mcp.status() });
+  mcp.start(); // in the background, before recovery re-drives runs that may call MCP tools
   await orchestrator.recover();
   webhooks.start();
   channels.start();
-  mcp.start();
   // The room opens the default agent's main session: it exists from the first start.
   await store.ensureSession({ key: mainSessionKey(config.defaultAgentId), agentId: config.defaultAgentId, kind: 'main' });
   const rt: FullRuntime = {
