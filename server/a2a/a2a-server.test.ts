@@ -125,6 +125,17 @@ describe('A2A server', () => {
     await until(async () => (await c.getTask({ tenant: '', id: blocked.id })).status?.state === TaskState.TASK_STATE_COMPLETED);
   });
 
+  it('a run that fails is a failed task, with the error as its status message', async () => {
+    s = await startTestServer();
+    const c = await client(s);
+    const task = asTask(await c.sendMessage(message('/fail the model broke', 'ctx-fail')));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_FAILED);
+    expect(textOf(task.status?.message)).toContain('the model broke');
+    const streamed: StreamResponse[] = [];
+    for await (const e of c.sendMessageStream(message('/fail again', 'ctx-fail'))) streamed.push(e);
+    expect(stateOfResp(streamed[streamed.length - 1]!)).toBe(TaskState.TASK_STATE_FAILED);
+  });
+
   it('cancel → agent.cancel: the task ends canceled', async () => {
     s = await startTestServer();
     const c = await client(s);
