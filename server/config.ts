@@ -74,9 +74,11 @@ const configSchema = z
         servers: z.record(z.string().regex(/^[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*$/, 'MCP server names are [A-Za-z0-9_-] with no "__"'), mcpServerSchema).default({}),
         reconnectBaseMs: z.number().int().min(1).default(500),
         reconnectMaxMs: z.number().int().min(1).default(30_000),
+        /** How often a connected server is pinged, so one that died while idle is reported before the next call (0: never). */
+        pingIntervalMs: z.number().int().min(0).default(30_000),
       })
       .strict()
-      .default({ servers: {}, reconnectBaseMs: 500, reconnectMaxMs: 30_000 }),
+      .default({ servers: {}, reconnectBaseMs: 500, reconnectMaxMs: 30_000, pingIntervalMs: 30_000 }),
   })
   .strict();
 

@@ -30,13 +30,14 @@ export class McpConnection {
   private client: Client | null = null;
   private attempts = 0;
   private timer: NodeJS.Timeout | null = null;
+  private pinger: NodeJS.Timeout | null = null;
   private stopped = false;
   private generation = 0;
 
   constructor(
     readonly name: string,
     private readonly cfg: McpServerConfig,
-    private readonly o: { log: Logger; reconnectBaseMs: number; reconnectMaxMs: number } & McpConnectionEvents,
+    private readonly o: { log: Logger; reconnectBaseMs: number; reconnectMaxMs: number; pingIntervalMs?: number } & McpConnectionEvents,
   ) {}
 
   /** Starts connecting in the background; failures are reported and retried, never thrown. */
@@ -102,6 +103,7 @@ export class McpConnection {
       this.attempts = 0;
       this.o.onTools(tools);
       this.setState('ready');
+      this.startPing(client);
     } catch (e) {
       await client.close().catch(() => undefined);
       if (gen !== this.generation) return;
@@ -109,8 +111,24 @@ export class McpConnection {
     }
   }
 
+  /** A server that died while idle (an HTTP server has no pipe to break) is noticed by a failed ping. */
+  private startPing(client: Client) {
+    const every = this.o.pingIntervalMs ?? 0;
+    if (!every) return;
+    if (this.pinger) clearInterval(this.pinger);
+    this.pinger = setInterval(() => {
+      if (this.client !== client) return;
+      client.ping({ timeout: Math.max(1000, every) }).catch((e: unknown) => {
+        if (this.client === client) this.down(`ping failed: ${e instanceof Error ? e.message : String(e)}`);
+      });
+    }, every);
+    this.pinger.unref?.();
+  }
+
   /** Marks the server down (reported once per outage) and schedules a reconnect with exponential backoff. */
   private down(error: string) {
+    if (this.pinger) clearInterval(this.pinger);
+    this.pinger = null;
     const client = this.client;
     this.client = null;
     this.generation++;
@@ -153,6 +171,8 @@ export class McpConnection {
   async stop(): Promise<void> {
     this.stopped = true;
     this.generation++;
+    if (this.pinger) clearInterval(this.pinger);
+    this.pinger = null;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     const c = this.client;

@@ -36,12 +36,13 @@ export class McpManager {
 
   /** Connects to every server in the background: a server that fails never holds up or stops the gateway. */
   start(): void {
-    const { servers, reconnectBaseMs, reconnectMaxMs } = this.o.config.mcp;
+    const { servers, reconnectBaseMs, reconnectMaxMs, pingIntervalMs } = this.o.config.mcp;
     for (const [name, cfg] of Object.entries(servers)) {
       const conn = new McpConnection(name, cfg, {
         log: this.o.log,
         reconnectBaseMs,
         reconnectMaxMs,
+        pingIntervalMs,
         onTools: (tools) => this.setTools(name, tools),
         onState: (state, error) => this.report(name, state, error),
       });

@@ -133,7 +133,7 @@ describe('MCP over streamable HTTP', () => {
   it('runs an approved call with the configured headers, caps big output, and survives the server going away', async () => {
     http = await startMcpHttpServer();
     const port = http.port;
-    const srv = await start({ mcp: { servers: { search: { url: http.url, headers: { authorization: 'Bearer mcp-secret' } } }, reconnectBaseMs: 50 } });
+    const srv = await start({ mcp: { servers: { search: { url: http.url, headers: { authorization: 'Bearer mcp-secret' } } }, reconnectBaseMs: 50, pingIntervalMs: 100 } });
     const key = 'agent:main:main';
     const runId = await runTo(srv, key, '/tool mcp__search__lookup {"word":"otter"}');
     await srv.rpc('approvals.resolve', { approvalId: (await pendingApproval(srv, key)).approvalId, decision: 'allow_always' });
@@ -149,6 +149,8 @@ describe('MCP over streamable HTTP', () => {
     expect(result.content[0].text.length).toBe(64 * 1024);
 
     await http.close();
+    // Noticed while idle (a failed ping), reported on the status before any call.
+    await until(async () => (await srv.rpc<any>('status')).mcp?.[0]?.state === 'failed');
     const down = await wait(srv, await runTo(srv, key, '/tool mcp__search__lookup {"word":"gone"}'));
     expect(down.response).toMatch(/"code":"tool_unavailable"/);
     http = await startMcpHttpServer(port);
