@@ -196,6 +196,25 @@ describe('A2A server', () => {
     expect(missing.error.code).toBe(-32001);
   });
 
+  it("the SDK's own v0.3 client (legacy compat) sends, streams, gets and cancels", async () => {
+    s = await startTestServer();
+    const factory = new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl: authFetch, legacyCompat: { enabled: true } })] }),
+    );
+    const v1 = await (await client(s)).getAgentCard();
+    // Only the v0.3 interface: the client has to speak the v0.3 names.
+    const c = await factory.createFromAgentCard({ ...v1, supportedInterfaces: v1.supportedInterfaces.filter((i) => i.protocolVersion === '0.3') });
+    expect(c.protocolVersion).toMatch(/^0\.3/);
+    const task = asTask(await c.sendMessage(message('legacy hello', 'ctx-legacy')));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const events: StreamResponse[] = [];
+    for await (const e of c.sendMessageStream(message('legacy stream', 'ctx-legacy'))) events.push(e);
+    expect(stateOfResp(events[events.length - 1]!)).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect((await c.getTask({ tenant: '', id: task.id })).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const slow = asTask(await c.sendMessage({ ...message('/sleep 30000', 'ctx-legacy-2'), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true } }));
+    expect((await c.cancelTask({ tenant: '', id: slow.id, metadata: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+  });
+
   it('speaks the v1.0 JSON-RPC names with A2A-Version: 1.0 (the README curl)', async () => {
     s = await startTestServer();
     const res = await fetch(`${s.url}/a2a/main`, {
