@@ -233,7 +233,7 @@ describe('A2A server', () => {
       let body = '';
       req.on('data', (c) => (body += c));
       req.on('end', () => {
-        received.push({ body: JSON.parse(body), signature: req.headers['x-crosstalk-signature'] });
+        received.push({ body: JSON.parse(body), signature: req.headers['x-crosstalk-signature'], token: req.headers['x-a2a-notification-token'], type: req.headers['content-type'] });
         res.end('ok');
       });
     });
@@ -256,6 +256,8 @@ describe('A2A server', () => {
     const done = await until(() => received.find((r) => r.body.statusUpdate?.status?.state === 'TASK_STATE_COMPLETED'));
     expect(done.body.statusUpdate.taskId).toBe(task.id);
     expect(done.signature).toMatch(/^sha256=[0-9a-f]{64}$/);
+    expect(done.token).toBe('push-secret');
+    expect(done.type).toBe('application/a2a+json');
   });
 
   it('push configs survive a restart: a task that waited on an approval still reports its completion', async () => {

@@ -181,9 +181,13 @@ function migrations(dialect: DialectName): Record<string, Migration> {
           .addColumn('id', 'text', (c) => c.notNull())
           .addColumn('url', 'text', (c) => c.notNull())
           .addColumn('token', 'text')
+          .addColumn('auth_scheme', 'text')
+          .addColumn('auth_credentials', 'text')
           .addColumn('created_at', 'text', (c) => c.notNull())
           .addPrimaryKeyConstraint('a2a_push_configs_pk', ['task_id', 'id'])
           .execute();
+        // Extra request headers of one delivery (A2A push: its token or Authorization header, its content type).
+        await db.schema.alterTable('webhook_outbox').addColumn('headers', 'text').execute();
       },
     },
   };

@@ -119,6 +119,8 @@ export interface WebhookOutboxTable {
   last_error: string | null;
   created_at: string;
   delivered_at: string | null;
+  /** Extra request headers as JSON (A2A push notifications); absent for crosstalk's own webhooks. */
+  headers?: string | null;
 }
 
 export interface Database {
@@ -140,6 +142,8 @@ export interface A2APushConfigsTable {
   id: string;
   url: string;
   token: string | null;
+  auth_scheme: string | null;
+  auth_credentials: string | null;
   created_at: string;
 }
 
