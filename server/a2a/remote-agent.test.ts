@@ -51,15 +51,17 @@ describe('remote A2A agents', () => {
     expect(agents.find((a) => a.agentId === 'remote').remote).toEqual({ a2a: remote.url });
   });
 
-  it('an async sessions_send to the remote gets its callback', async () => {
+  it('a sync agents_message to the remote answers with its reply; an async sessions_send gets its callback', async () => {
     const { s } = await setup();
+    const sync = toolResult((await turn(s, 'agent:main:main', '/tool agents_message {"agentId":"remote","message":"yo"}')).response, 'agents_message');
+    expect(sync).toMatchObject({ status: 'ok', response: 'remote[agent:remote:main] #1: yo' });
     const sent = toolResult((await turn(s, 'agent:main:main', '/tool sessions_send {"sessionKey":"agent:remote:main","message":"ping","mode":"async"}')).response, 'sessions_send');
     expect(sent.status).toBe('accepted');
     const callback = await until(async () => {
       const { messages } = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:main' });
       return messages.find((m) => m.kind === 'agent_callback_result');
     });
-    expect(callback.content).toBe('remote[agent:remote:main] #1: ping');
+    expect(callback.content).toBe('remote[agent:remote:main] #2: ping');
   });
 
   it('works with a remote that does not stream (polling its task)', async () => {
