@@ -8,6 +8,8 @@ import { EventBus } from './events/bus';
 import { GatewayService } from './gateway/service';
 import type { Gateway } from './gateway/types';
 import { createLogger, type Logger } from './logger';
+import { McpManager } from './mcp/manager';
+import { startA2A } from './a2a/http';
 import { createMetrics, type Metrics } from './metrics';
 import { Delegates } from './orchestrator/delegates';
 import { Orchestrator } from './orchestrator/orchestrator';
@@ -33,6 +35,7 @@ export interface FullRuntime extends Runtime {
   /** PostgreSQL: this process's membership of the cluster, and its event feed. */
   cluster: Cluster | null;
   feed: EventFeed | null;
+  mcp: McpManager;
   /** POST /api/gateway on bare node:http, for servers that route it before Next (scripts/start.mjs). */
   nodeGateway(req: IncomingMessage, res: ServerResponse): void;
 }
@@ -70,7 +73,9 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   registerTools(tools, { config, store, bus, metrics, gateway: lazyGateway, orchestrator: () => orchestrator, delegates: () => delegates, channels: () => channels });
   const webhooks = new WebhookOutbox(store, config.webhooks, log, (outcome) => metrics.webhooks.inc({ outcome }));
   orchestrator.webhooks = webhooks;
-  gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates, metrics, channels, cluster });
+  const mcp = new McpManager({ config, tools, bus, log });
+  gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates, metrics, channels, cluster, mcpStatus: () => mcp.status() });
+  mcp.start(); // in the background, before recovery re-drives runs that may call MCP tools
   if (cluster && feed) {
     orchestrator.cluster = cluster;
     await feed.start();
@@ -103,11 +108,13 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     channels,
     cluster,
     feed,
+    mcp,
     nodeGateway(req, res) {
       handleGatewayNode(rt, req, res);
     },
     async close() {
       webhooks.stop();
+      await mcp.stop();
       await orchestrator.shutdown();
       await channels.idle();
       channels.stop();
@@ -116,6 +123,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
       await store.close();
     },
   };
+  await startA2A(rt); // A2A push configs of tasks still running (server/a2a)
   return rt;
 }
 

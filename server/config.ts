@@ -33,8 +33,18 @@ const agentSchema = z
     workspace: z.string().optional(),
     system: z.string().optional(),
     limits: limitsSchema.partial().default({}),
+    /** MCP servers this agent sees (default: all). */
+    mcp: z.array(z.string().min(1)).optional(),
+    /** A remote A2A agent: this agent's turns run there (CONTRACT §8). */
+    a2a: z.object({ url: z.string().url(), token: z.string().optional() }).strict().optional(),
   })
   .strict();
+
+const mcpServerSchema = z.union([
+  z.object({ command: z.string().min(1), args: z.array(z.string()).optional(), env: z.record(z.string(), z.string()).optional(), cwd: z.string().optional() }).strict(),
+  z.object({ url: z.string().url(), headers: z.record(z.string(), z.string()).optional() }).strict(),
+]);
+export type McpServerConfig = z.infer<typeof mcpServerSchema>;
 
 const configSchema = z
   .object({
@@ -59,6 +69,16 @@ const configSchema = z
       .default({ allowPrivateNetwork: false, retryBaseMs: 1000, maxAttempts: 8, timeoutMs: 10_000 }),
     channels: z.record(z.string(), z.record(z.string(), z.unknown())).default({}),
     limits: limitsSchema.partial().default({}),
+    mcp: z
+      .object({
+        servers: z.record(z.string().regex(/^[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*$/, 'MCP server names are [A-Za-z0-9_-] with no "__"'), mcpServerSchema).default({}),
+        reconnectBaseMs: z.number().int().min(1).default(500),
+        reconnectMaxMs: z.number().int().min(1).default(30_000),
+        /** How often a connected server is pinged, so one that died while idle is reported before the next call (0: never). */
+        pingIntervalMs: z.number().int().min(0).default(30_000),
+      })
+      .strict()
+      .default({ servers: {}, reconnectBaseMs: 500, reconnectMaxMs: 30_000, pingIntervalMs: 30_000 }),
   })
   .strict();
 
@@ -75,6 +95,10 @@ export interface AgentConfig {
   workspace: string;
   system?: string;
   limits: AgentLimits;
+  /** MCP servers this agent sees; undefined = all. */
+  mcp?: string[];
+  /** Set for a remote A2A agent (CONTRACT §8). */
+  a2a?: { url: string; token?: string };
 }
 
 export interface CrosstalkConfig {
@@ -88,6 +112,7 @@ export interface CrosstalkConfig {
   session: RawConfig['session'];
   webhooks: RawConfig['webhooks'];
   channels: RawConfig['channels'];
+  mcp: RawConfig['mcp'];
 }
 
 const DEFAULT_AGENTS = [
@@ -153,6 +178,8 @@ export function resolveConfig(cfg: RawConfig, env: Record<string, string | undef
       workspace: path.resolve(/* turbopackIgnore: true */ dataDir, a.workspace ?? path.join(/* turbopackIgnore: true */ dataDir, 'workspaces', a.id)),
       system: a.system,
       limits: { ...baseLimits, ...a.limits },
+      ...(a.mcp ? { mcp: a.mcp } : {}),
+      ...(a.a2a ? { a2a: a.a2a } : {}),
     };
   });
   const port = Number(env.PORT ?? 3000);
@@ -167,10 +194,18 @@ export function resolveConfig(cfg: RawConfig, env: Record<string, string | undef
     session: cfg.session,
     webhooks: cfg.webhooks,
     channels: cfg.channels,
+    mcp: cfg.mcp,
   };
 }
 
-/** The tool policy an agent has for a tool: unnamed tools are auto, except exec which is ask (CONTRACT §1). */
+/**
+ * The tool policy an agent has for a tool: unnamed tools are auto, except exec and MCP tools which are ask (CONTRACT §1).
+ * MCP tools (`mcp__<server>__<tool>`) also match `mcp__<server>__*`; an MCP server's hints never weaken this.
+ */
 export function toolPolicyFor(agent: AgentConfig, tool: string): ToolPolicy {
-  return agent.tools[tool] ?? (tool === 'exec' ? 'ask' : 'auto');
+  const exact = agent.tools[tool];
+  if (exact) return exact;
+  const mcp = /^mcp__(.+?)__/.exec(tool);
+  if (mcp) return agent.tools[`mcp__${mcp[1]}__*`] ?? 'ask';
+  return tool === 'exec' ? 'ask' : 'auto';
 }

@@ -17,6 +17,13 @@ export function StatusPanel({ className }: { className?: string }) {
         { id: 'rate-limited', label: 'Rate-limit hits', value: String(s.rateLimited), warn: s.rateLimited > 0 },
         { id: 'runs', label: 'Runs ok / error / interrupted', value: `${s.runs.ok} / ${s.runs.error} / ${s.runs.interrupted}` },
         { id: 'webhooks-dead', label: 'Dead webhooks', value: String(s.webhooksDead), warn: s.webhooksDead > 0 },
+        ...(s.mcp ?? []).map((m) => ({
+          id: `mcp-${m.server}`,
+          label: `MCP ${m.server}`,
+          value: m.state === 'ready' ? `up · ${m.tools} tools` : m.state,
+          title: m.error,
+          warn: m.state !== 'ready',
+        })),
       ]
     : [];
   return (

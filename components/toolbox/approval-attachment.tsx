@@ -69,6 +69,7 @@ function ApprovalForm({ pending, resolve }: Props) {
           </span>
         )}
       </div>
+      {current.source?.kind === 'mcp' && <McpSource source={current.source} />}
       <CodeBlock text={prettyJson(current.args)} label="Tool arguments" maxHeight="max-h-32" />
       <TextInput
         aria-label="Reason"
@@ -93,5 +94,23 @@ function ApprovalForm({ pending, resolve }: Props) {
         </p>
       )}
     </section>
+  );
+}
+
+const HINTS: Array<[string, string]> = [
+  ['readOnlyHint', 'read-only'],
+  ['destructiveHint', 'destructive'],
+  ['idempotentHint', 'idempotent'],
+  ['openWorldHint', 'open world'],
+];
+
+/** An MCP tool's server, tool and annotations. The annotations are the server's own claims: shown, never trusted for policy. */
+function McpSource({ source }: { source: NonNullable<PendingApproval['source']> }) {
+  const hints = HINTS.filter(([k]) => typeof source.annotations?.[k] === 'boolean').map(([k, label]) => `${source.annotations![k] ? '' : 'not '}${label}`);
+  return (
+    <p data-testid="approval-mcp" className="text-xs text-amber-900 dark:text-amber-100">
+      MCP server <span className="font-mono font-semibold">{source.server}</span>, tool <span className="font-mono font-semibold">{source.tool}</span>
+      {hints.length > 0 && <span> · server says: {hints.join(', ')} (unverified hints; policy ignores them)</span>}
+    </p>
   );
 }

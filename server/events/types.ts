@@ -83,6 +83,8 @@ export interface PendingApproval {
   tool: string;
   args: unknown;
   requestedAt: string;
+  /** Where the tool comes from (an MCP server, its tool name and its annotations): shown on the card, never used for policy. */
+  source?: { kind: 'mcp'; server: string; tool: string; annotations?: Record<string, unknown> };
 }
 
 export type RunStatus = 'queued' | 'running' | 'waiting_approval' | 'ok' | 'error' | 'interrupted';

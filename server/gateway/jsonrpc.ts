@@ -51,7 +51,7 @@ const methods: Record<string, Method> = {
   }) },
   'approvals.resolve': { params: s.approvalsResolveParams, call: (gw, p) => gw.approvalsResolve(p) },
   'agents.list': { params: s.agentsListParams, call: async (gw) => ({
-    agents: (await gw.agentsList()).agents.map(({ agentId, name, model, tools }) => ({ agentId, name, model, tools })),
+    agents: (await gw.agentsList()).agents.map(({ agentId, name, model, tools, mcpTools, remote }) => ({ agentId, name, model, tools, ...(mcpTools?.length ? { mcpTools } : {}), ...(remote ? { remote } : {}) })),
   }) },
   'delegates.list': { params: s.delegatesListParams, call: (gw, p) => gw.delegatesList(p) },
   'delegates.messages': { params: s.delegatesMessagesParams, call: (gw, p) => gw.delegatesMessages(p) },

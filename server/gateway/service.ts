@@ -32,6 +32,7 @@ import type { Delegates, DelegateRunResult } from '../orchestrator/delegates';
 import type { AgentInfo, AgentResult, EventSubscribeOptions, Gateway, StatusSummary, WebhookInfo } from './types';
 import type { Metrics } from '../metrics';
 import type { ChannelService, SendParams } from '../channels';
+import type { McpServerStatus } from '../mcp/manager';
 
 export interface ServiceDeps {
   config: CrosstalkConfig;
@@ -43,6 +44,8 @@ export interface ServiceDeps {
   metrics: Metrics;
   channels: ChannelService;
   cluster?: import('../cluster/cluster').Cluster | null;
+  /** MCP servers' states for the status panel (server/mcp). */
+  mcpStatus?: () => McpServerStatus[];
 }
 
 export class GatewayService implements Gateway {
@@ -193,7 +196,12 @@ export class GatewayService implements Gateway {
 
   async approvalsList(p: ApprovalsListParams) {
     const rows = await this.d.store.pendingApprovals({ sessionKey: p.sessionKey });
-    return { approvals: rows.map(toPendingApproval) };
+    return {
+      approvals: rows.map((r) => {
+        const source = this.d.tools.get(r.tool)?.source;
+        return source ? { ...toPendingApproval(r), source } : toPendingApproval(r);
+      }),
+    };
   }
 
   async approvalsResolve(p: ApprovalsResolveParams) {
@@ -208,7 +216,11 @@ export class GatewayService implements Gateway {
         name: a.name,
         persona: a.persona,
         model: a.models.length === 1 ? a.models[0]! : a.models,
-        tools: Object.fromEntries([...this.d.tools.keys()].map((t) => [t, toolPolicyFor(a, t)])),
+        tools: Object.fromEntries([...this.d.tools.values()].filter((t) => t.visibleTo?.(a) ?? true).map((t) => [t.name, toolPolicyFor(a, t.name)])),
+        ...(a.a2a ? { remote: { a2a: a.a2a.url } } : {}),
+        mcpTools: [...this.d.tools.values()]
+          .filter((t) => t.source?.kind === 'mcp' && (t.visibleTo?.(a) ?? true))
+          .map((t) => ({ name: t.name, server: t.source!.server, tool: t.source!.tool, policy: toolPolicyFor(a, t.name), ...(t.source!.annotations ? { annotations: t.source!.annotations } : {}) })),
       })),
     };
   }
@@ -259,6 +271,7 @@ export class GatewayService implements Gateway {
       rateLimited: await count(m.rateLimited),
       webhooksDead: dead.length,
       node: process.version,
+      ...(this.d.mcpStatus ? { mcp: this.d.mcpStatus() } : {}),
     };
     if (!this.d.cluster) return base;
     // Several processes: run figures are the whole cluster's, read from the store.

@@ -34,6 +34,10 @@ export interface AgentInfo {
   persona: string;
   model: string | string[];
   tools: Record<string, 'auto' | 'ask' | 'deny'>;
+  /** The MCP tools this agent sees, with their effective policy and the server's (untrusted) annotations. */
+  mcpTools?: Array<{ name: string; server: string; tool: string; policy: 'auto' | 'ask' | 'deny'; annotations?: Record<string, unknown> }>;
+  /** Set for a remote A2A agent. */
+  remote?: { a2a: string };
 }
 
 export interface Page<K extends string, T> {
@@ -74,6 +78,8 @@ export interface StatusSummary {
   node?: string;
   /** PostgreSQL: the live gateway processes of the cluster. */
   processes?: Array<{ id: string; host: string; pid: number; url?: string; startedAt: string }>;
+  /** MCP servers: up (`ready`), connecting, or `failed` (their tools answer tool_unavailable). */
+  mcp?: Array<{ server: string; state: 'connecting' | 'ready' | 'failed'; tools: number; error?: string }>;
 }
 
 export interface Gateway {

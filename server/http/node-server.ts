@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import type { FullRuntime } from '../boot';
+import { routeA2A } from '../a2a/http';
 import { handleEvents, handleMetrics } from './handlers';
 import { handleGatewayNode } from './node-gateway';
 
@@ -27,7 +28,7 @@ export async function serve(rt: FullRuntime, o: { host?: string; port?: number }
       if (p === '/api/gateway/events' && req.method === 'GET') response = handleEvents(rt, request);
       else if (p === '/api/metrics') response = await handleMetrics(rt, request);
       else if (p === '/api/health') response = Response.json({ status: 'ok' });
-      else response = new Response('not found', { status: 404 });
+      else response = (p.startsWith('/a2a/') ? await routeA2A(rt, request) : null) ?? new Response('not found', { status: 404 });
       res.writeHead(response.status, Object.fromEntries(response.headers));
       if (!response.body) return void res.end();
       const reader = response.body.getReader();

@@ -19,6 +19,8 @@ export interface GateRequest {
   tool: string;
   args: unknown;
   signal: AbortSignal;
+  /** Shown on the approval card (an MCP tool's server, tool and annotations); never used for the decision. */
+  source?: Record<string, unknown>;
 }
 
 export function toPendingApproval(r: ApprovalRow): PendingApproval {
@@ -70,7 +72,7 @@ export class Approvals {
         resolved_at: null,
       };
       await this.store.insertApproval(row);
-      this.bus.emit(q.runId, 'approval', { phase: 'requested', approvalId: row.id, tool: q.tool, args: q.args ?? null, callId: q.callId, requestedAt: row.requested_at });
+      this.bus.emit(q.runId, 'approval', { phase: 'requested', approvalId: row.id, tool: q.tool, args: q.args ?? null, callId: q.callId, requestedAt: row.requested_at, ...(q.source ? { source: q.source } : {}) });
     }
     const approvalId = row.id;
     const decided = new Promise<GateResult>((resolve) => {

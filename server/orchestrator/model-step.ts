@@ -28,10 +28,15 @@ export function functionTools(tools: Map<string, AnyToolDef>): LanguageModelV4Fu
     type: 'function' as const,
     name: def.name,
     description: def.description,
-    inputSchema: z.toJSONSchema(def.inputSchema, { io: 'input', unrepresentable: 'any' }) as JSONSchema7,
+    inputSchema: (def.jsonSchema ?? z.toJSONSchema(def.inputSchema, { io: 'input', unrepresentable: 'any' })) as JSONSchema7,
   }));
   cache.set(tools, { size: tools.size, tools: list });
   return list;
+}
+
+/** Forgets the cached definitions of a registry whose tools changed (an MCP server's tool list). */
+export function invalidateFunctionTools(tools: Map<string, AnyToolDef>): void {
+  cache.delete(tools);
 }
 
 function usageOf(u: LanguageModelV4Usage | undefined): StepResult['usage'] {

@@ -6,6 +6,7 @@ import type { EventBus } from '../events/bus';
 import type { AgentResult, WaitResult } from '../gateway/types';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
+import { createRemoteA2AModel } from '../a2a/remote-model';
 import { createModelChain, FallbackTracker } from '../models/fallback';
 import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { RunRow } from '../store/schema';
@@ -125,6 +126,7 @@ export class Orchestrator {
   }
 
   private modelFor(run: ActiveRun, sessionModel: string | null) {
+    if (run.agent.a2a) return createRemoteA2AModel(run.agent.a2a, run.sessionKey); // a remote A2A agent (server/a2a)
     const specs = sessionModel ? [sessionModel] : run.agent.models;
     const trackerKey = `${run.agent.id}|${specs.join(',')}`;
     let tracker = this.trackers.get(trackerKey);

@@ -103,7 +103,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   for (const m of transcript) if (m.runId === run.id && m.role === 'assistant' && m.kind === 'message') lastText = m.content.trim();
 
   const model = deps.modelFor(run, session?.model ?? null);
-  const toolSet = functionTools(deps.tools);
+  const toolSet = functionTools(deps.tools).filter((t) => deps.tools.get(t.name)?.visibleTo?.(run.agent) ?? true);
 
   const maxSteps = run.agent.limits.maxSteps;
   try {
@@ -231,8 +231,9 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
   let result: unknown;
   let outcome = 'ok';
   const def = deps.tools.get(call.toolName);
-  if (!def) {
-    result = toolError('invalid_request', `unknown tool ${call.toolName}`);
+  if (!def || def.visibleTo?.(run.agent) === false) {
+    // An MCP server that never came up has no tool list yet: its tools are unavailable rather than unknown.
+    result = !def && call.toolName.startsWith('mcp__') ? toolError('tool_unavailable', `${call.toolName} is not available (its MCP server is down or does not offer it)`) : toolError('invalid_request', `unknown tool ${call.toolName}`);
   } else if (call.invalidError) {
     result = toolError('invalid_request', `invalid arguments for ${call.toolName}: ${call.invalidError}`);
   } else {
@@ -240,7 +241,7 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
     if (!parsed.success) {
       result = toolError('invalid_request', `invalid arguments for ${call.toolName}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
     } else {
-      const gate = await deps.approvals.gate({ runId: run.id, sessionKey: run.sessionKey, agent: run.agent, callId: call.toolCallId, tool: def.name, args: parsed.data, signal });
+      const gate = await deps.approvals.gate({ runId: run.id, sessionKey: run.sessionKey, agent: run.agent, callId: call.toolCallId, tool: def.name, args: parsed.data, signal, ...(def.source ? { source: def.source } : {}) });
       if (!gate.allowed) {
         result = { status: 'denied', reason: gate.reason };
         outcome = 'denied';

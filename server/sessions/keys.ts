@@ -14,6 +14,7 @@ export function sessionKindOf(key: string): SessionKind {
   if (rest === 'main') return 'main';
   if (rest.startsWith('subagent:')) return 'subagent';
   if (/(^|:)(direct|group|channel):/.test(rest)) return 'channel';
+  if (rest.startsWith('a2a:')) return 'channel'; // A2A contexts show in the room like channel sessions
   return 'other';
 }
 

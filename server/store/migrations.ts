@@ -214,6 +214,25 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         }
       },
     },
+    '0008_interop': {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      async up(db: Kysely<any>) {
+        // A2A push notification configs outlive the process that took them: a restarted gateway re-arms them.
+        await db.schema
+          .createTable('a2a_push_configs')
+          .addColumn('task_id', 'text', (c) => c.notNull())
+          .addColumn('id', 'text', (c) => c.notNull())
+          .addColumn('url', 'text', (c) => c.notNull())
+          .addColumn('token', 'text')
+          .addColumn('auth_scheme', 'text')
+          .addColumn('auth_credentials', 'text')
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .addPrimaryKeyConstraint('a2a_push_configs_pk', ['task_id', 'id'])
+          .execute();
+        // Extra request headers of one delivery (A2A push: its token or Authorization header, its content type).
+        await db.schema.alterTable('webhook_outbox').addColumn('headers', 'text').execute();
+      },
+    },
   };
 }
 

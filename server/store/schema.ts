@@ -143,6 +143,8 @@ export interface WebhookOutboxTable {
   last_error: string | null;
   created_at: string;
   delivered_at: string | null;
+  /** Extra request headers as JSON (A2A push notifications); absent for crosstalk's own webhooks. */
+  headers?: string | null;
 }
 
 export interface Database {
@@ -157,6 +159,18 @@ export interface Database {
   idempotency: IdempotencyTable;
   tool_starts: ToolStartsTable;
   processes: ProcessesTable;
+  a2a_push_configs: A2APushConfigsTable;
+}
+
+/** A2A push notification configs (server/a2a/push.ts): a task's updates go to these URLs through the webhook outbox. */
+export interface A2APushConfigsTable {
+  task_id: string;
+  id: string;
+  url: string;
+  token: string | null;
+  auth_scheme: string | null;
+  auth_credentials: string | null;
+  created_at: string;
 }
 
 export type SessionRow = Selectable<SessionsTable>;

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { toolError } from '../errors';
 import type { ToolDef } from './types';
 
-const OUTPUT_CAP = 64 * 1024;
+export const OUTPUT_CAP = 64 * 1024;
 
 const input = z.object({
   command: z.string().min(1).max(16_384),

@@ -22,6 +22,12 @@ export interface ToolDef<I = unknown> {
   name: string;
   description: string;
   inputSchema: z.ZodType<I>;
+  /** The JSON schema offered to the model, when it comes from elsewhere (an MCP server's input schema). */
+  jsonSchema?: Record<string, unknown>;
+  /** Whether an agent is offered this tool (MCP tools: only agents that see the server); default all. */
+  visibleTo?(agent: AgentConfig): boolean;
+  /** Where the tool comes from, for approval cards and agents.list (MCP: server, tool, annotations). */
+  source?: { kind: 'mcp'; server: string; tool: string; annotations?: Record<string, unknown> };
   execute(input: I, ctx: ToolCallContext): Promise<unknown>;
 }
 

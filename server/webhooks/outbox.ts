@@ -26,6 +26,7 @@ export function webhookRow(runId: string, hook: { url: string; secret?: string }
     last_error: null,
     created_at: ts,
     delivered_at: null,
+    headers: null,
   };
 }
 
@@ -118,6 +119,7 @@ export class WebhookOutbox {
     const refused = await checkWebhookUrl(row.url, this.config.allowPrivateNetwork);
     if (refused) return refused;
     const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'crosstalk-webhook/1', 'x-crosstalk-delivery': row.id };
+    if (row.headers) Object.assign(headers, JSON.parse(row.headers) as Record<string, string>);
     if (row.secret) headers[SIGNATURE_HEADER] = signBody(row.body, row.secret);
     try {
       const res = await fetch(row.url, { method: 'POST', headers, body: row.body, redirect: 'manual', signal: AbortSignal.timeout(this.config.timeoutMs) });

@@ -1,0 +1,298 @@
+// The A2A server (CONTRACT §8), driven by the official @a2a-js/sdk client over real HTTP: card, send, stream, approvals, cancel, resubscribe.
+import crypto from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Role, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
+import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startTestServer, TEST_TOKEN, type TestServer, tmpDataDir, until } from '../testing/harness';
+import { textOf } from './tasks';
+
+let s: TestServer | undefined;
+const cleanup: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const f of cleanup.splice(0)) await f();
+  await s?.close();
+  s = undefined;
+});
+
+const authFetch: typeof fetch = (input, init) => {
+  const headers = new Headers(init?.headers);
+  headers.set('authorization', `Bearer ${TEST_TOKEN}`);
+  return fetch(input, { ...init, headers });
+};
+
+async function client(srv: TestServer, agentId = 'main'): Promise<Client> {
+  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl: authFetch })] }));
+  // As the SDK's CLI sample does: the agent's URL with a trailing slash, the card path resolved against it.
+  return factory.createFromUrl(`${srv.url}/a2a/${agentId}/`);
+}
+
+function message(text: string, contextId = '', taskId = '') {
+  return {
+    tenant: '',
+    message: { messageId: crypto.randomUUID(), contextId, taskId, role: Role.ROLE_USER, parts: [{ content: { $case: 'text' as const, value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }], metadata: undefined, extensions: [], referenceTaskIds: [] },
+    configuration: undefined,
+    metadata: undefined,
+  };
+}
+
+const asTask = (r: unknown) => {
+  expect(r).toHaveProperty('status');
+  return r as Task;
+};
+const stateOfResp = (r: StreamResponse) => (r.payload?.$case === 'statusUpdate' ? r.payload.value.status?.state : r.payload?.$case === 'task' ? r.payload.value.status?.state : undefined);
+
+describe('A2A server', () => {
+  it('serves the agent card without a token, advertising bearer auth and both protocol versions; calls need the token', async () => {
+    s = await startTestServer();
+    const res = await fetch(`${s.url}/a2a/main/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } });
+    expect(res.status).toBe(200);
+    const card = await res.json();
+    expect(card.name).toBe('Main');
+    expect(card.supportedInterfaces).toEqual([
+      expect.objectContaining({ url: `${s.url}/a2a/main`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }),
+      expect.objectContaining({ url: `${s.url}/a2a/main`, protocolBinding: 'JSONRPC', protocolVersion: '0.3' }),
+    ]);
+    expect(card.securitySchemes.bearer.httpAuthSecurityScheme.scheme).toBe('Bearer');
+    // Without A2A-Version (an older client), the v0.3 form, with the v1.0 interfaces embedded, as the SDK's own server answers.
+    const legacy = await (await fetch(`${s.url}/a2a/main/.well-known/agent-card.json`)).json();
+    expect(legacy).toMatchObject({ url: `${s.url}/a2a/main`, preferredTransport: 'JSONRPC', protocolVersion: '0.3', securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } });
+    expect(legacy.supportedInterfaces).toEqual(card.supportedInterfaces);
+    expect((await fetch(`${s.url}/a2a/nobody/.well-known/agent-card.json`)).status).toBe(404);
+    const c = await client(s);
+    expect((await c.getAgentCard()).capabilities?.streaming).toBe(true);
+    const unauth = await fetch(`${s.url}/a2a/main`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: {} }) });
+    expect(unauth.status).toBe(401);
+  });
+
+  it('a blocking send runs a turn in agent:<id>:a2a:<contextId> and completes with the response as an artifact; a follow-up shares the context', async () => {
+    s = await startTestServer();
+    const c = await client(s);
+    const task = asTask(await c.sendMessage(message('hello there', 'ctx-1')));
+    expect(task.contextId).toBe('ctx-1');
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(textOf(task.status?.message)).toBe('echo: hello there');
+    expect(task.artifacts[0]?.parts[0]?.content).toEqual({ $case: 'text', value: 'echo: hello there' });
+    const again = asTask(await c.sendMessage(message('second', 'ctx-1')));
+    expect(again.id).not.toBe(task.id);
+    const { messages } = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:a2a:ctx-1' });
+    expect(messages.map((m) => m.content).reverse()).toEqual(['hello there', 'echo: hello there', 'second', 'echo: second']);
+    const { sessions } = await s.rpc<{ sessions: any[] }>('sessions.list', { kind: 'channel' });
+    expect(sessions.map((x) => x.sessionKey)).toContain('agent:main:a2a:ctx-1');
+    expect((await c.getTask({ tenant: '', id: task.id })).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+  });
+
+  it('streams a task from submitted to completed', async () => {
+    s = await startTestServer();
+    const c = await client(s);
+    const events: StreamResponse[] = [];
+    for await (const e of c.sendMessageStream(message('/reply first line\n/reply second line', 'ctx-stream'))) events.push(e);
+    expect(events[0]?.payload?.$case).toBe('task');
+    const states = events.map(stateOfResp).filter((x) => x !== undefined);
+    expect(states).toContain(TaskState.TASK_STATE_WORKING);
+    expect(states[states.length - 1]).toBe(TaskState.TASK_STATE_COMPLETED);
+    const artifact = events.find((e) => e.payload?.$case === 'artifactUpdate');
+    expect(artifact?.payload?.$case === 'artifactUpdate' && artifact.payload.value.artifact?.parts[0]?.content).toEqual({ $case: 'text', value: 'first line\nsecond line' });
+  });
+
+  it('a task that waits on an approval is input-required, then completes by itself once it is resolved over JSON-RPC', async () => {
+    s = await startTestServer();
+    const c = await client(s);
+    const events: StreamResponse[] = [];
+    let resolved = false;
+    for await (const e of c.sendMessageStream(message('/tool exec {"command":"echo approved-run"}', 'ctx-approval'))) {
+      events.push(e);
+      if (!resolved && stateOfResp(e) === TaskState.TASK_STATE_INPUT_REQUIRED) {
+        resolved = true;
+        const { approvals } = await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: 'agent:main:a2a:ctx-approval' });
+        await s.rpc('approvals.resolve', { approvalId: approvals[0].approvalId, decision: 'allow_once' });
+      }
+    }
+    const states = events.map(stateOfResp).filter((x) => x !== undefined);
+    const inputAt = states.indexOf(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect(inputAt).toBeGreaterThan(0);
+    expect(states.slice(inputAt + 1)).toContain(TaskState.TASK_STATE_WORKING);
+    expect(states[states.length - 1]).toBe(TaskState.TASK_STATE_COMPLETED);
+    const last = events[events.length - 1]!;
+    expect(last.payload?.$case === 'statusUpdate' && textOf(last.payload.value.status?.message)).toContain('approved-run');
+
+    // A blocking send returns at input-required; the task goes on to completed with no new message.
+    const blocked = asTask(await c.sendMessage(message('/tool exec {"command":"echo later"}', 'ctx-approval-2')));
+    expect(blocked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const { approvals } = await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: 'agent:main:a2a:ctx-approval-2' });
+    await s.rpc('approvals.resolve', { approvalId: approvals[0].approvalId, decision: 'allow_once' });
+    await until(async () => (await c.getTask({ tenant: '', id: blocked.id })).status?.state === TaskState.TASK_STATE_COMPLETED);
+  });
+
+  it('a run that fails is a failed task, with the error as its status message', async () => {
+    s = await startTestServer();
+    const c = await client(s);
+    const task = asTask(await c.sendMessage(message('/fail the model broke', 'ctx-fail')));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_FAILED);
+    expect(textOf(task.status?.message)).toContain('the model broke');
+    const streamed: StreamResponse[] = [];
+    for await (const e of c.sendMessageStream(message('/fail again', 'ctx-fail'))) streamed.push(e);
+    expect(stateOfResp(streamed[streamed.length - 1]!)).toBe(TaskState.TASK_STATE_FAILED);
+  });
+
+  it('cancel → agent.cancel: the task ends canceled', async () => {
+    s = await startTestServer();
+    const c = await client(s);
+    const req = message('/sleep 30000', 'ctx-cancel');
+    const task = asTask(await c.sendMessage({ ...req, configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true } }));
+    expect([TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING]).toContain(task.status?.state);
+    const canceled = await c.cancelTask({ tenant: '', id: task.id, metadata: undefined });
+    expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    expect(await s.rpc('agent.wait', { runId: task.id })).toMatchObject({ status: 'error', error: 'cancelled' });
+    await expect(c.cancelTask({ tenant: '', id: task.id, metadata: undefined })).rejects.toThrow();
+  });
+
+  it('resubscribing after a dropped stream replays from the event log: no event is lost', async () => {
+    s = await startTestServer();
+    const c = await client(s);
+    const ac = new AbortController();
+    const seen: StreamResponse[] = [];
+    let taskId = '';
+    try {
+      for await (const e of c.sendMessageStream(message('/tool exec {"command":"echo resumed"}', 'ctx-resub'), { signal: ac.signal })) {
+        seen.push(e);
+        if (e.payload?.$case === 'task') taskId = e.payload.value.id;
+        if (stateOfResp(e) === TaskState.TASK_STATE_INPUT_REQUIRED) ac.abort(); // the connection drops here
+      }
+    } catch {
+      /* the aborted stream */
+    }
+    expect(taskId).not.toBe('');
+    // While no one listens, the approval is resolved and the run finishes.
+    const { approvals } = await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: 'agent:main:a2a:ctx-resub' });
+    await s.rpc('approvals.resolve', { approvalId: approvals[0].approvalId, decision: 'allow_once' });
+    await s.rpc('agent.wait', { runId: taskId });
+    const replay: StreamResponse[] = [];
+    for await (const e of c.resubscribeTask({ tenant: '', id: taskId })) replay.push(e);
+    const ids = (rs: StreamResponse[]) => rs.flatMap((r) => (r.payload?.$case === 'statusUpdate' || r.payload?.$case === 'artifactUpdate' ? [r.payload.value.metadata?.eventId] : []));
+    for (const id of ids(seen)) expect(ids(replay)).toContain(id);
+    const states = replay.map(stateOfResp).filter((x) => x !== undefined);
+    expect(states).toEqual(expect.arrayContaining([TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_WORKING]));
+    expect(states[states.length - 1]).toBe(TaskState.TASK_STATE_COMPLETED);
+  });
+
+  it('speaks the v0.3 JSON-RPC names (message/send, tasks/get) for older clients', async () => {
+    s = await startTestServer();
+    const call = async (method: string, params: unknown) => {
+      const res = await fetch(`${s!.url}/a2a/main`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_TOKEN}` },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+      });
+      return res.json();
+    };
+    const sent = await call('message/send', { message: { kind: 'message', role: 'user', messageId: 'm-1', contextId: 'legacy', parts: [{ kind: 'text', text: 'old client' }] } });
+    expect(sent.result).toMatchObject({ kind: 'task', contextId: 'legacy', status: { state: 'completed' } });
+    expect(sent.result.artifacts[0].parts[0]).toMatchObject({ kind: 'text', text: 'echo: old client' });
+    const got = await call('tasks/get', { id: sent.result.id });
+    expect(got.result.status.state).toBe('completed');
+    const missing = await call('tasks/get', { id: 'run_nope' });
+    expect(missing.error.code).toBe(-32001);
+  });
+
+  it("the SDK's own v0.3 client (legacy compat) sends, streams, gets and cancels", async () => {
+    s = await startTestServer();
+    const factory = new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl: authFetch, legacyCompat: { enabled: true } })] }),
+    );
+    const v1 = await (await client(s)).getAgentCard();
+    // Only the v0.3 interface: the client has to speak the v0.3 names.
+    const c = await factory.createFromAgentCard({ ...v1, supportedInterfaces: v1.supportedInterfaces.filter((i) => i.protocolVersion === '0.3') });
+    expect(c.protocolVersion).toMatch(/^0\.3/);
+    const task = asTask(await c.sendMessage(message('legacy hello', 'ctx-legacy')));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const events: StreamResponse[] = [];
+    for await (const e of c.sendMessageStream(message('legacy stream', 'ctx-legacy'))) events.push(e);
+    expect(stateOfResp(events[events.length - 1]!)).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect((await c.getTask({ tenant: '', id: task.id })).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const slow = asTask(await c.sendMessage({ ...message('/sleep 30000', 'ctx-legacy-2'), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true } }));
+    expect((await c.cancelTask({ tenant: '', id: slow.id, metadata: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+  });
+
+  it('speaks the v1.0 JSON-RPC names with A2A-Version: 1.0 (the README curl)', async () => {
+    s = await startTestServer();
+    const res = await fetch(`${s.url}/a2a/main`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_TOKEN}`, 'A2A-Version': '1.0' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm-2', role: 'ROLE_USER', contextId: 'v1', parts: [{ text: 'new client' }] } } }),
+    });
+    const body = await res.json();
+    expect(body.result.task).toMatchObject({ contextId: 'v1', status: { state: 'TASK_STATE_COMPLETED' } });
+    expect(body.result.task.artifacts[0].parts[0].text).toBe('echo: new client');
+  });
+
+  it('push notification configs go out through the webhook outbox, with the SSRF rules', async () => {
+    const received: any[] = [];
+    const hook = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        received.push({ body: JSON.parse(body), signature: req.headers['x-crosstalk-signature'], token: req.headers['x-a2a-notification-token'], type: req.headers['content-type'] });
+        res.end('ok');
+      });
+    });
+    await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
+    cleanup.push(() => new Promise<void>((r) => hook.close(() => r())));
+    const hookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
+    // Private addresses are refused by default, as for every webhook.
+    s = await startTestServer();
+    let c = await client(s);
+    const cfg = (taskId: string) => ({ tenant: '', id: '', taskId, url: hookUrl, token: 'push-secret', authentication: undefined });
+    const first = asTask(await c.sendMessage({ ...message('/sleep 200', 'ctx-push'), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true } }));
+    await expect(c.createTaskPushNotificationConfig(cfg(first.id))).rejects.toThrow(/refused/);
+    await s.close();
+    s = await startTestServer({ config: { webhooks: { allowPrivateNetwork: true, retryBaseMs: 50 } } });
+    c = await client(s);
+    const task = asTask(await c.sendMessage({ ...message('/sleep 200\n/reply pushed', 'ctx-push'), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true } }));
+    const stored = await c.createTaskPushNotificationConfig(cfg(task.id));
+    expect(stored.id).not.toBe('');
+    expect((await c.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 10, pageToken: '' })).configs).toHaveLength(1);
+    const done = await until(() => received.find((r) => r.body.statusUpdate?.status?.state === 'TASK_STATE_COMPLETED'));
+    expect(done.body.statusUpdate.taskId).toBe(task.id);
+    expect(done.signature).toMatch(/^sha256=[0-9a-f]{64}$/);
+    expect(done.token).toBe('push-secret');
+    expect(done.type).toBe('application/a2a+json');
+  });
+
+  it('push configs survive a restart: a task that waited on an approval still reports its completion', async () => {
+    const received: any[] = [];
+    const hook = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        received.push(JSON.parse(body));
+        res.end('ok');
+      });
+    });
+    await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
+    cleanup.push(() => new Promise<void>((r) => hook.close(() => r())));
+    const url = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
+    const dataDir = tmpDataDir();
+    const config = { webhooks: { allowPrivateNetwork: true, retryBaseMs: 50 } };
+    s = await startTestServer({ dataDir, config });
+    let c = await client(s);
+    const sessionKey = 'agent:main:a2a:ctx-push-restart';
+    const task = asTask(
+      await c.sendMessage({
+        ...message('/tool exec {"command":"echo after-restart"}', 'ctx-push-restart'),
+        configuration: { acceptedOutputModes: [], taskPushNotificationConfig: { tenant: '', id: 'p1', taskId: '', url, token: 't', authentication: undefined }, returnImmediately: true },
+      }),
+    );
+    await until(async () => (await s!.rpc<{ approvals: any[] }>('approvals.list', { sessionKey })).approvals.length === 1);
+    await until(() => received.some((r) => r.statusUpdate?.status?.state === 'TASK_STATE_INPUT_REQUIRED'));
+    await s.crash();
+    s = await startTestServer({ dataDir, config });
+    c = await client(s);
+    expect((await c.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'p1' })).url).toBe(url);
+    const { approvals } = await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey });
+    await s.rpc('approvals.resolve', { approvalId: approvals[0].approvalId, decision: 'allow_once' });
+    const done = await until(() => received.find((r) => r.statusUpdate?.taskId === task.id && r.statusUpdate.status.state === 'TASK_STATE_COMPLETED'));
+    expect(JSON.stringify(done.statusUpdate.status.message)).toContain('after-restart');
+  });
+});

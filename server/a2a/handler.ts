@@ -1,0 +1,189 @@
+// The A2A request handler of one agent (CONTRACT §8): sends become turns in `agent:<id>:a2a:<contextId>`, tasks are runs, streams come from the event log.
+import crypto from 'node:crypto';
+import type {
+  AgentCard,
+  CancelTaskRequest,
+  DeleteTaskPushNotificationConfigRequest,
+  GetExtendedAgentCardRequest,
+  GetTaskPushNotificationConfigRequest,
+  GetTaskRequest,
+  ListTaskPushNotificationConfigsRequest,
+  ListTaskPushNotificationConfigsResponse,
+  ListTasksRequest,
+  ListTasksResponse,
+  Message,
+  SendMessageRequest,
+  StreamResponse,
+  SubscribeToTaskRequest,
+  Task,
+  TaskPushNotificationConfig,
+} from '@a2a-js/sdk';
+import { TaskState } from '@a2a-js/sdk';
+import { RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
+import type { AgentConfig } from '../config';
+import { isCrosstalkError } from '../errors';
+import type { FullRuntime } from '../boot';
+import { SESSION_KEY_RE } from '../sessions/keys';
+import type { RunRow } from '../store/schema';
+import type { A2APush } from './push';
+import { a2aSessionKey, contextIdOf, SIGNAL_KEY, isFinal, isTerminal, stateOf, streamResponsesOf, taskOf, taskResponse, textOf } from './tasks';
+
+const TERMINAL_ROWS = new Set(['ok', 'error', 'interrupted']);
+
+export class CrosstalkA2AHandler implements A2ARequestHandler {
+  constructor(
+    private readonly rt: FullRuntime,
+    private readonly agent: AgentConfig,
+    private readonly card: () => AgentCard,
+    private readonly push: A2APush,
+  ) {}
+
+  async getAgentCard(): Promise<AgentCard> {
+    return this.card();
+  }
+
+  async getAuthenticatedExtendedAgentCard(_p: GetExtendedAgentCardRequest, _c: ServerCallContext): Promise<AgentCard> {
+    return this.card();
+  }
+
+  /** The run a task id names, when it belongs to one of this agent's A2A sessions; otherwise TaskNotFound. */
+  private async run(taskId: string): Promise<{ row: RunRow; contextId: string }> {
+    let row = taskId ? await this.rt.store.getRun(taskId) : undefined;
+    if (row?.status === 'merged' && row.merged_into) row = await this.rt.store.getRun(row.merged_into);
+    const contextId = row ? contextIdOf(row.session_key, this.agent.id) : null;
+    if (!row || contextId === null) throw new TaskNotFoundError(`no task ${taskId}`);
+    return { row, contextId };
+  }
+
+  private async snapshot(taskId: string): Promise<Task> {
+    const { row, contextId } = await this.run(taskId);
+    const pending = TERMINAL_ROWS.has(row.status) ? [] : await this.rt.store.pendingApprovals({ runId: row.id });
+    return taskOf({ row, contextId, pendingTools: pending.map((p) => p.tool) });
+  }
+
+  /** Accepts the message as a turn in the context's session; answers the task id (a steered message joins the active run). */
+  private async submit(p: SendMessageRequest): Promise<{ runId: string; contextId: string; sessionKey: string }> {
+    const message = p.message as Message | undefined;
+    if (!message) throw new RequestMalformedError('message is required');
+    const text = textOf(message).trim();
+    if (!text) throw new RequestMalformedError('the message has no text part');
+    let contextId = message.contextId;
+    if (!contextId && message.taskId) contextId = (await this.run(message.taskId)).contextId;
+    contextId ||= crypto.randomUUID();
+    const sessionKey = a2aSessionKey(this.agent.id, contextId);
+    if (!SESSION_KEY_RE.test(sessionKey)) throw new RequestMalformedError('contextId may only hold [a-z0-9:._+-]');
+    try {
+      const res = await this.rt.orchestrator.submit(
+        sessionKey,
+        { content: text, kind: 'message', author: { type: 'channel', id: 'a2a', name: 'A2A client' }, meta: { a2a: { messageId: message.messageId, contextId } } },
+        { origin: { channel: 'a2a', agentId: this.agent.id, contextId } },
+      );
+      const hook = p.configuration?.taskPushNotificationConfig;
+      if (hook?.url) await this.push.register({ ...hook, taskId: res.runId });
+      return { runId: res.runId, contextId: contextIdOf(sessionKey, this.agent.id)!, sessionKey };
+    } catch (e) {
+      if (isCrosstalkError(e)) throw new RequestMalformedError(`${e.code}: ${e.message}`);
+      throw e;
+    }
+  }
+
+  async sendMessage(p: SendMessageRequest, c: ServerCallContext): Promise<Message | Task> {
+    const { runId } = await this.submit(p);
+    if (p.configuration?.returnImmediately) return this.snapshot(runId);
+    // Blocking: until the run ends or waits on an approval (input-required), as A2A's blocking send does.
+    for await (const r of this.follow(runId, { replay: true, untilInputRequired: true, signal: signalOf(c) })) void r;
+    return this.snapshot(runId);
+  }
+
+  async *sendMessageStream(p: SendMessageRequest, c: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+    const { runId } = await this.submit(p);
+    yield taskResponse(await this.snapshot(runId));
+    yield* this.follow(runId, { replay: true, signal: signalOf(c) });
+  }
+
+  /** Resubscribing replays the task's events from the event log, then goes live: a client that reconnects misses nothing. */
+  async *resubscribe(p: SubscribeToTaskRequest, c: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+    const task = await this.snapshot(p.id);
+    yield taskResponse(task);
+    yield* this.follow(task.id, { replay: true, signal: signalOf(c) });
+  }
+
+  /**
+   * The run's stream responses from the event log (from its first event when `replay`), live after that, until the task ends
+   * (or first waits on an approval, with `untilInputRequired`).
+   */
+  async *follow(runId: string, o: { replay: boolean; untilInputRequired?: boolean; signal?: AbortSignal }): AsyncGenerator<StreamResponse, void, undefined> {
+    const { row, contextId } = await this.run(runId);
+    const sub = this.rt.bus.subscribe({ runId: row.id }, o.replay ? { id: 0 } : undefined);
+    try {
+      // The run may already have ended with its end event logged before we subscribed: the replay covers it.
+      for (;;) {
+        const ev = await sub.next(o.signal);
+        if (!ev) return;
+        for (const r of streamResponsesOf(ev, contextId)) {
+          yield r;
+          if (isFinal(r)) return;
+          if (o.untilInputRequired && r.payload?.$case === 'statusUpdate' && r.payload.value.status?.state === TaskState.TASK_STATE_INPUT_REQUIRED) {
+            // Only when it still waits: a replayed request whose approval was already resolved goes on.
+            const fresh = await this.rt.store.getRun(row.id);
+            if (fresh && stateOf(fresh, (await this.rt.store.pendingApprovals({ runId: row.id })).length) === TaskState.TASK_STATE_INPUT_REQUIRED) return;
+          }
+        }
+        if (ev.stream === 'lifecycle' && (ev.data.phase === 'end' || ev.data.phase === 'error')) return;
+      }
+    } finally {
+      sub.close();
+    }
+  }
+
+  async getTask(p: GetTaskRequest, _c: ServerCallContext): Promise<Task> {
+    const task = await this.snapshot(p.id);
+    if (p.historyLength === 0) task.history = [];
+    else if (p.historyLength) task.history = task.history.slice(-p.historyLength);
+    return task;
+  }
+
+  async listTasks(_p: ListTasksRequest, _c: ServerCallContext): Promise<ListTasksResponse> {
+    throw new UnsupportedOperationError('tasks/list is not supported: use tasks/get with a task id');
+  }
+
+  /** cancel → agent.cancel; the answer is the task once the run has ended (canceled). */
+  async cancelTask(p: CancelTaskRequest, _c: ServerCallContext): Promise<Task> {
+    const { row } = await this.run(p.id);
+    try {
+      await this.rt.orchestrator.cancel(row.id, 'cancelled over A2A');
+    } catch (e) {
+      if (isCrosstalkError(e) && e.code === 'not_cancelable') throw new TaskNotCancelableError(`task ${p.id} has already ended`);
+      throw e;
+    }
+    await this.rt.orchestrator.wait(row.id, 10_000);
+    const task = await this.snapshot(row.id);
+    if (!isTerminal(task.status!.state)) throw new TaskNotCancelableError(`task ${p.id} did not stop`);
+    return task;
+  }
+
+  async createTaskPushNotificationConfig(p: TaskPushNotificationConfig, _c: ServerCallContext): Promise<TaskPushNotificationConfig> {
+    await this.run(p.taskId);
+    return this.push.register(p);
+  }
+
+  async getTaskPushNotificationConfig(p: GetTaskPushNotificationConfigRequest, _c: ServerCallContext): Promise<TaskPushNotificationConfig> {
+    await this.run(p.taskId);
+    const found = (await this.push.list(p.taskId)).find((c) => c.id === p.id);
+    if (!found) throw new TaskNotFoundError(`no push notification config ${p.id} for task ${p.taskId}`);
+    return found;
+  }
+
+  async listTaskPushNotificationConfigs(p: ListTaskPushNotificationConfigsRequest, _c: ServerCallContext): Promise<ListTaskPushNotificationConfigsResponse> {
+    await this.run(p.taskId);
+    return { configs: await this.push.list(p.taskId), nextPageToken: '' };
+  }
+
+  async deleteTaskPushNotificationConfig(p: DeleteTaskPushNotificationConfigRequest, _c: ServerCallContext): Promise<void> {
+    await this.run(p.taskId);
+    await this.push.remove(p.taskId, p.id);
+  }
+}
+
+const signalOf = (c: ServerCallContext) => c.state.get(SIGNAL_KEY) as AbortSignal | undefined;

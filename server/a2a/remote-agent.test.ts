@@ -1,0 +1,99 @@
+// Remote A2A agents (CONTRACT §8): an agent with `a2a: {url, token}` runs its turns on an @a2a-js/sdk server; delegation, follow-ups, async callbacks, failures, cancel.
+import { afterEach, describe, expect, it } from 'vitest';
+import { startTestServer, TEST_TOKEN, type TestServer, until } from '../testing/harness';
+import { cardUrlOf } from './remote-model';
+import { type RemoteAgent, startRemoteAgent } from './testing/remote-agent';
+
+let s: TestServer | undefined;
+let remote: RemoteAgent | undefined;
+afterEach(async () => {
+  await s?.close();
+  await remote?.close();
+  s = remote = undefined;
+});
+
+async function setup(o: { streaming?: boolean } = {}) {
+  remote = await startRemoteAgent({ token: 'remote-secret', ...o });
+  s = await startTestServer({ config: { agents: [{ id: 'main' }, { id: 'remote', a2a: { url: remote.url, token: 'remote-secret' } }] } });
+  return { s, remote };
+}
+
+const wait = (srv: TestServer, runId: string) => srv.rpc<{ status: string; response?: string; error?: string }>('agent.wait', { runId, timeoutMs: 20_000 });
+
+async function turn(srv: TestServer, sessionKey: string, message: string) {
+  const { runId } = await srv.rpc<{ runId: string }>('agent', { sessionKey, message });
+  return wait(srv, runId);
+}
+
+/** The JSON a scripted step reported for a tool: `<tool>: <json>`. */
+const toolResult = (response: string | undefined, tool: string) => JSON.parse(response!.slice(`${tool}: `.length));
+
+describe('remote A2A agents', () => {
+  it('card URLs: a base URL gets /.well-known/agent-card.json, a .json URL is the card', () => {
+    expect(cardUrlOf('http://h:1/a2a/main')).toBe('http://h:1/a2a/main/.well-known/agent-card.json');
+    expect(cardUrlOf('http://h:1/cards/x.json')).toBe('http://h:1/cards/x.json');
+  });
+
+  it('delegate_agent reaches the remote, and a follow-up by conversation_id continues the same A2A context', async () => {
+    const { s, remote } = await setup();
+    const first = toolResult((await turn(s, 'agent:main:main', '/tool delegate_agent {"agent_id":"remote","prompt":"hello remote"}')).response, 'delegate_agent');
+    expect(first.status).toBe('ok');
+    const cid = first.conversation_id as string;
+    expect(cid).toMatch(/^agent:remote:subagent:/);
+    expect(first.response).toBe(`remote[${cid}] #1: hello remote`);
+    const follow = toolResult((await turn(s, 'agent:main:main', `/tool delegate_agent {"conversation_id":"${cid}","prompt":"again"}`)).response, 'delegate_agent');
+    expect(follow.response).toBe(`remote[${cid}] #2: again`);
+    expect(remote.executor.turns.get(cid)).toBe(2);
+    // Its replies land in its session.
+    const { messages } = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: cid });
+    expect(messages.map((m) => m.content)).toContain(`remote[${cid}] #2: again`);
+    const { agents } = await s.rpc<{ agents: any[] }>('agents.list');
+    expect(agents.find((a) => a.agentId === 'remote').remote).toEqual({ a2a: remote.url });
+  });
+
+  it('a sync agents_message to the remote answers with its reply; an async sessions_send gets its callback', async () => {
+    const { s } = await setup();
+    const sync = toolResult((await turn(s, 'agent:main:main', '/tool agents_message {"agentId":"remote","message":"yo"}')).response, 'agents_message');
+    expect(sync).toMatchObject({ status: 'ok', response: 'remote[agent:remote:main] #1: yo' });
+    const sent = toolResult((await turn(s, 'agent:main:main', '/tool sessions_send {"sessionKey":"agent:remote:main","message":"ping","mode":"async"}')).response, 'sessions_send');
+    expect(sent.status).toBe('accepted');
+    const callback = await until(async () => {
+      const { messages } = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:main' });
+      return messages.find((m) => m.kind === 'agent_callback_result');
+    });
+    expect(callback.content).toBe('remote[agent:remote:main] #2: ping');
+  });
+
+  it('works with a remote that does not stream (polling its task)', async () => {
+    const { s } = await setup({ streaming: false });
+    const done = await turn(s, 'agent:remote:main', 'plain');
+    expect(done).toMatchObject({ status: 'ok', response: 'remote[agent:remote:main] #1: plain' });
+  });
+
+  it('a remote failure is a model-style error; cancel reaches the remote', async () => {
+    const { s, remote } = await setup();
+    const failed = await turn(s, 'agent:remote:main', 'please explode');
+    expect(failed.status).toBe('error');
+    expect(failed.error).toContain('kaboom');
+
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:remote:other', message: 'slow one' });
+    await until(() => remote.executor.started.includes('slow one'));
+    await s.rpc('agent.cancel', { runId });
+    expect(await wait(s, runId)).toMatchObject({ status: 'error', error: 'cancelled' });
+    await until(() => remote.executor.cancelled.length === 1);
+  });
+
+  it('a crosstalk agent can be the remote of another crosstalk gateway (our A2A server, our A2A client)', async () => {
+    const far = await startTestServer();
+    try {
+      s = await startTestServer({ config: { agents: [{ id: 'main' }, { id: 'peer', a2a: { url: `${far.url}/a2a/main`, token: TEST_TOKEN } }] } });
+      const done = await turn(s, 'agent:peer:main', 'hello across');
+      expect(done).toMatchObject({ status: 'ok', response: 'echo: hello across' });
+      // On the far side the turn ran in the A2A context named after our session.
+      const { messages } = await far.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:a2a:agent:peer:main' });
+      expect(messages.map((m) => m.content).reverse()).toEqual(['hello across', 'echo: hello across']);
+    } finally {
+      await far.close();
+    }
+  });
+});

@@ -1,0 +1,144 @@
+// A2A tasks are crosstalk runs: a run row (plus its pending approvals) as an A2A Task, and its agent events as A2A stream responses.
+import crypto from 'node:crypto';
+import { Role, type Message, type Part, type StreamResponse, type Task, TaskState, type TaskStatus } from '@a2a-js/sdk';
+import type { AgentEvent } from '../events/types';
+import type { RunRow } from '../store/schema';
+
+export const A2A_SEGMENT = 'a2a';
+/** ServerCallContext state key: the HTTP request's abort signal (a dropped stream stops following the run). */
+export const SIGNAL_KEY = 'crosstalk.signal';
+
+/** `agent:<agentId>:a2a:<contextId>` (CONTRACT §8); contextIds are lowercased like every key. */
+export const a2aSessionKey = (agentId: string, contextId: string) => `agent:${agentId}:${A2A_SEGMENT}:${contextId.toLowerCase()}`;
+
+export function contextIdOf(sessionKey: string, agentId: string): string | null {
+  const prefix = `agent:${agentId}:${A2A_SEGMENT}:`;
+  return sessionKey.startsWith(prefix) ? sessionKey.slice(prefix.length) : null;
+}
+
+export const textPart = (text: string): Part => ({ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' });
+
+export function textOf(message: Message | undefined): string {
+  return (message?.parts ?? [])
+    .map((p) => (p.content?.$case === 'text' ? p.content.value : p.content?.$case === 'data' ? JSON.stringify(p.content.value) : ''))
+    .filter(Boolean)
+    .join('\n');
+}
+
+export function agentMessage(taskId: string, contextId: string, text: string): Message {
+  return { messageId: `msg_${crypto.randomUUID()}`, contextId, taskId, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
+}
+
+function status(state: TaskState, taskId: string, contextId: string, text?: string, ts?: string): TaskStatus {
+  return { state, message: text !== undefined ? agentMessage(taskId, contextId, text) : undefined, timestamp: ts ?? new Date().toISOString() };
+}
+
+export const responseArtifactId = (runId: string) => `${runId}:response`;
+
+function responseArtifact(runId: string, text: string) {
+  return { artifactId: responseArtifactId(runId), name: 'response', description: 'The final response', parts: [textPart(text)], metadata: undefined, extensions: [] };
+}
+
+export const isTerminal = (s: TaskState) => s === TaskState.TASK_STATE_COMPLETED || s === TaskState.TASK_STATE_FAILED || s === TaskState.TASK_STATE_CANCELED || s === TaskState.TASK_STATE_REJECTED;
+
+export interface TaskView {
+  row: RunRow;
+  contextId: string;
+  pendingTools: string[];
+}
+
+/** The run's state in A2A terms: input-required while an approval waits; cancel is `error`/`cancelled`. */
+export function stateOf(row: RunRow, pendingApprovals: number): TaskState {
+  switch (row.status) {
+    case 'queued':
+      return TaskState.TASK_STATE_SUBMITTED;
+    case 'ok':
+      return TaskState.TASK_STATE_COMPLETED;
+    case 'error':
+      return row.error === 'cancelled' ? TaskState.TASK_STATE_CANCELED : TaskState.TASK_STATE_FAILED;
+    case 'interrupted':
+      return TaskState.TASK_STATE_FAILED;
+    default:
+      return pendingApprovals > 0 || row.status === 'waiting_approval' ? TaskState.TASK_STATE_INPUT_REQUIRED : TaskState.TASK_STATE_WORKING;
+  }
+}
+
+const approvalText = (tools: string[]) => `Waiting for approval: ${tools.join(', ')} (resolve it in the crosstalk room or with approvals.resolve)`;
+
+export function taskOf(v: TaskView): Task {
+  const { row, contextId } = v;
+  const state = stateOf(row, v.pendingTools.length);
+  const inputs = JSON.parse(row.input) as Array<{ content: string }>;
+  const history: Message[] = inputs.map((i, n) => ({
+    messageId: `${row.id}:in:${n}`,
+    contextId,
+    taskId: row.id,
+    role: Role.ROLE_USER,
+    parts: [textPart(i.content)],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  }));
+  const response = (row.response ?? '').trim();
+  let text: string | undefined;
+  if (state === TaskState.TASK_STATE_COMPLETED) text = response;
+  else if (state === TaskState.TASK_STATE_FAILED || state === TaskState.TASK_STATE_CANCELED) text = row.error ?? row.status;
+  else if (state === TaskState.TASK_STATE_INPUT_REQUIRED) text = approvalText(v.pendingTools);
+  return {
+    id: row.id,
+    contextId,
+    status: status(state, row.id, contextId, text, row.ended_at ?? undefined),
+    artifacts: state === TaskState.TASK_STATE_COMPLETED ? [responseArtifact(row.id, response)] : [],
+    history,
+    metadata: { sessionKey: row.session_key },
+  };
+}
+
+export const taskResponse = (task: Task): StreamResponse => ({ payload: { $case: 'task', value: task } });
+
+function statusUpdate(taskId: string, contextId: string, s: TaskStatus, meta?: Record<string, unknown>): StreamResponse {
+  return { payload: { $case: 'statusUpdate', value: { taskId, contextId, status: s, metadata: meta } } };
+}
+
+/**
+ * One agent event of a task's run as the stream responses a client sees (none for most events):
+ * start → working; an approval → input-required, its resolution → working; an assistant row → working with that text;
+ * the end → the response artifact then completed (or failed / canceled). `eventId` rides along in metadata.
+ */
+export function streamResponsesOf(ev: AgentEvent, contextId: string): StreamResponse[] {
+  const taskId = ev.runId;
+  const meta = { eventId: ev.id };
+  const d = ev.data as Record<string, unknown>;
+  switch (ev.stream) {
+    case 'lifecycle':
+      if (d.phase === 'start') return [statusUpdate(taskId, contextId, status(TaskState.TASK_STATE_WORKING, taskId, contextId, undefined, ev.ts), meta)];
+      if (d.phase === 'end') {
+        const text = String(d.response ?? '').trim();
+        return [
+          { payload: { $case: 'artifactUpdate', value: { taskId, contextId, artifact: responseArtifact(taskId, text), append: false, lastChunk: true, metadata: meta } } },
+          statusUpdate(taskId, contextId, status(TaskState.TASK_STATE_COMPLETED, taskId, contextId, text, ev.ts), meta),
+        ];
+      }
+      if (d.phase === 'error') {
+        const cancelled = d.error === 'cancelled';
+        return [statusUpdate(taskId, contextId, status(cancelled ? TaskState.TASK_STATE_CANCELED : TaskState.TASK_STATE_FAILED, taskId, contextId, String(d.error ?? d.status ?? 'failed'), ev.ts), meta)];
+      }
+      return [];
+    case 'approval':
+      if (d.phase === 'requested') return [statusUpdate(taskId, contextId, status(TaskState.TASK_STATE_INPUT_REQUIRED, taskId, contextId, approvalText([String(d.tool)]), ev.ts), { ...meta, approvalId: d.approvalId })];
+      if (d.phase === 'resolved') return [statusUpdate(taskId, contextId, status(TaskState.TASK_STATE_WORKING, taskId, contextId, undefined, ev.ts), { ...meta, approvalId: d.approvalId, decision: d.decision })];
+      return [];
+    case 'message': {
+      const m = d.message as { role?: string; kind?: string; content?: string } | undefined;
+      if (m?.role === 'assistant' && m.kind === 'message' && m.content) return [statusUpdate(taskId, contextId, status(TaskState.TASK_STATE_WORKING, taskId, contextId, m.content, ev.ts), meta)];
+      return [];
+    }
+    default:
+      return [];
+  }
+}
+
+/** Whether a stream response ends the task's stream. */
+export function isFinal(r: StreamResponse): boolean {
+  return r.payload?.$case === 'statusUpdate' && isTerminal(r.payload.value.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED);
+}

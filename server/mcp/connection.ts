@@ -1,0 +1,193 @@
+// One MCP server seen through the official SDK client: connect (stdio or streamable HTTP), list tools, call them, reconnect with backoff.
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { McpServerConfig } from '../config';
+import type { Logger } from '../logger';
+
+export type McpState = 'connecting' | 'ready' | 'failed';
+
+export interface McpConnectionEvents {
+  /** The server's tool list is known (first connect, reconnect, or a list-changed notification). */
+  onTools(tools: Tool[]): void;
+  /** The server went up or down (`error` says why it is down). */
+  onState(state: McpState, error?: string): void;
+}
+
+/** Thrown by `call` when the server cannot answer (down, crashed mid-call, unreachable). */
+export class McpUnavailable extends Error {}
+
+const CLIENT_INFO = { name: 'crosstalk', version: '0.1.0' };
+/** MCP calls can be slow (a build, a search): the run's abort signal ends them, not a short SDK timeout. */
+const CALL_TIMEOUT_MS = 60 * 60 * 1000;
+
+export class McpConnection {
+  state: McpState = 'connecting';
+  lastError?: string;
+  private client: Client | null = null;
+  private attempts = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private pinger: NodeJS.Timeout | null = null;
+  private stopped = false;
+  private generation = 0;
+
+  constructor(
+    readonly name: string,
+    private readonly cfg: McpServerConfig,
+    private readonly o: { log: Logger; reconnectBaseMs: number; reconnectMaxMs: number; pingIntervalMs?: number } & McpConnectionEvents,
+  ) {}
+
+  /** Starts connecting in the background; failures are reported and retried, never thrown. */
+  start(): Promise<void> {
+    return this.connect();
+  }
+
+  private transport(): Transport {
+    if ('command' in this.cfg) {
+      const t = new StdioClientTransport({
+        command: this.cfg.command,
+        args: this.cfg.args,
+        // The SDK's default environment (PATH, HOME, …) plus the configured names: never the gateway's own secrets.
+        env: { ...getDefaultEnvironment(), ...this.cfg.env },
+        cwd: this.cfg.cwd ? path.resolve(/* turbopackIgnore: true */ process.cwd(), this.cfg.cwd) : undefined,
+        stderr: 'pipe',
+      });
+      // The server's own diagnostics go to our log, a line at a time (capped), under its name.
+      let buf = '';
+      t.stderr?.on('data', (chunk: Buffer) => {
+        buf += chunk.toString('utf8');
+        let i: number;
+        while ((i = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, i).trim();
+          buf = buf.slice(i + 1);
+          if (line) this.o.log.info({ server: this.name, stderr: line.slice(0, 2000) }, 'mcp server stderr');
+        }
+        if (buf.length > 8192) buf = buf.slice(-8192);
+      });
+      return t;
+    }
+    return new StreamableHTTPClientTransport(new URL(this.cfg.url), { requestInit: this.cfg.headers ? { headers: this.cfg.headers } : undefined });
+  }
+
+  private async connect(): Promise<void> {
+    if (this.stopped) return;
+    const gen = ++this.generation;
+    this.setState('connecting');
+    const client = new Client(CLIENT_INFO, {
+      listChanged: {
+        tools: {
+          onChanged: (error, tools) => {
+            if (gen !== this.generation) return;
+            if (error) this.o.log.warn({ server: this.name, err: error.message }, 'mcp tool list refresh failed');
+            else if (tools) this.o.onTools(tools);
+          },
+        },
+      },
+    });
+    client.onclose = () => {
+      if (gen !== this.generation || this.stopped) return;
+      this.down('connection closed');
+    };
+    client.onerror = (e) => this.o.log.debug({ server: this.name, err: e.message }, 'mcp transport error');
+    try {
+      await client.connect(this.transport());
+      const tools = await listAllTools(client);
+      if (gen !== this.generation || this.stopped) {
+        await client.close().catch(() => undefined);
+        return;
+      }
+      this.client = client;
+      this.attempts = 0;
+      this.o.onTools(tools);
+      this.setState('ready');
+      this.startPing(client);
+    } catch (e) {
+      await client.close().catch(() => undefined);
+      if (gen !== this.generation) return;
+      this.down(e instanceof Error ? e.message : String(e));
+    }
+  }
+
+  /** A server that died while idle (an HTTP server has no pipe to break) is noticed by a failed ping. */
+  private startPing(client: Client) {
+    const every = this.o.pingIntervalMs ?? 0;
+    if (!every) return;
+    if (this.pinger) clearInterval(this.pinger);
+    this.pinger = setInterval(() => {
+      if (this.client !== client) return;
+      client.ping({ timeout: Math.max(1000, every) }).catch((e: unknown) => {
+        if (this.client === client) this.down(`ping failed: ${e instanceof Error ? e.message : String(e)}`);
+      });
+    }, every);
+    this.pinger.unref?.();
+  }
+
+  /** Marks the server down (reported once per outage) and schedules a reconnect with exponential backoff. */
+  private down(error: string) {
+    if (this.pinger) clearInterval(this.pinger);
+    this.pinger = null;
+    const client = this.client;
+    this.client = null;
+    this.generation++;
+    void client?.close().catch(() => undefined);
+    this.lastError = error;
+    this.setState('failed', error);
+    if (this.stopped || this.timer) return;
+    const delay = Math.min(this.o.reconnectMaxMs, this.o.reconnectBaseMs * 2 ** this.attempts++);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.connect();
+    }, delay);
+    this.timer.unref?.();
+  }
+
+  private setState(state: McpState, error?: string) {
+    if (this.state === state && state !== 'failed') return;
+    const was = this.state;
+    this.state = state;
+    if (state === 'ready') this.lastError = undefined;
+    if (state === 'failed' && was === 'failed') return; // a retry that failed again is not news
+    this.o.onState(state, error);
+  }
+
+  /** Calls a tool; the signal cancels the MCP request (the SDK sends notifications/cancelled). */
+  async call(tool: string, args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
+    const client = this.client;
+    if (!client || this.state !== 'ready') throw new McpUnavailable(`MCP server ${this.name} is not available${this.lastError ? `: ${this.lastError}` : ''}`);
+    try {
+      return (await client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: CALL_TIMEOUT_MS })) as CallToolResult;
+    } catch (e) {
+      if (signal.aborted) throw e;
+      // A protocol-level error from a live server is the tool's answer; anything else means the server is gone.
+      if (e instanceof McpError && e.code !== -32000 && this.client === client) throw e;
+      if (this.client === client) this.down(e instanceof Error ? e.message : String(e));
+      throw new McpUnavailable(`MCP server ${this.name} failed during the call: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.generation++;
+    if (this.pinger) clearInterval(this.pinger);
+    this.pinger = null;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const c = this.client;
+    this.client = null;
+    await c?.close().catch(() => undefined);
+  }
+}
+
+async function listAllTools(client: Client): Promise<Tool[]> {
+  const tools: Tool[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor ? { cursor } : undefined);
+    tools.push(...page.tools);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return tools;
+}

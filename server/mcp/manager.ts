@@ -1,0 +1,127 @@
+// The MCP client side (CONTRACT §5 "MCP tools"): every configured server's tools enter the tool registry as `mcp__<server>__<tool>`.
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { CrosstalkConfig } from '../config';
+import { errorMessage, toolError } from '../errors';
+import type { EventBus } from '../events/bus';
+import type { Logger } from '../logger';
+import { invalidateFunctionTools } from '../orchestrator/model-step';
+import { mainSessionKey } from '../sessions/keys';
+import type { AnyToolDef } from '../tools/types';
+import { McpConnection, type McpState, McpUnavailable } from './connection';
+import { toToolData } from './results';
+
+export interface McpServerStatus {
+  server: string;
+  state: McpState;
+  tools: number;
+  error?: string;
+}
+
+const argsSchema = z.record(z.string(), z.unknown());
+
+/** `mcp__<server>__<tool>`, with characters a model's function name cannot hold replaced by `_`. */
+export function mcpToolName(server: string, tool: string): string {
+  return `mcp__${server}__${tool.replace(/[^A-Za-z0-9_-]/g, '_')}`.slice(0, 128);
+}
+
+export class McpManager {
+  private readonly conns = new Map<string, McpConnection>();
+  /** Registry names each server currently owns, so a list change can drop the tools that left. */
+  private readonly owned = new Map<string, Set<string>>();
+
+  constructor(
+    private readonly o: { config: CrosstalkConfig; tools: Map<string, AnyToolDef>; bus: EventBus; log: Logger },
+  ) {}
+
+  /** Connects to every server in the background: a server that fails never holds up or stops the gateway. */
+  start(): void {
+    const { servers, reconnectBaseMs, reconnectMaxMs, pingIntervalMs } = this.o.config.mcp;
+    for (const [name, cfg] of Object.entries(servers)) {
+      const conn = new McpConnection(name, cfg, {
+        log: this.o.log,
+        reconnectBaseMs,
+        reconnectMaxMs,
+        pingIntervalMs,
+        onTools: (tools) => this.setTools(name, tools),
+        onState: (state, error) => this.report(name, state, error),
+      });
+      this.conns.set(name, conn);
+      void conn.start();
+    }
+  }
+
+  /** Resolves once every server has been tried at least once (tests, and a start that wants its tools listed). */
+  async ready(timeoutMs = 10_000): Promise<void> {
+    const end = Date.now() + timeoutMs;
+    while ([...this.conns.values()].some((c) => c.state === 'connecting') && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+  }
+
+  status(): McpServerStatus[] {
+    return [...this.conns.values()].map((c) => ({
+      server: c.name,
+      state: c.state,
+      tools: this.owned.get(c.name)?.size ?? 0,
+      ...(c.lastError ? { error: c.lastError } : {}),
+    }));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.conns.values()].map((c) => c.stop()));
+  }
+
+  private report(server: string, state: McpState, error?: string) {
+    const { log, bus, config } = this.o;
+    if (state === 'failed') log.warn({ server, err: error }, 'mcp server unavailable; its tools answer tool_unavailable until it is back');
+    else if (state === 'ready') log.info({ server, tools: this.owned.get(server)?.size ?? 0 }, 'mcp server ready');
+    if (state === 'connecting') return;
+    // Reported on the default agent's main session, which the room opens first.
+    try {
+      const id = `evt_mcp_${server}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+      bus.registerRun(id, mainSessionKey(config.defaultAgentId), 0);
+      if (state === 'failed') bus.emit(id, 'error', { code: 'tool_unavailable', source: 'mcp', server, message: `MCP server ${server} is unavailable: ${error ?? 'unknown error'}` });
+      else bus.emit(id, 'lifecycle', { phase: 'mcp_ready', source: 'mcp', server, tools: this.owned.get(server)?.size ?? 0 });
+      bus.unregisterRun(id);
+    } catch (e) {
+      log.error({ err: e }, 'could not emit the mcp server state');
+    }
+  }
+
+  private setTools(server: string, tools: Tool[]) {
+    const reg = this.o.tools;
+    const before = this.owned.get(server) ?? new Set<string>();
+    const now = new Set<string>();
+    for (const t of tools) {
+      const name = mcpToolName(server, t.name);
+      now.add(name);
+      reg.set(name, this.toolDef(server, name, t));
+    }
+    for (const gone of before) if (!now.has(gone)) reg.delete(gone);
+    this.owned.set(server, now);
+    invalidateFunctionTools(reg);
+    this.o.log.info({ server, tools: [...now] }, 'mcp tools registered');
+  }
+
+  private toolDef(server: string, name: string, t: Tool): AnyToolDef {
+    const annotations = t.annotations ? { ...t.annotations } : undefined;
+    return {
+      name,
+      description: `[MCP ${server}] ${t.description ?? t.title ?? t.name}`.slice(0, 2048),
+      inputSchema: argsSchema,
+      jsonSchema: { ...t.inputSchema, type: 'object' },
+      visibleTo: (agent) => !agent.mcp || agent.mcp.includes(server),
+      source: { kind: 'mcp', server, tool: t.name, ...(annotations ? { annotations } : {}) },
+      execute: async (args: Record<string, unknown>, ctx) => {
+        const conn = this.conns.get(server);
+        if (!conn) return toolError('tool_unavailable', `MCP server ${server} is not configured`);
+        try {
+          return toToolData(await conn.call(t.name, args, ctx.signal));
+        } catch (e) {
+          if (ctx.signal.aborted) return toolError('interrupted', 'run interrupted: the MCP request was cancelled');
+          if (e instanceof McpUnavailable) return toolError('tool_unavailable', e.message);
+          return toolError('invalid_request', `MCP ${server}/${t.name}: ${errorMessage(e)}`);
+        }
+      },
+    };
+  }
+}

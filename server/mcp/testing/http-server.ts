@@ -1,0 +1,72 @@
+// A real MCP server over streamable HTTP (stateful sessions), built with @modelcontextprotocol/sdk, for the MCP client tests.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+
+export interface TestMcpHttpServer {
+  url: string;
+  port: number;
+  /** What the tools saw: calls, cancellations, the auth header. */
+  seen: string[];
+  close(): Promise<void>;
+}
+
+function makeServer(seen: string[]): McpServer {
+  const server = new McpServer({ name: 'test-http', version: '1.0.0' });
+  server.registerTool('lookup', { description: 'Looks a word up', inputSchema: { word: z.string() }, annotations: { readOnlyHint: true, openWorldHint: true } }, async ({ word }) => {
+    seen.push(`lookup ${word}`);
+    return { content: [{ type: 'text', text: `${word}: a word` }] };
+  });
+  server.registerTool('slow', { description: 'Waits ms milliseconds (cancellable)', inputSchema: { ms: z.number() } }, async ({ ms }, extra) => {
+    seen.push('slow started');
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, ms);
+      extra.signal.addEventListener('abort', () => {
+        clearTimeout(t);
+        seen.push('slow cancelled');
+        resolve();
+      });
+    });
+    return { content: [{ type: 'text', text: 'slow done' }] };
+  });
+  server.registerTool('big', { description: 'Answers 200 KiB of text', inputSchema: {} }, async () => ({ content: [{ type: 'text', text: 'x'.repeat(200 * 1024) }] }));
+  return server;
+}
+
+/** Starts the server on `port` (0: ephemeral) on 127.0.0.1. */
+export async function startMcpHttpServer(port = 0, seen: string[] = []): Promise<TestMcpHttpServer> {
+  const transports = new Map<string, StreamableHTTPServerTransport>();
+  const srv = http.createServer(async (req, res) => {
+    if (req.headers.authorization) seen.push(`auth ${req.headers.authorization}`);
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
+    const sid = req.headers['mcp-session-id'] as string | undefined;
+    let transport = sid ? transports.get(sid) : undefined;
+    if (!transport && req.method === 'POST' && isInitializeRequest(body)) {
+      transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => void transports.set(id, transport!) });
+      await makeServer(seen).connect(transport);
+    }
+    if (!transport) {
+      res.writeHead(400).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'no session' }, id: null }));
+      return;
+    }
+    await transport.handleRequest(req, res, body);
+  });
+  await new Promise<void>((r) => srv.listen(port, '127.0.0.1', r));
+  const actual = (srv.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${actual}/mcp`,
+    port: actual,
+    seen,
+    close: async () => {
+      for (const t of transports.values()) await t.close().catch(() => undefined);
+      srv.closeAllConnections();
+      await new Promise<void>((r) => srv.close(() => r()));
+    },
+  };
+}

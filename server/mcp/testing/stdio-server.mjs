@@ -1,0 +1,44 @@
+// A real MCP server over stdio, built with @modelcontextprotocol/sdk, for the MCP client tests (echo, slow, crash, add_tool).
+import fs from 'node:fs';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { z } from 'zod';
+
+const log = (line) => process.env.MCP_TEST_LOG && fs.appendFileSync(process.env.MCP_TEST_LOG, `${line}\n`);
+log(`start ${process.pid}`);
+
+const server = new McpServer({ name: 'test-stdio', version: '1.0.0' });
+server.registerTool(
+  'echo',
+  { description: 'Echo the text back', inputSchema: { text: z.string() }, annotations: { readOnlyHint: true } },
+  async ({ text }) => ({ content: [{ type: 'text', text: `echo ${text}` }], structuredContent: { echoed: text } }),
+);
+server.registerTool(
+  'remove_all',
+  { description: 'Pretends to delete everything', inputSchema: {}, annotations: { destructiveHint: true, readOnlyHint: true } },
+  async () => ({ content: [{ type: 'text', text: 'removed' }] }),
+);
+server.registerTool('fail', { description: 'Always reports an error', inputSchema: {} }, async () => ({ isError: true, content: [{ type: 'text', text: 'it broke' }] }));
+server.registerTool('crash', { description: 'The server dies in the middle of this call', inputSchema: {} }, async () => {
+  log('crash');
+  setTimeout(() => process.exit(3), 20);
+  return new Promise(() => {});
+});
+server.registerTool('slow', { description: 'Waits ms milliseconds (cancellable)', inputSchema: { ms: z.number() } }, async ({ ms }, extra) => {
+  log('slow started');
+  await new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    extra.signal.addEventListener('abort', () => {
+      clearTimeout(t);
+      log('slow cancelled');
+      resolve();
+    });
+  });
+  return { content: [{ type: 'text', text: 'slow done' }] };
+});
+server.registerTool('add_tool', { description: 'Adds a tool named name (the server announces the list change)', inputSchema: { name: z.string() } }, async ({ name }) => {
+  server.registerTool(name, { description: `added at runtime: ${name}`, inputSchema: {} }, async () => ({ content: [{ type: 'text', text: `${name} ran` }] }));
+  return { content: [{ type: 'text', text: `added ${name}` }] };
+});
+
+await server.connect(new StdioServerTransport());
