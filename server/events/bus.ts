@@ -71,6 +71,41 @@ export class EventBus {
     return ev;
   }
 
+  /** An event with its seq, to be written by the caller inside a transaction of its own (`writeIn`). */
+  prepare(runId: string, stream: EventStream, data: Record<string, unknown>): PendingEvent {
+    const ctx = this.runs.get(runId);
+    if (!ctx) throw new Error(`emit for unregistered run ${runId}`);
+    ctx.seq += 1;
+    return { runId, seq: ctx.seq, stream, ts: new Date().toISOString(), sessionKey: ctx.sessionKey, data };
+  }
+
+  /**
+   * Writes prepared events in the caller's transaction. Returns what to call once that transaction has
+   * committed: it hands the events on (listeners, subscribers); if the transaction fails, just drop it.
+   */
+  writeIn(events: PendingEvent[]): { write(tx: Kysely<Database>): Promise<void>; committed(): void } {
+    const done: Array<{ ev: PendingEvent; w: { id: number; tx?: string } }> = [];
+    return {
+      write: async (tx) => {
+        const ids = await this.store.insertEventsIn(tx, events);
+        if (this.feed) await this.feed.notify(tx);
+        done.push(...events.map((e, i) => ({ ev: e, w: ids[i]! })));
+      },
+      committed: () => this.written(done),
+    };
+  }
+
+  private written(done: Array<{ ev: PendingEvent; w: { id: number; tx?: string } }>): void {
+    for (const { ev: pending, w } of done) {
+      const cursor: EventCursor = w.tx === undefined ? { id: w.id } : { id: w.id, tx: BigInt(w.tx) };
+      const { epoch: _epoch, ...rest } = pending;
+      const ev: AgentEvent = { id: w.id, ...rest, cursor: encodeEventCursor(cursor) };
+      this.notifyListeners(ev);
+      if (!this.feed) this.fanOut(ev, cursor);
+    }
+    this.feed?.written();
+  }
+
   /** In-process listener (metrics, waiters); its errors are isolated from the others. */
   onEvent(fn: Listener): () => void {
     this.listeners.add(fn);

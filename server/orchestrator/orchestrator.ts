@@ -662,12 +662,15 @@ export class Orchestrator {
       const own = active.row ?? (await store.getRun(active.id));
       const merged = active.injected ? await store.mergedInto(active.id) : [];
       deliveries = planDeliveries({ runId: active.id, sessionKey: st.key, agentId: active.agent.id, agentName: active.agent.name }, [...(own ? [own] : []), ...merged], outcome);
+      let endWrite: ReturnType<EventBus['writeIn']> | null = null;
       if (this.cluster) {
-        // Under a lease the run's last events go out (fenced by its epoch) before the lease is let go: once
-        // another process claims the session, nothing more of this run could be written.
-        if (bus.currentSeq(active.id) === 0) bus.registerRun(active.id, st.key, await store.maxSeq(active.id).catch(() => 0));
-        this.emitEnd(active, outcome);
+        // Under a lease the run's events go out (fenced by its epoch) before the lease is let go, and its end
+        // event is written with its end in one transaction: once another process claims the session, nothing
+        // more of this run could be written, and whoever sees the end event finds the run ended.
         await bus.drain();
+        if (bus.currentSeq(active.id) === 0) bus.registerRun(active.id, st.key, await store.maxSeq(active.id).catch(() => 0));
+        endWrite = bus.writeIn([bus.prepare(active.id, 'lifecycle', endData(outcome))]);
+        bus.unregisterRun(active.id);
       }
       // The run's end, its callbacks and its webhooks are one transaction: a crash after it still delivers them.
       released = await store.finishRun(
@@ -676,7 +679,9 @@ export class Orchestrator {
         deliveries.callbacks,
         deliveries.webhooks,
         { key: st.key, idle: !st.queue.length && !active.inbox.length, release: !!this.cluster },
+        endWrite?.write,
       );
+      endWrite?.committed();
       if (deliveries.callbacks.length) failpoint('callback.recorded');
     } catch (e) {
       if (e instanceof FencedError) return this.abandon(st, active, 'stopped');
@@ -740,10 +745,8 @@ export class Orchestrator {
   }
 
   private emitEnd(active: ActiveRun, outcome: RunOutcome) {
-    const { bus } = this.o;
-    if (outcome.status === 'ok') bus.emit(active.id, 'lifecycle', { phase: 'end', status: 'ok', response: outcome.response ?? '' });
-    else bus.emit(active.id, 'lifecycle', { phase: 'error', status: outcome.status, error: outcome.error ?? outcome.status });
-    bus.unregisterRun(active.id);
+    this.o.bus.emit(active.id, 'lifecycle', endData(outcome));
+    this.o.bus.unregisterRun(active.id);
   }
 
   private startNext(st: SessionState): void {
@@ -896,6 +899,12 @@ export class Orchestrator {
     if (this.cluster) for (const key of keys) await this.cluster.release(key).catch(() => undefined);
     this.sessions.clear();
   }
+}
+
+function endData(outcome: RunOutcome): Record<string, unknown> {
+  return outcome.status === 'ok'
+    ? { phase: 'end', status: 'ok', response: outcome.response ?? '' }
+    : { phase: 'error', status: outcome.status, error: outcome.error ?? outcome.status };
 }
 
 function mergeInputs(inputs: RunInput[]): RunInput {

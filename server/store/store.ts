@@ -435,8 +435,8 @@ export class Store {
       update webhook_outbox set next_attempt_at = ${until}
       where id in (select id from webhook_outbox where status = 'pending' and next_attempt_at <= ${now}
                    order by next_attempt_at limit ${limit} for update skip locked)
-      returning id, run_id, url, secret, body, status, attempts, ${now}::text as next_attempt_at, last_error, created_at, delivered_at`.execute(this.db);
-    return r.rows;
+      returning *`.execute(this.db);
+    return r.rows.map((x) => ({ ...x, next_attempt_at: now }));
   }
 
   dueWebhooks(now: string, limit: number): Promise<WebhookRow[]> {
@@ -488,24 +488,30 @@ export class Store {
           this.onFencedWrite?.(events.length - keep.length);
         }
       }
-      const written: Array<{ id: number; tx?: string }> = [];
-      // Chunked multi-row inserts; ids of one statement rise in insertion order.
-      for (let i = 0; i < keep.length; i += 200) {
-        const chunk = keep.slice(i, i + 200);
-        const values = chunk.map((e) => ({ run_id: e.runId, seq: e.seq, stream: e.stream, ts: e.ts, session_key: e.sessionKey, data: JSON.stringify(e.data) }));
-        if (this.dialect === 'postgres') {
-          const rows = await tx.insertInto('events').values(values).returning(['id', sql<string>`tx::text`.as('tx')]).execute();
-          written.push(...rows.map((r) => ({ id: Number(r.id), tx: r.tx })).sort((a, b) => a.id - b.id));
-        } else {
-          const rows = await tx.insertInto('events').values(values).returning('id').execute();
-          written.push(...rows.map((r) => ({ id: Number(r.id) })).sort((a, b) => a.id - b.id));
-        }
-      }
+      const written = await this.insertEventsIn(tx, keep);
       let w = 0;
       for (let i = 0; i < events.length; i++) if (!isLost?.(events[i]!)) out[i] = written[w++]!;
       if (o.notify && written.length) await o.notify(tx);
       return out;
     });
+  }
+
+  /** Inserts events in the caller's transaction (no fencing: the caller's transaction is fenced itself). */
+  async insertEventsIn(tx: Kysely<Database>, events: PendingEvent[]): Promise<Array<{ id: number; tx?: string }>> {
+    const written: Array<{ id: number; tx?: string }> = [];
+    // Chunked multi-row inserts; ids of one statement rise in insertion order.
+    for (let i = 0; i < events.length; i += 200) {
+      const chunk = events.slice(i, i + 200);
+      const values = chunk.map((e) => ({ run_id: e.runId, seq: e.seq, stream: e.stream, ts: e.ts, session_key: e.sessionKey, data: JSON.stringify(e.data) }));
+      if (this.dialect === 'postgres') {
+        const rows = await tx.insertInto('events').values(values).returning(['id', sql<string>`tx::text`.as('tx')]).execute();
+        written.push(...rows.map((r) => ({ id: Number(r.id), tx: r.tx })).sort((a, b) => a.id - b.id));
+      } else {
+        const rows = await tx.insertInto('events').values(values).returning('id').execute();
+        written.push(...rows.map((r) => ({ id: Number(r.id) })).sort((a, b) => a.id - b.id));
+      }
+    }
+    return written;
   }
 
   async maxSeq(runId: string): Promise<number> {
