@@ -22,6 +22,8 @@ export interface BenchResults {
   afterLoadRssKb?: number;
   rssProcesses?: string;
   turns?: Summary & { errors: number };
+  /** The same turns on the provider path: `openai:` model against the loopback OpenAI-wire fake. */
+  providerTurns?: Summary & { errors: number; firstError?: string; scriptedPair?: Summary; ratioP50?: number };
   /** A trivial authorized call (`agents.list`): the HTTP + routing + JSON-RPC floor under each request. */
   rpcFloor?: Summary;
   concurrent: ConcurrentResult[];
@@ -72,6 +74,13 @@ export function summaryRows(r: BenchResults): Row[] {
   const rows: Row[] = [
     { metric: 'turn round trip p50 (agent + agent.wait)', target: '≤ 10 ms', measured: ms(r.turns?.p50), verdict: verdict(r.turns?.p50, 10), peer: '≈ 190 ms' },
     { metric: 'turn round trip p95', target: '≤ 25 ms', measured: ms(r.turns?.p95), verdict: verdict(r.turns?.p95, 25), peer: '' },
+    {
+      metric: 'provider-path turn p50 (OpenAI-wire fake, 200-row context)',
+      target: '≤ 2× scripted p50 (interleaved)',
+      measured: r.providerTurns ? `${ms(r.providerTurns.p50)} (${ratio(r.providerTurns.p50, r.providerTurns.scriptedPair?.p50 ?? r.turns?.p50)})${r.providerTurns.errors ? ` (${r.providerTurns.errors} not ok: ${r.providerTurns.firstError ?? '?'})` : ''}` : 'n/a',
+      verdict: r.providerTurns?.errors ? 'missed' : verdict(r.providerTurns?.p50, 2 * (r.providerTurns?.scriptedPair?.p50 ?? r.turns?.p50 ?? NaN)),
+      peer: '16.6 ms (3.4 ms scripted)',
+    },
     { metric: '50 concurrent sessions, one turn each', target: '≤ 0.3 s', measured: ms(c50?.wallMs) + failed(c50), verdict: c50?.failed ? 'missed' : verdict(c50?.wallMs, 300), peer: '8.7 s' },
     { metric: '1,000 concurrent sessions, one turn each', target: '≤ 5 s', measured: ms(c1k?.wallMs) + failed(c1k), verdict: c1k?.failed ? 'missed' : verdict(c1k?.wallMs, 5000), peer: '' },
     { metric: 'RSS idle (process tree)', target: '≤ 200 MB', measured: mb(r.idleRssKb), verdict: verdict(r.idleRssKb, 200 * 1024), peer: '≈ 0.9–1.0 GB' },
@@ -116,6 +125,10 @@ export function summaryRows(r: BenchResults): Row[] {
   return rows;
 }
 
+function ratio(a: number | undefined, b: number | undefined): string {
+  return a !== undefined && b !== undefined && b > 0 ? `${(a / b).toFixed(2)}× scripted` : '? × scripted';
+}
+
 function delegateFigure(r: BenchResults): string {
   const d = r.delegate;
   if (!d) return r.errors['delegate callback'] ? 'n/a (failed, see below)' : 'not measured';
@@ -139,7 +152,7 @@ export function consoleTable(r: BenchResults): string {
   return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
-export function markdown(r: BenchResults): string {
+export function markdown(r: BenchResults, baseline?: BenchResults): string {
   const rows = summaryRows(r).map((x) => [x.metric, x.target, x.measured, x.verdict, x.peer]);
   const m = r.machine;
   const out: string[] = [];
@@ -147,7 +160,8 @@ export function markdown(r: BenchResults): string {
   out.push('');
   out.push(
     'Measured with `npm run bench` against the **built** server (`scripts/start.mjs`, the same path as `npm start`) over real HTTP on loopback, ' +
-      'default SQLite store in a fresh temp data dir, the built-in `scripted` model (no network, no delay of its own). ' +
+      'default SQLite store in a fresh temp data dir, the built-in `scripted` model (no network, no delay of its own), ' +
+      'and for the provider-path turn an `openai:` model against the loopback OpenAI-wire fake (`server/models/testing/fake-openai-server.ts`, run in the bench process). ' +
       'These are figures, not assertions: rerun on your machine with `npm run build && npm run bench`.',
   );
   out.push('');
@@ -173,6 +187,19 @@ export function markdown(r: BenchResults): string {
       `**Turn round trip** (${t.n} sequential turns on one session after warm-up; \`agent\` then \`agent.wait\`, two HTTP requests): ` +
         `min ${ms(t.min)}, p50 ${ms(t.p50)}, p95 ${ms(t.p95)}, p99 ${ms(t.p99)}, max ${ms(t.max)}, mean ${ms(t.mean)}; ${t.errors} not ok.` +
         (r.rpcFloor ? ` For scale, a trivial authorized call (\`agents.list\`) takes p50 ${ms(r.rpcFloor.p50)}, p95 ${ms(r.rpcFloor.p95)}: a turn pays that twice.` : ''),
+    );
+    out.push('');
+  }
+  if (r.providerTurns) {
+    const t = r.providerTurns;
+    out.push(
+      `**Provider-path turn** (the same ${t.n} sequential turns after warm-up on \`agent:main:bench-provider\`, switched with \`sessions.patch\` to \`openai:gpt-bench\`; ` +
+        `every step sends the newest 200 transcript rows, the system prompt and the tool definitions as a chat-completions request to the fake, which streams the answer back instantly in OpenAI's SSE format): ` +
+        `min ${ms(t.min)}, p50 ${ms(t.p50)}, p95 ${ms(t.p95)}, p99 ${ms(t.p99)}, max ${ms(t.max)}, mean ${ms(t.mean)}; ${t.errors} not ok. ` +
+        (t.scriptedPair
+          ? `Each provider turn is followed by the same turn on a scripted session (\`agent:main:bench-provider-pair\`, equally long), so both see the same load: ` +
+            `scripted p50 ${ms(t.scriptedPair.p50)}, p95 ${ms(t.scriptedPair.p95)}; provider p50 is ${ratio(t.p50, t.scriptedPair.p50)}, median of the per-pair ratios ${t.ratioP50?.toFixed(2)}× (target ≤ 2×).`
+          : ''),
     );
     out.push('');
   }
@@ -259,6 +286,7 @@ export function markdown(r: BenchResults): string {
     );
     out.push('');
   }
+  if (baseline) out.push(...comparison(r, baseline));
   const errs = Object.entries(r.errors);
   if (errs.length) {
     out.push('## Not measured in this run');
@@ -279,4 +307,45 @@ export function markdown(r: BenchResults): string {
   );
   out.push('');
   return out.join('\n');
+}
+
+/** Side by side with another run of the same bench (e.g. the last Node 20 commit), with the change in %. */
+function comparison(r: BenchResults, b: BenchResults): string[] {
+  const ready = (x: BenchResults) => (x.startModes ? medianOf(x.startModes.inprocess.map((s) => s.readyMs)) : x.freshStart?.readyMs);
+  const c = (x: BenchResults, n: number) => x.concurrent.find((k) => k.sessions === n)?.wallMs;
+  const h = (x: BenchResults) => x.history.find((k) => k.messages === Math.max(...x.history.map((y) => y.messages)))?.first.p50;
+  const rows: Array<[string, number | undefined, number | undefined, 'ms' | 'kb', boolean]> = [
+    ['turn round trip p50', b.turns?.p50, r.turns?.p50, 'ms', true],
+    ['turn round trip p95', b.turns?.p95, r.turns?.p95, 'ms', false],
+    ['provider-path turn p50', b.providerTurns?.p50, r.providerTurns?.p50, 'ms', false],
+    ['agents.list (RPC floor) p50', b.rpcFloor?.p50, r.rpcFloor?.p50, 'ms', false],
+    ['50 concurrent sessions', c(b, 50), c(r, 50), 'ms', false],
+    ['1,000 concurrent sessions', c(b, 1000), c(r, 1000), 'ms', false],
+    ['RSS idle', b.idleRssKb, r.idleRssKb, 'kb', true],
+    ['RSS after load', b.afterLoadRssKb, r.afterLoadRssKb, 'kb', true],
+    ['start to ready (median)', ready(b), ready(r), 'ms', true],
+    ['chat.history first page p50, largest session', h(b), h(r), 'ms', false],
+    ['fan-out burst deliveries/s (higher is better)', b.fanout?.burst.deliveriesPerSec, r.fanout?.burst.deliveriesPerSec, 'ms', false],
+  ];
+  const fmt = (v: number | undefined, unit: 'ms' | 'kb', label: string) =>
+    v === undefined || !Number.isFinite(v) ? 'n/a' : label.includes('/s') ? num(v) : unit === 'kb' ? mb(v) : ms(v);
+  const out: string[] = [];
+  out.push(`## ${r.machine.node} against ${b.machine.node}`);
+  out.push('');
+  out.push(
+    `The same bench (this \`bench/\`) on both, back to back: baseline ${b.date} on ${b.machine.node} (load ${b.machine.loadAvg}), this run ${r.date} on ${r.machine.node} (load ${r.machine.loadAvg}). ` +
+      'Rows marked ✱ are held to "no more than 10% worse".',
+  );
+  out.push('');
+  out.push(
+    table(
+      ['metric', b.machine.node, r.machine.node, 'change'],
+      rows.map(([label, before, after, unit, held]) => {
+        const change = before !== undefined && after !== undefined && before > 0 ? ((after - before) / before) * 100 : undefined;
+        return [`${label}${held ? ' ✱' : ''}`, fmt(before, unit, label), fmt(after, unit, label), change === undefined ? '' : `${change >= 0 ? '+' : ''}${change.toFixed(0)}%`];
+      }),
+    ),
+  );
+  out.push('');
+  return out;
 }
