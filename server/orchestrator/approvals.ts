@@ -10,6 +10,8 @@ import { nowIso, type Store } from '../store/store';
 
 export type GateResult = { allowed: true } | { allowed: false; reason: string };
 export type Decision = 'allow_once' | 'allow_always' | 'deny';
+/** Who decided: the operator (room, RPC) or a chat sender (server/channels/approvals.ts). Carried on the resolved event. */
+export type DecidedBy = { type: 'operator' } | { type: 'channel'; channel: string; id: string; name?: string };
 
 export interface GateRequest {
   runId: string;
@@ -98,7 +100,7 @@ export class Approvals {
     return result;
   }
 
-  async resolve(approvalId: string, decision: Decision, reason?: string): Promise<void> {
+  async resolve(approvalId: string, decision: Decision, reason?: string, by?: DecidedBy): Promise<void> {
     const row = await this.store.getApproval(approvalId);
     if (!row) throw new CrosstalkError('unknown_approval', `no approval ${approvalId}`);
     const status = decision === 'deny' ? 'denied' : 'allowed';
@@ -109,7 +111,7 @@ export class Approvals {
 
     const waiter = this.waiters.get(approvalId);
     if (!waiter) this.bus.registerRun(row.run_id, row.session_key, await this.store.maxSeq(row.run_id));
-    this.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId, decision, ...(reason ? { reason } : {}) });
+    this.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId, decision, ...(reason ? { reason } : {}), ...(by ? { by } : {}) });
     if (waiter) {
       waiter(decision === 'deny' ? { allowed: false, reason: reason || 'denied by user' } : { allowed: true });
     } else {
