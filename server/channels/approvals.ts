@@ -107,10 +107,10 @@ export function startChatApprovals(d: ChatApprovalDeps): ChatApprovals {
 
   async function settle(ev: { runId: string; sessionKey: string; data: Record<string, unknown> }): Promise<void> {
     const approvalId = String(ev.data.approvalId);
-    const posted = (await (inflight.get(approvalId) ?? Promise.resolve(null))) ?? ((await store.getIdempotent(postedKey(approvalId))) as (PostedRequest & { text?: string; tool?: string }) | undefined);
+    await inflight.get(approvalId); // a post still in flight lands first
     inflight.delete(approvalId);
-    if (!posted) return; // never posted to a chat: the room alone shows it
-    const record = posted as PostedRequest & { text?: string; tool?: string };
+    const record = (await store.getIdempotent(postedKey(approvalId))) as (PostedRequest & { text?: string; tool?: string }) | undefined;
+    if (!record) return; // never posted to a chat: the room alone shows it
     const decision = String(ev.data.decision);
     const how = decision === 'cancelled' ? `Cancelled: ${String(ev.data.reason ?? 'run interrupted')}` : `${DECISION_TEXT[decision] ?? decision} by ${describeDecider(ev.data.by as DecidedBy | undefined, label)}`;
     const reason = ev.data.reason && decision !== 'cancelled' ? ` — ${String(ev.data.reason)}` : '';
