@@ -299,7 +299,7 @@ export function markdown(r: BenchResults, baseline?: BenchResults): string {
   out.push(
     [
       '- `bench/run.ts` drives everything; `bench/lib/` holds the server launcher, the HTTP/SSE clients, the SQLite seeder, the scenarios and this report.',
-      '- The server is started exactly as `npm start` does (`node scripts/start.mjs`) with `CROSSTALK_DATA_DIR` a fresh temp dir, `CROSSTALK_TOKEN` set and a free loopback port; ready = the first `agents.list` that answers with the token.',
+      '- The server is started exactly as `npm start` does (`node` with the flags of package.json `scripts.start`, then `scripts/start.mjs`) with `CROSSTALK_DATA_DIR` a fresh temp dir, `CROSSTALK_TOKEN` set and a free loopback port; ready = the first `agents.list` that answers with the token.',
       '- RSS is VmRSS from `/proc/<pid>/status`, summed over the server process and all its descendants.',
       '- The long transcripts are written with better-sqlite3 while the server is stopped, then the server is started again on that data dir.',
       '- Every loop is bounded; the run stops by itself and removes its temp dirs. Raw figures: `.bench/results.json`.',

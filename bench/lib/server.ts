@@ -11,6 +11,16 @@ import { sleep } from './stats';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
+/**
+ * The node flags `npm start` passes (package.json `scripts.start`, e.g. `--max-semi-space-size=8`), so the bench
+ * measures exactly what `npm start` runs.
+ */
+export function startScriptNodeFlags(root = repoRoot): string[] {
+  const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+  const m = /^node\s+(.*?)\s*scripts\/start\.mjs\b/.exec(pkg.scripts?.start ?? '');
+  return m?.[1] ? m[1].split(/\s+/).filter(Boolean) : [];
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
@@ -72,7 +82,7 @@ export async function startServer(opts: StartOptions): Promise<ServerHandle> {
     if (out.length > 64_000) out = out.slice(-64_000);
   };
   const t0 = performance.now();
-  const child: ChildProcess = spawn(process.execPath, [...(opts.nodeArgs ?? []), path.join(repoRoot, 'scripts', 'start.mjs')], {
+  const child: ChildProcess = spawn(process.execPath, [...startScriptNodeFlags(), ...(opts.nodeArgs ?? []), path.join(repoRoot, 'scripts', 'start.mjs')], {
     cwd: opts.cwd,
     env: env as NodeJS.ProcessEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
