@@ -125,6 +125,16 @@ export function summaryRows(r: BenchResults): Row[] {
   return rows;
 }
 
+/** What the provider-path profile showed (bench/profile-provider.ts and an in-process run with unminified names), kept with the figures. */
+const PROVIDER_NOTES = [
+  '**Where the provider path\'s time goes** (profiled with `--cpu-prof`, `bench/profile-provider.ts`, and in-process on the unbundled sources; per turn, beyond what the scripted turn also does):',
+  '',
+  '- The AI SDK\'s OpenAI chat client, which we call directly through `doStream` (LanguageModel v4, no `streamText`): building the request (`getArgs`: the 200-row prompt converted to chat messages, and the tool JSON schemas normalised again on every call by `normalizeOpenAIJsonSchema`, ~0.3 ms), `fetch` (undici) for a ~17 KB body, and the response pipeline (TextDecoderStream → EventSourceParserStream → JSON parse + zod validation of each chunk → the provider\'s TransformStream). That is the bulk of it and it is the library\'s; a `node:http` fetch in its place saved ~0.1 ms a step, not worth owning.',
+  '- The fake runs in another process (the bench\'s), so every step pays two loopback hops and a scheduling wake-up on a loaded 2-core machine; its own JSON parse of the request is ~0.2 ms.',
+  '- Ours, fixed: `resolveModel` built the provider\'s model entry again on every run (~0.4 ms a turn); models are now cached per spec and settings (`server/models/registry.ts`). Prompt building (`contextRows` + `toPromptMessages` over 200 rows, ~0.2 ms) is the same for both turns.',
+  '- The 16.6 ms vs 3.4 ms (≈ 4.9×) measured beside OpenClaw predates 873f59e (the run loop calling `doStream` instead of `streamText`, whose per-call machinery was the largest cost); the same interleaved bench on 776dc25 (Node 20, ai 6) already gives ≈ 1.7×.',
+];
+
 function ratio(a: number | undefined, b: number | undefined): string {
   return a !== undefined && b !== undefined && b > 0 ? `${(a / b).toFixed(2)}× scripted` : '? × scripted';
 }
@@ -201,6 +211,10 @@ export function markdown(r: BenchResults, baseline?: BenchResults): string {
             `scripted p50 ${ms(t.scriptedPair.p50)}, p95 ${ms(t.scriptedPair.p95)}; provider p50 is ${ratio(t.p50, t.scriptedPair.p50)}, median of the per-pair ratios ${t.ratioP50?.toFixed(2)}× (target ≤ 2×).`
           : ''),
     );
+    out.push('');
+  }
+  if (r.providerTurns) {
+    out.push(...PROVIDER_NOTES);
     out.push('');
   }
   if (r.concurrent.length) {
