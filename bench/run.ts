@@ -1,7 +1,8 @@
 // `npm run bench`: measures the built server on this machine and writes BENCHMARKS.md (figures, never assertions).
 // Flags: --quick (smaller counts, writes .bench/BENCHMARKS.quick.md instead), --keep (keep the temp dirs),
 // --baseline <results.json> (add a side-by-side table against another run, e.g. the same bench on Node 20),
-// --results <file> (where the raw figures go; default .bench/results.json), --no-md (do not write BENCHMARKS.md).
+// --results <file> (where the raw figures go; default .bench/results.json), --no-md (do not write BENCHMARKS.md),
+// --compare <root>[:<node binary>] (only: this checkout against another one, interleaved in one run — start, RSS, turns).
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -11,6 +12,7 @@ import { processTree } from './lib/proc';
 import { type BenchResults, consoleTable, machineInfo, markdown, type StartSample } from './lib/report';
 import { delegateCallback, delegationAvailable } from './lib/delegate';
 import { concurrentSessions, fanout, historyPages, rpcFloor, turnRoundTrip } from './lib/scenarios';
+import { compareSides } from './lib/compare';
 import { benchModelEnv, providerTurnRoundTrip, startBenchModel } from './lib/provider';
 import { seedTranscripts } from './lib/seed';
 import { makeTempDir, repoRoot, type ServerHandle, startServer } from './lib/server';
@@ -25,6 +27,7 @@ const flagValue = (name: string) => {
   return i >= 0 ? argv[i + 1] : undefined;
 };
 const baselinePath = flagValue('--baseline');
+const compareWith = flagValue('--compare');
 const resultsPath = flagValue('--results');
 
 const settings = quick
@@ -106,6 +109,27 @@ async function main(): Promise<void> {
       console.error(`[bench] ${name} failed: ${msg}`);
     }
   };
+
+  if (compareWith) {
+    // Only the interleaved comparison: merged into the existing results/BENCHMARKS.md of the last full run.
+    const [root, nodePath] = compareWith.split(':');
+    log(`comparing with ${root} on ${nodePath ?? process.execPath} (interleaved)`);
+    const c = await compareSides(
+      { label: 'baseline', root: path.resolve(root!), nodePath },
+      { label: 'this checkout' },
+      { token, repeats: quick ? 3 : 7, turns: quick ? 50 : 200, root: repoRoot, env, track: (h) => (live.add(h), () => live.delete(h)) },
+    );
+    await model.close();
+    const jsonPath = resultsPath ? path.resolve(resultsPath) : path.join(repoRoot, '.bench', 'results.json');
+    const prior = fs.existsSync(jsonPath) ? (JSON.parse(fs.readFileSync(jsonPath, 'utf8')) as BenchResults) : results;
+    const merged = { ...prior, compare: { date: results.date, loadAvg: results.machine.loadAvg, ...c } };
+    fs.mkdirSync(path.dirname(jsonPath), { recursive: true });
+    fs.writeFileSync(jsonPath, JSON.stringify(merged, null, 2) + '\n');
+    const baseline = baselinePath ? (JSON.parse(fs.readFileSync(baselinePath, 'utf8')) as BenchResults) : undefined;
+    if (!args.has('--no-md')) fs.writeFileSync(path.join(repoRoot, 'BENCHMARKS.md'), markdown(merged, baseline));
+    console.log(JSON.stringify(c, null, 2));
+    return;
+  }
 
   try {
     // 1. Fresh start, then the load scenarios on that server.

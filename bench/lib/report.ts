@@ -1,5 +1,6 @@
 // Turns the bench results into a console table and BENCHMARKS.md (figures next to the targets).
 import os from 'node:os';
+import { compareRows, type CompareResult } from './compare';
 import type { DelegateResult } from './delegate';
 import type { ConcurrentResult, FanoutPhase, HistoryResult } from './scenarios';
 import type { Summary } from './stats';
@@ -31,6 +32,8 @@ export interface BenchResults {
   historyStartReadyMs?: number;
   fanout?: { subscribers: number; paced: FanoutPhase; burst: FanoutPhase };
   delegate?: { available: false } | ({ available: true } & DelegateResult);
+  /** `--compare`: this checkout against another, interleaved in one run. */
+  compare?: CompareResult & { date: string; loadAvg: string };
   errors: Record<string, string>;
 }
 
@@ -298,6 +301,22 @@ export function markdown(r: BenchResults, baseline?: BenchResults): string {
         `latency = the parent's callback run \`lifecycle start\` ts − the delegate run's \`lifecycle end\` ts, both from the event log, 1 ms resolution): ` +
         `p50 ${d.latency.p50.toFixed(0)} ms, p95 ${d.latency.p95.toFixed(0)} ms, max ${d.latency.max.toFixed(0)} ms; ${d.failed} failed.`,
     );
+    out.push('');
+  }
+  if (r.compare) {
+    const c = r.compare;
+    const t = compareRows(c);
+    out.push(`## ${c.sides[1].node} against ${c.sides[0].node}, interleaved`);
+    out.push('');
+    out.push(
+      `\`npm run bench -- --compare <other checkout>:<node>\` (${c.date}, load ${c.loadAvg}): both servers started the way their own \`npm start\` does, ` +
+        `alternately (A, B, A, B…) ${c.repeats} times each on an existing store, then both up at once for ${c.turns} turns that alternate between them, then 1,000 concurrent sessions on each. ` +
+        'Interleaving puts both under the same machine load, which separate runs on this shared machine do not. Rows marked ✱ are held to "no more than 10% worse".',
+    );
+    out.push('');
+    out.push(table(t.headers, t.rows));
+    out.push('');
+    out.push(`Starts: ${c.sides.map((s) => `${s.label} ${s.readyMs.map((v) => ms(v)).join(', ')}`).join('; ')}.`);
     out.push('');
   }
   if (baseline) out.push(...comparison(r, baseline));

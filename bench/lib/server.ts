@@ -45,6 +45,9 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Extra node flags for the server process, e.g. ['--cpu-prof'] when profiling. */
   nodeArgs?: string[];
+  /** Another checkout to start instead of this one (e.g. the last Node 20 commit), and the node binary to run it with. */
+  root?: string;
+  nodePath?: string;
 }
 
 export interface ServerHandle {
@@ -82,7 +85,8 @@ export async function startServer(opts: StartOptions): Promise<ServerHandle> {
     if (out.length > 64_000) out = out.slice(-64_000);
   };
   const t0 = performance.now();
-  const child: ChildProcess = spawn(process.execPath, [...startScriptNodeFlags(), ...(opts.nodeArgs ?? []), path.join(repoRoot, 'scripts', 'start.mjs')], {
+  const root = opts.root ?? repoRoot;
+  const child: ChildProcess = spawn(opts.nodePath ?? process.execPath, [...startScriptNodeFlags(root), ...(opts.nodeArgs ?? []), path.join(root, 'scripts', 'start.mjs')], {
     cwd: opts.cwd,
     env: env as NodeJS.ProcessEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
