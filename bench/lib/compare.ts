@@ -22,6 +22,8 @@ export interface SideFigures {
   idleRssKb: number[];
   turns: Summary;
   afterLoadRssKb: number;
+  /** Wall time and failures of the 1,000 concurrent sessions. */
+  concurrent: { wallMs: number; failed: number; firstFailure?: string };
 }
 
 export interface CompareResult {
@@ -100,9 +102,11 @@ export async function compareSides(a: Side, b: Side, o: { token: string; repeats
           samples[k]!.push(performance.now() - t0);
         }
       }
+      const concurrent: SideFigures['concurrent'][] = [];
       for (let k = 0; k < 2; k++) {
         await concurrentSessions(rpcs[k]!, 50, 0);
-        await concurrentSessions(rpcs[k]!, 1000, 50);
+        const c = await concurrentSessions(rpcs[k]!, 1000, 50);
+        concurrent.push({ wallMs: c.wallMs, failed: c.failed, ...(c.firstFailure ? { firstFailure: c.firstFailure } : {}) });
       }
       await sleep(1000);
       const after = up.map(({ h }) => h.rss().totalKb);
@@ -115,6 +119,7 @@ export async function compareSides(a: Side, b: Side, o: { token: string; repeats
           idleRssKb: s.idleRssKb,
           turns: summarize(samples[k]!),
           afterLoadRssKb: after[k]!,
+          concurrent: concurrent[k]!,
         }),
       ) as [SideFigures, SideFigures];
       return { repeats: o.repeats, turns: o.turns, sides: figures };
@@ -139,6 +144,7 @@ export function compareRows(c: CompareResult): { headers: string[]; rows: string
   const pct = (x: number, y: number) => (x > 0 ? `${y >= x ? '+' : ''}${(((y - x) / x) * 100).toFixed(0)}%` : '');
   const msf = (v: number) => (v >= 1000 ? `${(v / 1000).toFixed(2)} s` : v >= 10 ? `${v.toFixed(1)} ms` : `${v.toFixed(2)} ms`);
   const mbf = (kb: number) => `${(kb / 1024).toFixed(0)} MB`;
+  const failed = (x: SideFigures) => (x.concurrent.failed ? ` (${x.concurrent.failed} failed: ${x.concurrent.firstFailure ?? '?'})` : ' (0 failed)');
   const row = (label: string, x: number, y: number, f: (v: number) => string) => [label, f(x), f(y), pct(x, y)];
   return {
     headers: ['metric', `${a.label} (${a.node || '?'}, ${a.commit})`, `${b.label} (${b.node || '?'}, ${b.commit})`, 'change'],
@@ -148,6 +154,9 @@ export function compareRows(c: CompareResult): { headers: string[]; rows: string
       row(`turn round trip p50 (${c.turns} alternating turns) ✱`, a.turns.p50, b.turns.p50, msf),
       row('turn round trip p95', a.turns.p95, b.turns.p95, msf),
       row('RSS after turns + 1,000 concurrent sessions ✱', a.afterLoadRssKb, b.afterLoadRssKb, mbf),
+      ...(a.concurrent && b.concurrent
+        ? [['1,000 concurrent sessions, wall (failures)', msf(a.concurrent.wallMs) + failed(a), msf(b.concurrent.wallMs) + failed(b), pct(a.concurrent.wallMs, b.concurrent.wallMs)]]
+        : []),
     ],
   };
 }
