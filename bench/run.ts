@@ -1,5 +1,8 @@
 // `npm run bench`: measures the built server on this machine and writes BENCHMARKS.md (figures, never assertions).
-// Flags: --quick (smaller counts, writes .bench/BENCHMARKS.quick.md instead), --keep (keep the temp dirs).
+// Flags: --quick (smaller counts, writes .bench/BENCHMARKS.quick.md instead), --keep (keep the temp dirs),
+// --baseline <results.json> (add a side-by-side table against another run, e.g. the same bench on Node 20),
+// --results <file> (where the raw figures go; default .bench/results.json), --no-md (do not write BENCHMARKS.md),
+// --compare <root>[:<node binary>] (only: this checkout against another one, interleaved in one run — start, RSS, turns).
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -9,13 +12,23 @@ import { processTree } from './lib/proc';
 import { type BenchResults, consoleTable, machineInfo, markdown, type StartSample } from './lib/report';
 import { delegateCallback, delegationAvailable } from './lib/delegate';
 import { concurrentSessions, fanout, historyPages, rpcFloor, turnRoundTrip } from './lib/scenarios';
+import { compareSides } from './lib/compare';
+import { benchModelEnv, providerTurnRoundTrip, startBenchModel } from './lib/provider';
 import { seedTranscripts } from './lib/seed';
 import { makeTempDir, repoRoot, type ServerHandle, startServer } from './lib/server';
 import { sleep } from './lib/stats';
 
-const args = new Set(process.argv.slice(2));
+const argv = process.argv.slice(2);
+const args = new Set(argv);
 const quick = args.has('--quick');
 const keep = args.has('--keep');
+const flagValue = (name: string) => {
+  const i = argv.indexOf(name);
+  return i >= 0 ? argv[i + 1] : undefined;
+};
+const baselinePath = flagValue('--baseline');
+const compareWith = flagValue('--compare');
+const resultsPath = flagValue('--results');
 
 const settings = quick
   ? { warmupTurns: 10, turns: 50, concurrency: [50, 200], historySizes: [1_000, 20_000], historySamples: 50, startRepeats: 1, subscribers: 10, pacedRuns: 10, burstRuns: 20, delegateSamples: 10 }
@@ -74,6 +87,9 @@ async function main(): Promise<void> {
   }
 
   const token = crypto.randomBytes(18).toString('base64url');
+  // The OpenAI-wire fake model for the provider-path turn; lives in this process for the whole run.
+  const model = await startBenchModel();
+  const env = benchModelEnv(model);
   const dataDir = makeTempDir('crosstalk-bench-data-');
   const cwd = makeTempDir('crosstalk-bench-cwd-');
   const results: BenchResults = {
@@ -94,10 +110,31 @@ async function main(): Promise<void> {
     }
   };
 
+  if (compareWith) {
+    // Only the interleaved comparison: merged into the existing results/BENCHMARKS.md of the last full run.
+    const [root, nodePath] = compareWith.split(':');
+    log(`comparing with ${root} on ${nodePath ?? process.execPath} (interleaved)`);
+    const c = await compareSides(
+      { label: 'baseline', root: path.resolve(root!), nodePath },
+      { label: 'this checkout' },
+      { token, repeats: quick ? 3 : 7, turns: quick ? 50 : 200, root: repoRoot, env, track: (h) => (live.add(h), () => live.delete(h)) },
+    );
+    await model.close();
+    const jsonPath = resultsPath ? path.resolve(resultsPath) : path.join(repoRoot, '.bench', 'results.json');
+    const prior = fs.existsSync(jsonPath) ? (JSON.parse(fs.readFileSync(jsonPath, 'utf8')) as BenchResults) : results;
+    const merged = { ...prior, compare: { date: results.date, loadAvg: results.machine.loadAvg, ...c } };
+    fs.mkdirSync(path.dirname(jsonPath), { recursive: true });
+    fs.writeFileSync(jsonPath, JSON.stringify(merged, null, 2) + '\n');
+    const baseline = baselinePath ? (JSON.parse(fs.readFileSync(baselinePath, 'utf8')) as BenchResults) : undefined;
+    if (!args.has('--no-md')) fs.writeFileSync(path.join(repoRoot, 'BENCHMARKS.md'), markdown(merged, baseline));
+    console.log(JSON.stringify(c, null, 2));
+    return;
+  }
+
   try {
     // 1. Fresh start, then the load scenarios on that server.
     log(`starting the server on a fresh data dir ${dataDir}`);
-    await withServer(await startServer({ dataDir, token, cwd }), async (server) => {
+    await withServer(await startServer({ dataDir, token, cwd, env }), async (server) => {
       await sleep(1000);
       const rss = server.rss();
       results.freshStart = { readyMs: server.readyMs, idleRssKb: rss.totalKb, processes: rss.processes.length };
@@ -111,6 +148,10 @@ async function main(): Promise<void> {
         await attempt('turn round trip', async () => {
           log(`turn round trip: ${settings.warmupTurns} warm-up + ${settings.turns} turns`);
           results.turns = await turnRoundTrip(rpc, { warmup: settings.warmupTurns, turns: settings.turns });
+        });
+        await attempt('provider turn round trip', async () => {
+          log(`provider-path turn (OpenAI-wire fake): ${settings.warmupTurns} warm-up + ${settings.turns} turns`);
+          results.providerTurns = await providerTurnRoundTrip(rpc, { warmup: settings.warmupTurns, turns: settings.turns });
         });
         let next = 0;
         for (const n of settings.concurrency) {
@@ -147,7 +188,7 @@ async function main(): Promise<void> {
       const specs = settings.historySizes.map((n) => ({ sessionKey: `agent:main:bench-history-${n}`, agentId: 'main', messages: n }));
       const seeded = seedTranscripts(dataDir, specs);
       log(`seeded ${seeded.rows.toLocaleString('en-US')} transcript rows in ${seeded.ms.toFixed(0)} ms`);
-      await withServer(await startServer({ dataDir, token, cwd }), async (server) => {
+      await withServer(await startServer({ dataDir, token, cwd, env }), async (server) => {
         results.historyStartReadyMs = server.readyMs;
         const rpc = new RpcClient({ baseUrl: server.baseUrl, token });
         try {
@@ -166,7 +207,7 @@ async function main(): Promise<void> {
       const modes: { inprocess: StartSample[]; spawn: StartSample[] } = { inprocess: [], spawn: [] };
       for (let i = 0; i < settings.startRepeats; i++) {
         for (const mode of ['inprocess', 'spawn'] as const) {
-          await withServer(await startServer({ dataDir, token, cwd, mode }), async (server) => {
+          await withServer(await startServer({ dataDir, token, cwd, mode, env }), async (server) => {
             await sleep(1000);
             const rss = server.rss();
             modes[mode].push({ readyMs: server.readyMs, idleRssKb: rss.totalKb, processes: rss.processes.length });
@@ -177,6 +218,7 @@ async function main(): Promise<void> {
       results.startModes = modes;
     });
   } finally {
+    await model.close();
     if (keep) log(`kept ${dataDir} and ${cwd}`);
     else {
       fs.rmSync(dataDir, { recursive: true, force: true });
@@ -189,10 +231,15 @@ async function main(): Promise<void> {
   console.log('');
   const outDir = path.join(repoRoot, '.bench');
   fs.mkdirSync(outDir, { recursive: true });
-  fs.writeFileSync(path.join(outDir, quick ? 'results.quick.json' : 'results.json'), JSON.stringify(results, null, 2) + '\n');
-  const mdPath = quick ? path.join(outDir, 'BENCHMARKS.quick.md') : path.join(repoRoot, 'BENCHMARKS.md');
-  fs.writeFileSync(mdPath, markdown(results));
-  log(`wrote ${path.relative(repoRoot, mdPath)}`);
+  const jsonPath = resultsPath ? path.resolve(resultsPath) : path.join(outDir, quick ? 'results.quick.json' : 'results.json');
+  fs.writeFileSync(jsonPath, JSON.stringify(results, null, 2) + '\n');
+  log(`wrote ${jsonPath}`);
+  if (!args.has('--no-md')) {
+    const baseline = baselinePath ? (JSON.parse(fs.readFileSync(baselinePath, 'utf8')) as BenchResults) : undefined;
+    const mdPath = quick ? path.join(outDir, 'BENCHMARKS.quick.md') : path.join(repoRoot, 'BENCHMARKS.md');
+    fs.writeFileSync(mdPath, markdown(results, baseline));
+    log(`wrote ${path.relative(repoRoot, mdPath)}`);
+  }
   if (Object.keys(results.errors).length) log(`some measurements failed: ${Object.keys(results.errors).join(', ')}`);
 }
 

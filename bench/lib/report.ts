@@ -1,5 +1,6 @@
 // Turns the bench results into a console table and BENCHMARKS.md (figures next to the targets).
 import os from 'node:os';
+import { compareRows, type CompareResult } from './compare';
 import type { DelegateResult } from './delegate';
 import type { ConcurrentResult, FanoutPhase, HistoryResult } from './scenarios';
 import type { Summary } from './stats';
@@ -22,6 +23,8 @@ export interface BenchResults {
   afterLoadRssKb?: number;
   rssProcesses?: string;
   turns?: Summary & { errors: number };
+  /** The same turns on the provider path: `openai:` model against the loopback OpenAI-wire fake. */
+  providerTurns?: Summary & { errors: number; firstError?: string; scriptedPair?: Summary; ratioP50?: number };
   /** A trivial authorized call (`agents.list`): the HTTP + routing + JSON-RPC floor under each request. */
   rpcFloor?: Summary;
   concurrent: ConcurrentResult[];
@@ -29,6 +32,8 @@ export interface BenchResults {
   historyStartReadyMs?: number;
   fanout?: { subscribers: number; paced: FanoutPhase; burst: FanoutPhase };
   delegate?: { available: false } | ({ available: true } & DelegateResult);
+  /** `--compare`: this checkout against another, interleaved in one run. */
+  compare?: CompareResult & { date: string; loadAvg: string };
   errors: Record<string, string>;
 }
 
@@ -72,6 +77,13 @@ export function summaryRows(r: BenchResults): Row[] {
   const rows: Row[] = [
     { metric: 'turn round trip p50 (agent + agent.wait)', target: '≤ 10 ms', measured: ms(r.turns?.p50), verdict: verdict(r.turns?.p50, 10), peer: '≈ 190 ms' },
     { metric: 'turn round trip p95', target: '≤ 25 ms', measured: ms(r.turns?.p95), verdict: verdict(r.turns?.p95, 25), peer: '' },
+    {
+      metric: 'provider-path turn p50 (OpenAI-wire fake, 200-row context)',
+      target: '≤ 2× scripted p50 (interleaved)',
+      measured: r.providerTurns ? `${ms(r.providerTurns.p50)} (${ratio(r.providerTurns.p50, r.providerTurns.scriptedPair?.p50 ?? r.turns?.p50)})${r.providerTurns.errors ? ` (${r.providerTurns.errors} not ok: ${r.providerTurns.firstError ?? '?'})` : ''}` : 'n/a',
+      verdict: r.providerTurns?.errors ? 'missed' : verdict(r.providerTurns?.p50, 2 * (r.providerTurns?.scriptedPair?.p50 ?? r.turns?.p50 ?? NaN)),
+      peer: '16.6 ms (3.4 ms scripted)',
+    },
     { metric: '50 concurrent sessions, one turn each', target: '≤ 0.3 s', measured: ms(c50?.wallMs) + failed(c50), verdict: c50?.failed ? 'missed' : verdict(c50?.wallMs, 300), peer: '8.7 s' },
     { metric: '1,000 concurrent sessions, one turn each', target: '≤ 5 s', measured: ms(c1k?.wallMs) + failed(c1k), verdict: c1k?.failed ? 'missed' : verdict(c1k?.wallMs, 5000), peer: '' },
     { metric: 'RSS idle (process tree)', target: '≤ 200 MB', measured: mb(r.idleRssKb), verdict: verdict(r.idleRssKb, 200 * 1024), peer: '≈ 0.9–1.0 GB' },
@@ -116,6 +128,20 @@ export function summaryRows(r: BenchResults): Row[] {
   return rows;
 }
 
+/** What the provider-path profile showed (bench/profile-provider.ts and an in-process run with unminified names), kept with the figures. */
+const PROVIDER_NOTES = [
+  '**Where the provider path\'s time goes** (profiled with `--cpu-prof`, `bench/profile-provider.ts`, and in-process on the unbundled sources; per turn, beyond what the scripted turn also does):',
+  '',
+  '- The AI SDK\'s OpenAI chat client, which we call directly through `doStream` (LanguageModel v4, no `streamText`): building the request (`getArgs`: the 200-row prompt converted to chat messages, and the tool JSON schemas normalised again on every call by `normalizeOpenAIJsonSchema`, ~0.3 ms), `fetch` (undici) for a ~17 KB body, and the response pipeline (TextDecoderStream → EventSourceParserStream → JSON parse + zod validation of each chunk → the provider\'s TransformStream). That is the bulk of it and it is the library\'s; a `node:http` fetch in its place saved ~0.1 ms a step, not worth owning.',
+  '- The fake runs in another process (the bench\'s), so every step pays two loopback hops and a scheduling wake-up on a loaded 2-core machine; its own JSON parse of the request is ~0.2 ms.',
+  '- Ours, fixed: `resolveModel` built the provider\'s model entry again on every run (~0.4 ms a turn); models are now cached per spec and settings (`server/models/registry.ts`). Prompt building (`contextRows` + `toPromptMessages` over 200 rows, ~0.2 ms) is the same for both turns.',
+  '- The 16.6 ms vs 3.4 ms (≈ 4.9×) measured beside OpenClaw predates 873f59e (the run loop calling `doStream` instead of `streamText`, whose per-call machinery was the largest cost); the same interleaved bench on 776dc25 (Node 20, ai 6) already gives ≈ 1.7×.',
+];
+
+function ratio(a: number | undefined, b: number | undefined): string {
+  return a !== undefined && b !== undefined && b > 0 ? `${(a / b).toFixed(2)}× scripted` : '? × scripted';
+}
+
 function delegateFigure(r: BenchResults): string {
   const d = r.delegate;
   if (!d) return r.errors['delegate callback'] ? 'n/a (failed, see below)' : 'not measured';
@@ -139,7 +165,7 @@ export function consoleTable(r: BenchResults): string {
   return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
-export function markdown(r: BenchResults): string {
+export function markdown(r: BenchResults, baseline?: BenchResults): string {
   const rows = summaryRows(r).map((x) => [x.metric, x.target, x.measured, x.verdict, x.peer]);
   const m = r.machine;
   const out: string[] = [];
@@ -147,7 +173,8 @@ export function markdown(r: BenchResults): string {
   out.push('');
   out.push(
     'Measured with `npm run bench` against the **built** server (`scripts/start.mjs`, the same path as `npm start`) over real HTTP on loopback, ' +
-      'default SQLite store in a fresh temp data dir, the built-in `scripted` model (no network, no delay of its own). ' +
+      'default SQLite store in a fresh temp data dir, the built-in `scripted` model (no network, no delay of its own), ' +
+      'and for the provider-path turn an `openai:` model against the loopback OpenAI-wire fake (`server/models/testing/fake-openai-server.ts`, run in the bench process). ' +
       'These are figures, not assertions: rerun on your machine with `npm run build && npm run bench`.',
   );
   out.push('');
@@ -174,6 +201,23 @@ export function markdown(r: BenchResults): string {
         `min ${ms(t.min)}, p50 ${ms(t.p50)}, p95 ${ms(t.p95)}, p99 ${ms(t.p99)}, max ${ms(t.max)}, mean ${ms(t.mean)}; ${t.errors} not ok.` +
         (r.rpcFloor ? ` For scale, a trivial authorized call (\`agents.list\`) takes p50 ${ms(r.rpcFloor.p50)}, p95 ${ms(r.rpcFloor.p95)}: a turn pays that twice.` : ''),
     );
+    out.push('');
+  }
+  if (r.providerTurns) {
+    const t = r.providerTurns;
+    out.push(
+      `**Provider-path turn** (the same ${t.n} sequential turns after warm-up on \`agent:main:bench-provider\`, switched with \`sessions.patch\` to \`openai:gpt-bench\`; ` +
+        `every step sends the newest 200 transcript rows, the system prompt and the tool definitions as a chat-completions request to the fake, which streams the answer back instantly in OpenAI's SSE format): ` +
+        `min ${ms(t.min)}, p50 ${ms(t.p50)}, p95 ${ms(t.p95)}, p99 ${ms(t.p99)}, max ${ms(t.max)}, mean ${ms(t.mean)}; ${t.errors} not ok. ` +
+        (t.scriptedPair
+          ? `Each provider turn is followed by the same turn on a scripted session (\`agent:main:bench-provider-pair\`, equally long), so both see the same load: ` +
+            `scripted p50 ${ms(t.scriptedPair.p50)}, p95 ${ms(t.scriptedPair.p95)}; provider p50 is ${ratio(t.p50, t.scriptedPair.p50)}, median of the per-pair ratios ${t.ratioP50?.toFixed(2)}× (target ≤ 2×).`
+          : ''),
+    );
+    out.push('');
+  }
+  if (r.providerTurns) {
+    out.push(...PROVIDER_NOTES);
     out.push('');
   }
   if (r.concurrent.length) {
@@ -259,6 +303,23 @@ export function markdown(r: BenchResults): string {
     );
     out.push('');
   }
+  if (r.compare) {
+    const c = r.compare;
+    const t = compareRows(c);
+    out.push(`## ${c.sides[1].node} against ${c.sides[0].node}, interleaved`);
+    out.push('');
+    out.push(
+      `\`npm run bench -- --compare <other checkout>:<node>\` (${c.date}, load ${c.loadAvg}): both servers started the way their own \`npm start\` does, ` +
+        `alternately (A, B, A, B…) ${c.repeats} times each on an existing store, then both up at once for ${c.turns} turns that alternate between them, then 1,000 concurrent sessions on each. ` +
+        'Interleaving puts both under the same machine load, which separate runs on this shared machine do not. Rows marked ✱ are held to "no more than 10% worse".',
+    );
+    out.push('');
+    out.push(table(t.headers, t.rows));
+    out.push('');
+    out.push(`Starts: ${c.sides.map((s) => `${s.label} ${s.readyMs.map((v) => ms(v)).join(', ')}`).join('; ')}.`);
+    out.push('');
+  }
+  if (baseline) out.push(...comparison(r, baseline));
   const errs = Object.entries(r.errors);
   if (errs.length) {
     out.push('## Not measured in this run');
@@ -271,7 +332,7 @@ export function markdown(r: BenchResults): string {
   out.push(
     [
       '- `bench/run.ts` drives everything; `bench/lib/` holds the server launcher, the HTTP/SSE clients, the SQLite seeder, the scenarios and this report.',
-      '- The server is started exactly as `npm start` does (`node scripts/start.mjs`) with `CROSSTALK_DATA_DIR` a fresh temp dir, `CROSSTALK_TOKEN` set and a free loopback port; ready = the first `agents.list` that answers with the token.',
+      '- The server is started exactly as `npm start` does (`node` with the flags of package.json `scripts.start`, then `scripts/start.mjs`) with `CROSSTALK_DATA_DIR` a fresh temp dir, `CROSSTALK_TOKEN` set and a free loopback port; ready = the first `agents.list` that answers with the token.',
       '- RSS is VmRSS from `/proc/<pid>/status`, summed over the server process and all its descendants.',
       '- The long transcripts are written with better-sqlite3 while the server is stopped, then the server is started again on that data dir.',
       '- Every loop is bounded; the run stops by itself and removes its temp dirs. Raw figures: `.bench/results.json`.',
@@ -279,4 +340,45 @@ export function markdown(r: BenchResults): string {
   );
   out.push('');
   return out.join('\n');
+}
+
+/** Side by side with another run of the same bench (e.g. the last Node 20 commit), with the change in %. */
+function comparison(r: BenchResults, b: BenchResults): string[] {
+  const ready = (x: BenchResults) => (x.startModes ? medianOf(x.startModes.inprocess.map((s) => s.readyMs)) : x.freshStart?.readyMs);
+  const c = (x: BenchResults, n: number) => x.concurrent.find((k) => k.sessions === n)?.wallMs;
+  const h = (x: BenchResults) => x.history.find((k) => k.messages === Math.max(...x.history.map((y) => y.messages)))?.first.p50;
+  const rows: Array<[string, number | undefined, number | undefined, 'ms' | 'kb', boolean]> = [
+    ['turn round trip p50', b.turns?.p50, r.turns?.p50, 'ms', true],
+    ['turn round trip p95', b.turns?.p95, r.turns?.p95, 'ms', false],
+    ['provider-path turn p50', b.providerTurns?.p50, r.providerTurns?.p50, 'ms', false],
+    ['agents.list (RPC floor) p50', b.rpcFloor?.p50, r.rpcFloor?.p50, 'ms', false],
+    ['50 concurrent sessions', c(b, 50), c(r, 50), 'ms', false],
+    ['1,000 concurrent sessions', c(b, 1000), c(r, 1000), 'ms', false],
+    ['RSS idle', b.idleRssKb, r.idleRssKb, 'kb', true],
+    ['RSS after load', b.afterLoadRssKb, r.afterLoadRssKb, 'kb', true],
+    ['start to ready (median)', ready(b), ready(r), 'ms', true],
+    ['chat.history first page p50, largest session', h(b), h(r), 'ms', false],
+    ['fan-out burst deliveries/s (higher is better)', b.fanout?.burst.deliveriesPerSec, r.fanout?.burst.deliveriesPerSec, 'ms', false],
+  ];
+  const fmt = (v: number | undefined, unit: 'ms' | 'kb', label: string) =>
+    v === undefined || !Number.isFinite(v) ? 'n/a' : label.includes('/s') ? num(v) : unit === 'kb' ? mb(v) : ms(v);
+  const out: string[] = [];
+  out.push(`## ${r.machine.node} against ${b.machine.node}`);
+  out.push('');
+  out.push(
+    `The same bench (this \`bench/\`) on both, back to back: baseline ${b.date} on ${b.machine.node} (load ${b.machine.loadAvg}), this run ${r.date} on ${r.machine.node} (load ${r.machine.loadAvg}). ` +
+      'Rows marked ✱ are held to "no more than 10% worse".',
+  );
+  out.push('');
+  out.push(
+    table(
+      ['metric', b.machine.node, r.machine.node, 'change'],
+      rows.map(([label, before, after, unit, held]) => {
+        const change = before !== undefined && after !== undefined && before > 0 ? ((after - before) / before) * 100 : undefined;
+        return [`${label}${held ? ' ✱' : ''}`, fmt(before, unit, label), fmt(after, unit, label), change === undefined ? '' : `${change >= 0 ? '+' : ''}${change.toFixed(0)}%`];
+      }),
+    ),
+  );
+  out.push('');
+  return out;
 }

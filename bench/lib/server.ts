@@ -11,6 +11,16 @@ import { sleep } from './stats';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
+/**
+ * The node flags `npm start` passes (package.json `scripts.start`, e.g. `--max-semi-space-size=8`), so the bench
+ * measures exactly what `npm start` runs.
+ */
+export function startScriptNodeFlags(root = repoRoot): string[] {
+  const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+  const m = /^node\s+(.*?)\s*scripts\/start\.mjs\b/.exec(pkg.scripts?.start ?? '');
+  return m?.[1] ? m[1].split(/\s+/).filter(Boolean) : [];
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
@@ -35,6 +45,9 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Extra node flags for the server process, e.g. ['--cpu-prof'] when profiling. */
   nodeArgs?: string[];
+  /** Another checkout to start instead of this one (e.g. the last Node 20 commit), and the node binary to run it with. */
+  root?: string;
+  nodePath?: string;
 }
 
 export interface ServerHandle {
@@ -72,7 +85,8 @@ export async function startServer(opts: StartOptions): Promise<ServerHandle> {
     if (out.length > 64_000) out = out.slice(-64_000);
   };
   const t0 = performance.now();
-  const child: ChildProcess = spawn(process.execPath, [...(opts.nodeArgs ?? []), path.join(repoRoot, 'scripts', 'start.mjs')], {
+  const root = opts.root ?? repoRoot;
+  const child: ChildProcess = spawn(opts.nodePath ?? process.execPath, [...startScriptNodeFlags(root), ...(opts.nodeArgs ?? []), path.join(root, 'scripts', 'start.mjs')], {
     cwd: opts.cwd,
     env: env as NodeJS.ProcessEnv,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -7,6 +7,7 @@ import type { Orchestrator } from '../orchestrator/orchestrator';
 import type { Store } from '../store/store';
 import { resolveChannelConfig } from './delivery';
 import { resolveInboundSessionRoute, sessionMeta } from './routing';
+import type { ChatDecision } from './approval-wire';
 import type { AnyChannelPlugin, ChannelOrigin, InboundRequest } from './types';
 
 export interface InboundOutcome {
@@ -22,6 +23,8 @@ interface InboundDeps {
   orchestrator: Orchestrator;
   log: Logger;
   plugin(id: string): AnyChannelPlugin;
+  /** Approval button presses (server/channels/approvals.ts). */
+  decide?(channel: string, decisions: ChatDecision[]): Promise<void>;
 }
 
 const STATUS: Partial<Record<string, number>> = { unauthorized: 401, forbidden: 403, invalid_request: 400, unknown_channel: 404, unknown_agent: 500, channel_error: 404 };
@@ -43,6 +46,7 @@ async function accept(d: InboundDeps, channel: string, req: InboundRequest): Pro
   if (!plugin.inbound) throw new CrosstalkError('unknown_channel', `channel ${plugin.id} has no inbound endpoint`);
   const cfg = resolveChannelConfig(d.config.channels, plugin.id, plugin.configSchema, undefined);
   const result = await plugin.inbound(cfg, req);
+  if (result.decisions?.length) await d.decide?.(plugin.id, result.decisions);
   const agentId = (cfg as { agentId?: string }).agentId ?? d.config.defaultAgentId;
   if (!d.orchestrator.agent(agentId)) throw new CrosstalkError('unknown_agent', `config.channels.${plugin.id}.agentId: unknown agent ${agentId}`);
   const accepted: InboundOutcome['accepted'] = [];

@@ -11,6 +11,7 @@ import { appendTranscript } from '../orchestrator/transcript';
 import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { Store } from '../store/store';
 import { resolveChannelConfig, withDeliveryRetry, type RetrySettings } from './delivery';
+import { startChatApprovals, type ChatApprovals } from './approvals';
 import { handleInbound, type InboundOutcome } from './inbound';
 import { createChannelRegistry } from './registry';
 import { startReplyRouting, type ReplyRouter } from './reply-router';
@@ -92,6 +93,7 @@ export function createChannels(deps: ChannelDeps): ChannelService {
   const inflight = new Map<string, Promise<SendResult>>();
   const delivered = new Map<string, Set<string>>();
   let router: ReplyRouter | null = null;
+  let chatApprovals: ChatApprovals | null = null;
 
   const plugin = (id: string): AnyChannelPlugin => {
     const p = plugins.get(id.toLowerCase());
@@ -232,17 +234,21 @@ export function createChannels(deps: ChannelDeps): ChannelService {
       }
       return { messageId, sessionKey: route.sessionKey, channel: route.channel, to: target.to, ...(target.threadId ? { threadId: target.threadId } : {}) };
     },
-    handleInbound: (channel, req) => handleInbound({ config, store, orchestrator, log, plugin }, channel, req),
+    handleInbound: (channel, req) => handleInbound({ config, store, orchestrator, log, plugin, decide: (ch, ds) => chatApprovals?.decide(ch, ds) ?? Promise.resolve() }, channel, req),
     deliveredBy: (runId) => delivered.get(runId) ?? new Set(),
     start() {
       router ??= startReplyRouting({ store, bus, log, plugin, deliver, deliveredBy: (runId) => delivered.get(runId), forgetRun: (runId) => delivered.delete(runId) });
+      chatApprovals ??= startChatApprovals({ config, store, bus, orchestrator, log, plugin });
     },
     stop() {
       router?.stop();
       router = null;
+      chatApprovals?.stop();
+      chatApprovals = null;
     },
     async idle() {
       await router?.idle();
+      await chatApprovals?.idle();
     },
   };
 }

@@ -1,5 +1,6 @@
 // The channel plugin contract: target normalisation, one routing shape for both directions, delivery, inbound parsing.
 import type { z } from 'zod';
+import type { ChatDecision } from './approval-wire';
 
 /** How a conversation is shaped on its platform; decides the session key form (CONTRACT §4). */
 export type ChatType = 'direct' | 'group' | 'channel';
@@ -75,6 +76,8 @@ export interface InboundMessage {
 export interface InboundResult {
   /** Messages to route to agents (may be empty: pings, bot echoes, verification handshakes). */
   messages: InboundMessage[];
+  /** Presses of approval buttons (server/channels/approvals.ts decides them). */
+  decisions?: ChatDecision[];
   /** The HTTP answer the platform expects (a challenge echo, a PONG…); default `{ok: true}`. */
   response?: { status?: number; body?: unknown };
 }

@@ -27,6 +27,15 @@ describe('resolveModel', () => {
     expect(model.modelId).toBe('llama3.1:8b');
   });
 
+  it('reuses one model per spec and settings, and a changed setting gets a fresh one', () => {
+    const env = { OPENAI_API_KEY: 'k', OPENAI_BASE_URL: 'http://127.0.0.1:1/v1' };
+    const a = resolveModel('openai:gpt-4o-mini', env);
+    expect(resolveModel('openai:gpt-4o-mini', { ...env })).toBe(a);
+    expect(resolveModel('openai:gpt-4o', env)).not.toBe(a);
+    expect(resolveModel('openai:gpt-4o-mini', { ...env, OPENAI_BASE_URL: 'http://127.0.0.1:2/v1' })).not.toBe(a);
+    expect(resolveModel('scripted', {})).toBe(resolveModel('scripted', {}));
+  });
+
   it('throws a clear error for unknown prefixes, empty model names and a missing compatible base URL', () => {
     expect(() => resolveModel('gemini:pro', {})).toThrow(/unknown model provider "gemini"/);
     expect(() => resolveModel('gpt-4o', {})).toThrow(/unknown model spec "gpt-4o"/);

@@ -1,4 +1,4 @@
-// Turns a model spec string ("scripted", "openai:gpt-4o", …) into an AI SDK v3 language model (CONTRACT §1).
+// Turns a model spec string ("scripted", "openai:gpt-4o", …) into an AI SDK (LanguageModel v4) model (CONTRACT §1).
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
@@ -56,34 +56,37 @@ export function resolveModel(spec: string, env: ModelEnv = process.env): Languag
   const error = validateModelSpec(spec, env);
   if (error) throw new Error(error);
   const { kind, model } = (parseModelSpec(spec) as { ok: true; spec: ParsedModelSpec }).spec;
+  // The model objects are stateless (settings + model id), so one per spec and settings serves every
+  // run: building the provider's model entry on each run cost ~0.4 ms a turn (bench/profile-provider.ts).
   switch (kind) {
     case 'scripted':
-      return createScriptedModel();
+      return cached('scripted', () => createScriptedModel());
     case 'openai': {
       const apiKey = nonEmpty(env.OPENAI_API_KEY);
       const baseURL = nonEmpty(env.OPENAI_BASE_URL);
-      const provider = cached(`openai|${baseURL ?? ''}|${apiKey ?? ''}`, () => createOpenAI({ apiKey, baseURL }));
+      const key = `openai|${baseURL ?? ''}|${apiKey ?? ''}`;
+      const provider = cached(key, () => createOpenAI({ apiKey, baseURL }));
       // Chat completions rather than the Responses API: it is what OpenAI-compatible bases speak.
-      return provider.chat(model);
+      return cached(`${key}|chat|${model}`, () => provider.chat(model));
     }
     case 'anthropic': {
       const apiKey = nonEmpty(env.ANTHROPIC_API_KEY);
       const baseURL = nonEmpty(env.ANTHROPIC_BASE_URL);
-      const provider = cached(`anthropic|${baseURL ?? ''}|${apiKey ?? ''}`, () => createAnthropic({ apiKey, baseURL }));
-      return provider(model);
+      const key = `anthropic|${baseURL ?? ''}|${apiKey ?? ''}`;
+      const provider = cached(key, () => createAnthropic({ apiKey, baseURL }));
+      return cached(`${key}|${model}`, () => provider(model));
     }
     case 'compatible': {
       const baseURL = env.CROSSTALK_COMPAT_BASE_URL!.trim();
       const apiKey = nonEmpty(env.CROSSTALK_COMPAT_API_KEY);
-      const provider = cached(`compatible|${baseURL}|${apiKey ?? ''}`, () =>
-        createOpenAICompatible({ name: 'compatible', baseURL, apiKey, includeUsage: true }),
-      );
-      return provider.chatModel(model);
+      const key = `compatible|${baseURL}|${apiKey ?? ''}`;
+      const provider = cached(key, () => createOpenAICompatible({ name: 'compatible', baseURL, apiKey, includeUsage: true }));
+      return cached(`${key}|${model}`, () => provider.chatModel(model));
     }
   }
 }
 
-// Providers are keyed by their settings so a changed env (tests, reconfiguration) gets a fresh one.
+// Providers and models are keyed by their settings so a changed env (tests, reconfiguration) gets a fresh one.
 const providerCache = new Map<string, unknown>();
 
 function cached<T>(key: string, create: () => T): T {

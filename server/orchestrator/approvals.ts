@@ -10,6 +10,8 @@ import { nowIso, type Store } from '../store/store';
 
 export type GateResult = { allowed: true } | { allowed: false; reason: string };
 export type Decision = 'allow_once' | 'allow_always' | 'deny';
+/** Who decided: the operator (room, RPC) or a chat sender (server/channels/approvals.ts). Carried on the resolved event. */
+export type DecidedBy = { type: 'operator' } | { type: 'channel'; channel: string; id: string; name?: string };
 
 export interface GateRequest {
   runId: string;
@@ -102,7 +104,7 @@ export class Approvals {
     return result;
   }
 
-  async resolve(approvalId: string, decision: Decision, reason?: string): Promise<void> {
+  async resolve(approvalId: string, decision: Decision, reason?: string, by?: DecidedBy): Promise<void> {
     const row = await this.store.getApproval(approvalId);
     if (!row) throw new CrosstalkError('unknown_approval', `no approval ${approvalId}`);
     const status = decision === 'deny' ? 'denied' : 'allowed';
@@ -110,8 +112,12 @@ export class Approvals {
     if (!settled) throw new CrosstalkError('already_resolved', `approval ${approvalId} is already ${row.status}`);
     if (decision === 'allow_always') await this.store.addToolRule(row.session_key, row.tool);
     this.metrics.approvalWait.observe((Date.now() - Date.parse(row.requested_at)) / 1000);
+    if (by) this.decidedBy.set(approvalId, by);
     await this.deliver(approvalId);
   }
+
+  /** Who decided (a chat sender), for the resolved event written in this process. */
+  private readonly decidedBy = new Map<string, DecidedBy>();
 
   /** Hands a settled decision to the run waiting for it: in this process, or wherever it runs (`elsewhere`). */
   async deliver(approvalId: string): Promise<void> {
@@ -120,7 +126,9 @@ export class Approvals {
     const waiter = this.waiters.get(approvalId);
     if (!waiter) return this.elsewhere(row); // the run keeps its bus registration (and seq) for the resume
     const decision = row.decision ?? row.status;
-    this.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId, decision, ...(row.reason ? { reason: row.reason } : {}) });
+    const by = this.decidedBy.get(approvalId);
+    this.decidedBy.delete(approvalId);
+    this.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId, decision, ...(row.reason ? { reason: row.reason } : {}), ...(by ? { by } : {}) });
     waiter(decision === 'deny' ? { allowed: false, reason: row.reason || 'denied by user' } : { allowed: true });
   }
 }

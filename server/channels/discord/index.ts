@@ -3,9 +3,10 @@ import crypto from 'node:crypto';
 import { DiscordAPIError, HTTPError, RateLimitError, REST } from '@discordjs/rest';
 import { z } from 'zod';
 import { CrosstalkError, errorMessage } from '../../errors';
+import { discordDecision } from '../approval-wire';
 import { baseChannelConfig, DeliveryFailure, failureForStatus, safeEqual } from '../delivery';
 import { invalidTarget, nonEmpty, stripChannelPrefix, typedTarget } from '../targets';
-import type { ChannelPlugin, InboundMessage, InboundRequest, ResolvedTarget } from '../types';
+import type { ChannelPlugin, InboundMessage, InboundRequest, InboundResult, ResolvedTarget } from '../types';
 import { SIGNATURE_HEADER, verifyHmac } from '../webhook';
 
 const configSchema = z.object({
@@ -74,8 +75,12 @@ const relayMessageSchema = z.object({
   author: z.object({ id: z.string(), username: z.string().optional(), bot: z.boolean().optional() }),
 });
 
-function fromInteraction(rawBody: string): { messages: InboundMessage[]; response: { body: unknown } } {
-  const parsed = interactionSchema.safeParse(JSON.parse(rawBody || 'null'));
+function fromInteraction(rawBody: string): InboundResult & { response: { body: unknown } } {
+  const body: unknown = JSON.parse(rawBody || 'null');
+  // A press on an approval's buttons: acknowledged as DEFERRED_UPDATE_MESSAGE; the message is edited once decided.
+  const decision = discordDecision(body);
+  if (decision) return { messages: [], decisions: [decision], response: { body: { type: 6 } } };
+  const parsed = interactionSchema.safeParse(body);
   if (!parsed.success) throw new CrosstalkError('invalid_request', 'discord inbound: not an interaction');
   const it = parsed.data;
   if (it.type === 1) return { messages: [], response: { body: { type: 1 } } }; // PING → PONG

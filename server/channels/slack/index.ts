@@ -2,6 +2,7 @@
 import { ErrorCode, LogLevel, WebClient, type Logger } from '@slack/web-api';
 import { z } from 'zod';
 import { CrosstalkError, errorMessage } from '../../errors';
+import { slackDecision } from '../approval-wire';
 import { baseChannelConfig, DeliveryFailure, failureForStatus, hmacHex, safeEqual } from '../delivery';
 import { invalidTarget, nonEmpty, stripChannelPrefix, typedTarget } from '../targets';
 import type { ChannelPlugin, InboundMessage, Peer, ResolvedTarget } from '../types';
@@ -119,6 +120,11 @@ export function createSlackChannel(): ChannelPlugin<SlackConfig> {
     },
     inbound(cfg, req) {
       verifySlackSignature(cfg.signingSecret, req.headers, req.rawBody, req.now);
+      if (req.rawBody.startsWith('payload=')) {
+        // Interactivity (form-encoded, signed alike): a press on an approval's buttons.
+        const decision = slackDecision(req.rawBody);
+        return { messages: [], ...(decision ? { decisions: [decision] } : {}) };
+      }
       const env = envelopeSchema.safeParse(JSON.parse(req.rawBody || 'null'));
       if (!env.success) throw new CrosstalkError('invalid_request', 'slack inbound: not an Events API payload');
       const b = env.data;

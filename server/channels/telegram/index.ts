@@ -2,6 +2,7 @@
 import { Api, GrammyError, HttpError } from 'grammy';
 import { z } from 'zod';
 import { CrosstalkError, errorMessage } from '../../errors';
+import { telegramDecision } from '../approval-wire';
 import { baseChannelConfig, DeliveryFailure, failureForStatus, safeEqual } from '../delivery';
 import { invalidTarget, nonEmpty, stripChannelPrefix } from '../targets';
 import type { ChannelPlugin, InboundMessage, Peer, ResolvedTarget } from '../types';
@@ -84,7 +85,10 @@ export function createTelegramChannel(): ChannelPlugin<TelegramConfig> {
     inbound(cfg, req) {
       if (!cfg.webhookSecret) throw new CrosstalkError('unauthorized', 'telegram inbound is disabled: no webhookSecret configured');
       if (!safeEqual(req.headers.get('x-telegram-bot-api-secret-token') ?? '', cfg.webhookSecret)) throw new CrosstalkError('unauthorized', 'telegram inbound: bad secret token');
-      const parsed = updateSchema.safeParse(JSON.parse(req.rawBody || 'null'));
+      const body: unknown = JSON.parse(req.rawBody || 'null');
+      const decision = telegramDecision(body); // a press on an approval's inline keyboard
+      if (decision) return { messages: [], decisions: [decision] };
+      const parsed = updateSchema.safeParse(body);
       if (!parsed.success) throw new CrosstalkError('invalid_request', 'telegram inbound: not an Update');
       const u = parsed.data;
       const m = u.message ?? u.channel_post;

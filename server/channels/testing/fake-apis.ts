@@ -31,8 +31,10 @@ const nextId = () => ++seq;
 export const FAKES: Record<string, PlatformFake> = {
   slack: {
     handler: (r) => {
-      if (r.path !== '/api/chat.postMessage') return { body: { ok: false, error: 'unknown_method' } };
+      if (!['/api/chat.postMessage', '/api/chat.update', '/api/chat.postEphemeral'].includes(r.path)) return { body: { ok: false, error: 'unknown_method' } };
       if (!bearer(r.headers, CREDS.slackToken)) return { body: { ok: false, error: 'invalid_auth' } };
+      if (r.path === '/api/chat.update') return { body: { ok: true, channel: r.body.channel, ts: r.body.ts, text: r.body.text, message: { text: r.body.text } } };
+      if (r.path === '/api/chat.postEphemeral') return { body: { ok: true, message_ts: `1700000002.${String(nextId()).padStart(6, '0')}` } };
       const ts = `1700000001.${String(nextId()).padStart(6, '0')}`;
       return { body: { ok: true, channel: r.body.channel, ts, message: { type: 'message', text: r.body.text, ts, ...(r.body.thread_ts ? { thread_ts: r.body.thread_ts } : {}) } } };
     },
@@ -43,9 +45,13 @@ export const FAKES: Record<string, PlatformFake> = {
   },
   telegram: {
     handler: (r) => {
-      const m = /^\/bot([^/]+)\/sendMessage$/.exec(r.path);
+      const m = /^\/bot([^/]+)\/(sendMessage|editMessageText|answerCallbackQuery)$/.exec(r.path);
       if (!m) return { status: 404, body: { ok: false, error_code: 404, description: 'Not Found' } };
       if (m[1] !== CREDS.telegramToken) return { status: 401, body: { ok: false, error_code: 401, description: 'Unauthorized' } };
+      if (m[2] === 'answerCallbackQuery') return { body: { ok: true, result: true } };
+      if (m[2] === 'editMessageText') {
+        return { body: { ok: true, result: { message_id: r.body.message_id, date: Math.floor(Date.now() / 1000), edit_date: Math.floor(Date.now() / 1000), chat: { id: r.body.chat_id, type: 'private' }, text: r.body.text } } };
+      }
       return {
         body: {
           ok: true,
@@ -59,8 +65,12 @@ export const FAKES: Record<string, PlatformFake> = {
   },
   discord: {
     handler: (r) => {
+      // Interaction follow-ups go to the interaction's webhook, authorized by its token in the path.
+      if (/^\/api\/v10\/webhooks\/\d+\/[^/]+$/.test(r.path)) return { body: { id: String(990000000000000000n + BigInt(nextId())), content: r.body.content, flags: r.body.flags } };
       if (r.headers.authorization !== `Bot ${CREDS.discordToken}`) return { status: 401, body: { message: '401: Unauthorized', code: 0 } };
       if (r.path === '/api/v10/users/@me/channels') return { body: { id: '880000000000000001', type: 1, recipients: [{ id: r.body.recipient_id }] } };
+      const edit = /^\/api\/v10\/channels\/(\d+)\/messages\/(\d+)$/.exec(r.path);
+      if (edit && r.method === 'PATCH') return { body: { id: edit[2], channel_id: edit[1], content: r.body.content, components: r.body.components ?? [], type: 0 } };
       const m = /^\/api\/v10\/channels\/(\d+)\/messages$/.exec(r.path);
       if (!m) return { status: 404, body: { message: '404: Not Found', code: 0 } };
       return { body: { id: String(990000000000000000n + BigInt(nextId())), channel_id: m[1], content: r.body.content, type: 0 } };
