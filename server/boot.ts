@@ -142,7 +142,8 @@ export async function bootRuntime(): Promise<FullRuntime> {
   }
   let rt: FullRuntime;
   try {
-    rt = await createRuntime({ config, log });
+    // CROSSTALK_PG_SCHEMA: every table in that PostgreSQL schema (several clusters, or a bench, in one database).
+    rt = await createRuntime({ config, log, pgSchema: config.databaseUrl ? process.env.CROSSTALK_PG_SCHEMA || undefined : undefined });
   } catch (e) {
     if (e instanceof DataDirInUseError) {
       console.error(e.message);
@@ -151,6 +152,7 @@ export async function bootRuntime(): Promise<FullRuntime> {
     throw e;
   }
   const url = `http://${config.host}:${config.port}`;
+  rt.cluster?.setUrl(url);
   if (!config.token) console.log(`crosstalk: open ${url}/login?token=${encodeURIComponent(rt.token)}`);
   log.info({ url, store: config.databaseUrl ? 'postgres' : 'sqlite', node: process.version, agents: config.agents.map((a) => a.id) }, 'crosstalk ready');
   return rt;

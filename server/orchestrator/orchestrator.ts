@@ -621,7 +621,8 @@ export class Orchestrator {
       this.o.bus.registerRun(active.id, st.key, resume ? await this.o.store.maxSeq(active.id) : 0);
       // `collect` turns its queued messages into one user turn.
       const inputs = item.collect && item.inputs.length > 1 ? [mergeInputs(item.inputs)] : item.inputs;
-      outcome = await executeRun(this.deps, active, { ...row, input: JSON.stringify(inputs) }, resume);
+      const run = () => executeRun(this.deps, active, { ...row, input: JSON.stringify(inputs) }, resume);
+      outcome = process.env.CROSSTALK_BENCH_GLOBAL_LOCK ? await this.underGlobalLock(run) : await run();
     } catch (e) {
       if (e instanceof FencedError || active.abort.signal.reason === SHUTDOWN) outcome = { status: 'abandoned', error: 'fenced' };
       else {
@@ -632,6 +633,22 @@ export class Orchestrator {
       this.o.metrics.activeRuns.dec();
     }
     await this.finish(st, active, outcome);
+  }
+
+  /**
+   * The bench's negative control only (CROSSTALK_BENCH_GLOBAL_LOCK=1): every run holds one cluster-wide lock, a
+   * deliberate global bottleneck that the scale-out figures must show as a flat curve.
+   */
+  private async underGlobalLock<T>(fn: () => Promise<T>): Promise<T> {
+    const { sql } = await import('kysely');
+    return this.o.store.db.connection().execute(async (conn) => {
+      await sql`select pg_advisory_lock(4242)`.execute(conn);
+      try {
+        return await fn();
+      } finally {
+        await sql`select pg_advisory_unlock(4242)`.execute(conn);
+      }
+    });
   }
 
   /**
