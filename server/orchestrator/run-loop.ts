@@ -82,6 +82,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   const sessionCwd = (session?.meta ? (JSON.parse(session.meta) as { cwd?: unknown }).cwd : undefined) as string | undefined;
   if (typeof sessionCwd === 'string' && sessionCwd) run.cwd = sessionCwd;
   const inputs = JSON.parse(row.input) as RunInput[];
+  let writtenSinceRead = 0;
   if (row.origin) run.origin = JSON.parse(row.origin) as Record<string, unknown>;
   if (!resume) {
     const started = await store.startRun(run.id, run.sessionKey, inputs.map((i) => inputToMessage(run.sessionKey, run.id, i)));
@@ -92,12 +93,16 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
       if (endedAt) deps.metrics.callbackLatency.observe((Date.now() - Date.parse(endedAt)) / 1000);
     }
     emitMessages(started);
+    writtenSinceRead = started.length;
     markStarted(run);
   } else {
     await store.updateRun(run.id, { status: 'running' });
   }
 
-  const transcript = await store.contextRows(run.sessionKey, config.session.contextMessages);
+  // The session row read above carries its message count (plus the input rows written since): on PostgreSQL it
+  // tells whether this process's cached rows are current, or another process wrote into the session meanwhile.
+  const count = session ? session.message_count + writtenSinceRead : undefined;
+  const transcript = await store.contextRows(run.sessionKey, config.session.contextMessages, store.dialect === 'postgres' ? count : undefined);
   const messages: PromptMessage[] = toPromptMessages(transcript);
   let lastText = '';
   for (const m of transcript) if (m.runId === run.id && m.role === 'assistant' && m.kind === 'message') lastText = m.content.trim();

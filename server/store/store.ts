@@ -286,24 +286,27 @@ export class Store {
   }
 
   // ── recent rows for model context ─────────────────────────────────────
-  // Every run reads its session's newest rows; while this process is the only writer (SQLite), they are
-  // kept in memory, fed by appendMessages itself, so a turn does not re-read and re-parse them.
+  // Every run reads its session's newest rows; they are kept in memory, fed by appendMessages itself, so a turn
+  // does not re-read and re-parse them. SQLite: this process is the only writer. PostgreSQL: other processes may
+  // write into a session too, so an entry counts the rows it has seen and is used only while the session's
+  // `message_count` (read by the caller) still matches.
 
-  private recent = new Map<string, { rows: TranscriptMessage[]; whole: boolean }>();
+  private recent = new Map<string, { rows: TranscriptMessage[]; whole: boolean; count?: number }>();
   private static readonly RECENT_SESSIONS = 256;
   private static readonly RECENT_ROWS = 256;
 
   /** The newest `n` rows of a session, oldest first (tool rows included). */
-  async contextRows(sessionKey: string, n: number): Promise<TranscriptMessage[]> {
-    const hit = this.cacheRecent ? this.recent.get(sessionKey) : undefined;
-    if (hit && (hit.rows.length >= n || hit.whole)) {
+  async contextRows(sessionKey: string, n: number, messageCount?: number): Promise<TranscriptMessage[]> {
+    const usable = this.cacheRecent || messageCount !== undefined;
+    const hit = usable ? this.recent.get(sessionKey) : undefined;
+    if (hit && (this.cacheRecent || hit.count === messageCount) && (hit.rows.length >= n || hit.whole)) {
       this.recent.delete(sessionKey); // LRU: most recently used last
       this.recent.set(sessionKey, hit);
       return hit.rows.slice(-n);
     }
     const rows = (await this.history({ sessionKey, limit: n, includeTools: true })).reverse().map(toTranscriptMessage);
-    if (this.cacheRecent && n <= Store.RECENT_ROWS) {
-      this.recent.set(sessionKey, { rows, whole: rows.length < n });
+    if (usable && n <= Store.RECENT_ROWS) {
+      this.recent.set(sessionKey, { rows, whole: rows.length < n, ...(this.cacheRecent ? {} : { count: messageCount }) });
       if (this.recent.size > Store.RECENT_SESSIONS) this.recent.delete(this.recent.keys().next().value!);
     }
     return rows;
@@ -314,6 +317,7 @@ export class Store {
       const e = this.recent.get(m.sessionKey);
       if (!e) continue;
       e.rows.push(m);
+      if (e.count !== undefined) e.count += 1;
       if (e.rows.length > Store.RECENT_ROWS) {
         e.rows.splice(0, e.rows.length - Store.RECENT_ROWS);
         e.whole = false;
