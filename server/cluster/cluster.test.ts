@@ -132,6 +132,27 @@ describe.skipIf(onPgPass)('takeover', () => {
     }
   });
 
+  it('a process that lost its lease (declared dead, still running) writes nothing more: fenced by the epoch', async () => {
+    const schema = `t_cl_${crypto.randomBytes(4).toString('hex')}`;
+    const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    const b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    try {
+      const r = await a.rpc<Started>('agent', { sessionKey: 'agent:main:zombie', message: '/sleep 800\n/reply once' });
+      // A's liveness connection drops but A itself goes on: B takes the session over and re-drives the run,
+      // while A's own copy of the run wakes up later and tries to write its reply.
+      a.rt.cluster!.crash();
+      expect(await b.rpc('agent.wait', { runId: r.runId, timeoutMs: 15_000 })).toEqual({ status: 'ok', response: 'once' });
+      await new Promise((res) => setTimeout(res, 1200)); // A's copy has woken and been refused by now
+      const h = (await b.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:zombie' })).messages;
+      expect(h.map((m) => m.content)).toEqual(['once', '/sleep 800\n/reply once']);
+      const evs = await readSse(`${b.url}/api/gateway/events?runId=${r.runId}`, { lastEventId: 0, until: (e) => e.some((x) => x.stream === 'lifecycle' && x.data.phase === 'end'), timeoutMs: 3000 });
+      expect(evs.map((e) => e.seq)).toEqual(evs.map((_, i) => i + 1));
+    } finally {
+      await a.close().catch(() => undefined);
+      await b.close();
+    }
+  });
+
   it('a graceful stop leaves a pending approval pending; resolving it on the other process runs the tool', async () => {
     const schema = `t_cl_${crypto.randomBytes(4).toString('hex')}`;
     const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
