@@ -78,6 +78,11 @@ export interface PendingApproval {
   tool: string;
   args: unknown;
   requestedAt: string;
+  /** Where the run's trust came from (CONTRACT §5 "Trust"): the operator, or a channel sender. */
+  trust?: Trust;
 }
+
+/** The trust a run carries: the operator's (the API token), or a channel sender's (their `channelTools` policy). */
+export type Trust = { kind: 'operator' } | { kind: 'channel'; channel: string; peer: string };
 
 export type RunStatus = 'queued' | 'running' | 'waiting_approval' | 'ok' | 'error' | 'interrupted';

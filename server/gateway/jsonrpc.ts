@@ -6,6 +6,7 @@ import * as s from './schemas';
 import type { Gateway } from './types';
 import type { SessionSummary } from '../events/types';
 import { sendParams } from '../channels/service';
+import { pairingsResolveParams } from '../trust/pairing';
 
 type Id = string | number | null;
 
@@ -59,6 +60,8 @@ const methods: Record<string, Method> = {
   'delegates.resume': { params: s.delegatesResumeParams, call: (gw, p) => gw.delegatesResume(p) },
   'delegates.stats': { params: s.delegatesStatsParams, call: (gw) => gw.delegatesStats() },
   status: { params: s.agentsListParams, call: (gw) => gw.status() },
+  'pairings.list': { params: s.agentsListParams, call: (gw) => gw.pairingsList() },
+  'pairings.resolve': { params: pairingsResolveParams, call: (gw, p) => gw.pairingsResolve(p) },
   'webhooks.list': { params: s.webhooksListParams, call: (gw, p) => gw.webhooksList(p) },
 };
 

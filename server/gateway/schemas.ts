@@ -4,12 +4,15 @@ import { queueModeSchema } from '../config';
 
 export const MAX_MESSAGE_BYTES = 256 * 1024;
 
-/** Session keys: lowercased, then `agent:<agentId>:<rest>` of [a-z0-9:._+-] (CONTRACT §4). */
+/**
+ * Session keys: ASCII upper case lowered, then `agent:<agentId>:<rest>` of [a-z0-9:._+-] (CONTRACT §4). Only ASCII is
+ * canonicalised, so a look-alike (the Kelvin sign U+212A lowercases to `k`) is refused rather than folded.
+ */
 export const sessionKeySchema = z
   .string()
   .min(1)
   .max(512)
-  .transform((s) => s.toLowerCase())
+  .transform((s) => s.replace(/[A-Z]+/g, (m) => m.toLowerCase()))
   .refine((s) => /^agent:[a-z0-9._+-]+:[a-z0-9:._+-]+$/.test(s), {
     message: 'session key must be agent:<agentId>:<rest> made of [a-z0-9:._+-]',
   });

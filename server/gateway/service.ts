@@ -32,6 +32,7 @@ import type { Delegates, DelegateRunResult } from '../orchestrator/delegates';
 import type { AgentInfo, AgentResult, EventSubscribeOptions, Gateway, StatusSummary, WebhookInfo } from './types';
 import type { Metrics } from '../metrics';
 import type { ChannelService, SendParams } from '../channels';
+import type { PairingsResolveParams } from '../trust/pairing';
 
 export interface ServiceDeps {
   config: CrosstalkConfig;
@@ -277,6 +278,14 @@ export class GatewayService implements Gateway {
         }),
       ),
     };
+  }
+
+  pairingsList() {
+    return this.d.channels.pairingsList();
+  }
+
+  pairingsResolve(p: PairingsResolveParams) {
+    return this.d.channels.pairingsResolve(p);
   }
 
   events(o: EventSubscribeOptions) {

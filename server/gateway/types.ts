@@ -97,6 +97,9 @@ export interface Gateway {
   delegatesResume(p: DelegatesResumeParams): Promise<DelegateRunResult>;
   /** Reusable delegate sessions and their transcripts' total size, for the status panel. */
   delegatesStats(): Promise<{ reusable: number; bytes: number }>;
+  /** Pending pairing requests of channel senders (CONTRACT §3). */
+  pairingsList(): Promise<{ pairings: import('../trust/pairing').PairingInfo[] }>;
+  pairingsResolve(p: import('../trust/pairing').PairingsResolveParams): Promise<{ status: 'ok' }>;
   /** Live + replayed agent events for a session or run. */
   events(o: EventSubscribeOptions): AsyncIterable<AgentEvent>;
 }

@@ -1,4 +1,5 @@
 // Delegates you can come back to (seed 002): delegate_agent runs, follow-ups by conversation_id, list/preview/dismiss.
+import { carryTrust } from '../trust/trust';
 import crypto from 'node:crypto';
 import type { AgentConfig } from '../config';
 import { CrosstalkError } from '../errors';
@@ -21,6 +22,8 @@ export interface DelegateCaller {
   runId?: string;
   callId?: string;
   signal?: AbortSignal;
+  /** The parent run's origin: its trust passes to the delegate's runs. */
+  origin?: Record<string, unknown>;
 }
 
 export interface DelegateRequest {
@@ -142,6 +145,7 @@ export class Delegates {
         from: { sessionKey: caller.sessionKey, ...(caller.runId ? { runId: caller.runId } : {}), agentId: caller.agent.id },
         delegate: { conversation_id: key, agent_id: agentId, mode, followUp },
         ...(mode === 'detached' ? { callback: true } : {}),
+        ...carryTrust(caller.origin),
       };
       // Live delegate events stream to the parent's tool call while it waits (standard mode).
       const sub = mode === 'standard' && caller.runId && caller.callId ? bus.subscribe({ sessionKey: key }) : null;

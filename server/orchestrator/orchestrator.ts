@@ -19,6 +19,7 @@ import { failpoint } from '../failpoints';
 import type { WebhookOutbox } from '../webhooks/outbox';
 import type { CallbackRow } from '../store/schema';
 import type { ActiveRun, InboxItem, RunInput, RunOutcome } from './types';
+import { carryTrust, sameTrust, trustOf } from '../trust/trust';
 
 export interface SubmitOptions {
   queueMode?: QueueMode;
@@ -169,7 +170,8 @@ export class Orchestrator {
       case 'reject':
         throw new CrosstalkError('agent_busy', `session ${sessionKey} is busy with run ${st.active.id}`);
       case 'steer': {
-        if (!st.active.closing) {
+        // A message is steered only into a run of the same trust; otherwise it runs after, under its own.
+        if (!st.active.closing && sameTrust(trustOf(opts.origin), trustOf(st.active.row ? parseOrigin(st.active.row.origin) : st.active.origin))) {
           const active = st.active;
           const item: InboxItem = {
             runId,
@@ -376,7 +378,7 @@ export class Orchestrator {
         log.warn({ callbackId: cb.id, caller: cb.caller_session_key }, 'callback dropped: the caller session no longer exists');
         return;
       }
-      const meta = JSON.parse(cb.meta ?? '{}') as { fromAgentId?: string; fromAgentName?: string; endedAt?: string; delegate?: unknown };
+      const meta = JSON.parse(cb.meta ?? '{}') as { fromAgentId?: string; fromAgentName?: string; endedAt?: string; delegate?: unknown; trust?: unknown };
       await this.submit(
         cb.caller_session_key,
         {
@@ -385,7 +387,7 @@ export class Orchestrator {
           author: { type: 'agent', id: meta.fromAgentId ?? 'unknown', ...(meta.fromAgentName ? { name: meta.fromAgentName } : {}) },
           meta: { fromSessionKey: cb.target_session_key, runId: cb.target_run_id, targetEndedAt: meta.endedAt, ...(meta.delegate ? { delegate: meta.delegate } : {}) },
         },
-        { runId: `run_${cb.id}`, neverRefuse: true, origin: { callbackOf: cb.target_run_id } },
+        { runId: `run_${cb.id}`, neverRefuse: true, origin: { callbackOf: cb.target_run_id, ...carryTrust(meta) } },
       );
       await store.settleCallback(cb.id, 'delivered');
     } catch (e) {
@@ -492,3 +494,5 @@ export class Orchestrator {
 function mergeInputs(inputs: RunInput[]): RunInput {
   return { ...inputs[0]!, content: inputs.map((i) => i.content).join('\n\n'), meta: { ...inputs[0]!.meta, collected: inputs.length } };
 }
+
+const parseOrigin = (o: string | null): unknown => (o ? JSON.parse(o) : null);

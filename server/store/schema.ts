@@ -79,6 +79,8 @@ export interface ApprovalsTable {
   reason: string | null;
   requested_at: string;
   resolved_at: string | null;
+  /** JSON Trust of the gated run (0005_trust); null on rows from before it. */
+  trust: string | null;
 }
 
 export interface SessionToolRulesTable {
@@ -131,6 +133,29 @@ export interface Database {
   approvals: ApprovalsTable;
   session_tool_rules: SessionToolRulesTable;
   idempotency: IdempotencyTable;
+  channel_senders: ChannelSendersTable;
+  channel_held: ChannelHeldTable;
+}
+
+/** A channel sender under `dmPolicy: pairing`: pending (with its code), approved or denied (0005_trust). */
+export interface ChannelSendersTable {
+  channel: string;
+  peer: string;
+  status: string;
+  code: string;
+  first_message: string;
+  requested_at: string;
+  resolved_at: string | null;
+}
+
+/** A message held until its sender is paired (JSON of the inbound message). */
+export interface ChannelHeldTable {
+  id: Generated<number>;
+  channel: string;
+  peer: string;
+  agent_id: string;
+  message: string;
+  created_at: string;
 }
 
 export type SessionRow = Selectable<SessionsTable>;

@@ -1,4 +1,5 @@
 // sessions_send and agents_message (seed 004 + seed 000): one mechanism to message another session, sync or async.
+import { carryTrust } from '../trust/trust';
 import { z } from 'zod';
 import type { CrosstalkConfig } from '../config';
 import { asToolData, CrosstalkError } from '../errors';
@@ -28,7 +29,7 @@ const DEFAULT_SYNC_TIMEOUT_S = 60;
 /** The shared mechanism: deliver as an `inter_session` row, then wait (sync) or arrange a callback (async). */
 export function sendToSession(
   deps: SendDeps,
-  ctx: Pick<ToolCallContext, 'sessionKey' | 'runId' | 'agent'>,
+  ctx: Pick<ToolCallContext, 'sessionKey' | 'runId' | 'agent' | 'origin'>,
   p: { targetKey: string; message: string; mode?: 'sync' | 'async'; timeoutSeconds?: number; webhook?: { url: string; secret?: string } },
 ) {
   return asToolData(async () => {
@@ -40,7 +41,8 @@ export function sendToSession(
       if (refused) throw new CrosstalkError('invalid_request', refused);
     }
     const mode = p.mode ?? 'sync';
-    const origin: MessageOrigin = { from: { sessionKey: ctx.sessionKey, runId: ctx.runId, agentId: ctx.agent.id }, mode, ...(mode === 'async' ? { callback: true } : {}) };
+    // The target run inherits this run's trust: a channel sender cannot reach further tools through another session.
+    const origin: MessageOrigin = { from: { sessionKey: ctx.sessionKey, runId: ctx.runId, agentId: ctx.agent.id }, mode, ...(mode === 'async' ? { callback: true } : {}), ...carryTrust(ctx.origin) };
     const res = await orch.submit(
       p.targetKey,
       {

@@ -11,9 +11,9 @@ export interface TRPCContext {
 }
 
 /** Built per request by the fetch adapter: who is calling, and the process runtime to serve them. */
-export async function createTRPCContext(opts: { headers: Headers }): Promise<TRPCContext> {
+export async function createTRPCContext(opts: { headers: Headers; method?: string; navigation?: boolean }): Promise<TRPCContext> {
   const runtime = await getRuntime();
-  return { runtime, authorized: isAuthorized(opts.headers, runtime.token) };
+  return { runtime, authorized: isAuthorized(opts.headers, runtime.token, { method: opts.method, navigation: opts.navigation }) };
 }
 
 const TRPC_CODE_FOR: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
