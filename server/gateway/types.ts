@@ -26,6 +26,8 @@ export interface WaitResult {
   status: 'ok' | 'error' | 'timeout';
   response?: string;
   error?: string;
+  /** A run that failed with messages steered into it that it never took: the run they were answered in. */
+  continuedIn?: string;
 }
 
 export interface AgentInfo {

@@ -218,14 +218,19 @@ export class Orchestrator {
   async dropSession(key: string): Promise<void> {
     const st = this.sessions.get(key);
     if (!st) return;
-    const queued = st.queue.splice(0);
+    // Messages steered into the active run go with it: they must not run after it as follow-ups.
+    const queued = [...st.queue.splice(0), ...(st.active?.inbox.splice(0) ?? []).map((i) => ({ runId: i.runId, persisted: i.persisted }))];
     for (const item of queued) {
       await item.persisted.catch(() => undefined);
       await this.o.store.updateRun(item.runId, { status: 'error', error: 'session deleted', ended_at: nowIso() });
       const ws = this.waiters.get(item.runId);
       if (ws) for (const w of ws) w({ status: 'error', error: 'session deleted' });
     }
+    const active = st.active;
     this.abortActive(st);
+    // Let the aborted run write its last rows and events before the caller deletes them (none may come back later).
+    if (active) await this.wait(active.id, 30_000).catch(() => undefined);
+    await this.o.bus.drain();
   }
 
   /**
@@ -341,7 +346,10 @@ export class Orchestrator {
         log.info({ runId: active.id, sessionKey: st.key, reason: 'agent_chose_silence' }, 'run posted nothing');
       }
     }
-    const result = waitResultOf({ status: outcome.status, response: outcome.response ?? null, error: outcome.error ?? null });
+    // Messages steered into a run that then failed run as a follow-up: the run points at it (agent.wait, the end event).
+    const continuedIn = outcome.status !== 'ok' && !active.cancelled ? active.inbox[0]?.runId : undefined;
+    if (continuedIn) await store.updateRun(active.id, { merged_into: continuedIn }).catch((e) => log.error({ err: e }, 'could not record the follow-up'));
+    const result = { ...waitResultOf({ status: outcome.status, response: outcome.response ?? null, error: outcome.error ?? null }), ...(continuedIn ? { continuedIn } : {}) };
     const ws = this.waiters.get(active.id);
     if (ws) for (const w of ws) w(result);
     for (const cb of deliveries.callbacks) void this.deliverCallback(cb);
@@ -433,7 +441,7 @@ export class Orchestrator {
     try {
       const row = await this.o.store.getRun(runId);
       if (!row) throw new CrosstalkError('unknown_run', `no run ${runId}`);
-      if (TERMINAL.has(row.status)) return waitResultOf(row);
+      if (TERMINAL.has(row.status)) return { ...waitResultOf(row), ...(row.status !== 'ok' && row.merged_into ? { continuedIn: row.merged_into } : {}) };
       if (row.status === 'merged' && row.merged_into) return this.wait(row.merged_into, timeoutMs);
       const timeout = new Promise<WaitResult>((r) => (timer = setTimeout(() => r({ status: 'timeout' }), timeoutMs)));
       return await Promise.race([done, timeout]);
