@@ -57,7 +57,7 @@ export class Approvals {
   async gate(q: GateRequest): Promise<GateResult> {
     const trust = q.trust ?? OPERATOR;
     const policy = policyFor(q.agent, q.tool, trust);
-    if (policy === 'deny') return { allowed: false, reason: `tool policy for ${describeTrust(trust)} denies ${q.tool}` };
+    if (policy === 'deny') return { allowed: false, reason: trust.kind === 'operator' ? `tool policy denies ${q.tool}` : `tool policy for ${describeTrust(trust)} denies ${q.tool}` };
     if (policy === 'auto' || (await this.store.hasToolRule(q.sessionKey, toolRuleName(q.tool, trust)))) return { allowed: true };
 
     let row = await this.store.approvalForCall(q.runId, q.callId);
