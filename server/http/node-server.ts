@@ -52,7 +52,7 @@ export async function serve(rt: FullRuntime, o: { host?: string; port?: number }
       else if (p === '/api/metrics') response = await handleMetrics(rt, request);
       else if (p === '/api/health') response = Response.json({ status: 'ok' });
       else if (req.method === 'POST' && p.startsWith('/api/channels/')) response = await handleChannelInbound(rt, channelOf(p), request);
-      else response = new Response('not found', { status: 404 });
+      else response = Response.json({ ok: false, error: { code: 'invalid_request', message: `no route ${req.method} ${p}` } }, { status: 404 });
       res.writeHead(response.status, Object.fromEntries(response.headers));
       if (!response.body) return void res.end();
       const reader = response.body.getReader();
