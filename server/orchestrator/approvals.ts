@@ -45,6 +45,8 @@ function decisionOf(row: ApprovalRow): GateResult {
 
 export class Approvals {
   private waiters = new Map<string, (r: GateResult) => void>();
+  /** Set by a graceful stop: an approval being waited for stays pending for the next start instead of being cancelled. */
+  stopping = false;
 
   constructor(
     private readonly store: Store,
@@ -81,9 +83,11 @@ export class Approvals {
       this.bus.emit(q.runId, 'approval', { phase: 'requested', approvalId: row.id, tool: q.tool, args: q.args ?? null, callId: q.callId, requestedAt: row.requested_at, trust });
     }
     const approvalId = row.id;
-    const decided = new Promise<GateResult>((resolve) => {
+    const decided = new Promise<GateResult>((resolve, reject) => {
       const onAbort = () => {
         this.waiters.delete(approvalId);
+        // No tool result is written for a call that waits across a stop: the next start asks the same approval again.
+        if (this.stopping) return reject(new Error('shutting down'));
         void this.store.settleApproval(approvalId, 'cancelled', null, 'run interrupted').then((settled) => {
           if (settled) this.bus.emit(q.runId, 'approval', { phase: 'resolved', approvalId, decision: 'cancelled', reason: 'run interrupted' });
         });

@@ -314,6 +314,10 @@ export class Orchestrator {
 
   private async finish(st: SessionState, active: ActiveRun, outcome: RunOutcome): Promise<void> {
     const { store, bus, metrics, log } = this.o;
+    if (this.stopping && outcome.status === 'interrupted' && !active.cancelled) {
+      if (st.active === active) st.active = null; // recorded as it stands: the next start recovers it
+      return;
+    }
     if (active.cancelled && outcome.status === 'interrupted') outcome = { status: 'error', error: 'cancelled', response: outcome.response };
     markStarted(active); // a run that failed before writing its input must not hold `agent` up
     let deliveries: ReturnType<typeof planDeliveries> = { callbacks: [], webhooks: [], failed: [] };
@@ -495,8 +499,13 @@ export class Orchestrator {
   }
 
   shutdown(): void {
+    // A graceful stop leaves unfinished runs as a crash would (the next start re-drives them; pending approvals stay pending).
+    this.stopping = true;
+    this.approvals.stopping = true;
     for (const st of this.sessions.values()) st.active?.abort.abort();
   }
+
+  private stopping = false;
 }
 
 function mergeInputs(inputs: RunInput[]): RunInput {
