@@ -8,7 +8,7 @@ import type { Store } from '../store/store';
 import { resolveChannelConfig } from './delivery';
 import { resolveInboundSessionRoute, sessionMeta } from './routing';
 import type { AnyChannelPlugin, ChannelOrigin, InboundMessage, InboundRequest, ResolvedTarget } from './types';
-import { admit, claimOnce, dropHeld, heldFor, pairingNotice, senderRule } from '../trust/pairing';
+import { admit, claimHeld, claimOnce, heldFor, pairingNotice, senderRule } from '../trust/pairing';
 
 export interface InboundOutcome {
   status: number;
@@ -65,10 +65,7 @@ async function accept(d: InboundDeps, channel: string, req: InboundRequest): Pro
       continue;
     }
     // An approved sender's messages still held (an approve cut short by a stop) run first, in order.
-    for (const h of await heldFor(d.store, plugin.id, msg.from)) {
-      accepted.push(await submitInbound(d, plugin, h.message, h.agentId));
-      await dropHeld(d.store, h.id);
-    }
+    for (const h of await heldFor(d.store, plugin.id, msg.from)) if (await claimHeld(d.store, h.id)) accepted.push(await submitInbound(d, plugin, h.message, h.agentId));
     accepted.push(await submitInbound(d, plugin, msg, agentId));
   }
   return { status: result.response?.status ?? 200, body: result.response?.body ?? { ok: true }, accepted };

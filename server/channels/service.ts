@@ -12,7 +12,7 @@ import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { Store } from '../store/store';
 import { resolveChannelConfig, withDeliveryRetry, type RetrySettings } from './delivery';
 import { handleInbound, type InboundOutcome, submitInbound } from './inbound';
-import { dropHeld, listPairings, type PairingInfo, pairingsResolveParams, type PairingsResolveParams, resolvePairing } from '../trust/pairing';
+import { claimHeld, listPairings, type PairingInfo, pairingsResolveParams, type PairingsResolveParams, resolvePairing } from '../trust/pairing';
 import { createChannelRegistry } from './registry';
 import { startReplyRouting, type ReplyRouter } from './reply-router';
 import { ensureOutboundSessionEntry, resolveOutboundSessionRoute, sessionMeta, type SessionRoute } from './routing';
@@ -245,10 +245,7 @@ export function createChannels(deps: ChannelDeps): ChannelService {
       plugin(parsed.data.channel); // unknown_channel before anything changes
       const { held } = await resolvePairing(store, parsed.data);
       const d = { config, store, orchestrator, log, plugin, deliver };
-      for (const h of held) {
-        await submitInbound(d, plugin(parsed.data.channel), h.message, h.agentId);
-        await dropHeld(store, h.id);
-      }
+      for (const h of held) if (await claimHeld(store, h.id)) await submitInbound(d, plugin(parsed.data.channel), h.message, h.agentId);
       return { status: 'ok' as const };
     },
     deliveredBy: (runId) => delivered.get(runId) ?? new Set(),

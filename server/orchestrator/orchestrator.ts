@@ -36,6 +36,8 @@ interface QueueItem {
   inputs: RunInput[];
   persisted: Promise<void>;
   collect: boolean;
+  /** The trust of a `collect` turn's messages: only messages of the same trust are collected into one turn. */
+  trustKey?: string;
 }
 
 interface SessionState {
@@ -186,14 +188,15 @@ export class Orchestrator {
       }
       case 'collect': {
         const open = st.queue.findLast((q) => q.collect);
-        if (open && open === st.queue[st.queue.length - 1]) {
+        const trustKey = JSON.stringify(trustOf(opts.origin));
+        if (open && open === st.queue[st.queue.length - 1] && open.trustKey === trustKey) {
           open.inputs.push(input);
           const inputs = JSON.stringify(open.inputs);
           open.persisted = open.persisted.then(() => this.o.store.updateRun(open.runId, { input: inputs }));
           await open.persisted;
           return { runId: open.runId, status: 'queued' };
         }
-        const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts)), collect: true };
+        const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts)), collect: true, trustKey };
         st.queue.push(item);
         await item.persisted;
         return { runId, status: 'queued' };

@@ -142,8 +142,10 @@ export async function heldFor(store: Store, channel: string, peer: string) {
   return rows.map((r) => ({ id: Number(r.id), agentId: r.agent_id, message: JSON.parse(r.message) as InboundMessage }));
 }
 
-export async function dropHeld(store: Store, id: number): Promise<void> {
-  await store.db.deleteFrom('channel_held').where('id', '=', id).execute();
+/** Takes a held message to run it: true for the one caller whose delete removed it (approve and a new message may race). */
+export async function claimHeld(store: Store, id: number): Promise<boolean> {
+  const res = await store.db.deleteFrom('channel_held').where('id', '=', id).executeTakeFirst();
+  return Number(res.numDeletedRows) === 1;
 }
 
 /** Claims a key once (insert-if-absent): true for the one caller that inserted it. The atomic inbound de-duplication. */
