@@ -326,7 +326,7 @@ export class Orchestrator {
     let deliveries: ReturnType<typeof planDeliveries> = { callbacks: [], webhooks: [], failed: [] };
     try {
       const own = active.row ?? (await store.getRun(active.id));
-      const merged = active.injected ? await store.mergedInto(active.id) : [];
+      const merged = active.injected ? (await store.mergedInto(active.id)).filter((r) => r.status === 'merged') : []; // not a failed run pointing here (continuedIn)
       deliveries = planDeliveries({ runId: active.id, sessionKey: st.key, agentId: active.agent.id, agentName: active.agent.name }, [...(own ? [own] : []), ...merged], outcome);
       // The run's end, its callbacks and its webhooks are one transaction: a crash after it still delivers them.
       await store.finishRun(
