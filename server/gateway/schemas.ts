@@ -1,4 +1,5 @@
 // zod schemas for every gateway method's params (CONTRACT §3): the one edge validation for JSON-RPC and tRPC.
+import { asciiLower } from '../sessions/keys';
 import { z } from 'zod';
 import { queueModeSchema } from '../config';
 
@@ -12,7 +13,7 @@ export const sessionKeySchema = z
   .string()
   .min(1)
   .max(512)
-  .transform((s) => s.replace(/[A-Z]+/g, (m) => m.toLowerCase()))
+  .transform(asciiLower)
   .refine((s) => /^agent:[a-z0-9._+-]+:[a-z0-9:._+-]+$/.test(s), {
     message: 'session key must be agent:<agentId>:<rest> made of [a-z0-9:._+-]',
   });

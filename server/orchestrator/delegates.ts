@@ -1,4 +1,5 @@
 // Delegates you can come back to (seed 002): delegate_agent runs, follow-ups by conversation_id, list/preview/dismiss.
+import { asciiLower } from '../sessions/keys';
 import { carryTrust } from '../trust/trust';
 import crypto from 'node:crypto';
 import type { AgentConfig } from '../config';
@@ -131,7 +132,7 @@ export class Delegates {
   }
 
   private async owned(parentKey: string, conversationId: string): Promise<SessionRow> {
-    const s = await this.d.store.getSession(conversationId.toLowerCase());
+    const s = await this.d.store.getSession(asciiLower(conversationId));
     if (!s || s.kind !== 'subagent' || s.parent_key !== parentKey || s.dismissed_at)
       throw new CrosstalkError('unknown_conversation', `no delegate conversation ${conversationId} for ${parentKey}`);
     return s;
@@ -245,7 +246,7 @@ export class Delegates {
   /** Newest first: the live cache answers when it can, the store answers the rest (and after a restart). */
   async messages(parentKey: string, conversationId: string, o: { cursor?: string; limit?: number }) {
     const limit = o.limit ?? 3;
-    const key = conversationId.toLowerCase();
+    const key = asciiLower(conversationId);
     const beforeId = o.cursor ? (decodeCursor(o.cursor, 'delegate_messages', key, 1)[0] as number) : undefined;
     await this.owned(parentKey, key);
     const cached = this.cache.page(key, limit, beforeId);

@@ -6,7 +6,7 @@ import { asToolData, CrosstalkError } from '../errors';
 import { messageSchema, sessionKeySchema, webhookSchema } from '../gateway/schemas';
 import type { MessageOrigin } from '../orchestrator/callbacks';
 import type { Orchestrator } from '../orchestrator/orchestrator';
-import { mainSessionKey } from '../sessions/keys';
+import { asciiLower, mainSessionKey } from '../sessions/keys';
 import { checkWebhookUrl } from '../webhooks/guard';
 import type { ToolCallContext, ToolDef } from './types';
 
@@ -78,6 +78,6 @@ export function createAgentsMessageTool(deps: SendDeps): ToolDef<z.infer<typeof 
       "Message another agent's main session (agent:<agentId>:main). Same modes and results as sessions_send: sync waits for the reply, async calls you back with it.",
     inputSchema: agentsMessageInput,
     execute: (i, ctx) =>
-      sendToSession(deps, ctx, { targetKey: mainSessionKey(i.agentId.toLowerCase()), message: i.message, mode: i.mode, timeoutSeconds: i.timeoutSeconds, webhook: i.webhook }),
+      sendToSession(deps, ctx, { targetKey: mainSessionKey(asciiLower(i.agentId)), message: i.message, mode: i.mode, timeoutSeconds: i.timeoutSeconds, webhook: i.webhook }),
   };
 }
