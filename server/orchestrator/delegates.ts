@@ -82,22 +82,22 @@ export class Delegates {
     if (req.batch) {
       if (!req.batch.length) throw new CrosstalkError('invalid_request', 'batch must not be empty');
       for (const b of req.batch) if (!b.prompt?.trim()) throw new CrosstalkError('invalid_request', 'every batch item needs a prompt');
-      const { parent, slots } = await this.checkNew(caller, req.batch.map((b) => b.agent_id));
-      const runs = await Promise.all(req.batch.map((b, i) => this.startNew(caller, parent, b.agent_id, b.prompt, mode, req.cwd, slots[i]!)));
+      const { parent, claims } = await this.checkNew(caller, req.batch.map((b) => b.agent_id));
+      const runs = await Promise.all(req.batch.map((b, i) => this.startNew(caller, parent, b.agent_id, b.prompt, mode, req.cwd, claims[i]!)));
       return { status: 'ok', runs };
     }
     if (!req.prompt?.trim()) throw new CrosstalkError('invalid_request', 'prompt is required');
     if (req.conversation_id) return this.followUp(caller, req.conversation_id, req.prompt, mode, req.agent_id);
     if (!req.agent_id) throw new CrosstalkError('invalid_request', 'agent_id is required for a new delegate');
-    const { parent, slots } = await this.checkNew(caller, [req.agent_id]);
-    return this.startNew(caller, parent, req.agent_id, req.prompt, mode, req.cwd, slots[0]!);
+    const { parent, claims } = await this.checkNew(caller, [req.agent_id]);
+    return this.startNew(caller, parent, req.agent_id, req.prompt, mode, req.cwd, claims[0]!);
   }
 
   /**
-   * Checks a new delegate may start and claims its concurrency slots in the same synchronous step (no await between
+   * Checks a new delegate may start and claims its concurrency places in the same synchronous step (no await between
    * the count and the claim), so parallel calls in one model step cannot all pass the check.
    */
-  private async checkNew(caller: DelegateCaller, agentIds: string[]): Promise<{ parent: SessionRow; slots: string[] }> {
+  private async checkNew(caller: DelegateCaller, agentIds: string[]): Promise<{ parent: SessionRow; claims: string[] }> {
     for (const id of agentIds) if (!this.d.orchestrator.agent(id)) throw new CrosstalkError('unknown_agent', `unknown agent ${id}`);
     const parent = await this.d.store.getSession(caller.sessionKey);
     if (!parent) throw new CrosstalkError('unknown_session', `no session ${caller.sessionKey}`);
@@ -108,26 +108,26 @@ export class Delegates {
       throw new CrosstalkError('limit_exceeded', `at most ${caller.agent.limits.maxDelegatesPerParent} delegates may run at once for one parent (${busy} running)`);
     let set = this.running.get(caller.sessionKey);
     if (!set) this.running.set(caller.sessionKey, (set = new Set()));
-    const slots = agentIds.map(() => `slot:${crypto.randomUUID()}`);
-    for (const s of slots) set.add(s);
-    return { parent, slots };
+    const claims = agentIds.map(() => `claim:${crypto.randomUUID()}`);
+    for (const c of claims) set.add(c);
+    return { parent, claims };
   }
 
-  private async startNew(caller: DelegateCaller, parent: SessionRow, agentId: string, prompt: string, mode: 'standard' | 'detached', cwd: string | undefined, slot: string) {
+  private async startNew(caller: DelegateCaller, parent: SessionRow, agentId: string, prompt: string, mode: 'standard' | 'detached', cwd: string | undefined, claim: string) {
     const key = `agent:${agentId}:subagent:${crypto.randomUUID().replace(/-/g, '').slice(0, 16)}`;
     try {
       await this.d.store.ensureSession({ key, agentId, kind: 'subagent', parentKey: caller.sessionKey, spawnDepth: parent.spawn_depth + 1, meta: { mode, cwd: cwd ?? null, ownerAgentId: caller.agent.id } });
     } catch (e) {
-      this.releaseSlot(caller.sessionKey, slot);
+      this.releaseClaim(caller.sessionKey, claim);
       throw e;
     }
     this.cache.create(key);
-    return this.run(caller, key, agentId, prompt, mode, false, slot);
+    return this.run(caller, key, agentId, prompt, mode, false, claim);
   }
 
-  private releaseSlot(parentKey: string, slot: string) {
+  private releaseClaim(parentKey: string, claim: string) {
     const set = this.running.get(parentKey);
-    set?.delete(slot);
+    set?.delete(claim);
     if (set && !set.size) this.running.delete(parentKey);
   }
 
@@ -150,12 +150,12 @@ export class Delegates {
     return this.d.orchestrator.isActive(key);
   }
 
-  private async run(caller: DelegateCaller, key: string, agentId: string, prompt: string, mode: 'standard' | 'detached', followUp: boolean, slot?: string): Promise<DelegateRunResult> {
+  private async run(caller: DelegateCaller, key: string, agentId: string, prompt: string, mode: 'standard' | 'detached', followUp: boolean, claim?: string): Promise<DelegateRunResult> {
     const { store, bus, orchestrator } = this.d;
     let set = this.running.get(caller.sessionKey);
     if (!set) this.running.set(caller.sessionKey, (set = new Set()));
     set.add(key); // claimed before the first await below, so a concurrent follow-up sees it
-    if (slot) set.delete(slot); // the slot checkNew claimed is now this key
+    if (claim) set.delete(claim); // the concurrency claim checkNew took is now this key
     const release = () => {
       set!.delete(key);
       if (!set!.size) this.running.delete(caller.sessionKey);
