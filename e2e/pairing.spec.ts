@@ -29,13 +29,18 @@ test('Pairing approve runs the held message', async ({ page }) => {
   let server: ServerProcess | undefined;
   try {
     server = await startServerProcess(TOKEN, { env: { CROSSTALK_CONFIG: configFile } });
-    const body = JSON.stringify({ from: 'alice', text: 'hello from alice', messageId: `m-${Date.now()}` });
-    const res = await fetch(`${server.origin}/api/channels/webhook`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-crosstalk-signature': `sha256=${crypto.createHmac('sha256', SECRET).update(body).digest('hex')}` },
-      body,
-    });
-    expect(res.status).toBe(200);
+    const origin = server.origin;
+    let n = 0;
+    const post = async (text: string) => {
+      const body = JSON.stringify({ from: 'alice', text, messageId: `m-${Date.now()}-${n++}` });
+      const res = await fetch(`${origin}/api/channels/webhook`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-crosstalk-signature': `sha256=${crypto.createHmac('sha256', SECRET).update(body).digest('hex')}` },
+        body,
+      });
+      expect(res.status).toBe(200);
+    };
+    await post('hello from alice');
     // Held, not run: the sender got a code instead of a reply.
     await expect.poll(() => received.length).toBe(1);
     const code = /pairing code is ([A-Z0-9]+)/.exec(received[0]!.text)?.[1];
@@ -53,6 +58,11 @@ test('Pairing approve runs the held message', async ({ page }) => {
     await expect.poll(() => received.map((r) => r.text)).toContain('echo: hello from alice');
     await page.goto(`${server.origin}/?session=${encodeURIComponent('agent:main:webhook:direct:alice')}`);
     await expect(page.getByText('echo: hello from alice')).toBeVisible();
+
+    // Her next run asks before a tool the operator's runs use freely, and the card says whose trust it is.
+    await post('/tool sessions_list {}');
+    await expect(page.getByRole('region', { name: 'Approval' })).toBeVisible();
+    await expect(page.getByTestId('approval-trust')).toContainText('webhook:alice');
   } finally {
     await server?.dispose();
     await new Promise<void>((r) => receiver.close(() => r()));
