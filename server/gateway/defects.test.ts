@@ -197,3 +197,20 @@ describe('15. status.pendingApprovals', () => {
     }
   });
 });
+
+describe('NUL in strings (found by the fuzz pass on PostgreSQL)', () => {
+  it('is refused at the edge as invalid_request on both stores, over JSON-RPC and inbound channels', async () => {
+    const r = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'agent', params: { sessionKey: 'agent:main:nul', message: 'a\u0000b' } });
+    expect(r.body.error).toMatchObject({ code: -32602, data: { code: 'invalid_request' } });
+    const p = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'sessions.patch', params: { sessionKey: 'agent:main:main', label: 'x\u0000' } });
+    expect(p.body.error).toMatchObject({ code: -32602, data: { code: 'invalid_request', issues: [{ path: 'label' }] } });
+    const body = JSON.stringify({ from: 'nul', text: 'hi\u0000there', messageId: `nul-${Date.now()}` });
+    const res = await fetch(`${s.url}/api/channels/webhook`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-crosstalk-signature': `sha256=${crypto.createHmac('sha256', SECRET).update(body).digest('hex')}` },
+      body,
+    });
+    expect(res.status).toBe(400);
+    expect((await res.json()).error.code).toBe('invalid_request');
+  });
+});

@@ -7,6 +7,7 @@ import type { Gateway } from './types';
 import type { SessionSummary } from '../events/types';
 import { sendParams } from '../channels/service';
 import { pairingsResolveParams } from '../trust/pairing';
+import { nulPath } from './nul';
 
 type Id = string | number | null;
 
@@ -101,6 +102,8 @@ async function handleOne(gw: Gateway, msg: unknown, log?: Logger): Promise<RpcRe
   const method = Object.hasOwn(methods, env.data.method) ? methods[env.data.method] : undefined;
   if (!method) return notification ? null : rpcError(id, -32601, `unknown method ${env.data.method}`, { code: 'invalid_request' });
   if (Array.isArray(env.data.params)) return rpcError(id, -32602, 'params must be an object', { code: 'invalid_request', issues: [{ path: '', message: 'params must be an object' }] });
+  const nul = nulPath(env.data.params);
+  if (nul !== null) return rpcError(id, -32602, 'invalid params', { code: 'invalid_request', issues: [{ path: nul, message: 'strings must not contain NUL (U+0000)' }] });
   const params = method.params.safeParse(env.data.params ?? {});
   if (!params.success) {
     return rpcError(id, -32602, 'invalid params', { code: 'invalid_request', issues: zodIssues(params.error) });

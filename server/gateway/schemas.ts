@@ -21,7 +21,8 @@ export const sessionKeySchema = z
 export const messageSchema = z
   .string()
   .min(1, 'message must not be empty')
-  .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_MESSAGE_BYTES, { message: 'message is larger than 256 KiB' });
+  .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_MESSAGE_BYTES, { message: 'message is larger than 256 KiB' })
+  .refine((s) => !s.includes('\u0000'), { message: 'message must not contain NUL (U+0000)' });
 
 export const limitSchema = z.number().int().min(1).max(200);
 export const cursorSchema = z.string().min(1).max(2048);
