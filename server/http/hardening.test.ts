@@ -111,6 +111,17 @@ describe('tRPC endpoint limits', () => {
     expect(ok.status).not.toBe(400);
   });
 
+  it('refuses a string holding NUL as invalid_request (PostgreSQL text cannot store it)', async () => {
+    const res = await next.trpc(
+      new Request(`${s.url}/api/trpc/sessions.patch?batch=1`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_TOKEN}` },
+        body: JSON.stringify({ 0: { sessionKey: 'agent:main:main', label: 'a\u0000b' } }),
+      }),
+    );
+    expect((await res.json())[0].error.data.code).toBe('invalid_request');
+  });
+
   it('refuses a cookie mutation from another origin, and one with a text/plain body', async () => {
     const body = JSON.stringify({ 0: { channel: 'webhook', code: 'ABCDEFGH', decision: 'approve' } });
     const call = (headers: Record<string, string>) =>
