@@ -50,6 +50,7 @@ export default defineConfig({
       HOST: '127.0.0.1',
       CROSSTALK_TOKEN: E2E_TOKEN,
       CROSSTALK_DATA_DIR: DATA_DIR,
+      CROSSTALK_WORKSPACES: `${DATA_DIR}-ws`,
       NEXT_TELEMETRY_DISABLED: '1',
     },
   },

@@ -31,22 +31,63 @@ export function safeEqual(a: string, b: string): boolean {
   return ab.length === bb.length && crypto.timingSafeEqual(ab, bb);
 }
 
-function cookieValue(header: string | null, name: string): string | undefined {
+/** The value of one cookie, or undefined. Never throws: a malformed percent-escape is kept as it was sent. */
+export function cookieValue(header: string | null, name: string): string | undefined {
   if (!header) return undefined;
   for (const part of header.split(';')) {
     const i = part.indexOf('=');
-    if (i > 0 && part.slice(0, i).trim() === name) return decodeURIComponent(part.slice(i + 1).trim());
+    if (i <= 0 || part.slice(0, i).trim() !== name) continue;
+    const raw = part.slice(i + 1).trim();
+    try {
+      return decodeURIComponent(raw);
+    } catch {
+      return raw;
+    }
   }
   return undefined;
 }
 
-/** True when the request carries the token as a Bearer header or as the login cookie. */
-export function isAuthorized(headers: Headers, token: string): boolean {
+export interface AuthOptions {
+  /** The request method (default POST: the strict rule). */
+  method?: string;
+  /** A top-level page load (the room's server render): the cookie is what a browser navigation carries. */
+  navigation?: boolean;
+}
+
+/**
+ * Whether a cookie-carrying request comes from the room's own origin. Browsers send `Sec-Fetch-Site` and/or
+ * `Origin` on cross-origin requests; a page on another port of the same host is same-site but not same-origin.
+ */
+export function isSameOrigin(headers: Headers): boolean {
+  const site = headers.get('sec-fetch-site');
+  if (site !== null && site !== 'same-origin' && site !== 'none') return false;
+  const origin = headers.get('origin');
+  if (origin === null) return true;
+  const host = headers.get('x-forwarded-host') ?? headers.get('host');
+  if (!host) return false;
+  try {
+    return new URL(origin).host.toLowerCase() === host.split(',')[0]!.trim().toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
+const isJson = (headers: Headers) => /^application\/json\s*(;|$)/i.test(headers.get('content-type') ?? '');
+
+/**
+ * True when the request carries the token as a Bearer header, or as the login cookie on a same-origin request
+ * (and, for anything but GET/HEAD, with a JSON content type: a cross-site form or text/plain POST cannot send one).
+ */
+export function isAuthorized(headers: Headers, token: string, o: AuthOptions = {}): boolean {
   const auth = headers.get('authorization');
   if (auth) {
     const m = /^Bearer\s+(.+)$/i.exec(auth.trim());
     return !!m && safeEqual(m[1]!.trim(), token);
   }
   const c = cookieValue(headers.get('cookie'), AUTH_COOKIE);
-  return !!c && safeEqual(c, token);
+  if (!c || !safeEqual(c, token)) return false;
+  if (o.navigation) return true;
+  if (!isSameOrigin(headers)) return false;
+  const method = (o.method ?? 'POST').toUpperCase();
+  return method === 'GET' || method === 'HEAD' || isJson(headers);
 }

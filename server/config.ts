@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { validateModelSpec } from './models/registry';
+import { checkChannelTrustConfig } from './trust/pairing';
 
 export const toolPolicySchema = z.enum(['auto', 'ask', 'deny']);
 export type ToolPolicy = z.infer<typeof toolPolicySchema>;
@@ -30,6 +31,8 @@ const agentSchema = z
     model: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).default('scripted'),
     reply: z.enum(['auto', 'tool']).default('auto'),
     tools: z.record(z.string(), toolPolicySchema).default({}),
+    channelTools: z.record(z.string(), toolPolicySchema).optional(),
+    exec: z.object({ env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names only')).default([]) }).strict().optional(),
     workspace: z.string().optional(),
     system: z.string().optional(),
     limits: limitsSchema.partial().default({}),
@@ -92,6 +95,10 @@ export interface AgentConfig {
   models: string[];
   reply: 'auto' | 'tool';
   tools: Record<string, ToolPolicy>;
+  /** The policy for runs a channel sender started (CONTRACT §5 "Trust"); see server/trust/policy.ts. */
+  channelTools: Record<string, ToolPolicy>;
+  /** Names of server environment variables `exec` passes on (besides PATH, HOME, LANG). */
+  execEnv: string[];
   workspace: string;
   system?: string;
   limits: AgentLimits;
@@ -148,6 +155,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const detail = issue.code === 'unrecognized_keys' ? `unknown key ${issue.keys.join(', ')}` : issue.message;
     throw new ConfigError(`config ${file}: bad key "${key}": ${detail}`);
   }
+  const badChannel = checkChannelTrustConfig(parsed.data.channels);
+  if (badChannel) throw new ConfigError(`config ${file}: ${badChannel}`);
   return resolveConfig(parsed.data, env);
 }
 
@@ -168,6 +177,8 @@ export function resolveConfig(cfg: RawConfig, env: Record<string, string | undef
       if (bad) throw new ConfigError(`config: bad key "agents.${i}.model": ${bad}`);
     }
     const name = a.name ?? a.id.charAt(0).toUpperCase() + a.id.slice(1);
+    const workspace = resolveWorkspace(a.workspace, a.id, dataDir, env);
+    if (typeof workspace !== 'string') throw new ConfigError(`config: bad key "agents.${i}.workspace": ${workspace.error}`);
     return {
       id: a.id,
       name,
@@ -175,7 +186,9 @@ export function resolveConfig(cfg: RawConfig, env: Record<string, string | undef
       models: Array.isArray(a.model) ? a.model : [a.model],
       reply: a.reply,
       tools: a.tools,
-      workspace: path.resolve(/* turbopackIgnore: true */ dataDir, a.workspace ?? path.join(/* turbopackIgnore: true */ dataDir, 'workspaces', a.id)),
+      channelTools: a.channelTools ?? {},
+      execEnv: a.exec?.env ?? [],
+      workspace,
       system: a.system,
       limits: { ...baseLimits, ...a.limits },
       ...(a.mcp ? { mcp: a.mcp } : {}),
@@ -208,4 +221,20 @@ export function toolPolicyFor(agent: AgentConfig, tool: string): ToolPolicy {
   const mcp = /^mcp__(.+?)__/.exec(tool);
   if (mcp) return agent.tools[`mcp__${mcp[1]}__*`] ?? 'ask';
   return tool === 'exec' ? 'ask' : 'auto';
+}
+
+/**
+ * An agent's workspace: relative paths resolve against the start directory; the default is
+ * `./workspaces/<agentId>` there (`CROSSTALK_WORKSPACES` moves the parent). Never inside the data dir (the token,
+ * the store) and never a folder that holds the data dir.
+ */
+function resolveWorkspace(configured: string | undefined, agentId: string, dataDir: string, env: Record<string, string | undefined>): string | { error: string } {
+  const cwd = process.cwd();
+  const ws = configured
+    ? path.resolve(/* turbopackIgnore: true */ cwd, configured)
+    : path.resolve(/* turbopackIgnore: true */ cwd, env.CROSSTALK_WORKSPACES ?? 'workspaces', agentId);
+  const within = (child: string, parent: string) => child === parent || child.startsWith(parent.endsWith(path.sep) ? parent : parent + path.sep);
+  if (within(ws, dataDir)) return { error: `workspace ${ws} is inside the data dir ${dataDir} (the token and the store live there)` };
+  if (within(dataDir, ws)) return { error: `workspace ${ws} contains the data dir ${dataDir} (the token and the store live there)` };
+  return ws;
 }

@@ -17,7 +17,7 @@ type SearchParams = Promise<Record<string, string | string[] | undefined>>;
 export default async function WorkspacePage({ searchParams }: { searchParams: SearchParams }) {
   const runtime = await getRuntime();
   const requestHeaders = new Headers(await headers());
-  if (!isAuthorized(requestHeaders, runtime.token)) return <LoginHint />;
+  if (!isAuthorized(requestHeaders, runtime.token, { navigation: true })) return <LoginHint />;
   // `/?session=<key>` deep-links a session; anything invalid falls back to the default agent's main session.
   const requested = (await searchParams).session;
   const parsed = sessionKeySchema.safeParse(typeof requested === 'string' ? requested : '');

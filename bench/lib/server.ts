@@ -74,6 +74,7 @@ export async function startServer(opts: StartOptions): Promise<ServerHandle> {
     HOST: '127.0.0.1',
     PORT: String(port),
     CROSSTALK_DATA_DIR: opts.dataDir,
+    CROSSTALK_WORKSPACES: `${opts.dataDir}-ws`,
     CROSSTALK_TOKEN: opts.token,
     NEXT_TELEMETRY_DISABLED: '1',
     ...(opts.mode === 'spawn' ? { CROSSTALK_START_MODE: 'spawn' } : {}),

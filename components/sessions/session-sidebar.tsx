@@ -8,6 +8,7 @@ import type { AgentInfo, SessionSummary } from '@/lib/trpc/types';
 import type { SidebarKind } from '@/stores/room-store';
 import { useRoomStore } from '@/stores/room-store-provider';
 import { useEffect, useRef, type UIEvent } from 'react';
+import { PairingsPanel } from '../pairings/pairings-panel';
 import { StatusPanel } from '../status/status-panel';
 import { Badge } from '../ui/badge';
 import { Button } from '../ui/button';
@@ -158,6 +159,7 @@ export function SessionSidebar() {
             <kbd>j</kbd>/<kbd>k</kbd> move through sessions
           </p>
         </div>
+        <PairingsPanel className="shrink-0 border-t border-zinc-200 dark:border-zinc-800" />
         <StatusPanel className="shrink-0 border-t border-zinc-200 dark:border-zinc-800" />
       </nav>
     </>

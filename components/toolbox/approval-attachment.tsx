@@ -70,6 +70,12 @@ function ApprovalForm({ pending, resolve }: Props) {
         )}
       </div>
       {current.source?.kind === 'mcp' && <McpSource source={current.source} />}
+      {current.trust?.kind === 'channel' && (
+        <p data-testid="approval-trust" className="text-xs text-amber-900 dark:text-amber-200">
+          Asked by a run that channel sender <span className="font-mono">{current.trust.channel}:{current.trust.peer}</span> started (its
+          agent&apos;s <span className="font-mono">channelTools</span> policy applies).
+        </p>
+      )}
       <CodeBlock text={prettyJson(current.args)} label="Tool arguments" maxHeight="max-h-32" />
       <TextInput
         aria-label="Reason"

@@ -68,6 +68,7 @@ export async function startServerProcess(token: string, opts: { startTimeoutMs?:
         HOST: '127.0.0.1',
         CROSSTALK_TOKEN: token,
         CROSSTALK_DATA_DIR: dataDir,
+        CROSSTALK_WORKSPACES: `${dataDir}-ws`,
         NEXT_TELEMETRY_DISABLED: '1',
         ...opts.env,
       },

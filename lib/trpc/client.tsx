@@ -18,7 +18,7 @@ function makeTRPCClient() {
         condition: (op) => op.type === 'subscription',
         // Same origin: the login cookie rides along on both fetch and EventSource.
         true: httpSubscriptionLink({ url: ENDPOINT }),
-        false: httpBatchLink({ url: ENDPOINT }),
+        false: httpBatchLink({ url: ENDPOINT, maxItems: 20 }), // the server's TRPC_MAX_BATCH
       }),
     ],
   });

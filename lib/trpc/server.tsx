@@ -13,7 +13,7 @@ export const getServerQueryClient = cache(getQueryClient);
 
 /** tRPC options for prefetching in a server component, called directly (no HTTP) with the request's auth. */
 export async function createServerTRPC(headers: Headers) {
-  const ctx = await createTRPCContext({ headers });
+  const ctx = await createTRPCContext({ headers, navigation: true }); // the room's server render: a page load
   return createTRPCOptionsProxy({ ctx, router: appRouter, queryClient: getServerQueryClient });
 }
 

@@ -27,12 +27,12 @@ beforeAll(async () => {
   s = await startTestServer({
     config: {
       channels: {
-        slack: { botToken: CREDS.slackToken, signingSecret: SLACK_SECRET, apiBaseUrl: `${fake.slack!.url}/api/` },
-        telegram: { botToken: CREDS.telegramToken, webhookSecret: TG_SECRET, apiBaseUrl: fake.telegram!.url },
-        discord: { botToken: CREDS.discordToken, publicKey: edPublicHex, relaySecret: RELAY_SECRET, apiBaseUrl: `${fake.discord!.url}/api` },
-        mattermost: { botToken: CREDS.mattermostToken, outgoingToken: MM_TOKEN, apiBaseUrl: fake.mattermost!.url },
-        webhook: { url: `${fake.webhook!.url}/out`, secret: HOOK_SECRET },
-        matrix: { accessToken: 'x', apiBaseUrl: 'http://127.0.0.1:1' },
+        slack: { botToken: CREDS.slackToken, signingSecret: SLACK_SECRET, apiBaseUrl: `${fake.slack!.url}/api/`, dmPolicy: 'open' },
+        telegram: { botToken: CREDS.telegramToken, webhookSecret: TG_SECRET, apiBaseUrl: fake.telegram!.url, dmPolicy: 'open' },
+        discord: { botToken: CREDS.discordToken, publicKey: edPublicHex, relaySecret: RELAY_SECRET, apiBaseUrl: `${fake.discord!.url}/api`, dmPolicy: 'open' },
+        mattermost: { botToken: CREDS.mattermostToken, outgoingToken: MM_TOKEN, apiBaseUrl: fake.mattermost!.url, dmPolicy: 'open' },
+        webhook: { url: `${fake.webhook!.url}/out`, secret: HOOK_SECRET, dmPolicy: 'open' },
+        matrix: { accessToken: 'x', apiBaseUrl: 'http://127.0.0.1:1', dmPolicy: 'open' },
       },
     },
   });

@@ -12,7 +12,8 @@ import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { Store } from '../store/store';
 import { resolveChannelConfig, withDeliveryRetry, type RetrySettings } from './delivery';
 import { startChatApprovals, type ChatApprovals } from './approvals';
-import { handleInbound, type InboundOutcome } from './inbound';
+import { handleInbound, type InboundOutcome, submitInbound } from './inbound';
+import { claimHeld, listPairings, type PairingInfo, pairingsResolveParams, type PairingsResolveParams, resolvePairing } from '../trust/pairing';
 import { createChannelRegistry } from './registry';
 import { startReplyRouting, type ReplyRouter } from './reply-router';
 import { ensureOutboundSessionEntry, resolveOutboundSessionRoute, sessionMeta, type SessionRoute } from './routing';
@@ -77,6 +78,10 @@ export interface ChannelService {
   handleInbound(channel: string, req: InboundRequest): Promise<InboundOutcome>;
   /** Texts a run already delivered through the message tool, per target (final replies are not delivered twice). */
   deliveredBy(runId: string): Set<string>;
+  /** Pending pairing requests (CONTRACT §3 `pairings.list`). */
+  pairingsList(): Promise<{ pairings: PairingInfo[] }>;
+  /** Approves (the held messages run, in order) or denies a pairing request (CONTRACT §3 `pairings.resolve`). */
+  pairingsResolve(p: PairingsResolveParams): Promise<{ status: 'ok' }>;
   /** Starts reply routing (a bus listener). */
   start(): void;
   stop(): void;
@@ -234,7 +239,17 @@ export function createChannels(deps: ChannelDeps): ChannelService {
       }
       return { messageId, sessionKey: route.sessionKey, channel: route.channel, to: target.to, ...(target.threadId ? { threadId: target.threadId } : {}) };
     },
-    handleInbound: (channel, req) => handleInbound({ config, store, orchestrator, log, plugin, decide: (ch, ds) => chatApprovals?.decide(ch, ds) ?? Promise.resolve() }, channel, req),
+    handleInbound: (channel, req) => handleInbound({ config, store, orchestrator, log, plugin, deliver, decide: (ch, ds) => chatApprovals?.decide(ch, ds) ?? Promise.resolve() }, channel, req),
+    pairingsList: async () => ({ pairings: await listPairings(store) }),
+    async pairingsResolve(raw) {
+      const parsed = pairingsResolveParams.safeParse(raw);
+      if (!parsed.success) throw new CrosstalkError('invalid_request', 'invalid pairings.resolve params', parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })));
+      plugin(parsed.data.channel); // unknown_channel before anything changes
+      const { held } = await resolvePairing(store, parsed.data);
+      const d = { config, store, orchestrator, log, plugin, deliver };
+      for (const h of held) if (await claimHeld(store, h.id)) await submitInbound(d, plugin(parsed.data.channel), h.message, h.agentId);
+      return { status: 'ok' as const };
+    },
     deliveredBy: (runId) => delivered.get(runId) ?? new Set(),
     start() {
       router ??= startReplyRouting({ store, bus, log, plugin, deliver, deliveredBy: (runId) => delivered.get(runId), forgetRun: (runId) => delivered.delete(runId) });

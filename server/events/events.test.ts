@@ -1,6 +1,6 @@
 // Event log + SSE: ids rise, seq per run from 1, reconnect with Last-Event-ID gets every event once, slow subscribers catch up.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readSse, startTestServer, type TestServer } from '../testing/harness';
+import { readSse, startTestServer, TEST_TOKEN, type TestServer, until } from '../testing/harness';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -99,6 +99,41 @@ describe('event bus', () => {
     sub.close();
     expect(got.length).toBeGreaterThan(2000);
     expect(got).toEqual(got.map((_, i) => i + 1));
+  });
+
+  it('over HTTP: an SSE client that stops reading while a run emits ~3000 events gets every one, in order, once it reads again', async () => {
+    const key = 'agent:main:slow-http';
+    const { default: net } = await import('node:net');
+    const sock = net.connect(Number(new URL(s.url).port), '127.0.0.1');
+    await new Promise((r) => sock.once('connect', r));
+    sock.pause();
+    sock.write(`GET /api/gateway/events?sessionKey=${key} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TEST_TOKEN}\r\n\r\n`);
+    await until(() => (s.rt.bus as any).bySession.get(key)?.size === 1);
+    const words = Array.from({ length: 3000 }, (_, i) => `w${i}`).join(' ');
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: `/reply ${words}` });
+    await s.rpc('agent.wait', { runId });
+    await s.rt.bus.drain();
+    sock.resume();
+    const seqs: number[] = [];
+    let buf = '';
+    await new Promise<void>((resolve, reject) => {
+      sock.on('data', (d: Buffer) => {
+        buf += d.toString('utf8');
+        let i: number;
+        while ((i = buf.indexOf('\n\n')) >= 0) {
+          const data = buf.slice(0, i).split('\n').find((l) => l.startsWith('data: '));
+          buf = buf.slice(i + 2);
+          if (!data) continue;
+          const ev = JSON.parse(data.slice(6));
+          seqs.push(ev.seq);
+          if (ev.stream === 'lifecycle' && ev.data.phase === 'end') resolve();
+        }
+      });
+      sock.on('error', reject);
+    });
+    sock.destroy();
+    expect(seqs.length).toBeGreaterThan(3000);
+    expect(seqs).toEqual(seqs.map((_, i) => i + 1));
   });
 
   it('a long-lived stream keeps one abort listener, not one per event', async () => {

@@ -85,6 +85,11 @@ export interface PendingApproval {
   requestedAt: string;
   /** Where the tool comes from (an MCP server, its tool name and its annotations): shown on the card, never used for policy. */
   source?: { kind: 'mcp'; server: string; tool: string; annotations?: Record<string, unknown> };
+  /** Where the run's trust came from (CONTRACT §5 "Trust"): the operator, or a channel sender. */
+  trust?: Trust;
 }
+
+/** The trust a run carries: the operator's (the API token), or a channel sender's (their `channelTools` policy). */
+export type Trust = { kind: 'operator' } | { kind: 'channel'; channel: string; peer: string };
 
 export type RunStatus = 'queued' | 'running' | 'waiting_approval' | 'ok' | 'error' | 'interrupted';

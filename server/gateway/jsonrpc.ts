@@ -6,6 +6,8 @@ import * as s from './schemas';
 import type { Gateway } from './types';
 import type { SessionSummary } from '../events/types';
 import { sendParams } from '../channels/service';
+import { pairingsResolveParams } from '../trust/pairing';
+import { nulPath } from './nul';
 
 type Id = string | number | null;
 
@@ -59,6 +61,8 @@ const methods: Record<string, Method> = {
   'delegates.resume': { params: s.delegatesResumeParams, call: (gw, p) => gw.delegatesResume(p) },
   'delegates.stats': { params: s.delegatesStatsParams, call: (gw) => gw.delegatesStats() },
   status: { params: s.agentsListParams, call: (gw) => gw.status() },
+  'pairings.list': { params: s.agentsListParams, call: (gw) => gw.pairingsList() },
+  'pairings.resolve': { params: pairingsResolveParams, call: (gw, p) => gw.pairingsResolve(p) },
   'webhooks.list': { params: s.webhooksListParams, call: (gw, p) => gw.webhooksList(p) },
 };
 
@@ -98,6 +102,8 @@ async function handleOne(gw: Gateway, msg: unknown, log?: Logger): Promise<RpcRe
   const method = Object.hasOwn(methods, env.data.method) ? methods[env.data.method] : undefined;
   if (!method) return notification ? null : rpcError(id, -32601, `unknown method ${env.data.method}`, { code: 'invalid_request' });
   if (Array.isArray(env.data.params)) return rpcError(id, -32602, 'params must be an object', { code: 'invalid_request', issues: [{ path: '', message: 'params must be an object' }] });
+  const nul = nulPath(env.data.params);
+  if (nul !== null) return rpcError(id, -32602, 'invalid params', { code: 'invalid_request', issues: [{ path: nul, message: 'strings must not contain NUL (U+0000)' }] });
   const params = method.params.safeParse(env.data.params ?? {});
   if (!params.success) {
     return rpcError(id, -32602, 'invalid params', { code: 'invalid_request', issues: zodIssues(params.error) });

@@ -1,15 +1,19 @@
 // zod schemas for every gateway method's params (CONTRACT §3): the one edge validation for JSON-RPC and tRPC.
+import { asciiLower } from '../sessions/keys';
 import { z } from 'zod';
 import { queueModeSchema } from '../config';
 
 export const MAX_MESSAGE_BYTES = 256 * 1024;
 
-/** Session keys: lowercased, then `agent:<agentId>:<rest>` of [a-z0-9:._+-] (CONTRACT §4). */
+/**
+ * Session keys: ASCII upper case lowered, then `agent:<agentId>:<rest>` of [a-z0-9:._+-] (CONTRACT §4). Only ASCII is
+ * canonicalised, so a look-alike (the Kelvin sign U+212A lowercases to `k`) is refused rather than folded.
+ */
 export const sessionKeySchema = z
   .string()
   .min(1)
   .max(512)
-  .transform((s) => s.toLowerCase())
+  .transform(asciiLower)
   .refine((s) => /^agent:[a-z0-9._+-]+:[a-z0-9:._+-]+$/.test(s), {
     message: 'session key must be agent:<agentId>:<rest> made of [a-z0-9:._+-]',
   });
@@ -17,7 +21,8 @@ export const sessionKeySchema = z
 export const messageSchema = z
   .string()
   .min(1, 'message must not be empty')
-  .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_MESSAGE_BYTES, { message: 'message is larger than 256 KiB' });
+  .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_MESSAGE_BYTES, { message: 'message is larger than 256 KiB' })
+  .refine((s) => !s.includes('\u0000'), { message: 'message must not contain NUL (U+0000)' });
 
 export const limitSchema = z.number().int().min(1).max(200);
 export const cursorSchema = z.string().min(1).max(2048);

@@ -33,6 +33,7 @@ import type { AgentInfo, AgentResult, EventSubscribeOptions, Gateway, StatusSumm
 import type { Metrics } from '../metrics';
 import type { ChannelService, SendParams } from '../channels';
 import type { McpServerStatus } from '../mcp/manager';
+import type { PairingsResolveParams } from '../trust/pairing';
 
 export interface ServiceDeps {
   config: CrosstalkConfig;
@@ -258,13 +259,14 @@ export class GatewayService implements Gateway {
     const count = async (metric: { get(): Promise<{ values: Array<{ value: number; labels: Partial<Record<string, string | number>> }> }> }, label?: [string, string]) =>
       (await metric.get()).values.filter((v) => !label || v.labels[label[0]] === label[1]).reduce((a, v) => a + v.value, 0);
     const [pending, delegates, dead] = await Promise.all([
-      this.d.store.pendingApprovals(),
+      // A count, not a list: the list read stops at 500 rows.
+      this.d.store.db.selectFrom('approvals').select((eb) => eb.fn.countAll<string | number>().as('n')).where('status', '=', 'pending').executeTakeFirst(),
       this.d.delegates.stats(),
       this.d.store.listWebhooks({ status: 'dead', limit: 1000 }),
     ]);
     const base = {
       activeRuns: this.d.orchestrator.activeRunCount(),
-      pendingApprovals: pending.length,
+      pendingApprovals: Number(pending?.n ?? 0),
       delegates,
       runs: { ok: await count(m.runs, ['outcome', 'ok']), error: await count(m.runs, ['outcome', 'error']), interrupted: await count(m.runs, ['outcome', 'interrupted']) },
       silence: await count(m.silence),
@@ -302,6 +304,14 @@ export class GatewayService implements Gateway {
         }),
       ),
     };
+  }
+
+  pairingsList() {
+    return this.d.channels.pairingsList();
+  }
+
+  pairingsResolve(p: PairingsResolveParams) {
+    return this.d.channels.pairingsResolve(p);
   }
 
   events(o: EventSubscribeOptions) {

@@ -26,6 +26,8 @@ export interface WaitResult {
   status: 'ok' | 'error' | 'timeout';
   response?: string;
   error?: string;
+  /** A run that failed with messages steered into it that it never took: the run they were answered in. */
+  continuedIn?: string;
 }
 
 export interface AgentInfo {
@@ -107,6 +109,9 @@ export interface Gateway {
   delegatesResume(p: DelegatesResumeParams): Promise<DelegateRunResult>;
   /** Reusable delegate sessions and their transcripts' total size, for the status panel. */
   delegatesStats(): Promise<{ reusable: number; bytes: number }>;
+  /** Pending pairing requests of channel senders (CONTRACT §3). */
+  pairingsList(): Promise<{ pairings: import('../trust/pairing').PairingInfo[] }>;
+  pairingsResolve(p: import('../trust/pairing').PairingsResolveParams): Promise<{ status: 'ok' }>;
   /** Live + replayed agent events for a session or run. */
   events(o: EventSubscribeOptions): AsyncIterable<AgentEvent>;
 }

@@ -45,7 +45,7 @@ export async function handleGatewayPost(rt: FullRuntime, req: Request): Promise<
 const enc = new TextEncoder();
 
 export function handleEvents(rt: FullRuntime, req: Request): Response {
-  if (!isAuthorized(req.headers, rt.token)) return unauthorized();
+  if (!isAuthorized(req.headers, rt.token, { method: 'GET' })) return unauthorized();
   const url = new URL(req.url);
   const rawKey = url.searchParams.get('sessionKey');
   const runId = url.searchParams.get('runId') ?? undefined;
@@ -105,7 +105,7 @@ export function handleEvents(rt: FullRuntime, req: Request): Response {
 }
 
 export async function handleMetrics(rt: FullRuntime, req: Request): Promise<Response> {
-  if (!isAuthorized(req.headers, rt.token)) return new Response('unauthorized\n', { status: 401 });
+  if (!isAuthorized(req.headers, rt.token, { method: req.method })) return new Response('unauthorized\n', { status: 401 });
   const body = await rt.metrics.registry.metrics();
   return new Response(body, { headers: { 'content-type': rt.metrics.registry.contentType } });
 }

@@ -6,6 +6,30 @@ import type { FullRuntime } from '../boot';
 import { routeA2A } from '../a2a/http';
 import { handleEvents, handleMetrics } from './handlers';
 import { handleGatewayNode } from './node-gateway';
+import { handleChannelInbound } from './channel-inbound';
+
+/** Resolves when the socket can take more, or when the client went away. */
+function drained(res: http.ServerResponse, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    res.once('drain', done);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+const channelOf = (pathname: string) => {
+  const raw = pathname.slice('/api/channels/'.length).split('/')[0] ?? '';
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw; // refused by the handler's channel-name check
+  }
+};
 
 export async function serve(rt: FullRuntime, o: { host?: string; port?: number } = {}): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer(async (req, res) => {
@@ -28,7 +52,8 @@ export async function serve(rt: FullRuntime, o: { host?: string; port?: number }
       if (p === '/api/gateway/events' && req.method === 'GET') response = handleEvents(rt, request);
       else if (p === '/api/metrics') response = await handleMetrics(rt, request);
       else if (p === '/api/health') response = Response.json({ status: 'ok' });
-      else response = (p.startsWith('/a2a/') ? await routeA2A(rt, request) : null) ?? new Response('not found', { status: 404 });
+      else if (req.method === 'POST' && p.startsWith('/api/channels/')) response = await handleChannelInbound(rt, channelOf(p), request);
+      else response = (p.startsWith('/a2a/') ? await routeA2A(rt, request) : null) ?? Response.json({ ok: false, error: { code: 'invalid_request', message: `no route ${req.method} ${p}` } }, { status: 404 });
       res.writeHead(response.status, Object.fromEntries(response.headers));
       if (!response.body) return void res.end();
       const reader = response.body.getReader();
@@ -36,7 +61,8 @@ export async function serve(rt: FullRuntime, o: { host?: string; port?: number }
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
-        res.write(value);
+        // Backpressure: a paused client stops the reads (and the event stream behind them) instead of growing a buffer.
+        if (!res.write(value)) await drained(res, ac.signal);
       }
       res.end();
     } catch (e) {

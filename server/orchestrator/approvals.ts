@@ -1,9 +1,11 @@
 // Approval gate: per-agent tool policy (auto | ask | deny), session allow-always rules, durable pending approvals.
 import crypto from 'node:crypto';
-import { type AgentConfig, toolPolicyFor } from '../config';
+import type { AgentConfig } from '../config';
 import { CrosstalkError } from '../errors';
 import type { EventBus } from '../events/bus';
-import type { PendingApproval } from '../events/types';
+import type { PendingApproval, Trust } from '../events/types';
+import { policyFor, toolRuleName } from '../trust/policy';
+import { describeTrust, OPERATOR } from '../trust/trust';
 import type { Metrics } from '../metrics';
 import type { ApprovalRow } from '../store/schema';
 import { nowIso, type Store } from '../store/store';
@@ -23,11 +25,15 @@ export interface GateRequest {
   signal: AbortSignal;
   /** Shown on the approval card (an MCP tool's server, tool and annotations); never used for the decision. */
   source?: Record<string, unknown>;
+  /** The run's trust (CONTRACT §5 "Trust"); the operator's when absent. */
+  trust?: Trust;
 }
 
 export function toPendingApproval(r: ApprovalRow): PendingApproval {
-  return { approvalId: r.id, sessionKey: r.session_key, runId: r.run_id, callId: r.call_id, tool: r.tool, args: JSON.parse(r.args), requestedAt: r.requested_at };
+  return { approvalId: r.id, sessionKey: r.session_key, runId: r.run_id, callId: r.call_id, tool: r.tool, args: JSON.parse(r.args), requestedAt: r.requested_at, trust: trustOfRow(r) };
 }
+
+const trustOfRow = (r: Pick<ApprovalRow, 'trust'>): Trust => (r.trust ? (JSON.parse(r.trust) as Trust) : OPERATOR);
 
 // Approval ids sort in request order (time, then a process counter), so "oldest first" is exact within a millisecond.
 let seq = 0;
@@ -43,6 +49,8 @@ function decisionOf(row: ApprovalRow): GateResult {
 
 export class Approvals {
   private waiters = new Map<string, (r: GateResult) => void>();
+  /** Set by a graceful stop: an approval being waited for stays pending for the next start instead of being cancelled. */
+  stopping = false;
 
   constructor(
     private readonly store: Store,
@@ -53,9 +61,10 @@ export class Approvals {
   ) {}
 
   async gate(q: GateRequest): Promise<GateResult> {
-    const policy = toolPolicyFor(q.agent, q.tool);
-    if (policy === 'deny') return { allowed: false, reason: `tool policy denies ${q.tool}` };
-    if (policy === 'auto' || (await this.store.hasToolRule(q.sessionKey, q.tool))) return { allowed: true };
+    const trust = q.trust ?? OPERATOR;
+    const policy = policyFor(q.agent, q.tool, trust);
+    if (policy === 'deny') return { allowed: false, reason: trust.kind === 'operator' ? `tool policy denies ${q.tool}` : `tool policy for ${describeTrust(trust)} denies ${q.tool}` };
+    if (policy === 'auto' || (await this.store.hasToolRule(q.sessionKey, toolRuleName(q.tool, trust)))) return { allowed: true };
 
     let row = await this.store.approvalForCall(q.runId, q.callId);
     if (row && row.status !== 'pending') return decisionOf(row);
@@ -72,12 +81,13 @@ export class Approvals {
         reason: null,
         requested_at: nowIso(),
         resolved_at: null,
+        trust: JSON.stringify(trust),
       };
       await this.store.insertApproval(row);
-      this.bus.emit(q.runId, 'approval', { phase: 'requested', approvalId: row.id, tool: q.tool, args: q.args ?? null, callId: q.callId, requestedAt: row.requested_at, ...(q.source ? { source: q.source } : {}) });
+      this.bus.emit(q.runId, 'approval', { phase: 'requested', approvalId: row.id, tool: q.tool, args: q.args ?? null, callId: q.callId, requestedAt: row.requested_at, trust, ...(q.source ? { source: q.source } : {}) });
     }
     const approvalId = row.id;
-    const decided = new Promise<GateResult>((resolve) => {
+    const decided = new Promise<GateResult>((resolve, reject) => {
       const onAbort = () => {
         this.waiters.delete(approvalId);
         // A graceful stop leaves the approval pending: the run is re-driven later and waits for it again.
@@ -110,7 +120,7 @@ export class Approvals {
     const status = decision === 'deny' ? 'denied' : 'allowed';
     const settled = await this.store.settleApproval(approvalId, status, decision, reason ?? null);
     if (!settled) throw new CrosstalkError('already_resolved', `approval ${approvalId} is already ${row.status}`);
-    if (decision === 'allow_always') await this.store.addToolRule(row.session_key, row.tool);
+    if (decision === 'allow_always') await this.store.addToolRule(row.session_key, toolRuleName(row.tool, trustOfRow(row)));
     this.metrics.approvalWait.observe((Date.now() - Date.parse(row.requested_at)) / 1000);
     if (by) this.decidedBy.set(approvalId, by);
     await this.deliver(approvalId);

@@ -2,6 +2,7 @@
 import type { CallbackRow, RunRow, WebhookRow } from '../store/schema';
 import { nowIso } from '../store/store';
 import { webhookRow } from '../webhooks/outbox';
+import { trustOf, weakest } from '../trust/trust';
 import type { RunOutcome } from './types';
 
 /** Recorded on a run row when an agent session sent the message (sessions_send, agents_message, delegate). */
@@ -23,6 +24,8 @@ export function planDeliveries(target: { runId: string; sessionKey: string; agen
   const out: Deliveries = { callbacks: [], webhooks: [], failed: [] };
   const response = (outcome.response ?? '').trim();
   const endedAt = nowIso();
+  // The callback turn carries the weakest trust of what fed this run (its own message and any steered into it).
+  const runTrust = weakest(rows.map((r) => trustOf(r.origin ? JSON.parse(r.origin) : null)));
   for (const row of rows) {
     const origin = (row.origin ? JSON.parse(row.origin) : null) as MessageOrigin | null;
     if (origin?.callback && origin.from?.sessionKey) {
@@ -34,7 +37,7 @@ export function planDeliveries(target: { runId: string; sessionKey: string; agen
           caller_session_key: origin.from.sessionKey,
           caller_run_id: origin.from.runId ?? null,
           response,
-          meta: JSON.stringify({ fromAgentId: target.agentId, fromAgentName: target.agentName, endedAt, ...(origin.delegate ? { delegate: origin.delegate } : {}) }),
+          meta: JSON.stringify({ fromAgentId: target.agentId, fromAgentName: target.agentName, endedAt, ...(origin.delegate ? { delegate: origin.delegate } : {}), ...(runTrust.kind === 'channel' ? { trust: runTrust } : {}) }),
           status: 'pending',
           error: null,
           created_at: endedAt,

@@ -1,4 +1,6 @@
 // Delegates you can come back to (seed 002): delegate_agent runs, follow-ups by conversation_id, list/preview/dismiss.
+import { asciiLower } from '../sessions/keys';
+import { carryTrust } from '../trust/trust';
 import crypto from 'node:crypto';
 import type { AgentConfig } from '../config';
 import { CrosstalkError } from '../errors';
@@ -21,6 +23,8 @@ export interface DelegateCaller {
   runId?: string;
   callId?: string;
   signal?: AbortSignal;
+  /** The parent run's origin: its trust passes to the delegate's runs. */
+  origin?: Record<string, unknown>;
 }
 
 export interface DelegateRequest {
@@ -78,18 +82,22 @@ export class Delegates {
     if (req.batch) {
       if (!req.batch.length) throw new CrosstalkError('invalid_request', 'batch must not be empty');
       for (const b of req.batch) if (!b.prompt?.trim()) throw new CrosstalkError('invalid_request', 'every batch item needs a prompt');
-      const parent = await this.checkNew(caller, req.batch.map((b) => b.agent_id));
-      const runs = await Promise.all(req.batch.map((b, i) => this.startNew(caller, parent, b.agent_id, b.prompt, mode, req.cwd, String(i))));
+      const { parent, claims } = await this.checkNew(caller, req.batch.map((b) => b.agent_id));
+      const runs = await Promise.all(req.batch.map((b, i) => this.startNew(caller, parent, b.agent_id, b.prompt, mode, req.cwd, claims[i]!, String(i))));
       return { status: 'ok', runs };
     }
     if (!req.prompt?.trim()) throw new CrosstalkError('invalid_request', 'prompt is required');
     if (req.conversation_id) return this.followUp(caller, req.conversation_id, req.prompt, mode, req.agent_id);
     if (!req.agent_id) throw new CrosstalkError('invalid_request', 'agent_id is required for a new delegate');
-    const parent = await this.checkNew(caller, [req.agent_id]);
-    return this.startNew(caller, parent, req.agent_id, req.prompt, mode, req.cwd);
+    const { parent, claims } = await this.checkNew(caller, [req.agent_id]);
+    return this.startNew(caller, parent, req.agent_id, req.prompt, mode, req.cwd, claims[0]!);
   }
 
-  private async checkNew(caller: DelegateCaller, agentIds: string[]): Promise<SessionRow> {
+  /**
+   * Checks a new delegate may start and claims its concurrency places in the same synchronous step (no await between
+   * the count and the claim), so parallel calls in one model step cannot all pass the check.
+   */
+  private async checkNew(caller: DelegateCaller, agentIds: string[]): Promise<{ parent: SessionRow; claims: string[] }> {
     for (const id of agentIds) if (!this.d.orchestrator.agent(id)) throw new CrosstalkError('unknown_agent', `unknown agent ${id}`);
     const parent = await this.d.store.getSession(caller.sessionKey);
     if (!parent) throw new CrosstalkError('unknown_session', `no session ${caller.sessionKey}`);
@@ -98,20 +106,35 @@ export class Delegates {
     const busy = this.running.get(caller.sessionKey)?.size ?? 0;
     if (busy + agentIds.length > caller.agent.limits.maxDelegatesPerParent)
       throw new CrosstalkError('limit_exceeded', `at most ${caller.agent.limits.maxDelegatesPerParent} delegates may run at once for one parent (${busy} running)`);
-    return parent;
+    let set = this.running.get(caller.sessionKey);
+    if (!set) this.running.set(caller.sessionKey, (set = new Set()));
+    const claims = agentIds.map(() => `claim:${crypto.randomUUID()}`);
+    for (const c of claims) set.add(c);
+    return { parent, claims };
   }
 
-  private async startNew(caller: DelegateCaller, parent: SessionRow, agentId: string, prompt: string, mode: 'standard' | 'detached', cwd?: string, slot = '') {
+  private async startNew(caller: DelegateCaller, parent: SessionRow, agentId: string, prompt: string, mode: 'standard' | 'detached', cwd: string | undefined, claim: string, slot = '') {
     // Derived from the parent's run and call when a model called the tool: a re-drive finds the same delegate.
     const id = caller.runId && caller.callId ? derivedId(caller.runId, caller.callId, slot).slice(0, 16) : crypto.randomUUID().replace(/-/g, '').slice(0, 16);
     const key = `agent:${agentId}:subagent:${id}`;
-    await this.d.store.ensureSession({ key, agentId, kind: 'subagent', parentKey: caller.sessionKey, spawnDepth: parent.spawn_depth + 1, meta: { mode, cwd: cwd ?? null, ownerAgentId: caller.agent.id } });
+    try {
+      await this.d.store.ensureSession({ key, agentId, kind: 'subagent', parentKey: caller.sessionKey, spawnDepth: parent.spawn_depth + 1, meta: { mode, cwd: cwd ?? null, ownerAgentId: caller.agent.id } });
+    } catch (e) {
+      this.releaseClaim(caller.sessionKey, claim);
+      throw e;
+    }
     this.cache.create(key);
-    return this.run(caller, key, agentId, prompt, mode, false);
+    return this.run(caller, key, agentId, prompt, mode, false, claim);
+  }
+
+  private releaseClaim(parentKey: string, claim: string) {
+    const set = this.running.get(parentKey);
+    set?.delete(claim);
+    if (set && !set.size) this.running.delete(parentKey);
   }
 
   private async owned(parentKey: string, conversationId: string): Promise<SessionRow> {
-    const s = await this.d.store.getSession(conversationId.toLowerCase());
+    const s = await this.d.store.getSession(asciiLower(conversationId));
     if (!s || s.kind !== 'subagent' || s.parent_key !== parentKey || s.dismissed_at)
       throw new CrosstalkError('unknown_conversation', `no delegate conversation ${conversationId} for ${parentKey}`);
     return s;
@@ -129,11 +152,12 @@ export class Delegates {
     return this.d.orchestrator.isActive(key);
   }
 
-  private async run(caller: DelegateCaller, key: string, agentId: string, prompt: string, mode: 'standard' | 'detached', followUp: boolean): Promise<DelegateRunResult> {
+  private async run(caller: DelegateCaller, key: string, agentId: string, prompt: string, mode: 'standard' | 'detached', followUp: boolean, claim?: string): Promise<DelegateRunResult> {
     const { store, bus, orchestrator } = this.d;
     let set = this.running.get(caller.sessionKey);
     if (!set) this.running.set(caller.sessionKey, (set = new Set()));
     set.add(key); // claimed before the first await below, so a concurrent follow-up sees it
+    if (claim) set.delete(claim); // the concurrency claim checkNew took is now this key
     const release = () => {
       set!.delete(key);
       if (!set!.size) this.running.delete(caller.sessionKey);
@@ -144,6 +168,7 @@ export class Delegates {
         from: { sessionKey: caller.sessionKey, ...(caller.runId ? { runId: caller.runId } : {}), agentId: caller.agent.id },
         delegate: { conversation_id: key, agent_id: agentId, mode, followUp },
         ...(mode === 'detached' ? { callback: true } : {}),
+        ...carryTrust(caller.origin),
       };
       // Live delegate events stream to the parent's tool call while it waits (standard mode).
       const sub = mode === 'standard' && caller.runId && caller.callId ? bus.subscribe({ sessionKey: key }) : null;
@@ -223,7 +248,7 @@ export class Delegates {
   /** Newest first: the live cache answers when it can, the store answers the rest (and after a restart). */
   async messages(parentKey: string, conversationId: string, o: { cursor?: string; limit?: number }) {
     const limit = o.limit ?? 3;
-    const key = conversationId.toLowerCase();
+    const key = asciiLower(conversationId);
     const beforeId = o.cursor ? (decodeCursor(o.cursor, 'delegate_messages', key, 1)[0] as number) : undefined;
     await this.owned(parentKey, key);
     const cached = this.cache.page(key, limit, beforeId);

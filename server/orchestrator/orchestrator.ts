@@ -26,6 +26,7 @@ import type { ApprovalRow } from '../store/schema';
 
 /** The abort reason of a graceful stop: the run is left as it is, for a re-drive (here after a restart, or elsewhere). */
 export const SHUTDOWN = Symbol.for('crosstalk.shutdown');
+import { carryTrust, sameTrust, trustOf } from '../trust/trust';
 
 export interface SubmitOptions {
   queueMode?: QueueMode;
@@ -42,6 +43,8 @@ interface QueueItem {
   inputs: RunInput[];
   persisted: Promise<void>;
   collect: boolean;
+  /** The trust of a `collect` turn's messages: only messages of the same trust are collected into one turn. */
+  trustKey?: string;
 }
 
 interface SessionState {
@@ -196,7 +199,8 @@ export class Orchestrator {
       case 'reject':
         throw new CrosstalkError('agent_busy', `session ${sessionKey} is busy with run ${st.active.id}`);
       case 'steer': {
-        if (!st.active.closing) {
+        // A message is steered only into a run of the same trust; otherwise it runs after, under its own.
+        if (!st.active.closing && sameTrust(trustOf(opts.origin), trustOf(st.active.row ? parseOrigin(st.active.row.origin) : st.active.origin))) {
           const active = st.active;
           const item: InboxItem = {
             runId,
@@ -211,14 +215,15 @@ export class Orchestrator {
       }
       case 'collect': {
         const open = st.queue.findLast((q) => q.collect);
-        if (open && open === st.queue[st.queue.length - 1]) {
+        const trustKey = JSON.stringify(trustOf(opts.origin));
+        if (open && open === st.queue[st.queue.length - 1] && open.trustKey === trustKey) {
           open.inputs.push(input);
           const inputs = JSON.stringify(open.inputs);
           open.persisted = open.persisted.then(() => this.o.store.updateRun(open.runId, { input: inputs }));
           await open.persisted;
           return { runId: open.runId, status: 'queued' };
         }
-        const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts)), collect: true };
+        const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts)), collect: true, trustKey };
         st.queue.push(item);
         await item.persisted;
         return { runId, status: 'queued' };
@@ -528,14 +533,19 @@ export class Orchestrator {
       return;
     }
     if (!st) return;
-    const queued = st.queue.splice(0);
+    // Messages steered into the active run go with it: they must not run after it as follow-ups.
+    const queued = [...st.queue.splice(0), ...(st.active?.inbox.splice(0) ?? []).map((i) => ({ runId: i.runId, persisted: i.persisted }))];
     for (const item of queued) {
       await item.persisted.catch(() => undefined);
       await this.o.store.updateRun(item.runId, { status: 'error', error: 'session deleted', ended_at: nowIso() });
       const ws = this.waiters.get(item.runId);
       if (ws) for (const w of ws) w({ status: 'error', error: 'session deleted' });
     }
+    const active = st.active;
     this.abortActive(st);
+    // Let the aborted run write its last rows and events before the caller deletes them (none may come back later).
+    if (active) await this.wait(active.id, 30_000).catch(() => undefined);
+    await this.o.bus.drain();
   }
 
   /**
@@ -677,7 +687,7 @@ export class Orchestrator {
     let deliveries: ReturnType<typeof planDeliveries> = { callbacks: [], webhooks: [], failed: [] };
     try {
       const own = active.row ?? (await store.getRun(active.id));
-      const merged = active.injected ? await store.mergedInto(active.id) : [];
+      const merged = active.injected ? (await store.mergedInto(active.id)).filter((r) => r.status === 'merged') : []; // not a failed run pointing here (continuedIn)
       deliveries = planDeliveries({ runId: active.id, sessionKey: st.key, agentId: active.agent.id, agentName: active.agent.name }, [...(own ? [own] : []), ...merged], outcome);
       let endWrite: ReturnType<EventBus['writeIn']> | null = null;
       if (this.cluster) {
@@ -718,7 +728,10 @@ export class Orchestrator {
         log.info({ runId: active.id, sessionKey: st.key, reason: 'agent_chose_silence' }, 'run posted nothing');
       }
     }
-    const result = waitResultOf({ status: outcome.status, response: outcome.response ?? null, error: outcome.error ?? null });
+    // Messages steered into a run that then failed run as a follow-up: the run points at it (agent.wait, the end event).
+    const continuedIn = outcome.status !== 'ok' && !active.cancelled ? active.inbox[0]?.runId : undefined;
+    if (continuedIn) await store.updateRun(active.id, { merged_into: continuedIn }).catch((e) => log.error({ err: e }, 'could not record the follow-up'));
+    const result = { ...waitResultOf({ status: outcome.status, response: outcome.response ?? null, error: outcome.error ?? null }), ...(continuedIn ? { continuedIn } : {}) };
     const ws = this.waiters.get(active.id);
     if (ws) for (const w of ws) w(result);
     for (const cb of deliveries.callbacks) void this.deliverCallback(cb);
@@ -793,7 +806,7 @@ export class Orchestrator {
         log.warn({ callbackId: cb.id, caller: cb.caller_session_key }, 'callback dropped: the caller session no longer exists');
         return;
       }
-      const meta = JSON.parse(cb.meta ?? '{}') as { fromAgentId?: string; fromAgentName?: string; endedAt?: string; delegate?: unknown };
+      const meta = JSON.parse(cb.meta ?? '{}') as { fromAgentId?: string; fromAgentName?: string; endedAt?: string; delegate?: unknown; trust?: unknown };
       await this.submit(
         cb.caller_session_key,
         {
@@ -802,7 +815,7 @@ export class Orchestrator {
           author: { type: 'agent', id: meta.fromAgentId ?? 'unknown', ...(meta.fromAgentName ? { name: meta.fromAgentName } : {}) },
           meta: { fromSessionKey: cb.target_session_key, runId: cb.target_run_id, targetEndedAt: meta.endedAt, ...(meta.delegate ? { delegate: meta.delegate } : {}) },
         },
-        { runId: `run_${cb.id}`, neverRefuse: true, origin: { callbackOf: cb.target_run_id } },
+        { runId: `run_${cb.id}`, neverRefuse: true, origin: { callbackOf: cb.target_run_id, ...carryTrust(meta) } },
       );
       await store.settleCallback(cb.id, 'delivered');
     } catch (e) {
@@ -852,7 +865,7 @@ export class Orchestrator {
     try {
       const row = await this.o.store.getRun(runId);
       if (!row) throw new CrosstalkError('unknown_run', `no run ${runId}`);
-      if (TERMINAL.has(row.status)) return waitResultOf(row);
+      if (TERMINAL.has(row.status)) return { ...waitResultOf(row), ...(row.status !== 'ok' && row.merged_into ? { continuedIn: row.merged_into } : {}) };
       if (row.status === 'merged' && row.merged_into) return this.wait(row.merged_into, timeoutMs);
       const timeout = new Promise<WaitResult>((r) => (timer = setTimeout(() => r({ status: 'timeout' }), timeoutMs)));
       if (!this.cluster) return await Promise.race([done, timeout]);
@@ -916,6 +929,7 @@ export class Orchestrator {
     if (this.cluster) for (const key of keys) await this.cluster.release(key).catch(() => undefined);
     this.sessions.clear();
   }
+
 }
 
 function endData(outcome: RunOutcome): Record<string, unknown> {
@@ -927,3 +941,5 @@ function endData(outcome: RunOutcome): Record<string, unknown> {
 function mergeInputs(inputs: RunInput[]): RunInput {
   return { ...inputs[0]!, content: inputs.map((i) => i.content).join('\n\n'), meta: { ...inputs[0]!.meta, collected: inputs.length } };
 }
+
+const parseOrigin = (o: string | null): unknown => (o ? JSON.parse(o) : null);

@@ -82,4 +82,29 @@ describe('restart', () => {
       await b.close();
     }
   });
+
+  it('a graceful stop (close, not crash) keeps a pending approval and re-drives the paused run on the next start', async () => {
+    const dataDir = tmpDataDir();
+    const a = await startTestServer({ dataDir });
+    const { runId } = await a.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:graceful', message: '/tool exec {"command":"echo after a clean stop"}' });
+    const p = await until(async () => (await a.rpc<{ approvals: any[] }>('approvals.list', {})).approvals[0]);
+    const sleeping = await a.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:graceful-sleep', message: '/sleep 10000' });
+    await a.close();
+
+    const b = await startTestServer({ dataDir });
+    try {
+      // Not cancelled by the stop: the same approval is still pending, and resolving it finishes the run.
+      expect((await b.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: 'agent:main:graceful' })).approvals).toEqual([p]);
+      await b.rpc('approvals.resolve', { approvalId: p.approvalId, decision: 'allow_once' });
+      const w = await b.rpc<{ status: string; response: string }>('agent.wait', { runId });
+      expect(w.status).toBe('ok');
+      expect(w.response).toContain('after a clean stop');
+      const h = await b.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:graceful', includeTools: true });
+      expect(h.messages.filter((m: any) => m.kind === 'tool_result')).toHaveLength(1);
+      // A run in flight at the stop ends as a restart's interruption, as after a crash.
+      expect(await b.rpc('agent.wait', { runId: sleeping.runId })).toMatchObject({ status: 'error', error: 'interrupted by a restart' });
+    } finally {
+      await b.close();
+    }
+  });
 });

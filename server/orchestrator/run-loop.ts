@@ -11,6 +11,7 @@ import { type NewMessage, type Store } from '../store/store';
 import { deliveredKey, isMessagingTool, postsInOrder } from '../tools/messaging';
 import type { AnyToolDef } from '../tools/types';
 import type { Approvals } from './approvals';
+import { trustOf } from '../trust/trust';
 import { markStarted } from './started';
 import { type PromptMessage, toJsonValue, toPromptMessages, userMessage } from './context';
 import { functionTools, type StepToolCall, streamStep } from './model-step';
@@ -246,7 +247,7 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
     if (!parsed.success) {
       result = toolError('invalid_request', `invalid arguments for ${call.toolName}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
     } else {
-      const gate = await deps.approvals.gate({ runId: run.id, sessionKey: run.sessionKey, agent: run.agent, callId: call.toolCallId, tool: def.name, args: parsed.data, signal, ...(def.source ? { source: def.source } : {}) });
+      const gate = await deps.approvals.gate({ runId: run.id, sessionKey: run.sessionKey, agent: run.agent, callId: call.toolCallId, tool: def.name, args: parsed.data, signal, trust: trustOf(run.origin), ...(def.source ? { source: def.source } : {}) });
       if (!gate.allowed) {
         result = { status: 'denied', reason: gate.reason };
         outcome = 'denied';

@@ -19,3 +19,6 @@ export function sessionKindOf(key: string): SessionKind {
 }
 
 export const mainSessionKey = (agentId: string) => `agent:${agentId}:main`;
+
+/** Lowercases ASCII only: a look-alike such as the Kelvin sign (U+212A → `k`) stays as it is and fails validation. */
+export const asciiLower = (s: string) => s.replace(/[A-Z]+/g, (m) => m.toLowerCase());

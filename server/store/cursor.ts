@@ -17,8 +17,23 @@ export function decodeCursor(cursor: string, list: string, scope: string, arity:
   if (!p || typeof p !== 'object' || p.l !== list || p.s !== scope || !Array.isArray(p.k) || p.k.length !== arity) {
     throw new CrosstalkError('invalid_cursor', 'cursor belongs to another list');
   }
-  if (!p.k.every((v) => typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v)))) {
-    throw new CrosstalkError('invalid_cursor', 'cursor does not decode');
-  }
+  const shape = SHAPES[list];
+  const ok = (v: unknown, i: number) => {
+    const want = shape?.[i];
+    if (want === 'id') return typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
+    if (want === 'time') return typeof v === 'string' && v.length <= 64 && !Number.isNaN(Date.parse(v));
+    if (want === 'key') return typeof v === 'string' && v.length > 0 && v.length <= 512;
+    return typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
+  };
+  // Each position is checked for what it holds: a forged value never reaches a query (PostgreSQL would refuse its type).
+  if (!p.k.every(ok)) throw new CrosstalkError('invalid_cursor', 'cursor does not decode');
   return p.k as Array<string | number>;
 }
+
+/** What each position of a known list's cursor holds: a row id, a timestamp, a key. */
+const SHAPES: Record<string, ReadonlyArray<'id' | 'time' | 'key'>> = {
+  sessions: ['time', 'key'],
+  history: ['id'],
+  delegates: ['time', 'key'],
+  delegate_messages: ['id'],
+};

@@ -233,6 +233,35 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         await db.schema.alterTable('webhook_outbox').addColumn('headers', 'text').execute();
       },
     },
+    '0005_trust': {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      async up(db: Kysely<any>) {
+        // Where a gated run's trust came from (CONTRACT §5 "Trust"), shown on the approval.
+        await db.schema.alterTable('approvals').addColumn('trust', 'text').execute();
+        // Channel senders: pending pairing requests, approved (allowed) and denied senders, per channel.
+        await db.schema
+          .createTable('channel_senders')
+          .addColumn('channel', 'text', (c) => c.notNull())
+          .addColumn('peer', 'text', (c) => c.notNull())
+          .addColumn('status', 'text', (c) => c.notNull())
+          .addColumn('code', 'text', (c) => c.notNull())
+          .addColumn('first_message', 'text', (c) => c.notNull())
+          .addColumn('requested_at', 'text', (c) => c.notNull())
+          .addColumn('resolved_at', 'text')
+          .addPrimaryKeyConstraint('channel_senders_pk', ['channel', 'peer'])
+          .execute();
+        await db.schema.createIndex('channel_senders_code').on('channel_senders').columns(['channel', 'code']).execute();
+        // Messages of senders waiting for pairing: run in order on approve, dropped on deny.
+        await serialId(db, 'channel_held')
+          .addColumn('channel', 'text', (c) => c.notNull())
+          .addColumn('peer', 'text', (c) => c.notNull())
+          .addColumn('agent_id', 'text', (c) => c.notNull())
+          .addColumn('message', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('channel_held_peer').on('channel_held').columns(['channel', 'peer', 'id']).execute();
+      },
+    },
   };
 }
 

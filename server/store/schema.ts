@@ -103,6 +103,8 @@ export interface ApprovalsTable {
   reason: string | null;
   requested_at: string;
   resolved_at: string | null;
+  /** JSON Trust of the gated run (0005_trust); null on rows from before it. */
+  trust: string | null;
 }
 
 export interface SessionToolRulesTable {
@@ -160,6 +162,8 @@ export interface Database {
   tool_starts: ToolStartsTable;
   processes: ProcessesTable;
   a2a_push_configs: A2APushConfigsTable;
+  channel_senders: ChannelSendersTable;
+  channel_held: ChannelHeldTable;
 }
 
 /** A2A push notification configs (server/a2a/push.ts): a task's updates go to these URLs through the webhook outbox. */
@@ -170,6 +174,27 @@ export interface A2APushConfigsTable {
   token: string | null;
   auth_scheme: string | null;
   auth_credentials: string | null;
+  created_at: string;
+}
+
+/** A channel sender under `dmPolicy: pairing`: pending (with its code), approved or denied (0005_trust). */
+export interface ChannelSendersTable {
+  channel: string;
+  peer: string;
+  status: string;
+  code: string;
+  first_message: string;
+  requested_at: string;
+  resolved_at: string | null;
+}
+
+/** A message held until its sender is paired (JSON of the inbound message). */
+export interface ChannelHeldTable {
+  id: Generated<number>;
+  channel: string;
+  peer: string;
+  agent_id: string;
+  message: string;
   created_at: string;
 }
 

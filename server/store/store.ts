@@ -580,7 +580,7 @@ export class Store {
 
   // ── approvals ───────────────────────────────────────────────────────────
 
-  async insertApproval(a: ApprovalRow): Promise<void> {
+  async insertApproval(a: Omit<ApprovalRow, 'trust'> & { trust?: string | null }): Promise<void> {
     await this.db.insertInto('approvals').values(a).execute();
   }
 

@@ -41,6 +41,7 @@ export async function startTestServer(o: StartOptions = {}): Promise<TestServer>
   if (PG_EVERYWHERE && !o.databaseUrl) o = { ...o, databaseUrl: PG_URL, pgSchema: schemaFor(dataDir) };
   const config = resolveConfig(parseRawConfig(o.config ?? {}), {
     CROSSTALK_DATA_DIR: dataDir,
+    CROSSTALK_WORKSPACES: `${dataDir}-ws`,
     CROSSTALK_TOKEN: TEST_TOKEN,
     ...(o.databaseUrl ? { DATABASE_URL: o.databaseUrl } : {}),
   });
@@ -131,6 +132,7 @@ export async function startChildServer(o: { dataDir: string; configFile?: string
     env: {
       ...process.env,
       CROSSTALK_DATA_DIR: o.dataDir,
+      CROSSTALK_WORKSPACES: `${o.dataDir}-ws`,
       CROSSTALK_TOKEN: TEST_TOKEN,
       CROSSTALK_LOG_LEVEL: 'silent',
       ...(o.configFile ? { CROSSTALK_CONFIG: o.configFile } : {}),

@@ -1,4 +1,4 @@
-// exec: runs a shell command in the agent's workspace folder, output capped; the canonical approval case.
+// exec: runs a shell command in the agent's workspace folder, output capped; the canonical approval case. Not a sandbox.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -6,13 +6,61 @@ import { z } from 'zod';
 import { toolError } from '../errors';
 import type { ToolDef } from './types';
 
+/** Per stream, in bytes of UTF-8. */
 export const OUTPUT_CAP = 64 * 1024;
+
+/** After the shell exits, how long output still in the pipes may take to arrive (a grandchild may hold them open forever). */
+const PIPE_DRAIN_MS = 100;
 
 const input = z.object({
   command: z.string().min(1).max(16_384),
   cwd: z.string().max(4096).optional(),
   timeoutSeconds: z.number().min(1).max(3600).optional(),
 });
+
+/** The environment `exec` gets: PATH, HOME, LANG and the names the agent's config lists; never the server's secrets. */
+export function execEnv(names: readonly string[], from: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const env = {} as NodeJS.ProcessEnv;
+  for (const name of ['PATH', 'HOME', 'LANG', ...names]) {
+    const v = from[name];
+    if (v !== undefined) env[name] = v;
+  }
+  env.PATH ??= '/usr/local/bin:/usr/bin:/bin';
+  return env;
+}
+
+/** The longest prefix of `buf` of at most `cap` bytes that does not split a UTF-8 character. */
+export function utf8Prefix(buf: Buffer, cap: number): Buffer {
+  if (buf.length <= cap) return buf;
+  let end = cap;
+  // Step back over continuation bytes (10xxxxxx) to the lead byte of the last character, and drop it when it does not fit.
+  let i = end - 1;
+  while (i > 0 && (buf[i]! & 0xc0) === 0x80) i--;
+  const lead = buf[i]!;
+  const len = lead < 0x80 ? 1 : lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  if (i + len > end) end = i;
+  return buf.subarray(0, end);
+}
+
+/** Collects one stream's bytes up to the cap. */
+class Capped {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  truncated = false;
+  push(c: Buffer) {
+    if (this.size >= OUTPUT_CAP + 4) {
+      this.truncated = true;
+      return;
+    }
+    this.chunks.push(c);
+    this.size += c.length;
+  }
+  text(): string {
+    const all = Buffer.concat(this.chunks);
+    if (all.length > OUTPUT_CAP) this.truncated = true;
+    return utf8Prefix(all, OUTPUT_CAP).toString('utf8');
+  }
+}
 
 export function createExecTool(): ToolDef<z.infer<typeof input>> {
   return {
@@ -30,24 +78,17 @@ export function createExecTool(): ToolDef<z.infer<typeof input>> {
       if (!inside(base) || !inside(dir)) return toolError('forbidden', 'cwd must stay inside the workspace');
       if (!cwd && ctx.sessionCwd) fs.mkdirSync(/* turbopackIgnore: true */ base, { recursive: true });
       if (!fs.existsSync(/* turbopackIgnore: true */ dir)) return toolError('invalid_request', `cwd ${cwd} does not exist`);
+      const limitS = timeoutSeconds ?? 120;
       return new Promise((resolve) => {
-        const child = spawn('/bin/sh', ['-c', command], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-        let stdout = '';
-        let stderr = '';
-        let truncated = false;
-        const take = (acc: string, chunk: Buffer) => {
-          if (acc.length >= OUTPUT_CAP) {
-            truncated = true;
-            return acc;
-          }
-          const s = acc + chunk.toString('utf8');
-          if (s.length > OUTPUT_CAP) truncated = true;
-          return s.slice(0, OUTPUT_CAP);
-        };
-        child.stdout.on('data', (c: Buffer) => (stdout = take(stdout, c)));
-        child.stderr.on('data', (c: Buffer) => (stderr = take(stderr, c)));
+        // Its own process group: a timeout or an abort kills the shell and everything it started in that group.
+        const child = spawn('/bin/sh', ['-c', command], { cwd: dir, env: execEnv(ctx.agent.execEnv ?? []), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+        const out = new Capped();
+        const err = new Capped();
+        child.stdout.on('data', (c: Buffer) => out.push(c));
+        child.stderr.on('data', (c: Buffer) => err.push(c));
         let timedOut = false;
-        const kill = () => {
+        let settled = false;
+        const killGroup = () => {
           try {
             process.kill(-child.pid!, 'SIGKILL');
           } catch {
@@ -56,20 +97,36 @@ export function createExecTool(): ToolDef<z.infer<typeof input>> {
         };
         const timer = setTimeout(() => {
           timedOut = true;
-          kill();
-        }, (timeoutSeconds ?? 120) * 1000);
-        const onAbort = () => kill();
+          killGroup();
+        }, limitS * 1000);
+        const onAbort = () => killGroup();
         ctx.signal.addEventListener('abort', onAbort, { once: true });
-        child.on('error', (e) => {
-          clearTimeout(timer);
-          resolve(toolError('internal', `exec failed: ${e.message}`));
-        });
-        child.on('close', (code, sig) => {
+        const settle = (value: unknown) => {
+          if (settled) return;
+          settled = true;
           clearTimeout(timer);
           ctx.signal.removeEventListener('abort', onAbort);
-          if (timedOut) return resolve(toolError('timeout', `command timed out after ${timeoutSeconds ?? 120}s`));
-          if (ctx.signal.aborted) return resolve(toolError('internal', 'run interrupted'));
-          resolve({ status: 'ok', exitCode: code ?? (sig ? 128 : 1), stdout, stderr, ...(truncated ? { truncated: true } : {}) });
+          resolve(value);
+        };
+        child.on('error', (e) => settle(toolError('internal', `exec failed: ${e.message}`)));
+        // Settle on the shell's exit, not on the pipes closing: a grandchild (`setsid sleep 600 &`) may hold them.
+        child.on('exit', (code, sig) => {
+          killGroup(); // background jobs left in the group
+          const finish = () => {
+            if (settled) return;
+            child.stdout.destroy();
+            child.stderr.destroy();
+            if (timedOut) return settle(toolError('timeout', `command timed out after ${limitS}s`));
+            if (ctx.signal.aborted) return settle(toolError('interrupted', 'run interrupted'));
+            const stdout = out.text();
+            const stderr = err.text();
+            settle({ status: 'ok', exitCode: code ?? (sig ? 128 : 1), stdout, stderr, ...(out.truncated || err.truncated ? { truncated: true } : {}) });
+          };
+          let pending = 2;
+          const closed = () => --pending === 0 && finish();
+          child.stdout.once('close', closed);
+          child.stderr.once('close', closed);
+          setTimeout(finish, PIPE_DRAIN_MS).unref();
         });
       });
     },

@@ -1,6 +1,6 @@
 // send_message, silence and reply modes (issue 5), through /api/gateway with the scripted model, and their metrics.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, TEST_TOKEN, type TestServer } from '../testing/harness';
+import { startTestServer, TEST_TOKEN, type TestServer, until } from '../testing/harness';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -80,13 +80,17 @@ describe('send_message', () => {
     expect(await tool.execute({ content: 'x'.repeat(256 * 1024 + 1) }, ctx)).toMatchObject({ status: 'error', error: { code: 'invalid_request', message: expect.stringContaining('256 KiB') } });
   });
 
-  it('from a run whose session was deleted meanwhile: unknown_session, the run ends cleanly', async () => {
-    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:vanish', message: '/sleep 150\n/tool send_message {"content":"too late"}' });
-    await new Promise((r) => setTimeout(r, 30));
+  it('from a run whose session was deleted meanwhile: the run is interrupted before it posts, and nothing lands in the gone session', async () => {
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:vanish', message: '/sleep 2000\n/tool send_message {"content":"too late"}' });
+    await until(async () => (await s.rt.store.getRun(runId))?.status === 'running');
     await s.rpc('sessions.delete', { sessionKey: 'agent:main:vanish' });
-    const w = await s.rpc<{ status: string; response?: string }>('agent.wait', { runId });
-    expect(['ok', 'error']).toContain(w.status);
-    if (w.status === 'ok') expect(w.response).toContain('unknown_session');
+    // sessions.delete answers once the run has ended: its outcome is settled, not "ok or error".
+    expect((await s.rt.store.getRun(runId))?.status).toBe('interrupted');
+    expect(await s.rpc('agent.wait', { runId })).toMatchObject({ status: 'error', error: 'run interrupted' });
+    const gone = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'chat.history', params: { sessionKey: 'agent:main:vanish' } });
+    expect(gone.body.error).toMatchObject({ code: -32004, data: { code: 'unknown_session' } });
+    const posted = await s.rt.store.db.selectFrom('messages').select('content').where('session_key', '=', 'agent:main:vanish').where('content', '=', 'too late').execute();
+    expect(posted).toEqual([]);
     expect((await turn('agent:main:main', 'alive')).response).toBe('echo: alive');
   });
 });

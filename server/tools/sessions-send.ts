@@ -1,12 +1,13 @@
 // sessions_send and agents_message (seed 004 + seed 000): one mechanism to message another session, sync or async.
 import { derivedId } from '../orchestrator/orchestrator';
+import { carryTrust } from '../trust/trust';
 import { z } from 'zod';
 import type { CrosstalkConfig } from '../config';
 import { asToolData, CrosstalkError } from '../errors';
 import { messageSchema, sessionKeySchema, webhookSchema } from '../gateway/schemas';
 import type { MessageOrigin } from '../orchestrator/callbacks';
 import type { Orchestrator } from '../orchestrator/orchestrator';
-import { mainSessionKey } from '../sessions/keys';
+import { asciiLower, mainSessionKey } from '../sessions/keys';
 import { checkWebhookUrl } from '../webhooks/guard';
 import type { ToolCallContext, ToolDef } from './types';
 
@@ -29,7 +30,7 @@ const DEFAULT_SYNC_TIMEOUT_S = 60;
 /** The shared mechanism: deliver as an `inter_session` row, then wait (sync) or arrange a callback (async). */
 export function sendToSession(
   deps: SendDeps,
-  ctx: Pick<ToolCallContext, 'sessionKey' | 'runId' | 'agent'> & { callId?: string },
+  ctx: Pick<ToolCallContext, 'sessionKey' | 'runId' | 'agent' | 'origin'> & { callId?: string },
   p: { targetKey: string; message: string; mode?: 'sync' | 'async'; timeoutSeconds?: number; webhook?: { url: string; secret?: string } },
 ) {
   return asToolData(async () => {
@@ -41,7 +42,8 @@ export function sendToSession(
       if (refused) throw new CrosstalkError('invalid_request', refused);
     }
     const mode = p.mode ?? 'sync';
-    const origin: MessageOrigin = { from: { sessionKey: ctx.sessionKey, runId: ctx.runId, agentId: ctx.agent.id }, mode, ...(mode === 'async' ? { callback: true } : {}) };
+    // The target run inherits this run's trust: a channel sender cannot reach further tools through another session.
+    const origin: MessageOrigin = { from: { sessionKey: ctx.sessionKey, runId: ctx.runId, agentId: ctx.agent.id }, mode, ...(mode === 'async' ? { callback: true } : {}), ...carryTrust(ctx.origin) };
     const res = await orch.submit(
       p.targetKey,
       {
@@ -77,6 +79,6 @@ export function createAgentsMessageTool(deps: SendDeps): ToolDef<z.infer<typeof 
       "Message another agent's main session (agent:<agentId>:main). Same modes and results as sessions_send: sync waits for the reply, async calls you back with it.",
     inputSchema: agentsMessageInput,
     execute: (i, ctx) =>
-      sendToSession(deps, ctx, { targetKey: mainSessionKey(i.agentId.toLowerCase()), message: i.message, mode: i.mode, timeoutSeconds: i.timeoutSeconds, webhook: i.webhook }),
+      sendToSession(deps, ctx, { targetKey: mainSessionKey(asciiLower(i.agentId)), message: i.message, mode: i.mode, timeoutSeconds: i.timeoutSeconds, webhook: i.webhook }),
   };
 }

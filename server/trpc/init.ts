@@ -4,6 +4,7 @@ import type { TRPC_ERROR_CODE_KEY } from '@trpc/server';
 import { isAuthorized } from '../auth';
 import { type ErrorCode, isCrosstalkError, type ValidationIssue } from '../errors';
 import { getRuntime, type Runtime } from '../runtime';
+import { nulPath } from '../gateway/nul';
 
 export interface TRPCContext {
   runtime: Runtime;
@@ -11,9 +12,9 @@ export interface TRPCContext {
 }
 
 /** Built per request by the fetch adapter: who is calling, and the process runtime to serve them. */
-export async function createTRPCContext(opts: { headers: Headers }): Promise<TRPCContext> {
+export async function createTRPCContext(opts: { headers: Headers; method?: string; navigation?: boolean }): Promise<TRPCContext> {
   const runtime = await getRuntime();
-  return { runtime, authorized: isAuthorized(opts.headers, runtime.token) };
+  return { runtime, authorized: isAuthorized(opts.headers, runtime.token, { method: opts.method, navigation: opts.navigation }) };
 }
 
 const TRPC_CODE_FOR: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
@@ -101,7 +102,10 @@ const domainErrors = t.middleware(async ({ next }) => {
 export const publicProcedure = t.procedure.use(domainErrors);
 
 /** Requires the API token (Bearer header or the login cookie): the API is never open. */
-export const protectedProcedure = publicProcedure.use(({ ctx, next }) => {
+export const protectedProcedure = publicProcedure.use(async ({ ctx, next, getRawInput }) => {
   if (!ctx.authorized) throw new TRPCError({ code: 'UNAUTHORIZED', message: 'missing or wrong token' });
+  // As JSON-RPC: a string holding U+0000 is refused here, on both stores alike.
+  const nul = nulPath(await getRawInput());
+  if (nul !== null) throw new TRPCError({ code: 'BAD_REQUEST', message: `${nul || 'input'}: strings must not contain NUL (U+0000)` });
   return next({ ctx: { gateway: ctx.runtime.gateway } });
 });

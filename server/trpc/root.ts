@@ -7,6 +7,7 @@ import { delegatesRouter } from './routers/delegates';
 import { eventsRouter } from './routers/events';
 import { sessionsRouter } from './routers/sessions';
 import { statusRouter } from './routers/status';
+import { pairingsRouter } from './routers/pairings';
 
 export const appRouter = createTRPCRouter({
   sessions: sessionsRouter,
@@ -16,6 +17,7 @@ export const appRouter = createTRPCRouter({
   events: eventsRouter,
   delegates: delegatesRouter,
   status: statusRouter,
+  pairings: pairingsRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,6 +1,8 @@
 // Webhook URL guard: http(s) only, and no loopback/private/link-local targets unless config allows them (SSRF).
 import dns from 'node:dns/promises';
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import net from 'node:net';
+import { Agent } from 'undici';
 
 const blocked = new net.BlockList();
 for (const [addr, prefix] of [
@@ -19,6 +21,15 @@ for (const [addr, prefix] of [
 for (const [addr, prefix] of [
   ['::', 128],
   ['::1', 128],
+  // NAT64 (RFC 6052 well-known and local-use prefixes) and 6to4 embed an IPv4 address that may be private.
+  ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48],
+  ['2002::', 16],
+  // Teredo, IPv4-compatible (deprecated), discard-only and documentation ranges.
+  ['2001::', 32],
+  ['::', 96],
+  ['100::', 64],
+  ['2001:db8::', 32],
   ['fc00::', 7],
   ['fe80::', 10],
   ['ff00::', 8],
@@ -56,4 +67,28 @@ export async function checkWebhookUrl(raw: string, allowPrivateNetwork: boolean)
   }
   if (addrs.some(isPrivateAddress)) return `webhook url points at a private or loopback address (${host}); set webhooks.allowPrivateNetwork to allow it`;
   return null;
+}
+
+/**
+ * An undici dispatcher whose connections go only to the addresses its own lookup checked: the name is resolved once,
+ * at connect time, and a private answer fails the connection (no second resolution for DNS rebinding to slip into).
+ */
+export function guardedDispatcher(allowPrivateNetwork: boolean): Agent {
+  return new Agent({
+    connect: {
+      lookup(hostname, options, callback) {
+        dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+          if (err) return callback(err, '', 0);
+          const list = addresses as unknown as LookupAddress[];
+          const bad = !allowPrivateNetwork && list.find((a) => isPrivateAddress(a.address));
+          if (bad) {
+            const e = Object.assign(new Error(`webhook host ${hostname} resolved to a private or loopback address (${bad.address})`), { code: 'EPRIVATEADDR' });
+            return callback(e, '', 0);
+          }
+          if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, list);
+          callback(null, list[0]!.address, list[0]!.family);
+        });
+      },
+    },
+  });
 }

@@ -4,7 +4,8 @@ import type { CrosstalkConfig } from '../config';
 import type { Logger } from '../logger';
 import type { WebhookRow } from '../store/schema';
 import { nowIso, type Store } from '../store/store';
-import { checkWebhookUrl } from './guard';
+import { checkWebhookUrl, guardedDispatcher } from './guard';
+import { fetch as undiciFetch } from 'undici';
 
 export const SIGNATURE_HEADER = 'X-Crosstalk-Signature';
 
@@ -36,6 +37,11 @@ export class WebhookOutbox {
   private again = false;
   private stopped = false;
   private readonly inflight = new Set<string>();
+  /** Connects only to the addresses its lookup checked (SSRF: no DNS rebinding between the check and the connect). */
+  private get dispatcher() {
+    return (this._dispatcher ??= guardedDispatcher(this.config.allowPrivateNetwork));
+  }
+  private _dispatcher?: ReturnType<typeof guardedDispatcher>;
 
   constructor(
     private readonly store: Store,
@@ -122,7 +128,7 @@ export class WebhookOutbox {
     if (row.headers) Object.assign(headers, JSON.parse(row.headers) as Record<string, string>);
     if (row.secret) headers[SIGNATURE_HEADER] = signBody(row.body, row.secret);
     try {
-      const res = await fetch(row.url, { method: 'POST', headers, body: row.body, redirect: 'manual', signal: AbortSignal.timeout(this.config.timeoutMs) });
+      const res = await undiciFetch(row.url, { method: 'POST', headers, body: row.body, redirect: 'manual', signal: AbortSignal.timeout(this.config.timeoutMs), dispatcher: this.dispatcher });
       await res.arrayBuffer().catch(() => undefined);
       return res.ok ? null : `receiver answered ${res.status}`;
     } catch (e) {

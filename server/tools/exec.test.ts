@@ -1,0 +1,101 @@
+// exec over the real run loop: a minimal environment, workspaces outside the data dir, settling when a grandchild holds the pipes, a byte cap.
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../config';
+import { startTestServer, tmpDataDir, type TestServer, until } from '../testing/harness';
+import { OUTPUT_CAP, utf8Prefix } from './exec';
+
+let s: TestServer;
+beforeAll(async () => {
+  process.env.CROSSTALK_TEST_PASSED = 'visible-by-name';
+  process.env.DATABASE_URL_FAKE_SECRET = 'server-secret';
+  s = await startTestServer({ config: { agents: [{ id: 'main', tools: { exec: 'auto' }, exec: { env: ['CROSSTALK_TEST_PASSED'] } }] } });
+});
+afterAll(async () => {
+  await s?.close();
+});
+
+type Result = { status: string; exitCode?: number; stdout?: string; stderr?: string; truncated?: boolean; error?: { code: string } };
+async function exec(args: Record<string, unknown>, sessionKey = 'agent:main:exec-tests'): Promise<Result> {
+  const r = await s.rpc<{ runId: string }>('agent', { sessionKey, message: `/tool exec ${JSON.stringify(args)}` });
+  const w = await s.rpc<{ response: string }>('agent.wait', { runId: r.runId, timeoutMs: 60_000 });
+  return JSON.parse(w.response.slice('exec: '.length));
+}
+
+describe('exec environment', () => {
+  it('gets PATH, HOME, LANG and the names in exec.env, never the server’s own variables', async () => {
+    const out = await exec({ command: 'env' });
+    const names = out.stdout!.trim().split('\n').map((l) => l.split('=')[0]);
+    expect(names).toContain('PATH');
+    expect(out.stdout).toContain('CROSSTALK_TEST_PASSED=visible-by-name');
+    expect(out.stdout).not.toContain('server-secret');
+    expect(out.stdout).not.toContain('CROSSTALK_TOKEN');
+    expect(out.stdout).not.toContain('test-token');
+    expect(names.every((n) => ['PATH', 'HOME', 'LANG', 'CROSSTALK_TEST_PASSED', 'PWD', 'SHLVL', '_', 'OLDPWD'].includes(n!))).toBe(true);
+  });
+
+  it('runs in a workspace outside the data dir: the token file is not next door', async () => {
+    const ws = s.rt.config.agents[0]!.workspace;
+    expect(ws.startsWith(s.dataDir + path.sep)).toBe(false);
+    const out = await exec({ command: 'pwd; ls ../../token 2>&1; ls ../token 2>&1' });
+    expect(out.stdout!.split('\n')[0]).toBe(ws);
+    expect(out.stdout).not.toMatch(/^\.\.\/(\.\.\/)?token$/m);
+  });
+
+  it('defaults workspaces to ./workspaces/<agentId> in the start directory, and refuses one inside the data dir', () => {
+    const dataDir = tmpDataDir();
+    const c = loadConfig({ CROSSTALK_CONFIG: undefined, CROSSTALK_DATA_DIR: dataDir });
+    expect(c.agents[0]!.workspace).toBe(path.resolve(process.cwd(), 'workspaces', 'main'));
+    const f = path.join(tmpDataDir(), 'c.json');
+    fs.writeFileSync(f, JSON.stringify({ agents: [{ id: 'main', workspace: path.join(dataDir, 'workspaces', 'main') }] }));
+    expect(() => loadConfig({ CROSSTALK_CONFIG: f, CROSSTALK_DATA_DIR: dataDir })).toThrow(/agents\.0\.workspace.*inside the data dir/);
+    // The README's example path resolves against the start directory, not data/data/….
+    fs.writeFileSync(f, JSON.stringify({ agents: [{ id: 'main', workspace: './workspaces/main' }] }));
+    expect(loadConfig({ CROSSTALK_CONFIG: f, CROSSTALK_DATA_DIR: dataDir }).agents[0]!.workspace).toBe(path.resolve(process.cwd(), 'workspaces/main'));
+  });
+});
+
+describe('exec settles', () => {
+  it('on exit, even when a grandchild in its own session holds the pipes', async () => {
+    const out = await exec({ command: 'setsid sleep 45 & echo started' });
+    expect(out).toMatchObject({ status: 'ok', exitCode: 0, stdout: 'started\n' });
+  });
+
+  it('on timeout, even when a grandchild holds the pipes', async () => {
+    const out = await exec({ command: 'setsid sleep 45 & sleep 45', timeoutSeconds: 1 });
+    expect(out).toMatchObject({ status: 'error', error: { code: 'timeout' } });
+  });
+
+  it('on an interrupt (agent.cancel), even when a grandchild holds the pipes', async () => {
+    const key = 'agent:main:exec-cancel';
+    const r = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/tool exec {"command":"setsid sleep 45 & sleep 45"}' });
+    await until(async () => (await s.rpc<{ messages: Array<{ kind: string }> }>('chat.history', { sessionKey: key, includeTools: true })).messages.some((m) => m.kind === 'tool_call'));
+    await s.rpc('agent.cancel', { runId: r.runId });
+    const w = await s.rpc<{ status: string; error: string }>('agent.wait', { runId: r.runId, timeoutMs: 20_000 });
+    expect(w).toMatchObject({ status: 'error', error: 'cancelled' });
+    // The session is free again.
+    const next = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: 'after' });
+    expect((await s.rpc<{ response: string }>('agent.wait', { runId: next.runId })).response).toBe('echo: after');
+  });
+});
+
+describe('exec output cap', () => {
+  it('counts bytes and never splits a character', async () => {
+    // 40 000 × "é" (2 bytes each) + "€" (3 bytes): more than 64 KiB of UTF-8, fewer than 64 Ki UTF-16 units.
+    const out = await exec({ command: `i=0; while [ $i -lt 40000 ]; do printf 'é'; i=$((i+1)); done; printf '€'` });
+    expect(out.truncated).toBe(true);
+    expect(Buffer.byteLength(out.stdout!)).toBeLessThanOrEqual(OUTPUT_CAP);
+    expect(Buffer.byteLength(out.stdout!)).toBeGreaterThan(OUTPUT_CAP - 4);
+    expect(out.stdout).not.toContain('\uFFFD');
+    expect(new Set(out.stdout)).toEqual(new Set(['é']));
+  });
+
+  it('utf8Prefix keeps whole characters', () => {
+    const buf = Buffer.from('a€b😀', 'utf8'); // 1 + 3 + 1 + 4 bytes
+    expect(utf8Prefix(buf, 2).toString()).toBe('a');
+    expect(utf8Prefix(buf, 4).toString()).toBe('a€');
+    expect(utf8Prefix(buf, 8).toString()).toBe('a€b');
+    expect(utf8Prefix(buf, 9).toString()).toBe('a€b😀');
+  });
+});

@@ -1,0 +1,159 @@
+// Channel senders admitted by `dmPolicy` (CONTRACT §5 "Trust"): pairing codes, held messages, pairings.list / resolve.
+import crypto from 'node:crypto';
+import { z } from 'zod';
+import type { CrosstalkConfig } from '../config';
+import { CrosstalkError } from '../errors';
+import type { Logger } from '../logger';
+import type { InboundMessage } from '../channels/types';
+import { nowIso, type Store } from '../store/store';
+
+export const dmPolicySchema = z.enum(['pairing', 'allowlist', 'open']);
+export type DmPolicy = z.infer<typeof dmPolicySchema>;
+
+/** The trust keys of `channels.<name>` (and of its `accounts.<id>`); the channel's own schema checks the rest. */
+const channelTrustSchema = z.object({
+  dmPolicy: dmPolicySchema.optional(),
+  allowFrom: z.array(z.union([z.string().min(1).max(256), z.number().int()]).transform(String)).max(10_000).optional(),
+});
+
+/** Held messages kept per sender, and senders waiting per channel: beyond these, more is dropped (and logged). */
+export const MAX_HELD_PER_SENDER = 20;
+export const MAX_PENDING_PER_CHANNEL = 200;
+
+/** Checks the trust keys of every configured channel; the message names the bad key (a config error at start). */
+export function checkChannelTrustConfig(channels: Record<string, Record<string, unknown>>): string | null {
+  for (const [id, c] of Object.entries(channels)) {
+    const r = channelTrustSchema.safeParse(c);
+    if (!r.success) {
+      const issue = r.error.issues[0]!;
+      return `bad key "channels.${id}.${issue.path.join('.')}": ${issue.message}`;
+    }
+  }
+  return null;
+}
+
+export interface SenderRule {
+  policy: DmPolicy;
+  allowFrom: Set<string>;
+}
+
+export function senderRule(config: CrosstalkConfig, channel: string): SenderRule {
+  const raw = channelTrustSchema.safeParse(config.channels[channel] ?? {});
+  const c = raw.success ? raw.data : {};
+  return { policy: c.dmPolicy ?? 'pairing', allowFrom: new Set((c.allowFrom ?? []).map((s) => s.toLowerCase())) };
+}
+
+// No 0/O, 1/I/L: read aloud or typed from a phone without mistakes.
+const CODE_ALPHABET = 'ABCDEFGHJKMNPQRSTUVWXYZ23456789';
+export function newPairingCode(): string {
+  let code = '';
+  for (const b of crypto.randomBytes(8)) code += CODE_ALPHABET[b % CODE_ALPHABET.length];
+  return code;
+}
+
+export type Admission = { kind: 'admit' } | { kind: 'held'; code: string; firstRequest: boolean } | { kind: 'drop'; reason: string };
+
+/**
+ * Whether a sender's message may run. Under `pairing` an unknown sender's message is held and a pending request
+ * (with its code) is recorded once; the caller tells the sender the code when `firstRequest` is true.
+ */
+export async function admit(store: Store, log: Logger, rule: SenderRule, channel: string, agentId: string, msg: InboundMessage): Promise<Admission> {
+  const peer = msg.from;
+  if (rule.policy === 'open' || rule.allowFrom.has('*') || rule.allowFrom.has(peer.toLowerCase())) return { kind: 'admit' };
+  if (rule.policy === 'allowlist') return { kind: 'drop', reason: 'sender not in allowFrom' };
+  const db = store.db;
+  let sender = await db.selectFrom('channel_senders').selectAll().where('channel', '=', channel).where('peer', '=', peer).executeTakeFirst();
+  if (sender?.status === 'approved') return { kind: 'admit' };
+  if (sender?.status === 'denied') return { kind: 'drop', reason: 'sender was denied' };
+  let firstRequest = false;
+  if (!sender) {
+    const waiting = await db.selectFrom('channel_senders').select((eb) => eb.fn.countAll<string | number>().as('n')).where('channel', '=', channel).where('status', '=', 'pending').executeTakeFirst();
+    if (Number(waiting?.n ?? 0) >= MAX_PENDING_PER_CHANNEL) return { kind: 'drop', reason: 'too many pairing requests pending' };
+    // Insert-if-absent is the claim: of two first messages at once, one records the request and sends the code.
+    const res = await db
+      .insertInto('channel_senders')
+      .values({ channel, peer, status: 'pending', code: newPairingCode(), first_message: msg.text.slice(0, 500), requested_at: nowIso(), resolved_at: null })
+      .onConflict((oc) => oc.columns(['channel', 'peer']).doNothing())
+      .executeTakeFirst();
+    firstRequest = Number(res.numInsertedOrUpdatedRows ?? 0) === 1;
+    sender = await db.selectFrom('channel_senders').selectAll().where('channel', '=', channel).where('peer', '=', peer).executeTakeFirstOrThrow();
+    if (sender.status === 'approved') return { kind: 'admit' };
+  }
+  const held = await db.selectFrom('channel_held').select((eb) => eb.fn.countAll<string | number>().as('n')).where('channel', '=', channel).where('peer', '=', peer).executeTakeFirst();
+  if (Number(held?.n ?? 0) >= MAX_HELD_PER_SENDER) {
+    log.warn({ channel, peer }, 'held message dropped: the sender has too many waiting for pairing');
+    return { kind: 'drop', reason: 'too many held messages' };
+  }
+  await db.insertInto('channel_held').values({ channel, peer, agent_id: agentId, message: JSON.stringify(msg), created_at: nowIso() }).execute();
+  return { kind: 'held', code: sender.code, firstRequest };
+}
+
+/** The text a new sender gets back with their code. */
+export const pairingNotice = (code: string) =>
+  `This assistant only answers approved senders. Your pairing code is ${code}. Ask its operator to approve it; your messages are kept until then.`;
+
+export interface PairingInfo {
+  channel: string;
+  peer: string;
+  code: string;
+  firstMessage: string;
+  requestedAt: string;
+}
+
+export async function listPairings(store: Store): Promise<PairingInfo[]> {
+  const rows = await store.db.selectFrom('channel_senders').selectAll().where('status', '=', 'pending').orderBy('requested_at').orderBy('channel').orderBy('peer').limit(1000).execute();
+  return rows.map((r) => ({ channel: r.channel, peer: r.peer, code: r.code, firstMessage: r.first_message, requestedAt: r.requested_at }));
+}
+
+export const pairingsResolveParams = z
+  .object({
+    channel: z.string().trim().min(1).max(64).transform((s) => s.toLowerCase()),
+    code: z.string().trim().min(1).max(64).transform((s) => s.toUpperCase()),
+    decision: z.enum(['approve', 'deny']),
+  })
+  .strict();
+export type PairingsResolveParams = z.input<typeof pairingsResolveParams>;
+
+/**
+ * Settles a pending request. Approve makes the sender allowed and hands back their held messages, oldest first
+ * (the caller runs them); deny drops them. A second resolve is `already_resolved`.
+ */
+export async function resolvePairing(store: Store, p: z.output<typeof pairingsResolveParams>): Promise<{ channel: string; peer: string; held: Array<{ id: number; agentId: string; message: InboundMessage }> }> {
+  const db = store.db;
+  const row = await db.selectFrom('channel_senders').selectAll().where('channel', '=', p.channel).where('code', '=', p.code).executeTakeFirst();
+  if (!row) throw new CrosstalkError('invalid_request', `no pairing request with code ${p.code} on channel ${p.channel}`, [{ path: 'code', message: 'no such pairing code' }]);
+  const res = await db
+    .updateTable('channel_senders')
+    .set({ status: p.decision === 'approve' ? 'approved' : 'denied', resolved_at: nowIso() })
+    .where('channel', '=', row.channel)
+    .where('peer', '=', row.peer)
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  if (Number(res.numUpdatedRows) !== 1) throw new CrosstalkError('already_resolved', `pairing ${p.code} is already ${row.status}`);
+  if (p.decision === 'deny') {
+    await db.deleteFrom('channel_held').where('channel', '=', row.channel).where('peer', '=', row.peer).execute();
+    return { channel: row.channel, peer: row.peer, held: [] };
+  }
+  return { channel: row.channel, peer: row.peer, held: await heldFor(store, row.channel, row.peer) };
+}
+
+export async function heldFor(store: Store, channel: string, peer: string) {
+  const rows = await store.db.selectFrom('channel_held').selectAll().where('channel', '=', channel).where('peer', '=', peer).orderBy('id').execute();
+  return rows.map((r) => ({ id: Number(r.id), agentId: r.agent_id, message: JSON.parse(r.message) as InboundMessage }));
+}
+
+/** Takes a held message to run it: true for the one caller whose delete removed it (approve and a new message may race). */
+export async function claimHeld(store: Store, id: number): Promise<boolean> {
+  const res = await store.db.deleteFrom('channel_held').where('id', '=', id).executeTakeFirst();
+  return Number(res.numDeletedRows) === 1;
+}
+
+/** Claims a key once (insert-if-absent): true for the one caller that inserted it. The atomic inbound de-duplication. */
+export async function claimOnce(store: Store, key: string, at: string): Promise<boolean> {
+  const res = await store.db
+    .insertInto('idempotency')
+    .values({ key, result: JSON.stringify({ at }), created_at: nowIso() })
+    .onConflict((oc) => oc.column('key').doNothing())
+    .executeTakeFirst();
+  return Number(res.numInsertedOrUpdatedRows ?? 0) === 1;
+}

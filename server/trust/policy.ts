@@ -1,0 +1,26 @@
+// The tool policy a run gets from its trust: `tools` for the operator's runs, `channelTools` for channel senders'.
+import { type AgentConfig, type ToolPolicy, toolPolicyFor } from '../config';
+import type { Trust } from './trust';
+
+/** Tools a channel-started run may use without asking, unless `channelTools` says otherwise. */
+const CHANNEL_AUTO = new Set(['send_message']);
+
+/** `channelTools` by exact name, then `mcp__<server>__*`, then `*`; default `ask` for everything but send_message. */
+export function channelPolicyFor(agent: AgentConfig, tool: string): ToolPolicy {
+  const p = agent.channelTools ?? {};
+  if (p[tool]) return p[tool];
+  const mcp = /^mcp__([^_]+(?:_[^_]+)*)__/.exec(tool);
+  if (mcp && p[`mcp__${mcp[1]}__*`]) return p[`mcp__${mcp[1]}__*`]!;
+  if (p['*']) return p['*'];
+  return CHANNEL_AUTO.has(tool) ? 'auto' : 'ask';
+}
+
+export function policyFor(agent: AgentConfig, tool: string, trust: Trust): ToolPolicy {
+  return trust.kind === 'channel' ? channelPolicyFor(agent, tool) : toolPolicyFor(agent, tool);
+}
+
+/**
+ * The name an `allow_always` rule is kept under: the operator's rules are the tool's name; a rule granted to a
+ * channel sender's run holds only for that sender's runs in that session.
+ */
+export const toolRuleName = (tool: string, trust: Trust) => (trust.kind === 'operator' ? tool : `${tool}@${trust.channel}:${trust.peer}`);
