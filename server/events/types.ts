@@ -78,6 +78,10 @@ export interface PendingApproval {
   tool: string;
   args: unknown;
   requestedAt: string;
+  /** The trust of the run that asks (CONTRACT §5 "Trust"); absent means the operator. */
+  trust?: { kind: 'operator' } | { kind: 'channel'; channel: string; peer: string };
+  /** The session's ancestors, root first (main → delegate → …), ending with this session; the room's inbox shows it. */
+  chain?: string[];
 }
 
 export type RunStatus = 'queued' | 'running' | 'waiting_approval' | 'ok' | 'error' | 'interrupted';

@@ -45,9 +45,10 @@ const methods: Record<string, Method> = {
   } },
   'sessions.patch': { params: s.sessionsPatchParams, call: async (gw, p) => contractSession(await gw.sessionsPatch(p)) },
   'sessions.delete': { params: s.sessionsDeleteParams, call: (gw, p) => gw.sessionsDelete(p) },
+  'sessions.search': { params: s.sessionsSearchParams, call: (gw, p) => gw.sessionsSearch(p) },
   'chat.history': { params: s.chatHistoryParams, call: (gw, p) => gw.chatHistory(p) },
   'approvals.list': { params: s.approvalsListParams, call: async (gw, p) => ({
-    approvals: (await gw.approvalsList(p)).approvals.map(({ approvalId, sessionKey, runId, tool, args, requestedAt }) => ({ approvalId, sessionKey, runId, tool, args, requestedAt })),
+    approvals: (await gw.approvalsList(p)).approvals.map(({ approvalId, sessionKey, runId, tool, args, requestedAt, trust, chain }) => ({ approvalId, sessionKey, runId, tool, args, requestedAt, ...(trust ? { trust } : {}), ...(chain ? { chain } : {}) })),
   }) },
   'approvals.resolve': { params: s.approvalsResolveParams, call: (gw, p) => gw.approvalsResolve(p) },
   'agents.list': { params: s.agentsListParams, call: async (gw) => ({

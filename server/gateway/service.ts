@@ -12,7 +12,9 @@ import type { SessionRow } from '../store/schema';
 import { type Store, toTranscriptMessage } from '../store/store';
 import type { AnyToolDef } from '../tools/types';
 import { checkWebhookUrl } from '../webhooks/guard';
+import { parentChains, searchSessions } from './room';
 import type {
+  SessionsSearchParams,
   AgentParams,
   AgentWaitParams,
   AgentCancelParams,
@@ -192,7 +194,12 @@ export class GatewayService implements Gateway {
 
   async approvalsList(p: ApprovalsListParams) {
     const rows = await this.d.store.pendingApprovals({ sessionKey: p.sessionKey });
-    return { approvals: rows.map(toPendingApproval) };
+    const chains = await parentChains(this.d.store, rows.map((r) => r.session_key));
+    return { approvals: rows.map((r) => ({ ...toPendingApproval(r), chain: chains.get(r.session_key) ?? [r.session_key] })) };
+  }
+
+  async sessionsSearch(p: SessionsSearchParams) {
+    return searchSessions(this.d.store, p);
   }
 
   async approvalsResolve(p: ApprovalsResolveParams) {

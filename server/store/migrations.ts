@@ -1,6 +1,7 @@
 // Schema migrations: one list for both dialects; only the auto-increment id column differs.
 import { type Kysely, sql } from 'kysely';
 import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
+import { roomSearchMigration } from './search';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -169,6 +170,13 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         await db.schema.alterTable('sessions').addColumn('turns', 'integer', (c) => c.notNull().defaultTo(0)).execute();
         await db.schema.alterTable('sessions').addColumn('dismissed_at', 'text').execute();
         await db.schema.createIndex('sessions_delegates').on('sessions').columns(['parent_key', 'last_interacted_at', 'key']).execute();
+      },
+    },
+    '0006_room': {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      async up(db: Kysely<any>) {
+        // Full-text search over transcripts (sessions.search), tool arguments and results included: see server/store/search.ts.
+        await roomSearchMigration(db, dialect);
       },
     },
   };
