@@ -7,9 +7,10 @@ import { useTRPC } from '@/lib/trpc/client';
 import type { TranscriptMessage } from '@/lib/trpc/types';
 import { useQuery } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { useLayoutEffect, useRef, useState, type RefObject } from 'react';
+import { useLayoutEffect, useMemo, useRef, useState, type RefObject } from 'react';
 import { Button } from '../ui/button';
 import { Bubble, MessageRow } from './message-row';
+import { mergeToolRows, ToolCallsProvider } from './tool-calls-context';
 
 const STICK_PX = 96;
 /** Within this distance of the top, scrolling up fetches the next older page. */
@@ -32,6 +33,7 @@ export function TranscriptView({ sessionKey }: { sessionKey: string }) {
   const olderAnchor = useRef<{ height: number; top: number } | null>(null);
 
   const rows = transcript.messages;
+  const shown = useMemo(() => mergeToolRows(rows), [rows]);
   const pending = Object.entries(live.pending).filter(([, text]) => text.length > 0);
   const errors = Object.entries(live.errors);
 
@@ -76,7 +78,7 @@ export function TranscriptView({ sessionKey }: { sessionKey: string }) {
       ref={scroller}
       data-testid="transcript"
       data-rows={rows.length}
-      data-virtualized={rows.length > VIRTUALIZE_AFTER ? 'true' : undefined}
+      data-virtualized={shown.length > VIRTUALIZE_AFTER ? 'true' : undefined}
       role="log"
       aria-label="Transcript"
       aria-live="polite"
@@ -111,13 +113,15 @@ export function TranscriptView({ sessionKey }: { sessionKey: string }) {
             No messages yet. Say something to <span className="font-mono">{agentId}</span>.
           </p>
         )}
-        {rows.length > VIRTUALIZE_AFTER ? (
-          <VirtualRows rows={rows} scroller={scroller} />
-        ) : (
-          rows.map((m) => <MessageRow key={m.id} message={m} />)
-        )}
+        <ToolCallsProvider sessionKey={sessionKey} rows={rows}>
+          {shown.length > VIRTUALIZE_AFTER ? (
+            <VirtualRows rows={shown} scroller={scroller} />
+          ) : (
+            shown.map((m) => <MessageRow key={m.id} message={m} />)
+          )}
+        </ToolCallsProvider>
         {pending.map(([runId, text]) => (
-          <Bubble key={runId} side="left" tone="assistant" who={agentName} meta="typing…" testId="pending-bubble" pending>
+          <Bubble key={runId} side="left" tone="assistant" who={agentName} meta="typing…" testId="pending-bubble" pending markdown>
             {text}
           </Bubble>
         ))}
