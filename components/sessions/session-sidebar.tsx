@@ -9,6 +9,7 @@ import type { SidebarKind } from '@/stores/room-store';
 import { useRoomStore } from '@/stores/room-store-provider';
 import { useEffect, useRef, type UIEvent } from 'react';
 import { StatusPanel } from '../status/status-panel';
+import { SearchResults } from './search-results';
 import { Badge } from '../ui/badge';
 import { Button } from '../ui/button';
 import { LocalTime } from '../ui/local-time';
@@ -82,14 +83,16 @@ export function SessionSidebar() {
           </Button>
         </div>
         <div className="space-y-2 px-3 pb-2">
+          {/* One searchbox: it filters the sessions below by name and searches every transcript (sessions.search). */}
           <TextInput
             type="search"
-            aria-label="Search sessions"
-            placeholder="Search sessions"
+            aria-label="Search"
+            placeholder="Search sessions and messages"
             value={search}
             onChange={(e) => setSearch(e.target.value)}
             className="w-full dark:bg-zinc-950"
           />
+          <SearchResults query={search} />
           <div role="group" aria-label="Session kinds" className="flex gap-1">
             {KINDS.map(({ kind, label }) => (
               <button

@@ -42,7 +42,8 @@ export function useSessionEvents(sessionKey: string) {
       else void qc.invalidateQueries({ queryKey: historyKey });
       if (msg && DELEGATE_KINDS.has(msg.kind)) refreshDelegates();
     } else if (ev.stream === 'approval') {
-      void qc.invalidateQueries({ queryKey: approvalsKey });
+      // Every approvals list: this session's and the inbox's.
+      void qc.invalidateQueries({ queryKey: trpc.approvals.list.pathKey() });
       void qc.invalidateQueries({ queryKey: trpc.status.pathKey() });
       void qc.invalidateQueries({ queryKey: trpc.sessions.list.pathKey() });
     } else if (ev.stream === 'tool' && ev.data?.name === 'delegate_agent' && (phase === 'start' || phase === 'end')) {

@@ -25,6 +25,19 @@ export async function searchSessions(store: Store, p: SessionsSearchParams): Pro
   };
 }
 
+/** The runs of a session that are going now (running or waiting for an approval), oldest first: what "Stop" cancels. */
+export async function activeRunIds(store: Store, sessionKey: string): Promise<string[]> {
+  const rows = await store.db
+    .selectFrom('runs')
+    .select('id')
+    .where('session_key', '=', sessionKey)
+    .where('status', 'in', ['running', 'waiting_approval'])
+    .orderBy('created_at')
+    .limit(20)
+    .execute();
+  return rows.map((r) => r.id);
+}
+
 /** Each session's ancestors, root first and ending with the session itself (main → delegate → delegate). */
 export async function parentChains(store: Store, keys: string[]): Promise<Map<string, string[]>> {
   const parent = new Map<string, string | null>();

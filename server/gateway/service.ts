@@ -12,7 +12,7 @@ import type { SessionRow } from '../store/schema';
 import { type Store, toTranscriptMessage } from '../store/store';
 import type { AnyToolDef } from '../tools/types';
 import { checkWebhookUrl } from '../webhooks/guard';
-import { parentChains, searchSessions } from './room';
+import { activeRunIds, parentChains, searchSessions } from './room';
 import type {
   SessionsSearchParams,
   AgentParams,
@@ -200,6 +200,10 @@ export class GatewayService implements Gateway {
 
   async sessionsSearch(p: SessionsSearchParams) {
     return searchSessions(this.d.store, p);
+  }
+
+  async sessionActiveRuns(sessionKey: string) {
+    return { runIds: await activeRunIds(this.d.store, sessionKey) };
   }
 
   async approvalsResolve(p: ApprovalsResolveParams) {
