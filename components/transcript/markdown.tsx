@@ -32,6 +32,14 @@ const rehypePlugins: Pluggable[] = Object.entries(defaultRehypePlugins)
   .filter(([name]) => name !== 'raw')
   .map(([, p]) => p);
 const plugins = { code };
+// Bold is <strong> (streamdown draws a styled span): screen readers and find-by-role see the emphasis.
+const components: StreamdownProps['components'] = {
+  strong: ({ children }) => (
+    <strong className="font-semibold" data-streamdown="strong">
+      {children}
+    </strong>
+  ),
+};
 
 export function Markdown({ text, streaming = false }: { text: string; streaming?: boolean }) {
   return (
@@ -43,6 +51,7 @@ export function Markdown({ text, streaming = false }: { text: string; streaming?
       remarkPlugins={remarkPlugins}
       rehypePlugins={rehypePlugins}
       plugins={plugins}
+      components={components}
       shikiTheme={['github-light', 'github-dark']}
       controls={{ code: { copy: true, download: false }, table: false, mermaid: false }}
     >
