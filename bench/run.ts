@@ -191,7 +191,9 @@ async function main(): Promise<void> {
   fs.mkdirSync(outDir, { recursive: true });
   fs.writeFileSync(path.join(outDir, quick ? 'results.quick.json' : 'results.json'), JSON.stringify(results, null, 2) + '\n');
   const mdPath = quick ? path.join(outDir, 'BENCHMARKS.quick.md') : path.join(repoRoot, 'BENCHMARKS.md');
-  fs.writeFileSync(mdPath, markdown(results));
+  // Keep the room benchmark's own section (bench/room.ts writes it between these markers).
+  const roomSection = fs.existsSync(mdPath) ? /<!-- room-bench:start -->[\s\S]*<!-- room-bench:end -->/.exec(fs.readFileSync(mdPath, 'utf8'))?.[0] : undefined;
+  fs.writeFileSync(mdPath, roomSection ? `${markdown(results).trimEnd()}\n\n${roomSection}\n` : markdown(results));
   log(`wrote ${path.relative(repoRoot, mdPath)}`);
   if (Object.keys(results.errors).length) log(`some measurements failed: ${Object.keys(results.errors).join(', ')}`);
 }
