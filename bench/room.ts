@@ -98,11 +98,12 @@ function seedStore(dataDir: string): { ms: number; rows: number } {
 function streamLoad(rpc: RpcClient): { stop(): Promise<number> } {
   let running = true;
   let runs = 0;
-  const words = sentence(150);
+  // Each run streams a reply after a few seconds of "thinking", so 50 are in flight at any moment (not a flood).
+  const words = sentence(60);
   const loops = Array.from({ length: STREAMING }, async (_, i) => {
     while (running) {
       try {
-        const { runId } = await rpc.call<{ runId: string }>('agent', { sessionKey: `agent:main:live-${i}`, message: `/sleep ${200 + (i % 5) * 50}\n/reply ${words}` });
+        const { runId } = await rpc.call<{ runId: string }>('agent', { sessionKey: `agent:main:live-${i}`, message: `/sleep ${3000 + (i % 5) * 250}\n/reply ${words}` });
         await rpc.call('agent.wait', { runId, timeoutMs: 30_000 });
         runs++;
       } catch {
@@ -129,46 +130,43 @@ async function timeToInteractive(page: Page, url: string): Promise<number> {
   return performance.now() - t0;
 }
 
-/** Click → the new session's pane shows its transcript rows, timed inside the page (no automation round trips). */
+/**
+ * Click → the new session's pane shows its transcript rows, timed inside the page (no automation round trips).
+ * In-page code is a string: tsx would wrap named inner functions in a helper the page does not have.
+ */
 async function switchTo(page: Page, key: string): Promise<number> {
-  return page.evaluate(async (k) => {
-    const item = document.querySelector<HTMLElement>(`[data-testid="session-item"][data-session-key="${k}"]`);
-    if (!item) return NaN;
+  return page.evaluate(`new Promise((resolve) => {
+    const k = ${JSON.stringify(key)};
+    const item = document.querySelector('[data-testid="session-item"][data-session-key="' + k + '"]');
+    if (!item) return resolve(NaN);
     const t0 = performance.now();
     item.click();
-    return new Promise<number>((resolve) => {
-      const tick = () => {
-        const pane = document.querySelector(`[data-testid="session-pane"][data-session-key="${k}"]`);
-        const rows = Number(pane?.querySelector('[data-testid="transcript"]')?.getAttribute('data-rows') ?? 0);
-        if (pane && rows > 0) requestAnimationFrame(() => resolve(performance.now() - t0));
-        else if (performance.now() - t0 > 10_000) resolve(NaN);
-        else requestAnimationFrame(tick);
-      };
-      tick();
-    });
-  }, key);
+    const tick = () => {
+      const pane = document.querySelector('[data-testid="session-pane"][data-session-key="' + k + '"]');
+      const rows = Number(pane?.querySelector('[data-testid="transcript"]')?.getAttribute('data-rows') ?? 0);
+      if (pane && rows > 0) requestAnimationFrame(() => resolve(performance.now() - t0));
+      else if (performance.now() - t0 > 10000) resolve(NaN);
+      else requestAnimationFrame(tick);
+    };
+    tick();
+  })`) as Promise<number>;
 }
 
 /** Keydown → the next frame after React handled it, per key, in the composer. */
 async function keystrokes(page: Page, n: number): Promise<number[]> {
   const box = page.getByRole('textbox', { name: 'Message', exact: true });
   await box.click();
-  await page.evaluate(() => {
-    const w = window as unknown as { __keys: number[] };
-    w.__keys = [];
-    document.addEventListener(
-      'keydown',
-      (e) => {
-        const t0 = e.timeStamp;
-        requestAnimationFrame(() => setTimeout(() => w.__keys.push(performance.now() - t0), 0));
-      },
-      { capture: true },
-    );
-  });
+  await page.evaluate(`(() => {
+    window.__keys = [];
+    document.addEventListener('keydown', (e) => {
+      const t0 = e.timeStamp;
+      requestAnimationFrame(() => setTimeout(() => window.__keys.push(performance.now() - t0), 0));
+    }, { capture: true });
+  })()`);
   const text = 'the quick brown fox jumps over the lazy dog '.repeat(Math.ceil(n / 44)).slice(0, n);
   await page.keyboard.type(text, { delay: 25 });
   await sleep(300);
-  const keys = await page.evaluate(() => (window as unknown as { __keys: number[] }).__keys);
+  const keys = (await page.evaluate('window.__keys')) as number[];
   await box.fill('');
   return keys;
 }
@@ -194,6 +192,8 @@ async function main() {
   const results: Record<string, number | string> = {};
   try {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    context.setDefaultTimeout(60_000);
+    context.setDefaultNavigationTimeout(60_000);
     const login = await context.newPage();
     await login.goto(`${server.baseUrl}/login?token=${TOKEN}`);
     await login.close();

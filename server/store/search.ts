@@ -72,8 +72,10 @@ export interface SearchQuery {
 }
 
 const SNIPPET_WORDS = 16;
+/** Ranking looks at the newest this-many matching messages (a chat search wants recent hits; older ones page in by cursor within it). */
+export const RANK_WINDOW = 5_000;
 
-/** Best match first (bm25 / ts_rank), newest first among equals; an empty query finds nothing. */
+/** Best match first (bm25 / ts_rank; on SQLite among the newest RANK_WINDOW matches), newest first among equals; an empty query finds nothing. */
 export async function searchMessages(db: Kysely<Database>, dialect: DialectName, q: SearchQuery): Promise<SearchHit[]> {
   const terms = queryTerms(q.query);
   if (!terms.length) return [];
@@ -81,11 +83,16 @@ export async function searchMessages(db: Kysely<Database>, dialect: DialectName,
   if (dialect === 'sqlite') {
     // Each word quoted (no FTS5 syntax from the user), the last one a prefix.
     const match = terms.map((t, i) => `"${t}"${i === terms.length - 1 ? '*' : ''}`).join(' ');
+    // bm25 scores every match; a word in a third of a million messages makes that slow. Rank within the newest
+    // RANK_WINDOW matches instead (FTS5 walks its doclist newest first and takes a rowid bound cheaply).
+    const floor = await sql<{ rowid: number }>`
+      SELECT rowid FROM messages_fts WHERE messages_fts MATCH ${match} ORDER BY rowid DESC LIMIT 1 OFFSET ${RANK_WINDOW - 1}`.execute(db);
+    const minRowid = floor.rows[0] ? Number(floor.rows[0].rowid) : 0;
     const res = await sql<SearchHit>`
       SELECT m.id, m.session_key, m.role, m.kind, m.created_at,
              snippet(messages_fts, 0, '', '', '…', ${SNIPPET_WORDS}) AS snippet
       FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-      WHERE messages_fts MATCH ${match} ${prefix ? sql`AND m.session_key LIKE ${prefix}` : sql``}
+      WHERE messages_fts MATCH ${match} AND messages_fts.rowid >= ${minRowid} ${prefix ? sql`AND m.session_key LIKE ${prefix}` : sql``}
       ORDER BY messages_fts.rank, m.id DESC
       LIMIT ${q.limit} OFFSET ${q.offset}`.execute(db);
     return res.rows.map((r) => ({ ...r, id: Number(r.id) }));
