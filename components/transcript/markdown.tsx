@@ -2,6 +2,7 @@
 // Assistant text as Markdown, rendered while it streams (streamdown: unfinished syntax is closed before parsing, so a
 // half-written fence or table never flickers); raw HTML in model output stays literal text; code blocks are highlighted
 // (shiki) with a copy button; links go through streamdown's hardening and its confirm-before-leaving dialog.
+import { looksLikeMarkdown } from '@/lib/room/markdown-hint';
 import { code } from '@streamdown/code';
 import { defaultRehypePlugins, defaultRemarkPlugins, Streamdown, type StreamdownProps } from 'streamdown';
 
@@ -42,6 +43,7 @@ const components: StreamdownProps['components'] = {
 };
 
 export function Markdown({ text, streaming = false }: { text: string; streaming?: boolean }) {
+  if (!looksLikeMarkdown(text)) return <p className="markdown-plain whitespace-pre-wrap">{text}</p>;
   return (
     <Streamdown
       className="markdown min-w-0 space-y-2 [&_pre]:whitespace-pre [&>*:first-child]:mt-0 [&>*:last-child]:mb-0"
