@@ -282,7 +282,7 @@ async function main() {
     `| room interactive (navigation → composer, live stream, session list) | ≤ 1.5 s | median ${fmt(r.interactiveMedian!)}, max ${fmt(r.interactiveMax!)} (${SAMPLES.load} loads) |`,
     `| session switch (click → the other transcript's rows on screen) | ≤ 150 ms | p50 ${fmt(r.switchP50!)}, p95 ${fmt(r.switchP95!)} (${SAMPLES.switch} switches) |`,
     `| keystroke in the composer (keydown → next frame) | p95 ≤ 50 ms | p50 ${fmt(r.keyP50!)}, p95 ${fmt(r.keyP95!)} (${r.keys} keys) |`,
-    `| sessions.list requests while the open session streams | no refetch per event | ${r.listRequests} requests for ${r.events} events in ${r.watchMs! / 1000} s (the list's 5 s poll) |`,
+    `| sessions.list requests while the open session streams | no refetch per event | ${r.listRequests} requests for ${r.events} events in ${r.watchMs! / 1000} s (lifecycle events patch the cached list; only its own 5 s poll refetches) |`,
     `| sessions.search over ${MESSAGES.toLocaleString()} messages (JSON-RPC, limit 20) | p95 ≤ 200 ms | p50 ${fmt(r.searchP50!)}, p95 ${fmt(r.searchP95!)}, max ${fmt(r.searchMax!)} (${SAMPLES.search} queries: rare, middling, common words, two-word) |`,
     '',
     '<!-- room-bench:end -->',
