@@ -118,7 +118,7 @@ async function status() {
 
 async function approvals() {
   if (command === 'list' || command === undefined) {
-    const r = await rpc('approvals.list', o.session ? { sessionKey: o.session } : {});
+    const r = await rpc('approvals.inbox', o.session ? { sessionKey: o.session } : {});
     const lines = r.approvals.map((a) => `${a.approvalId}  ${a.tool}  ${JSON.stringify(a.args)}\n  session ${a.sessionKey}\n  chain   ${chainText(a)}\n  trust   ${trustText(a)} · requested ${a.requestedAt}`);
     out(r, lines.length ? lines.join('\n') : '(no pending approvals)');
     return;
