@@ -36,6 +36,26 @@ test.describe('markdown', () => {
     await shot(page, 'markdown');
   });
 
+  test('a Markdown reply streams in with a layout shift under 0.1', async ({ room, page, freshSession }) => {
+    await room.open(freshSession);
+    await room.send('warm up');
+    await expect(room.texts('assistant').filter({ hasText: 'echo: warm up' })).toHaveCount(1);
+    await page.evaluate(() => {
+      const w = window as unknown as { __cls: number };
+      w.__cls = 0;
+      new PerformanceObserver((list) => {
+        for (const e of list.getEntries() as Array<PerformanceEntry & { value: number; hadRecentInput: boolean }>) if (!e.hadRecentInput) w.__cls += e.value;
+      }).observe({ type: 'layout-shift', buffered: false });
+    });
+    // The pause puts the stream outside the input window that layout-shift scoring ignores.
+    await room.send(['/sleep 700', '/reply ## Plan', '/reply **Steps** to take:', '/reply 1. read the *notes*', '/reply 2. run `make`', '/reply ```sh', '/reply make test', '/reply ```', '/reply | a | b |', '/reply | - | - |', '/reply | 1 | 2 |'].join('\n'));
+    await expect(assistant(room, 'Steps').locator('table')).toBeVisible();
+    await page.waitForTimeout(300);
+    const cls = await page.evaluate(() => (window as unknown as { __cls: number }).__cls);
+    test.info().annotations.push({ type: 'layout-shift', description: `CLS ${cls.toFixed(4)}` });
+    expect(cls).toBeLessThan(0.1);
+  });
+
   test('a streamed reply with an unfinished code fence renders without errors', async ({ room, freshSession }) => {
     await room.open(freshSession);
     await room.send('/sleep 300\n/reply Here is code:\n/reply ```python\n/reply print("never closed")');

@@ -4,7 +4,15 @@
 import { looksLikeMarkdown } from '@/lib/room/markdown-hint';
 import { lazy, Suspense } from 'react';
 
-const MarkdownRich = lazy(() => import('./markdown-rich'));
+let loading: Promise<typeof import('./markdown-rich')> | undefined;
+const load = () => (loading ??= import('./markdown-rich'));
+const MarkdownRich = lazy(load);
+
+// Fetch the renderer once the room is idle, so the first Markdown reply rarely waits for it (and does not swap in late).
+if (typeof window !== 'undefined') {
+  const idle = window.requestIdleCallback ?? ((fn: () => void) => window.setTimeout(fn, 1500));
+  idle(() => void load());
+}
 
 function Plain({ text }: { text: string }) {
   return <p className="markdown-plain whitespace-pre-wrap">{text}</p>;
