@@ -15,6 +15,16 @@ import { Button } from '../ui/button';
 import { LocalTime } from '../ui/local-time';
 import { TextInput } from '@/components/ui/text-input';
 import { mainSessionKey } from '@/server/sessions/keys';
+import { historyInput, historyPaging } from '@/lib/room/queries';
+import { useTRPC } from '@/lib/trpc/client';
+import { useQueryClient } from '@tanstack/react-query';
+
+function usePrefetchTranscript() {
+  const trpc = useTRPC();
+  const qc = useQueryClient();
+  return (sessionKey: string) =>
+    void qc.prefetchInfiniteQuery({ ...trpc.chat.history.infiniteQueryOptions(historyInput(sessionKey), historyPaging), staleTime: 10_000 });
+}
 
 const KINDS: Array<{ kind: SidebarKind; label: string }> = [
   { kind: 'main', label: 'Main' },
@@ -197,6 +207,7 @@ function SessionItem({ session, active, unread, onSelect }: { session: SessionSu
   const pending = session.pendingApprovals ?? 0;
   const running = session.status === 'running';
   const rest = session.sessionKey.replace(/^agent:[^:]+:/, '');
+  const prefetch = usePrefetchTranscript();
   return (
     <li>
       <button
@@ -210,6 +221,9 @@ function SessionItem({ session, active, unread, onSelect }: { session: SessionSu
         aria-current={active ? 'page' : undefined}
         title={session.sessionKey}
         onClick={onSelect}
+        // A pointer resting on a row (or focus reaching it) loads its newest page, so the switch shows it at once.
+        onPointerEnter={() => !active && prefetch(session.sessionKey)}
+        onFocus={() => !active && prefetch(session.sessionKey)}
         className={cn(
           'flex w-full flex-col gap-0.5 rounded-md px-2 py-1.5 text-left',
           active ? 'bg-indigo-100 text-indigo-900 dark:bg-indigo-950 dark:text-indigo-100' : 'hover:bg-zinc-200/70 dark:hover:bg-zinc-800',
