@@ -102,7 +102,7 @@ test('sidebar: grouped by agent, kind filters, search, running marker', async ({
   await expect(room.sessionItem(freshSession)).toHaveCount(0);
   await expect(room.sidebar.locator('[data-testid="session-item"]:not([data-kind="subagent"])')).toHaveCount(0);
   await page.getByRole('button', { name: 'Delegate', exact: true }).click();
-  await page.getByRole('searchbox', { name: 'Search sessions' }).fill(freshSession.slice(-12));
+  await page.getByRole('searchbox', { name: 'Search', exact: true }).fill(freshSession.slice(-12));
   await expect(room.sidebar.getByTestId('session-item')).toHaveCount(1);
   await expect(room.sessionItem(freshSession)).toBeVisible();
   // Every configured agent stays listed.

@@ -68,6 +68,8 @@ test('a slow model’s reply streams into the room delta by delta', async ({ pag
     await expect(room.texts('assistant').last()).toHaveText(words.join(' '), { timeout: 20_000 });
     await expect(pending).toHaveCount(0);
   } finally {
+    // Leave the page first: a stream cut by the server going away would be logged as a page error.
+    await page.goto('about:blank');
     await server?.dispose();
     await fake.close();
     fs.rmSync(dir, { recursive: true, force: true });

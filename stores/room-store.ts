@@ -35,6 +35,10 @@ export interface RoomState {
   drafts: Record<string, string>;
   connection: ConnectionState;
   connectionError: string | null;
+  /** A search result to show: the transcript pages back to that row and scrolls it into view. */
+  focus: { sessionKey: string; messageId: number } | null;
+  /** The approvals inbox dialog. */
+  approvalsOpen: boolean;
 }
 
 export interface RoomActions {
@@ -50,6 +54,10 @@ export interface RoomActions {
   setInspector(patch: Partial<InspectorState>): void;
   setDraft(sessionKey: string, text: string): void;
   setConnection(state: ConnectionState, error?: string | null): void;
+  /** Opens a session at a message (a search result). */
+  openAt(sessionKey: string, messageId: number): void;
+  clearFocus(): void;
+  setApprovalsOpen(open: boolean): void;
 }
 
 export type RoomStore = RoomState & RoomActions;
@@ -70,6 +78,8 @@ export function createRoomStore(init: RoomInit) {
     drafts: {},
     connection: 'connecting',
     connectionError: null,
+    focus: null,
+    approvalsOpen: false,
     selectSession: (sessionKey) => set({ selectedSessionKey: sessionKey.toLowerCase(), sidebarOpen: false }),
     setToolbox: (toolbox) => set({ toolbox }),
     togglePanel: (panel) => set((s) => ({ panel: s.panel === panel ? 'none' : panel })),
@@ -91,5 +101,8 @@ export function createRoomStore(init: RoomInit) {
     setInspector: (patch) => set((s) => ({ inspector: { ...s.inspector, ...patch } })),
     setDraft: (sessionKey, text) => set((s) => ({ drafts: { ...s.drafts, [sessionKey]: text } })),
     setConnection: (connection, error = null) => set({ connection, connectionError: error }),
+    openAt: (sessionKey, messageId) => set({ selectedSessionKey: sessionKey.toLowerCase(), sidebarOpen: false, focus: { sessionKey: sessionKey.toLowerCase(), messageId } }),
+    clearFocus: () => set({ focus: null }),
+    setApprovalsOpen: (approvalsOpen) => set({ approvalsOpen }),
   }));
 }

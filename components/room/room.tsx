@@ -12,6 +12,8 @@ import { ToolboxPanel } from '../toolbox/toolbox-panel';
 import { Composer } from '../transcript/composer';
 import { TranscriptView } from '../transcript/transcript-view';
 import { Button } from '../ui/button';
+import { ApprovalsButton, ApprovalsDialog } from '../approvals/approvals-inbox';
+import { SessionHeaderBar, StopButton } from './session-header';
 import { SidePanel } from './side-panel';
 import { ThemeToggle } from './theme-toggle';
 
@@ -41,6 +43,7 @@ export function Room() {
         {/* Keyed by session: per-session local state (scroll position, reason box) starts fresh on switch. */}
         <SessionPane key={sessionKey} sessionKey={sessionKey} />
       </div>
+      <ApprovalsDialog />
     </div>
   );
 }
@@ -66,6 +69,8 @@ function SessionPane({ sessionKey }: { sessionKey: string }) {
             {sessionKey}
           </h1>
           <div className="ml-auto flex shrink-0 items-center gap-1">
+            <StopButton sessionKey={sessionKey} />
+            <ApprovalsButton />
             {PANELS.map((p) => (
               <Button
                 key={p.id}
@@ -87,6 +92,7 @@ function SessionPane({ sessionKey }: { sessionKey: string }) {
             <ThemeToggle />
           </div>
         </header>
+        <SessionHeaderBar sessionKey={sessionKey} />
         <TranscriptView sessionKey={sessionKey} />
         <Composer sessionKey={sessionKey} />
         <StatusBar sessionKey={sessionKey} running={running} />

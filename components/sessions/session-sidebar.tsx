@@ -10,11 +10,22 @@ import { useRoomStore } from '@/stores/room-store-provider';
 import { useEffect, useRef, type UIEvent } from 'react';
 import { PairingsPanel } from '../pairings/pairings-panel';
 import { StatusPanel } from '../status/status-panel';
+import { SearchResults } from './search-results';
 import { Badge } from '../ui/badge';
 import { Button } from '../ui/button';
 import { LocalTime } from '../ui/local-time';
 import { TextInput } from '@/components/ui/text-input';
 import { mainSessionKey } from '@/server/sessions/keys';
+import { historyInput, historyPaging } from '@/lib/room/queries';
+import { useTRPC } from '@/lib/trpc/client';
+import { useQueryClient } from '@tanstack/react-query';
+
+function usePrefetchTranscript() {
+  const trpc = useTRPC();
+  const qc = useQueryClient();
+  return (sessionKey: string) =>
+    void qc.prefetchInfiniteQuery({ ...trpc.chat.history.infiniteQueryOptions(historyInput(sessionKey), historyPaging), staleTime: 10_000 });
+}
 
 const KINDS: Array<{ kind: SidebarKind; label: string }> = [
   { kind: 'main', label: 'Main' },
@@ -83,14 +94,16 @@ export function SessionSidebar() {
           </Button>
         </div>
         <div className="space-y-2 px-3 pb-2">
+          {/* One searchbox: it filters the sessions below by name and searches every transcript (sessions.search). */}
           <TextInput
             type="search"
-            aria-label="Search sessions"
-            placeholder="Search sessions"
+            aria-label="Search"
+            placeholder="Search sessions and messages"
             value={search}
             onChange={(e) => setSearch(e.target.value)}
             className="w-full dark:bg-zinc-950"
           />
+          <SearchResults query={search} />
           <div role="group" aria-label="Session kinds" className="flex gap-1">
             {KINDS.map(({ kind, label }) => (
               <button
@@ -196,6 +209,7 @@ function SessionItem({ session, active, unread, onSelect }: { session: SessionSu
   const pending = session.pendingApprovals ?? 0;
   const running = session.status === 'running';
   const rest = session.sessionKey.replace(/^agent:[^:]+:/, '');
+  const prefetch = usePrefetchTranscript();
   return (
     <li>
       <button
@@ -209,6 +223,9 @@ function SessionItem({ session, active, unread, onSelect }: { session: SessionSu
         aria-current={active ? 'page' : undefined}
         title={session.sessionKey}
         onClick={onSelect}
+        // A pointer resting on a row (or focus reaching it) loads its newest page, so the switch shows it at once.
+        onPointerEnter={() => !active && prefetch(session.sessionKey)}
+        onFocus={() => !active && prefetch(session.sessionKey)}
         className={cn(
           'flex w-full flex-col gap-0.5 rounded-md px-2 py-1.5 text-left',
           active ? 'bg-indigo-100 text-indigo-900 dark:bg-indigo-950 dark:text-indigo-100' : 'hover:bg-zinc-200/70 dark:hover:bg-zinc-800',

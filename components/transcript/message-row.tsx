@@ -6,7 +6,9 @@ import type { TranscriptMessage } from '@/lib/trpc/types';
 import { CollapsibleText } from '../ui/collapsible-text';
 import { LocalTime } from '../ui/local-time';
 import { SessionLink } from './session-link';
+import { Markdown } from './markdown';
 import { ToolCard } from './tool-card';
+import { useToolCall } from './tool-calls-context';
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v ? v : undefined);
 
@@ -29,7 +31,7 @@ export function MessageRow({ message }: { message: TranscriptMessage }) {
   switch (message.kind) {
     case 'tool_call':
     case 'tool_result':
-      return <ToolCard message={message} />;
+      return <ToolRow message={message} />;
     case 'delegate_follow_up_started':
     case 'delegate_follow_up_completed':
       return <FollowUpCell message={message} />;
@@ -61,10 +63,15 @@ export function MessageRow({ message }: { message: TranscriptMessage }) {
       kind={message.kind}
       role={message.role}
       authorType={message.author.type}
+      markdown={!isUser && (message.role === 'assistant' || isPersona) && message.kind === 'message'}
     >
       {message.content}
     </Bubble>
   );
+}
+
+function ToolRow({ message }: { message: TranscriptMessage }) {
+  return <ToolCard call={useToolCall(message)} />;
 }
 
 /** An inter-session message or a callback result: says where it came from and links there. */
@@ -186,8 +193,11 @@ export function Bubble(props: {
   authorType?: string;
   from?: string;
   pending?: boolean;
+  /** Render string children as Markdown (assistant and persona text). */
+  markdown?: boolean;
   children: ReactNode;
 }) {
+  const md = props.markdown && typeof props.children === 'string';
   return (
     <div
       data-testid={props.testId}
@@ -205,13 +215,15 @@ export function Bubble(props: {
       </div>
       <div
         data-testid="message-text"
+        data-markdown={md ? 'true' : undefined}
         className={cn(
-          'max-w-[85%] rounded-2xl px-3.5 py-2 text-sm leading-6 whitespace-pre-wrap break-words',
+          'max-w-[85%] rounded-2xl px-3.5 py-2 text-sm leading-6 break-words',
+          md ? 'min-w-0 overflow-hidden' : 'whitespace-pre-wrap',
           TONES[props.tone],
-          props.pending && 'after:ml-0.5 after:inline-block after:h-4 after:w-1.5 after:animate-pulse after:bg-current after:align-text-bottom after:content-[""]',
+          props.pending && !md && 'after:ml-0.5 after:inline-block after:h-4 after:w-1.5 after:animate-pulse after:bg-current after:align-text-bottom after:content-[""]',
         )}
       >
-        {props.children}
+        {md ? <Markdown text={props.children as string} streaming={props.pending} /> : props.children}
       </div>
     </div>
   );

@@ -1,40 +1,134 @@
-// A tool_call or tool_result transcript row as a collapsible card, with a one-line preview that stays visible.
+// One card per tool call, in the transcript and the toolbox alike: tool (and MCP server), status, duration, arguments and
+// result formatted (exec as a terminal block, JSON pretty-printed); the call and result rows are merged into it; it folds.
 import { cn } from '@/lib/cn';
 import { compactJson, prettyJson, truncate } from '@/lib/format';
-import { isFailedResult } from '@/lib/room/live-state';
-import type { TranscriptMessage } from '@/lib/trpc/types';
-import { Badge } from '../ui/badge';
+import type { ToolStatus } from '@/lib/room/live-state';
+import type { ToolCallView } from '@/lib/room/tool-calls';
+import { Badge, type BadgeTone } from '../ui/badge';
 import { CodeBlock } from '../ui/code-block';
 
-export function ToolCard({ message }: { message: TranscriptMessage }) {
-  const isCall = message.kind === 'tool_call';
-  const tool = message.tool;
-  const value = isCall ? tool?.args : tool?.result;
-  const failed = !isCall && isFailedResult(value);
-  const preview = truncate(compactJson(value ?? message.content), 160);
+export const STATUS_TONE: Record<ToolStatus, BadgeTone> = {
+  running: 'info',
+  waiting: 'warning',
+  done: 'success',
+  failed: 'danger',
+  denied: 'danger',
+  interrupted: 'neutral',
+};
+export const STATUS_LABEL: Record<ToolStatus, string> = {
+  running: 'running',
+  waiting: 'waiting for approval',
+  done: 'done',
+  failed: 'failed',
+  denied: 'denied',
+  interrupted: 'interrupted',
+};
+
+/** `mcp__<server>__<tool>` → its server and tool; built-in tools have no server. */
+export function splitToolName(name: string): { server?: string; tool: string } {
+  const m = /^mcp__(.+?)__(.+)$/.exec(name);
+  return m ? { server: m[1], tool: m[2]! } : { tool: name };
+}
+
+export function formatDuration(startedAt?: string, endedAt?: string): string | undefined {
+  if (!startedAt || !endedAt) return undefined;
+  const ms = Date.parse(endedAt) - Date.parse(startedAt);
+  if (!Number.isFinite(ms) || ms < 0) return undefined;
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+  return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+const rec = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+
+export function ToolCard({ call, compact = false }: { call: ToolCallView; compact?: boolean }) {
+  const { server, tool } = splitToolName(call.name);
+  const duration = formatDuration(call.startedAt, call.endedAt);
+  const preview = truncate(compactJson(call.name === 'exec' ? (rec(call.args).command ?? call.args) : call.args), compact ? 60 : 140);
+  const bad = call.status === 'failed' || call.status === 'denied';
   return (
     <details
       data-testid="tool-card"
-      data-kind={message.kind}
-      data-tool={tool?.name}
+      data-kind={call.hasResult ? 'tool_result' : 'tool_call'}
+      data-has-result={call.hasResult ? 'true' : 'false'}
+      data-call-id={call.callId}
+      data-tool={call.name}
+      data-status={call.status}
       className={cn(
-        'group mx-auto w-full max-w-3xl rounded-md border text-sm',
-        failed ? 'border-rose-300 dark:border-rose-800' : 'border-zinc-200 dark:border-zinc-700',
+        'group w-full min-w-0 rounded-md border text-sm',
+        !compact && 'mx-auto max-w-3xl',
+        bad ? 'border-rose-300 dark:border-rose-800' : call.status === 'waiting' ? 'border-amber-300 dark:border-amber-700' : 'border-zinc-200 dark:border-zinc-700',
         'bg-white dark:bg-zinc-900',
       )}
     >
       <summary className="flex cursor-pointer list-none items-center gap-2 px-3 py-1.5 select-none">
         <span aria-hidden className="text-zinc-400 transition-transform group-open:rotate-90">▸</span>
-        <Badge tone={isCall ? 'info' : failed ? 'danger' : 'success'}>{isCall ? 'tool call' : 'tool result'}</Badge>
-        <span className="font-mono text-xs font-semibold">{tool?.name ?? 'tool'}</span>
+        {server && (
+          <span data-testid="tool-card-server" className="rounded bg-zinc-100 px-1 font-mono text-[10px] text-zinc-600 dark:bg-zinc-800 dark:text-zinc-300" title={`MCP server ${server}`}>
+            {server}
+          </span>
+        )}
+        <span className="font-mono text-xs font-semibold">{tool}</span>
         <span className="min-w-0 flex-1 truncate font-mono text-xs text-zinc-500" data-testid="tool-card-preview">
           {preview}
         </span>
+        {duration && (
+          <span data-testid="tool-card-duration" className="shrink-0 text-[11px] text-zinc-500 tabular-nums">
+            {duration}
+          </span>
+        )}
+        <Badge tone={STATUS_TONE[call.status]}>
+          <span data-testid="tool-card-status">{STATUS_LABEL[call.status]}</span>
+        </Badge>
       </summary>
-      <div className="border-t border-zinc-200 px-3 py-2 dark:border-zinc-700">
-        {tool?.callId && <p className="mb-1 font-mono text-[11px] text-zinc-500">call {tool.callId}</p>}
-        <CodeBlock text={prettyJson(value ?? message.content)} label={isCall ? 'Tool arguments' : 'Tool result'} />
+      <div className="space-y-2 border-t border-zinc-200 px-3 py-2 dark:border-zinc-700">
+        {call.name === 'exec' ? <ExecView call={call} /> : <JsonView call={call} compact={compact} />}
       </div>
     </details>
+  );
+}
+
+function JsonView({ call, compact }: { call: ToolCallView; compact: boolean }) {
+  return (
+    <>
+      <CodeBlock text={prettyJson(call.args)} label={`${call.name} arguments`} maxHeight={compact ? 'max-h-40' : 'max-h-60'} />
+      {call.hasResult && <CodeBlock text={prettyJson(call.result)} label={`${call.name} result`} maxHeight={compact ? 'max-h-40' : 'max-h-60'} />}
+    </>
+  );
+}
+
+/** exec as a terminal: the command, then stdout, stderr and the exit code (anything else in the result as JSON). */
+function ExecView({ call }: { call: ToolCallView }) {
+  const args = rec(call.args);
+  const r = rec(call.result);
+  const isExecResult = call.hasResult && ('stdout' in r || 'stderr' in r || 'exitCode' in r);
+  return (
+    <div data-testid="exec-terminal" aria-label="exec terminal" className="overflow-hidden rounded-md bg-zinc-950 font-mono text-xs leading-5 text-zinc-100">
+      <pre className="max-h-60 overflow-auto p-2 break-all whitespace-pre-wrap">
+        <span className="text-emerald-400 select-none">$ </span>
+        <span data-testid="exec-command">{String(args.command ?? '')}</span>
+        {typeof args.cwd === 'string' && <span className="text-zinc-500"> (in {args.cwd})</span>}
+        {isExecResult && typeof r.stdout === 'string' && r.stdout && (
+          <span data-testid="exec-stdout" className="block">
+            {r.stdout}
+          </span>
+        )}
+        {isExecResult && typeof r.stderr === 'string' && r.stderr && (
+          <span data-testid="exec-stderr" className="block text-rose-300">
+            {r.stderr}
+          </span>
+        )}
+      </pre>
+      {isExecResult && typeof r.exitCode === 'number' && (
+        <div data-testid="exec-exit" className={cn('border-t border-zinc-800 px-2 py-0.5 text-[11px]', r.exitCode === 0 ? 'text-emerald-400' : 'text-rose-400')}>
+          exit code {r.exitCode}
+        </div>
+      )}
+      {call.hasResult && !isExecResult && (
+        <pre data-testid="exec-result" className="max-h-40 overflow-auto border-t border-zinc-800 p-2 break-all whitespace-pre-wrap text-amber-200">
+          {prettyJson(call.result)}
+        </pre>
+      )}
+    </div>
   );
 }

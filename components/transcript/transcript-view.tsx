@@ -5,11 +5,13 @@ import { useLiveState } from '@/lib/room/use-live-state';
 import { useTranscript } from '@/lib/room/use-transcript';
 import { useTRPC } from '@/lib/trpc/client';
 import type { TranscriptMessage } from '@/lib/trpc/types';
+import { useRoomStore } from '@/stores/room-store-provider';
 import { useQuery } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { useLayoutEffect, useRef, useState, type RefObject } from 'react';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode, type RefObject } from 'react';
 import { Button } from '../ui/button';
 import { Bubble, MessageRow } from './message-row';
+import { mergeToolRows, ToolCallsProvider } from './tool-calls-context';
 
 const STICK_PX = 96;
 /** Within this distance of the top, scrolling up fetches the next older page. */
@@ -32,6 +34,8 @@ export function TranscriptView({ sessionKey }: { sessionKey: string }) {
   const olderAnchor = useRef<{ height: number; top: number } | null>(null);
 
   const rows = transcript.messages;
+  const shown = useMemo(() => mergeToolRows(rows), [rows]);
+  const focusTarget = useFocusTarget(sessionKey, rows, shown, transcript, atBottom);
   const pending = Object.entries(live.pending).filter(([, text]) => text.length > 0);
   const errors = Object.entries(live.errors);
 
@@ -76,7 +80,7 @@ export function TranscriptView({ sessionKey }: { sessionKey: string }) {
       ref={scroller}
       data-testid="transcript"
       data-rows={rows.length}
-      data-virtualized={rows.length > VIRTUALIZE_AFTER ? 'true' : undefined}
+      data-virtualized={shown.length > VIRTUALIZE_AFTER ? 'true' : undefined}
       role="log"
       aria-label="Transcript"
       aria-live="polite"
@@ -111,28 +115,88 @@ export function TranscriptView({ sessionKey }: { sessionKey: string }) {
             No messages yet. Say something to <span className="font-mono">{agentId}</span>.
           </p>
         )}
-        {rows.length > VIRTUALIZE_AFTER ? (
-          <VirtualRows rows={rows} scroller={scroller} />
-        ) : (
-          rows.map((m) => <MessageRow key={m.id} message={m} />)
-        )}
+        <ToolCallsProvider sessionKey={sessionKey} rows={rows}>
+          {shown.length > VIRTUALIZE_AFTER ? (
+            <VirtualRows rows={shown} scroller={scroller} focusedId={focusTarget} />
+          ) : (
+            shown.map((m) => (
+              <RowFrame key={m.id} id={m.id} focused={focusTarget === m.id} scrollTo={focusTarget === m.id}>
+                <MessageRow message={m} />
+              </RowFrame>
+            ))
+          )}
+        </ToolCallsProvider>
         {pending.map(([runId, text]) => (
-          <Bubble key={runId} side="left" tone="assistant" who={agentName} meta="typing…" testId="pending-bubble" pending>
+          <Bubble key={runId} side="left" tone="assistant" who={agentName} meta="typing…" testId="pending-bubble" pending markdown>
             {text}
           </Bubble>
         ))}
         {errors.map(([runId, error]) => (
-          <p key={runId} role="alert" data-testid="run-error" className="mx-auto max-w-3xl text-center text-xs text-rose-600">
-            Run failed: {error}
-          </p>
+          error === 'cancelled' ? (
+            <p key={runId} role="status" data-testid="run-cancelled" className="mx-auto max-w-3xl text-center text-xs text-zinc-500">
+              ■ Run cancelled
+            </p>
+          ) : (
+            <p key={runId} role="alert" data-testid="run-error" className="mx-auto max-w-3xl text-center text-xs text-rose-600">
+              Run failed: {error}
+            </p>
+          )
         ))}
       </div>
     </div>
   );
 }
 
+/**
+ * A search result to open (the store's `focus`): pages older rows in until the message is loaded, then marks it (a
+ * result row merged into its call's card marks the card). Returns the id of the row to scroll to and highlight.
+ */
+function useFocusTarget(
+  sessionKey: string,
+  rows: readonly TranscriptMessage[],
+  shown: readonly TranscriptMessage[],
+  transcript: ReturnType<typeof useTranscript>,
+  atBottom: RefObject<boolean>,
+): number | null {
+  const focus = useRoomStore((s) => s.focus);
+  const clearFocus = useRoomStore((s) => s.clearFocus);
+  const [target, setTarget] = useState<number | null>(null);
+  const { isPending, hasNextPage, isFetchingNextPage, fetchNextPage } = transcript;
+  useEffect(() => {
+    if (!focus || focus.sessionKey !== sessionKey || isPending) return;
+    const row = rows.find((r) => r.id === focus.messageId);
+    if (!row) {
+      const oldest = rows[0]?.id;
+      if (hasNextPage && (oldest === undefined || oldest > focus.messageId)) {
+        if (!isFetchingNextPage) void fetchNextPage();
+        return;
+      }
+      clearFocus(); // not in this transcript (deleted meanwhile)
+      return;
+    }
+    const card = row.kind === 'tool_result' && !shown.includes(row) ? shown.find((r) => r.kind === 'tool_call' && r.tool?.callId === row.tool?.callId) : undefined;
+    atBottom.current = false;
+    setTarget((card ?? row).id);
+    clearFocus();
+  }, [focus, sessionKey, rows, shown, isPending, hasNextPage, isFetchingNextPage, fetchNextPage, clearFocus, atBottom]);
+  return target;
+}
+
+/** A transcript row's frame: its message id (for search results) and the highlight of the row a result opened. */
+function RowFrame({ id, focused, scrollTo, children }: { id: number; focused: boolean; scrollTo: boolean; children: ReactNode }) {
+  const ref = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (scrollTo) ref.current?.scrollIntoView({ block: 'center' });
+  }, [scrollTo]);
+  return (
+    <div ref={ref} data-message-id={id} data-focused={focused ? 'true' : undefined} className={focused ? 'rounded-lg ring-2 ring-amber-400 ring-offset-2 dark:ring-offset-zinc-950' : undefined}>
+      {children}
+    </div>
+  );
+}
+
 /** Only the rows near the viewport are in the DOM; each is measured once rendered (rows differ a lot in height). */
-function VirtualRows({ rows, scroller }: { rows: TranscriptMessage[]; scroller: RefObject<HTMLDivElement | null> }) {
+function VirtualRows({ rows, scroller, focusedId }: { rows: TranscriptMessage[]; scroller: RefObject<HTMLDivElement | null>; focusedId: number | null }) {
   const list = useRef<HTMLDivElement>(null);
   const [margin, setMargin] = useState(0);
   useLayoutEffect(() => {
@@ -147,6 +211,11 @@ function VirtualRows({ rows, scroller }: { rows: TranscriptMessage[]; scroller: 
     getItemKey: (i) => rows[i]!.id,
   });
   const items = virtualizer.getVirtualItems();
+  useEffect(() => {
+    const i = focusedId === null ? -1 : rows.findIndex((r) => r.id === focusedId);
+    if (i >= 0) virtualizer.scrollToIndex(i, { align: 'center' });
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [focusedId]);
   return (
     <div ref={list} data-testid="virtual-rows" style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
       {items.map((vi) => (
@@ -157,7 +226,9 @@ function VirtualRows({ rows, scroller }: { rows: TranscriptMessage[]; scroller: 
           className="absolute top-0 left-0 w-full pb-3"
           style={{ transform: `translateY(${vi.start - margin}px)` }}
         >
-          <MessageRow message={rows[vi.index]!} />
+          <RowFrame id={rows[vi.index]!.id} focused={focusedId === rows[vi.index]!.id} scrollTo={false}>
+            <MessageRow message={rows[vi.index]!} />
+          </RowFrame>
         </div>
       ))}
     </div>

@@ -62,8 +62,9 @@ export class RoomPage {
     return this.messages(role).getByTestId('message-text');
   }
 
+  /** One card per call: `tool_call` is every card, `tool_result` the cards whose result is in (call and result are merged). */
   toolCards(kind: 'tool_call' | 'tool_result'): Locator {
-    return this.transcript.locator(`[data-testid="tool-card"][data-kind="${kind}"]`);
+    return this.transcript.locator(kind === 'tool_call' ? '[data-testid="tool-card"]' : '[data-testid="tool-card"][data-has-result="true"]');
   }
 
   button(name: 'Allow once' | 'Allow always' | 'Deny'): Locator {

@@ -1,7 +1,7 @@
 // Per-session live state folded from agent events (streaming text, active runs, tool calls) — pure, cache-stored.
 import type { AgentEvent } from '@/lib/trpc/types';
 
-export type ToolStatus = 'running' | 'done' | 'failed' | 'waiting';
+export type ToolStatus = 'running' | 'waiting' | 'done' | 'failed' | 'denied' | 'interrupted';
 
 export interface LiveTool {
   callId: string;
@@ -13,6 +13,9 @@ export interface LiveTool {
   status?: string;
   phase: 'start' | 'update' | 'end';
   eventId: number;
+  /** Event times of the call's start and end (for its duration). */
+  startedAt?: string;
+  endedAt?: string;
 }
 
 export interface LiveState {
@@ -80,6 +83,8 @@ export function applyLiveEvent(state: LiveState, ev: AgentEvent): LiveState {
           status: str(d.status) ?? prev?.status,
           phase: prev?.phase === 'end' ? 'end' : phase,
           eventId: prev?.eventId ?? ev.id,
+          startedAt: prev?.startedAt ?? ev.ts,
+          endedAt: phase === 'end' ? ev.ts : prev?.endedAt,
         },
       };
       return s;
@@ -99,6 +104,14 @@ export function applyLiveEvent(state: LiveState, ev: AgentEvent): LiveState {
     default:
       return s;
   }
+}
+
+/** What a finished call's result says about it: denied, interrupted (cut short by a crash or a cancel), failed or done. */
+export function resultStatus(result: unknown, failed = false): 'done' | 'failed' | 'denied' | 'interrupted' {
+  const r = (result && typeof result === 'object' ? result : {}) as { status?: unknown; error?: { code?: unknown } };
+  if (r.status === 'denied') return 'denied';
+  if (r.status === 'error' && (r.error?.code === 'interrupted' || r.error?.code === 'cancelled')) return 'interrupted';
+  return failed || isFailedResult(result) ? 'failed' : 'done';
 }
 
 /** A tool result that reports a refusal or failure (CONTRACT §5: tools answer data, never throw). */

@@ -74,3 +74,17 @@ describe('flattenSessionPages', () => {
     expect(flattenSessionPages([{ sessions: [] }])).toEqual([]);
   });
 });
+
+describe('patchSessionStatus', () => {
+  const summary = (sessionKey: string, status: 'idle' | 'running' = 'idle') => ({ sessionKey, agentId: 'main', kind: 'main' as const, model: 'scripted', lastActivityAt: '2026-01-01T00:00:00.000Z', status, messageCount: 1 });
+  it('changes only that session, keeps the rest by identity, and returns the same object when the session is not listed', async () => {
+    const { patchSessionStatus } = await import('./sidebar');
+    const other = { sessions: [summary('agent:main:b')], next_cursor: null };
+    const data = { pages: [{ sessions: [summary('agent:main:a'), summary('agent:main:c')], next_cursor: 'x' }, other], pageParams: [undefined, 'x'] };
+    const next = patchSessionStatus(data, 'agent:main:c', 'running', '2026-02-01T00:00:00.000Z')!;
+    expect(next.pages[0]!.sessions.map((s) => s.status)).toEqual(['idle', 'running']);
+    expect(next.pages[0]!.sessions[1]!.lastActivityAt).toBe('2026-02-01T00:00:00.000Z');
+    expect(next.pages[1]).toBe(other);
+    expect(patchSessionStatus(data, 'agent:main:zzz', 'running', '2026-02-01T00:00:00.000Z')).toBe(data);
+  });
+});

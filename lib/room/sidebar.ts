@@ -69,3 +69,17 @@ export function isUnread(s: SessionSummary, seen: Readonly<Record<string, number
   const last = seen[s.sessionKey];
   return s.sessionKey !== selected && last !== undefined && s.messageCount > last;
 }
+
+export type SessionsData = { pages: SessionsPage[]; pageParams: unknown[] };
+
+/** The cached session list with one session's status (and activity time) changed; the same object when it is not there. */
+export function patchSessionStatus(data: SessionsData | undefined, sessionKey: string, status: 'running' | 'idle', at: string): SessionsData | undefined {
+  if (!data?.pages) return data;
+  let hit = false;
+  const pages = data.pages.map((p) => {
+    if (!p.sessions.some((s) => s.sessionKey === sessionKey)) return p;
+    hit = true;
+    return { ...p, sessions: p.sessions.map((s) => (s.sessionKey === sessionKey ? { ...s, status, lastActivityAt: at > s.lastActivityAt ? at : s.lastActivityAt } : s)) };
+  });
+  return hit ? { ...data, pages } : data;
+}

@@ -27,7 +27,7 @@ const approval = (approvalId: string, command: string, requestedAt = '2025-01-01
 });
 
 describe('deriveToolbox', () => {
-  it('merges rows into calls with done/failed/running states', () => {
+  it('merges rows into calls with done/failed/denied/interrupted/running states', () => {
     const { calls } = deriveToolbox(
       [
         row(1, 'tool_call', 'c1', { args: { command: 'a' } }),
@@ -35,20 +35,26 @@ describe('deriveToolbox', () => {
         row(3, 'tool_call', 'c2', { args: { command: 'b' } }),
         row(4, 'tool_result', 'c2', { result: { status: 'denied', reason: 'no' } }),
         row(5, 'tool_call', 'c3', { args: { command: 'c' } }),
+        row(6, 'tool_call', 'c4', { args: { command: 'd' } }),
+        row(7, 'tool_result', 'c4', { result: { status: 'error', error: { code: 'interrupted', message: 'x' } } }),
+        row(8, 'tool_call', 'c5', { args: { command: 'e' } }),
+        row(9, 'tool_result', 'c5', { result: { status: 'ok', exitCode: 2 } }),
       ],
       emptyLiveState(),
       [],
     );
     expect(calls.map((c) => [c.callId, c.status])).toEqual([
       ['c1', 'done'],
-      ['c2', 'failed'],
+      ['c2', 'denied'],
       ['c3', 'running'],
+      ['c4', 'interrupted'],
+      ['c5', 'failed'],
     ]);
   });
 
-  it('marks unfinished calls of a finished run as failed, not running', () => {
+  it('marks unfinished calls of a finished run as interrupted, not running', () => {
     const rows = [row(1, 'tool_call', 'c1', { args: { command: 'a' } })];
-    expect(deriveToolbox(rows, emptyLiveState(), [], false).calls[0]!.status).toBe('failed');
+    expect(deriveToolbox(rows, emptyLiveState(), [], false).calls[0]!.status).toBe('interrupted');
     expect(deriveToolbox(rows, emptyLiveState(), [], true).calls[0]!.status).toBe('running');
     const live = { ...emptyLiveState(), activeRuns: ['run_1'] };
     expect(deriveToolbox(rows, live, [], false).calls[0]!.status).toBe('running');

@@ -1,7 +1,7 @@
 // Derives the toolbox's list of tool calls from transcript tool rows, live tool events and pending approvals.
 import type { PendingApproval, TranscriptMessage } from '@/lib/trpc/types';
 import { compactJson } from '@/lib/format';
-import { isFailedResult, type LiveState, type ToolStatus } from './live-state';
+import { resultStatus, type LiveState, type ToolStatus } from './live-state';
 
 export interface ToolCallView {
   callId: string;
@@ -15,6 +15,9 @@ export interface ToolCallView {
   status: ToolStatus;
   /** Sort key: first time the call was seen (row id or event id space — only relative order matters). */
   order: number;
+  /** When the call started and ended (row or event times), for its duration. */
+  startedAt?: string;
+  endedAt?: string;
 }
 
 export interface ToolboxModel {
@@ -48,9 +51,10 @@ export function deriveToolbox(
 
   for (const m of messages) {
     if (!m.tool?.callId) continue;
-    if (m.kind === 'tool_call') upsert(m.tool.callId, { name: m.tool.name, runId: m.runId, args: m.tool.args });
+    if (m.kind === 'tool_call') upsert(m.tool.callId, { name: m.tool.name, runId: m.runId, args: m.tool.args, startedAt: m.createdAt });
     if (m.kind === 'tool_result') {
-      upsert(m.tool.callId, { name: m.tool.name, runId: m.runId, result: m.tool.result, hasResult: true });
+      const args = byId.get(m.tool.callId) ? undefined : m.tool.args;
+      upsert(m.tool.callId, { name: m.tool.name, runId: m.runId, args, result: m.tool.result, hasResult: true, endedAt: m.createdAt });
     }
   }
   const liveTools = Object.values(live.tools).sort((a, b) => a.eventId - b.eventId);
@@ -59,7 +63,8 @@ export function deriveToolbox(
       name: t.name,
       runId: t.runId,
       args: t.args,
-      ...(t.phase === 'end' ? { result: t.result, hasResult: true, failed: !!t.status && t.status !== 'ok' } : {}),
+      startedAt: byId.get(t.callId)?.startedAt ?? t.startedAt,
+      ...(t.phase === 'end' ? { result: t.result, hasResult: true, failed: !!t.status && t.status !== 'ok', endedAt: byId.get(t.callId)?.endedAt ?? t.endedAt } : {}),
     });
   }
 
@@ -88,10 +93,10 @@ export function deriveToolbox(
     }
   }
   for (const c of calls) {
-    if (c.hasResult) c.status = c.failed || isFailedResult(c.result) ? 'failed' : 'done';
+    if (c.hasResult) c.status = resultStatus(c.result, c.failed);
     else if (waiting.has(c.callId)) c.status = 'waiting';
-    // A call with no result whose run is over was cut short (interrupted, crashed): it is not running.
-    else c.status = sessionRunning || (c.runId !== undefined && live.activeRuns.includes(c.runId)) ? 'running' : 'failed';
+    // A call with no result whose run is over was cut short (cancelled, crashed): it is not running.
+    else c.status = sessionRunning || (c.runId !== undefined && live.activeRuns.includes(c.runId)) ? 'running' : 'interrupted';
   }
   const orderOf = new Map(calls.map((c) => [c.callId, c.order]));
   const callOrder = (a: PendingApproval) => orderOf.get(approvalCall.get(a.approvalId) ?? '') ?? Number.MAX_SAFE_INTEGER;

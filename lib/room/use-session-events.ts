@@ -10,6 +10,7 @@ import { applyLiveEvent, emptyLiveState, type LiveState } from './live-state';
 import { historyInput } from './queries';
 import { mergeMessage, type HistoryData } from './use-transcript';
 import { liveStateKey } from './use-live-state';
+import { patchSessionStatus, type SessionsData } from './sidebar';
 
 const DELEGATE_KINDS = new Set(['agent_callback_result', 'delegate_follow_up_started', 'delegate_follow_up_completed']);
 
@@ -42,14 +43,23 @@ export function useSessionEvents(sessionKey: string) {
       else void qc.invalidateQueries({ queryKey: historyKey });
       if (msg && DELEGATE_KINDS.has(msg.kind)) refreshDelegates();
     } else if (ev.stream === 'approval') {
-      void qc.invalidateQueries({ queryKey: approvalsKey });
+      // Every approvals list: this session's and the inbox's.
+      void qc.invalidateQueries({ queryKey: trpc.approvals.list.pathKey() });
       void qc.invalidateQueries({ queryKey: trpc.status.pathKey() });
       void qc.invalidateQueries({ queryKey: trpc.sessions.list.pathKey() });
     } else if (ev.stream === 'tool' && ev.data?.name === 'delegate_agent' && (phase === 'start' || phase === 'end')) {
       // A delegate started or finished under this session: its row in the agent picker changed.
       refreshDelegates();
     } else if (ev.stream === 'lifecycle' && (phase === 'start' || phase === 'end' || phase === 'error')) {
-      void qc.invalidateQueries({ queryKey: trpc.sessions.list.pathKey() });
+      // Patch this session's row in the cached list instead of refetching every page of it per run: the list's own
+      // poll reorders it. Only a session the list does not hold yet needs a refetch.
+      let found = false;
+      qc.setQueriesData<SessionsData>({ queryKey: trpc.sessions.list.pathKey() }, (old) => {
+        const next = patchSessionStatus(old, sessionKey, phase === 'start' ? 'running' : 'idle', ev.ts);
+        if (next !== old) found = true;
+        return next;
+      });
+      if (!found) void qc.invalidateQueries({ queryKey: trpc.sessions.list.pathKey() });
       void qc.invalidateQueries({ queryKey: trpc.status.pathKey() });
       // Reconcile once a run settles: anything missed in the connect window shows up here.
       if (phase !== 'start') void qc.invalidateQueries({ queryKey: historyKey });

@@ -87,6 +87,8 @@ export interface PendingApproval {
   source?: { kind: 'mcp'; server: string; tool: string; annotations?: Record<string, unknown> };
   /** Where the run's trust came from (CONTRACT §5 "Trust"): the operator, or a channel sender. */
   trust?: Trust;
+  /** The session's ancestors, root first (main → delegate → …), ending with this session; the room's inbox shows it. */
+  chain?: string[];
 }
 
 /** The trust a run carries: the operator's (the API token), or a channel sender's (their `channelTools` policy). */

@@ -47,10 +47,13 @@ const methods: Record<string, Method> = {
   } },
   'sessions.patch': { params: s.sessionsPatchParams, call: async (gw, p) => contractSession(await gw.sessionsPatch(p)) },
   'sessions.delete': { params: s.sessionsDeleteParams, call: (gw, p) => gw.sessionsDelete(p) },
+  'sessions.search': { params: s.sessionsSearchParams, call: (gw, p) => gw.sessionsSearch(p) },
   'chat.history': { params: s.chatHistoryParams, call: (gw, p) => gw.chatHistory(p) },
   'approvals.list': { params: s.approvalsListParams, call: async (gw, p) => ({
     approvals: (await gw.approvalsList(p)).approvals.map(({ approvalId, sessionKey, runId, tool, args, requestedAt }) => ({ approvalId, sessionKey, runId, tool, args, requestedAt })),
   }) },
+  // Beyond CONTRACT §3 (an operator's view, as the room's inbox and the CLI show it): with each one's parent chain and trust.
+  'approvals.inbox': { params: s.approvalsListParams, call: (gw, p) => gw.approvalsList(p) },
   'approvals.resolve': { params: s.approvalsResolveParams, call: (gw, p) => gw.approvalsResolve(p) },
   'agents.list': { params: s.agentsListParams, call: async (gw) => ({
     agents: (await gw.agentsList()).agents.map(({ agentId, name, model, tools, mcpTools, remote }) => ({ agentId, name, model, tools, ...(mcpTools?.length ? { mcpTools } : {}), ...(remote ? { remote } : {}) })),

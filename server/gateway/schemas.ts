@@ -97,6 +97,16 @@ export const approvalsResolveParams = z
 
 export const agentsListParams = z.object({}).strict();
 
+export const sessionsSearchParams = z
+  .object({
+    query: z.string().min(1).max(1024),
+    limit: limitSchema.optional(),
+    cursor: cursorSchema.optional(),
+    agentId: z.string().min(1).max(128).optional(),
+  })
+  .strict();
+export type SessionsSearchParams = z.infer<typeof sessionsSearchParams>;
+
 export const delegatesListParams = z
   .object({ sessionKey: sessionKeySchema, cursor: cursorSchema.optional(), limit: z.number().int().min(1).max(50).optional() })
   .strict();

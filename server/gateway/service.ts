@@ -12,7 +12,9 @@ import type { SessionRow } from '../store/schema';
 import { type Store, toTranscriptMessage } from '../store/store';
 import type { AnyToolDef } from '../tools/types';
 import { checkWebhookUrl } from '../webhooks/guard';
+import { activeRunIds, parentChains, searchSessions } from './room';
 import type {
+  SessionsSearchParams,
   AgentParams,
   AgentWaitParams,
   AgentCancelParams,
@@ -197,12 +199,22 @@ export class GatewayService implements Gateway {
 
   async approvalsList(p: ApprovalsListParams) {
     const rows = await this.d.store.pendingApprovals({ sessionKey: p.sessionKey });
+    const chains = await parentChains(this.d.store, rows.map((r) => r.session_key));
     return {
       approvals: rows.map((r) => {
         const source = this.d.tools.get(r.tool)?.source;
-        return source ? { ...toPendingApproval(r), source } : toPendingApproval(r);
+        const base = { ...toPendingApproval(r), chain: chains.get(r.session_key) ?? [r.session_key] };
+        return source ? { ...base, source } : base;
       }),
     };
+  }
+
+  async sessionsSearch(p: SessionsSearchParams) {
+    return searchSessions(this.d.store, p);
+  }
+
+  async sessionActiveRuns(sessionKey: string) {
+    return { runIds: await activeRunIds(this.d.store, sessionKey) };
   }
 
   async approvalsResolve(p: ApprovalsResolveParams) {

@@ -56,6 +56,15 @@ export interface EventSubscribeOptions {
   signal?: AbortSignal;
 }
 
+export interface SearchResult {
+  sessionKey: string;
+  messageId: number;
+  role: string;
+  kind: string;
+  snippet: string;
+  createdAt: string;
+}
+
 export interface WebhookInfo {
   id: string;
   runId: string;
@@ -99,6 +108,10 @@ export interface Gateway {
   sessionsPatch(p: SessionsPatchParams): Promise<SessionSummary>;
   sessionsDelete(p: SessionsDeleteParams): Promise<{ status: 'ok' }>;
   chatHistory(p: ChatHistoryParams): Promise<{ messages: TranscriptMessage[]; next_cursor: string | null }>;
+  /** Full text over transcripts, tool results included, best match first (CONTRACT §3 `sessions.search`). */
+  sessionsSearch(p: import('./schemas').SessionsSearchParams): Promise<{ results: SearchResult[]; next_cursor: string | null }>;
+  /** The ids of a session's runs going now (the room's Stop). */
+  sessionActiveRuns(sessionKey: string): Promise<{ runIds: string[] }>;
   approvalsList(p: ApprovalsListParams): Promise<{ approvals: PendingApproval[] }>;
   approvalsResolve(p: ApprovalsResolveParams): Promise<{ status: 'ok' }>;
   agentsList(): Promise<{ agents: AgentInfo[] }>;

@@ -1,6 +1,7 @@
 // Schema migrations: one list for both dialects; only the auto-increment id column differs.
 import { type Kysely, sql } from 'kysely';
 import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
+import { roomSearchMigration } from './search';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -260,6 +261,13 @@ function migrations(dialect: DialectName): Record<string, Migration> {
           .addColumn('created_at', 'text', (c) => c.notNull())
           .execute();
         await db.schema.createIndex('channel_held_peer').on('channel_held').columns(['channel', 'peer', 'id']).execute();
+      },
+    },
+    '0006_room': {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      async up(db: Kysely<any>) {
+        // Full-text search over transcripts (sessions.search), tool arguments and results included: see server/store/search.ts.
+        await roomSearchMigration(db, dialect);
       },
     },
   };

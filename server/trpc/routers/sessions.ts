@@ -1,6 +1,6 @@
 // tRPC sessions router: list (paged by cursor), get, patch, delete — thin wrappers over the gateway service.
 import { z } from 'zod';
-import { sessionKeySchema, sessionsDeleteParams, sessionsListParams, sessionsPatchParams } from '../../gateway/schemas';
+import { sessionKeySchema, sessionsDeleteParams, sessionsListParams, sessionsPatchParams, sessionsSearchParams } from '../../gateway/schemas';
 import { createTRPCRouter, protectedProcedure } from '../init';
 
 // tRPC infinite queries send `direction` next to `cursor`; the gateway schema is strict, so accept it here and drop it.
@@ -14,5 +14,8 @@ export const sessionsRouter = createTRPCRouter({
     .input(z.object({ sessionKey: sessionKeySchema }).strict())
     .query(({ ctx, input }) => ctx.gateway.sessionsGet(input.sessionKey)),
   patch: protectedProcedure.input(sessionsPatchParams).mutation(({ ctx, input }) => ctx.gateway.sessionsPatch(input)),
+  search: protectedProcedure
+    .input(sessionsSearchParams.extend({ direction: z.enum(['forward', 'backward']).optional() }))
+    .query(({ ctx, input: { direction: _direction, ...params } }) => ctx.gateway.sessionsSearch(params)),
   delete: protectedProcedure.input(sessionsDeleteParams).mutation(({ ctx, input }) => ctx.gateway.sessionsDelete(input)),
 });

@@ -1,0 +1,304 @@
+// `npm run bench:room`: the room under load (issue 15). Seeds 10,000 sessions and 1,000,000 messages, keeps 50 runs
+// streaming, and measures in real Chromium: time to interactive, session switch, composer keystrokes, sessions.list
+// requests per event, and sessions.search latency. Writes its own section of BENCHMARKS.md (figures, never assertions).
+// Flags: --quick (100,000 messages, fewer samples; prints only), --keep (keep the temp dir). Bounded by a watchdog.
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { chromium, type Page } from '@playwright/test';
+import { RpcClient, subscribeSse } from './lib/http';
+import { machineInfo } from './lib/report';
+import { makeTempDir, repoRoot, type ServerHandle, startServer } from './lib/server';
+import { percentile, sleep } from './lib/stats';
+
+const args = new Set(process.argv.slice(2));
+const quick = args.has('--quick');
+const keep = args.has('--keep');
+const SESSIONS = 10_000;
+const MESSAGES = quick ? 100_000 : 1_000_000;
+const STREAMING = 50;
+const SAMPLES = quick ? { load: 3, switch: 10, keys: 60, search: 30 } : { load: 5, switch: 30, keys: 200, search: 100 };
+const WATCHDOG_MS = 25 * 60_000;
+const TOKEN = 'bench-room-token';
+
+let server: ServerHandle | undefined;
+const watchdog = setTimeout(() => {
+  console.error('bench:room watchdog: giving up');
+  void server?.stop().finally(() => process.exit(1));
+}, WATCHDOG_MS);
+
+// ── seed ────────────────────────────────────────────────────────────────────
+// A 10,000-word vocabulary of made-up words, drawn with a Zipf law (word r with probability ∝ 1/r), like real text.
+const SYL = ['ka', 'lo', 'mi', 're', 'tu', 'sa', 'no', 'pe', 'vi', 'da'];
+const word = (i: number) => SYL[Math.floor(i / 1000) % 10]! + SYL[Math.floor(i / 100) % 10]! + SYL[Math.floor(i / 10) % 10]! + SYL[i % 10]!;
+const VOCAB = 10_000;
+const zipfCdf = (() => {
+  const w = Array.from({ length: VOCAB }, (_, r) => 1 / (r + 1));
+  const total = w.reduce((a, b) => a + b, 0);
+  let acc = 0;
+  return w.map((x) => (acc += x / total));
+})();
+let seed = 42;
+const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+const zipfWord = () => {
+  const u = rand();
+  let lo = 0;
+  let hi = VOCAB - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (zipfCdf[mid]! < u) lo = mid + 1;
+    else hi = mid;
+  }
+  return word(lo);
+};
+const sentence = (n: number) => Array.from({ length: n }, zipfWord).join(' ');
+
+function seedStore(dataDir: string): { ms: number; rows: number } {
+  const t0 = performance.now();
+  const db = new Database(path.join(dataDir, 'crosstalk.sqlite'));
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = OFF');
+  const perSession = MESSAGES / SESSIONS;
+  const insertSession = db.prepare(
+    `insert into sessions (key, agent_id, kind, spawn_depth, created_at, last_activity_at, message_count, bytes, status)
+     values (?, ?, 'other', 0, ?, ?, ?, 0, 'idle')`,
+  );
+  const insertMessage = db.prepare(
+    `insert into messages (session_key, role, kind, content, created_at, run_id, author_type, author_id, tool_name, tool_call_id, tool_args, tool_result)
+     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const base = Date.parse('2026-01-01T00:00:00Z');
+  let rows = 0;
+  const batch = db.transaction((from: number, to: number) => {
+    for (let s = from; s < to; s++) {
+      const agent = ['main', 'researcher', 'writer'][s % 3]!;
+      const key = `agent:${agent}:bench-${s}`;
+      const t = new Date(base + s * 60_000).toISOString();
+      insertSession.run(key, agent, t, t, perSession);
+      for (let i = 0; i < perSession; i++) {
+        const slot = i % 10;
+        const run = `bench-${s}-${Math.floor(i / 2)}`;
+        if (slot === 6) insertMessage.run(key, 'assistant', 'tool_call', '', t, run, 'agent', agent, 'exec', `c-${s}-${i}`, JSON.stringify({ command: `grep ${zipfWord()} notes.txt` }), null);
+        else if (slot === 7) insertMessage.run(key, 'tool', 'tool_result', '', t, run, 'system', 'exec', 'exec', `c-${s}-${i - 1}`, JSON.stringify({ command: 'grep' }), JSON.stringify({ status: 'ok', exitCode: 0, stdout: `${sentence(10)}\n`, stderr: '' }));
+        else insertMessage.run(key, i % 2 ? 'assistant' : 'user', 'message', sentence(12 + (i % 7)), t, run, i % 2 ? 'agent' : 'user', i % 2 ? agent : 'user', null, null, null, null);
+        rows++;
+      }
+    }
+  });
+  for (let s = 0; s < SESSIONS; s += 500) {
+    batch(s, Math.min(SESSIONS, s + 500));
+    process.stdout.write(`\rseeding ${rows.toLocaleString()} / ${MESSAGES.toLocaleString()} messages`);
+  }
+  process.stdout.write('\n');
+  db.close();
+  return { ms: performance.now() - t0, rows };
+}
+
+// ── load: 50 runs streaming at once ─────────────────────────────────────────
+function streamLoad(rpc: RpcClient): { stop(): Promise<number> } {
+  let running = true;
+  let runs = 0;
+  // Each run streams a reply after a few seconds of "thinking", so 50 are in flight at any moment (not a flood).
+  const words = sentence(60);
+  const loops = Array.from({ length: STREAMING }, async (_, i) => {
+    while (running) {
+      try {
+        const { runId } = await rpc.call<{ runId: string }>('agent', { sessionKey: `agent:main:live-${i}`, message: `/sleep ${3000 + (i % 5) * 250}\n/reply ${words}` });
+        await rpc.call('agent.wait', { runId, timeoutMs: 30_000 });
+        runs++;
+      } catch {
+        await sleep(100);
+      }
+    }
+  });
+  return {
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+      return runs;
+    },
+  };
+}
+
+// ── browser measurements ────────────────────────────────────────────────────
+async function timeToInteractive(page: Page, url: string): Promise<number> {
+  const t0 = performance.now();
+  await page.goto(url);
+  await page.getByRole('textbox', { name: 'Message', exact: true }).waitFor();
+  await page.locator('[data-testid="status-bar"][data-connection="connected"]').waitFor();
+  await page.locator('[data-testid="session-item"]').first().waitFor();
+  return performance.now() - t0;
+}
+
+/**
+ * Click → the new session's pane shows its transcript rows, timed inside the page (no automation round trips).
+ * In-page code is a string: tsx would wrap named inner functions in a helper the page does not have.
+ */
+async function switchTo(page: Page, key: string): Promise<number> {
+  return page.evaluate(`new Promise((resolve) => {
+    const k = ${JSON.stringify(key)};
+    const item = document.querySelector('[data-testid="session-item"][data-session-key="' + k + '"]');
+    if (!item) return resolve(NaN);
+    const t0 = performance.now();
+    item.click();
+    const tick = () => {
+      const pane = document.querySelector('[data-testid="session-pane"][data-session-key="' + k + '"]');
+      const rows = Number(pane?.querySelector('[data-testid="transcript"]')?.getAttribute('data-rows') ?? 0);
+      if (pane && rows > 0) requestAnimationFrame(() => resolve(performance.now() - t0));
+      else if (performance.now() - t0 > 10000) resolve(NaN);
+      else requestAnimationFrame(tick);
+    };
+    tick();
+  })`) as Promise<number>;
+}
+
+/** Keydown → the next frame after React handled it, per key, in the composer. */
+async function keystrokes(page: Page, n: number): Promise<number[]> {
+  const box = page.getByRole('textbox', { name: 'Message', exact: true });
+  await box.click();
+  await page.evaluate(`(() => {
+    window.__keys = [];
+    document.addEventListener('keydown', (e) => {
+      const t0 = e.timeStamp;
+      requestAnimationFrame(() => setTimeout(() => window.__keys.push(performance.now() - t0), 0));
+    }, { capture: true });
+  })()`);
+  const text = 'the quick brown fox jumps over the lazy dog '.repeat(Math.ceil(n / 44)).slice(0, n);
+  await page.keyboard.type(text, { delay: 25 });
+  await sleep(300);
+  const keys = (await page.evaluate('window.__keys')) as number[];
+  await box.fill('');
+  return keys;
+}
+
+const fmt = (v: number) => (Number.isFinite(v) ? `${Math.round(v)} ms` : 'n/a');
+const p = (xs: number[], q: number) => percentile(xs.filter(Number.isFinite), q);
+
+async function main() {
+  const dir = makeTempDir('crosstalk-bench-room-');
+  const dataDir = path.join(dir, 'data');
+  console.log(`bench:room in ${dir} (${quick ? 'quick' : 'full'}: ${SESSIONS.toLocaleString()} sessions, ${MESSAGES.toLocaleString()} messages, ${STREAMING} runs streaming)`);
+  // Migrations run on a first start; then the store is seeded with the server stopped.
+  server = await startServer({ dataDir, token: TOKEN, cwd: dir });
+  await server.stop();
+  const seeded = seedStore(dataDir);
+  console.log(`seeded ${seeded.rows.toLocaleString()} messages in ${(seeded.ms / 1000).toFixed(1)} s`);
+  server = await startServer({ dataDir, token: TOKEN, cwd: dir, readyTimeoutMs: 120_000 });
+  const rpc = new RpcClient({ baseUrl: server.baseUrl, token: TOKEN, timeoutMs: 60_000 });
+  const load = streamLoad(rpc);
+  await sleep(2_000);
+
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu'] });
+  const results: Record<string, number | string> = {};
+  try {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    context.setDefaultTimeout(60_000);
+    context.setDefaultNavigationTimeout(60_000);
+    const login = await context.newPage();
+    await login.goto(`${server.baseUrl}/login?token=${TOKEN}`);
+    await login.close();
+
+    // 1. Interactive: navigation → composer, live stream and session list all there.
+    const loads: number[] = [];
+    for (let i = 0; i < SAMPLES.load; i++) {
+      const page = await context.newPage();
+      loads.push(await timeToInteractive(page, `${server.baseUrl}/?session=agent:main:live-0`));
+      await page.close();
+    }
+
+    const page = await context.newPage();
+    await timeToInteractive(page, `${server.baseUrl}/?session=agent:main:live-0`);
+
+    // 2. sessions.list requests vs events while the open session streams (10 s).
+    let listRequests = 0;
+    page.on('request', (r) => {
+      if (r.url().includes('sessions.list')) listRequests++;
+    });
+    let events = 0;
+    const sub = await subscribeSse(`${server.baseUrl}/api/gateway/events?sessionKey=agent:main:live-0`, TOKEN, () => events++);
+    const watchMs = 10_000;
+    await sleep(watchMs);
+    sub.close();
+    const listDuringWatch = listRequests;
+
+    // 3. Session switch between seeded sessions listed in the sidebar (100 messages each), and back.
+    const keys = await page.$$eval('[data-testid="session-item"]', (els) => els.map((e) => e.getAttribute('data-session-key')!).filter((k) => k.includes(':bench-')));
+    const switches: number[] = [];
+    for (let i = 0; i < SAMPLES.switch && keys.length > 1; i++) switches.push(await switchTo(page, keys[i % Math.min(keys.length, 20)]!));
+
+    // 4. Keystrokes in the composer, with 50 runs streaming.
+    await switchTo(page, keys[0]!);
+    const keyTimes = await keystrokes(page, SAMPLES.keys);
+
+    // 5. sessions.search at this size: rare, middling and common words, and two-word queries.
+    const queries = Array.from({ length: SAMPLES.search }, (_, i) => {
+      const kind = i % 4;
+      return kind === 0 ? word(5000 + i * 37 % 5000) : kind === 1 ? word(200 + (i * 13) % 800) : kind === 2 ? word(i % 50) : `${word(100 + i)} ${word(3000 + i * 7)}`;
+    });
+    const searchTimes: number[] = [];
+    for (const q of queries) {
+      const t0 = performance.now();
+      await rpc.call('sessions.search', { query: q, limit: 20 });
+      searchTimes.push(performance.now() - t0);
+    }
+    const runs = await load.stop();
+    await context.close();
+
+    Object.assign(results, {
+      interactiveMedian: p(loads, 50),
+      interactiveMax: Math.max(...loads),
+      switchP50: p(switches, 50),
+      switchP95: p(switches, 95),
+      keyP50: p(keyTimes, 50),
+      keyP95: p(keyTimes, 95),
+      keys: keyTimes.length,
+      events,
+      listRequests: listDuringWatch,
+      watchMs,
+      searchP50: p(searchTimes, 50),
+      searchP95: p(searchTimes, 95),
+      searchMax: Math.max(...searchTimes),
+      runs,
+      seedS: seeded.ms / 1000,
+    });
+  } finally {
+    await browser.close();
+    rpc.close();
+    await server.stop();
+    clearTimeout(watchdog);
+    if (!keep) fs.rmSync(dir, { recursive: true, force: true });
+  }
+
+  const r = results as Record<string, number>;
+  const m = machineInfo();
+  const section = [
+    '<!-- room-bench:start -->',
+    '## Room under load (issue 15)',
+    '',
+    `\`npm run bench:room\` on ${m.nproc} × ${m.cpu} (load average ${m.loadAvg} at the end), Node ${process.versions.node}, SQLite store: ${SESSIONS.toLocaleString()} sessions and ${MESSAGES.toLocaleString()} messages seeded (${r.seedS!.toFixed(0)} s), ${STREAMING} runs streaming the whole time (${r.runs} runs finished during the measurements), real Chromium. The machine is shared with other work: figures are an upper bound.`,
+    '',
+    '| what | target | measured |',
+    '| --- | --- | --- |',
+    `| room interactive (navigation → composer, live stream, session list) | ≤ 1.5 s | median ${fmt(r.interactiveMedian!)}, max ${fmt(r.interactiveMax!)} (${SAMPLES.load} loads) |`,
+    `| session switch (click → the other transcript's rows on screen) | ≤ 150 ms | p50 ${fmt(r.switchP50!)}, p95 ${fmt(r.switchP95!)} (${SAMPLES.switch} switches) |`,
+    `| keystroke in the composer (keydown → next frame) | p95 ≤ 50 ms | p50 ${fmt(r.keyP50!)}, p95 ${fmt(r.keyP95!)} (${r.keys} keys) |`,
+    `| sessions.list requests while the open session streams | no refetch per event | ${r.listRequests} requests for ${r.events} events in ${r.watchMs! / 1000} s (lifecycle events patch the cached list; only its own 5 s poll refetches) |`,
+    `| sessions.search over ${MESSAGES.toLocaleString()} messages (JSON-RPC, limit 20) | p95 ≤ 200 ms | p50 ${fmt(r.searchP50!)}, p95 ${fmt(r.searchP95!)}, max ${fmt(r.searchMax!)} (${SAMPLES.search} queries: rare, middling, common words, two-word) |`,
+    '',
+    '<!-- room-bench:end -->',
+  ].join('\n');
+  console.log('\n' + section);
+  if (!quick) {
+    const file = path.join(repoRoot, 'BENCHMARKS.md');
+    const old = fs.readFileSync(file, 'utf8');
+    const re = /<!-- room-bench:start -->[\s\S]*<!-- room-bench:end -->/;
+    fs.writeFileSync(file, re.test(old) ? old.replace(re, section) : `${old.trimEnd()}\n\n${section}\n`);
+    console.log(`wrote the room section of ${file}`);
+  }
+}
+
+main().catch(async (e) => {
+  console.error(e);
+  await server?.stop().catch(() => {});
+  process.exit(1);
+});

@@ -1,0 +1,187 @@
+'use client';
+// The approvals inbox: a header button with the pending count opening a dialog named "Approvals" that lists every pending
+// approval of every session, oldest first, with its session, parent chain and run trust, tool and arguments, and the same
+// three decisions and Reason box as the toolbox's Approval row; it stays live, and a / d decide on the focused one.
+import { prettyJson } from '@/lib/format';
+import { isTypingTarget } from '@/lib/room/use-room-keys';
+import { useTRPC } from '@/lib/trpc/client';
+import { errorCode, type PendingApproval } from '@/lib/trpc/types';
+import { useRoomStore } from '@/stores/room-store-provider';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useRef, useState } from 'react';
+import { Button } from '../ui/button';
+import { CodeBlock } from '../ui/code-block';
+import { TextInput } from '../ui/text-input';
+
+type Decision = 'allow_once' | 'allow_always' | 'deny';
+
+/** Every pending approval, oldest first. Polled as well as invalidated by approval events: other sessions' events do not reach this tab. */
+export function useInbox() {
+  const trpc = useTRPC();
+  const query = useQuery(trpc.approvals.list.queryOptions({}, { refetchInterval: 3_000 }));
+  const approvals = [...(query.data?.approvals ?? [])].sort((a, b) => a.requestedAt.localeCompare(b.requestedAt) || a.approvalId.localeCompare(b.approvalId));
+  return { query, approvals };
+}
+
+export function ApprovalsButton() {
+  const { approvals } = useInbox();
+  const setOpen = useRoomStore((s) => s.setApprovalsOpen);
+  const n = approvals.length;
+  return (
+    <Button
+      size="sm"
+      variant={n > 0 ? 'secondary' : 'ghost'}
+      data-testid="open-approvals"
+      data-count={n}
+      aria-haspopup="dialog"
+      onClick={() => setOpen(true)}
+      className={n > 0 ? 'border-amber-400 dark:border-amber-600' : undefined}
+    >
+      Approvals <span data-testid="approvals-count" className={n > 0 ? 'rounded-full bg-amber-400 px-1.5 font-semibold text-amber-950' : 'text-zinc-500'}>{n}</span>
+    </Button>
+  );
+}
+
+export function ApprovalsDialog() {
+  const open = useRoomStore((s) => s.approvalsOpen);
+  const setOpen = useRoomStore((s) => s.setApprovalsOpen);
+  const ref = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const d = ref.current;
+    if (!d) return;
+    if (open && !d.open) d.showModal();
+    if (!open && d.open) d.close();
+  }, [open]);
+  return (
+    <dialog
+      ref={ref}
+      aria-label="Approvals"
+      data-testid="approvals-dialog"
+      onClose={() => setOpen(false)}
+      className="m-auto max-h-[85dvh] w-[min(44rem,calc(100vw-1rem))] overflow-hidden rounded-lg border border-zinc-200 bg-white p-0 text-zinc-900 shadow-2xl backdrop:bg-black/40 dark:border-zinc-700 dark:bg-zinc-900 dark:text-zinc-100"
+    >
+      {open && <InboxBody onClose={() => setOpen(false)} />}
+    </dialog>
+  );
+}
+
+function InboxBody({ onClose }: { onClose: () => void }) {
+  const { query, approvals } = useInbox();
+  return (
+    <div className="flex max-h-[85dvh] flex-col">
+      <div className="flex shrink-0 items-center gap-2 border-b border-zinc-200 px-4 py-2 dark:border-zinc-700">
+        <h2 className="text-sm font-semibold">Approvals</h2>
+        <span className="text-xs text-zinc-500">{approvals.length} pending, oldest first · focus one and press a to allow once, d to deny</span>
+        <Button size="sm" variant="ghost" className="ml-auto" aria-label="Close approvals" onClick={onClose}>
+          ✕
+        </Button>
+      </div>
+      <div className="min-h-0 flex-1 overflow-y-auto p-2">
+        {query.isPending && <p className="p-3 text-sm text-zinc-500">Loading…</p>}
+        {!query.isPending && approvals.length === 0 && (
+          <p data-testid="approvals-empty" className="p-6 text-center text-sm text-zinc-500">
+            Nothing waits for a decision.
+          </p>
+        )}
+        <ul className="space-y-2" aria-label="Pending approvals">
+          {approvals.map((a) => (
+            <InboxItem key={a.approvalId} approval={a} onOpenSession={onClose} />
+          ))}
+        </ul>
+      </div>
+    </div>
+  );
+}
+
+function trustText(a: PendingApproval): string {
+  const t = (a as { trust?: { kind: string; channel?: string; peer?: string } }).trust;
+  return t?.kind === 'channel' ? `channel ${t.channel} · ${t.peer}` : 'operator';
+}
+
+function InboxItem({ approval: a, onOpenSession }: { approval: PendingApproval; onOpenSession: () => void }) {
+  const trpc = useTRPC();
+  const qc = useQueryClient();
+  const selectSession = useRoomStore((s) => s.selectSession);
+  const [reason, setReason] = useState('');
+  const resolve = useMutation(trpc.approvals.resolve.mutationOptions({ onSettled: () => qc.invalidateQueries({ queryKey: trpc.approvals.list.pathKey() }) }));
+  const chain = (a as { chain?: string[] }).chain ?? [a.sessionKey];
+  const decide = (decision: Decision) => {
+    const text = reason.trim();
+    resolve.mutate({ approvalId: a.approvalId, decision, ...(text ? { reason: text } : {}) });
+  };
+  const busy = resolve.isPending || resolve.isSuccess;
+  const stale = resolve.isError && ['already_resolved', 'unknown_approval'].includes(errorCode(resolve.error) ?? '');
+  return (
+    <li
+      data-testid="inbox-approval"
+      data-approval-id={a.approvalId}
+      data-session-key={a.sessionKey}
+      tabIndex={0}
+      aria-label={`${a.tool} in ${a.sessionKey}`}
+      aria-keyshortcuts="a d"
+      onKeyDown={(e) => {
+        if (busy || e.metaKey || e.ctrlKey || e.altKey || isTypingTarget(e.target)) return;
+        if (e.key === 'a' || e.key === 'd') {
+          e.preventDefault();
+          e.stopPropagation();
+          decide(e.key === 'a' ? 'allow_once' : 'deny');
+          // Keep the keyboard in the list: the next one takes the focus.
+          const next = (e.currentTarget.nextElementSibling ?? e.currentTarget.previousElementSibling) as HTMLElement | null;
+          next?.focus();
+        }
+      }}
+      className="space-y-1.5 rounded-md border border-amber-300 bg-amber-50/60 p-3 text-sm outline-none focus-visible:ring-2 focus-visible:ring-indigo-500 dark:border-amber-700 dark:bg-amber-950/30"
+    >
+      <div className="flex flex-wrap items-baseline gap-x-2 gap-y-0.5">
+        <span className="font-mono text-xs font-semibold">{a.tool}</span>
+        <a
+          href={`/?session=${encodeURIComponent(a.sessionKey)}`}
+          data-testid="inbox-session"
+          className="min-w-0 truncate font-mono text-xs text-indigo-700 underline decoration-dotted dark:text-indigo-300"
+          onClick={(e) => {
+            if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return;
+            e.preventDefault();
+            selectSession(a.sessionKey);
+            onOpenSession();
+          }}
+        >
+          {a.sessionKey}
+        </a>
+        <span className="ml-auto text-[11px] text-zinc-500" title={a.requestedAt}>
+          {new Date(a.requestedAt).toLocaleTimeString()}
+        </span>
+      </div>
+      <div className="flex flex-wrap items-center gap-x-2 text-[11px] text-zinc-600 dark:text-zinc-400">
+        <span data-testid="inbox-chain" aria-label="Parent chain" title={chain.join(' → ')}>
+          {chain.map((k, i) => (
+            <span key={k} data-session-key={k}>
+              {i > 0 && ' → '}
+              {k.split(':')[1] ?? k}
+            </span>
+          ))}
+        </span>
+        <span aria-hidden>·</span>
+        <span data-testid="inbox-trust">trust: {trustText(a)}</span>
+      </div>
+      <CodeBlock text={prettyJson(a.args)} label="Tool arguments" maxHeight="max-h-32" />
+      <TextInput aria-label="Reason" placeholder="Reason (optional, sent with a denial)" value={reason} onChange={(e) => setReason(e.target.value)} />
+      <div className="flex flex-wrap gap-2">
+        <Button size="sm" variant="primary" disabled={busy} onClick={() => decide('allow_once')}>
+          Allow once
+        </Button>
+        <Button size="sm" disabled={busy} onClick={() => decide('allow_always')}>
+          Allow always
+        </Button>
+        <Button size="sm" variant="danger" disabled={busy} onClick={() => decide('deny')}>
+          Deny
+        </Button>
+        {stale && <span className="text-xs text-zinc-500">Already decided elsewhere.</span>}
+      </div>
+      {resolve.isError && !stale && (
+        <p role="alert" className="text-xs text-rose-600">
+          Could not resolve: {resolve.error.message}
+        </p>
+      )}
+    </li>
+  );
+}

@@ -1,0 +1,67 @@
+'use client';
+// Transcript search results under the sidebar's searchbox (sessions.search): snippet, session and kind; a click opens
+// the session scrolled to that message.
+import { useTRPC } from '@/lib/trpc/client';
+import { useRoomStore } from '@/stores/room-store-provider';
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { useEffect, useState, type ReactNode } from 'react';
+
+/** Typing settles for this long before the server is asked. */
+const DEBOUNCE_MS = 200;
+
+function useDebounced<T>(value: T, ms: number): T {
+  const [v, setV] = useState(value);
+  useEffect(() => {
+    const t = setTimeout(() => setV(value), ms);
+    return () => clearTimeout(t);
+  }, [value, ms]);
+  return v;
+}
+
+/** The snippet with the query's words marked (text only: nothing from a transcript is parsed as HTML). */
+function highlight(snippet: string, query: string): ReactNode[] {
+  const words = (query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((w) => w.length > 1);
+  if (!words.length) return [snippet];
+  const re = new RegExp(`(${words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})`, 'giu');
+  return snippet.split(re).map((part, i) => (i % 2 === 1 ? <mark key={i} className="rounded-sm bg-amber-200 px-0.5 text-inherit dark:bg-amber-700/60">{part}</mark> : part));
+}
+
+export function SearchResults({ query }: { query: string }) {
+  const trpc = useTRPC();
+  const openAt = useRoomStore((s) => s.openAt);
+  const q = useDebounced(query.trim(), DEBOUNCE_MS);
+  const enabled = q.length >= 2;
+  const search = useQuery(trpc.sessions.search.queryOptions({ query: q, limit: 20 }, { enabled, placeholderData: keepPreviousData, staleTime: 10_000 }));
+  if (!enabled || query.trim().length < 2) return null;
+  const results = search.data?.results ?? [];
+  return (
+    <section aria-label="Search results" data-testid="search-results" className="max-h-[40dvh] overflow-y-auto rounded-md border border-zinc-200 bg-white dark:border-zinc-700 dark:bg-zinc-950">
+      <h2 className="sticky top-0 bg-white px-2 pt-1.5 pb-1 text-[11px] font-semibold text-zinc-500 uppercase dark:bg-zinc-950">
+        Messages {search.isFetching && <span className="font-normal normal-case">· searching…</span>}
+      </h2>
+      {search.isError && <p className="px-2 pb-2 text-xs text-rose-600">Search failed: {search.error.message}</p>}
+      {search.isSuccess && results.length === 0 && <p className="px-2 pb-2 text-xs text-zinc-500">No messages match.</p>}
+      <ul>
+        {results.map((r) => (
+          <li key={r.messageId}>
+            <button
+              type="button"
+              data-testid="search-result"
+              data-session-key={r.sessionKey}
+              data-message-id={r.messageId}
+              onClick={() => openAt(r.sessionKey, r.messageId)}
+              className="block w-full border-t border-zinc-100 px-2 py-1.5 text-left hover:bg-zinc-100 dark:border-zinc-800 dark:hover:bg-zinc-800"
+            >
+              <span className="block truncate font-mono text-[10px] text-zinc-500">
+                {r.sessionKey} · {r.kind === 'message' ? r.role : r.kind}
+              </span>
+              <span data-testid="search-snippet" className="line-clamp-2 text-xs break-words">
+                {highlight(r.snippet, q)}
+              </span>
+            </button>
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}

@@ -1,0 +1,69 @@
+// sessions.search over real HTTP on the real store (SQLite FTS5, or PostgreSQL full text with TEST_STORE=postgres).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../testing/harness';
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await startTestServer({ config: { agents: [{ id: 'main' }, { id: 'ops', tools: { exec: 'auto' } }] } });
+  const runs = [
+    await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:s1', message: '/reply the quokka sleeps at noon' }),
+    await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:ops:s2', message: '/tool exec {"command":"printf \'first line\\\\nwombat burrow\\\\n\'"}' }),
+    await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:s3', message: 'tell me about wombats and a quokka' }),
+  ];
+  for (const r of runs) await s.rpc('agent.wait', { runId: r.runId });
+});
+afterAll(async () => {
+  await s?.close();
+});
+
+type Result = { sessionKey: string; messageId: number; role: string; kind: string; snippet: string; createdAt: string };
+const search = (params: Record<string, unknown>) => s.rpc<{ results: Result[]; next_cursor: string | null }>('sessions.search', params);
+const call = (params: unknown) => s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'sessions.search', params });
+
+describe('sessions.search', () => {
+  it('finds words inside a tool result (JSON syntax is not part of the words) and names the row', async () => {
+    const r = await search({ query: 'wombat' });
+    const hit = r.results.find((x) => x.kind === 'tool_result');
+    expect(hit).toMatchObject({ sessionKey: 'agent:ops:s2', role: 'tool', kind: 'tool_result' });
+    expect(hit!.snippet).toContain('wombat burrow');
+    expect(hit!.createdAt).toMatch(/^\d{4}-\d\d-\d\dT.*Z$/);
+    const page = await s.rpc<{ messages: Array<{ id: number; kind: string }> }>('chat.history', { sessionKey: 'agent:ops:s2', includeTools: true });
+    expect(page.messages.find((m) => m.id === hit!.messageId)?.kind).toBe('tool_result');
+  });
+
+  it('needs every word, takes the last one as a prefix, ranks, filters by agent and pages without repeats', async () => {
+    const both = await search({ query: 'quokka wombat' });
+    expect(new Set(both.results.map((x) => x.sessionKey))).toEqual(new Set(['agent:main:s3']));
+    const prefix = await search({ query: 'quok' });
+    expect(new Set(prefix.results.map((x) => x.sessionKey))).toEqual(new Set(['agent:main:s1', 'agent:main:s3']));
+    expect((await search({ query: 'wombat', agentId: 'ops' })).results.every((x) => x.sessionKey.startsWith('agent:ops:'))).toBe(true);
+    const all = (await search({ query: 'quokka' })).results.map((x) => x.messageId);
+    const first = await search({ query: 'quokka', limit: 1 });
+    expect(first.next_cursor).toBeTruthy();
+    const rest = await search({ query: 'quokka', limit: 200, cursor: first.next_cursor });
+    expect([...first.results, ...rest.results].map((x) => x.messageId)).toEqual(all);
+    expect(rest.next_cursor).toBeNull();
+  });
+
+  it('treats the query as words, never as engine syntax', async () => {
+    expect((await search({ query: '"quokka* ( -:' })).results.length).toBeGreaterThan(0);
+    expect((await search({ query: '***' })).results).toEqual([]);
+    expect((await search({ query: 'zzzznotthere' })).results).toEqual([]);
+  });
+
+  it('validates params and cursors (CONTRACT §3)', async () => {
+    expect((await call({})).body.error).toMatchObject({ code: -32602 });
+    expect((await call({ query: 'x', limit: 0 })).body.error).toMatchObject({ code: -32602 });
+    const other = await s.rpc<{ next_cursor: string | null }>('sessions.list', { limit: 1 });
+    expect((await call({ query: 'quokka', cursor: other.next_cursor })).body.error).toMatchObject({ code: -32602, data: { code: 'invalid_cursor' } });
+    expect((await call({ query: 'quokka', cursor: '!!' })).body.error).toMatchObject({ data: { code: 'invalid_cursor' } });
+  });
+
+  it('forgets a deleted transcript', async () => {
+    const r = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:gone', message: '/reply platypus' });
+    await s.rpc('agent.wait', { runId: r.runId });
+    expect((await search({ query: 'platypus' })).results.length).toBeGreaterThan(0);
+    await s.rpc('sessions.delete', { sessionKey: 'agent:main:gone', deleteTranscript: true });
+    expect((await search({ query: 'platypus' })).results).toEqual([]);
+  });
+});

@@ -1,0 +1,114 @@
+// Full-text search over transcripts (CONTRACT §3 sessions.search): SQLite FTS5 and PostgreSQL full-text search behind one query.
+import { type Kysely, sql } from 'kysely';
+import type { DialectName } from './migrations';
+import type { Database } from './schema';
+
+/*
+ * What is indexed: a message's text plus every string and number inside its tool arguments and result (not the JSON
+ * syntax around them, so "a\nzebra" in a result is the words "a" and "zebra"). Triggers on `messages` keep the index in
+ * step with every insert and delete, so the store's write path does not change and no writer can forget it.
+ * Both dialects tokenize the same way (no stemming: unicode61 / 'simple'): every query word must match, the last
+ * one as a prefix (search-as-you-type).
+ */
+
+// SQLite: the string/number leaves of a JSON column, one per line.
+const sqliteLeaves = (col: string) =>
+  `coalesce((SELECT group_concat(value, char(10)) FROM json_tree(coalesce(${col}, 'null')) WHERE type IN ('text', 'integer', 'real')), '')`;
+const sqliteBody = (row: string) => `${row}.content || char(10) || ${sqliteLeaves(`${row}.tool_args`)} || char(10) || ${sqliteLeaves(`${row}.tool_result`)}`;
+
+// PostgreSQL: the same, with jsonpath over every level.
+const pgLeaves = (col: string) =>
+  `coalesce((SELECT string_agg(v #>> '{}', E'\\n') FROM jsonb_path_query(coalesce(${col}, 'null')::jsonb, 'strict $.**') AS v WHERE jsonb_typeof(v) IN ('string', 'number')), '')`;
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function roomSearchMigration(db: Kysely<any>, dialect: DialectName): Promise<void> {
+  if (dialect === 'sqlite') {
+    await sql`CREATE VIRTUAL TABLE messages_fts USING fts5(body, tokenize = 'unicode61')`.execute(db);
+    await sql.raw(`CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+      INSERT INTO messages_fts(rowid, body) VALUES (new.id, ${sqliteBody('new')}); END`).execute(db);
+    await sql.raw(`CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+      DELETE FROM messages_fts WHERE rowid = old.id; END`).execute(db);
+    await sql.raw(`CREATE TRIGGER messages_fts_update AFTER UPDATE OF content, tool_args, tool_result ON messages BEGIN
+      DELETE FROM messages_fts WHERE rowid = old.id;
+      INSERT INTO messages_fts(rowid, body) VALUES (new.id, ${sqliteBody('new')}); END`).execute(db);
+    await sql.raw(`INSERT INTO messages_fts(rowid, body) SELECT m.id, ${sqliteBody('m')} FROM messages m`).execute(db);
+    return;
+  }
+  await sql`CREATE TABLE message_search (message_id bigint PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE, body text NOT NULL)`.execute(db);
+  await sql`CREATE INDEX message_search_fts ON message_search USING gin (to_tsvector('simple', body))`.execute(db);
+  await sql.raw(`CREATE OR REPLACE FUNCTION crosstalk_message_search_index() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      INSERT INTO message_search (message_id, body)
+        VALUES (NEW.id, NEW.content || E'\\n' || ${pgLeaves('NEW.tool_args')} || E'\\n' || ${pgLeaves('NEW.tool_result')})
+        ON CONFLICT (message_id) DO UPDATE SET body = EXCLUDED.body;
+      RETURN NULL;
+    END $$`).execute(db);
+  await sql`CREATE TRIGGER messages_search_index AFTER INSERT OR UPDATE OF content, tool_args, tool_result ON messages
+    FOR EACH ROW EXECUTE FUNCTION crosstalk_message_search_index()`.execute(db);
+  await sql.raw(`INSERT INTO message_search (message_id, body)
+    SELECT m.id, m.content || E'\\n' || ${pgLeaves('m.tool_args')} || E'\\n' || ${pgLeaves('m.tool_result')} FROM messages m`).execute(db);
+}
+
+/** The words of a query, as both engines tokenize them (letters and digits; everything else separates). */
+export function queryTerms(query: string): string[] {
+  return (query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 16);
+}
+
+export interface SearchHit {
+  id: number;
+  session_key: string;
+  role: string;
+  kind: string;
+  created_at: string;
+  snippet: string;
+}
+
+export interface SearchQuery {
+  query: string;
+  limit: number;
+  offset: number;
+  /** Only sessions of this agent (`agent:<agentId>:…`). */
+  agentId?: string;
+}
+
+const SNIPPET_WORDS = 16;
+/** Ranking looks at the newest this-many matching messages (a chat search wants recent hits; older ones page in by cursor within it). */
+export const RANK_WINDOW = 5_000;
+
+/** Best match first (bm25 / ts_rank; on SQLite among the newest RANK_WINDOW matches), newest first among equals; an empty query finds nothing. */
+export async function searchMessages(db: Kysely<Database>, dialect: DialectName, q: SearchQuery): Promise<SearchHit[]> {
+  const terms = queryTerms(q.query);
+  if (!terms.length) return [];
+  const prefix = q.agentId ? `agent:${q.agentId}:%` : undefined;
+  if (dialect === 'sqlite') {
+    // Each word quoted (no FTS5 syntax from the user), the last one a prefix.
+    const match = terms.map((t, i) => `"${t}"${i === terms.length - 1 ? '*' : ''}`).join(' ');
+    // bm25 scores every match; a word in a third of a million messages makes that slow. Rank within the newest
+    // RANK_WINDOW matches instead (FTS5 walks its doclist newest first and takes a rowid bound cheaply).
+    const floor = await sql<{ rowid: number }>`
+      SELECT rowid FROM messages_fts WHERE messages_fts MATCH ${match} ORDER BY rowid DESC LIMIT 1 OFFSET ${RANK_WINDOW - 1}`.execute(db);
+    const minRowid = floor.rows[0] ? Number(floor.rows[0].rowid) : 0;
+    const res = await sql<SearchHit>`
+      SELECT m.id, m.session_key, m.role, m.kind, m.created_at,
+             snippet(messages_fts, 0, '', '', '…', ${SNIPPET_WORDS}) AS snippet
+      FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+      WHERE messages_fts MATCH ${match} AND messages_fts.rowid >= ${minRowid} ${prefix ? sql`AND m.session_key LIKE ${prefix}` : sql``}
+      ORDER BY messages_fts.rank, m.id DESC
+      LIMIT ${q.limit} OFFSET ${q.offset}`.execute(db);
+    return res.rows.map((r) => ({ ...r, id: Number(r.id) }));
+  }
+  const tsquery = terms.map((t, i) => (i === terms.length - 1 ? `${t}:*` : t)).join(' & ');
+  const res = await sql<SearchHit>`
+    WITH hits AS (
+      SELECT s.message_id, s.body, ts_rank(to_tsvector('simple', s.body), q) AS score, q
+      FROM message_search s, to_tsquery('simple', ${tsquery}) q
+      WHERE to_tsvector('simple', s.body) @@ q
+    )
+    SELECT m.id, m.session_key, m.role, m.kind, m.created_at,
+           ts_headline('simple', h.body, h.q, ${`StartSel="",StopSel="",MaxWords=${SNIPPET_WORDS},MinWords=6,ShortWord=0,FragmentDelimiter=" … "`}) AS snippet
+    FROM hits h JOIN messages m ON m.id = h.message_id
+    ${prefix ? sql`WHERE m.session_key LIKE ${prefix}` : sql``}
+    ORDER BY h.score DESC, m.id DESC
+    LIMIT ${q.limit} OFFSET ${q.offset}`.execute(db);
+  return res.rows.map((r) => ({ ...r, id: Number(r.id) }));
+}
