@@ -18,6 +18,9 @@ import { mainSessionKey } from './sessions/keys';
 import { registerTools } from './tools/registry';
 import type { AnyToolDef } from './tools/types';
 import { WebhookOutbox } from './webhooks/outbox';
+import { Compactor } from './orchestrator/compaction';
+import { Telemetry } from './telemetry/tracing';
+import { Usage } from './usage/usage';
 
 export interface FullRuntime extends Runtime {
   store: Store;
@@ -27,6 +30,9 @@ export interface FullRuntime extends Runtime {
   log: Logger;
   webhooks: WebhookOutbox;
   delegates: Delegates;
+  usage: Usage;
+  telemetry: Telemetry;
+  compactor: Compactor;
   channels: ChannelService;
   /** POST /api/gateway on bare node:http, for servers that route it before Next (scripts/start.mjs). */
   nodeGateway(req: IncomingMessage, res: ServerResponse): void;
@@ -56,13 +62,16 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     chatHistory: (p) => gateway!.chatHistory(p),
   };
   const tools = new Map<string, AnyToolDef>();
-  const orchestrator = new Orchestrator({ store, bus, metrics, log, config, tools });
+  const telemetry = new Telemetry();
+  const usage = new Usage({ store, metrics, config });
+  const compactor = new Compactor({ store, bus, metrics, log, config, usage, telemetry });
+  const orchestrator = new Orchestrator({ store, bus, metrics, log, config, tools, usage, telemetry, compactor });
   const delegates = new Delegates({ store, bus, orchestrator, metrics, log });
   const channels = createChannels({ config, store, bus, orchestrator, log });
-  registerTools(tools, { config, store, bus, metrics, gateway: lazyGateway, orchestrator: () => orchestrator, delegates: () => delegates, channels: () => channels });
-  const webhooks = new WebhookOutbox(store, config.webhooks, log, (outcome) => metrics.webhooks.inc({ outcome }));
+  registerTools(tools, { config, store, bus, metrics, gateway: lazyGateway, orchestrator: () => orchestrator, delegates: () => delegates, channels: () => channels, usage });
+  const webhooks = new WebhookOutbox(store, config.webhooks, log, (outcome) => metrics.webhooks.inc({ outcome }), telemetry);
   orchestrator.webhooks = webhooks;
-  gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates, metrics, channels });
+  gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates, metrics, channels, usage, compactor });
   await orchestrator.recover();
   webhooks.start();
   channels.start();
@@ -80,6 +89,9 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     webhooks,
     delegates,
     channels,
+    usage,
+    telemetry,
+    compactor,
     nodeGateway(req, res) {
       handleGatewayNode(rt, req, res);
     },
@@ -89,6 +101,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
       await orchestrator.idle();
       await channels.idle();
       channels.stop();
+      await telemetry.shutdown();
       await store.close();
     },
   };

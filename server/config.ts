@@ -36,6 +36,22 @@ const agentSchema = z
   })
   .strict();
 
+/** `models.<spec>`: context window and prices (USD per million tokens) of one model spec (CONTRACT §1). */
+const modelSettingsSchema = z
+  .object({
+    contextWindow: z.number().int().min(256).optional(),
+    inputPerMTok: z.number().min(0).optional(),
+    outputPerMTok: z.number().min(0).optional(),
+    cachedInputPerMTok: z.number().min(0).optional(),
+  })
+  .strict();
+export type ModelSettings = z.infer<typeof modelSettingsSchema>;
+
+const compactionSchema = z
+  .object({ threshold: z.number().gt(0).max(1).default(0.8), keepRecent: z.number().int().min(1).max(1000).default(20) })
+  .strict()
+  .default({ threshold: 0.8, keepRecent: 20 });
+
 const configSchema = z
   .object({
     agents: z.array(agentSchema).min(1).optional(),
@@ -59,6 +75,8 @@ const configSchema = z
       .default({ allowPrivateNetwork: false, retryBaseMs: 1000, maxAttempts: 8, timeoutMs: 10_000 }),
     channels: z.record(z.string(), z.record(z.string(), z.unknown())).default({}),
     limits: limitsSchema.partial().default({}),
+    models: z.record(z.string(), modelSettingsSchema).default({}),
+    compaction: compactionSchema,
   })
   .strict();
 
@@ -88,6 +106,8 @@ export interface CrosstalkConfig {
   session: RawConfig['session'];
   webhooks: RawConfig['webhooks'];
   channels: RawConfig['channels'];
+  models: RawConfig['models'];
+  compaction: RawConfig['compaction'];
 }
 
 const DEFAULT_AGENTS = [
@@ -167,6 +187,8 @@ export function resolveConfig(cfg: RawConfig, env: Record<string, string | undef
     session: cfg.session,
     webhooks: cfg.webhooks,
     channels: cfg.channels,
+    models: cfg.models ?? {},
+    compaction: cfg.compaction ?? { threshold: 0.8, keepRecent: 20 },
   };
 }
 

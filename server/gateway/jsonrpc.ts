@@ -60,6 +60,8 @@ const methods: Record<string, Method> = {
   'delegates.stats': { params: s.delegatesStatsParams, call: (gw) => gw.delegatesStats() },
   status: { params: s.agentsListParams, call: (gw) => gw.status() },
   'webhooks.list': { params: s.webhooksListParams, call: (gw, p) => gw.webhooksList(p) },
+  'sessions.compact': { params: s.sessionsCompactParams, call: (gw, p) => gw.sessionsCompact(p) },
+  'sessions.usage': { params: s.sessionsUsageParams, call: (gw, p) => gw.sessionsUsage(p) },
 };
 
 export function rpcError(id: Id, code: number, message: string, data?: RpcError['data']): RpcResponse {

@@ -32,6 +32,9 @@ import type { Delegates, DelegateRunResult } from '../orchestrator/delegates';
 import type { AgentInfo, AgentResult, EventSubscribeOptions, Gateway, StatusSummary, WebhookInfo } from './types';
 import type { Metrics } from '../metrics';
 import type { ChannelService, SendParams } from '../channels';
+import type { Usage } from '../usage/usage';
+import type { Compactor } from '../orchestrator/compaction';
+import { compactSession } from './compact';
 
 export interface ServiceDeps {
   config: CrosstalkConfig;
@@ -42,6 +45,8 @@ export interface ServiceDeps {
   delegates: Delegates;
   metrics: Metrics;
   channels: ChannelService;
+  usage?: Usage;
+  compactor?: Compactor;
 }
 
 export class GatewayService implements Gateway {
@@ -85,8 +90,23 @@ export class GatewayService implements Gateway {
     return this.d.channels.send(p);
   }
 
-  agentWait(p: AgentWaitParams) {
-    return this.d.orchestrator.wait(p.runId, p.timeoutMs ?? 30_000);
+  async agentWait(p: AgentWaitParams) {
+    const w = await this.d.orchestrator.wait(p.runId, p.timeoutMs ?? 30_000);
+    if (w.status === 'timeout' || !this.d.usage) return w;
+    const row = await this.d.store.getRun(p.runId);
+    return { ...w, usage: await this.d.usage.forRun(row?.merged_into ?? p.runId) };
+  }
+
+  async sessionsCompact(p: { sessionKey: string }) {
+    await this.mustSession(p.sessionKey);
+    if (!this.d.compactor) throw new CrosstalkError('internal', 'compaction is not available');
+    return compactSession(this.d, p.sessionKey);
+  }
+
+  async sessionsUsage(p: { sessionKey: string }) {
+    await this.mustSession(p.sessionKey);
+    if (!this.d.usage) throw new CrosstalkError('internal', 'usage accounting is not available');
+    return this.d.usage.forSession(p.sessionKey);
   }
 
   async agentCancel(p: AgentCancelParams): Promise<{ status: 'ok' }> {
@@ -257,6 +277,7 @@ export class GatewayService implements Gateway {
       silence: await count(m.silence),
       rateLimited: await count(m.rateLimited),
       webhooksDead: dead.length,
+      ...(this.d.usage ? { usage: await this.d.usage.total() } : {}),
     };
   }
 

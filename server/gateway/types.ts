@@ -26,6 +26,8 @@ export interface WaitResult {
   status: 'ok' | 'error' | 'timeout';
   response?: string;
   error?: string;
+  /** Summed over the run's model steps (CONTRACT §3 `agent.wait`); `costUsd` only when its models are priced. */
+  usage?: import('../usage/usage').RunUsage;
 }
 
 export interface AgentInfo {
@@ -70,6 +72,8 @@ export interface StatusSummary {
   silence: number;
   rateLimited: number;
   webhooksDead: number;
+  /** Model tokens and cost over every session (the status panel's roll-up). */
+  usage?: { inputTokens: number; outputTokens: number; costUsd: number };
 }
 
 export interface Gateway {
@@ -97,6 +101,10 @@ export interface Gateway {
   delegatesResume(p: DelegatesResumeParams): Promise<DelegateRunResult>;
   /** Reusable delegate sessions and their transcripts' total size, for the status panel. */
   delegatesStats(): Promise<{ reusable: number; bytes: number }>;
+  /** Compacts a session now (CONTRACT §3 `sessions.compact`); `agent_busy` while a run is active. */
+  sessionsCompact(p: import('./schemas').SessionsCompactParams): Promise<{ status: 'ok'; tokensBefore: number; tokensAfter: number }>;
+  /** A session's model usage and its whole tree's (CONTRACT §3 `sessions.usage`). */
+  sessionsUsage(p: import('./schemas').SessionsUsageParams): Promise<import('../usage/usage').SessionUsage>;
   /** Live + replayed agent events for a session or run. */
   events(o: EventSubscribeOptions): AsyncIterable<AgentEvent>;
 }

@@ -8,7 +8,8 @@ import type { Metrics } from '../metrics';
 import type { ApprovalRow } from '../store/schema';
 import { nowIso, type Store } from '../store/store';
 
-export type GateResult = { allowed: true } | { allowed: false; reason: string };
+/** `waited`: a person was asked (the call paused on an approval). */
+export type GateResult = ({ allowed: true } | { allowed: false; reason: string }) & { waited?: boolean };
 export type Decision = 'allow_once' | 'allow_always' | 'deny';
 
 export interface GateRequest {
@@ -95,7 +96,7 @@ export class Approvals {
     else await this.store.updateRun(q.runId, { status: 'waiting_approval' });
     const result = await decided;
     if (!q.signal.aborted) await this.store.updateRun(q.runId, { status: 'running' });
-    return result;
+    return { ...result, waited: true };
   }
 
   async resolve(approvalId: string, decision: Decision, reason?: string): Promise<void> {

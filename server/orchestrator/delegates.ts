@@ -21,6 +21,8 @@ export interface DelegateCaller {
   runId?: string;
   callId?: string;
   signal?: AbortSignal;
+  /** W3C traceparent of the calling tool call: the delegate's runs join the caller's trace. */
+  traceparent?: string;
 }
 
 export interface DelegateRequest {
@@ -142,6 +144,7 @@ export class Delegates {
         from: { sessionKey: caller.sessionKey, ...(caller.runId ? { runId: caller.runId } : {}), agentId: caller.agent.id },
         delegate: { conversation_id: key, agent_id: agentId, mode, followUp },
         ...(mode === 'detached' ? { callback: true } : {}),
+        ...(caller.traceparent ? { traceparent: caller.traceparent } : {}),
       };
       // Live delegate events stream to the parent's tool call while it waits (standard mode).
       const sub = mode === 'standard' && caller.runId && caller.callId ? bus.subscribe({ sessionKey: key }) : null;

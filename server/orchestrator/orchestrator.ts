@@ -19,6 +19,8 @@ import { failpoint } from '../failpoints';
 import type { WebhookOutbox } from '../webhooks/outbox';
 import type { CallbackRow } from '../store/schema';
 import type { ActiveRun, InboxItem, RunInput, RunOutcome } from './types';
+import { endRunTrace, type RunHookDeps, startRunTrace } from './run-hooks';
+import { stampTrace } from '../telemetry/propagation';
 
 export interface SubmitOptions {
   queueMode?: QueueMode;
@@ -64,7 +66,7 @@ export class Orchestrator {
   private readonly live = new Set<Promise<unknown>>();
 
   constructor(
-    private readonly o: { store: Store; bus: EventBus; metrics: Metrics; log: Logger; config: CrosstalkConfig; tools: Map<string, AnyToolDef> },
+    private readonly o: { store: Store; bus: EventBus; metrics: Metrics; log: Logger; config: CrosstalkConfig; tools: Map<string, AnyToolDef> } & RunHookDeps,
   ) {
     this.agents = new Map(o.config.agents.map((a) => [a.id, a]));
     this.approvals = new Approvals(o.store, o.bus, o.metrics, (runId) => this.resumeRun(runId));
@@ -106,10 +108,11 @@ export class Orchestrator {
     const trackerKey = `${run.agent.id}|${specs.join(',')}`;
     let tracker = this.trackers.get(trackerKey);
     if (!tracker) this.trackers.set(trackerKey, (tracker = new FallbackTracker()));
+    run.modelSpec = tracker.activeFallback ?? specs[0];
     return createModelChain(specs, {
       tracker,
-      onFallback: (info) => this.o.bus.emit(run.id, 'lifecycle', { phase: 'fallback', ...info }),
-      onFallbackCleared: (info) => this.o.bus.emit(run.id, 'lifecycle', { phase: 'fallback_cleared', ...info }),
+      onFallback: (info) => ((run.modelSpec = info.to), this.o.bus.emit(run.id, 'lifecycle', { phase: 'fallback', ...info })),
+      onFallbackCleared: (info) => ((run.modelSpec = info.model), this.o.bus.emit(run.id, 'lifecycle', { phase: 'fallback_cleared', ...info })),
     });
   }
 
@@ -292,6 +295,7 @@ export class Orchestrator {
       const row = await this.o.store.getRun(item.runId);
       if (!row) throw new Error(`run ${item.runId} vanished`);
       active.row = row;
+      startRunTrace(this.deps, active, row);
       this.o.bus.registerRun(active.id, st.key, resume ? await this.o.store.maxSeq(active.id) : 0);
       // `collect` turns its queued messages into one user turn.
       const inputs = item.collect && item.inputs.length > 1 ? [mergeInputs(item.inputs)] : item.inputs;
@@ -314,6 +318,7 @@ export class Orchestrator {
       const own = active.row ?? (await store.getRun(active.id));
       const merged = active.injected ? await store.mergedInto(active.id) : [];
       deliveries = planDeliveries({ runId: active.id, sessionKey: st.key, agentId: active.agent.id, agentName: active.agent.name }, [...(own ? [own] : []), ...merged], outcome);
+      stampTrace(deliveries, active.traceparent);
       // The run's end, its callbacks and its webhooks are one transaction: a crash after it still delivers them.
       await store.finishRun(
         active.id,
@@ -330,6 +335,7 @@ export class Orchestrator {
     if (outcome.status === 'ok') bus.emit(active.id, 'lifecycle', { phase: 'end', status: 'ok', response: outcome.response ?? '' });
     else bus.emit(active.id, 'lifecycle', { phase: 'error', status: outcome.status, error: outcome.error ?? outcome.status });
     bus.unregisterRun(active.id);
+    endRunTrace(this.deps, active, outcome);
     metrics.runs.inc({ outcome: outcome.status });
     if (outcome.status === 'ok') {
       const posted = active.counters.get('posted') ?? 0;
@@ -376,7 +382,7 @@ export class Orchestrator {
         log.warn({ callbackId: cb.id, caller: cb.caller_session_key }, 'callback dropped: the caller session no longer exists');
         return;
       }
-      const meta = JSON.parse(cb.meta ?? '{}') as { fromAgentId?: string; fromAgentName?: string; endedAt?: string; delegate?: unknown };
+      const meta = JSON.parse(cb.meta ?? '{}') as { fromAgentId?: string; fromAgentName?: string; endedAt?: string; delegate?: unknown; traceparent?: string };
       await this.submit(
         cb.caller_session_key,
         {
@@ -385,7 +391,7 @@ export class Orchestrator {
           author: { type: 'agent', id: meta.fromAgentId ?? 'unknown', ...(meta.fromAgentName ? { name: meta.fromAgentName } : {}) },
           meta: { fromSessionKey: cb.target_session_key, runId: cb.target_run_id, targetEndedAt: meta.endedAt, ...(meta.delegate ? { delegate: meta.delegate } : {}) },
         },
-        { runId: `run_${cb.id}`, neverRefuse: true, origin: { callbackOf: cb.target_run_id } },
+        { runId: `run_${cb.id}`, neverRefuse: true, origin: { callbackOf: cb.target_run_id, ...(meta.traceparent ? { traceparent: meta.traceparent } : {}) } },
       );
       await store.settleCallback(cb.id, 'delivered');
     } catch (e) {

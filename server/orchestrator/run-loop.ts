@@ -15,8 +15,10 @@ import { markStarted } from './started';
 import { type PromptMessage, toJsonValue, toPromptMessages, userMessage } from './context';
 import { functionTools, type StepToolCall, streamStep } from './model-step';
 import type { ActiveRun, RunInput, RunOutcome } from './types';
+import { contextView } from './compaction';
+import { afterModelStep, beforeModelStep, endToolSpan, recordApprovalWait, type RunHookDeps, startToolSpan } from './run-hooks';
 
-export interface RunDeps {
+export interface RunDeps extends RunHookDeps {
   store: Store;
   bus: EventBus;
   metrics: Metrics;
@@ -78,7 +80,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   const inputs = JSON.parse(row.input) as RunInput[];
   if (row.origin) run.origin = JSON.parse(row.origin) as Record<string, unknown>;
   if (!resume) {
-    bus.emit(run.id, 'lifecycle', { phase: 'start', agentId: run.agent.id, ...(row.origin ? { origin: JSON.parse(row.origin) } : {}) });
+    bus.emit(run.id, 'lifecycle', { phase: 'start', agentId: run.agent.id, ...(row.origin ? { origin: JSON.parse(row.origin) } : {}), ...(run.traceId ? { traceId: run.traceId } : {}) });
     for (const i of inputs) {
       const endedAt = i.kind === 'agent_callback_result' ? (i.meta?.targetEndedAt as string | undefined) : undefined;
       if (endedAt) deps.metrics.callbackLatency.observe((Date.now() - Date.parse(endedAt)) / 1000);
@@ -89,7 +91,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
     await store.updateRun(run.id, { status: 'running' });
   }
 
-  const transcript = await store.contextRows(run.sessionKey, config.session.contextMessages);
+  const transcript = (await contextView(store, run.sessionKey, config.session.contextMessages)).rows; // the newest summary and the rows after it
   const messages: PromptMessage[] = toPromptMessages(transcript);
   let lastText = '';
   for (const m of transcript) if (m.runId === run.id && m.role === 'assistant' && m.kind === 'message') lastText = m.content.trim();
@@ -177,9 +179,13 @@ async function injectInbox(deps: RunDeps, run: ActiveRun, messages: PromptMessag
 async function modelStep(deps: RunDeps, run: ActiveRun, model: LanguageModelV4, messages: PromptMessage[], tools: LanguageModelV4FunctionTool[]) {
   const signal = run.abort.signal;
   let step;
+  const system = systemPrompt(run);
+  const frame = await beforeModelStep(deps, run, model, messages, tools, system);
   try {
-    step = await streamStep(model, { system: systemPrompt(run), messages, tools, signal, onDelta: (delta) => deps.bus.emit(run.id, 'assistant', { delta }) });
+    step = await streamStep(model, { system, messages, tools, signal, onDelta: (delta) => deps.bus.emit(run.id, 'assistant', { delta }) });
+    await afterModelStep(deps, run, frame, step);
   } catch (e) {
+    if (!step) await afterModelStep(deps, run, frame, undefined, e);
     if (signal.aborted) throw new RunAborted();
     deps.metrics.modelSteps.inc({ outcome: 'error' });
     throw e;
@@ -211,6 +217,7 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
   const { bus, metrics } = deps;
   const signal = run.abort.signal;
   const messaging = isMessagingTool(call.toolName);
+  const traced = startToolSpan(deps, run, call);
   bus.emit(run.id, 'tool', { phase: 'start', name: call.toolName, callId: call.toolCallId, args: toJsonValue(call.input), ...(messaging ? { messaging } : {}) });
   let result: unknown;
   let outcome = 'ok';
@@ -224,13 +231,15 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
     if (!parsed.success) {
       result = toolError('invalid_request', `invalid arguments for ${call.toolName}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
     } else {
+      const asked = Date.now();
       const gate = await deps.approvals.gate({ runId: run.id, sessionKey: run.sessionKey, agent: run.agent, callId: call.toolCallId, tool: def.name, args: parsed.data, signal });
+      recordApprovalWait(deps, traced.span, def.name, asked, !!gate.waited, gate.allowed ? 'allowed' : 'denied');
       if (!gate.allowed) {
         result = { status: 'denied', reason: gate.reason };
         outcome = 'denied';
       } else {
         try {
-          result = await def.execute(parsed.data, { runId: run.id, sessionKey: run.sessionKey, agent: run.agent, callId: call.toolCallId, signal, counters: run.counters, delivered: run.delivered, origin: run.origin, sessionCwd: run.cwd });
+          result = await def.execute(parsed.data, { runId: run.id, sessionKey: run.sessionKey, agent: run.agent, callId: call.toolCallId, signal, counters: run.counters, delivered: run.delivered, origin: run.origin, sessionCwd: run.cwd, traceparent: traced.traceparent });
         } catch (e) {
           deps.log.error({ err: e, tool: def.name }, 'tool threw');
           result = toolError('internal', `${def.name} failed: ${errorMessage(e)}`);
@@ -239,6 +248,7 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
     }
   }
   if (outcome === 'ok' && (result as { status?: string } | null)?.status === 'error') outcome = 'error';
+  endToolSpan(deps, traced.span, outcome);
   metrics.toolCalls.inc({ tool: call.toolName, outcome });
   if (messaging) metrics.messagingCalls.inc({ tool: call.toolName, outcome });
   await append([

@@ -43,6 +43,12 @@ export interface ActiveRun {
   cancelled?: { reason?: string };
   /** Where the run's message came from (a channel, a calling session…). */
   origin?: Record<string, unknown>;
+  /** The model spec serving the run now (the primary, or the fallback it switched to): its window and price apply. */
+  modelSpec?: string;
+  /** The run's span (tracing on), its W3C traceparent (carried to the runs it starts) and trace id (shown in the room). */
+  span?: import('@opentelemetry/api').Span;
+  traceparent?: string;
+  traceId?: string;
 }
 
 export interface RunOutcome {

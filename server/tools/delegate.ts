@@ -40,7 +40,7 @@ export function createDelegateAgentTool(delegates: () => Delegates): ToolDef<z.i
     inputSchema: delegateInput,
     execute: (input, ctx) =>
       asToolData(() =>
-        delegates().delegate({ sessionKey: ctx.sessionKey, agent: ctx.agent, runId: ctx.runId, callId: ctx.callId, signal: ctx.signal }, input),
+        delegates().delegate({ sessionKey: ctx.sessionKey, agent: ctx.agent, runId: ctx.runId, callId: ctx.callId, signal: ctx.signal, traceparent: ctx.traceparent }, input),
       ),
   };
 }

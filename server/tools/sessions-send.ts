@@ -8,6 +8,7 @@ import type { Orchestrator } from '../orchestrator/orchestrator';
 import { mainSessionKey } from '../sessions/keys';
 import { checkWebhookUrl } from '../webhooks/guard';
 import type { ToolCallContext, ToolDef } from './types';
+import type { Usage } from '../usage/usage';
 
 const common = {
   message: messageSchema,
@@ -21,6 +22,8 @@ const agentsMessageInput = z.object({ agentId: z.string().min(1).max(128), ...co
 export interface SendDeps {
   orchestrator: () => Orchestrator;
   config: CrosstalkConfig;
+  /** Records the sessions a session starts by messaging them (their usage rolls up into its tree). */
+  usage?: Pick<Usage, 'link' | 'sessionExists'>;
 }
 
 const DEFAULT_SYNC_TIMEOUT_S = 60;
@@ -28,7 +31,7 @@ const DEFAULT_SYNC_TIMEOUT_S = 60;
 /** The shared mechanism: deliver as an `inter_session` row, then wait (sync) or arrange a callback (async). */
 export function sendToSession(
   deps: SendDeps,
-  ctx: Pick<ToolCallContext, 'sessionKey' | 'runId' | 'agent'>,
+  ctx: Pick<ToolCallContext, 'sessionKey' | 'runId' | 'agent' | 'traceparent'>,
   p: { targetKey: string; message: string; mode?: 'sync' | 'async'; timeoutSeconds?: number; webhook?: { url: string; secret?: string } },
 ) {
   return asToolData(async () => {
@@ -40,7 +43,13 @@ export function sendToSession(
       if (refused) throw new CrosstalkError('invalid_request', refused);
     }
     const mode = p.mode ?? 'sync';
-    const origin: MessageOrigin = { from: { sessionKey: ctx.sessionKey, runId: ctx.runId, agentId: ctx.agent.id }, mode, ...(mode === 'async' ? { callback: true } : {}) };
+    const origin: MessageOrigin = {
+      from: { sessionKey: ctx.sessionKey, runId: ctx.runId, agentId: ctx.agent.id },
+      mode,
+      ...(mode === 'async' ? { callback: true } : {}),
+      ...(ctx.traceparent ? { traceparent: ctx.traceparent } : {}),
+    };
+    const fresh = deps.usage ? !(await deps.usage.sessionExists(p.targetKey)) : false;
     const res = await orch.submit(
       p.targetKey,
       {
@@ -51,6 +60,7 @@ export function sendToSession(
       },
       { origin, webhook: p.webhook },
     );
+    if (fresh) await deps.usage?.link(ctx.sessionKey, p.targetKey);
     if (mode === 'async') return { status: 'accepted', runId: res.runId };
     const w = await orch.wait(res.runId, (p.timeoutSeconds ?? DEFAULT_SYNC_TIMEOUT_S) * 1000);
     if (w.status === 'ok') return { status: 'ok', runId: res.runId, response: w.response ?? '' };
