@@ -33,6 +33,8 @@ export interface FullRuntime extends Runtime {
   usage: Usage;
   telemetry: Telemetry;
   compactor: Compactor;
+  /** The tool registry every agent's model sees (built-in, channel and MCP tools). */
+  tools: Map<string, AnyToolDef>;
   channels: ChannelService;
   /** POST /api/gateway on bare node:http, for servers that route it before Next (scripts/start.mjs). */
   nodeGateway(req: IncomingMessage, res: ServerResponse): void;
@@ -92,6 +94,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     usage,
     telemetry,
     compactor,
+    tools,
     nodeGateway(req, res) {
       handleGatewayNode(rt, req, res);
     },

@@ -23,7 +23,7 @@ describe('restart', () => {
       const w = await b.rpc<{ status: string; response: string }>('agent.wait', { runId });
       expect(w.status).toBe('ok');
       expect(w.response).toContain('"stdout":"resumed\\n"');
-      expect(await b.rpc('agent.wait', { runId: next.runId })).toEqual({ status: 'ok', response: 'echo: after' });
+      expect(await b.rpc('agent.wait', { runId: next.runId })).toMatchObject({ status: 'ok', response: 'echo: after' });
       const h = await b.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:main', includeTools: true });
       expect(h.messages.reverse().map((m: any) => m.kind)).toEqual(['message', 'message', 'tool_call', 'tool_result', 'message', 'message', 'message']);
       // seq continues across the restart
@@ -57,7 +57,7 @@ describe('restart', () => {
     const b = await startTestServer({ dataDir });
     try {
       expect(await b.rpc('agent.wait', { runId: r1.runId })).toMatchObject({ status: 'error', error: 'interrupted by a restart' });
-      expect(await b.rpc('agent.wait', { runId: r2.runId })).toEqual({ status: 'ok', response: 'echo: queued one' });
+      expect(await b.rpc('agent.wait', { runId: r2.runId })).toMatchObject({ status: 'ok', response: 'echo: queued one' });
     } finally {
       await b.close();
     }

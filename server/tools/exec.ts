@@ -5,14 +5,22 @@ import path from 'node:path';
 import { z } from 'zod';
 import { toolError } from '../errors';
 import type { ToolDef } from './types';
+import { described } from './describe';
 
 const OUTPUT_CAP = 64 * 1024;
 
-const input = z.object({
-  command: z.string().min(1).max(16_384),
-  cwd: z.string().max(4096).optional(),
-  timeoutSeconds: z.number().min(1).max(3600).optional(),
-});
+const input = described(
+  z.object({
+    command: z.string().min(1).max(16_384),
+    cwd: z.string().max(4096).optional(),
+    timeoutSeconds: z.number().min(1).max(3600).optional(),
+  }),
+  {
+    command: 'The shell command line to run (sh -c), e.g. "ls -la".',
+    cwd: 'Folder to run in, relative to your workspace folder; must stay inside it. Default: the workspace (or the delegate\'s cwd).',
+    timeoutSeconds: 'Kill the command after this many seconds (1-3600). Default 60.',
+  },
+);
 
 export function createExecTool(): ToolDef<z.infer<typeof input>> {
   return {

@@ -2,7 +2,8 @@
 import { z } from 'zod';
 import type { CrosstalkConfig } from '../config';
 import { asToolData, CrosstalkError } from '../errors';
-import { messageSchema, sessionKeySchema, webhookSchema } from '../gateway/schemas';
+import { MAX_MESSAGE_BYTES, sessionKeySchema, webhookSchema } from '../gateway/schemas';
+import { described, toolText } from './describe';
 import type { MessageOrigin } from '../orchestrator/callbacks';
 import type { Orchestrator } from '../orchestrator/orchestrator';
 import { mainSessionKey } from '../sessions/keys';
@@ -10,14 +11,30 @@ import { checkWebhookUrl } from '../webhooks/guard';
 import type { ToolCallContext, ToolDef } from './types';
 import type { Usage } from '../usage/usage';
 
+const webhookInput = described(webhookSchema, {
+  url: 'http(s) URL that gets a POST of {runId, sessionKey, status, response} when the target run ends.',
+  secret: 'When given, the POST is signed: X-Crosstalk-Signature: sha256=<hex HMAC of the body>.',
+});
 const common = {
-  message: messageSchema,
+  message: toolText(MAX_MESSAGE_BYTES),
   mode: z.enum(['sync', 'async']).optional(),
   timeoutSeconds: z.number().min(0).max(3600).optional(),
-  webhook: webhookSchema.optional(),
+  webhook: webhookInput.optional(),
 };
-const sessionsSendInput = z.object({ sessionKey: sessionKeySchema, ...common }).strict();
-const agentsMessageInput = z.object({ agentId: z.string().min(1).max(128), ...common }).strict();
+const commonDescriptions = {
+  message: 'The message text for the target session (up to 256 KiB).',
+  mode: '"sync" (default) waits for the reply; "async" returns at once and the reply comes back later as a callback message.',
+  timeoutSeconds: 'sync only: how long to wait for the reply (0-3600 seconds, default 60); on timeout the message is still delivered.',
+  webhook: 'Optional {url, secret}: also POST the result there when the target run ends.',
+};
+const sessionsSendInput = described(z.object({ sessionKey: sessionKeySchema, ...common }).strict(), {
+  sessionKey: 'The target session key, agent:<agentId>:<rest> (not your own session).',
+  ...commonDescriptions,
+});
+const agentsMessageInput = described(z.object({ agentId: z.string().min(1).max(128), ...common }).strict(), {
+  agentId: "The target agent's id; the message goes to its main session agent:<agentId>:main.",
+  ...commonDescriptions,
+});
 
 export interface SendDeps {
   orchestrator: () => Orchestrator;
