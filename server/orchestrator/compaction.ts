@@ -104,7 +104,7 @@ export function correctedEstimate(spec: string, raw: number): number {
 }
 
 /** Where the kept rows start: the newest `keepRecent`, widened so no unanswered call, pending approval or call/result pair is split. */
-function keptStart(rows: TranscriptMessage[], keepRecent: number, pendingCalls: Set<string>): number {
+export function keptStart(rows: TranscriptMessage[], keepRecent: number, pendingCalls: Set<string>): number {
   let s = Math.max(0, rows.length - keepRecent);
   const callIndex = new Map<string, number>();
   const answered = new Set<string>();
