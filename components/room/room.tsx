@@ -14,6 +14,7 @@ import { TranscriptView } from '../transcript/transcript-view';
 import { Button } from '../ui/button';
 import { SidePanel } from './side-panel';
 import { ThemeToggle } from './theme-toggle';
+import { SessionUsage } from '../status/session-usage';
 
 // The header's side-panel toggles: the agent picker and the event inspector.
 const PANELS = [
@@ -65,6 +66,7 @@ function SessionPane({ sessionKey }: { sessionKey: string }) {
           <h1 className="min-w-0 truncate font-mono text-sm font-semibold" data-testid="session-title" title={sessionKey}>
             {sessionKey}
           </h1>
+          <SessionUsage sessionKey={sessionKey} running={running} />
           <div className="ml-auto flex shrink-0 items-center gap-1">
             {PANELS.map((p) => (
               <Button

@@ -1,7 +1,7 @@
 'use client';
 // The status panel: active runs, pending approvals, the reusable delegate pool and its disk footprint, silence and rate limits.
 import { cn } from '@/lib/cn';
-import { formatBytes } from '@/lib/format';
+import { formatBytes, formatTokens, formatUsd } from '@/lib/format';
 import { useStatus } from '@/lib/room/use-status';
 
 export function StatusPanel({ className }: { className?: string }) {
@@ -17,6 +17,12 @@ export function StatusPanel({ className }: { className?: string }) {
         { id: 'rate-limited', label: 'Rate-limit hits', value: String(s.rateLimited), warn: s.rateLimited > 0 },
         { id: 'runs', label: 'Runs ok / error / interrupted', value: `${s.runs.ok} / ${s.runs.error} / ${s.runs.interrupted}` },
         { id: 'webhooks-dead', label: 'Dead webhooks', value: String(s.webhooksDead), warn: s.webhooksDead > 0 },
+        ...(s.usage
+          ? [
+              { id: 'tokens', label: 'Tokens in / out', value: `${formatTokens(s.usage.inputTokens)} / ${formatTokens(s.usage.outputTokens)}`, title: `${s.usage.inputTokens} input, ${s.usage.outputTokens} output tokens` },
+              { id: 'cost', label: 'Model cost', value: formatUsd(s.usage.costUsd), title: `${s.usage.costUsd} USD (models without a price count as 0)` },
+            ]
+          : []),
       ]
     : [];
   return (

@@ -1,0 +1,26 @@
+'use client';
+// The session header's usage: tokens and cost of this session and, rolled up, of every delegate and session it started.
+import { formatTokens, formatUsd } from '@/lib/format';
+import { useTRPC } from '@/lib/trpc/client';
+import { useQuery } from '@tanstack/react-query';
+
+export function SessionUsage({ sessionKey, running }: { sessionKey: string; running: boolean }) {
+  const trpc = useTRPC();
+  // Refreshed while a run is going, and once more after it (the last step's usage lands at the end).
+  const q = useQuery(trpc.sessions.usage.queryOptions({ sessionKey }, { refetchInterval: running ? 2_000 : 10_000, staleTime: 0, retry: false }));
+  const u = q.data;
+  if (!u) return null;
+  const tree = u.tree;
+  const title = [
+    `This session: ${u.inputTokens} input + ${u.outputTokens} output tokens, ${u.costUsd} USD over ${u.runs} runs`,
+    `With its ${tree.sessions - 1} delegates and started sessions: ${tree.inputTokens} input + ${tree.outputTokens} output tokens, ${tree.costUsd} USD`,
+    ...(u.unpricedModels.length ? [`No price configured for ${u.unpricedModels.join(', ')} (counted as 0)`] : []),
+  ].join('\n');
+  return (
+    <span data-testid="session-usage" title={title} className="hidden shrink-0 font-mono text-[11px] text-zinc-500 tabular-nums sm:inline">
+      <span data-testid="session-usage-tokens">{formatTokens(tree.inputTokens + tree.outputTokens)} tok</span>
+      {' · '}
+      <span data-testid="session-usage-cost">{formatUsd(tree.costUsd)}</span>
+    </span>
+  );
+}
