@@ -12,6 +12,7 @@ import { concurrentSessions, fanout, historyPages, rpcFloor, turnRoundTrip } fro
 import { seedTranscripts } from './lib/seed';
 import { makeTempDir, repoRoot, type ServerHandle, startServer } from './lib/server';
 import { sleep } from './lib/stats';
+import { keepSections } from './lib/sections';
 
 const args = new Set(process.argv.slice(2));
 const quick = args.has('--quick');
@@ -191,7 +192,7 @@ async function main(): Promise<void> {
   fs.mkdirSync(outDir, { recursive: true });
   fs.writeFileSync(path.join(outDir, quick ? 'results.quick.json' : 'results.json'), JSON.stringify(results, null, 2) + '\n');
   const mdPath = quick ? path.join(outDir, 'BENCHMARKS.quick.md') : path.join(repoRoot, 'BENCHMARKS.md');
-  fs.writeFileSync(mdPath, markdown(results));
+  fs.writeFileSync(mdPath, keepSections(markdown(results), fs.existsSync(mdPath) ? fs.readFileSync(mdPath, 'utf8') : undefined));
   log(`wrote ${path.relative(repoRoot, mdPath)}`);
   if (Object.keys(results.errors).length) log(`some measurements failed: ${Object.keys(results.errors).join(', ')}`);
 }
