@@ -69,7 +69,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   const compactor = new Compactor({ store, bus, metrics, log, config, usage, telemetry });
   const orchestrator = new Orchestrator({ store, bus, metrics, log, config, tools, usage, telemetry, compactor });
   const delegates = new Delegates({ store, bus, orchestrator, metrics, log });
-  const channels = createChannels({ config, store, bus, orchestrator, log });
+  const channels = createChannels({ config, store, bus, orchestrator, log, telemetry });
   registerTools(tools, { config, store, bus, metrics, gateway: lazyGateway, orchestrator: () => orchestrator, delegates: () => delegates, channels: () => channels, usage });
   const webhooks = new WebhookOutbox(store, config.webhooks, log, (outcome) => metrics.webhooks.inc({ outcome }), telemetry);
   orchestrator.webhooks = webhooks;

@@ -60,6 +60,8 @@ export interface ChannelDeps {
   bus: EventBus;
   orchestrator: Orchestrator;
   log: Logger;
+  /** Channel replies join their run's trace (a span per reply delivery). */
+  telemetry?: import('../telemetry/tracing').Telemetry;
 }
 
 export interface ChannelService {
@@ -235,7 +237,7 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     handleInbound: (channel, req) => handleInbound({ config, store, orchestrator, log, plugin }, channel, req),
     deliveredBy: (runId) => delivered.get(runId) ?? new Set(),
     start() {
-      router ??= startReplyRouting({ store, bus, log, plugin, deliver, deliveredBy: (runId) => delivered.get(runId), forgetRun: (runId) => delivered.delete(runId) });
+      router ??= startReplyRouting({ store, bus, log, telemetry: deps.telemetry, plugin, deliver, deliveredBy: (runId) => delivered.get(runId), forgetRun: (runId) => delivered.delete(runId) });
     },
     stop() {
       router?.stop();

@@ -80,7 +80,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   const inputs = JSON.parse(row.input) as RunInput[];
   if (row.origin) run.origin = JSON.parse(row.origin) as Record<string, unknown>;
   if (!resume) {
-    bus.emit(run.id, 'lifecycle', { phase: 'start', agentId: run.agent.id, ...(row.origin ? { origin: JSON.parse(row.origin) } : {}), ...(run.traceId ? { traceId: run.traceId } : {}) });
+    bus.emit(run.id, 'lifecycle', { phase: 'start', agentId: run.agent.id, ...(row.origin ? { origin: JSON.parse(row.origin) } : {}), ...(run.traceId ? { traceId: run.traceId, traceparent: run.traceparent } : {}) });
     for (const i of inputs) {
       const endedAt = i.kind === 'agent_callback_result' ? (i.meta?.targetEndedAt as string | undefined) : undefined;
       if (endedAt) deps.metrics.callbackLatency.observe((Date.now() - Date.parse(endedAt)) / 1000);

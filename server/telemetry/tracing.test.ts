@@ -39,7 +39,7 @@ beforeAll(async () => {
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
   process.env.OTEL_EXPORTER_OTLP_ENDPOINT = base;
-  s = await startTestServer({ config: { webhooks: { allowPrivateNetwork: true } } });
+  s = await startTestServer({ config: { webhooks: { allowPrivateNetwork: true }, agents: [{ id: 'main', tools: { exec: 'ask' } }, { id: 'researcher' }, { id: 'writer' }] } });
   delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
 });
 afterAll(async () => {
@@ -105,5 +105,20 @@ describe('tracing', () => {
     await s.rt.bus.drain();
     const start = await s.rt.store.db.selectFrom('events').select('data').where('run_id', '=', runId).where('seq', '=', 1).executeTakeFirstOrThrow();
     expect(JSON.parse(start.data)).toMatchObject({ phase: 'start', traceId: main.traceId });
+  });
+
+  it('an approval wait is a span under its tool call, from the request to the decision', async () => {
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:approve', message: '/tool exec {"command":"true"}' });
+    const approval = await until(async () => (await s.rpc<{ approvals: Array<{ approvalId: string; runId: string }> }>('approvals.list', {})).approvals.find((a) => a.runId === runId));
+    await new Promise((r) => setTimeout(r, 20));
+    await s.rpc('approvals.resolve', { approvalId: approval.approvalId, decision: 'allow_once' });
+    expect(await s.rpc('agent.wait', { runId })).toMatchObject({ status: 'ok' });
+    await s.rt.telemetry.flush();
+    const tool = await until(() => spans.find((sp) => sp.name === 'tool exec'));
+    const wait = spans.find((sp) => sp.name === 'approval exec')!;
+    expect(wait.parentSpanId).toBe(tool.spanId);
+    expect(attr(wait, 'crosstalk.approval.decision')).toBe('allowed');
+    const nanos = (sp: OtlpSpan) => BigInt((sp as unknown as { endTimeUnixNano: string }).endTimeUnixNano) - BigInt((sp as unknown as { startTimeUnixNano: string }).startTimeUnixNano);
+    expect(nanos(wait)).toBeGreaterThan(0n);
   });
 });
