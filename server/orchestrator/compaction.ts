@@ -188,10 +188,12 @@ export class Compactor {
    * Before a model step: compacts when the prompt passes the threshold (or more rows follow the summary than the window
    * holds), then rewrites `messages` in place. Returns null when nothing was needed.
    */
-  async beforeStep(t: CompactionTarget, messages: PromptMessage[]): Promise<CompactionResult | null> {
+  async beforeStep(t: CompactionTarget, messages: PromptMessage[], o: { checkRowCount?: boolean } = {}): Promise<CompactionResult | null> {
     const { threshold } = this.d.config.compaction;
     const limit = Math.floor(this.windowOf(t.modelSpec) * threshold);
     const before = this.estimate(t, messages).tokens;
+    // Under the threshold, only a run's first step looks at the row count (a run adds few rows of its own).
+    if (before <= limit && !o.checkRowCount) return null;
     const view = await contextView(this.d.store, t.sessionKey, this.d.config.session.contextMessages);
     if (before <= limit && !view.truncated) return null;
     const res = await this.compact(t, view, before);

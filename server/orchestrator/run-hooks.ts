@@ -16,6 +16,7 @@ export interface RunHookDeps {
   compactor?: Compactor;
 }
 
+const stepped = new WeakSet<ActiveRun>();
 const specOf = (run: ActiveRun) => run.modelSpec ?? run.agent.models[0] ?? 'scripted';
 
 /** The run's span, under the traceparent its origin carries (the caller's tool call, the target run of a callback…). */
@@ -47,7 +48,9 @@ export async function beforeModelStep(d: RunHookDeps, run: ActiveRun, model: Lan
     await d.compactor.beforeStep(
       { sessionKey: run.sessionKey, agentId: run.agent.id, modelSpec, model, runId: run.id, system, tools, signal: run.abort.signal, traceparent: run.traceparent },
       messages,
+      { checkRowCount: !stepped.has(run) },
     );
+    stepped.add(run);
   }
   const raw = d.compactor ? d.compactor.estimate({ modelSpec, system, tools }, messages).raw : 0;
   const span = run.span ? d.telemetry?.start(`chat ${modelSpec}`, run.span, { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': modelSpec, 'crosstalk.prompt.estimated_tokens': raw }, { kind: SpanKind.CLIENT }) : undefined;
