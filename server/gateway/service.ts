@@ -93,6 +93,9 @@ export class GatewayService implements Gateway {
   async agentWait(p: AgentWaitParams) {
     const w = await this.d.orchestrator.wait(p.runId, p.timeoutMs ?? 30_000);
     if (w.status === 'timeout' || !this.d.usage) return w;
+    const hit = this.d.usage.recentRun(p.runId);
+    if (hit) return { ...w, usage: hit };
+    // A steered message's run id: its usage is the run it was merged into.
     const row = await this.d.store.getRun(p.runId);
     return { ...w, usage: await this.d.usage.forRun(row?.merged_into ?? p.runId) };
   }

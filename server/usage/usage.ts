@@ -32,7 +32,12 @@ export interface RecordStep {
 const MAX_TREE = 10_000;
 const CHUNK = 500;
 
+const RECENT_RUNS = 4096;
+
 export class Usage {
+  /** Sums of runs recorded by this process (the common `agent.wait` answer costs no query); bounded, oldest dropped. */
+  private readonly recent = new Map<string, { inputTokens: number; outputTokens: number; costUsd: number; priced: boolean }>();
+
   constructor(private readonly d: { store: Store; metrics: Metrics; config: Pick<CrosstalkConfig, 'models'> }) {}
 
   /** Records one model call's tokens and cost (priced now, so a later price change does not rewrite history). */
@@ -61,11 +66,28 @@ export class Usage {
     m.modelTokens.inc({ ...labels, type: 'output' }, r.tokens.outputTokens);
     if (r.tokens.cachedTokens) m.modelTokens.inc({ ...labels, type: 'cached' }, r.tokens.cachedTokens);
     m.modelCost.inc(labels, costUsd);
+    const sum = this.recent.get(r.runId) ?? { inputTokens: 0, outputTokens: 0, costUsd: 0, priced: false };
+    sum.inputTokens += r.tokens.inputTokens;
+    sum.outputTokens += r.tokens.outputTokens;
+    sum.costUsd += costUsd;
+    sum.priced ||= !!price;
+    this.recent.delete(r.runId);
+    this.recent.set(r.runId, sum);
+    if (this.recent.size > RECENT_RUNS) this.recent.delete(this.recent.keys().next().value!);
     return { costUsd, priced: !!price };
   }
 
   /** A run's sums (`agent.wait`'s `usage`); `costUsd` is left out when none of its models has a price. */
+  /** From this process's memory when it recorded the run, else null (another process did, or it was dropped). */
+  recentRun(runId: string): RunUsage | null {
+    const s = this.recent.get(runId);
+    if (!s) return null;
+    return { inputTokens: s.inputTokens, outputTokens: s.outputTokens, ...(s.priced ? { costUsd: roundUsd(s.costUsd) } : {}) };
+  }
+
   async forRun(runId: string): Promise<RunUsage> {
+    const hit = this.recentRun(runId);
+    if (hit) return hit;
     const r = await this.d.store.db
       .selectFrom('model_usage')
       .select((eb) => [eb.fn.sum<number>('input_tokens').as('i'), eb.fn.sum<number>('output_tokens').as('o'), eb.fn.sum<number>('cost_usd').as('c'), eb.fn.max<number>('priced').as('p')])
