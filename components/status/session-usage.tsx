@@ -17,7 +17,7 @@ export function SessionUsage({ sessionKey, running }: { sessionKey: string; runn
     ...(u.unpricedModels.length ? [`No price configured for ${u.unpricedModels.join(', ')} (counted as 0)`] : []),
   ].join('\n');
   return (
-    <span data-testid="session-usage" title={title} className="hidden shrink-0 font-mono text-[11px] text-zinc-500 tabular-nums sm:inline">
+    <span data-testid="session-usage" title={title} className="hidden min-w-0 shrink-[4] truncate font-mono text-[11px] text-zinc-500 tabular-nums sm:block">
       <span data-testid="session-usage-tokens">{formatTokens(tree.inputTokens + tree.outputTokens)} tok</span>
       {' · '}
       <span data-testid="session-usage-cost">{formatUsd(tree.costUsd)}</span>
