@@ -139,6 +139,34 @@ describe('compaction', () => {
   });
 });
 
+describe('delegates', () => {
+  it('a delegate session compacts the same way when its follow-up runs', async () => {
+    const parent = 'agent:main:compact-delegate';
+    const first = await ask(parent, '/tool delegate_agent {"agent_id":"researcher","prompt":"start"}');
+    expect(first.status).toBe('ok');
+    const child = (await s.rt.store.db.selectFrom('sessions').select('key').where('parent_key', '=', parent).executeTakeFirstOrThrow()).key;
+    // A long history in the delegate's session, as months of follow-ups would leave it.
+    await s.rt.store.appendMessages(
+      Array.from({ length: 600 }, (_, i) => ({
+        sessionKey: child,
+        role: (i % 2 ? 'assistant' : 'user') as 'assistant' | 'user',
+        kind: 'message' as const,
+        content: `delegate turn ${i}: ${'some earlier research notes '.repeat(3)}`,
+        author: i % 2 ? { type: 'agent' as const, id: 'researcher' } : { type: 'user' as const, id: 'user' },
+      })),
+    );
+    const again = await ask(parent, `/tool delegate_agent ${JSON.stringify({ conversation_id: child, prompt: 'continue' })}`);
+    expect(again.status).toBe('ok');
+    expect((await compactionEvents(child)).map((e) => e.phase)).toEqual(['start', 'end']);
+    const summary = await s.rt.store.db.selectFrom('messages').select('content').where('session_key', '=', child).where('kind', '=', 'compaction').executeTakeFirstOrThrow();
+    // Its 2 first rows, 600 seeded, then the follow-up: all but the newest 4 are summarized.
+    expect(summary.content.split('\n')[0]).toBe('Summary of 599 earlier messages:');
+    expect(summary.content.split('\n').at(-1)).toMatch(/^- \[user\] delegate turn 596: some earlier research notes/);
+    // The parent was not compacted: its own prompt is small.
+    expect(await compactionEvents(parent)).toEqual([]);
+  });
+});
+
 describe('the kept part', () => {
   const row = (id: number, kind: string, role: string, callId?: string): TranscriptMessage =>
     ({ id, sessionKey: 'k', role, kind, content: `r${id}`, createdAt: '', author: { type: 'user', id: 'u' }, runId: 'run', ...(callId ? { tool: { name: 't', callId, args: {}, result: null } } : {}) }) as TranscriptMessage;
