@@ -121,4 +121,19 @@ describe('tracing', () => {
     const nanos = (sp: OtlpSpan) => BigInt((sp as unknown as { endTimeUnixNano: string }).endTimeUnixNano) - BigInt((sp as unknown as { startTimeUnixNano: string }).startTimeUnixNano);
     expect(nanos(wait)).toBeGreaterThan(0n);
   });
+
+  it('a delegate follow-up joins the trace of the run that asked for it', async () => {
+    const key = 'agent:main:traced';
+    const conversation = (await s.rt.store.db.selectFrom('sessions').select('key').where('parent_key', '=', key).executeTakeFirstOrThrow()).key;
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: `/tool delegate_agent ${JSON.stringify({ conversation_id: conversation, prompt: 'and more' })}` });
+    expect(await s.rpc('agent.wait', { runId })).toMatchObject({ status: 'ok' });
+    await s.rt.telemetry.flush();
+    const runSpan = (id: string) => spans.find((sp) => sp.name.startsWith('run ') && attr(sp, 'crosstalk.run_id') === id);
+    const asking = await until(() => runSpan(runId));
+    const followUpRunId = (await s.rt.store.db.selectFrom('runs').select('id').where('session_key', '=', conversation).orderBy('created_at', 'desc').executeTakeFirstOrThrow()).id;
+    const followUp = await until(() => runSpan(followUpRunId));
+    const tool = spans.find((sp) => sp.name === 'tool delegate_agent' && sp.parentSpanId === asking.spanId)!;
+    expect(followUp.traceId).toBe(asking.traceId);
+    expect(followUp.parentSpanId).toBe(tool.spanId);
+  });
 });
