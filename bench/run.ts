@@ -17,6 +17,7 @@ import { benchModelEnv, providerTurnRoundTrip, startBenchModel } from './lib/pro
 import { seedTranscripts } from './lib/seed';
 import { makeTempDir, repoRoot, type ServerHandle, startServer } from './lib/server';
 import { sleep } from './lib/stats';
+import { keepSections } from './lib/sections';
 
 const argv = process.argv.slice(2);
 const args = new Set(argv);
@@ -237,10 +238,8 @@ async function main(): Promise<void> {
   if (!args.has('--no-md')) {
     const baseline = baselinePath ? (JSON.parse(fs.readFileSync(baselinePath, 'utf8')) as BenchResults) : undefined;
     const mdPath = quick ? path.join(outDir, 'BENCHMARKS.quick.md') : path.join(repoRoot, 'BENCHMARKS.md');
-    // Keep the sections other benchmarks write between their own markers (room, cluster, interop, paused SSE).
-    const before = fs.existsSync(mdPath) ? fs.readFileSync(mdPath, 'utf8') : '';
-    const kept = [...before.matchAll(/<!-- ([a-z-]+):start -->[\s\S]*?<!-- \1:end -->/g)].map((m) => m[0]);
-    fs.writeFileSync(mdPath, kept.length ? `${markdown(results, baseline).trimEnd()}\n\n${kept.join('\n\n')}\n` : markdown(results, baseline));
+    // Keep the sections other benchmarks write between their own markers (room, cluster, context, interop, …).
+    fs.writeFileSync(mdPath, keepSections(markdown(results, baseline), fs.existsSync(mdPath) ? fs.readFileSync(mdPath, 'utf8') : undefined));
     log(`wrote ${path.relative(repoRoot, mdPath)}`);
   }
   if (Object.keys(results.errors).length) log(`some measurements failed: ${Object.keys(results.errors).join(', ')}`);

@@ -11,6 +11,20 @@ export function compactJson(value: unknown): string {
   }
 }
 
+/** Token counts for people: 950, 12.3k, 4.5M. */
+export function formatTokens(n: number): string {
+  if (n < 1000) return String(n);
+  if (n < 1_000_000) return `${(n / 1000).toFixed(n < 10_000 ? 1 : 0)}k`;
+  return `${(n / 1_000_000).toFixed(1)}M`;
+}
+
+/** USD with enough digits for small model costs: $0, $0.0012, $1.25. */
+export function formatUsd(usd: number): string {
+  if (usd === 0) return '$0';
+  if (usd < 0.01) return `$${usd.toPrecision(2)}`;
+  return `$${usd.toFixed(2)}`;
+}
+
 /** Indented JSON for expanded views. */
 export function prettyJson(value: unknown): string {
   if (typeof value === 'string') return value;

@@ -22,6 +22,9 @@ import type { AnyToolDef } from './tools/types';
 import { WebhookOutbox } from './webhooks/outbox';
 import { Cluster } from './cluster/cluster';
 import { EventFeed } from './cluster/feed';
+import { Compactor } from './orchestrator/compaction';
+import { Telemetry } from './telemetry/tracing';
+import { Usage } from './usage/usage';
 
 export interface FullRuntime extends Runtime {
   store: Store;
@@ -31,6 +34,11 @@ export interface FullRuntime extends Runtime {
   log: Logger;
   webhooks: WebhookOutbox;
   delegates: Delegates;
+  usage: Usage;
+  telemetry: Telemetry;
+  compactor: Compactor;
+  /** The tool registry every agent's model sees (built-in, channel and MCP tools). */
+  tools: Map<string, AnyToolDef>;
   channels: ChannelService;
   /** PostgreSQL: this process's membership of the cluster, and its event feed. */
   cluster: Cluster | null;
@@ -67,14 +75,17 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     chatHistory: (p) => gateway!.chatHistory(p),
   };
   const tools = new Map<string, AnyToolDef>();
-  const orchestrator = new Orchestrator({ store, bus, metrics, log, config, tools });
+  const telemetry = new Telemetry();
+  const usage = new Usage({ store, metrics, config });
+  const compactor = new Compactor({ store, bus, metrics, log, config, usage, telemetry });
+  const orchestrator = new Orchestrator({ store, bus, metrics, log, config, tools, usage, telemetry, compactor });
   const delegates = new Delegates({ store, bus, orchestrator, metrics, log });
-  const channels = createChannels({ config, store, bus, orchestrator, log });
-  registerTools(tools, { config, store, bus, metrics, gateway: lazyGateway, orchestrator: () => orchestrator, delegates: () => delegates, channels: () => channels });
-  const webhooks = new WebhookOutbox(store, config.webhooks, log, (outcome) => metrics.webhooks.inc({ outcome }));
+  const channels = createChannels({ config, store, bus, orchestrator, log, telemetry });
+  registerTools(tools, { config, store, bus, metrics, gateway: lazyGateway, orchestrator: () => orchestrator, delegates: () => delegates, channels: () => channels, usage });
+  const webhooks = new WebhookOutbox(store, config.webhooks, log, (outcome) => metrics.webhooks.inc({ outcome }), telemetry);
   orchestrator.webhooks = webhooks;
   const mcp = new McpManager({ config, tools, bus, log });
-  gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates, metrics, channels, cluster, mcpStatus: () => mcp.status() });
+  gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates, metrics, channels, cluster, mcpStatus: () => mcp.status(), usage, compactor });
   mcp.start(); // in the background, before recovery re-drives runs that may call MCP tools
   if (cluster && feed) {
     orchestrator.cluster = cluster;
@@ -109,6 +120,10 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     cluster,
     feed,
     mcp,
+    usage,
+    telemetry,
+    compactor,
+    tools,
     nodeGateway(req, res) {
       handleGatewayNode(rt, req, res);
     },
@@ -120,6 +135,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
       channels.stop();
       feed?.stop();
       await cluster?.stop();
+      await telemetry.shutdown();
       await store.close();
     },
   };

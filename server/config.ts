@@ -48,6 +48,21 @@ const mcpServerSchema = z.union([
   z.object({ url: z.string().url(), headers: z.record(z.string(), z.string()).optional() }).strict(),
 ]);
 export type McpServerConfig = z.infer<typeof mcpServerSchema>;
+/** `models.<spec>`: context window and prices (USD per million tokens) of one model spec (CONTRACT §1). */
+const modelSettingsSchema = z
+  .object({
+    contextWindow: z.number().int().min(256).optional(),
+    inputPerMTok: z.number().min(0).optional(),
+    outputPerMTok: z.number().min(0).optional(),
+    cachedInputPerMTok: z.number().min(0).optional(),
+  })
+  .strict();
+export type ModelSettings = z.infer<typeof modelSettingsSchema>;
+
+const compactionSchema = z
+  .object({ threshold: z.number().gt(0).max(1).default(0.8), keepRecent: z.number().int().min(1).max(1000).default(20) })
+  .strict()
+  .default({ threshold: 0.8, keepRecent: 20 });
 
 const configSchema = z
   .object({
@@ -82,6 +97,8 @@ const configSchema = z
       })
       .strict()
       .default({ servers: {}, reconnectBaseMs: 500, reconnectMaxMs: 30_000, pingIntervalMs: 30_000 }),
+    models: z.record(z.string(), modelSettingsSchema).default({}),
+    compaction: compactionSchema,
   })
   .strict();
 
@@ -120,6 +137,8 @@ export interface CrosstalkConfig {
   webhooks: RawConfig['webhooks'];
   channels: RawConfig['channels'];
   mcp: RawConfig['mcp'];
+  models: RawConfig['models'];
+  compaction: RawConfig['compaction'];
 }
 
 const DEFAULT_AGENTS = [
@@ -208,6 +227,8 @@ export function resolveConfig(cfg: RawConfig, env: Record<string, string | undef
     webhooks: cfg.webhooks,
     channels: cfg.channels,
     mcp: cfg.mcp,
+    models: cfg.models ?? {},
+    compaction: cfg.compaction ?? { threshold: 0.8, keepRecent: 20 },
   };
 }
 

@@ -90,8 +90,9 @@ export function EventInspector({ sessionKey }: { sessionKey: string }) {
 
 function EventRow({ ev }: { ev: AgentEvent }) {
   const phase = eventPhase(ev);
+  const traceId = typeof ev.data.traceId === 'string' ? ev.data.traceId : undefined;
   return (
-    <li data-testid="event-row" data-stream={ev.stream} data-phase={phase} data-seq={ev.seq} data-event-id={ev.id}>
+    <li data-testid="event-row" data-stream={ev.stream} data-phase={phase} data-seq={ev.seq} data-event-id={ev.id} data-trace-id={traceId}>
       <details className="group">
         <summary className="flex cursor-pointer list-none items-center gap-1.5 px-3 py-1">
           <span className="w-10 shrink-0 text-right text-zinc-400" title="event id">
@@ -102,11 +103,17 @@ function EventRow({ ev }: { ev: AgentEvent }) {
           <span className="text-zinc-400" title="per-run sequence">
             #{ev.seq}
           </span>
+          {traceId && (
+            <span data-testid="event-trace-id" className="shrink-0 text-indigo-600 dark:text-indigo-300" title={`trace ${traceId}`}>
+              trace {traceId.slice(0, 8)}
+            </span>
+          )}
           <span className="min-w-0 flex-1 truncate text-zinc-500">{truncate(compactJson(ev.data), 120)}</span>
         </summary>
         <div className="px-3 pb-2">
           <p className="mb-1 text-zinc-500">
             run {ev.runId} · {ev.ts}
+            {traceId && <> · trace {traceId}</>}
           </p>
           <CodeBlock text={JSON.stringify(ev.data, null, 2)} label={`Event ${ev.id} data`} maxHeight="max-h-48" />
         </div>

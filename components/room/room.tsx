@@ -16,6 +16,7 @@ import { ApprovalsButton, ApprovalsDialog } from '../approvals/approvals-inbox';
 import { SessionHeaderBar, StopButton } from './session-header';
 import { SidePanel } from './side-panel';
 import { ThemeToggle } from './theme-toggle';
+import { SessionUsage } from '../status/session-usage';
 
 // The header's side-panel toggles: the agent picker and the event inspector.
 const PANELS = [
@@ -68,6 +69,7 @@ function SessionPane({ sessionKey }: { sessionKey: string }) {
           <h1 className="min-w-0 truncate font-mono text-sm font-semibold" data-testid="session-title" title={sessionKey}>
             {sessionKey}
           </h1>
+          <SessionUsage sessionKey={sessionKey} running={running} />
           <div className="ml-auto flex shrink-0 items-center gap-1">
             <StopButton sessionKey={sessionKey} />
             <ApprovalsButton />

@@ -1,7 +1,7 @@
 'use client';
 // The status panel: active runs, pending approvals, the reusable delegate pool and its disk footprint, silence and rate limits.
 import { cn } from '@/lib/cn';
-import { formatBytes } from '@/lib/format';
+import { formatBytes, formatTokens, formatUsd } from '@/lib/format';
 import { useStatus } from '@/lib/room/use-status';
 
 export function StatusPanel({ className }: { className?: string }) {
@@ -24,6 +24,12 @@ export function StatusPanel({ className }: { className?: string }) {
           title: m.error,
           warn: m.state !== 'ready',
         })),
+        ...(s.usage
+          ? [
+              { id: 'tokens', label: 'Tokens in / out', value: `${formatTokens(s.usage.inputTokens)} / ${formatTokens(s.usage.outputTokens)}`, title: `${s.usage.inputTokens} input, ${s.usage.outputTokens} output tokens` },
+              { id: 'cost', label: 'Model cost', value: formatUsd(s.usage.costUsd), title: `${s.usage.costUsd} USD (models without a price count as 0)` },
+            ]
+          : []),
       ]
     : [];
   return (

@@ -7,6 +7,7 @@ import type { Logger } from '../logger';
 import { appendTranscript } from '../orchestrator/transcript';
 import type { Store } from '../store/store';
 import type { AnyChannelPlugin, ChannelOrigin, ResolvedTarget } from './types';
+import { SpanKind, type Telemetry } from '../telemetry/tracing';
 
 const channelOriginSchema = z.object({
   id: z.string(),
@@ -41,12 +42,15 @@ interface RouterDeps {
   deliver(channel: string, target: ResolvedTarget, text: string, o?: { idempotencyKey?: string }): Promise<string>;
   deliveredBy(runId: string): Set<string> | undefined;
   forgetRun(runId: string): void;
+  telemetry?: Telemetry;
 }
 
 export function startReplyRouting(d: RouterDeps): ReplyRouter {
   const origins = new Map<string, Promise<ChannelOrigin | null>>();
   // One chain per run keeps a run's replies in order; runs do not wait for each other.
   const chains = new Map<string, Promise<void>>();
+  // The run's traceparent, from its start event: a reply's delivery is a span of the run's trace.
+  const traces = new Map<string, string>();
 
   const originFor = (runId: string) => {
     let p = origins.get(runId);
@@ -68,10 +72,13 @@ export function startReplyRouting(d: RouterDeps): ReplyRouter {
     const key = `${plugin.id}|${target.to.toLowerCase()}|${target.threadId ?? ''}|${text}`;
     // Text the run already sent there through the message tool is not delivered twice.
     if (d.deliveredBy(runId)?.has(key)) return;
+    const span = d.telemetry?.start(`channel reply ${plugin.id}`, traces.get(runId), { 'crosstalk.channel': plugin.id, 'crosstalk.run_id': runId }, { kind: SpanKind.PRODUCER });
     try {
       const messageId = await d.deliver(plugin.id, target, m.content, { idempotencyKey: `reply-${m.id}` });
       d.log.info({ runId, channel: plugin.id, to: target.to, messageId }, 'reply delivered');
+      d.telemetry?.end(span);
     } catch (e) {
+      d.telemetry?.end(span, errorMessage(e));
       d.log.warn({ runId, channel: plugin.id, to: target.to, err: errorMessage(e) }, 'reply delivery failed');
       await appendTranscript(d.store, d.bus, [
         {
@@ -92,6 +99,7 @@ export function startReplyRouting(d: RouterDeps): ReplyRouter {
       // The start event carries the run's origin: no store lookup for the run's replies (a resumed run falls back to one).
       const origin = ev.data.origin as Record<string, unknown> | undefined;
       origins.set(ev.runId, Promise.resolve(origin ? channelOriginOf(origin) : null));
+      if (typeof ev.data.traceparent === 'string') traces.set(ev.runId, ev.data.traceparent);
       return;
     }
     if (ev.stream === 'lifecycle' && (ev.data.phase === 'end' || ev.data.phase === 'error')) {
@@ -100,6 +108,7 @@ export function startReplyRouting(d: RouterDeps): ReplyRouter {
       void chain.then(() => {
         chains.delete(ev.runId);
         origins.delete(ev.runId);
+        traces.delete(ev.runId);
         d.forgetRun(ev.runId);
       });
       return;

@@ -103,7 +103,7 @@ describe('mirrored sends reach the model', () => {
     openai.enqueue({ text: 'Yes, 3pm.' });
     const before = openai.requests.length;
     const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: sent.sessionKey, message: 'When is the meeting?' });
-    expect(await s.rpc('agent.wait', { runId })).toEqual({ status: 'ok', response: 'Yes, 3pm.' });
+    expect(await s.rpc('agent.wait', { runId })).toMatchObject({ status: 'ok', response: 'Yes, 3pm.' });
     const msgs = openai.requests[before]!.body.messages.filter((m) => m.role !== 'system');
     expect(msgs.map((m) => [m.role, typeof m.content === 'string' ? m.content : JSON.stringify(m.content)])).toEqual([
       ['assistant', 'The meeting moved to 3pm.'],

@@ -62,6 +62,8 @@ export interface ChannelDeps {
   bus: EventBus;
   orchestrator: Orchestrator;
   log: Logger;
+  /** Channel replies join their run's trace (a span per reply delivery). */
+  telemetry?: import('../telemetry/tracing').Telemetry;
 }
 
 export interface ChannelService {
@@ -252,7 +254,7 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     },
     deliveredBy: (runId) => delivered.get(runId) ?? new Set(),
     start() {
-      router ??= startReplyRouting({ store, bus, log, plugin, deliver, deliveredBy: (runId) => delivered.get(runId), forgetRun: (runId) => delivered.delete(runId) });
+      router ??= startReplyRouting({ store, bus, log, telemetry: deps.telemetry, plugin, deliver, deliveredBy: (runId) => delivered.get(runId), forgetRun: (runId) => delivered.delete(runId) });
       chatApprovals ??= startChatApprovals({ config, store, bus, orchestrator, log, plugin });
     },
     stop() {

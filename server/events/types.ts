@@ -34,7 +34,8 @@ export type MessageKind =
   | 'delegate_follow_up_completed'
   | 'mirror'
   | 'steer'
-  | 'notice';
+  | 'notice'
+  | 'compaction';
 
 export interface Author {
   type: 'user' | 'agent' | 'persona' | 'channel' | 'system';

@@ -123,6 +123,6 @@ describe('transport limits and auth', () => {
     const h = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:main' });
     expect(h.messages.map((m) => m.content)).toEqual(['echo: keep me', 'keep me']);
     const r = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:main', message: 'still here' });
-    expect(await s.rpc('agent.wait', { runId: r.runId })).toEqual({ status: 'ok', response: 'echo: still here' });
+    expect(await s.rpc('agent.wait', { runId: r.runId })).toMatchObject({ status: 'ok', response: 'echo: still here' });
   });
 });

@@ -21,7 +21,7 @@ describe('agent + agent.wait', () => {
   it('echoes hello and writes user + assistant rows with the runId', async () => {
     const r = await send('agent:main:main', 'hello');
     expect(r.status).toBe('started');
-    expect(await wait(r.runId)).toEqual({ status: 'ok', response: 'echo: hello' });
+    expect(await wait(r.runId)).toMatchObject({ status: 'ok', response: 'echo: hello' });
     const h = await history('agent:main:main');
     expect(h.messages.slice(0, 2).map((m) => [m.role, m.content, m.runId])).toEqual([
       ['assistant', 'echo: hello', r.runId],
@@ -51,8 +51,8 @@ describe('agent + agent.wait', () => {
 
   it('answers timeout while the run goes on, then ok', async () => {
     const r = await send('agent:main:slow', '/sleep 300\n/reply done');
-    expect(await wait(r.runId, 20)).toEqual({ status: 'timeout' });
-    expect(await wait(r.runId)).toEqual({ status: 'ok', response: 'done' });
+    expect(await wait(r.runId, 20)).toMatchObject({ status: 'timeout' });
+    expect(await wait(r.runId)).toMatchObject({ status: 'ok', response: 'done' });
   });
 
   it('the response is the last step that produced text', async () => {
@@ -66,10 +66,10 @@ describe('agent + agent.wait', () => {
 
   it('NO_REPLY and reply:"tool" post nothing but still answer agent.wait', async () => {
     const a = await send('agent:main:silent', '/reply NO_REPLY');
-    expect(await wait(a.runId)).toEqual({ status: 'ok', response: 'NO_REPLY' });
+    expect(await wait(a.runId)).toMatchObject({ status: 'ok', response: 'NO_REPLY' });
     expect((await history('agent:main:silent')).messages.map((m) => m.role)).toEqual(['user']);
     const b = await send('agent:quiet:main', 'hi');
-    expect(await wait(b.runId)).toEqual({ status: 'ok', response: 'echo: hi' });
+    expect(await wait(b.runId)).toMatchObject({ status: 'ok', response: 'echo: hi' });
     expect((await history('agent:quiet:main')).messages.map((m) => m.role)).toEqual(['user']);
   });
 });
@@ -121,7 +121,7 @@ describe('approvals', () => {
     expect(pending).toMatchObject({ sessionKey: 'agent:main:approve', runId: r.runId, tool: 'exec', args: { command: 'echo hi' } });
     expect(Object.keys(pending).sort()).toEqual(['approvalId', 'args', 'requestedAt', 'runId', 'sessionKey', 'tool']);
     expect(typeof pending.requestedAt).toBe('string');
-    expect(await wait(r.runId, 50)).toEqual({ status: 'timeout' });
+    expect(await wait(r.runId, 50)).toMatchObject({ status: 'timeout' });
     expect(await s.rpc('approvals.resolve', { approvalId: pending.approvalId, decision: 'allow_once' })).toEqual({ status: 'ok' });
     const w = await wait(r.runId);
     expect(w.status).toBe('ok');
@@ -136,7 +136,7 @@ describe('approvals', () => {
     const r = await send('agent:main:deny', '/tool exec {"command":"rm -rf /tmp/nothing"}');
     const pending = await until(async () => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: 'agent:main:deny' })).approvals[0]);
     await s.rpc('approvals.resolve', { approvalId: pending.approvalId, decision: 'deny', reason: 'not today' });
-    expect(await wait(r.runId)).toEqual({ status: 'ok', response: 'exec: {"status":"denied","reason":"not today"}' });
+    expect(await wait(r.runId)).toMatchObject({ status: 'ok', response: 'exec: {"status":"denied","reason":"not today"}' });
   });
 
   it('allow_always adds a rule for that session only', async () => {
@@ -147,7 +147,7 @@ describe('approvals', () => {
     const r2 = await send('agent:main:always', '/tool exec {"command":"echo 2"}');
     expect((await wait(r2.runId)).response).toContain('"stdout":"2\\n"');
     const r3 = await send('agent:main:other-session', '/tool exec {"command":"echo 3"}');
-    expect(await wait(r3.runId, 100)).toEqual({ status: 'timeout' });
+    expect(await wait(r3.runId, 100)).toMatchObject({ status: 'timeout' });
     const p3 = await until(async () => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: 'agent:main:other-session' })).approvals[0]);
     await s.rpc('approvals.resolve', { approvalId: p3.approvalId, decision: 'deny' });
     await wait(r3.runId);
@@ -178,7 +178,7 @@ describe('queue modes', () => {
     await until(async () => (await history('agent:auto:steer', { includeTools: true })).messages.some((m) => m.kind === 'tool_call'));
     const b = await send('agent:auto:steer', '/reply steered!', { queueMode: 'steer' });
     expect(b).toEqual({ runId: a.runId, status: 'steered' });
-    expect(await wait(a.runId)).toEqual({ status: 'ok', response: 'steered!' });
+    expect(await wait(a.runId)).toMatchObject({ status: 'ok', response: 'steered!' });
     const kinds = (await history('agent:auto:steer', { includeTools: true })).messages.reverse().map((m) => `${m.kind}:${m.runId === a.runId}`);
     expect(kinds).toEqual(['message:true', 'tool_call:true', 'tool_result:true', 'steer:true', 'message:true']);
   });
@@ -264,7 +264,7 @@ describe('sessions.delete with work in flight', () => {
     const q = await send(key, 'queued', { queueMode: 'followup' });
     await s.rpc('sessions.delete', { sessionKey: key, deleteTranscript: true });
     expect(await wait(a.runId)).toMatchObject({ status: 'error' });
-    expect(await wait(q.runId)).toEqual({ status: 'error', error: 'session deleted' });
+    expect(await wait(q.runId)).toMatchObject({ status: 'error', error: 'session deleted' });
     const gone = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'chat.history', params: { sessionKey: key } });
     expect(gone.body.error.data.code).toBe('unknown_session');
   });

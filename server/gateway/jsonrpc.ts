@@ -67,6 +67,8 @@ const methods: Record<string, Method> = {
   'pairings.list': { params: s.agentsListParams, call: (gw) => gw.pairingsList() },
   'pairings.resolve': { params: pairingsResolveParams, call: (gw, p) => gw.pairingsResolve(p) },
   'webhooks.list': { params: s.webhooksListParams, call: (gw, p) => gw.webhooksList(p) },
+  'sessions.compact': { params: s.sessionsCompactParams, call: (gw, p) => gw.sessionsCompact(p) },
+  'sessions.usage': { params: s.sessionsUsageParams, call: (gw, p) => gw.sessionsUsage(p) },
 };
 
 export function rpcError(id: Id, code: number, message: string, data?: RpcError['data']): RpcResponse {

@@ -143,6 +143,11 @@ export type ChatHistoryParams = z.infer<typeof chatHistoryParams>;
 export type ApprovalsListParams = z.infer<typeof approvalsListParams>;
 export type ApprovalsResolveParams = z.infer<typeof approvalsResolveParams>;
 
+export const sessionsCompactParams = z.object({ sessionKey: sessionKeySchema }).strict();
+export const sessionsUsageParams = z.object({ sessionKey: sessionKeySchema }).strict();
+export type SessionsCompactParams = z.infer<typeof sessionsCompactParams>;
+export type SessionsUsageParams = z.infer<typeof sessionsUsageParams>;
+
 export const webhooksListParams = z
   .object({ status: z.enum(['pending', 'delivered', 'dead']).optional(), limit: limitSchema.optional() })
   .strict();

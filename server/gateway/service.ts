@@ -36,6 +36,9 @@ import type { Metrics } from '../metrics';
 import type { ChannelService, SendParams } from '../channels';
 import type { McpServerStatus } from '../mcp/manager';
 import type { PairingsResolveParams } from '../trust/pairing';
+import type { Usage } from '../usage/usage';
+import type { Compactor } from '../orchestrator/compaction';
+import { compactSession } from './compact';
 
 export interface ServiceDeps {
   config: CrosstalkConfig;
@@ -49,6 +52,8 @@ export interface ServiceDeps {
   cluster?: import('../cluster/cluster').Cluster | null;
   /** MCP servers' states for the status panel (server/mcp). */
   mcpStatus?: () => McpServerStatus[];
+  usage?: Usage;
+  compactor?: Compactor;
 }
 
 export class GatewayService implements Gateway {
@@ -92,8 +97,26 @@ export class GatewayService implements Gateway {
     return this.d.channels.send(p);
   }
 
-  agentWait(p: AgentWaitParams) {
-    return this.d.orchestrator.wait(p.runId, p.timeoutMs ?? 30_000);
+  async agentWait(p: AgentWaitParams) {
+    const w = await this.d.orchestrator.wait(p.runId, p.timeoutMs ?? 30_000);
+    if (w.status === 'timeout' || !this.d.usage) return w;
+    const hit = this.d.usage.recentRun(p.runId);
+    if (hit) return { ...w, usage: hit };
+    // A steered message's run id: its usage is the run it was merged into.
+    const row = await this.d.store.getRun(p.runId);
+    return { ...w, usage: await this.d.usage.forRun(row?.merged_into ?? p.runId) };
+  }
+
+  async sessionsCompact(p: { sessionKey: string }) {
+    await this.mustSession(p.sessionKey);
+    if (!this.d.compactor) throw new CrosstalkError('internal', 'compaction is not available');
+    return compactSession(this.d, p.sessionKey);
+  }
+
+  async sessionsUsage(p: { sessionKey: string }) {
+    await this.mustSession(p.sessionKey);
+    if (!this.d.usage) throw new CrosstalkError('internal', 'usage accounting is not available');
+    return this.d.usage.forSession(p.sessionKey);
   }
 
   async agentCancel(p: AgentCancelParams): Promise<{ status: 'ok' }> {
@@ -286,6 +309,7 @@ export class GatewayService implements Gateway {
       webhooksDead: dead.length,
       node: process.version,
       ...(this.d.mcpStatus ? { mcp: this.d.mcpStatus() } : {}),
+      ...(this.d.usage ? { usage: await this.d.usage.total() } : {}),
     };
     if (!this.d.cluster) return base;
     // Several processes: run figures are the whole cluster's, read from the store.

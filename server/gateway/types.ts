@@ -28,6 +28,8 @@ export interface WaitResult {
   error?: string;
   /** A run that failed with messages steered into it that it never took: the run they were answered in. */
   continuedIn?: string;
+  /** Summed over the run's model steps (CONTRACT §3 `agent.wait`); `costUsd` only when its models are priced. */
+  usage?: import('../usage/usage').RunUsage;
 }
 
 export interface AgentInfo {
@@ -91,6 +93,8 @@ export interface StatusSummary {
   processes?: Array<{ id: string; host: string; pid: number; url?: string; startedAt: string }>;
   /** MCP servers: up (`ready`), connecting, or `failed` (their tools answer tool_unavailable). */
   mcp?: Array<{ server: string; state: 'connecting' | 'ready' | 'failed'; tools: number; error?: string }>;
+  /** Model tokens and cost over every session (the status panel's roll-up). */
+  usage?: { inputTokens: number; outputTokens: number; costUsd: number };
 }
 
 export interface Gateway {
@@ -125,6 +129,10 @@ export interface Gateway {
   /** Pending pairing requests of channel senders (CONTRACT §3). */
   pairingsList(): Promise<{ pairings: import('../trust/pairing').PairingInfo[] }>;
   pairingsResolve(p: import('../trust/pairing').PairingsResolveParams): Promise<{ status: 'ok' }>;
+  /** Compacts a session now (CONTRACT §3 `sessions.compact`); `agent_busy` while a run is active. */
+  sessionsCompact(p: import('./schemas').SessionsCompactParams): Promise<{ status: 'ok'; tokensBefore: number; tokensAfter: number }>;
+  /** A session's model usage and its whole tree's (CONTRACT §3 `sessions.usage`). */
+  sessionsUsage(p: import('./schemas').SessionsUsageParams): Promise<import('../usage/usage').SessionUsage>;
   /** Live + replayed agent events for a session or run. */
   events(o: EventSubscribeOptions): AsyncIterable<AgentEvent>;
 }

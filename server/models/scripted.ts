@@ -14,6 +14,7 @@ import type {
   LanguageModelV4Usage,
 } from '@ai-sdk/provider';
 import { randomBytes } from 'node:crypto';
+import { isCompactionCall, scriptedSummary } from './scripted-summary';
 
 /** What one model step answers, before it is shaped as a generate result or a stream. */
 export interface ScriptedStep {
@@ -34,7 +35,7 @@ export function createScriptedModel(): LanguageModelV4 {
     supportedUrls: {},
 
     async doGenerate(options: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
-      const step = await planScriptedStep(options.prompt, options.abortSignal);
+      const step = isCompactionCall(options) ? { text: scriptedSummary(options.prompt), toolCalls: [] } : await planScriptedStep(options.prompt, options.abortSignal);
       const content: LanguageModelV4Content[] = [];
       if (step.text !== null) content.push({ type: 'text', text: step.text });
       for (const call of step.toolCalls) content.push({ type: 'tool-call', ...call });
@@ -50,7 +51,7 @@ export function createScriptedModel(): LanguageModelV4 {
     async doStream(options: LanguageModelV4CallOptions): Promise<LanguageModelV4StreamResult> {
       // Planning (sleep, /fail, bad /tool JSON) happens before the stream exists, so a failing
       // step rejects doStream itself — which is what the fallback chain and run loop key off.
-      const step = await planScriptedStep(options.prompt, options.abortSignal);
+      const step = isCompactionCall(options) ? { text: scriptedSummary(options.prompt), toolCalls: [] } : await planScriptedStep(options.prompt, options.abortSignal);
       const parts: LanguageModelV4StreamPart[] = [{ type: 'stream-start', warnings: [] }];
       parts.push({ type: 'response-metadata', id: `scripted-${randomId()}`, timestamp: new Date(), modelId: 'scripted' });
       if (step.text !== null) {

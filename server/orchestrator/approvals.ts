@@ -10,7 +10,8 @@ import type { Metrics } from '../metrics';
 import type { ApprovalRow } from '../store/schema';
 import { nowIso, type Store } from '../store/store';
 
-export type GateResult = { allowed: true } | { allowed: false; reason: string };
+/** `waited`: a person was asked (the call paused on an approval). */
+export type GateResult = ({ allowed: true } | { allowed: false; reason: string }) & { waited?: boolean };
 export type Decision = 'allow_once' | 'allow_always' | 'deny';
 /** Who decided: the operator (room, RPC) or a chat sender (server/channels/approvals.ts). Carried on the resolved event. */
 export type DecidedBy = { type: 'operator' } | { type: 'channel'; channel: string; id: string; name?: string };
@@ -111,7 +112,7 @@ export class Approvals {
     else await this.store.updateRun(q.runId, { status: 'waiting_approval' });
     const result = await decided;
     if (!q.signal.aborted) await this.store.updateRun(q.runId, { status: 'running' });
-    return result;
+    return { ...result, waited: true };
   }
 
   async resolve(approvalId: string, decision: Decision, reason?: string, by?: DecidedBy): Promise<void> {

@@ -13,6 +13,9 @@ export function toJsonValue(v: unknown): JSONValue {
   return v === undefined ? null : (JSON.parse(JSON.stringify(v)) as JSONValue);
 }
 
+/** How a compaction summary opens in the prompt. */
+export const SUMMARY_PREFIX = '[Summary of the earlier conversation]\n';
+
 export const userMessage = (text: string): PromptMessage => ({ role: 'user', content: [{ type: 'text', text }] });
 
 /** `rows` oldest first. Tool calls whose results are missing are left for the caller (resume). */
@@ -30,7 +33,11 @@ export function toPromptMessages(rows: TranscriptMessage[]): PromptMessage[] {
   };
 
   for (const r of rows) {
-    if (r.role === 'user') {
+    if (r.kind === 'compaction') {
+      // The summary of everything before it (CONTRACT §4 "Compaction"): a user-side turn every provider accepts.
+      flush();
+      out.push(userMessage(`${SUMMARY_PREFIX}${r.content}`));
+    } else if (r.role === 'user') {
       flush();
       if (USER_SIDE.has(r.kind)) out.push(userMessage(r.content));
     } else if (r.role === 'assistant' && r.kind === 'tool_call' && r.tool) {

@@ -25,6 +25,8 @@ export interface DelegateCaller {
   signal?: AbortSignal;
   /** The parent run's origin: its trust passes to the delegate's runs. */
   origin?: Record<string, unknown>;
+  /** W3C traceparent of the calling tool call: the delegate's runs join the caller's trace. */
+  traceparent?: string;
 }
 
 export interface DelegateRequest {
@@ -169,6 +171,7 @@ export class Delegates {
         delegate: { conversation_id: key, agent_id: agentId, mode, followUp },
         ...(mode === 'detached' ? { callback: true } : {}),
         ...carryTrust(caller.origin),
+        ...(caller.traceparent ? { traceparent: caller.traceparent } : {}),
       };
       // Live delegate events stream to the parent's tool call while it waits (standard mode).
       const sub = mode === 'standard' && caller.runId && caller.callId ? bus.subscribe({ sessionKey: key }) : null;

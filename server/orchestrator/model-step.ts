@@ -16,7 +16,7 @@ export interface StepToolCall {
 export interface StepResult {
   text: string;
   calls: StepToolCall[];
-  usage?: { inputTokens?: number; outputTokens?: number; totalTokens?: number };
+  usage?: { inputTokens?: number; outputTokens?: number; totalTokens?: number; cachedInputTokens?: number };
 }
 
 // Function tool definitions, made once per registry (zod → JSON schema is not free).
@@ -43,7 +43,8 @@ function usageOf(u: LanguageModelV4Usage | undefined): StepResult['usage'] {
   if (!u) return undefined;
   const input = u.inputTokens?.total;
   const output = u.outputTokens?.total;
-  return { inputTokens: input, outputTokens: output, totalTokens: input !== undefined && output !== undefined ? input + output : undefined };
+  const cached = u.inputTokens?.cacheRead;
+  return { inputTokens: input, outputTokens: output, totalTokens: input !== undefined && output !== undefined ? input + output : undefined, ...(cached ? { cachedInputTokens: cached } : {}) };
 }
 
 export async function streamStep(

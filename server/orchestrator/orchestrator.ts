@@ -27,6 +27,8 @@ import type { ApprovalRow } from '../store/schema';
 /** The abort reason of a graceful stop: the run is left as it is, for a re-drive (here after a restart, or elsewhere). */
 export const SHUTDOWN = Symbol.for('crosstalk.shutdown');
 import { carryTrust, sameTrust, trustOf } from '../trust/trust';
+import { endRunTrace, type RunHookDeps, startRunTrace } from './run-hooks';
+import { stampTrace } from '../telemetry/propagation';
 
 export interface SubmitOptions {
   queueMode?: QueueMode;
@@ -87,7 +89,7 @@ export class Orchestrator {
   private readonly live = new Set<Promise<unknown>>();
 
   constructor(
-    private readonly o: { store: Store; bus: EventBus; metrics: Metrics; log: Logger; config: CrosstalkConfig; tools: Map<string, AnyToolDef> },
+    private readonly o: { store: Store; bus: EventBus; metrics: Metrics; log: Logger; config: CrosstalkConfig; tools: Map<string, AnyToolDef> } & RunHookDeps,
   ) {
     this.agents = new Map(o.config.agents.map((a) => [a.id, a]));
     this.approvals = new Approvals(o.store, o.bus, o.metrics, (row) => this.decisionElsewhere(row));
@@ -134,10 +136,11 @@ export class Orchestrator {
     const trackerKey = `${run.agent.id}|${specs.join(',')}`;
     let tracker = this.trackers.get(trackerKey);
     if (!tracker) this.trackers.set(trackerKey, (tracker = new FallbackTracker()));
+    run.modelSpec = tracker.activeFallback ?? specs[0];
     return createModelChain(specs, {
       tracker,
-      onFallback: (info) => this.o.bus.emit(run.id, 'lifecycle', { phase: 'fallback', ...info }),
-      onFallbackCleared: (info) => this.o.bus.emit(run.id, 'lifecycle', { phase: 'fallback_cleared', ...info }),
+      onFallback: (info) => ((run.modelSpec = info.to), this.o.bus.emit(run.id, 'lifecycle', { phase: 'fallback', ...info })),
+      onFallbackCleared: (info) => ((run.modelSpec = info.model), this.o.bus.emit(run.id, 'lifecycle', { phase: 'fallback_cleared', ...info })),
     });
   }
 
@@ -628,6 +631,7 @@ export class Orchestrator {
       const row = await this.o.store.getRun(item.runId);
       if (!row) throw new Error(`run ${item.runId} vanished`);
       active.row = row;
+      startRunTrace(this.deps, active, row);
       this.o.bus.registerRun(active.id, st.key, resume ? await this.o.store.maxSeq(active.id) : 0);
       // `collect` turns its queued messages into one user turn.
       const inputs = item.collect && item.inputs.length > 1 ? [mergeInputs(item.inputs)] : item.inputs;
@@ -689,6 +693,7 @@ export class Orchestrator {
       const own = active.row ?? (await store.getRun(active.id));
       const merged = active.injected ? (await store.mergedInto(active.id)).filter((r) => r.status === 'merged') : []; // not a failed run pointing here (continuedIn)
       deliveries = planDeliveries({ runId: active.id, sessionKey: st.key, agentId: active.agent.id, agentName: active.agent.name }, [...(own ? [own] : []), ...merged], outcome);
+      stampTrace(deliveries, active.traceparent);
       let endWrite: ReturnType<EventBus['writeIn']> | null = null;
       if (this.cluster) {
         // Under a lease the run's events go out (fenced by its epoch) before the lease is let go, and its end
@@ -719,6 +724,7 @@ export class Orchestrator {
       if (bus.currentSeq(active.id) === 0) bus.registerRun(active.id, st.key, await store.maxSeq(active.id).catch(() => 0));
       this.emitEnd(active, outcome);
     }
+    endRunTrace(this.deps, active, outcome);
     metrics.runs.inc({ outcome: outcome.status });
     if (outcome.status === 'ok') {
       const posted = active.counters.get('posted') ?? 0;
@@ -806,7 +812,7 @@ export class Orchestrator {
         log.warn({ callbackId: cb.id, caller: cb.caller_session_key }, 'callback dropped: the caller session no longer exists');
         return;
       }
-      const meta = JSON.parse(cb.meta ?? '{}') as { fromAgentId?: string; fromAgentName?: string; endedAt?: string; delegate?: unknown; trust?: unknown };
+      const meta = JSON.parse(cb.meta ?? '{}') as { fromAgentId?: string; fromAgentName?: string; endedAt?: string; delegate?: unknown; trust?: unknown; traceparent?: string };
       await this.submit(
         cb.caller_session_key,
         {
@@ -815,7 +821,7 @@ export class Orchestrator {
           author: { type: 'agent', id: meta.fromAgentId ?? 'unknown', ...(meta.fromAgentName ? { name: meta.fromAgentName } : {}) },
           meta: { fromSessionKey: cb.target_session_key, runId: cb.target_run_id, targetEndedAt: meta.endedAt, ...(meta.delegate ? { delegate: meta.delegate } : {}) },
         },
-        { runId: `run_${cb.id}`, neverRefuse: true, origin: { callbackOf: cb.target_run_id, ...carryTrust(meta) } },
+        { runId: `run_${cb.id}`, neverRefuse: true, origin: { callbackOf: cb.target_run_id, ...carryTrust(meta), ...(meta.traceparent ? { traceparent: meta.traceparent } : {}) } },
       );
       await store.settleCallback(cb.id, 'delivered');
     } catch (e) {

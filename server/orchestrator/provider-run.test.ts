@@ -32,7 +32,7 @@ describe('openai provider through the run loop', () => {
     );
     const before = fake.requests.length;
     const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:gpt:main', message: 'run echo please' });
-    expect(await s.rpc('agent.wait', { runId })).toEqual({ status: 'ok', response: 'The tool said from-tool.' });
+    expect(await s.rpc('agent.wait', { runId })).toMatchObject({ status: 'ok', response: 'The tool said from-tool.' });
 
     const reqs = fake.requests.slice(before);
     expect(reqs.length).toBe(2);
@@ -63,7 +63,7 @@ describe('openai provider through the run loop', () => {
   it('a final text that repeats what send_message already delivered is not posted twice', async () => {
     fake.enqueue({ toolCalls: [{ name: 'send_message', args: { content: 'All done.' } }] }, { text: 'All done.' });
     const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:gpt:dedupe', message: 'finish up' });
-    expect(await s.rpc('agent.wait', { runId })).toEqual({ status: 'ok', response: 'All done.' });
+    expect(await s.rpc('agent.wait', { runId })).toMatchObject({ status: 'ok', response: 'All done.' });
     const h = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:gpt:dedupe' });
     expect(h.messages.filter((m) => m.role === 'assistant').map((m) => [m.content, m.author.type])).toEqual([['All done.', 'persona']]);
   });
@@ -80,12 +80,12 @@ describe('openai provider through the run loop', () => {
     fake.enqueue({ status: 500, message: 'primary broken' }, { text: 'primary is back' });
     const key = 'agent:backup:main';
     const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: 'hi' });
-    expect(await s.rpc('agent.wait', { runId })).toEqual({ status: 'ok', response: 'echo: hi' });
+    expect(await s.rpc('agent.wait', { runId })).toMatchObject({ status: 'ok', response: 'echo: hi' });
     const evs = await readSse(`${s.url}/api/gateway/events?runId=${runId}`, { lastEventId: 0, until: (e) => e.some((x) => x.data.phase === 'end') });
     expect(evs.find((e) => e.data.phase === 'fallback')?.data).toMatchObject({ phase: 'fallback', from: 'openai:gpt-broken', to: 'scripted' });
     // The primary answers again on the next run: fallback_cleared.
     const r2 = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: 'again' });
-    expect(await s.rpc('agent.wait', { runId: r2.runId })).toEqual({ status: 'ok', response: 'primary is back' });
+    expect(await s.rpc('agent.wait', { runId: r2.runId })).toMatchObject({ status: 'ok', response: 'primary is back' });
     const evs2 = await readSse(`${s.url}/api/gateway/events?runId=${r2.runId}`, { lastEventId: 0, until: (e) => e.some((x) => x.data.phase === 'end') });
     expect(evs2.find((e) => e.data.phase === 'fallback_cleared')?.data).toMatchObject({ model: 'openai:gpt-broken' });
   });

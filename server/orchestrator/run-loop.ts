@@ -16,8 +16,10 @@ import { markStarted } from './started';
 import { type PromptMessage, toJsonValue, toPromptMessages, userMessage } from './context';
 import { functionTools, type StepToolCall, streamStep } from './model-step';
 import type { ActiveRun, RunInput, RunOutcome } from './types';
+import { contextView } from './compaction';
+import { afterModelStep, beforeModelStep, endToolSpan, recordApprovalWait, type RunHookDeps, startToolSpan } from './run-hooks';
 
-export interface RunDeps {
+export interface RunDeps extends RunHookDeps {
   store: Store;
   bus: EventBus;
   metrics: Metrics;
@@ -88,7 +90,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   if (!resume) {
     const started = await store.startRun(run.id, run.sessionKey, inputs.map((i) => inputToMessage(run.sessionKey, run.id, i)));
     if (!started) return { status: 'abandoned', error: 'skipped' }; // cancelled (from any process) before it started
-    bus.emit(run.id, 'lifecycle', { phase: 'start', agentId: run.agent.id, ...(row.origin ? { origin: JSON.parse(row.origin) } : {}) });
+    bus.emit(run.id, 'lifecycle', { phase: 'start', agentId: run.agent.id, ...(row.origin ? { origin: JSON.parse(row.origin) } : {}), ...(run.traceId ? { traceId: run.traceId, traceparent: run.traceparent } : {}) });
     for (const i of inputs) {
       const endedAt = i.kind === 'agent_callback_result' ? (i.meta?.targetEndedAt as string | undefined) : undefined;
       if (endedAt) deps.metrics.callbackLatency.observe((Date.now() - Date.parse(endedAt)) / 1000);
@@ -103,7 +105,9 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   // The session row read above carries its message count (plus the input rows written since): on PostgreSQL it
   // tells whether this process's cached rows are current, or another process wrote into the session meanwhile.
   const count = session ? session.message_count + writtenSinceRead : undefined;
-  const transcript = await store.contextRows(run.sessionKey, config.session.contextMessages, store.dialect === 'postgres' ? count : undefined);
+  const view = await contextView(store, run.sessionKey, config.session.contextMessages, count);
+  const transcript = view.rows; // the newest summary and the rows after it
+  run.contextTruncated = view.truncated; // the first step's compaction check need not read the session again
   const messages: PromptMessage[] = toPromptMessages(transcript);
   let lastText = '';
   for (const m of transcript) if (m.runId === run.id && m.role === 'assistant' && m.kind === 'message') lastText = m.content.trim();
@@ -199,9 +203,13 @@ async function injectInbox(deps: RunDeps, run: ActiveRun, messages: PromptMessag
 async function modelStep(deps: RunDeps, run: ActiveRun, model: LanguageModelV4, messages: PromptMessage[], tools: LanguageModelV4FunctionTool[]) {
   const signal = run.abort.signal;
   let step;
+  const system = systemPrompt(run);
+  const frame = await beforeModelStep(deps, run, model, messages, tools, system);
   try {
-    step = await streamStep(model, { system: systemPrompt(run), messages, tools, signal, onDelta: (delta) => deps.bus.emit(run.id, 'assistant', { delta }) });
+    step = await streamStep(model, { system, messages, tools, signal, onDelta: (delta) => deps.bus.emit(run.id, 'assistant', { delta }) });
+    await afterModelStep(deps, run, frame, step);
   } catch (e) {
+    if (!step) await afterModelStep(deps, run, frame, undefined, e);
     if (signal.aborted) throw new RunAborted();
     deps.metrics.modelSteps.inc({ outcome: 'error' });
     throw e;
@@ -233,6 +241,7 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
   const { bus, metrics } = deps;
   const signal = run.abort.signal;
   const messaging = isMessagingTool(call.toolName);
+  const traced = startToolSpan(deps, run, call);
   bus.emit(run.id, 'tool', { phase: 'start', name: call.toolName, callId: call.toolCallId, args: toJsonValue(call.input), ...(messaging ? { messaging } : {}) });
   let result: unknown;
   let outcome = 'ok';
@@ -247,7 +256,9 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
     if (!parsed.success) {
       result = toolError('invalid_request', `invalid arguments for ${call.toolName}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
     } else {
+      const asked = Date.now();
       const gate = await deps.approvals.gate({ runId: run.id, sessionKey: run.sessionKey, agent: run.agent, callId: call.toolCallId, tool: def.name, args: parsed.data, signal, trust: trustOf(run.origin), ...(def.source ? { source: def.source } : {}) });
+      recordApprovalWait(deps, traced.span, def.name, asked, !!gate.waited, gate.allowed ? 'allowed' : 'denied');
       if (!gate.allowed) {
         result = { status: 'denied', reason: gate.reason };
         outcome = 'denied';
@@ -258,7 +269,7 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
         // A durable mark first: if this process dies mid-call, the re-drive answers `interrupted` instead of repeating it.
         if (!IDEMPOTENT_TOOLS.has(def.name)) await deps.store.markToolStarted(run.id, call.toolCallId);
         try {
-          result = await def.execute(parsed.data, { runId: run.id, sessionKey: run.sessionKey, agent: run.agent, callId: call.toolCallId, signal, counters: run.counters, delivered: run.delivered, origin: run.origin, sessionCwd: run.cwd });
+          result = await def.execute(parsed.data, { runId: run.id, sessionKey: run.sessionKey, agent: run.agent, callId: call.toolCallId, signal, counters: run.counters, delivered: run.delivered, origin: run.origin, sessionCwd: run.cwd, traceparent: traced.traceparent });
         } catch (e) {
           deps.log.error({ err: e, tool: def.name }, 'tool threw');
           result = toolError('internal', `${def.name} failed: ${errorMessage(e)}`);
@@ -269,6 +280,7 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
   // A graceful stop: record nothing of this call; the re-drive runs it (or answers `interrupted` if it had started).
   if (signal.aborted && signal.reason === Symbol.for('crosstalk.shutdown')) throw new RunAborted();
   if (outcome === 'ok' && (result as { status?: string } | null)?.status === 'error') outcome = 'error';
+  endToolSpan(deps, traced.span, outcome);
   metrics.toolCalls.inc({ tool: call.toolName, outcome });
   if (messaging) metrics.messagingCalls.inc({ tool: call.toolName, outcome });
   await append([

@@ -39,10 +39,18 @@ export interface ActiveRun {
   onStarted?: () => void;
   /** The session's working folder (a delegate's `cwd`), relative to the agent's workspace. */
   cwd?: string;
+  /** Whether rows of the session fell outside the run's context when it was built (compaction then looks). */
+  contextTruncated?: boolean;
   /** Set by `agent.cancel`: the run ends `error` / `cancelled` instead of `interrupted`. */
   cancelled?: { reason?: string };
   /** Where the run's message came from (a channel, a calling session…). */
   origin?: Record<string, unknown>;
+  /** The model spec serving the run now (the primary, or the fallback it switched to): its window and price apply. */
+  modelSpec?: string;
+  /** The run's span (tracing on), its W3C traceparent (carried to the runs it starts) and trace id (shown in the room). */
+  span?: import('@opentelemetry/api').Span;
+  traceparent?: string;
+  traceId?: string;
 }
 
 export interface RunOutcome {

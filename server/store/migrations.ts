@@ -270,6 +270,39 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         await roomSearchMigration(db, dialect);
       },
     },
+    '0007_usage': {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      async up(db: Kysely<any>) {
+        // One row per model step: tokens and cost as priced when the step ran (issue 13).
+        await serialId(db, 'model_usage')
+          .addColumn('run_id', 'text', (c) => c.notNull())
+          .addColumn('session_key', 'text', (c) => c.notNull())
+          .addColumn('agent_id', 'text', (c) => c.notNull())
+          .addColumn('model', 'text', (c) => c.notNull())
+          .addColumn('kind', 'text', (c) => c.notNull())
+          .addColumn('input_tokens', 'integer', (c) => c.notNull())
+          .addColumn('output_tokens', 'integer', (c) => c.notNull())
+          .addColumn('cached_tokens', 'integer', (c) => c.notNull())
+          .addColumn('cost_usd', 'double precision', (c) => c.notNull())
+          .addColumn('priced', 'integer', (c) => c.notNull())
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('model_usage_run').on('model_usage').columns(['run_id']).execute();
+        await db.schema.createIndex('model_usage_session').on('model_usage').columns(['session_key']).execute();
+        // Sessions a session started by messaging them (delegates are linked by sessions.parent_key already).
+        await db.schema
+          .createTable('session_links')
+          .addColumn('parent_key', 'text', (c) => c.notNull())
+          .addColumn('child_key', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .addPrimaryKeyConstraint('session_links_pk', ['parent_key', 'child_key'])
+          .execute();
+        // The newest compaction row of a session, found without scanning its transcript.
+        await db.schema.createIndex('messages_session_kind').on('messages').columns(['session_key', 'kind', 'id']).execute();
+        // W3C traceparent sent as a header with each webhook delivery.
+        await db.schema.alterTable('webhook_outbox').addColumn('traceparent', 'text').execute();
+      },
+    },
   };
 }
 

@@ -147,9 +147,35 @@ export interface WebhookOutboxTable {
   delivered_at: string | null;
   /** Extra request headers as JSON (A2A push notifications); absent for crosstalk's own webhooks. */
   headers?: string | null;
+  traceparent?: string | null;
+}
+
+export interface ModelUsageTable {
+  id: Generated<number>;
+  run_id: string;
+  session_key: string;
+  agent_id: string;
+  model: string;
+  /** `step` (a run's model step) or `compaction` (a summarizer call). */
+  kind: string;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  cost_usd: number;
+  /** 1 when the model had a price in the config, 0 when its cost was counted as 0. */
+  priced: number;
+  created_at: string;
+}
+
+export interface SessionLinksTable {
+  parent_key: string;
+  child_key: string;
+  created_at: string;
 }
 
 export interface Database {
+  model_usage: ModelUsageTable;
+  session_links: SessionLinksTable;
   callbacks: CallbacksTable;
   webhook_outbox: WebhookOutboxTable;
   sessions: SessionsTable;

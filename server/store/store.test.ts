@@ -110,7 +110,7 @@ describe('the whole gateway on PostgreSQL', () => {
     const s = await startTestServer({ databaseUrl: PG_URL, pgSchema });
     try {
       const r = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:main', message: 'hello' });
-      expect(await s.rpc('agent.wait', { runId: r.runId })).toEqual({ status: 'ok', response: 'echo: hello' });
+      expect(await s.rpc('agent.wait', { runId: r.runId })).toMatchObject({ status: 'ok', response: 'echo: hello' });
       const x = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:main', message: '/tool exec {"command":"echo pg"}' });
       let approvals: any[] = [];
       for (let i = 0; i < 200 && !approvals.length; i++) {

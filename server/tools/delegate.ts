@@ -3,26 +3,50 @@ import { z } from 'zod';
 import { asToolData, toolError } from '../errors';
 import type { Delegates } from '../orchestrator/delegates';
 import type { ToolDef } from './types';
+import { described } from './describe';
 
-const delegateInput = z
-  .object({
-    agent_id: z.string().min(1).max(128).optional(),
-    prompt: z.string().max(256 * 1024).optional(),
-    mode: z.enum(['standard', 'detached']).optional(),
-    batch: z.array(z.object({ agent_id: z.string().min(1).max(128), prompt: z.string().max(256 * 1024) })).max(16).optional(),
-    conversation_id: z.string().min(1).max(512).optional(),
-    cwd: z.string().max(4096).optional(),
-  })
-  .strict();
+const batchItem = described(z.object({ agent_id: z.string().min(1).max(128), prompt: z.string().max(256 * 1024) }), {
+  agent_id: 'The agent id to delegate this item to.',
+  prompt: 'The task for that delegate.',
+});
 
-const sessionsInput = z
-  .object({
-    operation: z.enum(['list', 'messages', 'dismiss']),
-    conversation_id: z.string().min(1).max(512).optional(),
-    cursor: z.string().min(1).max(2048).optional(),
-    limit: z.number().int().min(1).max(50).optional(),
-  })
-  .strict();
+const delegateInput = described(
+  z
+    .object({
+      agent_id: z.string().min(1).max(128).optional(),
+      prompt: z.string().max(256 * 1024).optional(),
+      mode: z.enum(['standard', 'detached']).optional(),
+      batch: z.array(batchItem).max(16).optional(),
+      conversation_id: z.string().min(1).max(512).optional(),
+      cwd: z.string().max(4096).optional(),
+    })
+    .strict(),
+  {
+    agent_id: 'The agent to delegate to (required for a new delegate; optional with conversation_id).',
+    prompt: 'The task for the delegate (required unless batch is given).',
+    mode: '"standard" (default) waits for the result; "detached" returns at once and the result comes back later as a callback message.',
+    batch: 'Several new delegates at once, run in parallel: [{agent_id, prompt}], at most 16. Not with conversation_id.',
+    conversation_id: 'Continue this earlier delegate (from a previous result or delegate_sessions list) instead of starting a new one.',
+    cwd: "Working folder for a new delegate, relative to its agent's workspace.",
+  },
+);
+
+const sessionsInput = described(
+  z
+    .object({
+      operation: z.enum(['list', 'messages', 'dismiss']),
+      conversation_id: z.string().min(1).max(512).optional(),
+      cursor: z.string().min(1).max(2048).optional(),
+      limit: z.number().int().min(1).max(50).optional(),
+    })
+    .strict(),
+  {
+    operation: '"list" your delegates, read one\'s "messages", or "dismiss" one you no longer need.',
+    conversation_id: 'The delegate conversation, required for messages and dismiss.',
+    cursor: 'next_cursor from a previous page; omit for the first page.',
+    limit: 'How many to return (1-50). Default 3.',
+  },
+);
 
 
 export function createDelegateAgentTool(delegates: () => Delegates): ToolDef<z.infer<typeof delegateInput>> {
@@ -40,7 +64,7 @@ export function createDelegateAgentTool(delegates: () => Delegates): ToolDef<z.i
     inputSchema: delegateInput,
     execute: (input, ctx) =>
       asToolData(() =>
-        delegates().delegate({ sessionKey: ctx.sessionKey, agent: ctx.agent, runId: ctx.runId, callId: ctx.callId, signal: ctx.signal, origin: ctx.origin }, input),
+        delegates().delegate({ sessionKey: ctx.sessionKey, agent: ctx.agent, runId: ctx.runId, callId: ctx.callId, signal: ctx.signal, origin: ctx.origin, traceparent: ctx.traceparent }, input),
       ),
   };
 }

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { toolError } from '../errors';
 import type { ToolDef } from './types';
+import { described } from './describe';
 
 /** Per stream, in bytes of UTF-8. */
 export const OUTPUT_CAP = 64 * 1024;
@@ -12,11 +13,18 @@ export const OUTPUT_CAP = 64 * 1024;
 /** After the shell exits, how long output still in the pipes may take to arrive (a grandchild may hold them open forever). */
 const PIPE_DRAIN_MS = 100;
 
-const input = z.object({
-  command: z.string().min(1).max(16_384),
-  cwd: z.string().max(4096).optional(),
-  timeoutSeconds: z.number().min(1).max(3600).optional(),
-});
+const input = described(
+  z.object({
+    command: z.string().min(1).max(16_384),
+    cwd: z.string().max(4096).optional(),
+    timeoutSeconds: z.number().min(1).max(3600).optional(),
+  }),
+  {
+    command: 'The shell command line to run (sh -c), e.g. "ls -la".',
+    cwd: 'Folder to run in, relative to your workspace folder; must stay inside it. Default: the workspace (or the delegate\'s cwd).',
+    timeoutSeconds: 'Kill the command after this many seconds (1-3600). Default 60.',
+  },
+);
 
 /** The environment `exec` gets: PATH, HOME, LANG and the names the agent's config lists; never the server's secrets. */
 export function execEnv(names: readonly string[], from: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {

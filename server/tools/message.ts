@@ -3,24 +3,36 @@ import { z } from 'zod';
 import type { ChannelService } from '../channels';
 import { channelOriginOf } from '../channels/reply-router';
 import { errorMessage, isCrosstalkError, toolError } from '../errors';
-import { messageSchema } from '../gateway/schemas';
 import { agentIdOf } from '../sessions/keys';
 import { deliveredKey } from './messaging';
 import type { ToolDef } from './types';
+import { described, toolText } from './describe';
+import { MAX_MESSAGE_BYTES } from '../gateway/schemas';
 
 const id = z.union([z.string().trim().min(1).max(256), z.number().int()]).transform(String);
 
-const input = z
-  .object({
-    action: z.literal('send'),
-    channel: z.string().trim().min(1).max(64),
-    to: z.string().trim().min(1).max(512),
-    text: messageSchema,
-    threadId: id.optional(),
-    replyTo: id.optional(),
-    accountId: z.string().trim().min(1).max(128).optional(),
-  })
-  .strict();
+const input = described(
+  z
+    .object({
+      action: z.literal('send'),
+      channel: z.string().trim().min(1).max(64),
+      to: z.string().trim().min(1).max(512),
+      text: toolText(MAX_MESSAGE_BYTES),
+      threadId: id.optional(),
+      replyTo: id.optional(),
+      accountId: z.string().trim().min(1).max(128).optional(),
+    })
+    .strict(),
+  {
+    action: 'Always "send".',
+    channel: 'The channel id: slack, discord, telegram, matrix, msteams, mattermost, bluebubbles, nextcloud-talk, zalo, zalouser, nostr, tlon, voice, webhook or webchat.',
+    to: 'The recipient on that channel: a user, chat or channel id as the channel names it.',
+    text: 'The message text (up to 256 KiB).',
+    threadId: 'Post into this thread or topic of the conversation.',
+    replyTo: 'Reply to this message id.',
+    accountId: 'Which of several configured accounts of the channel sends it.',
+  },
+);
 
 /** The per-run counter the outbound budget (`limits.outboundPerRun`) is kept in. */
 export const OUTBOUND_COUNTER = 'outbound';

@@ -24,13 +24,15 @@ export interface ToolDeps {
   orchestrator: () => Orchestrator;
   delegates: () => Delegates;
   channels: () => ChannelService;
+  /** Session links for usage roll-ups (sessions a session starts by messaging them). */
+  usage?: import('./sessions-send').SendDeps['usage'];
   /** Tools contributed by other modules (channels' `message`, delegation). */
   extra?: AnyToolDef[];
 }
 
 /** Fills `into` (the map the orchestrator already holds) with every tool. */
 export function registerTools(into: Map<string, AnyToolDef>, deps: ToolDeps): Map<string, AnyToolDef> {
-  const send = { orchestrator: deps.orchestrator, config: deps.config };
+  const send = { orchestrator: deps.orchestrator, config: deps.config, usage: deps.usage };
   const tools: AnyToolDef[] = [
     createExecTool(),
     createSessionsListTool(deps.gateway),

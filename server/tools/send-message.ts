@@ -8,8 +8,11 @@ import { appendTranscript } from '../orchestrator/transcript';
 import type { Store } from '../store/store';
 import { deliveredKey } from './messaging';
 import type { ToolDef } from './types';
+import { described, toolText } from './describe';
 
-const input = z.object({ content: z.unknown() });
+const input = described(z.object({ content: toolText(MAX_MESSAGE_BYTES) }), {
+  content: 'The message text to post to the current conversation (Markdown; up to 256 KiB).',
+});
 
 export function createSendMessageTool(deps: { store: Store; bus: EventBus; metrics: Metrics }): ToolDef<z.infer<typeof input>> {
   return {

@@ -4,25 +4,45 @@ import { carryTrust } from '../trust/trust';
 import { z } from 'zod';
 import type { CrosstalkConfig } from '../config';
 import { asToolData, CrosstalkError } from '../errors';
-import { messageSchema, sessionKeySchema, webhookSchema } from '../gateway/schemas';
+import { MAX_MESSAGE_BYTES, sessionKeySchema, webhookSchema } from '../gateway/schemas';
+import { described, toolText } from './describe';
 import type { MessageOrigin } from '../orchestrator/callbacks';
 import type { Orchestrator } from '../orchestrator/orchestrator';
 import { asciiLower, mainSessionKey } from '../sessions/keys';
 import { checkWebhookUrl } from '../webhooks/guard';
 import type { ToolCallContext, ToolDef } from './types';
+import type { Usage } from '../usage/usage';
 
+const webhookInput = described(webhookSchema, {
+  url: 'http(s) URL that gets a POST of {runId, sessionKey, status, response} when the target run ends.',
+  secret: 'When given, the POST is signed: X-Crosstalk-Signature: sha256=<hex HMAC of the body>.',
+});
 const common = {
-  message: messageSchema,
+  message: toolText(MAX_MESSAGE_BYTES),
   mode: z.enum(['sync', 'async']).optional(),
   timeoutSeconds: z.number().min(0).max(3600).optional(),
-  webhook: webhookSchema.optional(),
+  webhook: webhookInput.optional(),
 };
-const sessionsSendInput = z.object({ sessionKey: sessionKeySchema, ...common }).strict();
-const agentsMessageInput = z.object({ agentId: z.string().min(1).max(128), ...common }).strict();
+const commonDescriptions = {
+  message: 'The message text for the target session (up to 256 KiB).',
+  mode: '"sync" (default) waits for the reply; "async" returns at once and the reply comes back later as a callback message.',
+  timeoutSeconds: 'sync only: how long to wait for the reply (0-3600 seconds, default 60); on timeout the message is still delivered.',
+  webhook: 'Optional {url, secret}: also POST the result there when the target run ends.',
+};
+const sessionsSendInput = described(z.object({ sessionKey: sessionKeySchema, ...common }).strict(), {
+  sessionKey: 'The target session key, agent:<agentId>:<rest> (not your own session).',
+  ...commonDescriptions,
+});
+const agentsMessageInput = described(z.object({ agentId: z.string().min(1).max(128), ...common }).strict(), {
+  agentId: "The target agent's id; the message goes to its main session agent:<agentId>:main.",
+  ...commonDescriptions,
+});
 
 export interface SendDeps {
   orchestrator: () => Orchestrator;
   config: CrosstalkConfig;
+  /** Records the sessions a session starts by messaging them (their usage rolls up into its tree). */
+  usage?: Pick<Usage, 'link' | 'sessionExists'>;
 }
 
 const DEFAULT_SYNC_TIMEOUT_S = 60;
@@ -30,7 +50,7 @@ const DEFAULT_SYNC_TIMEOUT_S = 60;
 /** The shared mechanism: deliver as an `inter_session` row, then wait (sync) or arrange a callback (async). */
 export function sendToSession(
   deps: SendDeps,
-  ctx: Pick<ToolCallContext, 'sessionKey' | 'runId' | 'agent' | 'origin'> & { callId?: string },
+  ctx: Pick<ToolCallContext, 'sessionKey' | 'runId' | 'agent' | 'origin' | 'traceparent'> & { callId?: string },
   p: { targetKey: string; message: string; mode?: 'sync' | 'async'; timeoutSeconds?: number; webhook?: { url: string; secret?: string } },
 ) {
   return asToolData(async () => {
@@ -42,8 +62,15 @@ export function sendToSession(
       if (refused) throw new CrosstalkError('invalid_request', refused);
     }
     const mode = p.mode ?? 'sync';
-    // The target run inherits this run's trust: a channel sender cannot reach further tools through another session.
-    const origin: MessageOrigin = { from: { sessionKey: ctx.sessionKey, runId: ctx.runId, agentId: ctx.agent.id }, mode, ...(mode === 'async' ? { callback: true } : {}), ...carryTrust(ctx.origin) };
+    const origin: MessageOrigin = {
+      from: { sessionKey: ctx.sessionKey, runId: ctx.runId, agentId: ctx.agent.id },
+      mode,
+      ...(mode === 'async' ? { callback: true } : {}),
+      ...(ctx.traceparent ? { traceparent: ctx.traceparent } : {}),
+      // The target run inherits this run's trust: a channel sender cannot reach further tools through another session.
+      ...carryTrust(ctx.origin),
+    };
+    const fresh = deps.usage ? !(await deps.usage.sessionExists(p.targetKey)) : false;
     const res = await orch.submit(
       p.targetKey,
       {
@@ -54,6 +81,7 @@ export function sendToSession(
       },
       { origin, webhook: p.webhook, ...(ctx.callId ? { runId: `run_${derivedId(ctx.runId, ctx.callId)}` } : {}) },
     );
+    if (fresh) await deps.usage?.link(ctx.sessionKey, p.targetKey);
     if (mode === 'async') return { status: 'accepted', runId: res.runId };
     const w = await orch.wait(res.runId, (p.timeoutSeconds ?? DEFAULT_SYNC_TIMEOUT_S) * 1000);
     if (w.status === 'ok') return { status: 'ok', runId: res.runId, response: w.response ?? '' };

@@ -16,6 +16,8 @@ export interface ToolCallContext {
   sessionCwd?: string;
   /** The run's origin (channel, sub-agent parent…), as recorded when the run was accepted. */
   origin?: Record<string, unknown>;
+  /** W3C traceparent of this tool call's span: runs the tool starts join the caller's trace. */
+  traceparent?: string;
 }
 
 export interface ToolDef<I = unknown> {

@@ -6,6 +6,7 @@ import type { WebhookRow } from '../store/schema';
 import { nowIso, type Store } from '../store/store';
 import { checkWebhookUrl, guardedDispatcher } from './guard';
 import { fetch as undiciFetch } from 'undici';
+import { SpanKind, type Telemetry, traceparentOf } from '../telemetry/tracing';
 
 export const SIGNATURE_HEADER = 'X-Crosstalk-Signature';
 
@@ -13,7 +14,7 @@ export function signBody(body: string, secret: string): string {
   return `sha256=${hmacHex(secret, body)}`;
 }
 
-export function webhookRow(runId: string, hook: { url: string; secret?: string }, payload: unknown, key: string): WebhookRow {
+export function webhookRow(runId: string, hook: { url: string; secret?: string }, payload: unknown, key: string, traceparent?: string): WebhookRow {
   const ts = nowIso();
   return {
     id: `wh_${key}`,
@@ -28,6 +29,7 @@ export function webhookRow(runId: string, hook: { url: string; secret?: string }
     created_at: ts,
     delivered_at: null,
     headers: null,
+    traceparent: traceparent ?? null,
   };
 }
 
@@ -48,6 +50,7 @@ export class WebhookOutbox {
     private readonly config: CrosstalkConfig['webhooks'],
     private readonly log: Logger,
     private readonly onOutcome?: (outcome: 'delivered' | 'retry' | 'dead') => void,
+    private readonly telemetry?: Telemetry,
   ) {}
 
   start(): void {
@@ -127,13 +130,21 @@ export class WebhookOutbox {
     const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'crosstalk-webhook/1', 'x-crosstalk-delivery': row.id };
     if (row.headers) Object.assign(headers, JSON.parse(row.headers) as Record<string, string>);
     if (row.secret) headers[SIGNATURE_HEADER] = signBody(row.body, row.secret);
+    // The run's trace goes on to the receiver (W3C Trace Context), through a span of this delivery when tracing is on.
+    const span = row.traceparent ? this.telemetry?.start('webhook POST', row.traceparent, { 'http.request.method': 'POST', 'url.full': row.url, 'crosstalk.webhook.attempt': row.attempts + 1 }, { kind: SpanKind.CLIENT }) : undefined;
+    const traceparent = span ? traceparentOf(span) : row.traceparent;
+    if (traceparent) headers.traceparent = traceparent;
+    let error: string | null;
     try {
       const res = await undiciFetch(row.url, { method: 'POST', headers, body: row.body, redirect: 'manual', signal: AbortSignal.timeout(this.config.timeoutMs), dispatcher: this.dispatcher });
       await res.arrayBuffer().catch(() => undefined);
-      return res.ok ? null : `receiver answered ${res.status}`;
+      error = res.ok ? null : `receiver answered ${res.status}`;
+      span?.setAttribute('http.response.status_code', res.status);
     } catch (e) {
       const err = e as Error & { cause?: { code?: string } };
-      return err.name === 'TimeoutError' ? `receiver did not answer in ${this.config.timeoutMs} ms` : `request failed: ${err.cause?.code ?? err.message}`;
+      error = err.name === 'TimeoutError' ? `receiver did not answer in ${this.config.timeoutMs} ms` : `request failed: ${err.cause?.code ?? err.message}`;
     }
+    this.telemetry?.end(span, error ?? undefined);
+    return error;
   }
 }

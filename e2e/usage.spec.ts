@@ -1,0 +1,60 @@
+// Context and cost in the room (issue 13): the session header and status panel show tokens and cost rolled up, and the
+// event inspector shows a run's trace id (a server of this test's own, exporting traces to a loopback OTLP receiver).
+import fs from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { expect, test, TOKEN } from './fixtures';
+import { RoomPage } from './pages/room-page';
+import { startServerProcess, type ServerProcess } from './support/server-process';
+
+test('tokens and cost in the header and the status panel; the inspector shows the trace id', async ({ page, freshSession }) => {
+  test.setTimeout(120_000);
+  const traceIds = new Set<string>();
+  const receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      const msg = JSON.parse(body || '{}') as { resourceSpans?: Array<{ scopeSpans: Array<{ spans: Array<{ traceId: string }> }> }> };
+      for (const rs of msg.resourceSpans ?? []) for (const ss of rs.scopeSpans) for (const sp of ss.spans) traceIds.add(sp.traceId);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crosstalk-e2e-usage-'));
+  const configFile = path.join(dir, 'crosstalk.config.json');
+  // A steep price so one short turn shows a cost above a cent.
+  fs.writeFileSync(configFile, JSON.stringify({ models: { scripted: { inputPerMTok: 100_000, outputPerMTok: 100_000 } } }));
+  let server: ServerProcess | undefined;
+  try {
+    server = await startServerProcess(TOKEN, {
+      env: { CROSSTALK_CONFIG: configFile, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}` },
+    });
+    const room = new RoomPage(page);
+    await page.goto(`${server.origin}/login?token=${TOKEN}`);
+    await page.goto(`${server.origin}/?session=${encodeURIComponent(freshSession)}`);
+    await room.waitLive();
+    await page.getByRole('button', { name: 'Event inspector', exact: true }).click();
+    await room.send('count my tokens');
+    await expect(room.texts('assistant').filter({ hasText: 'echo: count my tokens' })).toBeVisible();
+
+    const usage = page.getByTestId('session-usage');
+    await expect(usage.getByTestId('session-usage-tokens')).toHaveText(/^\d+(\.\d)?k? tok$/);
+    await expect(usage.getByTestId('session-usage-cost')).toHaveText(/^\$\d+\.\d\d$/);
+    await expect(page.getByTestId('status-tokens')).toHaveText(/^\d+(\.\d)?k? \/ \d+(\.\d)?k?$/);
+    await expect(page.getByTestId('status-cost')).toHaveText(/^\$\d+\.\d\d$/);
+
+    const start = room.inspector.locator('[data-testid="event-row"][data-stream="lifecycle"][data-phase="start"]').first();
+    const traceId = await start.getAttribute('data-trace-id');
+    expect(traceId).toMatch(/^[0-9a-f]{32}$/);
+    await expect(start.getByTestId('event-trace-id')).toHaveText(`trace ${traceId!.slice(0, 8)}`);
+    // The same trace reached the collector.
+    await expect.poll(() => traceIds.has(traceId!), { timeout: 20_000 }).toBe(true);
+    await room.snap('usage-and-trace');
+  } finally {
+    await server?.dispose();
+    await new Promise((r) => receiver.close(r));
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
