@@ -24,6 +24,9 @@ beforeAll(async () => {
   for (const n of ['slack', 'telegram', 'discord']) fake[n] = await startFakePlatform(FAKES[n]!.handler);
   s = await startTestServer({
     config: {
+      // Runs from these chats use channelTools (trust follows the run): the delegate call itself is allowed,
+      // exec (in the chat's run and in its delegates) asks.
+      agents: [{ id: 'main', channelTools: { delegate_agent: 'auto' } }, { id: 'researcher' }],
       channels: {
         slack: { botToken: CREDS.slackToken, signingSecret: SLACK_SECRET, apiBaseUrl: `${fake.slack!.url}/api/`, allowFrom: ['U0BOSS'] },
         telegram: { botToken: CREDS.telegramToken, webhookSecret: TG_SECRET, apiBaseUrl: fake.telegram!.url, allowFrom: [String(ALICE)] },

@@ -39,7 +39,7 @@ describe.skipIf(onPgPass)('two processes on one PostgreSQL', () => {
     const f = await b.rpc<Started>('agent', { sessionKey: key, message: '/reply later', queueMode: 'followup' });
     expect(f.status).toBe('queued');
     expect((await wait(b, r.runId)).status).toBe('ok');
-    expect(await wait(b, f.runId)).toEqual({ status: 'ok', response: 'later' });
+    expect(await wait(b, f.runId)).toMatchObject({ status: 'ok', response: 'later' });
     const h = await history(a, key);
     expect(h.filter((m) => m.kind === 'steer').map((m) => [m.content, m.runId])).toEqual([['from b', r.runId]]);
     expect(h.filter((m) => m.content === '/reply later').length).toBe(1);
@@ -52,7 +52,7 @@ describe.skipIf(onPgPass)('two processes on one PostgreSQL', () => {
     expect(busy.body.error).toMatchObject({ code: -32009, data: { code: 'agent_busy' } });
     const i = await b.rpc<Started>('agent', { sessionKey: key, message: 'now', queueMode: 'interrupt' });
     expect(await wait(b, r.runId, 10_000)).toMatchObject({ status: 'error', error: 'run interrupted' });
-    expect(await wait(b, i.runId, 10_000)).toEqual({ status: 'ok', response: 'echo: now' });
+    expect(await wait(b, i.runId, 10_000)).toMatchObject({ status: 'ok', response: 'echo: now' });
   });
 
   it('agent.cancel on B aborts a run on A; a queued run cancelled on A never runs', async () => {
@@ -124,7 +124,7 @@ describe.skipIf(onPgPass)('takeover', () => {
     try {
       const r = await a.rpc<Started>('agent', { sessionKey: 'agent:main:dies', message: '/sleep 600\n/reply survived' });
       await a.crash(); // its liveness connection drops, as with kill -9
-      expect(await b.rpc('agent.wait', { runId: r.runId, timeoutMs: 15_000 })).toEqual({ status: 'ok', response: 'survived' });
+      expect(await b.rpc('agent.wait', { runId: r.runId, timeoutMs: 15_000 })).toMatchObject({ status: 'ok', response: 'survived' });
       const h = (await b.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:dies' })).messages;
       expect(h.map((m) => m.content)).toEqual(['survived', '/sleep 600\n/reply survived']);
     } finally {
@@ -141,7 +141,7 @@ describe.skipIf(onPgPass)('takeover', () => {
       // A's liveness connection drops but A itself goes on: B takes the session over and re-drives the run,
       // while A's own copy of the run wakes up later and tries to write its reply.
       a.rt.cluster!.crash();
-      expect(await b.rpc('agent.wait', { runId: r.runId, timeoutMs: 15_000 })).toEqual({ status: 'ok', response: 'once' });
+      expect(await b.rpc('agent.wait', { runId: r.runId, timeoutMs: 15_000 })).toMatchObject({ status: 'ok', response: 'once' });
       await new Promise((res) => setTimeout(res, 1200)); // A's copy has woken and been refused by now
       const h = (await b.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:zombie' })).messages;
       expect(h.map((m) => m.content)).toEqual(['once', '/sleep 800\n/reply once']);

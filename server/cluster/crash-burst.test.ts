@@ -145,7 +145,8 @@ async function burst(store: 'postgres' | 'sqlite', processes: number) {
     const owners = await rpc('status', {});
     const pids = new Map<string, number>((owners.processes as any[]).map((p) => [p.id, p.pid]));
     const { Client } = await import('pg');
-    const c = new Client({ connectionString: PG_URL, options: `-c search_path=${schema}` });
+    const { pgConnectConfig } = await import('../store/db');
+    const c = new Client({ ...pgConnectConfig(PG_URL), options: `-c search_path=${schema}` });
     await c.connect();
     const rows = (await c.query(`select owner, count(*)::int as n from sessions where owner is not null group by owner order by n desc`)).rows;
     await c.end();

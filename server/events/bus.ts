@@ -227,8 +227,9 @@ export class Subscription implements AsyncIterable<AgentEvent> {
   private closed = false;
   /** Position of the last event handed out or queued. */
   private last: EventCursor;
-  /** Position just before the oldest queued event (where to resume reading the log after an overflow). */
-  private beforeQueue: EventCursor;
+  /** Each queued event's position, and the last one handed out (where to resume reading the log after an overflow). */
+  private cursors: EventCursor[] = [];
+  private handedOut: EventCursor;
   /** While true, live events are not buffered; we read the log instead. */
   private catchingUp: boolean;
   private highestSeen: EventCursor | null = null;
@@ -240,7 +241,7 @@ export class Subscription implements AsyncIterable<AgentEvent> {
     replay: boolean,
   ) {
     this.last = startAfter;
-    this.beforeQueue = startAfter;
+    this.handedOut = startAfter;
     this.catchingUp = replay;
     // A replay must reach at least what was fanned out before it subscribed: those events will not be pushed again.
     if (replay && isAfter(bus.head, startAfter)) this.highestSeen = bus.head;
@@ -254,12 +255,13 @@ export class Subscription implements AsyncIterable<AgentEvent> {
     } else if (this.queue.length >= SUB_BUFFER) {
       // Too slow: drop the buffer and read the log from where this subscriber is.
       this.catchingUp = true;
-      this.last = this.beforeQueue;
+      this.last = this.handedOut;
       this.queue = [];
+      this.cursors = [];
       this.highestSeen = cursor;
     } else {
-      if (!this.queue.length) this.beforeQueue = this.last;
       this.queue.push(ev);
+      this.cursors.push(cursor);
       this.last = cursor;
     }
     this.wake?.();
@@ -279,8 +281,8 @@ export class Subscription implements AsyncIterable<AgentEvent> {
       const horizon = this.bus.head;
       const { rows, pending } = await this.bus.store.eventsAfter({ after: this.last, ...this.filter, limit: CATCHUP_PAGE });
       if (this.closed) return;
-      if (rows.length && !this.queue.length) this.beforeQueue = this.last;
       for (const r of rows) {
+        this.cursors.push(r.cursor);
         this.queue.push({ id: r.id, runId: r.run_id, seq: r.seq, stream: r.stream as AgentEvent['stream'], ts: r.ts, sessionKey: r.session_key, data: JSON.parse(r.data), cursor: encodeEventCursor(r.cursor) });
         this.last = r.cursor;
       }
@@ -300,7 +302,10 @@ export class Subscription implements AsyncIterable<AgentEvent> {
   async next(signal?: AbortSignal): Promise<AgentEvent | null> {
     for (;;) {
       if (this.closed || signal?.aborted) return null;
-      if (this.queue.length) return this.queue.shift()!;
+      if (this.queue.length) {
+        this.handedOut = this.cursors.shift() ?? this.handedOut;
+        return this.queue.shift()!;
+      }
       if (this.catchingUp) {
         await this.catchUp();
         continue;
