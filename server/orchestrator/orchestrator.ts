@@ -296,7 +296,8 @@ export class Orchestrator {
     st.known.add(row.id);
     const inputs = JSON.parse(row.input) as RunInput[];
     const input = inputs.length > 1 ? mergeInputs(inputs) : inputs[0]!;
-    const item: QueueItem = { runId: row.id, inputs: [input], persisted: Promise.resolve(), collect: row.queue_mode === 'collect' };
+    const trust = trustOf(parseOrigin(row.origin));
+    const item: QueueItem = { runId: row.id, inputs: [input], persisted: Promise.resolve(), collect: row.queue_mode === 'collect', trustKey: JSON.stringify(trust) };
     if (!st.active) {
       st.queue.push(item);
       this.startNext(st);
@@ -304,7 +305,8 @@ export class Orchestrator {
     }
     switch (row.queue_mode) {
       case 'steer':
-        if (!st.active.closing) {
+        // Trust follows the run: a message is steered only into a run of the same trust (else it runs after).
+        if (!st.active.closing && sameTrust(trust, trustOf(st.active.row ? parseOrigin(st.active.row.origin) : st.active.origin))) {
           const origin = JSON.stringify({ ...(row.origin ? JSON.parse(row.origin) : {}), steerInto: st.active.id });
           st.active.inbox.push({ runId: row.id, input, persisted: this.o.store.updateRun(row.id, { origin }) });
           return { runId: st.active.id, status: 'steered' };
@@ -312,7 +314,7 @@ export class Orchestrator {
         break;
       case 'collect': {
         const open = st.queue[st.queue.length - 1];
-        if (open?.collect) {
+        if (open?.collect && open.trustKey === item.trustKey) {
           open.inputs.push(input);
           const merged = JSON.stringify(open.inputs);
           open.persisted = open.persisted
