@@ -66,7 +66,10 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   // PostgreSQL: this process joins the cluster; events reach subscribers through the feed, in log order.
   const cluster = handle.pg ? new Cluster(store.db, handle.pg, log) : null;
   const feed = cluster ? new EventFeed(store, bus, log) : null;
-  if (cluster && feed) bus.feed = { written: feed.wake, notify: (tx) => cluster.notify({ kind: 'events' }, tx) };
+  if (cluster && feed) {
+    bus.feed = { written: feed.wake, notify: (tx) => cluster.notify({ kind: 'events' }, tx) };
+    store.eventsChannel = cluster.channel;
+  }
   const metrics = createMetrics();
   // The gateway is needed by tools and the tools by the orchestrator: break the cycle with a late-bound reference.
   let gateway: Gateway | null = null;
@@ -90,6 +93,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   if (cluster && feed) {
     orchestrator.cluster = cluster;
     await feed.start();
+    feed.interest = () => bus.subscriberCount > 0 || orchestrator.waitingElsewhere();
     feed.onEvent = (ev) => {
       if (ev.stream === 'lifecycle' && (ev.data.phase === 'end' || ev.data.phase === 'error')) orchestrator.remoteEnded(ev.runId);
     };

@@ -2,12 +2,13 @@
 // fans each settled row out to this process's subscribers. Woken by local writes and by the other processes'
 // NOTIFY; a poll every second covers a lost notification or a reconnect.
 import type { EventBus } from '../events/bus';
-import { type EventCursor, encodeEventCursor } from '../events/cursor';
+import { type EventCursor, encodeEventCursor, isAfter } from '../events/cursor';
 import type { AgentEvent } from '../events/types';
 import type { Logger } from '../logger';
 import type { Store } from '../store/store';
 
 const PAGE = 500;
+const IDLE_MS = 100;
 
 export class EventFeed {
   private pos: EventCursor = { id: 0, tx: 0n };
@@ -18,6 +19,13 @@ export class EventFeed {
   private stopped = false;
   /** Every event read, for this process's cross-process waiters (a run that ended elsewhere). */
   onEvent: ((ev: AgentEvent) => void) | null = null;
+  /**
+   * Whether anyone here wants events (subscribers, waiters for runs elsewhere). When no one does, the feed does
+   * not read rows: it only moves its position to the settled horizon, at most every IDLE_MS, so a subscriber
+   * that arrives later starts (nearly) live.
+   */
+  interest: () => boolean = () => true;
+  private idleAt = 0;
 
   constructor(
     private readonly store: Store,
@@ -58,6 +66,18 @@ export class EventFeed {
   private async run() {
     this.running = true;
     try {
+      if (!this.interest()) {
+        const now = performance.now();
+        if (now - this.idleAt >= IDLE_MS) {
+          this.idleAt = now;
+          const horizon = await this.store.settledHorizon();
+          if (isAfter(horizon, this.pos)) {
+            this.pos = horizon;
+            if (isAfter(horizon, this.bus.head)) this.bus.head = horizon;
+          }
+        } else this.later(IDLE_MS);
+        return;
+      }
       do {
         this.again = false;
         for (;;) {

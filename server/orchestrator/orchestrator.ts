@@ -486,6 +486,13 @@ export class Orchestrator {
     this.sessions.clear();
   }
 
+  /** Whether this process waits for a run it does not drive (the event feed must read the log for it). */
+  waitingElsewhere(): boolean {
+    return this.remoteWaits > 0;
+  }
+
+  private remoteWaits = 0;
+
   /** A run ended in another process (seen in the event log): answer this process's waiters. */
   remoteEnded(runId: string): void {
     if (!this.waiters.has(runId)) return;
@@ -877,7 +884,11 @@ export class Orchestrator {
       if (row.status === 'merged' && row.merged_into) return this.wait(row.merged_into, timeoutMs);
       const timeout = new Promise<WaitResult>((r) => (timer = setTimeout(() => r({ status: 'timeout' }), timeoutMs)));
       if (!this.cluster) return await Promise.race([done, timeout]);
-      // Several processes: the run may end elsewhere. The event feed wakes us (remoteEnded); a slow poll backs it.
+      // Several processes: the run may end elsewhere. The event feed wakes us (remoteEnded; it reads the log only
+      // while someone here waits for a run driven elsewhere); a slow poll backs it.
+      const st = this.sessions.get(row.session_key);
+      const elsewhere = !(st && (st.active?.id === runId || st.queue.some((q) => q.runId === runId)));
+      if (elsewhere) this.remoteWaits++;
       let poll: NodeJS.Timeout | undefined;
       const polled = new Promise<WaitResult>((r) => {
         poll = setInterval(() => {
@@ -890,6 +901,7 @@ export class Orchestrator {
         return await Promise.race([done, timeout, polled]);
       } finally {
         clearInterval(poll);
+        if (elsewhere) this.remoteWaits--;
       }
     } finally {
       clearTimeout(timer);

@@ -476,6 +476,7 @@ export class Store {
    */
   async insertEvents(events: PendingEvent[], o: { notify?: (tx: Kysely<Database>) => Promise<void> } = {}): Promise<Array<{ id: number; tx?: string } | null>> {
     if (!events.length) return [];
+    if (this.dialect === 'postgres' && events.length <= 500) return this.insertEventsPg(events, !!o.notify);
     return this.db.transaction().execute(async (tx) => {
       let keep = events;
       const out: Array<{ id: number; tx?: string } | null> = new Array(events.length).fill(null);
@@ -498,6 +499,35 @@ export class Store {
       if (o.notify && written.length) await o.notify(tx);
       return out;
     });
+  }
+
+  /** NOTIFY channel of the cluster's event wake-ups (PostgreSQL; set by boot). */
+  eventsChannel?: string;
+
+  /**
+   * PostgreSQL, one statement (one round trip, no BEGIN/COMMIT): the fence check (FOR SHARE on the sessions held
+   * under a lease), the insert of the rows that pass it, in order, and one NOTIFY (identical notifications of a
+   * transaction are delivered once).
+   */
+  private async insertEventsPg(events: PendingEvent[], notify: boolean): Promise<Array<{ id: number; tx?: string } | null>> {
+    const rows = events.map((e, i) => ({ o: i, r: e.runId, s: e.seq, st: e.stream, ts: e.ts, k: e.sessionKey, d: JSON.stringify(e.data), e: e.epoch ?? null }));
+    const fenced = [...new Set(events.filter((e) => e.epoch !== undefined).map((e) => e.sessionKey))];
+    const res = await sql<{ id: number; tx: string; o: number }>`
+      with f as (select key, epoch from sessions where key = any(${fenced}::text[]) for share),
+      v as (select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as x(o int, r text, s int, st text, ts text, k text, d text, e int)),
+      ins as (
+        insert into events (run_id, seq, stream, ts, session_key, data)
+        select r, s, st, ts, k, d from v
+        where v.e is null or exists (select 1 from f where f.key = v.k and f.epoch = v.e)
+        order by o
+        returning id, tx::text as tx, run_id, seq)
+      select ins.id, ins.tx, v.o${notify && this.eventsChannel ? sql`, pg_notify(${this.eventsChannel}, '{"kind":"events"}')` : sql``}
+      from ins join v on v.r = ins.run_id and v.s = ins.seq`.execute(this.db);
+    const out: Array<{ id: number; tx?: string } | null> = new Array(events.length).fill(null);
+    for (const r of res.rows) out[r.o] = { id: Number(r.id), tx: r.tx };
+    const lost = out.filter((x) => x === null).length;
+    if (lost) this.onFencedWrite?.(lost);
+    return out;
   }
 
   /** Inserts events in the caller's transaction (no fencing: the caller's transaction is fenced itself). */
@@ -564,6 +594,12 @@ export class Store {
     const r = await sql<{ tx: string; id: number }>`select tx::text as tx, id from events where id <= ${c.id} order by id desc limit 1`.execute(this.db);
     const row = r.rows[0];
     return row ? { tx: BigInt(row.tx), id: Number(row.id) } : START;
+  }
+
+  /** A position every settled row is at or before (PostgreSQL): just below the snapshot's xmin. */
+  async settledHorizon(): Promise<EventCursor> {
+    const r = await sql<{ xmin: string }>`select pg_snapshot_xmin(pg_current_snapshot())::text as xmin`.execute(this.db);
+    return { tx: BigInt(r.rows[0]!.xmin) - 1n, id: Number.MAX_SAFE_INTEGER };
   }
 
   /** The newest settled position of the log (PostgreSQL): a live reader starts after it. */
