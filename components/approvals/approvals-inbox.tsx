@@ -10,6 +10,7 @@ import { useRoomStore } from '@/stores/room-store-provider';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
 import { Button } from '../ui/button';
+import { DecisionButtons } from '../toolbox/decision-buttons';
 import { CodeBlock } from '../ui/code-block';
 import { TextInput } from '../ui/text-input';
 
@@ -165,18 +166,9 @@ function InboxItem({ approval: a, onOpenSession }: { approval: PendingApproval; 
       </div>
       <CodeBlock text={prettyJson(a.args)} label="Tool arguments" maxHeight="max-h-32" />
       <TextInput aria-label="Reason" placeholder="Reason (optional, sent with a denial)" value={reason} onChange={(e) => setReason(e.target.value)} />
-      <div className="flex flex-wrap gap-2">
-        <Button size="sm" variant="primary" disabled={busy} onClick={() => decide('allow_once')}>
-          Allow once
-        </Button>
-        <Button size="sm" disabled={busy} onClick={() => decide('allow_always')}>
-          Allow always
-        </Button>
-        <Button size="sm" variant="danger" disabled={busy} onClick={() => decide('deny')}>
-          Deny
-        </Button>
+      <DecisionButtons busy={busy} decide={decide}>
         {stale && <span className="text-xs text-zinc-500">Already decided elsewhere.</span>}
-      </div>
+      </DecisionButtons>
       {resolve.isError && !stale && (
         <p role="alert" className="text-xs text-rose-600">
           Could not resolve: {resolve.error.message}

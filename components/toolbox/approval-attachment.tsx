@@ -5,7 +5,7 @@ import { isTypingTarget } from '@/lib/room/use-room-keys';
 import type { useApprovals } from '@/lib/room/use-approvals';
 import { errorCode, type PendingApproval } from '@/lib/trpc/types';
 import { useState } from 'react';
-import { Button } from '../ui/button';
+import { DecisionButtons } from './decision-buttons';
 import { CodeBlock } from '../ui/code-block';
 import { TextInput } from '@/components/ui/text-input';
 
@@ -83,17 +83,7 @@ function ApprovalForm({ pending, resolve }: Props) {
         value={reason}
         onChange={(e) => setReason(e.target.value)}
       />
-      <div className="flex flex-wrap gap-2">
-        <Button size="sm" variant="primary" disabled={busy} onClick={() => decide('allow_once')}>
-          Allow once
-        </Button>
-        <Button size="sm" disabled={busy} onClick={() => decide('allow_always')}>
-          Allow always
-        </Button>
-        <Button size="sm" variant="danger" disabled={busy} onClick={() => decide('deny')}>
-          Deny
-        </Button>
-      </div>
+      <DecisionButtons busy={busy} decide={decide} />
       {resolve.isError && !staleError && (
         <p role="alert" className="text-xs text-rose-600">
           Could not resolve: {resolve.error.message}
