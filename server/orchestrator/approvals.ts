@@ -50,8 +50,6 @@ function decisionOf(row: ApprovalRow): GateResult {
 
 export class Approvals {
   private waiters = new Map<string, (r: GateResult) => void>();
-  /** Set by a graceful stop: an approval being waited for stays pending for the next start instead of being cancelled. */
-  stopping = false;
 
   constructor(
     private readonly store: Store,
