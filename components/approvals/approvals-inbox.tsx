@@ -3,14 +3,13 @@
 // approval of every session, oldest first, with its session, parent chain and run trust, tool and arguments, and the same
 // three decisions and Reason box as the toolbox's Approval row; it stays live, and a / d decide on the focused one.
 import { prettyJson } from '@/lib/format';
-import { isTypingTarget } from '@/lib/room/use-room-keys';
 import { useTRPC } from '@/lib/trpc/client';
 import { errorCode, type PendingApproval } from '@/lib/trpc/types';
 import { useRoomStore } from '@/stores/room-store-provider';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
 import { Button } from '../ui/button';
-import { DecisionButtons } from '../toolbox/decision-buttons';
+import { DecisionButtons, decisionKey } from '../toolbox/decision-buttons';
 import { CodeBlock } from '../ui/code-block';
 import { TextInput } from '../ui/text-input';
 
@@ -121,15 +120,10 @@ function InboxItem({ approval: a, onOpenSession }: { approval: PendingApproval; 
       aria-label={`${a.tool} in ${a.sessionKey}`}
       aria-keyshortcuts="a d"
       onKeyDown={(e) => {
-        if (busy || e.metaKey || e.ctrlKey || e.altKey || isTypingTarget(e.target)) return;
-        if (e.key === 'a' || e.key === 'd') {
-          e.preventDefault();
-          e.stopPropagation();
-          decide(e.key === 'a' ? 'allow_once' : 'deny');
-          // Keep the keyboard in the list: the next one takes the focus.
-          const next = (e.currentTarget.nextElementSibling ?? e.currentTarget.previousElementSibling) as HTMLElement | null;
-          next?.focus();
-        }
+        if (!decisionKey(e, busy, decide)) return;
+        // Keep the keyboard in the list: the next one takes the focus.
+        const next = (e.currentTarget.nextElementSibling ?? e.currentTarget.previousElementSibling) as HTMLElement | null;
+        next?.focus();
       }}
       className="space-y-1.5 rounded-md border border-amber-300 bg-amber-50/60 p-3 text-sm outline-none focus-visible:ring-2 focus-visible:ring-indigo-500 dark:border-amber-700 dark:bg-amber-950/30"
     >

@@ -1,11 +1,10 @@
 'use client';
 // The toolbox's attachment row: the oldest pending approval with Allow once / Allow always / Deny and a reason.
 import { prettyJson } from '@/lib/format';
-import { isTypingTarget } from '@/lib/room/use-room-keys';
 import type { useApprovals } from '@/lib/room/use-approvals';
 import { errorCode, type PendingApproval } from '@/lib/trpc/types';
 import { useState } from 'react';
-import { DecisionButtons } from './decision-buttons';
+import { DecisionButtons, decisionKey } from './decision-buttons';
 import { CodeBlock } from '../ui/code-block';
 import { TextInput } from '@/components/ui/text-input';
 
@@ -48,14 +47,7 @@ function ApprovalForm({ pending, resolve }: Props) {
       // Focus the row (Tab or click) and press a to allow once, d to deny (with the reason typed, if any).
       tabIndex={0}
       aria-keyshortcuts="a d"
-      onKeyDown={(e) => {
-        if (busy || e.metaKey || e.ctrlKey || e.altKey || isTypingTarget(e.target)) return;
-        if (e.key === 'a' || e.key === 'd') {
-          e.preventDefault();
-          e.stopPropagation();
-          decide(e.key === 'a' ? 'allow_once' : 'deny');
-        }
-      }}
+      onKeyDown={(e) => void decisionKey(e, busy, decide)}
       className="flex shrink-0 flex-col gap-2 border-t-2 border-amber-400 bg-amber-50 p-3 outline-none focus-visible:ring-2 focus-visible:ring-indigo-500 focus-visible:ring-inset dark:border-amber-600 dark:bg-amber-950/40"
     >
       <div className="flex items-center gap-2 text-sm">

@@ -1,5 +1,6 @@
 // The three decisions on an approval (CONTRACT §7 names): the toolbox's Approval row and the inbox share them.
-import type { ReactNode } from 'react';
+import type { KeyboardEvent, ReactNode } from 'react';
+import { isTypingTarget } from '@/lib/room/use-room-keys';
 import { Button } from '../ui/button';
 
 export type ApprovalDecision = 'allow_once' | 'allow_always' | 'deny';
@@ -19,4 +20,14 @@ export function DecisionButtons({ busy, decide, children }: { busy: boolean; dec
       {children}
     </div>
   );
+}
+
+/** `a` allows once, `d` denies, on a focused approval (not while typing); true when the key was taken. */
+export function decisionKey(e: KeyboardEvent, busy: boolean, decide: (d: ApprovalDecision) => void): boolean {
+  if (busy || e.metaKey || e.ctrlKey || e.altKey || isTypingTarget(e.target)) return false;
+  if (e.key !== 'a' && e.key !== 'd') return false;
+  e.preventDefault();
+  e.stopPropagation();
+  decide(e.key === 'a' ? 'allow_once' : 'deny');
+  return true;
 }
