@@ -680,6 +680,7 @@ export class Orchestrator {
    */
   private abandon(st: SessionState, active: ActiveRun, why: 'skipped' | 'stopped') {
     markStarted(active);
+    this.o.store.takeUsage([active.id]); // a step's usage goes with its rows, which this run no longer writes
     this.o.bus.unregisterRun(active.id);
     st.known.delete(active.id);
     if (st.active === active) st.active = null;
@@ -703,36 +704,36 @@ export class Orchestrator {
       const merged = active.injected ? (await store.mergedInto(active.id)).filter((r) => r.status === 'merged') : []; // not a failed run pointing here (continuedIn)
       deliveries = planDeliveries({ runId: active.id, sessionKey: st.key, agentId: active.agent.id, agentName: active.agent.name }, [...(own ? [own] : []), ...merged], outcome);
       stampTrace(deliveries, active.traceparent);
+      // The run's end event (and its last rows' events, and those of its events not yet flushed) are written with
+      // its end in one transaction: once another process claims the session, nothing more of this run could be
+      // written, and whoever sees the end event finds the run ended.
+      const earlier = await bus.takeRun(active.id);
+      if (bus.currentSeq(active.id) === 0) bus.registerRun(active.id, st.key, await store.maxSeq(active.id).catch(() => 0));
+      const finalRows = active.finalRows ?? [];
       let endWrite: ReturnType<EventBus['writeIn']> | null = null;
-      if (this.cluster) {
-        // Under a lease the run's events go out (fenced by its epoch) before the lease is let go, and its end
-        // event is written with its end in one transaction: once another process claims the session, nothing
-        // more of this run could be written, and whoever sees the end event finds the run ended.
-        await bus.drain();
-        if (bus.currentSeq(active.id) === 0) bus.registerRun(active.id, st.key, await store.maxSeq(active.id).catch(() => 0));
-        endWrite = bus.writeIn([bus.prepare(active.id, 'lifecycle', endData(outcome))]);
-        bus.unregisterRun(active.id);
-      }
-      // The run's end, its callbacks and its webhooks are one transaction: a crash after it still delivers them.
+      // The run's end, its last rows, callbacks and webhooks are one transaction: a crash after it still delivers them.
       released = await store.finishRun(
         active.id,
-        { status: outcome.status, response: outcome.response ?? null, error: outcome.error ?? null, ended_at: nowIso(), last_seq: bus.currentSeq(active.id) },
+        { status: outcome.status, response: outcome.response ?? null, error: outcome.error ?? null, ended_at: nowIso(), last_seq: bus.currentSeq(active.id) + finalRows.length + 1 },
         deliveries.callbacks,
         deliveries.webhooks,
         { key: st.key, idle: !st.queue.length && !active.inbox.length, release: !!this.cluster },
-        endWrite?.write,
+        {
+          messages: finalRows,
+          inTx: async (tx, rows) => {
+            endWrite = bus.writeIn([...earlier, ...rows.map((m) => bus.prepare(active.id, 'message', { message: m })), bus.prepare(active.id, 'lifecycle', endData(outcome))]);
+            await endWrite.write(tx);
+          },
+        },
       );
-      endWrite?.committed();
+      (endWrite as ReturnType<EventBus['writeIn']> | null)?.committed();
       if (deliveries.callbacks.length) failpoint('callback.recorded');
     } catch (e) {
       if (e instanceof FencedError) return this.abandon(st, active, 'stopped');
       log.error({ err: e, runId: active.id }, 'could not record run end');
     }
+    bus.unregisterRun(active.id);
     st.known.delete(active.id);
-    if (!this.cluster) {
-      if (bus.currentSeq(active.id) === 0) bus.registerRun(active.id, st.key, await store.maxSeq(active.id).catch(() => 0));
-      this.emitEnd(active, outcome);
-    }
     endRunTrace(this.deps, active, outcome);
     metrics.runs.inc({ outcome: outcome.status });
     if (outcome.status === 'ok') {
@@ -787,11 +788,6 @@ export class Orchestrator {
       return;
     }
     this.startNext(st);
-  }
-
-  private emitEnd(active: ActiveRun, outcome: RunOutcome) {
-    this.o.bus.emit(active.id, 'lifecycle', endData(outcome));
-    this.o.bus.unregisterRun(active.id);
   }
 
   private startNext(st: SessionState): void {
