@@ -99,8 +99,8 @@ export class EventBus {
     const done: Array<{ ev: PendingEvent; w: { id: number; tx?: string } }> = [];
     return {
       write: async (tx) => {
-        const ids = await this.store.insertEventsIn(tx, events);
-        if (this.feed) await this.feed.notify(tx);
+        const ids = await this.store.insertEventsIn(tx, events, { notify: !!this.feed });
+        if (this.feed && !this.store.eventsChannel) await this.feed.notify(tx);
         done.push(...events.map((e, i) => ({ ev: e, w: ids[i]! })));
       },
       committed: () => this.written(done),

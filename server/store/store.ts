@@ -594,8 +594,21 @@ export class Store {
   }
 
   /** Inserts events in the caller's transaction (no fencing: the caller's transaction is fenced itself). */
-  async insertEventsIn(tx: Kysely<Database>, events: PendingEvent[]): Promise<Array<{ id: number; tx?: string }>> {
+  async insertEventsIn(tx: Kysely<Database>, events: PendingEvent[], o: { notify?: boolean } = {}): Promise<Array<{ id: number; tx?: string }>> {
     const written: Array<{ id: number; tx?: string }> = [];
+    if (this.dialect === 'postgres' && o.notify && this.eventsChannel && events.length <= 200) {
+      // One statement: the rows and the cluster's wake-up (delivered at commit).
+      const values = events.map((e, i) => ({ o: i, r: e.runId, s: e.seq, st: e.stream, ts: e.ts, k: e.sessionKey, d: JSON.stringify(e.data) }));
+      const res = await sql<{ id: number; tx: string }>`
+        with ins as (
+          insert into events (run_id, seq, stream, ts, session_key, data)
+          select r, s, st, ts, k, d from jsonb_to_recordset(${JSON.stringify(values)}::jsonb) as x(o int, r text, s int, st text, ts text, k text, d text)
+          order by o
+          returning id, tx::text as tx),
+        wake as (select pg_notify(${this.eventsChannel}, '{"kind":"events"}'))
+        select ins.id, ins.tx from ins, wake order by ins.id`.execute(tx);
+      return res.rows.map((r) => ({ id: Number(r.id), tx: r.tx }));
+    }
     // Chunked multi-row inserts; ids of one statement rise in insertion order.
     for (let i = 0; i < events.length; i += 200) {
       const chunk = events.slice(i, i + 200);
