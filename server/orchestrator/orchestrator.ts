@@ -282,7 +282,8 @@ export class Orchestrator {
       return { runId, status: 'queued' };
     }
     if (owner) await cluster.notify({ kind: 'work', to: owner, sessionKey });
-    if (effective === 'steer' && r.active) return { runId: r.active, status: 'steered' };
+    // The owner steers it into the active run only when their trust matches (else it runs after, as here locally).
+    if (effective === 'steer' && r.active && sameTrust(trustOf(parseOrigin(row.origin)), trustOf(parseOrigin(r.activeOrigin)))) return { runId: r.active, status: 'steered' };
     return { runId, status: effective === 'interrupt' ? 'started' : 'queued' };
   }
 
