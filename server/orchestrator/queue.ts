@@ -1,0 +1,72 @@
+// The orchestrator's vocabulary: what a session's queue holds, run ids, and how a run's end reads.
+import crypto from 'node:crypto';
+import type { QueueMode } from '../config';
+import type { WaitResult } from '../gateway/types';
+import type { RunRow } from '../store/schema';
+import type { ActiveRun, RunInput, RunOutcome } from './types';
+
+/** The abort reason of a graceful stop: the run is left as it is, for a re-drive (here after a restart, or elsewhere). */
+export const SHUTDOWN = Symbol.for('crosstalk.shutdown');
+
+export interface SubmitOptions {
+  queueMode?: QueueMode;
+  webhook?: { url: string; secret?: string };
+  origin?: Record<string, unknown>;
+  /** Callbacks are never refused or dropped: `reject` and `interrupt` queue them as follow-ups. */
+  neverRefuse?: boolean;
+  /** A caller-chosen run id: a second submit with the same id is a no-op (exactly-once delivery). */
+  runId?: string;
+}
+
+export interface QueueItem {
+  runId: string;
+  inputs: RunInput[];
+  persisted: Promise<void>;
+  collect: boolean;
+  /** The trust of a `collect` turn's messages: only messages of the same trust are collected into one turn. */
+  trustKey?: string;
+  /** Its stored row when already read (as queued): the run need not read it again. */
+  row?: RunRow;
+}
+
+export interface SessionState {
+  key: string;
+  active: ActiveRun | null;
+  /** The active run was paused on an approval before a restart; it resumes when a decision arrives. */
+  parked: boolean;
+  queue: QueueItem[];
+  /** PostgreSQL: the run ids of this session this process has taken in (queued, steered, running). */
+  known: Set<string>;
+  /** PostgreSQL: set while the session's unfinished runs are being loaded after a claim. */
+  loading?: Promise<void>;
+  /** PostgreSQL: the lease epoch this process holds the session under. */
+  epoch?: number;
+}
+
+export const TERMINAL = new Set(['ok', 'error', 'interrupted']);
+
+export const newRunId = () => `run_${crypto.randomUUID()}`;
+
+/**
+ * The id of what a tool call starts (a target run, a delegate session), derived from the calling run and call:
+ * a re-driven call after a crash finds the same run instead of starting a second one.
+ */
+export const derivedId = (runId: string, callId: string, slot = '') =>
+  crypto.createHash('sha256').update(`${runId}\u0000${callId}\u0000${slot}`).digest('hex').slice(0, 24);
+
+export function waitResultOf(row: Pick<RunRow, 'status' | 'response' | 'error'>): WaitResult {
+  if (row.status === 'ok') return { status: 'ok', response: (row.response ?? '').trim() };
+  return { status: 'error', error: row.error ?? row.status, ...(row.response ? { response: row.response.trim() } : {}) };
+}
+
+export function endData(outcome: RunOutcome): Record<string, unknown> {
+  return outcome.status === 'ok'
+    ? { phase: 'end', status: 'ok', response: outcome.response ?? '' }
+    : { phase: 'error', status: outcome.status, error: outcome.error ?? outcome.status };
+}
+
+export function mergeInputs(inputs: RunInput[]): RunInput {
+  return { ...inputs[0]!, content: inputs.map((i) => i.content).join('\n\n'), meta: { ...inputs[0]!.meta, collected: inputs.length } };
+}
+
+export const parseOrigin = (o: string | null): unknown => (o ? JSON.parse(o) : null);

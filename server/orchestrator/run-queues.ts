@@ -1,0 +1,482 @@
+// A session's queue and its runs, in this process: one actor per session (runs serialised), the five queue modes
+// with no loss, a run's execution and its end. The cluster side (leases, control messages, takeover) is Orchestrator's.
+import crypto from 'node:crypto';
+import type { AgentConfig, CrosstalkConfig, QueueMode } from '../config';
+import { CrosstalkError } from '../errors';
+import type { EventBus } from '../events/bus';
+import type { AgentResult, WaitResult } from '../gateway/types';
+import type { Logger } from '../logger';
+import type { Metrics } from '../metrics';
+import { createRemoteA2AModel } from '../a2a/remote-model';
+import { createModelChain, FallbackTracker } from '../models/fallback';
+import { agentIdOf, sessionKindOf } from '../sessions/keys';
+import type { ApprovalRow, CallbackRow, RunRow } from '../store/schema';
+import { FencedError, nowIso, type Store } from '../store/store';
+import type { AnyToolDef } from '../tools/types';
+import { Approvals } from './approvals';
+import { planDeliveries } from './callbacks';
+import { executeRun, type RunDeps } from './run-loop';
+import { markStarted } from './started';
+import { failpoint } from '../failpoints';
+import type { WebhookOutbox } from '../webhooks/outbox';
+import type { ActiveRun, InboxItem, RunInput, RunOutcome } from './types';
+import type { Cluster } from '../cluster/cluster';
+import { carryTrust, sameTrust, trustOf } from '../trust/trust';
+import { endRunTrace, type RunHookDeps, startRunTrace } from './run-hooks';
+import { stampTrace } from '../telemetry/propagation';
+import { endData, mergeInputs, newRunId, parseOrigin, type QueueItem, SHUTDOWN, type SessionState, type SubmitOptions, waitResultOf } from './queue';
+
+export abstract class RunQueues {
+  readonly approvals: Approvals;
+  protected readonly sessions = new Map<string, SessionState>();
+  protected readonly waiters = new Map<string, Set<(r: WaitResult) => void>>();
+  /** Runs this process is executing, by id: their session key. */
+  protected readonly running = new Map<string, string>();
+  protected readonly trackers = new Map<string, FallbackTracker>();
+  protected readonly agents: Map<string, AgentConfig>;
+  protected readonly deps: RunDeps;
+  protected readonly live = new Set<Promise<unknown>>();
+
+  constructor(
+    protected readonly o: { store: Store; bus: EventBus; metrics: Metrics; log: Logger; config: CrosstalkConfig; tools: Map<string, AnyToolDef> } & RunHookDeps,
+  ) {
+    this.agents = new Map(o.config.agents.map((a) => [a.id, a]));
+    this.approvals = new Approvals(o.store, o.bus, o.metrics, (row) => this.decisionElsewhere(row));
+    this.deps = {
+      ...o,
+      approvals: this.approvals,
+      modelFor: (run, sessionModel) => this.modelFor(run, sessionModel),
+      onInjected: async (runId, into) => {
+        into.injected = true;
+        await o.store.updateRun(runId, { status: 'merged', ended_at: nowIso(), merged_into: into.id });
+      },
+    };
+  }
+
+  agent(id: string): AgentConfig | undefined {
+    return this.agents.get(id);
+  }
+
+  /** The agent a session key belongs to; `unknown_agent` when the key names none. */
+  agentForKey(key: string): AgentConfig {
+    const id = agentIdOf(key);
+    const agent = id ? this.agents.get(id) : undefined;
+    if (!agent) throw new CrosstalkError('unknown_agent', `unknown agent in session key ${key}`);
+    return agent;
+  }
+
+  isActive(key: string): boolean {
+    return !!this.sessions.get(key)?.active;
+  }
+
+  /** PostgreSQL: this process's membership of the cluster (set by boot before `recover`). */
+  cluster: Cluster | null = null;
+  protected stopping = false;
+
+  activeRunCount(): number {
+    let n = 0;
+    for (const s of this.sessions.values()) if (s.active) n++;
+    return n;
+  }
+
+  protected modelFor(run: ActiveRun, sessionModel: string | null) {
+    if (run.agent.a2a) return createRemoteA2AModel(run.agent.a2a, run.sessionKey); // a remote A2A agent (server/a2a)
+    const specs = sessionModel ? [sessionModel] : run.agent.models;
+    const trackerKey = `${run.agent.id}|${specs.join(',')}`;
+    let tracker = this.trackers.get(trackerKey);
+    if (!tracker) this.trackers.set(trackerKey, (tracker = new FallbackTracker()));
+    run.modelSpec = tracker.activeFallback ?? specs[0];
+    return createModelChain(specs, {
+      tracker,
+      onFallback: (info) => ((run.modelSpec = info.to), this.o.bus.emit(run.id, 'lifecycle', { phase: 'fallback', ...info })),
+      onFallbackCleared: (info) => ((run.modelSpec = info.model), this.o.bus.emit(run.id, 'lifecycle', { phase: 'fallback_cleared', ...info })),
+    });
+  }
+
+  protected state(key: string): SessionState {
+    let st = this.sessions.get(key);
+    if (!st) this.sessions.set(key, (st = { key, active: null, parked: false, queue: [], known: new Set() }));
+    return st;
+  }
+
+  protected newActive(id: string, key: string, agent: AgentConfig): ActiveRun {
+    return { id, sessionKey: key, agent, abort: new AbortController(), inbox: [], closing: false, delivered: new Set(), counters: new Map() };
+  }
+
+  protected runRow(runId: string, key: string, inputs: RunInput[], mode: QueueMode, opts: SubmitOptions, origin?: Record<string, unknown>): RunRow {
+    return {
+      id: runId,
+      session_key: key,
+      status: 'queued',
+      input: JSON.stringify(inputs),
+      queue_mode: mode,
+      response: null,
+      error: null,
+      created_at: nowIso(),
+      started_at: null,
+      ended_at: null,
+      origin: origin || opts.origin ? JSON.stringify({ ...opts.origin, ...origin }) : null,
+      webhook: opts.webhook ? JSON.stringify(opts.webhook) : null,
+      last_seq: 0,
+      merged_into: null,
+      cancel_requested: null,
+    };
+  }
+
+  /** Accepts a message for a session: starts a run, or follows the session's queue mode while one is active. */
+  async submit(sessionKey: string, input: RunInput, opts: SubmitOptions = {}): Promise<AgentResult> {
+    const agent = this.agentForKey(sessionKey);
+    const session = await this.o.store.ensureSession({ key: sessionKey, agentId: agent.id, kind: sessionKindOf(sessionKey) });
+    const mode = (opts.queueMode ?? (session.queue_mode as QueueMode | null) ?? this.o.config.session.queueMode) as QueueMode;
+    if (opts.runId) {
+      const existing = await this.o.store.getRun(opts.runId);
+      if (existing) return { runId: existing.merged_into ?? existing.id, status: 'queued' };
+    }
+    const runId = opts.runId ?? newRunId();
+    if (this.cluster) return this.submitShared(sessionKey, input, mode, runId, opts);
+    const st = this.state(sessionKey);
+
+    // Everything below up to the first await is synchronous, so the session's state cannot change under us.
+    if (!st.active) {
+      const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts)), collect: false };
+      const active = this.start(st, item, false);
+      await item.persisted;
+      // Answer once the message is in the transcript, so a history read right after `agent` sees it.
+      await new Promise<void>((resolve) => (active.started ? resolve() : (active.onStarted = resolve)));
+      return { runId, status: 'started' };
+    }
+    let effective = mode;
+    if (opts.neverRefuse && (mode === 'reject' || mode === 'interrupt')) effective = 'followup';
+    switch (effective) {
+      case 'reject':
+        throw new CrosstalkError('agent_busy', `session ${sessionKey} is busy with run ${st.active.id}`);
+      case 'steer': {
+        // A message is steered only into a run of the same trust; otherwise it runs after, under its own.
+        if (!st.active.closing && sameTrust(trustOf(opts.origin), trustOf(st.active.row ? parseOrigin(st.active.row.origin) : st.active.origin))) {
+          const active = st.active;
+          const item: InboxItem = {
+            runId,
+            input,
+            persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts, { steerInto: active.id })),
+          };
+          active.inbox.push(item);
+          await item.persisted;
+          return { runId: active.id, status: 'steered' };
+        }
+        break; // the run is ending: a follow-up
+      }
+      case 'collect': {
+        const open = st.queue.findLast((q) => q.collect);
+        const trustKey = JSON.stringify(trustOf(opts.origin));
+        if (open && open === st.queue[st.queue.length - 1] && open.trustKey === trustKey) {
+          open.inputs.push(input);
+          const inputs = JSON.stringify(open.inputs);
+          open.persisted = open.persisted.then(() => this.o.store.updateRun(open.runId, { input: inputs }));
+          await open.persisted;
+          return { runId: open.runId, status: 'queued' };
+        }
+        const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts)), collect: true, trustKey };
+        st.queue.push(item);
+        await item.persisted;
+        return { runId, status: 'queued' };
+      }
+      case 'interrupt': {
+        const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts)), collect: false };
+        st.queue.unshift(item);
+        this.abortActive(st);
+        await item.persisted;
+        return { runId, status: 'started' };
+      }
+      default:
+        break;
+    }
+    const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts)), collect: false };
+    st.queue.push(item);
+    await item.persisted;
+    return { runId, status: 'queued' };
+  }
+
+  // ── several processes (PostgreSQL) ────────────────────────────────────
+  // The session row is the lock: whoever holds its lease drives its runs. A message lands as a queued run row;
+  // the same statement claims the lease when it is free, so the common path runs right here with no queue hop.
+  // When another process holds it, that process is told (NOTIFY) and takes the row in by its queue mode.
+
+  /** `agent` answers "started" once the message is in the transcript. */
+  protected async startedAnswer(st: SessionState, res: AgentResult): Promise<AgentResult> {
+    if (res.status === 'started' && st.active?.id === res.runId) {
+      const active = st.active;
+      await new Promise<void>((resolve) => (active.started ? resolve() : (active.onStarted = resolve)));
+    }
+    return res;
+  }
+
+  /** Ends a run that never started: its row, its lifecycle event and its waiters (false: it had started meanwhile). */
+  protected async endUnstarted(runId: string, sessionKey: string, error: string): Promise<boolean> {
+    if (!(await this.o.store.endQueued(runId, error))) return false;
+    this.o.bus.registerRun(runId, sessionKey, await this.o.store.maxSeq(runId));
+    this.o.bus.emit(runId, 'lifecycle', { phase: 'error', status: 'error', error });
+    this.o.bus.unregisterRun(runId);
+    const ws = this.waiters.get(runId);
+    if (ws) for (const w of ws) w({ status: 'error', error });
+    return true;
+  }
+
+  /** Aborts the active run of a session (interrupt mode, session delete). */
+  abortActive(st: SessionState | string): void {
+    const s = typeof st === 'string' ? this.sessions.get(st) : st;
+    if (!s?.active) return;
+    s.active.abort.abort();
+    if (s.parked) {
+      // Nothing is executing in this process for a parked run: close it here.
+      const active = s.active;
+      s.parked = false;
+      void this.finish(s, active, { status: 'interrupted', error: 'run interrupted' });
+    }
+  }
+
+  protected start(st: SessionState, item: QueueItem, resume: boolean): ActiveRun {
+    const active = this.newActive(item.runId, st.key, this.agentForKey(st.key));
+    st.active = active;
+    this.running.set(active.id, st.key);
+    const p = this.execute(st, active, item, resume);
+    this.live.add(p);
+    void p.finally(() => this.live.delete(p));
+    return active;
+  }
+
+  protected async execute(st: SessionState, active: ActiveRun, item: QueueItem, resume: boolean): Promise<void> {
+    let outcome: RunOutcome;
+    this.o.metrics.activeRuns.inc();
+    try {
+      await item.persisted;
+      const row = item.row ?? (await this.o.store.getRun(item.runId));
+      if (!row) throw new Error(`run ${item.runId} vanished`);
+      active.row = row;
+      startRunTrace(this.deps, active, row);
+      this.o.bus.registerRun(active.id, st.key, resume ? await this.o.store.maxSeq(active.id) : 0);
+      // `collect` turns its queued messages into one user turn.
+      const inputs = item.collect && item.inputs.length > 1 ? [mergeInputs(item.inputs)] : item.inputs;
+      const run = () => executeRun(this.deps, active, { ...row, input: JSON.stringify(inputs) }, resume);
+      outcome = process.env.CROSSTALK_BENCH_GLOBAL_LOCK ? await this.underGlobalLock(run) : await run();
+    } catch (e) {
+      if (e instanceof FencedError || active.abort.signal.reason === SHUTDOWN) outcome = { status: 'abandoned', error: 'fenced' };
+      else {
+        this.o.log.error({ err: e, runId: active.id }, 'run crashed');
+        outcome = { status: 'error', error: e instanceof Error ? e.message : String(e) };
+      }
+    } finally {
+      this.o.metrics.activeRuns.dec();
+    }
+    await this.finish(st, active, outcome);
+  }
+
+  /**
+   * The bench's negative control only (CROSSTALK_BENCH_GLOBAL_LOCK=1): every run holds one cluster-wide lock, a
+   * deliberate global bottleneck that the scale-out figures must show as a flat curve.
+   */
+  protected async underGlobalLock<T>(fn: () => Promise<T>): Promise<T> {
+    const { sql } = await import('kysely');
+    return this.o.store.db.connection().execute(async (conn) => {
+      await sql`select pg_advisory_lock(4242)`.execute(conn);
+      try {
+        return await fn();
+      } finally {
+        await sql`select pg_advisory_unlock(4242)`.execute(conn);
+      }
+    });
+  }
+
+  /**
+   * Drops a run this process does not finish: `skipped` (it was cancelled before it started: the next one runs),
+   * or the process stopped driving the session (a graceful stop, or its lease was taken over): nothing is written.
+   */
+  protected abandon(st: SessionState, active: ActiveRun, why: 'skipped' | 'stopped') {
+    markStarted(active);
+    this.o.store.takeUsage([active.id]); // a step's usage goes with its rows, which this run no longer writes
+    this.running.delete(active.id);
+    this.o.bus.unregisterRun(active.id);
+    st.known.delete(active.id);
+    if (st.active === active) st.active = null;
+    if (why === 'skipped' && !this.stopping) return this.startNext(st);
+    if (this.sessions.get(st.key) === st) {
+      this.sessions.delete(st.key);
+      this.o.store.clearFence(st.key, st.epoch);
+    }
+  }
+
+  protected async finish(st: SessionState, active: ActiveRun, outcome: RunOutcome): Promise<void> {
+    const { store, bus, metrics, log } = this.o;
+    if (outcome.status === 'abandoned' || (this.stopping && active.abort.signal.reason === SHUTDOWN)) return this.abandon(st, active, outcome.error === 'skipped' ? 'skipped' : 'stopped');
+    if (active.cancelled && outcome.status === 'interrupted') outcome = { status: 'error', error: 'cancelled', response: outcome.response };
+    let released = false;
+    const epoch = st.epoch;
+    markStarted(active); // a run that failed before writing its input must not hold `agent` up
+    let deliveries: ReturnType<typeof planDeliveries> = { callbacks: [], webhooks: [], failed: [] };
+    try {
+      const own = active.row ?? (await store.getRun(active.id));
+      const merged = active.injected ? (await store.mergedInto(active.id)).filter((r) => r.status === 'merged') : []; // not a failed run pointing here (continuedIn)
+      deliveries = planDeliveries({ runId: active.id, sessionKey: st.key, agentId: active.agent.id, agentName: active.agent.name }, [...(own ? [own] : []), ...merged], outcome);
+      stampTrace(deliveries, active.traceparent);
+      // The run's end event (and its last rows' events, and those of its events not yet flushed) are written with
+      // its end in one transaction: once another process claims the session, nothing more of this run could be
+      // written, and whoever sees the end event finds the run ended.
+      const earlier = await bus.takeRun(active.id);
+      if (bus.currentSeq(active.id) === 0) bus.registerRun(active.id, st.key, await store.maxSeq(active.id).catch(() => 0));
+      const finalRows = active.finalRows ?? [];
+      // The run's end, its last rows, callbacks and webhooks are one transaction: a crash after it still delivers them.
+      const end = await store.finishRun(
+        active.id,
+        { status: outcome.status, response: outcome.response ?? null, error: outcome.error ?? null, ended_at: nowIso(), last_seq: bus.currentSeq(active.id) + finalRows.length + 1 },
+        deliveries.callbacks,
+        deliveries.webhooks,
+        { key: st.key, idle: !st.queue.length && !active.inbox.length, release: !!this.cluster },
+        { messages: finalRows, events: (rows) => [...earlier, ...rows.map((m) => bus.prepare(active.id, 'message', { message: m })), bus.prepare(active.id, 'lifecycle', endData(outcome))] },
+      );
+      released = end.released;
+      bus.logged(end.events, end.ids);
+      if (deliveries.callbacks.length) failpoint('callback.recorded');
+    } catch (e) {
+      if (e instanceof FencedError) return this.abandon(st, active, 'stopped');
+      log.error({ err: e, runId: active.id }, 'could not record run end');
+    }
+    bus.unregisterRun(active.id);
+    st.known.delete(active.id);
+    endRunTrace(this.deps, active, outcome);
+    metrics.runs.inc({ outcome: outcome.status });
+    if (outcome.status === 'ok') {
+      const posted = active.counters.get('posted') ?? 0;
+      metrics.messagesPerRun.observe(posted);
+      if (posted === 0) {
+        metrics.silence.inc();
+        log.info({ runId: active.id, sessionKey: st.key, reason: 'agent_chose_silence' }, 'run posted nothing');
+      }
+    }
+    // Messages steered into a run that then failed run as a follow-up: the run points at it (agent.wait, the end event).
+    const continuedIn = outcome.status !== 'ok' && !active.cancelled ? active.inbox[0]?.runId : undefined;
+    if (continuedIn) await store.updateRun(active.id, { merged_into: continuedIn }).catch((e) => log.error({ err: e }, 'could not record the follow-up'));
+    const result = { ...waitResultOf({ status: outcome.status, response: outcome.response ?? null, error: outcome.error ?? null }), ...(continuedIn ? { continuedIn } : {}) };
+    this.running.delete(active.id);
+    const ws = this.waiters.get(active.id);
+    if (ws) for (const w of ws) w(result);
+    for (const cb of deliveries.callbacks) void this.deliverCallback(cb);
+    for (const f of deliveries.failed) void this.reportFailedTarget(f.callerSessionKey, active.id, st.key, outcome);
+    if (deliveries.webhooks.length) this.webhooks?.kick();
+
+    // Synchronous from here: messages steered too late become follow-ups, then the next queued run starts.
+    active.closing = true;
+    for (const left of active.inbox.splice(0)) st.queue.push({ runId: left.runId, inputs: [left.input], persisted: left.persisted, collect: false });
+    if (st.active === active) st.active = null;
+    if (released && !st.queue.length) {
+      // The lease is gone with the run's end: another process may claim the session from now on.
+      if (this.sessions.get(st.key) === st) this.sessions.delete(st.key);
+      this.o.store.clearFence(st.key, epoch);
+      return;
+    }
+    if (released) {
+      // Work arrived after the release was decided: claim the session again (or leave it to whoever did).
+      const again = st.queue.splice(0);
+      if (this.sessions.get(st.key) === st) this.sessions.delete(st.key);
+      this.o.store.clearFence(st.key, epoch);
+      void this.claimOrphan(st.key).then(async () => {
+        if (!again.length || this.sessions.has(st.key) || !this.cluster) return;
+        const o = await this.cluster.ownerOf(st.key);
+        if (o && o !== this.cluster.id) await this.cluster.notify({ kind: 'work', to: o, sessionKey: st.key });
+      });
+      return;
+    }
+    if (this.cluster && !st.queue.length) {
+      // Not released: queued work from another process arrived meanwhile. Take it in.
+      void this.o.store
+        .queuedRuns(st.key)
+        .then(async (rows) => {
+          for (const row of rows) if (!st.known.has(row.id)) this.placeStored(st, row);
+          if (!st.active) await this.releaseIdle(st);
+        })
+        .catch((e) => this.o.log.warn({ err: (e as Error).message, sessionKey: st.key }, 'could not take in queued work'));
+      return;
+    }
+    this.startNext(st);
+  }
+
+  protected startNext(st: SessionState): void {
+    if (st.active || st.loading) return;
+    const next = st.queue.shift();
+    if (next) {
+      this.start(st, next, false);
+      return;
+    }
+    if (this.cluster) {
+      void this.releaseIdle(st).catch((e) => this.o.log.warn({ err: (e as Error).message, sessionKey: st.key }, 'could not release an idle session'));
+      return;
+    }
+    this.sessions.delete(st.key);
+  }
+
+  /** Set by boot: the outbox to wake when a run leaves webhooks behind. */
+  webhooks?: WebhookOutbox;
+
+  /** Delivers one recorded callback as a caller turn, exactly once (its run id is derived from the callback id). */
+  async deliverCallback(cb: CallbackRow): Promise<void> {
+    const { store, log } = this.o;
+    try {
+      const caller = await store.getSession(cb.caller_session_key);
+      if (!caller || !this.agents.has(caller.agent_id)) {
+        await store.settleCallback(cb.id, 'dropped', 'unknown_session');
+        log.warn({ callbackId: cb.id, caller: cb.caller_session_key }, 'callback dropped: the caller session no longer exists');
+        return;
+      }
+      const meta = JSON.parse(cb.meta ?? '{}') as { fromAgentId?: string; fromAgentName?: string; endedAt?: string; delegate?: unknown; trust?: unknown; traceparent?: string };
+      await this.submit(
+        cb.caller_session_key,
+        {
+          content: cb.response,
+          kind: 'agent_callback_result',
+          author: { type: 'agent', id: meta.fromAgentId ?? 'unknown', ...(meta.fromAgentName ? { name: meta.fromAgentName } : {}) },
+          meta: { fromSessionKey: cb.target_session_key, runId: cb.target_run_id, targetEndedAt: meta.endedAt, ...(meta.delegate ? { delegate: meta.delegate } : {}) },
+        },
+        { runId: `run_${cb.id}`, neverRefuse: true, origin: { callbackOf: cb.target_run_id, ...carryTrust(meta), ...(meta.traceparent ? { traceparent: meta.traceparent } : {}) } },
+      );
+      await store.settleCallback(cb.id, 'delivered');
+    } catch (e) {
+      log.error({ err: e, callbackId: cb.id }, 'callback delivery failed; it stays pending for the next start');
+    }
+  }
+
+  protected async reportFailedTarget(callerKey: string, targetRunId: string, targetKey: string, outcome: RunOutcome) {
+    this.o.log.warn({ caller: callerKey, targetRunId, error: outcome.error }, 'target run failed: no callback');
+    try {
+      const id = `evt_${crypto.randomUUID()}`;
+      this.o.bus.registerRun(id, callerKey, 0);
+      this.o.bus.emit(id, 'error', { code: 'target_run_failed', targetRunId, targetSessionKey: targetKey, status: outcome.status, error: outcome.error ?? outcome.status });
+      this.o.bus.unregisterRun(id);
+    } catch (e) {
+      this.o.log.error({ err: e }, 'could not emit target failure');
+    }
+  }
+
+  /** Resumes a run that was paused on an approval in an earlier process. */
+  resumeRun(runId: string): void {
+    for (const st of this.sessions.values()) {
+      if (st.active?.id === runId) {
+        if (!st.parked) return; // live in this process: its gate has the decision
+        st.parked = false;
+        this.runStarted(st, st.active, { runId, inputs: [], persisted: Promise.resolve(), collect: false }, true);
+        return;
+      }
+    }
+  }
+
+  /** Executes a session's active run (a resume or a re-drive: its input is already in the transcript). */
+  protected runStarted(st: SessionState, active: ActiveRun, item: QueueItem, resume: boolean): void {
+    const p = this.execute(st, active, item, resume);
+    this.live.add(p);
+    void p.finally(() => this.live.delete(p));
+  }
+
+  // ── what the cluster side (Orchestrator) provides ──────────────────────
+  protected abstract submitShared(sessionKey: string, input: RunInput, mode: QueueMode, runId: string, opts: SubmitOptions): Promise<AgentResult>;
+  protected abstract placeStored(st: SessionState, row: RunRow): AgentResult;
+  protected abstract releaseIdle(st: SessionState): Promise<void>;
+  protected abstract decisionElsewhere(row: ApprovalRow): Promise<void>;
+  abstract claimOrphan(key: string): Promise<void>;
+}
