@@ -80,6 +80,18 @@ export class EventBus {
   }
 
   /**
+   * Takes a run's events still waiting for a flush out of the queue, for the caller to write in its own
+   * transaction (`writeIn`) ahead of the ones it prepares: after any flush in flight, so seq order stays log order.
+   */
+  async takeRun(runId: string): Promise<PendingEvent[]> {
+    while (this.flushing) await this.flushing;
+    if (!this.pending.some((e) => e.runId === runId)) return [];
+    const mine = this.pending.filter((e) => e.runId === runId);
+    this.pending = this.pending.filter((e) => e.runId !== runId);
+    return mine;
+  }
+
+  /**
    * Writes prepared events in the caller's transaction. Returns what to call once that transaction has
    * committed: it hands the events on (listeners, subscribers); if the transaction fails, just drop it.
    */
@@ -87,8 +99,8 @@ export class EventBus {
     const done: Array<{ ev: PendingEvent; w: { id: number; tx?: string } }> = [];
     return {
       write: async (tx) => {
-        const ids = await this.store.insertEventsIn(tx, events);
-        if (this.feed) await this.feed.notify(tx);
+        const ids = await this.store.insertEventsIn(tx, events, { notify: !!this.feed });
+        if (this.feed && !this.store.eventsChannel) await this.feed.notify(tx);
         done.push(...events.map((e, i) => ({ ev: e, w: ids[i]! })));
       },
       committed: () => this.written(done),

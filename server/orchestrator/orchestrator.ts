@@ -47,6 +47,8 @@ interface QueueItem {
   collect: boolean;
   /** The trust of a `collect` turn's messages: only messages of the same trust are collected into one turn. */
   trustKey?: string;
+  /** Its stored row when already read (as queued): the run need not read it again. */
+  row?: RunRow;
 }
 
 interface SessionState {
@@ -83,6 +85,8 @@ export class Orchestrator {
   readonly approvals: Approvals;
   private readonly sessions = new Map<string, SessionState>();
   private readonly waiters = new Map<string, Set<(r: WaitResult) => void>>();
+  /** Runs this process is executing, by id: their session key. */
+  private readonly running = new Map<string, string>();
   private readonly trackers = new Map<string, FallbackTracker>();
   private readonly agents: Map<string, AgentConfig>;
   private readonly deps: RunDeps;
@@ -260,7 +264,7 @@ export class Orchestrator {
     if (!r.inserted) throw new CrosstalkError('agent_busy', `session ${sessionKey} is busy${r.active ? ` with run ${r.active}` : ''}`);
     let owner = r.owner;
     if (r.claimed !== null) {
-      await this.adopt(sessionKey, r.claimed);
+      await this.adopt(sessionKey, r.claimed, r.unfinished ? [...r.unfinished, row] : undefined);
       owner = cluster.id;
     } else if (owner === null) {
       const epoch = await cluster.claim(sessionKey);
@@ -297,7 +301,7 @@ export class Orchestrator {
     const inputs = JSON.parse(row.input) as RunInput[];
     const input = inputs.length > 1 ? mergeInputs(inputs) : inputs[0]!;
     const trust = trustOf(parseOrigin(row.origin));
-    const item: QueueItem = { runId: row.id, inputs: [input], persisted: Promise.resolve(), collect: row.queue_mode === 'collect', trustKey: JSON.stringify(trust) };
+    const item: QueueItem = { runId: row.id, inputs: [input], persisted: Promise.resolve(), collect: row.queue_mode === 'collect', trustKey: JSON.stringify(trust), row };
     if (!st.active) {
       st.queue.push(item);
       this.startNext(st);
@@ -341,7 +345,7 @@ export class Orchestrator {
    * A run that was in flight when its process died is re-driven from its last completed step; one paused on an
    * approval waits for it; queued runs follow in order.
    */
-  private adopt(key: string, epoch: number | undefined): Promise<void> {
+  private adopt(key: string, epoch: number | undefined, unfinished?: RunRow[]): Promise<void> {
     const existing = this.sessions.get(key);
     if (existing?.loading) return existing.loading;
     if (existing && epoch === undefined) return Promise.resolve();
@@ -352,7 +356,7 @@ export class Orchestrator {
     }
     st.loading = (async () => {
       const { store, log } = this.o;
-      const rows = await store.unfinishedRuns(key);
+      const rows = unfinished ?? (await store.unfinishedRuns(key));
       for (const row of rows) {
         if (st.known.has(row.id)) continue;
         st.known.add(row.id);
@@ -361,7 +365,7 @@ export class Orchestrator {
           continue;
         }
         if (row.status === 'queued') {
-          st.queue.push({ runId: row.id, inputs: JSON.parse(row.input), persisted: Promise.resolve(), collect: false });
+          st.queue.push({ runId: row.id, inputs: JSON.parse(row.input), persisted: Promise.resolve(), collect: false, row });
           continue;
         }
         if (st.active) {
@@ -626,6 +630,7 @@ export class Orchestrator {
   private start(st: SessionState, item: QueueItem, resume: boolean): ActiveRun {
     const active = this.newActive(item.runId, st.key, this.agentForKey(st.key));
     st.active = active;
+    this.running.set(active.id, st.key);
     const p = this.execute(st, active, item, resume);
     this.live.add(p);
     void p.finally(() => this.live.delete(p));
@@ -637,7 +642,7 @@ export class Orchestrator {
     this.o.metrics.activeRuns.inc();
     try {
       await item.persisted;
-      const row = await this.o.store.getRun(item.runId);
+      const row = item.row ?? (await this.o.store.getRun(item.runId));
       if (!row) throw new Error(`run ${item.runId} vanished`);
       active.row = row;
       startRunTrace(this.deps, active, row);
@@ -680,6 +685,8 @@ export class Orchestrator {
    */
   private abandon(st: SessionState, active: ActiveRun, why: 'skipped' | 'stopped') {
     markStarted(active);
+    this.o.store.takeUsage([active.id]); // a step's usage goes with its rows, which this run no longer writes
+    this.running.delete(active.id);
     this.o.bus.unregisterRun(active.id);
     st.known.delete(active.id);
     if (st.active === active) st.active = null;
@@ -703,36 +710,36 @@ export class Orchestrator {
       const merged = active.injected ? (await store.mergedInto(active.id)).filter((r) => r.status === 'merged') : []; // not a failed run pointing here (continuedIn)
       deliveries = planDeliveries({ runId: active.id, sessionKey: st.key, agentId: active.agent.id, agentName: active.agent.name }, [...(own ? [own] : []), ...merged], outcome);
       stampTrace(deliveries, active.traceparent);
+      // The run's end event (and its last rows' events, and those of its events not yet flushed) are written with
+      // its end in one transaction: once another process claims the session, nothing more of this run could be
+      // written, and whoever sees the end event finds the run ended.
+      const earlier = await bus.takeRun(active.id);
+      if (bus.currentSeq(active.id) === 0) bus.registerRun(active.id, st.key, await store.maxSeq(active.id).catch(() => 0));
+      const finalRows = active.finalRows ?? [];
       let endWrite: ReturnType<EventBus['writeIn']> | null = null;
-      if (this.cluster) {
-        // Under a lease the run's events go out (fenced by its epoch) before the lease is let go, and its end
-        // event is written with its end in one transaction: once another process claims the session, nothing
-        // more of this run could be written, and whoever sees the end event finds the run ended.
-        await bus.drain();
-        if (bus.currentSeq(active.id) === 0) bus.registerRun(active.id, st.key, await store.maxSeq(active.id).catch(() => 0));
-        endWrite = bus.writeIn([bus.prepare(active.id, 'lifecycle', endData(outcome))]);
-        bus.unregisterRun(active.id);
-      }
-      // The run's end, its callbacks and its webhooks are one transaction: a crash after it still delivers them.
+      // The run's end, its last rows, callbacks and webhooks are one transaction: a crash after it still delivers them.
       released = await store.finishRun(
         active.id,
-        { status: outcome.status, response: outcome.response ?? null, error: outcome.error ?? null, ended_at: nowIso(), last_seq: bus.currentSeq(active.id) },
+        { status: outcome.status, response: outcome.response ?? null, error: outcome.error ?? null, ended_at: nowIso(), last_seq: bus.currentSeq(active.id) + finalRows.length + 1 },
         deliveries.callbacks,
         deliveries.webhooks,
         { key: st.key, idle: !st.queue.length && !active.inbox.length, release: !!this.cluster },
-        endWrite?.write,
+        {
+          messages: finalRows,
+          inTx: async (tx, rows) => {
+            endWrite = bus.writeIn([...earlier, ...rows.map((m) => bus.prepare(active.id, 'message', { message: m })), bus.prepare(active.id, 'lifecycle', endData(outcome))]);
+            await endWrite.write(tx);
+          },
+        },
       );
-      endWrite?.committed();
+      (endWrite as ReturnType<EventBus['writeIn']> | null)?.committed();
       if (deliveries.callbacks.length) failpoint('callback.recorded');
     } catch (e) {
       if (e instanceof FencedError) return this.abandon(st, active, 'stopped');
       log.error({ err: e, runId: active.id }, 'could not record run end');
     }
+    bus.unregisterRun(active.id);
     st.known.delete(active.id);
-    if (!this.cluster) {
-      if (bus.currentSeq(active.id) === 0) bus.registerRun(active.id, st.key, await store.maxSeq(active.id).catch(() => 0));
-      this.emitEnd(active, outcome);
-    }
     endRunTrace(this.deps, active, outcome);
     metrics.runs.inc({ outcome: outcome.status });
     if (outcome.status === 'ok') {
@@ -747,6 +754,7 @@ export class Orchestrator {
     const continuedIn = outcome.status !== 'ok' && !active.cancelled ? active.inbox[0]?.runId : undefined;
     if (continuedIn) await store.updateRun(active.id, { merged_into: continuedIn }).catch((e) => log.error({ err: e }, 'could not record the follow-up'));
     const result = { ...waitResultOf({ status: outcome.status, response: outcome.response ?? null, error: outcome.error ?? null }), ...(continuedIn ? { continuedIn } : {}) };
+    this.running.delete(active.id);
     const ws = this.waiters.get(active.id);
     if (ws) for (const w of ws) w(result);
     for (const cb of deliveries.callbacks) void this.deliverCallback(cb);
@@ -787,11 +795,6 @@ export class Orchestrator {
       return;
     }
     this.startNext(st);
-  }
-
-  private emitEnd(active: ActiveRun, outcome: RunOutcome) {
-    this.o.bus.emit(active.id, 'lifecycle', endData(outcome));
-    this.o.bus.unregisterRun(active.id);
   }
 
   private startNext(st: SessionState): void {
@@ -878,15 +881,20 @@ export class Orchestrator {
     set.add(resolveWait);
     let timer: NodeJS.Timeout | undefined;
     try {
-      const row = await this.o.store.getRun(runId);
-      if (!row) throw new CrosstalkError('unknown_run', `no run ${runId}`);
-      if (TERMINAL.has(row.status)) return { ...waitResultOf(row), ...(row.status !== 'ok' && row.merged_into ? { continuedIn: row.merged_into } : {}) };
-      if (row.status === 'merged' && row.merged_into) return this.wait(row.merged_into, timeoutMs);
+      // A run in flight here needs no read: its end resolves the waiter registered above.
+      let sessionKey = this.running.get(runId);
+      if (sessionKey === undefined) {
+        const row = await this.o.store.getRun(runId);
+        if (!row) throw new CrosstalkError('unknown_run', `no run ${runId}`);
+        if (TERMINAL.has(row.status)) return { ...waitResultOf(row), ...(row.status !== 'ok' && row.merged_into ? { continuedIn: row.merged_into } : {}) };
+        if (row.status === 'merged' && row.merged_into) return this.wait(row.merged_into, timeoutMs);
+        sessionKey = row.session_key;
+      }
       const timeout = new Promise<WaitResult>((r) => (timer = setTimeout(() => r({ status: 'timeout' }), timeoutMs)));
       if (!this.cluster) return await Promise.race([done, timeout]);
       // Several processes: the run may end elsewhere. The event feed wakes us (remoteEnded; it reads the log only
       // while someone here waits for a run driven elsewhere); a slow poll backs it.
-      const st = this.sessions.get(row.session_key);
+      const st = this.sessions.get(sessionKey);
       const elsewhere = !(st && (st.active?.id === runId || st.queue.some((q) => q.runId === runId)));
       if (elsewhere) this.remoteWaits++;
       let poll: NodeJS.Timeout | undefined;

@@ -81,11 +81,8 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
     return rows;
   };
 
-  const session = await store.getSession(run.sessionKey);
-  const sessionCwd = (session?.meta ? (JSON.parse(session.meta) as { cwd?: unknown }).cwd : undefined) as string | undefined;
-  if (typeof sessionCwd === 'string' && sessionCwd) run.cwd = sessionCwd;
   const inputs = JSON.parse(row.input) as RunInput[];
-  let writtenSinceRead = 0;
+  let session: Awaited<ReturnType<Store['getSession']>> = undefined;
   if (row.origin) run.origin = JSON.parse(row.origin) as Record<string, unknown>;
   if (!resume) {
     const started = await store.startRun(run.id, run.sessionKey, inputs.map((i) => inputToMessage(run.sessionKey, run.id, i)));
@@ -95,16 +92,19 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
       const endedAt = i.kind === 'agent_callback_result' ? (i.meta?.targetEndedAt as string | undefined) : undefined;
       if (endedAt) deps.metrics.callbackLatency.observe((Date.now() - Date.parse(endedAt)) / 1000);
     }
-    emitMessages(started);
-    writtenSinceRead = started.length;
+    emitMessages(started.rows);
+    session = started.session;
     markStarted(run);
   } else {
     await store.updateRun(run.id, { status: 'running' });
   }
+  session ??= await store.getSession(run.sessionKey);
+  const sessionCwd = (session?.meta ? (JSON.parse(session.meta) as { cwd?: unknown }).cwd : undefined) as string | undefined;
+  if (typeof sessionCwd === 'string' && sessionCwd) run.cwd = sessionCwd;
 
-  // The session row read above carries its message count (plus the input rows written since): on PostgreSQL it
-  // tells whether this process's cached rows are current, or another process wrote into the session meanwhile.
-  const count = session ? session.message_count + writtenSinceRead : undefined;
+  // The session row (read with the run's start on PostgreSQL) carries its message count, input rows included: on
+  // PostgreSQL it tells whether this process's cached rows are current, or another process wrote meanwhile.
+  const count = session?.message_count;
   const view = await contextView(store, run.sessionKey, config.session.contextMessages, count);
   const transcript = view.rows; // the newest summary and the rows after it
   run.contextTruncated = view.truncated; // the first step's compaction check need not read the session again
@@ -159,16 +159,18 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
           author: { type: 'agent', id: run.agent.id, name: run.agent.name },
           tool: { name: c.toolName, callId: c.toolCallId, args: c.input ?? null },
         });
-      if (stepRows.length) await append(stepRows);
       if (posting) run.counters.set('posted', (run.counters.get('posted') ?? 0) + 1);
-
-      if (text) messages.push({ role: 'assistant', content: [{ type: 'text', text }] });
-      if (!calls.length) {
-        // Messages steered in during this step still belong to this run (their senders were told so): one more step.
-        if (run.inbox.length) continue;
-        run.closing = true; // from here on, a message for this session is a follow-up with its own run
+      if (!calls.length && !run.inbox.length) {
+        // The last step: its rows are written with the run's end, in one transaction. From here on (no await
+        // since the inbox was looked at), a message for this session is a follow-up with its own run.
+        if (stepRows.length) run.finalRows = stepRows;
+        run.closing = true;
         break;
       }
+      if (stepRows.length) await append(stepRows);
+      if (text) messages.push({ role: 'assistant', content: [{ type: 'text', text }] });
+      // Messages steered in during this step still belong to this run (their senders were told so): one more step.
+      if (!calls.length) continue;
       pushToolCalls(messages, calls);
       messages.push(await runTools(deps, run, calls, append));
     }

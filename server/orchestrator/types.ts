@@ -26,6 +26,8 @@ export interface ActiveRun {
   inbox: InboxItem[];
   /** Set once the run has taken its last look at the inbox: later steers become follow-ups. */
   closing: boolean;
+  /** The last step's rows (the final answer), written with the run's end in one transaction. */
+  finalRows?: import('../store/store').NewMessage[];
   /** Texts delivered to this run's own stream by messaging tools (not posted twice). */
   delivered: Set<string>;
   /** Per-run counters: `posted` (rows posted to the own stream), tool limits (send_message, outbound). */

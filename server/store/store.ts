@@ -3,6 +3,7 @@ import { type ExpressionBuilder, type Kysely, sql, type UpdateObject } from 'kys
 import { type EventCursor, START } from '../events/cursor';
 import type { Author, MessageKind, MessageRole, PendingEvent, TranscriptMessage } from '../events/types';
 import type { DbHandle } from './db';
+import { appendPg, type FinishPg, finishPg, messageValues, rowBytes, type UsageValues } from './run-writes';
 import type { ApprovalRow, CallbackRow, Database, EventRow, MessageRow, RunRow, SessionRow, WebhookRow } from './schema';
 
 export interface NewMessage {
@@ -36,7 +37,6 @@ export class FencedError extends Error {
   }
 }
 
-const json = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
 const parseJson = (s: string | null): unknown => (s == null ? undefined : JSON.parse(s));
 
 export function toTranscriptMessage(r: MessageRow): TranscriptMessage {
@@ -222,9 +222,31 @@ export class Store {
   /** Appends rows in one transaction and bumps the session's counters. */
   async appendMessages(msgs: NewMessage[]): Promise<TranscriptMessage[]> {
     if (!msgs.length) return [];
-    const out = await this.db.transaction().execute((tx) => this.appendIn(tx, msgs));
+    const key = msgs[0]!.sessionKey;
+    if (this.dialect === 'postgres' && msgs.every((m) => m.sessionKey === key)) {
+      const rows = msgs.map((m) => messageValues(m, nowIso()));
+      const r = await appendPg(this.db, { key, epoch: this.fences.get(key), rows, usage: this.takeUsage(msgs) });
+      if (!r.held) await this.lostSession(key);
+      const out = rows.map((row, i) => toTranscriptMessage({ ...row, id: r.ids[i]! }));
+      this.remember(out);
+      return out;
+    }
+    const usage = this.takeUsage(msgs);
+    const out = await this.db.transaction().execute(async (tx) => {
+      if (usage.length) await tx.insertInto('model_usage').values(usage).execute();
+      return this.appendIn(tx, msgs);
+    });
     this.remember(out);
     return out;
+  }
+
+  /** A fenced write found the session row missing or held by a newer lease. */
+  private async lostSession(key: string, allowMissing = false): Promise<void> {
+    if (!(await this.getSession(key))) {
+      if (allowMissing) return;
+      throw new Error(`session ${key} was deleted`);
+    }
+    throw new FencedError(key);
   }
 
   private async appendIn(tx: Kysely<Database>, msgs: NewMessage[]): Promise<TranscriptMessage[]> {
@@ -232,28 +254,12 @@ export class Store {
     const out: TranscriptMessage[] = [];
     const perSession = new Map<string, { count: number; bytes: number }>();
     for (const m of msgs) {
-      const row = {
-        session_key: m.sessionKey,
-        role: m.role,
-        kind: m.kind,
-        content: m.content,
-        created_at: ts,
-        run_id: m.runId ?? null,
-        author_type: m.author.type,
-        author_id: m.author.id,
-        author_name: m.author.name ?? null,
-        tool_name: m.tool?.name ?? null,
-        tool_call_id: m.tool?.callId ?? null,
-        tool_args: m.tool ? json(m.tool.args ?? null) : null,
-        tool_result: m.tool && m.tool.result !== undefined ? json(m.tool.result) : null,
-        meta: m.meta ? JSON.stringify(m.meta) : null,
-      };
+      const row = messageValues(m, ts);
       const { id } = await tx.insertInto('messages').values(row).returning('id').executeTakeFirstOrThrow();
       out.push(toTranscriptMessage({ ...row, id: Number(id) }));
-      const bytes = Buffer.byteLength(m.content) + (row.tool_args?.length ?? 0) + (row.tool_result?.length ?? 0);
       const agg = perSession.get(m.sessionKey) ?? { count: 0, bytes: 0 };
       agg.count += 1;
-      agg.bytes += bytes;
+      agg.bytes += rowBytes(row);
       perSession.set(m.sessionKey, agg);
     }
     for (const [key, agg] of perSession) {
@@ -263,10 +269,20 @@ export class Store {
   }
 
   /**
-   * A run starts: its status, the session's, and its input rows in one transaction. Null when the run is no
-   * longer queued (cancelled meanwhile, from any process): it must not run.
+   * A run starts: its status, the session's, and its input rows in one transaction (on PostgreSQL one
+   * statement). Null when the run is no longer queued (cancelled meanwhile, from any process): it must not run.
+   * `session` (PostgreSQL): the session row after the write, so the run need not read it again.
    */
-  async startRun(runId: string, sessionKey: string, msgs: NewMessage[]): Promise<TranscriptMessage[] | null> {
+  async startRun(runId: string, sessionKey: string, msgs: NewMessage[]): Promise<{ rows: TranscriptMessage[]; session?: SessionRow } | null> {
+    if (this.dialect === 'postgres' && msgs.every((m) => m.sessionKey === sessionKey)) {
+      const rows = msgs.map((m) => messageValues(m, nowIso()));
+      const r = await appendPg(this.db, { key: sessionKey, epoch: this.fences.get(sessionKey), rows, startRun: runId });
+      if (!r.held) await this.lostSession(sessionKey);
+      if (!r.started) return null;
+      const out = rows.map((row, i) => toTranscriptMessage({ ...row, id: r.ids[i]! }));
+      this.remember(out);
+      return { rows: out, ...(r.session ? { session: r.session } : {}) };
+    }
     const out = await this.db.transaction().execute(async (tx) => {
       const r = await tx.updateTable('runs').set({ status: 'running', started_at: nowIso() }).where('id', '=', runId).where('status', '=', 'queued').executeTakeFirst();
       if (Number(r.numUpdatedRows) !== 1) return null;
@@ -274,6 +290,32 @@ export class Store {
       return this.appendIn(tx, msgs);
     });
     if (out) this.remember(out);
+    return out && { rows: out };
+  }
+
+  // ── model usage, written with the run's next rows ─────────────────────────
+  // A model step's usage row goes into the same write as the step's transcript rows (or the run's end), so a
+  // turn costs no extra round trip for it; a step whose rows were never written has no usage row either.
+
+  private readonly usageByRun = new Map<string, UsageValues[]>();
+
+  deferUsage(row: UsageValues): void {
+    const list = this.usageByRun.get(row.run_id);
+    if (list) list.push(row);
+    else this.usageByRun.set(row.run_id, [row]);
+  }
+
+  /** The deferred usage rows of these rows' runs (or of `runIds`), taken out of the buffer. */
+  takeUsage(from: Array<{ runId?: string | null }> | string[]): UsageValues[] {
+    if (!this.usageByRun.size) return [];
+    const out: UsageValues[] = [];
+    for (const x of from) {
+      const id = typeof x === 'string' ? x : x.runId;
+      const list = id ? this.usageByRun.get(id) : undefined;
+      if (!list) continue;
+      out.push(...list);
+      this.usageByRun.delete(id!);
+    }
     return out;
   }
 
@@ -340,10 +382,11 @@ export class Store {
   }
 
   /**
-   * Records a run's end together with the callbacks and webhooks it owes, in one transaction (fenced: a process
-   * that lost the session's lease records nothing). With `idle` the session goes idle and, with `release`, its
-   * lease is released unless queued work arrived meanwhile: then the answer is `false` and this process keeps
-   * the lease and must run that work.
+   * Records a run's end together with its last rows, the callbacks and webhooks it owes, in one transaction
+   * (fenced: a process that lost the session's lease records nothing, FencedError). With `idle` the session goes
+   * idle and, with `release`, its lease is released unless queued work arrived meanwhile: then the answer is
+   * `false` and this process keeps the lease and must run that work. `inTx` gets the rows written, to write
+   * their events in the same transaction.
    */
   async finishRun(
     id: string,
@@ -351,24 +394,44 @@ export class Store {
     callbacks: CallbackRow[],
     webhooks: WebhookRow[],
     session: { key: string; idle: boolean; release?: boolean },
-    inTx?: (tx: Kysely<Database>) => Promise<void>,
+    o: { messages?: NewMessage[]; inTx?: (tx: Kysely<Database>, rows: TranscriptMessage[]) => Promise<void> } = {},
   ): Promise<boolean> {
-    return this.db.transaction().execute(async (tx) => {
-      await tx.updateTable('runs').set(fields).where('id', '=', id).execute();
+    const usage = this.takeUsage([id]);
+    const msgs = o.messages ?? [];
+    const pg = this.dialect === 'postgres' && msgs.every((m) => m.sessionKey === session.key);
+    const { released, rows } = await this.db.transaction().execute(async (tx) => {
       let released = false;
-      if (session.idle && session.release) {
-        // Lock the row first: an enqueue from another process either committed before (its queued run is seen
-        // by the next statement, which reads a fresh snapshot) or waits for this release and then claims.
-        await tx.selectFrom('sessions').select('key').where('key', '=', session.key).forUpdate().execute();
-        const queued = await tx.selectFrom('runs').select('id').where('session_key', '=', session.key).where('status', '=', 'queued').limit(1).executeTakeFirst();
-        released = !queued;
+      let rows: TranscriptMessage[] = [];
+      if (pg) {
+        const values = msgs.map((m) => messageValues(m, nowIso()));
+        const r = await finishPg(tx, { key: session.key, epoch: this.fences.get(session.key), runId: id, set: fields as FinishPg['set'], rows: values, usage, idle: session.idle, release: !!session.release });
+        if (r.held) {
+          released = r.released;
+          rows = values.map((v, i) => toTranscriptMessage({ ...v, id: r.ids[i]! }));
+        } else {
+          await this.lostSession(session.key, true); // FencedError unless the session was deleted under the run
+          await tx.updateTable('runs').set(fields).where('id', '=', id).execute();
+        }
+      } else {
+        await tx.updateTable('runs').set(fields).where('id', '=', id).execute();
+        if (session.idle && session.release) {
+          // Lock the row first: an enqueue from another process either committed before (its queued run is seen
+          // by the next statement, which reads a fresh snapshot) or waits for this release and then claims.
+          await tx.selectFrom('sessions').select('key').where('key', '=', session.key).forUpdate().execute();
+          const queued = await tx.selectFrom('runs').select('id').where('session_key', '=', session.key).where('status', '=', 'queued').limit(1).executeTakeFirst();
+          released = !queued;
+        }
+        if (usage.length) await tx.insertInto('model_usage').values(usage).execute();
+        if (msgs.length) rows = await this.appendIn(tx, msgs);
+        await this.touchSession(tx, session.key, session.idle ? (released ? { status: 'idle', owner: null } : { status: 'idle' }) : { status: 'running' }, { allowMissing: true });
       }
-      await this.touchSession(tx, session.key, session.idle ? (released ? { status: 'idle', owner: null } : { status: 'idle' }) : { status: 'running' }, { allowMissing: true });
       if (callbacks.length) await tx.insertInto('callbacks').values(callbacks).onConflict((oc) => oc.column('id').doNothing()).execute();
       if (webhooks.length) await tx.insertInto('webhook_outbox').values(webhooks).onConflict((oc) => oc.column('id').doNothing()).execute();
-      if (inTx) await inTx(tx);
-      return released;
+      if (o.inTx) await o.inTx(tx, rows);
+      return { released, rows };
     });
+    this.remember(rows);
+    return released;
   }
 
   /** A session's unfinished runs, oldest first: the one in flight (running or paused) and the queue. */
@@ -531,8 +594,21 @@ export class Store {
   }
 
   /** Inserts events in the caller's transaction (no fencing: the caller's transaction is fenced itself). */
-  async insertEventsIn(tx: Kysely<Database>, events: PendingEvent[]): Promise<Array<{ id: number; tx?: string }>> {
+  async insertEventsIn(tx: Kysely<Database>, events: PendingEvent[], o: { notify?: boolean } = {}): Promise<Array<{ id: number; tx?: string }>> {
     const written: Array<{ id: number; tx?: string }> = [];
+    if (this.dialect === 'postgres' && o.notify && this.eventsChannel && events.length <= 200) {
+      // One statement: the rows and the cluster's wake-up (delivered at commit).
+      const values = events.map((e, i) => ({ o: i, r: e.runId, s: e.seq, st: e.stream, ts: e.ts, k: e.sessionKey, d: JSON.stringify(e.data) }));
+      const res = await sql<{ id: number; tx: string }>`
+        with ins as (
+          insert into events (run_id, seq, stream, ts, session_key, data)
+          select r, s, st, ts, k, d from jsonb_to_recordset(${JSON.stringify(values)}::jsonb) as x(o int, r text, s int, st text, ts text, k text, d text)
+          order by o
+          returning id, tx::text as tx),
+        wake as (select pg_notify(${this.eventsChannel}, '{"kind":"events"}'))
+        select ins.id, ins.tx from ins, wake order by ins.id`.execute(tx);
+      return res.rows.map((r) => ({ id: Number(r.id), tx: r.tx }));
+    }
     // Chunked multi-row inserts; ids of one statement rise in insertion order.
     for (let i = 0; i < events.length; i += 200) {
       const chunk = events.slice(i, i + 200);

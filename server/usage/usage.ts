@@ -44,22 +44,22 @@ export class Usage {
   async record(r: RecordStep): Promise<{ costUsd: number; priced: boolean }> {
     const price = priceFor(r.model, this.d.config.models);
     const costUsd = costOf(r.tokens, price);
-    await this.d.store.db
-      .insertInto('model_usage')
-      .values({
-        run_id: r.runId,
-        session_key: r.sessionKey,
-        agent_id: r.agentId,
-        model: r.model,
-        kind: r.kind,
-        input_tokens: r.tokens.inputTokens,
-        output_tokens: r.tokens.outputTokens,
-        cached_tokens: r.tokens.cachedTokens,
-        cost_usd: costUsd,
-        priced: price ? 1 : 0,
-        created_at: nowIso(),
-      })
-      .execute();
+    const row = {
+      run_id: r.runId,
+      session_key: r.sessionKey,
+      agent_id: r.agentId,
+      model: r.model,
+      kind: r.kind,
+      input_tokens: r.tokens.inputTokens,
+      output_tokens: r.tokens.outputTokens,
+      cached_tokens: r.tokens.cachedTokens,
+      cost_usd: costUsd,
+      priced: price ? 1 : 0,
+      created_at: nowIso(),
+    };
+    // A run's step is written with the step's rows (or the run's end): no round trip of its own.
+    if (r.kind === 'step') this.d.store.deferUsage(row);
+    else await this.d.store.db.insertInto('model_usage').values(row).execute();
     const labels = { agent: r.agentId, model: r.model };
     const m = this.d.metrics;
     m.modelTokens.inc({ ...labels, type: 'input' }, r.tokens.inputTokens);

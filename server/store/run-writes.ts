@@ -1,0 +1,144 @@
+// A run's writes on PostgreSQL as single statements: one round trip each, atomic without BEGIN/COMMIT. The
+// session row is locked (and its lease epoch checked) first, and every later part of the statement depends on
+// that lock, so a process that lost its lease writes nothing and a takeover waits for the statement to end.
+import { type Kysely, sql } from 'kysely';
+import type { NewMessage } from './store';
+import type { Database, MessageRow, ModelUsageTable, SessionRow } from './schema';
+
+export type MessageValues = Omit<MessageRow, 'id'>;
+export type UsageValues = Omit<ModelUsageTable, 'id'>;
+
+const json = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
+
+/** The stored columns of a new transcript row. */
+export function messageValues(m: NewMessage, ts: string): MessageValues {
+  return {
+    session_key: m.sessionKey,
+    role: m.role,
+    kind: m.kind,
+    content: m.content,
+    created_at: ts,
+    run_id: m.runId ?? null,
+    author_type: m.author.type,
+    author_id: m.author.id,
+    author_name: m.author.name ?? null,
+    tool_name: m.tool?.name ?? null,
+    tool_call_id: m.tool?.callId ?? null,
+    tool_args: m.tool ? json(m.tool.args ?? null) : null,
+    tool_result: m.tool && m.tool.result !== undefined ? json(m.tool.result) : null,
+    meta: m.meta ? JSON.stringify(m.meta) : null,
+  };
+}
+
+/** What a row adds to its session's `bytes`. */
+export const rowBytes = (r: MessageValues) => Buffer.byteLength(r.content) + (r.tool_args?.length ?? 0) + (r.tool_result?.length ?? 0);
+
+export interface AppendPg {
+  key: string;
+  /** The lease epoch this process holds on the session (checked under the row lock); none when unleased. */
+  epoch?: number;
+  rows: MessageValues[];
+  /** Start this queued run in the same statement (its status, and the session's `running`). */
+  startRun?: string;
+  usage?: UsageValues[];
+}
+
+export interface AppendPgResult {
+  /** The session row was there and, with an epoch, still ours. */
+  held: boolean;
+  /** With `startRun`: the run was still queued and is now running. */
+  started: boolean;
+  ids: number[];
+  /** The session's message count after this write (tells the context cache whether it is current). */
+  messageCount: number | null;
+  /** With `startRun`: the session row after the write (the run's model, cwd and count need no second read). */
+  session?: SessionRow;
+}
+
+/** Appends rows of one session (and with `startRun`, starts its run) in one statement. */
+export async function appendPg(db: Kysely<Database>, o: AppendPg): Promise<AppendPgResult> {
+  const ts = o.rows[0]?.created_at ?? new Date().toISOString();
+  const bytes = o.rows.reduce((n, r) => n + rowBytes(r), 0);
+  const rows = JSON.stringify(o.rows.map((r, i) => ({ ...r, o: i })));
+  const gate = o.startRun ? sql`r` : sql`f`;
+  const usage = o.usage?.length
+    ? sql`, u as (
+        insert into model_usage (run_id, session_key, agent_id, model, kind, input_tokens, output_tokens, cached_tokens, cost_usd, priced, created_at)
+        select run_id, session_key, agent_id, model, kind, input_tokens, output_tokens, cached_tokens, cost_usd, priced, created_at
+        from jsonb_to_recordset(${JSON.stringify(o.usage)}::jsonb) as y(run_id text, session_key text, agent_id text, model text, kind text,
+          input_tokens int, output_tokens int, cached_tokens int, cost_usd double precision, priced int, created_at text)
+        where exists (select 1 from s))`
+    : sql``;
+  const r = await sql<{ held: number; started: number; ids: Array<number | string> | null; message_count: number | null; session?: SessionRow | null }>`
+    with f as (select key from sessions where key = ${o.key}${o.epoch !== undefined ? sql` and epoch = ${o.epoch}` : sql``} for update),
+    r as (update runs set status = 'running', started_at = ${ts}
+          where id = ${o.startRun ?? null} and status = 'queued' and exists (select 1 from f) returning id),
+    s as (update sessions set message_count = message_count + ${o.rows.length}, bytes = bytes + ${bytes}, last_activity_at = ${ts}
+            ${o.startRun ? sql`, status = 'running'` : sql``}
+          where key = ${o.key} and exists (select 1 from ${gate}) returning *),
+    m as (
+      insert into messages (session_key, role, kind, content, created_at, run_id, author_type, author_id, author_name, tool_name, tool_call_id, tool_args, tool_result, meta)
+      select session_key, role, kind, content, created_at, run_id, author_type, author_id, author_name, tool_name, tool_call_id, tool_args, tool_result, meta
+      from jsonb_to_recordset(${rows}::jsonb) as v(o int, session_key text, role text, kind text, content text, created_at text, run_id text, author_type text,
+        author_id text, author_name text, tool_name text, tool_call_id text, tool_args text, tool_result text, meta text)
+      where exists (select 1 from s)
+      order by o
+      returning id)${usage}
+    select (select count(*) from f)::int as held, (select count(*) from r)::int as started,
+      (select array_agg(id order by id) from m) as ids, (select message_count from s) as message_count${o.startRun ? sql`, (select to_jsonb(s) from s) as session` : sql``}`.execute(db);
+  const x = r.rows[0]!;
+  return { held: x.held > 0, started: x.started > 0, ids: (x.ids ?? []).map(Number), messageCount: x.message_count == null ? null : Number(x.message_count), ...(x.session ? { session: x.session } : {}) };
+}
+
+export interface FinishPg {
+  key: string;
+  epoch?: number;
+  runId: string;
+  /** The run's end, as the `runs` columns to set. */
+  set: Record<string, string | number | null>;
+  /** The run's last rows (its final answer), written with its end. */
+  rows: MessageValues[];
+  usage: UsageValues[];
+  /** Go idle; with `release` let the lease go unless queued work arrived meanwhile. */
+  idle: boolean;
+  release: boolean;
+}
+
+/**
+ * A run's end on PostgreSQL, inside the caller's transaction, in two statements: (1) lock the session row
+ * (fenced), record the run's end, its last rows and usage; (2) with the lock held, look for queued work (a fresh
+ * snapshot: an enqueue that committed meanwhile is seen) and set the session idle, releasing the lease when
+ * there is none. `held` false: the session is gone or another process holds it (nothing was written).
+ */
+export async function finishPg(tx: Kysely<Database>, o: FinishPg): Promise<{ held: boolean; released: boolean; ids: number[] }> {
+  const cols = Object.keys(o.set);
+  const setSql = sql.join(cols.map((c) => sql`${sql.ref(c)} = ${o.set[c]}`));
+  const bytes = o.rows.reduce((n, r) => n + rowBytes(r), 0);
+  const ts = o.rows[0]?.created_at ?? null;
+  const a = await sql<{ held: number; ids: Array<number | string> | null }>`
+    with f as (select key from sessions where key = ${o.key}${o.epoch !== undefined ? sql` and epoch = ${o.epoch}` : sql``} for update),
+    r as (update runs set ${setSql} where id = ${o.runId} and exists (select 1 from f) returning id)
+    ${o.rows.length ? sql`, m as (
+      insert into messages (session_key, role, kind, content, created_at, run_id, author_type, author_id, author_name, tool_name, tool_call_id, tool_args, tool_result, meta)
+      select session_key, role, kind, content, created_at, run_id, author_type, author_id, author_name, tool_name, tool_call_id, tool_args, tool_result, meta
+      from jsonb_to_recordset(${JSON.stringify(o.rows.map((x, i) => ({ ...x, o: i })))}::jsonb) as v(o int, session_key text, role text, kind text, content text, created_at text,
+        run_id text, author_type text, author_id text, author_name text, tool_name text, tool_call_id text, tool_args text, tool_result text, meta text)
+      where exists (select 1 from r)
+      order by o
+      returning id)` : sql``}
+    ${o.usage.length ? sql`, u as (
+      insert into model_usage (run_id, session_key, agent_id, model, kind, input_tokens, output_tokens, cached_tokens, cost_usd, priced, created_at)
+      select run_id, session_key, agent_id, model, kind, input_tokens, output_tokens, cached_tokens, cost_usd, priced, created_at
+      from jsonb_to_recordset(${JSON.stringify(o.usage)}::jsonb) as y(run_id text, session_key text, agent_id text, model text, kind text,
+        input_tokens int, output_tokens int, cached_tokens int, cost_usd double precision, priced int, created_at text)
+      where exists (select 1 from r))` : sql``}
+    select (select count(*) from f)::int as held, ${o.rows.length ? sql`(select array_agg(id order by id) from m)` : sql`null::bigint[]`} as ids`.execute(tx);
+  const x = a.rows[0]!;
+  if (!x.held) return { held: false, released: false, ids: [] };
+  const counts = o.rows.length ? sql`, message_count = message_count + ${o.rows.length}, bytes = bytes + ${bytes}, last_activity_at = ${ts}` : sql``;
+  const b = await sql<{ owner: string | null }>`
+    update sessions set status = ${o.idle ? 'idle' : 'running'}${counts}
+      ${o.idle && o.release ? sql`, owner = case when exists (select 1 from runs where session_key = ${o.key} and status = 'queued') then owner else null end` : sql``}
+    where key = ${o.key} returning owner`.execute(tx);
+  return { held: true, released: o.idle && o.release && b.rows[0]?.owner == null, ids: (x.ids ?? []).map(Number) };
+}
