@@ -32,9 +32,24 @@ export async function startJobEngine(o: { pool: pg.Pool; pgSchema?: string; list
     executeSql: (text, values) => o.pool.query(text, values as unknown[] | undefined),
     ...(o.listener ? { listen: (channel: string, fn: (payload: string) => void, onReconnect: () => void) => o.listener!.listen(channel, fn, onReconnect) } : {}),
   };
+  // Processes starting together on a fresh database: CREATE SCHEMA IF NOT EXISTS races (a unique violation in
+  // pg_namespace), so the schema is made first, one process at a time; pg-boss installs its tables under its own lock.
+  const schema = jobsSchema(o.pgSchema);
+  const c = await o.pool.connect();
+  try {
+    await c.query('begin');
+    await c.query('select pg_advisory_xact_lock(hashtext($1))', [`crosstalk.jobs.${schema}`]);
+    await c.query(`create schema if not exists ${schema}`);
+    await c.query('commit');
+  } catch (e) {
+    await c.query('rollback').catch(() => undefined);
+    throw e;
+  } finally {
+    c.release();
+  }
   const boss = new PgBoss({
     db,
-    schema: jobsSchema(o.pgSchema),
+    schema,
     useListenNotify: !!o.listener,
     superviseIntervalSeconds: ENGINE.superviseSeconds,
     monitorIntervalSeconds: ENGINE.superviseSeconds,

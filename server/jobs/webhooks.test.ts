@@ -11,7 +11,10 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startChildServer, startTestServer, type TestServer, tmpDataDir, until } from '../testing/harness';
-import { jobsSchema } from './engine';
+import pg from 'pg';
+import { createLogger } from '../logger';
+import { pgConnectConfig } from '../store/db';
+import { jobsSchema, startJobEngine } from './engine';
 import { PgWebhookDispatcher, WEBHOOK_QUEUE, webhookJobId, webhookPolicy } from './webhooks';
 import { webhookRow } from '../webhooks/deliver';
 
@@ -162,6 +165,21 @@ describe.skipIf(onPgPass)('webhooks on the job engine, several processes', () =>
       expect(s.rt.webhooks).toBeInstanceOf(PgWebhookDispatcher);
     } finally {
       await s.close();
+    }
+  });
+
+  it('processes starting together on a fresh database all start their engine', async () => {
+    const pool = new pg.Pool({ ...pgConnectConfig(PG_URL), max: 8 });
+    const schema = newSchema();
+    try {
+      for (let round = 0; round < 3; round++) {
+        const started = await Promise.allSettled([1, 2, 3, 4].map(() => startJobEngine({ pool, pgSchema: `${schema}${round}`, log: createLogger() })));
+        expect(started.map((r) => (r.status === 'rejected' ? String(r.reason) : 'ok'))).toEqual(['ok', 'ok', 'ok', 'ok']);
+        for (const r of started) if (r.status === 'fulfilled') await r.value.stop({ graceful: false, close: false });
+        await pool.query(`drop schema if exists ${jobsSchema(`${schema}${round}`)} cascade`);
+      }
+    } finally {
+      await pool.end();
     }
   });
 
