@@ -45,6 +45,20 @@ describe.skipIf(onPgPass)('two processes on one PostgreSQL', () => {
     expect(h.filter((m) => m.content === '/reply later').length).toBe(1);
   });
 
+  it('a steer sent to B under another trust is not steered into A’s run: it runs after, as its own run', async () => {
+    const key = 'agent:main:steer-trust-x';
+    const r = await a.rpc<Started>('agent', { sessionKey: key, message: '/sleep 600\n/reply first' });
+    const origin = { channel: { id: 'telegram', from: 'stranger' } };
+    const s = await b.rt.orchestrator.submit(key, { kind: 'message', content: 'from a channel', author: { type: 'user', id: 'stranger' } }, { queueMode: 'steer', origin });
+    expect(s.runId).not.toBe(r.runId);
+    expect(s.status).toBe('queued');
+    expect((await wait(b, r.runId)).status).toBe('ok');
+    expect(await wait(b, s.runId)).toMatchObject({ status: 'ok', response: 'echo: from a channel' });
+    const h = await history(a, key);
+    expect(h.filter((m) => m.kind === 'steer')).toEqual([]);
+    expect(h.find((m) => m.content === 'from a channel')?.runId).toBe(s.runId);
+  });
+
   it('reject on B while the session runs on A is agent_busy; interrupt from B aborts A’s run at once', async () => {
     const key = 'agent:main:interrupt-x';
     const r = await a.rpc<Started>('agent', { sessionKey: key, message: '/sleep 30000\n/reply never' });

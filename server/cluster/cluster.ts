@@ -31,6 +31,8 @@ export interface EnqueueResult {
   owner: string | null;
   /** The session's active run (running or waiting for an approval), if any. */
   active: string | null;
+  /** The active run's origin (its trust decides whether a steer may join it). */
+  activeOrigin: string | null;
   inserted: boolean;
   /** With a claim: the session's unfinished runs other than the inserted one, oldest first (no second read). */
   unfinished: RunRow[] | null;
@@ -277,7 +279,7 @@ export class Cluster {
    */
   async enqueue(row: RunRow, rejectIfBusy: boolean): Promise<EnqueueResult> {
     const k = row.session_key;
-    const r = await sql<{ claimed: number | null; owner: string | null; active: string | null; inserted: number; unfinished: RunRow[] | null }>`
+    const r = await sql<{ claimed: number | null; owner: string | null; active: string | null; inserted: number; unfinished: RunRow[] | null; active_origin: string | null }>`
       with c as (update sessions set owner = ${this.id}, epoch = epoch + 1 where key = ${k} and owner is null returning epoch),
       o as (select owner from sessions where key = ${k}),
       i as (
@@ -287,13 +289,14 @@ export class Cluster {
         returning id)
       select (select epoch from c) as claimed, (select owner from o) as owner, (select count(*) from i)::int as inserted,
         (select id from runs where session_key = ${k} and status in ('running', 'waiting_approval') order by created_at limit 1) as active,
+        (select origin from runs where session_key = ${k} and status in ('running', 'waiting_approval') order by created_at limit 1) as active_origin,
         (select json_agg(u order by u.created_at, u.id) from runs u
            where u.session_key = ${k} and u.status in ('queued', 'running', 'waiting_approval') and exists (select 1 from c)) as unfinished`.execute(this.db);
     const x = r.rows[0]!;
     let owner = x.claimed != null ? this.id : x.owner;
     if (x.claimed == null && (owner == null || owner === this.id)) owner = await this.ownerOf(k);
     const claimed = x.claimed == null ? null : Number(x.claimed);
-    return { claimed, owner, active: x.active, inserted: Number(x.inserted) === 1, unfinished: claimed === null ? null : (x.unfinished ?? []) };
+    return { claimed, owner, active: x.active, activeOrigin: x.active_origin, inserted: Number(x.inserted) === 1, unfinished: claimed === null ? null : (x.unfinished ?? []) };
   }
 
   /** Claims a session no one holds; the new epoch, or null when someone does. */

@@ -18,6 +18,8 @@ type Listener = (ev: AgentEvent) => void;
 
 const SUB_BUFFER = 2000;
 const CATCHUP_PAGE = 500;
+/** PostgreSQL: how long an event may wait for others to share its write. */
+const FLUSH_MS = 5;
 
 interface RunContext {
   sessionKey: string;
@@ -92,25 +94,15 @@ export class EventBus {
   }
 
   /**
-   * Writes prepared events in the caller's transaction. Returns what to call once that transaction has
-   * committed: it hands the events on (listeners, subscribers); if the transaction fails, just drop it.
+   * Hands on events that the caller wrote in a transaction of its own (`Store.finishRun`), once it has
+   * committed: listeners, and subscribers (on PostgreSQL through the feed, which reads them back in log order).
    */
-  writeIn(events: PendingEvent[]): { write(tx: Kysely<Database>): Promise<void>; committed(): void } {
-    const done: Array<{ ev: PendingEvent; w: { id: number; tx?: string } }> = [];
-    return {
-      write: async (tx) => {
-        const ids = await this.store.insertEventsIn(tx, events, { notify: !!this.feed });
-        if (this.feed && !this.store.eventsChannel) await this.feed.notify(tx);
-        done.push(...events.map((e, i) => ({ ev: e, w: ids[i]! })));
-      },
-      committed: () => this.written(done),
-    };
-  }
-
-  private written(done: Array<{ ev: PendingEvent; w: { id: number; tx?: string } }>): void {
-    for (const { ev: pending, w } of done) {
+  logged(events: PendingEvent[], ids: Array<{ id: number; tx?: string }>): void {
+    for (let i = 0; i < events.length; i++) {
+      const w = ids[i];
+      if (!w) continue;
       const cursor: EventCursor = w.tx === undefined ? { id: w.id } : { id: w.id, tx: BigInt(w.tx) };
-      const { epoch: _epoch, ...rest } = pending;
+      const { epoch: _epoch, ...rest } = events[i]!;
       const ev: AgentEvent = { id: w.id, ...rest, cursor: encodeEventCursor(cursor) };
       this.notifyListeners(ev);
       if (!this.feed) this.fanOut(ev, cursor);
@@ -126,20 +118,25 @@ export class EventBus {
 
   /** Resolves when everything emitted so far is written and fanned out. */
   async drain(): Promise<void> {
-    while (this.pending.length || this.flushing || this.scheduled) {
+    while (this.pending.length || this.flushing) {
       if (this.flushing) await this.flushing;
-      else if (!this.pending.length) await new Promise((r) => setImmediate(r)); // let the scheduled flush run
       else await this.flush();
     }
   }
 
+  /**
+   * Writes are batched: on SQLite the next turn of the event loop; on PostgreSQL (a round trip per write, and a
+   * wake-up for every process) after FLUSH_MS, so a quick run's events go out with its end in one transaction.
+   */
   private schedule() {
     if (this.scheduled) return;
     this.scheduled = true;
-    setImmediate(() => {
+    const go = () => {
       this.scheduled = false;
       void this.flush();
-    });
+    };
+    if (this.feed) setTimeout(go, FLUSH_MS);
+    else setImmediate(go);
   }
 
   private flush(): Promise<void> {
@@ -159,16 +156,7 @@ export class EventBus {
           this.log.error({ err: e, count: batch.length }, 'event log write failed; events dropped from the log');
           continue;
         }
-        for (let i = 0; i < batch.length; i++) {
-          const w = ids[i];
-          if (!w) continue; // fenced: this process lost the session to another
-          const cursor: EventCursor = w.tx === undefined ? { id: w.id } : { id: w.id, tx: BigInt(w.tx) };
-          const { epoch: _epoch, ...pending } = batch[i]!;
-          const ev: AgentEvent = { id: w.id, ...pending, cursor: encodeEventCursor(cursor) };
-          this.notifyListeners(ev);
-          if (!this.feed) this.fanOut(ev, cursor);
-        }
-        this.feed?.written();
+        this.logged(batch, ids as Array<{ id: number; tx?: string }>); // a null id: fenced, this process lost the session
       }
     };
     this.flushing = run().finally(() => {

@@ -282,7 +282,8 @@ export class Orchestrator {
       return { runId, status: 'queued' };
     }
     if (owner) await cluster.notify({ kind: 'work', to: owner, sessionKey });
-    if (effective === 'steer' && r.active) return { runId: r.active, status: 'steered' };
+    // The owner steers it into the active run only when their trust matches (else it runs after, as here locally).
+    if (effective === 'steer' && r.active && sameTrust(trustOf(parseOrigin(row.origin)), trustOf(parseOrigin(r.activeOrigin)))) return { runId: r.active, status: 'steered' };
     return { runId, status: effective === 'interrupt' ? 'started' : 'queued' };
   }
 
@@ -716,23 +717,17 @@ export class Orchestrator {
       const earlier = await bus.takeRun(active.id);
       if (bus.currentSeq(active.id) === 0) bus.registerRun(active.id, st.key, await store.maxSeq(active.id).catch(() => 0));
       const finalRows = active.finalRows ?? [];
-      let endWrite: ReturnType<EventBus['writeIn']> | null = null;
       // The run's end, its last rows, callbacks and webhooks are one transaction: a crash after it still delivers them.
-      released = await store.finishRun(
+      const end = await store.finishRun(
         active.id,
         { status: outcome.status, response: outcome.response ?? null, error: outcome.error ?? null, ended_at: nowIso(), last_seq: bus.currentSeq(active.id) + finalRows.length + 1 },
         deliveries.callbacks,
         deliveries.webhooks,
         { key: st.key, idle: !st.queue.length && !active.inbox.length, release: !!this.cluster },
-        {
-          messages: finalRows,
-          inTx: async (tx, rows) => {
-            endWrite = bus.writeIn([...earlier, ...rows.map((m) => bus.prepare(active.id, 'message', { message: m })), bus.prepare(active.id, 'lifecycle', endData(outcome))]);
-            await endWrite.write(tx);
-          },
-        },
+        { messages: finalRows, events: (rows) => [...earlier, ...rows.map((m) => bus.prepare(active.id, 'message', { message: m })), bus.prepare(active.id, 'lifecycle', endData(outcome))] },
       );
-      (endWrite as ReturnType<EventBus['writeIn']> | null)?.committed();
+      released = end.released;
+      bus.logged(end.events, end.ids);
       if (deliveries.callbacks.length) failpoint('callback.recorded');
     } catch (e) {
       if (e instanceof FencedError) return this.abandon(st, active, 'stopped');

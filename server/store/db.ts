@@ -1,4 +1,5 @@
 // Opens the store: SQLite (better-sqlite3, WAL) in the data dir by default, PostgreSQL when a URL is given.
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -111,6 +112,40 @@ function withStatementCache(sqlite: import('better-sqlite3').Database): import('
 }
 
 /**
+ * PostgreSQL parses and plans an unnamed statement on every execution; our hot statements (a run's start, end,
+ * events) are CTEs whose planning costs as much as running them. Every parameterised statement becomes a named
+ * prepared statement of its connection (the name is a hash of its text), up to PREPARED_PER_CONNECTION shapes
+ * per connection; past that, statements run unnamed as before.
+ */
+const PREPARED_PER_CONNECTION = 300;
+function withPreparedStatements(pool: import('pg').Pool) {
+  const names = new Map<string, string>();
+  const nameOf = (text: string) => {
+    let name = names.get(text);
+    if (!name) {
+      name = `ct_${crypto.createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+      if (names.size >= 2000) names.delete(names.keys().next().value!);
+      names.set(text, name);
+    }
+    return name;
+  };
+  pool.on('connect', (client) => {
+    const prepared = new Set<string>();
+    const query = client.query.bind(client) as (...a: unknown[]) => unknown;
+    (client as unknown as { query: (...a: unknown[]) => unknown }).query = (config: unknown, values?: unknown, cb?: unknown) => {
+      if (typeof config === 'string' && Array.isArray(values) && values.length) {
+        const name = nameOf(config);
+        if (prepared.has(name) || prepared.size < PREPARED_PER_CONNECTION) {
+          prepared.add(name);
+          return query({ name, text: config, values }, cb);
+        }
+      }
+      return query(config, values, cb);
+    };
+  });
+}
+
+/**
  * Connection settings as psql takes them: the URL, then PG* variables, then the OS user name. node-postgres
  * alone reads only USER, which minimal shells and containers may lack ("no PostgreSQL user name specified").
  */
@@ -141,6 +176,7 @@ async function openPostgres(url: string, schema?: string): Promise<DbHandle> {
   const pool = new pg.default.Pool({ ...connect, ...options, max: Number(process.env.CROSSTALK_PG_POOL ?? 10) });
   // An idle client whose connection drops emits 'error' on the pool; unhandled, it would end the process.
   pool.on('error', (e) => console.error(`crosstalk: PostgreSQL connection lost (${e.message}); the pool reconnects on the next query`));
+  withPreparedStatements(pool);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   // Several processes may start at once on a fresh database: one migrates at a time (a session-level advisory lock).
   const c = new pg.default.Client(connect);

@@ -311,9 +311,17 @@ export async function migrateToLatest(db: Kysely<any>, dialect: DialectName, sch
   const provider: MigrationProvider = { getMigrations: async () => migrations(dialect) };
   // With a schema of our own, the migration tables live there too (otherwise another schema's tables would be taken for ours).
   const migrator = new Migrator({ db, provider, migrationTableName: 'crosstalk_migrations', migrationLockTableName: 'crosstalk_migrations_lock', ...(schema ? { migrationTableSchema: schema } : {}) });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) {
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await migrator.migrateToLatest();
+    if (!error) return;
     const failed = results?.find((r) => r.status === 'Error');
-    throw new Error(`migration ${failed?.migrationName ?? '?'} failed: ${(error as Error).message ?? String(error)}`);
+    const message = (error as Error).message ?? String(error);
+    // The migrator looks the database's tables up across every schema; a schema dropped meanwhile by someone else
+    // (another tenant, a test run cleaning up) fails that lookup once. Nothing of ours ran: look again.
+    if (!failed && attempt < 5 && /^schema ".*" does not exist$|^relation .* does not exist$|cache lookup failed/.test(message) && !(schema && message.includes(`"${schema}"`))) {
+      await new Promise((r) => setTimeout(r, 50 * attempt));
+      continue;
+    }
+    throw new Error(`migration ${failed?.migrationName ?? '?'} failed: ${message}`);
   }
 }

@@ -2,6 +2,7 @@
 // session row is locked (and its lease epoch checked) first, and every later part of the statement depends on
 // that lock, so a process that lost its lease writes nothing and a takeover waits for the statement to end.
 import { type Kysely, sql } from 'kysely';
+import type { PendingEvent } from '../events/types';
 import type { NewMessage } from './store';
 import type { Database, MessageRow, ModelUsageTable, SessionRow } from './schema';
 
@@ -102,6 +103,10 @@ export interface FinishPg {
   /** Go idle; with `release` let the lease go unless queued work arrived meanwhile. */
   idle: boolean;
   release: boolean;
+  /** The events to log with the end, built once the rows have their ids (written by the second statement). */
+  events: (messageIds: number[]) => PendingEvent[];
+  /** The cluster's NOTIFY channel for event wake-ups. */
+  notify?: string;
 }
 
 /**
@@ -110,7 +115,7 @@ export interface FinishPg {
  * snapshot: an enqueue that committed meanwhile is seen) and set the session idle, releasing the lease when
  * there is none. `held` false: the session is gone or another process holds it (nothing was written).
  */
-export async function finishPg(tx: Kysely<Database>, o: FinishPg): Promise<{ held: boolean; released: boolean; ids: number[] }> {
+export async function finishPg(tx: Kysely<Database>, o: FinishPg): Promise<{ held: boolean; released: boolean; events: Array<{ id: number; tx: string }> }> {
   const cols = Object.keys(o.set);
   const setSql = sql.join(cols.map((c) => sql`${sql.ref(c)} = ${o.set[c]}`));
   const bytes = o.rows.reduce((n, r) => n + rowBytes(r), 0);
@@ -134,11 +139,25 @@ export async function finishPg(tx: Kysely<Database>, o: FinishPg): Promise<{ hel
       where exists (select 1 from r))` : sql``}
     select (select count(*) from f)::int as held, ${o.rows.length ? sql`(select array_agg(id order by id) from m)` : sql`null::bigint[]`} as ids`.execute(tx);
   const x = a.rows[0]!;
-  if (!x.held) return { held: false, released: false, ids: [] };
+  if (!x.held) return { held: false, released: false, events: [] };
+  const events = o.events((x.ids ?? []).map(Number));
+  const ev = JSON.stringify(events.map((e, i) => ({ o: i, r: e.runId, s: e.seq, st: e.stream, ts: e.ts, k: e.sessionKey, d: JSON.stringify(e.data) })));
   const counts = o.rows.length ? sql`, message_count = message_count + ${o.rows.length}, bytes = bytes + ${bytes}, last_activity_at = ${ts}` : sql``;
-  const b = await sql<{ owner: string | null }>`
-    update sessions set status = ${o.idle ? 'idle' : 'running'}${counts}
-      ${o.idle && o.release ? sql`, owner = case when exists (select 1 from runs where session_key = ${o.key} and status = 'queued') then owner else null end` : sql``}
-    where key = ${o.key} returning owner`.execute(tx);
-  return { held: true, released: o.idle && o.release && b.rows[0]?.owner == null, ids: (x.ids ?? []).map(Number) };
+  // The session's new state, the run's events and the cluster's wake-up (delivered at commit), in one statement.
+  const b = await sql<{ owner: string | null; id: number | string | null; tx: string | null }>`
+    with s as (
+      update sessions set status = ${o.idle ? 'idle' : 'running'}${counts}
+        ${o.idle && o.release ? sql`, owner = case when exists (select 1 from runs where session_key = ${o.key} and status = 'queued') then owner else null end` : sql``}
+      where key = ${o.key} returning owner),
+    ins as (
+      insert into events (run_id, seq, stream, ts, session_key, data)
+      select r, s, st, ts, k, d from jsonb_to_recordset(${ev}::jsonb) as x(o int, r text, s int, st text, ts text, k text, d text)
+      order by o
+      returning id, tx::text as tx)
+    ${o.notify && events.length ? sql`, wake as (select pg_notify(${o.notify}, '{"kind":"events"}'))` : sql``}
+    select (select owner from s) as owner, ins.id, ins.tx from (select 1) one
+      left join ins on true${o.notify && events.length ? sql` cross join wake` : sql``}
+    order by ins.id`.execute(tx);
+  const released = o.idle && o.release && b.rows[0]?.owner == null;
+  return { held: true, released, events: b.rows.filter((r) => r.id != null).map((r) => ({ id: Number(r.id), tx: r.tx! })) };
 }

@@ -394,23 +394,41 @@ export class Store {
     callbacks: CallbackRow[],
     webhooks: WebhookRow[],
     session: { key: string; idle: boolean; release?: boolean },
-    o: { messages?: NewMessage[]; inTx?: (tx: Kysely<Database>, rows: TranscriptMessage[]) => Promise<void> } = {},
-  ): Promise<boolean> {
+    o: { messages?: NewMessage[]; events?: (rows: TranscriptMessage[]) => PendingEvent[] } = {},
+  ): Promise<{ released: boolean; events: PendingEvent[]; ids: Array<{ id: number; tx?: string }> }> {
     const usage = this.takeUsage([id]);
     const msgs = o.messages ?? [];
     const pg = this.dialect === 'postgres' && msgs.every((m) => m.sessionKey === session.key);
-    const { released, rows } = await this.db.transaction().execute(async (tx) => {
+    const out = await this.db.transaction().execute(async (tx) => {
       let released = false;
       let rows: TranscriptMessage[] = [];
+      let events: PendingEvent[] = [];
+      let ids: Array<{ id: number; tx?: string }> = [];
       if (pg) {
         const values = msgs.map((m) => messageValues(m, nowIso()));
-        const r = await finishPg(tx, { key: session.key, epoch: this.fences.get(session.key), runId: id, set: fields as FinishPg['set'], rows: values, usage, idle: session.idle, release: !!session.release });
+        const r = await finishPg(tx, {
+          key: session.key,
+          epoch: this.fences.get(session.key),
+          runId: id,
+          set: fields as FinishPg['set'],
+          rows: values,
+          usage,
+          idle: session.idle,
+          release: !!session.release,
+          events: (msgIds) => {
+            rows = values.map((v, i) => toTranscriptMessage({ ...v, id: msgIds[i]! }));
+            return (events = o.events?.(rows) ?? []);
+          },
+          notify: this.eventsChannel,
+        });
         if (r.held) {
           released = r.released;
-          rows = values.map((v, i) => toTranscriptMessage({ ...v, id: r.ids[i]! }));
+          ids = r.events;
         } else {
           await this.lostSession(session.key, true); // FencedError unless the session was deleted under the run
           await tx.updateTable('runs').set(fields).where('id', '=', id).execute();
+          events = o.events?.([]) ?? [];
+          ids = await this.insertEventsIn(tx, events, { notify: true });
         }
       } else {
         await tx.updateTable('runs').set(fields).where('id', '=', id).execute();
@@ -424,14 +442,15 @@ export class Store {
         if (usage.length) await tx.insertInto('model_usage').values(usage).execute();
         if (msgs.length) rows = await this.appendIn(tx, msgs);
         await this.touchSession(tx, session.key, session.idle ? (released ? { status: 'idle', owner: null } : { status: 'idle' }) : { status: 'running' }, { allowMissing: true });
+        events = o.events?.(rows) ?? [];
+        ids = await this.insertEventsIn(tx, events, { notify: true });
       }
       if (callbacks.length) await tx.insertInto('callbacks').values(callbacks).onConflict((oc) => oc.column('id').doNothing()).execute();
       if (webhooks.length) await this.insertWebhooks(tx, webhooks);
-      if (o.inTx) await o.inTx(tx, rows);
-      return { released, rows };
+      return { released, rows, events, ids };
     });
-    this.remember(rows);
-    return released;
+    this.remember(out.rows);
+    return out;
   }
 
   /** A session's unfinished runs, oldest first: the one in flight (running or paused) and the queue. */
