@@ -20,6 +20,8 @@ import { mainSessionKey } from './sessions/keys';
 import { registerTools } from './tools/registry';
 import type { AnyToolDef } from './tools/types';
 import { WebhookOutbox } from './webhooks/outbox';
+import type { WebhookDispatcher } from './webhooks/deliver';
+import { PgWebhookDispatcher } from './jobs/webhooks';
 import { Cluster } from './cluster/cluster';
 import { EventFeed } from './cluster/feed';
 import { Compactor } from './orchestrator/compaction';
@@ -32,7 +34,8 @@ export interface FullRuntime extends Runtime {
   orchestrator: Orchestrator;
   metrics: Metrics;
   log: Logger;
-  webhooks: WebhookOutbox;
+  /** PostgreSQL: the job engine's webhook queue (server/jobs); SQLite: an in-process loop. */
+  webhooks: WebhookDispatcher;
   delegates: Delegates;
   usage: Usage;
   telemetry: Telemetry;
@@ -85,7 +88,11 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   const delegates = new Delegates({ store, bus, orchestrator, metrics, log });
   const channels = createChannels({ config, store, bus, orchestrator, log, telemetry });
   registerTools(tools, { config, store, bus, metrics, gateway: lazyGateway, orchestrator: () => orchestrator, delegates: () => delegates, channels: () => channels, usage });
-  const webhooks = new WebhookOutbox(store, config.webhooks, log, (outcome) => metrics.webhooks.inc({ outcome }), telemetry);
+  const onOutcome = (outcome: 'delivered' | 'retry' | 'dead') => metrics.webhooks.inc({ outcome });
+  const webhooks: WebhookDispatcher = handle.pg
+    ? new PgWebhookDispatcher({ store, config: config.webhooks, log, pool: handle.pg.pool, pgSchema: handle.pg.schema, listener: cluster ?? undefined, onOutcome, telemetry })
+    : new WebhookOutbox(store, config.webhooks, log, onOutcome, telemetry);
+  store.webhookJobs = webhooks.enqueueIn?.bind(webhooks);
   orchestrator.webhooks = webhooks;
   const mcp = new McpManager({ config, tools, bus, log });
   gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates, metrics, channels, cluster, mcpStatus: () => mcp.status(), usage, compactor });
@@ -104,8 +111,8 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
       onFenced: () => orchestrator.fenced(),
     });
   }
+  await webhooks.start(); // before recovery: runs it ends enqueue their webhooks' jobs
   await orchestrator.recover();
-  webhooks.start();
   channels.start();
   // The room opens the default agent's main session: it exists from the first start.
   await store.ensureSession({ key: mainSessionKey(config.defaultAgentId), agentId: config.defaultAgentId, kind: 'main' });
@@ -132,11 +139,11 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
       handleGatewayNode(rt, req, res);
     },
     async close() {
-      webhooks.stop();
       await mcp.stop();
       await orchestrator.shutdown();
       await channels.idle();
       channels.stop();
+      await webhooks.stop(); // after the runs: their ends still enqueue webhooks
       feed?.stop();
       await cluster?.stop();
       await telemetry.shutdown();

@@ -82,7 +82,7 @@ export class A2APush {
           headers: JSON.stringify(pushHeaders(c)),
         }));
         if (!rows.length) continue;
-        await this.rt.store.db.insertInto('webhook_outbox').values(rows).onConflict((oc) => oc.column('id').doNothing()).execute();
+        await this.rt.store.db.transaction().execute((tx) => this.rt.store.insertWebhooks(tx, rows)); // with their jobs (PostgreSQL)
         this.rt.webhooks.kick();
       }
     } catch (e) {

@@ -88,8 +88,7 @@ export class Cluster {
     await client.connect();
     const key = Number((await client.query<{ k: string }>('select nextval($1::regclass) as k', [`${this.pgInfo.schema ? `${this.pgInfo.schema}.` : ''}process_lock_keys`])).rows[0]!.k) & 0x7fffffff;
     await client.query('select pg_advisory_lock($1, $2)', [this.ns, key]);
-    await client.query(`listen ${this.channel}`);
-    client.on('notification', (n) => this.onNotification(n.payload));
+    await this.subscribe(client);
     this.client = client;
     this.lockKey = key;
     this.id = `p_${crypto.randomUUID().slice(0, 13)}`;
@@ -103,6 +102,41 @@ export class Cluster {
   setUrl(url: string) {
     this.info.url = url;
     void this.db.updateTable('processes').set({ url }).where('id', '=', this.id).execute().catch(() => undefined);
+  }
+
+  /** LISTENs on a (new) liveness connection: our channel and every channel a listener asked for. */
+  private async subscribe(c: pg.Client) {
+    await c.query(`listen ${this.channel}`);
+    for (const ch of this.listeners.keys()) await c.query(`listen "${ch}"`);
+    c.on('notification', (n) => {
+      if (n.channel === this.channel) return this.onNotification(n.payload);
+      const l = this.listeners.get(n.channel);
+      if (l && n.payload !== undefined) l.fn(n.payload);
+    });
+  }
+
+  private readonly listeners = new Map<string, { fn: (payload: string) => void; onReconnect: () => void }>();
+
+  /**
+   * Another LISTEN on this process's liveness connection (the job engine's wake-ups), so it needs no connection of
+   * its own. After a reconnect `onReconnect` runs: notifications sent meanwhile were missed.
+   */
+  async listen(channel: string, fn: (payload: string) => void, onReconnect: () => void): Promise<{ close(): Promise<void> }> {
+    if (!/^[a-z0-9_]+$/.test(channel)) throw new Error(`cluster: bad channel name ${channel}`);
+    this.listeners.set(channel, { fn, onReconnect });
+    await this.client?.query(`listen "${channel}"`);
+    return {
+      close: async () => {
+        this.listeners.delete(channel);
+        await this.client?.query(`unlisten "${channel}"`).catch(() => undefined);
+      },
+    };
+  }
+
+  private reconnected() {
+    this.hooks.onEvents();
+    this.hooks.onOrphans();
+    for (const l of this.listeners.values()) l.onReconnect();
   }
 
   private onNotification(payload: string | undefined) {
@@ -141,8 +175,7 @@ export class Cluster {
             c.on('end', () => this.lost(c, new Error('connection ended')));
             await c.connect();
             await c.query('select pg_advisory_lock($1, $2)', [this.ns, this.lockKey]);
-            await c.query(`listen ${this.channel}`);
-            c.on('notification', (n) => this.onNotification(n.payload));
+            await this.subscribe(c);
             this.client = c;
             const still = await this.db.selectFrom('processes').select('status').where('id', '=', this.id).executeTakeFirst();
             if (still?.status !== 'alive') {
@@ -155,8 +188,7 @@ export class Cluster {
             await this.register();
           }
           this.reconnecting = false;
-          this.hooks.onEvents();
-          this.hooks.onOrphans();
+          this.reconnected();
           return;
         } catch (err) {
           if (String((err as Error).message).includes('declared dead')) {
@@ -164,8 +196,7 @@ export class Cluster {
             try {
               await this.register();
               this.reconnecting = false;
-              this.hooks.onEvents();
-              this.hooks.onOrphans();
+              this.reconnected();
               return;
             } catch {
               /* retry */
@@ -193,7 +224,7 @@ export class Cluster {
         await old?.end().catch(() => undefined);
         this.hooks.onFenced();
         await this.register();
-        this.hooks.onOrphans();
+        this.reconnected();
       }
     } catch (e) {
       this.log.warn({ err: (e as Error).message }, 'cluster: heartbeat failed');

@@ -18,7 +18,7 @@ import { planDeliveries } from './callbacks';
 import { executeRun, type RunDeps } from './run-loop';
 import { markStarted } from './started';
 import { failpoint } from '../failpoints';
-import type { WebhookOutbox } from '../webhooks/outbox';
+import type { WebhookDispatcher } from '../webhooks/deliver';
 import type { ActiveRun, InboxItem, RunInput, RunOutcome } from './types';
 import type { Cluster } from '../cluster/cluster';
 import { carryTrust, sameTrust, trustOf } from '../trust/trust';
@@ -412,8 +412,8 @@ export abstract class RunQueues {
     this.sessions.delete(st.key);
   }
 
-  /** Set by boot: the outbox to wake when a run leaves webhooks behind. */
-  webhooks?: WebhookOutbox;
+  /** Set by boot: the webhook dispatcher to wake when a run leaves webhooks behind (SQLite; PostgreSQL's jobs wake by NOTIFY). */
+  webhooks?: WebhookDispatcher;
 
   /** Delivers one recorded callback as a caller turn, exactly once (its run id is derived from the callback id). */
   async deliverCallback(cb: CallbackRow): Promise<void> {

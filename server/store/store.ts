@@ -446,7 +446,7 @@ export class Store {
         ids = await this.insertEventsIn(tx, events, { notify: true });
       }
       if (callbacks.length) await tx.insertInto('callbacks').values(callbacks).onConflict((oc) => oc.column('id').doNothing()).execute();
-      if (webhooks.length) await tx.insertInto('webhook_outbox').values(webhooks).onConflict((oc) => oc.column('id').doNothing()).execute();
+      if (webhooks.length) await this.insertWebhooks(tx, webhooks);
       return { released, rows, events, ids };
     });
     this.remember(out.rows);
@@ -510,21 +510,17 @@ export class Store {
     await this.db.updateTable('callbacks').set({ status, error: error ?? null, delivered_at: nowIso() }).where('id', '=', id).execute();
   }
 
-  /**
-   * Due webhooks, claimed: on PostgreSQL each row is taken by one process only (SKIP LOCKED) and pushed out by
-   * `leaseMs`, so a process that dies mid-delivery leaves it due again for another (stalled-delivery recovery).
-   */
-  async claimDueWebhooks(now: string, limit: number, leaseMs: number): Promise<WebhookRow[]> {
-    if (this.dialect !== 'postgres') return this.dueWebhooks(now, limit);
-    const until = new Date(Date.parse(now) + leaseMs).toISOString();
-    const r = await sql<WebhookRow>`
-      update webhook_outbox set next_attempt_at = ${until}
-      where id in (select id from webhook_outbox where status = 'pending' and next_attempt_at <= ${now}
-                   order by next_attempt_at limit ${limit} for update skip locked)
-      returning *`.execute(this.db);
-    return r.rows.map((x) => ({ ...x, next_attempt_at: now }));
+  /** Set by boot: what makes webhook rows run once their transaction commits (PostgreSQL: the job engine's jobs). */
+  webhookJobs?: (tx: Kysely<Database>, rows: WebhookRow[]) => Promise<void>;
+
+  /** Webhook rows (ids derive from what they report: an id written before is skipped), with their jobs, in `tx`. */
+  async insertWebhooks(tx: Kysely<Database>, rows: WebhookRow[]): Promise<void> {
+    const fresh = await tx.insertInto('webhook_outbox').values(rows).onConflict((oc) => oc.column('id').doNothing()).returning('id').execute();
+    const ids = new Set(fresh.map((r) => r.id));
+    if (ids.size) await this.webhookJobs?.(tx, rows.filter((r) => ids.has(r.id)));
   }
 
+  /** SQLite's dispatcher (PostgreSQL's webhooks are the job engine's). */
   dueWebhooks(now: string, limit: number): Promise<WebhookRow[]> {
     return this.db.selectFrom('webhook_outbox').selectAll().where('status', '=', 'pending').where('next_attempt_at', '<=', now).orderBy('next_attempt_at').limit(limit).execute();
   }

@@ -79,7 +79,7 @@ export async function startTestServer(o: StartOptions = {}): Promise<TestServer>
       await srv.close();
       rt.cluster?.crash();
       rt.feed?.stop();
-      rt.webhooks.stop();
+      await rt.webhooks.stop();
       await rt.store.close();
     },
   };

@@ -1,67 +1,38 @@
-// The webhook outbox: rows written with the run's end, POSTed signed, retried with doubling backoff, then dead-lettered.
-import { hmacHex } from '../auth';
+// SQLite's webhook dispatcher: rows written with the run's end, POSTed signed, retried with doubling backoff, then
+// dead-lettered, by a loop in this process. The job engine that carries webhooks on PostgreSQL (pg-boss, see
+// server/jobs) needs PostgreSQL, and SQLite is one process per data dir: an in-process loop is all it needs.
 import type { CrosstalkConfig } from '../config';
 import type { Logger } from '../logger';
 import type { WebhookRow } from '../store/schema';
 import { nowIso, type Store } from '../store/store';
-import { checkWebhookUrl, guardedDispatcher } from './guard';
-import { fetch as undiciFetch } from 'undici';
-import { SpanKind, type Telemetry, traceparentOf } from '../telemetry/tracing';
+import type { Telemetry } from '../telemetry/tracing';
+import { type Outcome, WebhookDelivery, type WebhookDispatcher } from './deliver';
 
-export const SIGNATURE_HEADER = 'X-Crosstalk-Signature';
+export { SIGNATURE_HEADER, signBody, webhookRow, type WebhookDispatcher } from './deliver';
 
-export function signBody(body: string, secret: string): string {
-  return `sha256=${hmacHex(secret, body)}`;
-}
-
-export function webhookRow(runId: string, hook: { url: string; secret?: string }, payload: unknown, key: string, traceparent?: string): WebhookRow {
-  const ts = nowIso();
-  return {
-    id: `wh_${key}`,
-    run_id: runId,
-    url: hook.url,
-    secret: hook.secret ?? null,
-    body: JSON.stringify(payload),
-    status: 'pending',
-    attempts: 0,
-    next_attempt_at: ts,
-    last_error: null,
-    created_at: ts,
-    delivered_at: null,
-    headers: null,
-    traceparent: traceparent ?? null,
-  };
-}
-
-export class WebhookOutbox {
+export class WebhookOutbox implements WebhookDispatcher {
   private timer: NodeJS.Timeout | null = null;
   private running = false;
   private again = false;
-  private stopped = false;
+  private stopped = true;
+  private pass_: Promise<void> = Promise.resolve();
   private readonly inflight = new Set<string>();
-  /** Connects only to the addresses its lookup checked (SSRF: no DNS rebinding between the check and the connect). */
-  private get dispatcher() {
-    return (this._dispatcher ??= guardedDispatcher(this.config.allowPrivateNetwork));
+  private readonly delivery: WebhookDelivery;
+
+  constructor(store: Store, private readonly config: CrosstalkConfig['webhooks'], private readonly log: Logger, onOutcome?: (outcome: Outcome) => void, telemetry?: Telemetry) {
+    this.delivery = new WebhookDelivery(store, config, log, onOutcome, telemetry);
   }
-  private _dispatcher?: ReturnType<typeof guardedDispatcher>;
 
-  constructor(
-    private readonly store: Store,
-    private readonly config: CrosstalkConfig['webhooks'],
-    private readonly log: Logger,
-    private readonly onOutcome?: (outcome: 'delivered' | 'retry' | 'dead') => void,
-    private readonly telemetry?: Telemetry,
-  ) {}
-
-  start(): void {
+  async start(): Promise<void> {
     this.stopped = false;
     this.kick();
   }
 
-  stop(): void {
+  async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    await this.pass_;
   }
 
   /** Deliver what is due now, then sleep until the next row is due. */
@@ -72,7 +43,7 @@ export class WebhookOutbox {
       return;
     }
     this.running = true;
-    void this.pass()
+    this.pass_ = this.pass()
       .catch((e) => this.log.error({ err: e }, 'webhook pass failed'))
       .finally(() => {
         this.running = false;
@@ -85,66 +56,28 @@ export class WebhookOutbox {
 
   private async schedule() {
     if (this.stopped) return;
-    const next = await this.store.nextWebhookDue().catch(() => undefined);
+    const next = await this.delivery.store.nextWebhookDue().catch(() => undefined);
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    if (!next) return;
+    if (!next || this.stopped) return;
     const delay = Math.max(0, Math.min(Date.parse(next) - Date.now(), 60_000));
     this.timer = setTimeout(() => this.kick(), delay);
     this.timer.unref?.();
   }
 
   private async pass() {
-    const due = await this.store.claimDueWebhooks(nowIso(), 50, this.config.timeoutMs + 5000);
+    const due = await this.delivery.store.dueWebhooks(nowIso(), 50);
     await Promise.all(due.filter((r) => !this.inflight.has(r.id)).map((r) => this.deliver(r)));
   }
 
   private async deliver(row: WebhookRow) {
     this.inflight.add(row.id);
     try {
-      const error = await this.post(row);
-      const attempts = row.attempts + 1;
-      if (!error) {
-        await this.store.updateWebhook(row.id, { status: 'delivered', attempts, delivered_at: nowIso(), last_error: null });
-        this.onOutcome?.('delivered');
-        return;
-      }
-      if (attempts >= this.config.maxAttempts) {
-        await this.store.updateWebhook(row.id, { status: 'dead', attempts, last_error: error });
-        this.log.warn({ webhookId: row.id, runId: row.run_id, url: row.url, attempts, error }, 'webhook dead-lettered');
-        this.onOutcome?.('dead');
-        return;
-      }
-      const delay = this.config.retryBaseMs * 2 ** (attempts - 1);
-      await this.store.updateWebhook(row.id, { attempts, last_error: error, next_attempt_at: new Date(Date.now() + delay).toISOString() });
-      this.onOutcome?.('retry');
+      const attempt = row.attempts + 1;
+      const delay = this.config.retryBaseMs * 2 ** (attempt - 1);
+      await this.delivery.attempt(row, attempt, { final: attempt >= this.config.maxAttempts, nextAt: new Date(Date.now() + delay).toISOString() });
     } finally {
       this.inflight.delete(row.id);
     }
-  }
-
-  /** One POST; null on 2xx, else what went wrong. */
-  private async post(row: WebhookRow): Promise<string | null> {
-    const refused = await checkWebhookUrl(row.url, this.config.allowPrivateNetwork);
-    if (refused) return refused;
-    const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'crosstalk-webhook/1', 'x-crosstalk-delivery': row.id };
-    if (row.headers) Object.assign(headers, JSON.parse(row.headers) as Record<string, string>);
-    if (row.secret) headers[SIGNATURE_HEADER] = signBody(row.body, row.secret);
-    // The run's trace goes on to the receiver (W3C Trace Context), through a span of this delivery when tracing is on.
-    const span = row.traceparent ? this.telemetry?.start('webhook POST', row.traceparent, { 'http.request.method': 'POST', 'url.full': row.url, 'crosstalk.webhook.attempt': row.attempts + 1 }, { kind: SpanKind.CLIENT }) : undefined;
-    const traceparent = span ? traceparentOf(span) : row.traceparent;
-    if (traceparent) headers.traceparent = traceparent;
-    let error: string | null;
-    try {
-      const res = await undiciFetch(row.url, { method: 'POST', headers, body: row.body, redirect: 'manual', signal: AbortSignal.timeout(this.config.timeoutMs), dispatcher: this.dispatcher });
-      await res.arrayBuffer().catch(() => undefined);
-      error = res.ok ? null : `receiver answered ${res.status}`;
-      span?.setAttribute('http.response.status_code', res.status);
-    } catch (e) {
-      const err = e as Error & { cause?: { code?: string } };
-      error = err.name === 'TimeoutError' ? `receiver did not answer in ${this.config.timeoutMs} ms` : `request failed: ${err.cause?.code ?? err.message}`;
-    }
-    this.telemetry?.end(span, error ?? undefined);
-    return error;
   }
 }

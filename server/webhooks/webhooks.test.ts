@@ -1,4 +1,7 @@
 // Webhooks: signed POSTs from a durable outbox, retried with backoff through 500s, hangs, dropped sockets and downtime.
+// On PostgreSQL the job engine (pg-boss) schedules them, and it counts retry delays in whole seconds (base 1 s,
+// each failure at least doubling it): fewer failures there, the same assertions. server/jobs has the multi-process
+// ones (exactly once across processes, a process killed mid-POST).
 import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -37,9 +40,14 @@ async function receiver(port = 0): Promise<Receiver> {
 
 const sign = (body: string, secret: string) => `sha256=${crypto.createHmac('sha256', secret).update(body).digest('hex')}`;
 
+const PG = process.env.TEST_STORE === 'postgres';
+/** The first retry's delay: `retryBaseMs` on SQLite; whole seconds (at least 1) on PostgreSQL's job engine. */
+const BASE_MS = PG ? 1000 : 40;
+const webhooks = { allowPrivateNetwork: true, retryBaseMs: 40, maxAttempts: 5, timeoutMs: 300 };
+
 let s: TestServer;
 beforeAll(async () => {
-  s = await startTestServer({ config: { webhooks: { allowPrivateNetwork: true, retryBaseMs: 40, maxAttempts: 5, timeoutMs: 300 } } });
+  s = await startTestServer({ config: { webhooks } });
 });
 afterAll(async () => {
   await s?.close();
@@ -80,16 +88,19 @@ describe('webhooks', () => {
 
   it('retries through a 500, a hang and a closed socket, with doubling backoff, and delivers once', async () => {
     const rec = await receiver();
-    rec.behave.push('500', 'hang', 'close');
+    const failures: Behaviour[] = PG ? ['500', 'close'] : ['500', 'hang', 'close'];
+    rec.behave.push(...failures);
     try {
       const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:flaky', message: 'x', webhook: { url: rec.url } });
-      await until(() => rec.hits.length >= 2, 8000); // the 500 is recorded, then the final success
+      await until(() => rec.hits.length >= 2, 20_000); // the 500 is recorded, then the final success
       await new Promise((r) => setTimeout(r, 200));
       const ok = rec.hits.filter((h) => JSON.parse(h.body).runId === runId);
       expect(ok.length).toBe(2); // one 500 (recorded) + one success
       const row = await s.rt.store.db.selectFrom('webhook_outbox').selectAll().where('run_id', '=', runId).executeTakeFirstOrThrow();
-      expect(row).toMatchObject({ status: 'delivered', attempts: 4 });
-      expect(ok[1]!.at - ok[0]!.at).toBeGreaterThanOrEqual(40 + 80 + 160 - 20);
+      expect(row).toMatchObject({ status: 'delivered', attempts: failures.length + 1 });
+      // Each failure waits at least twice as long as the one before: base + 2·base (+ 4·base).
+      const minWait = failures.reduce((sum, _, i) => sum + BASE_MS * 2 ** i, 0);
+      expect(ok[1]!.at - ok[0]!.at).toBeGreaterThanOrEqual(minWait - 20);
     } finally {
       await rec.close();
     }
@@ -99,10 +110,10 @@ describe('webhooks', () => {
     const rec = await receiver();
     await rec.close(); // down
     const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:down', message: 'y', webhook: { url: rec.url, secret: 'k' } });
-    await until(async () => ((await s.rt.store.db.selectFrom('webhook_outbox').select('attempts').where('run_id', '=', runId).executeTakeFirst())?.attempts ?? 0) >= 2);
+    await until(async () => ((await s.rt.store.db.selectFrom('webhook_outbox').select('attempts').where('run_id', '=', runId).executeTakeFirst())?.attempts ?? 0) >= 2, 20_000);
     await rec.listen(); // back on the same port
     try {
-      await until(() => rec.hits.length === 1);
+      await until(() => rec.hits.length === 1, 20_000);
       expect(JSON.parse(rec.hits[0]!.body)).toMatchObject({ runId, status: 'ok', response: 'echo: y' });
       expect(rec.hits[0]!.signature).toBe(sign(rec.hits[0]!.body, 'k'));
     } finally {
@@ -112,20 +123,26 @@ describe('webhooks', () => {
 
   it('dead-letters after the last attempt, visibly', async () => {
     const rec = await receiver();
-    rec.behave.push('500', '500', '500', '500', '500', '500');
+    // On PostgreSQL a server of its own with 3 attempts (1 s + 2 s of backoff, not 15 s).
+    const attempts = PG ? 3 : 5;
+    const srv = PG ? await startTestServer({ config: { webhooks: { ...webhooks, maxAttempts: attempts } } }) : s;
+    rec.behave.push(...Array.from({ length: attempts + 1 }, (): Behaviour => '500'));
     try {
-      const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:dead', message: 'z', webhook: { url: rec.url } });
+      const { runId } = await srv.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:dead', message: 'z', webhook: { url: rec.url } });
       const row = await until(async () => {
-        const r = await s.rt.store.db.selectFrom('webhook_outbox').selectAll().where('run_id', '=', runId).executeTakeFirst();
+        const r = await srv.rt.store.db.selectFrom('webhook_outbox').selectAll().where('run_id', '=', runId).executeTakeFirst();
         return r?.status === 'dead' ? r : null;
-      });
-      expect(row).toMatchObject({ attempts: 5, last_error: 'receiver answered 500' });
-      const listed = await s.rpc<{ webhooks: any[] }>('webhooks.list', { status: 'dead' });
-      expect(listed.webhooks.find((w) => w.runId === runId)).toMatchObject({ status: 'dead', attempts: 5, lastError: 'receiver answered 500' });
-      const metrics = await (await fetch(`${s.url}/api/metrics`, { headers: { authorization: 'Bearer test-token' } })).text();
+      }, 20_000);
+      expect(row).toMatchObject({ attempts, last_error: 'receiver answered 500' });
+      const listed = await srv.rpc<{ webhooks: any[] }>('webhooks.list', { status: 'dead' });
+      expect(listed.webhooks.find((w) => w.runId === runId)).toMatchObject({ status: 'dead', attempts, lastError: 'receiver answered 500' });
+      const metrics = await (await fetch(`${srv.url}/api/metrics`, { headers: { authorization: 'Bearer test-token' } })).text();
       expect(metrics).toMatch(/crosstalk_webhook_attempts_total\{outcome="dead"\} [1-9]/);
+      await new Promise((r) => setTimeout(r, 2 * BASE_MS)); // nothing after the last attempt
+      expect(rec.behave.length).toBe(1);
     } finally {
       await rec.close();
+      if (srv !== s) await srv.close();
     }
   });
 

@@ -1,0 +1,193 @@
+// Webhooks on the job engine (pg-boss) across processes sharing one PostgreSQL schema: each webhook is POSTed
+// exactly once however many processes work the queue; a process SIGKILLed while its POST hangs loses nothing (the
+// engine expires that attempt and another process delivers it); and when that was the last attempt, the engine's
+// dead-letter queue has the other process mark the row dead. Plus the pieces: the job rides the run's end
+// transaction (a rolled-back one leaves no job), and its id derives from the row.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { sql } from 'kysely';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startChildServer, startTestServer, type TestServer, tmpDataDir, until } from '../testing/harness';
+import pg from 'pg';
+import { createLogger } from '../logger';
+import { pgConnectConfig } from '../store/db';
+import { jobsSchema, startJobEngine } from './engine';
+import { PgWebhookDispatcher, WEBHOOK_QUEUE, webhookJobId, webhookPolicy } from './webhooks';
+import { webhookRow } from '../webhooks/deliver';
+
+const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
+const onPgPass = process.env.TEST_STORE === 'postgres'; // this file picks its stores itself: run it once
+const newSchema = () => `t_jobs_${crypto.randomBytes(4).toString('hex')}`;
+type Child = Awaited<ReturnType<typeof startChildServer>>;
+const children: Child[] = [];
+afterAll(() => {
+  for (const c of children) c.kill();
+});
+
+/** A receiver that counts POSTs by delivery id; `hang` leaves the first N requests unanswered. */
+async function receiver(o: { hang?: number } = {}) {
+  const got: Array<{ id: string; answered: boolean }> = [];
+  let hang = o.hang ?? 0;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const id = String(req.headers['x-crosstalk-delivery']);
+      if (hang > 0) {
+        hang--;
+        got.push({ id, answered: false });
+        return; // never answers
+      }
+      got.push({ id, answered: true });
+      res.end('ok');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    got,
+    close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
+  };
+}
+
+const row = (s: TestServer, runId: string) => s.rt.store.db.selectFrom('webhook_outbox').selectAll().where('run_id', '=', runId).executeTakeFirst();
+
+describe.skipIf(onPgPass)('webhooks on the job engine, several processes', () => {
+  it('two processes working one queue POST each webhook exactly once', async () => {
+    const schema = newSchema();
+    const config = { webhooks: { allowPrivateNetwork: true } };
+    const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    const b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    const rec = await receiver();
+    try {
+      const runs = await Promise.all(
+        Array.from({ length: 24 }, (_, i) => (i % 2 ? a : b).rpc<{ runId: string }>('agent', { sessionKey: `agent:main:once-${i}`, message: `/reply ${i}`, webhook: { url: rec.url } })),
+      );
+      await until(async () => (await a.rt.store.db.selectFrom('webhook_outbox').select('id').where('status', '=', 'delivered').execute()).length === runs.length, 20_000);
+      await new Promise((r) => setTimeout(r, 1500)); // a duplicate would have had time to arrive
+      const ids = rec.got.map((g) => g.id);
+      expect(ids.length).toBe(runs.length);
+      expect(new Set(ids).size).toBe(runs.length);
+      for (const { runId } of runs) expect(await row(a, runId)).toMatchObject({ status: 'delivered', attempts: 1 });
+    } finally {
+      await rec.close();
+      await a.close();
+      await b.close();
+    }
+  });
+
+  /** A child process (a real `kill -9` target) on `schema` whose webhooks time out after 2 s and have `maxAttempts`. */
+  async function child(schema: string, maxAttempts: number): Promise<Child> {
+    const dataDir = tmpDataDir();
+    const configFile = path.join(dataDir, 'config.json');
+    fs.writeFileSync(configFile, JSON.stringify({ webhooks: { allowPrivateNetwork: true, maxAttempts, timeoutMs: 2000 } }));
+    const c = await startChildServer({ dataDir, configFile, env: { DATABASE_URL: PG_URL, CROSSTALK_TEST_PG_SCHEMA: schema } });
+    children.push(c);
+    return c;
+  }
+
+  it('a process SIGKILLed while its POST hangs: another process delivers the webhook', async () => {
+    const schema = newSchema();
+    const rec = await receiver({ hang: 1 });
+    const a = await child(schema, 3);
+    let b: TestServer | undefined;
+    try {
+      const { runId } = await a.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:killed', message: '/reply bye', webhook: { url: rec.url } });
+      await until(() => rec.got.length === 1, 15_000); // A holds the job, its POST unanswered
+      a.kill();
+      await a.exited;
+      b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config: { webhooks: { allowPrivateNetwork: true } } });
+      const done = await until(async () => {
+        const r = await row(b!, runId);
+        return r?.status === 'delivered' ? r : null;
+      }, 25_000);
+      // The lost attempt counts: the engine expired it, and B's was the second.
+      expect(done).toMatchObject({ attempts: 2, last_error: null });
+      expect(rec.got.map((g) => g.answered)).toEqual([false, true]);
+      expect(new Set(rec.got.map((g) => g.id)).size).toBe(1);
+    } finally {
+      a.kill();
+      await rec.close();
+      await b?.close();
+    }
+  });
+
+  it('when the killed process held the last attempt, the dead-letter queue has another process mark the row dead', async () => {
+    const schema = newSchema();
+    const rec = await receiver({ hang: 1 });
+    const a = await child(schema, 1);
+    let b: TestServer | undefined;
+    try {
+      const { runId } = await a.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:last', message: '/reply bye', webhook: { url: rec.url } });
+      await until(() => rec.got.length === 1, 15_000);
+      a.kill();
+      await a.exited;
+      b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config: { webhooks: { allowPrivateNetwork: true } } });
+      const dead = await until(async () => {
+        const r = await row(b!, runId);
+        return r?.status === 'dead' ? r : null;
+      }, 25_000);
+      expect(dead.last_error).toMatch(/attempts ran out/);
+      expect(rec.got.length).toBe(1); // no attempt after the last
+      const listed = await b.rpc<{ webhooks: any[] }>('webhooks.list', { status: 'dead' });
+      expect(listed.webhooks.map((w) => w.runId)).toEqual([runId]);
+    } finally {
+      a.kill();
+      await rec.close();
+      await b?.close();
+    }
+  });
+
+  it('the job is written in the transaction of its row: a rollback leaves neither; a row is enqueued once', async () => {
+    const schema = newSchema();
+    const s = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config: { webhooks: { allowPrivateNetwork: true } } });
+    try {
+      const { store } = s.rt;
+      const jobs = async (rowId: string) =>
+        (await sql<{ n: number }>`select count(*)::int as n from ${sql.id(jobsSchema(schema), 'job')} where name = ${WEBHOOK_QUEUE} and id = ${webhookJobId(rowId)}`.execute(store.db)).rows[0]!.n;
+      // 127.0.0.2:9 refuses connections: the attempts fail and the job stays around (retrying).
+      const kept = webhookRow('run_kept', { url: 'http://127.0.0.2:9/' }, {}, 'kept');
+      const lost = webhookRow('run_lost', { url: 'http://127.0.0.2:9/' }, {}, 'lost');
+      await store.db
+        .transaction()
+        .execute(async (tx) => {
+          await store.insertWebhooks(tx, [lost]);
+          throw new Error('the run end fails');
+        })
+        .catch(() => undefined);
+      await store.db.transaction().execute((tx) => store.insertWebhooks(tx, [kept]));
+      await store.db.transaction().execute((tx) => store.insertWebhooks(tx, [kept])); // again: the same row, no second job
+      expect(await jobs(lost.id)).toBe(0);
+      expect(await s.rt.store.db.selectFrom('webhook_outbox').select('id').where('id', '=', lost.id).execute()).toEqual([]);
+      expect(await jobs(kept.id)).toBe(1);
+      expect(s.rt.webhooks).toBeInstanceOf(PgWebhookDispatcher);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('processes starting together on a fresh database all start their engine', async () => {
+    const pool = new pg.Pool({ ...pgConnectConfig(PG_URL), max: 8 });
+    const schema = newSchema();
+    try {
+      for (let round = 0; round < 3; round++) {
+        const started = await Promise.allSettled([1, 2, 3, 4].map(() => startJobEngine({ pool, pgSchema: `${schema}${round}`, log: createLogger() })));
+        expect(started.map((r) => (r.status === 'rejected' ? String(r.reason) : 'ok'))).toEqual(['ok', 'ok', 'ok', 'ok']);
+        for (const r of started) if (r.status === 'fulfilled') await r.value.stop({ graceful: false, close: false });
+        await pool.query(`drop schema if exists ${jobsSchema(`${schema}${round}`)} cascade`);
+      }
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('the retry policy on the engine\'s terms: whole seconds, at least 1; expiry outlasts the POST timeout', () => {
+    expect(webhookPolicy({ allowPrivateNetwork: false, retryBaseMs: 40, maxAttempts: 5, timeoutMs: 300 })).toMatchObject({ retryLimit: 4, retryDelay: 1, retryBackoff: true, expireInSeconds: 3 });
+    expect(webhookPolicy({ allowPrivateNetwork: false, retryBaseMs: 2500, maxAttempts: 8, timeoutMs: 10_000 })).toMatchObject({ retryLimit: 7, retryDelay: 3, expireInSeconds: 12 });
+    expect(webhookJobId('wh_a')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(webhookJobId('wh_a')).toBe(webhookJobId('wh_a'));
+    expect(webhookJobId('wh_a')).not.toBe(webhookJobId('wh_b'));
+  });
+});
