@@ -1,0 +1,356 @@
+// The store's lower half: the event log, approvals and tool rules, callbacks, webhooks and idempotency keys, on
+// one Kysely database (SQLite or PostgreSQL). Store (store.ts) adds sessions, transcripts and runs on top.
+import { type Kysely, sql } from 'kysely';
+import { type EventCursor, START } from '../events/cursor';
+import type { Author, MessageKind, MessageRole, PendingEvent, TranscriptMessage } from '../events/types';
+import type { DbHandle } from './db';
+import type { ApprovalRow, CallbackRow, Database, EventRow, MessageRow, RunRow, WebhookRow } from './schema';
+
+export interface NewMessage {
+  sessionKey: string;
+  role: MessageRole;
+  kind: MessageKind;
+  content: string;
+  runId?: string | null;
+  author: Author;
+  tool?: { name: string; callId: string; args?: unknown; result?: unknown };
+  meta?: Record<string, unknown>;
+}
+
+export interface NewSession {
+  key: string;
+  agentId: string;
+  kind: string;
+  parentKey?: string | null;
+  spawnDepth?: number;
+  meta?: Record<string, unknown> | null;
+  label?: string | null;
+}
+
+export const nowIso = () => new Date().toISOString();
+
+/** A write of a session this process no longer owns (its lease was taken over): the run must stop. */
+export class FencedError extends Error {
+  constructor(readonly sessionKey: string) {
+    super(`session ${sessionKey} was taken over by another process`);
+    this.name = 'FencedError';
+  }
+}
+
+const parseJson = (s: string | null): unknown => (s == null ? undefined : JSON.parse(s));
+
+export function toTranscriptMessage(r: MessageRow): TranscriptMessage {
+  const m: TranscriptMessage = {
+    id: r.id,
+    sessionKey: r.session_key,
+    role: r.role as MessageRole,
+    kind: r.kind as MessageKind,
+    content: r.content,
+    createdAt: r.created_at,
+    author: { type: r.author_type as Author['type'], id: r.author_id, ...(r.author_name ? { name: r.author_name } : {}) },
+  };
+  if (r.run_id) m.runId = r.run_id;
+  if (r.tool_name) {
+    m.tool = {
+      name: r.tool_name,
+      callId: r.tool_call_id ?? '',
+      args: parseJson(r.tool_args) ?? null,
+      result: parseJson(r.tool_result) ?? null,
+    };
+  }
+  if (r.meta) m.meta = JSON.parse(r.meta) as Record<string, unknown>;
+  return m;
+}
+
+export class StoreBase {
+  readonly db: Kysely<Database>;
+  readonly dialect: DbHandle['dialect'];
+
+  constructor(protected readonly handle: DbHandle) {
+    this.db = handle.db;
+    this.dialect = handle.dialect;
+  }
+
+  close() {
+    return this.handle.close();
+  }
+
+  /** Told how many events were refused because their session was taken over (a zombie's writes). */
+  onFencedWrite?: (count: number) => void;
+
+  /** Rows steered into a run (their callbacks and webhooks follow that run's end). */
+  mergedInto(runId: string): Promise<RunRow[]> {
+    return this.db.selectFrom('runs').selectAll().where('merged_into', '=', runId).execute();
+  }
+
+  /** Callbacks recorded but not yet turned into caller turns (`olderThanMs`: leave the fresh ones to their run's process). */
+  pendingCallbacks(olderThanMs = 0): Promise<CallbackRow[]> {
+    let q = this.db.selectFrom('callbacks').selectAll().where('status', '=', 'pending');
+    if (olderThanMs) q = q.where('created_at', '<', new Date(Date.now() - olderThanMs).toISOString());
+    return q.orderBy('created_at').orderBy('id').limit(1000).execute();
+  }
+
+  async settleCallback(id: string, status: 'delivered' | 'dropped', error?: string): Promise<void> {
+    await this.db.updateTable('callbacks').set({ status, error: error ?? null, delivered_at: nowIso() }).where('id', '=', id).execute();
+  }
+
+  /** Set by boot: what makes webhook rows run once their transaction commits (PostgreSQL: the job engine's jobs). */
+  webhookJobs?: (tx: Kysely<Database>, rows: WebhookRow[]) => Promise<void>;
+
+  /** Webhook rows (ids derive from what they report: an id written before is skipped), with their jobs, in `tx`. */
+  async insertWebhooks(tx: Kysely<Database>, rows: WebhookRow[]): Promise<void> {
+    const fresh = await tx.insertInto('webhook_outbox').values(rows).onConflict((oc) => oc.column('id').doNothing()).returning('id').execute();
+    const ids = new Set(fresh.map((r) => r.id));
+    if (ids.size) await this.webhookJobs?.(tx, rows.filter((r) => ids.has(r.id)));
+  }
+
+  /** SQLite's dispatcher (PostgreSQL's webhooks are the job engine's). */
+  dueWebhooks(now: string, limit: number): Promise<WebhookRow[]> {
+    return this.db.selectFrom('webhook_outbox').selectAll().where('status', '=', 'pending').where('next_attempt_at', '<=', now).orderBy('next_attempt_at').limit(limit).execute();
+  }
+
+  async nextWebhookDue(): Promise<string | undefined> {
+    const r = await this.db.selectFrom('webhook_outbox').select((eb) => eb.fn.min('next_attempt_at').as('m')).where('status', '=', 'pending').executeTakeFirst();
+    return (r?.m as string | null) ?? undefined;
+  }
+
+  async updateWebhook(id: string, fields: Partial<Omit<WebhookRow, 'id'>>): Promise<void> {
+    await this.db.updateTable('webhook_outbox').set(fields).where('id', '=', id).execute();
+  }
+
+  listWebhooks(o: { status?: string; limit: number }): Promise<WebhookRow[]> {
+    let q = this.db.selectFrom('webhook_outbox').selectAll();
+    if (o.status) q = q.where('status', '=', o.status);
+    return q.orderBy('created_at', 'desc').limit(o.limit).execute();
+  }
+
+  runsWithStatus(statuses: string[]): Promise<RunRow[]> {
+    return this.db.selectFrom('runs').selectAll().where('status', 'in', statuses).orderBy('created_at').orderBy('id').execute();
+  }
+
+  // ── events ──────────────────────────────────────────────────────────────
+
+  /**
+   * Writes a batch of events in one transaction; their ids (and on PostgreSQL their transaction id) come back in
+   * emit order. Events of sessions this process holds a lease on are fenced: when the lease was taken over,
+   * they are dropped (null) instead of landing beside the new owner's. `notify` (PostgreSQL) wakes the other
+   * processes' readers once, at commit.
+   */
+  async insertEvents(events: PendingEvent[], o: { notify?: (tx: Kysely<Database>) => Promise<void> } = {}): Promise<Array<{ id: number; tx?: string } | null>> {
+    if (!events.length) return [];
+    if (this.dialect === 'postgres' && events.length <= 500) return this.insertEventsPg(events, !!o.notify);
+    return this.db.transaction().execute(async (tx) => {
+      let keep = events;
+      const out: Array<{ id: number; tx?: string } | null> = new Array(events.length).fill(null);
+      const fenced = [...new Set(events.filter((e) => e.epoch !== undefined).map((e) => e.sessionKey))];
+      let isLost: ((e: PendingEvent) => boolean) | null = null;
+      if (fenced.length) {
+        // FOR SHARE: a takeover (which bumps the epoch) waits for this commit, or this sees the new epoch.
+        const rows = await tx.selectFrom('sessions').select(['key', 'epoch']).where('key', 'in', fenced).forShare().execute();
+        const epochs = new Map(rows.map((r) => [r.key, Number(r.epoch)]));
+        const lost = (e: PendingEvent) => e.epoch !== undefined && epochs.get(e.sessionKey) !== e.epoch;
+        if (events.some(lost)) {
+          isLost = lost;
+          keep = events.filter((e) => !lost(e));
+          this.onFencedWrite?.(events.length - keep.length);
+        }
+      }
+      const written = await this.insertEventsIn(tx, keep);
+      let w = 0;
+      for (let i = 0; i < events.length; i++) if (!isLost?.(events[i]!)) out[i] = written[w++]!;
+      if (o.notify && written.length) await o.notify(tx);
+      return out;
+    });
+  }
+
+  /** NOTIFY channel of the cluster's event wake-ups (PostgreSQL; set by boot). */
+  eventsChannel?: string;
+
+  /**
+   * PostgreSQL, one statement (one round trip, no BEGIN/COMMIT): the fence check (FOR SHARE on the sessions held
+   * under a lease), the insert of the rows that pass it, in order, and one NOTIFY (identical notifications of a
+   * transaction are delivered once).
+   */
+  private async insertEventsPg(events: PendingEvent[], notify: boolean): Promise<Array<{ id: number; tx?: string } | null>> {
+    const rows = events.map((e, i) => ({ o: i, r: e.runId, s: e.seq, st: e.stream, ts: e.ts, k: e.sessionKey, d: JSON.stringify(e.data), e: e.epoch ?? null }));
+    const fenced = [...new Set(events.filter((e) => e.epoch !== undefined).map((e) => e.sessionKey))];
+    const res = await sql<{ id: number; tx: string; o: number }>`
+      with f as (select key, epoch from sessions where key = any(${fenced}::text[]) for share),
+      v as (select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as x(o int, r text, s int, st text, ts text, k text, d text, e int)),
+      ins as (
+        insert into events (run_id, seq, stream, ts, session_key, data)
+        select r, s, st, ts, k, d from v
+        where v.e is null or exists (select 1 from f where f.key = v.k and f.epoch = v.e)
+        order by o
+        returning id, tx::text as tx, run_id, seq)
+      select ins.id, ins.tx, v.o${notify && this.eventsChannel ? sql`, pg_notify(${this.eventsChannel}, '{"kind":"events"}')` : sql``}
+      from ins join v on v.r = ins.run_id and v.s = ins.seq`.execute(this.db);
+    const out: Array<{ id: number; tx?: string } | null> = new Array(events.length).fill(null);
+    for (const r of res.rows) out[r.o] = { id: Number(r.id), tx: r.tx };
+    const lost = out.filter((x) => x === null).length;
+    if (lost) this.onFencedWrite?.(lost);
+    return out;
+  }
+
+  /** Inserts events in the caller's transaction (no fencing: the caller's transaction is fenced itself). */
+  async insertEventsIn(tx: Kysely<Database>, events: PendingEvent[], o: { notify?: boolean } = {}): Promise<Array<{ id: number; tx?: string }>> {
+    const written: Array<{ id: number; tx?: string }> = [];
+    if (this.dialect === 'postgres' && o.notify && this.eventsChannel && events.length <= 200) {
+      // One statement: the rows and the cluster's wake-up (delivered at commit).
+      const values = events.map((e, i) => ({ o: i, r: e.runId, s: e.seq, st: e.stream, ts: e.ts, k: e.sessionKey, d: JSON.stringify(e.data) }));
+      const res = await sql<{ id: number; tx: string }>`
+        with ins as (
+          insert into events (run_id, seq, stream, ts, session_key, data)
+          select r, s, st, ts, k, d from jsonb_to_recordset(${JSON.stringify(values)}::jsonb) as x(o int, r text, s int, st text, ts text, k text, d text)
+          order by o
+          returning id, tx::text as tx),
+        wake as (select pg_notify(${this.eventsChannel}, '{"kind":"events"}'))
+        select ins.id, ins.tx from ins, wake order by ins.id`.execute(tx);
+      return res.rows.map((r) => ({ id: Number(r.id), tx: r.tx }));
+    }
+    // Chunked multi-row inserts; ids of one statement rise in insertion order.
+    for (let i = 0; i < events.length; i += 200) {
+      const chunk = events.slice(i, i + 200);
+      const values = chunk.map((e) => ({ run_id: e.runId, seq: e.seq, stream: e.stream, ts: e.ts, session_key: e.sessionKey, data: JSON.stringify(e.data) }));
+      if (this.dialect === 'postgres') {
+        const rows = await tx.insertInto('events').values(values).returning(['id', sql<string>`tx::text`.as('tx')]).execute();
+        written.push(...rows.map((r) => ({ id: Number(r.id), tx: r.tx })).sort((a, b) => a.id - b.id));
+      } else {
+        const rows = await tx.insertInto('events').values(values).returning('id').execute();
+        written.push(...rows.map((r) => ({ id: Number(r.id) })).sort((a, b) => a.id - b.id));
+      }
+    }
+    return written;
+  }
+
+  async maxSeq(runId: string): Promise<number> {
+    const r = await this.db.selectFrom('events').select((eb) => eb.fn.max('seq').as('m')).where('run_id', '=', runId).executeTakeFirst();
+    return Number(r?.m ?? 0);
+  }
+
+  /**
+   * Events after a cursor, in log order. On PostgreSQL only rows of settled transactions (below the snapshot's
+   * xmin) are returned, so a row that commits late is never skipped; `pending` says more may come.
+   */
+  async eventsAfter(o: { after: EventCursor; sessionKey?: string; runId?: string; limit: number }): Promise<{ rows: Array<EventRow & { cursor: EventCursor }>; pending: boolean }> {
+    if (this.dialect !== 'postgres') {
+      let q = this.db.selectFrom('events').selectAll().where('id', '>', o.after.id);
+      if (o.sessionKey) q = q.where('session_key', '=', o.sessionKey);
+      if (o.runId) q = q.where('run_id', '=', o.runId);
+      const rows = await q.orderBy('id').limit(o.limit).execute();
+      return { rows: rows.map((r) => ({ ...r, cursor: { id: Number(r.id) } })), pending: false };
+    }
+    const after = o.after.tx === undefined ? await this.resolveCursor(o.after) : o.after;
+    const rows = await sql<EventRow & { tx: string; xmin: string }>`
+      select id, run_id, seq, stream, ts, session_key, data, tx::text as tx, pg_snapshot_xmin(pg_current_snapshot())::text as xmin
+      from events
+      where (tx, id) > (${String(after.tx)}::xid8, ${after.id})
+        ${o.sessionKey ? sql`and session_key = ${o.sessionKey}` : sql``}
+        ${o.runId ? sql`and run_id = ${o.runId}` : sql``}
+      order by tx, id limit ${o.limit}`.execute(this.db);
+    const out: Array<EventRow & { cursor: EventCursor }> = [];
+    let pending = false;
+    for (const r of rows.rows) {
+      const tx = BigInt(r.tx);
+      if (tx >= BigInt(r.xmin)) {
+        pending = true; // an older transaction may still commit rows before this one: wait for the horizon
+        break;
+      }
+      const { xmin: _x, ...row } = r;
+      out.push({ ...row, id: Number(r.id), cursor: { id: Number(r.id), tx } });
+    }
+    return { rows: out, pending };
+  }
+
+  /** A plain event id (an older client's Last-Event-ID) as a full cursor: just before that event's place. */
+  async resolveCursor(c: EventCursor): Promise<EventCursor> {
+    if (c.tx !== undefined || this.dialect !== 'postgres') return c;
+    if (c.id === 0) return START;
+    const r = await sql<{ tx: string; id: number }>`select tx::text as tx, id from events where id <= ${c.id} order by id desc limit 1`.execute(this.db);
+    const row = r.rows[0];
+    return row ? { tx: BigInt(row.tx), id: Number(row.id) } : START;
+  }
+
+  /** A position every settled row is at or before (PostgreSQL): just below the snapshot's xmin. */
+  async settledHorizon(): Promise<EventCursor> {
+    const r = await sql<{ xmin: string }>`select pg_snapshot_xmin(pg_current_snapshot())::text as xmin`.execute(this.db);
+    return { tx: BigInt(r.rows[0]!.xmin) - 1n, id: Number.MAX_SAFE_INTEGER };
+  }
+
+  /** The newest settled position of the log (PostgreSQL): a live reader starts after it. */
+  async logHead(): Promise<EventCursor> {
+    if (this.dialect !== 'postgres') {
+      const r = await this.db.selectFrom('events').select((eb) => eb.fn.max('id').as('m')).executeTakeFirst();
+      return { id: Number(r?.m ?? 0) };
+    }
+    const r = await sql<{ tx: string; id: number }>`
+      select tx::text as tx, id from events where tx < pg_snapshot_xmin(pg_current_snapshot()) order by tx desc, id desc limit 1`.execute(this.db);
+    const row = r.rows[0];
+    return row ? { tx: BigInt(row.tx), id: Number(row.id) } : START;
+  }
+
+  // ── approvals ───────────────────────────────────────────────────────────
+
+  async insertApproval(a: Omit<ApprovalRow, 'trust'> & { trust?: string | null }): Promise<void> {
+    await this.db.insertInto('approvals').values(a).execute();
+  }
+
+  getApproval(id: string): Promise<ApprovalRow | undefined> {
+    return this.db.selectFrom('approvals').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** Settles a pending approval; false when it was not pending (already resolved or cancelled). */
+  async settleApproval(id: string, status: string, decision: string | null, reason: string | null): Promise<boolean> {
+    const res = await this.db
+      .updateTable('approvals')
+      .set({ status, decision, reason, resolved_at: nowIso() })
+      .where('id', '=', id)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
+  }
+
+  approvalForCall(runId: string, callId: string): Promise<ApprovalRow | undefined> {
+    return this.db.selectFrom('approvals').selectAll().where('run_id', '=', runId).where('call_id', '=', callId).executeTakeFirst();
+  }
+
+  pendingApprovals(o: { sessionKey?: string; runId?: string } = {}): Promise<ApprovalRow[]> {
+    let q = this.db.selectFrom('approvals').selectAll().where('status', '=', 'pending');
+    if (o.sessionKey) q = q.where('session_key', '=', o.sessionKey);
+    if (o.runId) q = q.where('run_id', '=', o.runId);
+    return q.orderBy('requested_at').orderBy('id').limit(500).execute();
+  }
+
+  async addToolRule(sessionKey: string, tool: string): Promise<void> {
+    await this.db
+      .insertInto('session_tool_rules')
+      .values({ session_key: sessionKey, tool, created_at: nowIso() })
+      .onConflict((oc) => oc.columns(['session_key', 'tool']).doNothing())
+      .execute();
+  }
+
+  async hasToolRule(sessionKey: string, tool: string): Promise<boolean> {
+    const r = await this.db
+      .selectFrom('session_tool_rules')
+      .select('tool')
+      .where('session_key', '=', sessionKey)
+      .where('tool', '=', tool)
+      .executeTakeFirst();
+    return !!r;
+  }
+
+  // ── idempotency ─────────────────────────────────────────────────────────
+
+  async getIdempotent(key: string): Promise<unknown | undefined> {
+    const r = await this.db.selectFrom('idempotency').select('result').where('key', '=', key).executeTakeFirst();
+    return r ? JSON.parse(r.result) : undefined;
+  }
+
+  async putIdempotent(key: string, result: unknown): Promise<void> {
+    await this.db
+      .insertInto('idempotency')
+      .values({ key, result: JSON.stringify(result), created_at: nowIso() })
+      .onConflict((oc) => oc.column('key').doNothing())
+      .execute();
+  }
+}
