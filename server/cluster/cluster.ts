@@ -326,6 +326,15 @@ export class Cluster {
     return r?.owner ?? null;
   }
 
+  /** Sessions this process holds with queued runs (the sweep checks that each is being driven here), and their epochs. */
+  async ownQueued(limit = 50): Promise<Array<{ key: string; epoch: number }>> {
+    const r = await sql<{ key: string; epoch: number }>`
+      select s.key, s.epoch from sessions s
+      where s.owner = ${this.id} and exists (select 1 from runs r where r.session_key = s.key and r.status = 'queued')
+      limit ${limit}`.execute(this.db);
+    return r.rows.map((x) => ({ key: x.key, epoch: Number(x.epoch) }));
+  }
+
   /** Sessions with unfinished runs and no owner (left by a dead or stopped process). */
   async orphans(limit = 50): Promise<string[]> {
     const r = await sql<{ session_key: string }>`

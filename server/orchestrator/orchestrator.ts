@@ -212,6 +212,9 @@ export class Orchestrator extends RunQueues {
     this.orphanSweep = (async () => {
       try {
         for (const key of await this.cluster!.orphans()) await this.claimOrphan(key);
+        // A backstop: queued work on a session this process holds must be in its queue (a message that met a
+        // release in flight is otherwise only picked up here).
+        for (const { key, epoch } of await this.cluster!.ownQueued()) await this.takeInQueued(key, epoch);
         for (const cb of await this.o.store.pendingCallbacks(2000)) await this.deliverCallback(cb);
       } catch (e) {
         this.o.log.warn({ err: (e as Error).message }, 'cluster: orphan sweep failed');
@@ -219,6 +222,25 @@ export class Orchestrator extends RunQueues {
         this.orphanSweep = null;
       }
     })();
+  }
+
+  /** Sweep backstop: a session held here with queued runs that nothing here drives is taken in (or its runs placed). */
+  private async takeInQueued(key: string, epoch: number): Promise<void> {
+    const st = this.sessions.get(key);
+    if (!st) {
+      if (this.stopping) return;
+      this.o.log.warn({ sessionKey: key }, 'cluster: queued work on a session held here was not being driven; taking it in');
+      await this.adopt(key, epoch);
+      return;
+    }
+    if (st.loading || st.active || st.queue.length) return;
+    const rows = await this.o.store.queuedRuns(key);
+    if (st.loading || st.active || st.queue.length || !rows.length) return;
+    this.o.log.warn({ sessionKey: key, runs: rows.length }, 'cluster: queued runs of a session driven here were not in its queue; placing them');
+    for (const row of rows) {
+      st.known.delete(row.id); // idle with nothing queued: whatever is queued in the store is not running here
+      this.placeStored(st, row);
+    }
   }
 
   /** An idle session with nothing queued lets its lease go (unless work arrived: then it runs it). */

@@ -161,3 +161,66 @@ export async function finishPg(tx: Kysely<Database>, o: FinishPg): Promise<{ hel
   const released = o.idle && o.release && b.rows[0]?.owner == null;
   return { held: true, released, events: b.rows.filter((r) => r.id != null).map((r) => ({ id: Number(r.id), tx: r.tx! })) };
 }
+
+/** The insert of a run's rows, gated on CTE `gate`, as a CTE named `m` (ids rise in the rows' order). */
+const messagesCte = (rows: MessageValues[], gate: string) => sql`, m as (
+      insert into messages (session_key, role, kind, content, created_at, run_id, author_type, author_id, author_name, tool_name, tool_call_id, tool_args, tool_result, meta)
+      select session_key, role, kind, content, created_at, run_id, author_type, author_id, author_name, tool_name, tool_call_id, tool_args, tool_result, meta
+      from jsonb_to_recordset(${JSON.stringify(rows.map((x, i) => ({ ...x, o: i })))}::jsonb) as v(o int, session_key text, role text, kind text, content text, created_at text,
+        run_id text, author_type text, author_id text, author_name text, tool_name text, tool_call_id text, tool_args text, tool_result text, meta text)
+      where exists (select 1 from ${sql.raw(gate)})
+      order by o
+      returning id)`;
+
+/** The insert of deferred usage rows, gated on CTE `gate`, as a CTE named `u`. */
+const usageCte = (usage: UsageValues[], gate: string) => sql`, u as (
+      insert into model_usage (run_id, session_key, agent_id, model, kind, input_tokens, output_tokens, cached_tokens, cost_usd, priced, created_at)
+      select run_id, session_key, agent_id, model, kind, input_tokens, output_tokens, cached_tokens, cost_usd, priced, created_at
+      from jsonb_to_recordset(${JSON.stringify(usage)}::jsonb) as y(run_id text, session_key text, agent_id text, model text, kind text,
+        input_tokens int, output_tokens int, cached_tokens int, cost_usd double precision, priced int, created_at text)
+      where exists (select 1 from ${sql.raw(gate)}))`;
+
+/**
+ * A run's end in ONE statement (no BEGIN/COMMIT), when it owes no callbacks or webhooks: lock and fence the
+ * session, end the run, write its last rows and usage, set the session idle (releasing the lease unless queued
+ * work is visible), log its events (a message event gets its row's id in SQL) and NOTIFY. An enqueue that
+ * commits while this statement waits for the lock is not seen, and the lease is released anyway: that enqueue
+ * saw this process as the owner and tells it (`work`), and the orchestrator claims the session again.
+ * `messageOf[i]`: the index of the row event i carries (its data's `message.id` is set here), or -1.
+ */
+export async function finishPgOne(db: Kysely<Database>, o: Omit<FinishPg, 'events'> & { events: PendingEvent[]; messageOf: number[] }): Promise<{ held: boolean; released: boolean; ids: number[]; events: Array<{ id: number; tx: string }> }> {
+  const cols = Object.keys(o.set);
+  const setSql = sql.join(cols.map((c) => sql`${sql.ref(c)} = ${o.set[c]}`));
+  const bytes = o.rows.reduce((n, r) => n + rowBytes(r), 0);
+  const counts = o.rows.length ? sql`, message_count = message_count + ${o.rows.length}, bytes = bytes + ${bytes}, last_activity_at = ${o.rows[0]!.created_at}` : sql``;
+  const ev = JSON.stringify(o.events.map((e, i) => ({ o: i, r: e.runId, s: e.seq, st: e.stream, ts: e.ts, k: e.sessionKey, d: JSON.stringify(e.data), m: o.messageOf[i]! >= 0 ? o.messageOf[i] : null })));
+  const res = await sql<{ held: number; owner: string | null; mids: Array<number | string> | null; id: number | string | null; tx: string | null }>`
+    with f as (select key from sessions where key = ${o.key}${o.epoch !== undefined ? sql` and epoch = ${o.epoch}` : sql``} for update),
+    r as (update runs set ${setSql} where id = ${o.runId} and exists (select 1 from f) returning id)
+    ${o.rows.length ? messagesCte(o.rows, 'r') : sql`, m as (select null::bigint as id where false)`}
+    , mm as (select id, (row_number() over (order by id))::int - 1 as o from m)
+    ${o.usage.length ? usageCte(o.usage, 'r') : sql``},
+    s as (
+      update sessions set status = ${o.idle ? 'idle' : 'running'}${counts}
+        ${o.idle && o.release ? sql`, owner = case when exists (select 1 from runs where session_key = ${o.key} and status = 'queued') then owner else null end` : sql``}
+      where key = ${o.key} and exists (select 1 from f) returning owner),
+    ins as (
+      insert into events (run_id, seq, stream, ts, session_key, data)
+      select x.r, x.s, x.st, x.ts, x.k, case when x.m is null then x.d else jsonb_set(x.d::jsonb, '{message,id}', to_jsonb(mm.id))::text end
+      from jsonb_to_recordset(${ev}::jsonb) as x(o int, r text, s int, st text, ts text, k text, d text, m int) left join mm on mm.o = x.m
+      where exists (select 1 from f)
+      order by x.o
+      returning id, tx::text as tx)
+    ${o.notify && o.events.length ? sql`, wake as (select pg_notify(${o.notify}, '{"kind":"events"}') where exists (select 1 from f))` : sql``}
+    select (select count(*) from f)::int as held, (select owner from s) as owner, (select array_agg(id order by id) from m) as mids, ins.id, ins.tx
+    from (select 1) one left join ins on true${o.notify && o.events.length ? sql` left join wake on true` : sql``}
+    order by ins.id`.execute(db);
+  const x = res.rows[0]!;
+  if (!x.held) return { held: false, released: false, ids: [], events: [] };
+  return {
+    held: true,
+    released: o.idle && o.release && x.owner == null,
+    ids: (x.mids ?? []).map(Number),
+    events: res.rows.filter((r) => r.id != null).map((r) => ({ id: Number(r.id), tx: r.tx! })),
+  };
+}

@@ -3,7 +3,7 @@
 import { type ExpressionBuilder, type Kysely, type UpdateObject } from 'kysely';
 import type { PendingEvent, TranscriptMessage } from '../events/types';
 import type { DbHandle } from './db';
-import { appendPg, type FinishPg, finishPg, messageValues, rowBytes, type UsageValues } from './run-writes';
+import { appendPg, type FinishPg, finishPg, finishPgOne, messageValues, rowBytes, type UsageValues } from './run-writes';
 import type { CallbackRow, Database, MessageRow, RunRow, SessionRow, WebhookRow } from './schema';
 import { FencedError, type NewMessage, type NewSession, nowIso, StoreBase, toTranscriptMessage } from './store-base';
 
@@ -335,6 +335,20 @@ export class Store extends StoreBase {
     const usage = this.takeUsage([id]);
     const msgs = o.messages ?? [];
     const pg = this.dialect === 'postgres' && msgs.every((m) => m.sessionKey === session.key);
+    if (pg && !callbacks.length && !webhooks.length) {
+      // The common end (nothing owed to other sessions or URLs): one statement.
+      const values = msgs.map((m) => messageValues(m, nowIso()));
+      const rows = values.map((v) => toTranscriptMessage({ ...v, id: 0 }));
+      const events = o.events?.(rows) ?? [];
+      const messageOf = events.map((e) => rows.indexOf((e.data as { message?: TranscriptMessage }).message as TranscriptMessage));
+      const r = await finishPgOne(this.db, { key: session.key, epoch: this.fences.get(session.key), runId: id, set: fields as FinishPg['set'], rows: values, usage, idle: session.idle, release: !!session.release, events, messageOf, notify: this.eventsChannel });
+      if (r.held) {
+        rows.forEach((row, i) => (row.id = r.ids[i]!));
+        this.remember(rows);
+        return { released: r.released, events, ids: r.events };
+      }
+      // Nothing was written: the transaction below tells a deleted session from a lost lease.
+    }
     const out = await this.db.transaction().execute(async (tx) => {
       let released = false;
       let rows: TranscriptMessage[] = [];
