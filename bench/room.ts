@@ -1,7 +1,8 @@
 // `npm run bench:room`: the room under load (issue 15). Seeds 10,000 sessions and 1,000,000 messages, keeps 50 runs
 // streaming, and measures in real Chromium: time to interactive, session switch, composer keystrokes, sessions.list
 // requests per event, and sessions.search latency. Writes its own section of BENCHMARKS.md (figures, never assertions).
-// Flags: --quick (100,000 messages, fewer samples; prints only), --keep (keep the temp dir). Bounded by a watchdog.
+// Flags: --quick (100,000 messages, fewer samples; prints only), --keep (keep the temp dir), --reuse=DIR (a dir kept
+// by an earlier --keep run: skip the seed, reuse its store, keep it; prints only). Bounded by a watchdog.
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -13,7 +14,8 @@ import { percentile, sleep } from './lib/stats';
 
 const args = new Set(process.argv.slice(2));
 const quick = args.has('--quick');
-const keep = args.has('--keep');
+const reuse = process.argv.find((a) => a.startsWith('--reuse='))?.slice('--reuse='.length);
+const keep = args.has('--keep') || !!reuse;
 const SESSIONS = 10_000;
 const MESSAGES = quick ? 100_000 : 1_000_000;
 const STREAMING = 50;
@@ -175,14 +177,19 @@ const fmt = (v: number) => (Number.isFinite(v) ? `${Math.round(v)} ms` : 'n/a');
 const p = (xs: number[], q: number) => percentile(xs.filter(Number.isFinite), q);
 
 async function main() {
-  const dir = makeTempDir('crosstalk-bench-room-');
+  const dir = reuse ? path.resolve(reuse) : makeTempDir('crosstalk-bench-room-');
   const dataDir = path.join(dir, 'data');
   console.log(`bench:room in ${dir} (${quick ? 'quick' : 'full'}: ${SESSIONS.toLocaleString()} sessions, ${MESSAGES.toLocaleString()} messages, ${STREAMING} runs streaming)`);
-  // Migrations run on a first start; then the store is seeded with the server stopped.
-  server = await startServer({ dataDir, token: TOKEN, cwd: dir });
-  await server.stop();
-  const seeded = seedStore(dataDir);
-  console.log(`seeded ${seeded.rows.toLocaleString()} messages in ${(seeded.ms / 1000).toFixed(1)} s`);
+  let seeded = { ms: NaN, rows: 0 };
+  if (reuse) {
+    console.log(`reusing the store seeded in ${dataDir}`);
+  } else {
+    // Migrations run on a first start; then the store is seeded with the server stopped.
+    server = await startServer({ dataDir, token: TOKEN, cwd: dir });
+    await server.stop();
+    seeded = seedStore(dataDir);
+    console.log(`seeded ${seeded.rows.toLocaleString()} messages in ${(seeded.ms / 1000).toFixed(1)} s`);
+  }
   server = await startServer({ dataDir, token: TOKEN, cwd: dir, readyTimeoutMs: 120_000 });
   const rpc = new RpcClient({ baseUrl: server.baseUrl, token: TOKEN, timeoutMs: 60_000 });
   const load = streamLoad(rpc);
@@ -288,7 +295,7 @@ async function main() {
     '<!-- room-bench:end -->',
   ].join('\n');
   console.log('\n' + section);
-  if (!quick) {
+  if (!quick && !reuse) {
     const file = path.join(repoRoot, 'BENCHMARKS.md');
     const old = fs.readFileSync(file, 'utf8');
     const re = /<!-- room-bench:start -->[\s\S]*<!-- room-bench:end -->/;
