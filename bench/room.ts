@@ -9,6 +9,7 @@ import Database from 'better-sqlite3';
 import { chromium, type Page } from '@playwright/test';
 import { RpcClient, subscribeSse } from './lib/http';
 import { machineInfo } from './lib/report';
+import { ROOM_READY_SCRIPT, type RoomReadyMarks } from './lib/room-ready';
 import { makeTempDir, repoRoot, type ServerHandle, startServer } from './lib/server';
 import { percentile, sleep } from './lib/stats';
 
@@ -123,13 +124,20 @@ function streamLoad(rpc: RpcClient): { stop(): Promise<number> } {
 }
 
 // ── browser measurements ────────────────────────────────────────────────────
-async function timeToInteractive(page: Page, url: string): Promise<number> {
+/**
+ * Navigation start → the frame after the composer, the live stream and the session list are all there, in the page's
+ * own clock (bench/lib/room-ready.ts); Playwright's waits then check the same three things its own way.
+ */
+async function timeToInteractive(page: Page, url: string): Promise<{ inPage: number; polled: number }> {
+  await page.addInitScript(ROOM_READY_SCRIPT);
   const t0 = performance.now();
   await page.goto(url);
   await page.getByRole('textbox', { name: 'Message', exact: true }).waitFor();
   await page.locator('[data-testid="status-bar"][data-connection="connected"]').waitFor();
   await page.locator('[data-testid="session-item"]').first().waitFor();
-  return performance.now() - t0;
+  const polled = performance.now() - t0;
+  await page.waitForFunction('window.__roomReady?.all !== undefined');
+  return { inPage: ((await page.evaluate('window.__roomReady')) as RoomReadyMarks).all, polled };
 }
 
 /**
@@ -207,9 +215,12 @@ async function main() {
 
     // 1. Interactive: navigation → composer, live stream and session list all there.
     const loads: number[] = [];
+    const polledLoads: number[] = [];
     for (let i = 0; i < SAMPLES.load; i++) {
       const page = await context.newPage();
-      loads.push(await timeToInteractive(page, `${server.baseUrl}/?session=agent:main:live-0`));
+      const t = await timeToInteractive(page, `${server.baseUrl}/?session=agent:main:live-0`);
+      loads.push(t.inPage);
+      polledLoads.push(t.polled);
       await page.close();
     }
 
@@ -254,6 +265,7 @@ async function main() {
     Object.assign(results, {
       interactiveMedian: p(loads, 50),
       interactiveMax: Math.max(...loads),
+      interactivePolled: p(polledLoads, 50),
       switchP50: p(switches, 50),
       switchP95: p(switches, 95),
       keyP50: p(keyTimes, 50),
@@ -286,7 +298,7 @@ async function main() {
     '',
     '| what | target | measured |',
     '| --- | --- | --- |',
-    `| room interactive (navigation → composer, live stream, session list) | ≤ 1.5 s | median ${fmt(r.interactiveMedian!)}, max ${fmt(r.interactiveMax!)} (${SAMPLES.load} loads) |`,
+    `| room interactive (navigation → composer, live stream, session list) | ≤ 1.5 s | median ${fmt(r.interactiveMedian!)}, max ${fmt(r.interactiveMax!)} (${SAMPLES.load} loads; in-page clock from navigation start; Playwright's polling waits: median ${fmt(r.interactivePolled!)}) |`,
     `| session switch (click → the other transcript's rows on screen) | ≤ 150 ms | p50 ${fmt(r.switchP50!)}, p95 ${fmt(r.switchP95!)} (${SAMPLES.switch} switches) |`,
     `| keystroke in the composer (keydown → next frame) | p95 ≤ 50 ms | p50 ${fmt(r.keyP50!)}, p95 ${fmt(r.keyP95!)} (${r.keys} keys) |`,
     `| sessions.list requests while the open session streams | no refetch per event | ${r.listRequests} requests for ${r.events} events in ${r.watchMs! / 1000} s (lifecycle events patch the cached list; only its own 5 s poll refetches) |`,
