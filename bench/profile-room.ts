@@ -85,6 +85,12 @@ async function switchPhases(page: Page, key: string) {
     const item = document.querySelector('[data-testid="session-item"][data-session-key="' + k + '"]');
     const t0 = performance.now();
     let pane = NaN;
+    let commit = NaN;
+    const mo = new MutationObserver(() => {
+      const p = document.querySelector('[data-testid="session-pane"][data-session-key="' + k + '"]');
+      if (Number(p?.querySelector('[data-testid="transcript"]')?.getAttribute('data-rows') ?? 0) > 0 && !Number.isFinite(commit)) { commit = performance.now() - t0; mo.disconnect(); }
+    });
+    mo.observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-rows', 'data-session-key'] });
     item.click();
     const tick = () => {
       const p = document.querySelector('[data-testid="session-pane"][data-session-key="' + k + '"]');
@@ -92,7 +98,7 @@ async function switchPhases(page: Page, key: string) {
       const rows = Number(p?.querySelector('[data-testid="transcript"]')?.getAttribute('data-rows') ?? 0);
       if (p && rows > 0) requestAnimationFrame(() => {
         const res = performance.getEntriesByType('resource').filter((e) => e.name.includes('chat.history') && e.startTime >= t0 - 1);
-        resolve({ pane, rows: performance.now() - t0, hist: res.map((e) => [e.startTime - t0, e.responseStart - t0, e.responseEnd - t0, e.transferSize]) });
+        resolve({ pane, commit, rows: performance.now() - t0, hist: res.map((e) => [e.startTime - t0, e.responseStart - t0, e.responseEnd - t0, e.transferSize, e.name.split('?')[0].split('/').pop()]) });
       });
       else if (performance.now() - t0 > 10000) resolve({ pane, rows: NaN });
       else requestAnimationFrame(tick);
@@ -151,9 +157,9 @@ async function main() {
       await cdp.send('Profiler.start');
     }
     for (let i = 0; i < 20; i++) {
-      const r = (await switchPhases(page, keys[i % Math.min(keys.length, 20)]!)) as { pane: number; rows: number; hist: number[][] };
+      const r = (await switchPhases(page, keys[i % Math.min(keys.length, 20)]!)) as { pane: number; commit: number; rows: number; hist: Array<Array<number | string>> };
       sw.push(r.rows);
-      console.log(`switch: pane ${r.pane.toFixed(0)} rows ${r.rows.toFixed(0)} history ${JSON.stringify(r.hist.map((h) => h.map((x) => Math.round(x))))}`);
+      console.log(`switch: pane ${r.pane.toFixed(0)} commit ${r.commit.toFixed(0)} rows ${r.rows.toFixed(0)} history ${JSON.stringify(r.hist.map((h) => h.map((x) => (typeof x === 'number' ? Math.round(x) : x))))}`);
     }
     if (cdp) console.log(`browser profile of the switches: ${topFunctions(((await cdp.send('Profiler.stop')) as { profile: CpuProfile }).profile, 40)}`);
     console.log(`switch p50 ${percentile(sw, 50).toFixed(0)} p95 ${percentile(sw, 95).toFixed(0)}`);

@@ -2,14 +2,16 @@
 // The live web room: sidebar, transcript + composer, toolbox, agent picker / event inspector, wired to one session's events.
 import { useApprovals } from '@/lib/room/use-approvals';
 import { useLiveState } from '@/lib/room/use-live-state';
+import { usePrefetchOnSelect } from '@/lib/room/use-prefetch-on-select';
 import { useRoomKeys } from '@/lib/room/use-room-keys';
 import { useSessionEvents } from '@/lib/room/use-session-events';
-import { useRoomStore } from '@/stores/room-store-provider';
-import { useEffect } from 'react';
+import { useRoomStore, useRoomStoreApi } from '@/stores/room-store-provider';
+import { Activity, useEffect } from 'react';
 import { SessionSidebar } from '../sessions/session-sidebar';
 import { ConnectionBanner, StatusBar } from '../status/status-bar';
 import { ToolboxPanel } from '../toolbox/toolbox-panel';
 import { Composer } from '../transcript/composer';
+import { preloadMarkdown } from '../transcript/markdown';
 import { TranscriptView } from '../transcript/transcript-view';
 import { Button } from '../ui/button';
 import { ApprovalsButton, ApprovalsDialog } from '../approvals/approvals-inbox';
@@ -29,6 +31,21 @@ export function Room() {
   const defaultSessionKey = useRoomStore((s) => s.defaultSessionKey);
   const events = useSessionEvents(sessionKey);
   useRoomKeys();
+  usePrefetchOnSelect();
+
+  // The Markdown renderer is fetched once the live stream is up, not while the room is still starting (a store
+  // subscription: the room does not re-render for it).
+  const store = useRoomStoreApi();
+  useEffect(() => {
+    let done = false;
+    const check = (s: { connection: string }) => {
+      if (done || s.connection !== 'connected') return;
+      done = true;
+      preloadMarkdown();
+    };
+    check(store.getState());
+    return store.subscribe(check);
+  }, [store]);
 
   // Keep the address bar on the open session, so a reload or a shared link comes back to it.
   useEffect(() => {
@@ -40,11 +57,18 @@ export function Room() {
     <div className="flex h-dvh flex-col">
       <ConnectionBanner onRetry={events.reset} />
       <div className="flex min-h-0 flex-1">
-        <SessionSidebar />
+        {/* Activity boundaries split hydration: the shell (with the live event stream) commits first, then the
+            sidebar, transcript and panels hydrate in later tasks (a click on one hydrates it at once). Unlike
+            Suspense, the server renders them inline, so nothing waits for a streamed reveal. */}
+        <Activity>
+          <SessionSidebar />
+        </Activity>
         {/* Keyed by session: per-session local state (scroll position, reason box) starts fresh on switch. */}
         <SessionPane key={sessionKey} sessionKey={sessionKey} />
       </div>
-      <ApprovalsDialog />
+      <Activity>
+        <ApprovalsDialog />
+      </Activity>
     </div>
   );
 }
@@ -95,12 +119,16 @@ function SessionPane({ sessionKey }: { sessionKey: string }) {
           </div>
         </header>
         <SessionHeaderBar sessionKey={sessionKey} />
-        <TranscriptView sessionKey={sessionKey} />
+        <Activity>
+          <TranscriptView sessionKey={sessionKey} />
+        </Activity>
         <Composer sessionKey={sessionKey} />
         <StatusBar sessionKey={sessionKey} running={running} />
       </main>
-      <ToolboxPanel sessionKey={sessionKey} approvals={approvals} />
-      <SidePanel sessionKey={sessionKey} />
+      <Activity>
+        <ToolboxPanel sessionKey={sessionKey} approvals={approvals} />
+        <SidePanel sessionKey={sessionKey} />
+      </Activity>
     </div>
   );
 }
