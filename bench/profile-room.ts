@@ -98,7 +98,12 @@ async function switchPhases(page: Page, key: string) {
       const rows = Number(p?.querySelector('[data-testid="transcript"]')?.getAttribute('data-rows') ?? 0);
       if (p && rows > 0) requestAnimationFrame(() => {
         const res = performance.getEntriesByType('resource').filter((e) => e.name.includes('chat.history') && e.startTime >= t0 - 1);
-        resolve({ pane, commit, rows: performance.now() - t0, hist: res.map((e) => [e.startTime - t0, e.responseStart - t0, e.responseEnd - t0, e.transferSize, e.name.split('?')[0].split('/').pop()]) });
+        const loaf = (window.__loaf || []).filter((f) => f.startTime + f.duration >= t0).map((f) => ({ at: Math.round(f.startTime - t0), dur: Math.round(f.duration), render: Math.round(f.renderStart ? f.renderStart - f.startTime : -1), layout: Math.round(f.styleAndLayoutStart ? f.startTime + f.duration - f.styleAndLayoutStart : -1), scripts: f.scripts.map((x) => x.invoker + ' ' + Math.round(x.duration) + (x.forcedStyleAndLayoutDuration ? ' forced ' + Math.round(x.forcedStyleAndLayoutDuration) : '')).join('; ') }));
+        window.__loaf = [];
+        const marks = performance.getEntriesByType('mark').filter((m) => m.startTime >= t0).map((m) => m.name + '@' + Math.round(m.startTime - t0)).join(' ');
+        performance.clearMarks();
+        loaf.push(marks);
+        resolve({ pane, commit, loaf, rows: performance.now() - t0, hist: res.map((e) => [e.startTime - t0, e.responseStart - t0, e.responseEnd - t0, e.transferSize, e.name.split('?')[0].split('/').pop()]) });
       });
       else if (performance.now() - t0 > 10000) resolve({ pane, rows: NaN });
       else requestAnimationFrame(tick);
@@ -150,6 +155,7 @@ async function main() {
     await sleep(1000);
     const keys = await page.$$eval('[data-testid="session-item"]', (els) => els.map((e) => e.getAttribute('data-session-key')!).filter((k) => k.includes(':bench-')));
     const sw: number[] = [];
+    await page.evaluate(`window.__loaf = []; new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__loaf.push(e.toJSON()); }).observe({ type: 'long-animation-frame', buffered: false });`);
     const cdp = browserProf ? await context.newCDPSession(page) : null;
     if (cdp) {
       await cdp.send('Profiler.enable');
@@ -157,9 +163,10 @@ async function main() {
       await cdp.send('Profiler.start');
     }
     for (let i = 0; i < 20; i++) {
-      const r = (await switchPhases(page, keys[i % Math.min(keys.length, 20)]!)) as { pane: number; commit: number; rows: number; hist: Array<Array<number | string>> };
+      const r = (await switchPhases(page, keys[i % Math.min(keys.length, 20)]!)) as { pane: number; commit: number; loaf: unknown[]; rows: number; hist: Array<Array<number | string>> };
       sw.push(r.rows);
       console.log(`switch: pane ${r.pane.toFixed(0)} commit ${r.commit.toFixed(0)} rows ${r.rows.toFixed(0)} history ${JSON.stringify(r.hist.map((h) => h.map((x) => (typeof x === 'number' ? Math.round(x) : x))))}`);
+      for (const f of r.loaf) console.log(`     loaf ${JSON.stringify(f)}`);
     }
     if (cdp) console.log(`browser profile of the switches: ${topFunctions(((await cdp.send('Profiler.stop')) as { profile: CpuProfile }).profile, 40)}`);
     console.log(`switch p50 ${percentile(sw, 50).toFixed(0)} p95 ${percentile(sw, 95).toFixed(0)}`);

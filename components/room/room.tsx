@@ -48,9 +48,13 @@ export function Room() {
   }, [store]);
 
   // Keep the address bar on the open session, so a reload or a shared link comes back to it.
+  // (After the switch has painted: the history API call is slow enough to show in a switch.)
   useEffect(() => {
     const url = sessionKey === defaultSessionKey ? '/' : `/?session=${encodeURIComponent(sessionKey)}`;
-    if (window.location.pathname + window.location.search !== url) window.history.replaceState(null, '', url);
+    const timer = window.setTimeout(() => {
+      if (window.location.pathname + window.location.search !== url) window.history.replaceState(null, '', url);
+    }, 250);
+    return () => window.clearTimeout(timer);
   }, [sessionKey, defaultSessionKey]);
 
   return (

@@ -62,9 +62,13 @@ export function SessionSidebar() {
     if (el.scrollTop > 0 && el.scrollHeight - el.scrollTop - el.clientHeight < 48) loadMore();
   };
 
-  // j/k (or a click elsewhere) moves the selection: keep its row in view.
+  // j/k (or a click elsewhere) moves the selection: keep its row in view. In the next frame, where the layout it
+  // reads is computed for the paint anyway (run now, it would force one more while the switch is under way).
   useEffect(() => {
-    listRef.current?.querySelector<HTMLElement>(`[data-session-key="${CSS.escape(selected)}"]`)?.scrollIntoView({ block: 'nearest' });
+    const frame = requestAnimationFrame(() =>
+      listRef.current?.querySelector<HTMLElement>(`[data-session-key="${CSS.escape(selected)}"]`)?.scrollIntoView({ block: 'nearest' }),
+    );
+    return () => cancelAnimationFrame(frame);
   }, [selected]);
 
   const configured = new Map<string, AgentInfo>((agents.data?.agents ?? []).map((a) => [a.agentId, a]));
