@@ -6,7 +6,7 @@ import { usePrefetchOnSelect } from '@/lib/room/use-prefetch-on-select';
 import { useRoomKeys } from '@/lib/room/use-room-keys';
 import { useSessionEvents } from '@/lib/room/use-session-events';
 import { useRoomStore, useRoomStoreApi } from '@/stores/room-store-provider';
-import { Activity, useEffect } from 'react';
+import { Activity, useDeferredValue, useEffect } from 'react';
 import { SessionSidebar } from '../sessions/session-sidebar';
 import { ConnectionBanner, StatusBar } from '../status/status-bar';
 import { ToolboxPanel } from '../toolbox/toolbox-panel';
@@ -27,7 +27,11 @@ const PANELS = [
 ] as const;
 
 export function Room() {
-  const sessionKey = useRoomStore((s) => s.selectedSessionKey);
+  const selected = useRoomStore((s) => s.selectedSessionKey);
+  // The pane (and its event stream) follows the selection in a render of its own, right after the one the click
+  // makes (the sidebar's highlight): the new transcript's request (usePrefetchOnSelect) is on its way before React
+  // builds the new pane, and building it does not block input.
+  const sessionKey = useDeferredValue(selected);
   const defaultSessionKey = useRoomStore((s) => s.defaultSessionKey);
   const events = useSessionEvents(sessionKey);
   useRoomKeys();
