@@ -304,6 +304,8 @@ async function main() {
     `| sessions.list requests while the open session streams | no refetch per event | ${r.listRequests} requests for ${r.events} events in ${r.watchMs! / 1000} s (lifecycle events patch the cached list; only its own 5 s poll refetches) |`,
     `| sessions.search over ${MESSAGES.toLocaleString()} messages (JSON-RPC, limit 20) | p95 ≤ 200 ms | p50 ${fmt(r.searchP50!)}, p95 ${fmt(r.searchP95!)}, max ${fmt(r.searchMax!)} (${SAMPLES.search} queries: rare, middling, common words, two-word) |`,
     '',
+    'Interactive is timed in the page: navigation start → the animation frame after the composer is on screen, the live stream connected (status bar) and the session list on screen, each seen by a MutationObserver as it happens (`bench/lib/room-ready.ts`). Until 2026-11 it was timed from the bench side with Playwright\'s waits, which poll at up to 500 ms intervals; that figure is still given beside it. A switch is timed in the page from the click to the frame after the new pane shows its rows.',
+    '',
     '<!-- room-bench:end -->',
   ].join('\n');
   console.log('\n' + section);
