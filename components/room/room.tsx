@@ -6,7 +6,7 @@ import { usePrefetchOnSelect } from '@/lib/room/use-prefetch-on-select';
 import { useRoomKeys } from '@/lib/room/use-room-keys';
 import { useSessionEvents } from '@/lib/room/use-session-events';
 import { useRoomStore, useRoomStoreApi } from '@/stores/room-store-provider';
-import { Activity, useDeferredValue, useEffect } from 'react';
+import { Activity, useEffect, useState } from 'react';
 import { SessionSidebar } from '../sessions/session-sidebar';
 import { ConnectionBanner, StatusBar } from '../status/status-bar';
 import { ToolboxPanel } from '../toolbox/toolbox-panel';
@@ -28,10 +28,7 @@ const PANELS = [
 
 export function Room() {
   const selected = useRoomStore((s) => s.selectedSessionKey);
-  // The pane (and its event stream) follows the selection in a render of its own, right after the one the click
-  // makes (the sidebar's highlight): the new transcript's request (usePrefetchOnSelect) is on its way before React
-  // builds the new pane, and building it does not block input.
-  const sessionKey = useDeferredValue(selected);
+  const sessionKey = usePaneKey(selected);
   const defaultSessionKey = useRoomStore((s) => s.defaultSessionKey);
   const events = useSessionEvents(sessionKey);
   useRoomKeys();
@@ -79,6 +76,21 @@ export function Room() {
       </Activity>
     </div>
   );
+}
+
+/**
+ * The session the pane (and its event stream) shows: the selection, one task after the render the click makes (the
+ * sidebar's highlight), so the new transcript's request (usePrefetchOnSelect) leaves before React builds the new pane.
+ * A plain update, not a transition: a transition yields to every query update that lands meanwhile and can starve.
+ */
+function usePaneKey(selected: string): string {
+  const [pane, setPane] = useState(selected);
+  useEffect(() => {
+    if (pane === selected) return;
+    const timer = window.setTimeout(() => setPane(selected), 0);
+    return () => window.clearTimeout(timer);
+  }, [selected, pane]);
+  return pane;
 }
 
 function SessionPane({ sessionKey }: { sessionKey: string }) {
