@@ -1,19 +1,22 @@
 // `npm run bench:room`: the room under load (issue 15). Seeds 10,000 sessions and 1,000,000 messages, keeps 50 runs
 // streaming, and measures in real Chromium: time to interactive, session switch, composer keystrokes, sessions.list
 // requests per event, and sessions.search latency. Writes its own section of BENCHMARKS.md (figures, never assertions).
-// Flags: --quick (100,000 messages, fewer samples; prints only), --keep (keep the temp dir). Bounded by a watchdog.
+// Flags: --quick (100,000 messages, fewer samples; prints only), --keep (keep the temp dir), --reuse=DIR (a dir kept
+// by an earlier --keep run: skip the seed, reuse its store, keep it; prints only). Bounded by a watchdog.
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { chromium, type Page } from '@playwright/test';
 import { RpcClient, subscribeSse } from './lib/http';
 import { machineInfo } from './lib/report';
+import { ROOM_READY_SCRIPT, type RoomReadyMarks } from './lib/room-ready';
 import { makeTempDir, repoRoot, type ServerHandle, startServer } from './lib/server';
 import { percentile, sleep } from './lib/stats';
 
 const args = new Set(process.argv.slice(2));
 const quick = args.has('--quick');
-const keep = args.has('--keep');
+const reuse = process.argv.find((a) => a.startsWith('--reuse='))?.slice('--reuse='.length);
+const keep = args.has('--keep') || !!reuse;
 const SESSIONS = 10_000;
 const MESSAGES = quick ? 100_000 : 1_000_000;
 const STREAMING = 50;
@@ -121,13 +124,20 @@ function streamLoad(rpc: RpcClient): { stop(): Promise<number> } {
 }
 
 // ── browser measurements ────────────────────────────────────────────────────
-async function timeToInteractive(page: Page, url: string): Promise<number> {
+/**
+ * Navigation start → the frame after the composer, the live stream and the session list are all there, in the page's
+ * own clock (bench/lib/room-ready.ts); Playwright's waits then check the same three things its own way.
+ */
+async function timeToInteractive(page: Page, url: string): Promise<{ inPage: number; polled: number }> {
+  await page.addInitScript(ROOM_READY_SCRIPT);
   const t0 = performance.now();
   await page.goto(url);
   await page.getByRole('textbox', { name: 'Message', exact: true }).waitFor();
   await page.locator('[data-testid="status-bar"][data-connection="connected"]').waitFor();
   await page.locator('[data-testid="session-item"]').first().waitFor();
-  return performance.now() - t0;
+  const polled = performance.now() - t0;
+  await page.waitForFunction('window.__roomReady?.all !== undefined');
+  return { inPage: ((await page.evaluate('window.__roomReady')) as RoomReadyMarks).all, polled };
 }
 
 /**
@@ -175,14 +185,19 @@ const fmt = (v: number) => (Number.isFinite(v) ? `${Math.round(v)} ms` : 'n/a');
 const p = (xs: number[], q: number) => percentile(xs.filter(Number.isFinite), q);
 
 async function main() {
-  const dir = makeTempDir('crosstalk-bench-room-');
+  const dir = reuse ? path.resolve(reuse) : makeTempDir('crosstalk-bench-room-');
   const dataDir = path.join(dir, 'data');
   console.log(`bench:room in ${dir} (${quick ? 'quick' : 'full'}: ${SESSIONS.toLocaleString()} sessions, ${MESSAGES.toLocaleString()} messages, ${STREAMING} runs streaming)`);
-  // Migrations run on a first start; then the store is seeded with the server stopped.
-  server = await startServer({ dataDir, token: TOKEN, cwd: dir });
-  await server.stop();
-  const seeded = seedStore(dataDir);
-  console.log(`seeded ${seeded.rows.toLocaleString()} messages in ${(seeded.ms / 1000).toFixed(1)} s`);
+  let seeded = { ms: NaN, rows: 0 };
+  if (reuse) {
+    console.log(`reusing the store seeded in ${dataDir}`);
+  } else {
+    // Migrations run on a first start; then the store is seeded with the server stopped.
+    server = await startServer({ dataDir, token: TOKEN, cwd: dir });
+    await server.stop();
+    seeded = seedStore(dataDir);
+    console.log(`seeded ${seeded.rows.toLocaleString()} messages in ${(seeded.ms / 1000).toFixed(1)} s`);
+  }
   server = await startServer({ dataDir, token: TOKEN, cwd: dir, readyTimeoutMs: 120_000 });
   const rpc = new RpcClient({ baseUrl: server.baseUrl, token: TOKEN, timeoutMs: 60_000 });
   const load = streamLoad(rpc);
@@ -200,9 +215,12 @@ async function main() {
 
     // 1. Interactive: navigation → composer, live stream and session list all there.
     const loads: number[] = [];
+    const polledLoads: number[] = [];
     for (let i = 0; i < SAMPLES.load; i++) {
       const page = await context.newPage();
-      loads.push(await timeToInteractive(page, `${server.baseUrl}/?session=agent:main:live-0`));
+      const t = await timeToInteractive(page, `${server.baseUrl}/?session=agent:main:live-0`);
+      loads.push(t.inPage);
+      polledLoads.push(t.polled);
       await page.close();
     }
 
@@ -247,6 +265,7 @@ async function main() {
     Object.assign(results, {
       interactiveMedian: p(loads, 50),
       interactiveMax: Math.max(...loads),
+      interactivePolled: p(polledLoads, 50),
       switchP50: p(switches, 50),
       switchP95: p(switches, 95),
       keyP50: p(keyTimes, 50),
@@ -279,16 +298,18 @@ async function main() {
     '',
     '| what | target | measured |',
     '| --- | --- | --- |',
-    `| room interactive (navigation → composer, live stream, session list) | ≤ 1.5 s | median ${fmt(r.interactiveMedian!)}, max ${fmt(r.interactiveMax!)} (${SAMPLES.load} loads) |`,
+    `| room interactive (navigation → composer, live stream, session list) | ≤ 1.5 s | median ${fmt(r.interactiveMedian!)}, max ${fmt(r.interactiveMax!)} (${SAMPLES.load} loads; in-page clock from navigation start; Playwright's polling waits: median ${fmt(r.interactivePolled!)}) |`,
     `| session switch (click → the other transcript's rows on screen) | ≤ 150 ms | p50 ${fmt(r.switchP50!)}, p95 ${fmt(r.switchP95!)} (${SAMPLES.switch} switches) |`,
     `| keystroke in the composer (keydown → next frame) | p95 ≤ 50 ms | p50 ${fmt(r.keyP50!)}, p95 ${fmt(r.keyP95!)} (${r.keys} keys) |`,
     `| sessions.list requests while the open session streams | no refetch per event | ${r.listRequests} requests for ${r.events} events in ${r.watchMs! / 1000} s (lifecycle events patch the cached list; only its own 5 s poll refetches) |`,
     `| sessions.search over ${MESSAGES.toLocaleString()} messages (JSON-RPC, limit 20) | p95 ≤ 200 ms | p50 ${fmt(r.searchP50!)}, p95 ${fmt(r.searchP95!)}, max ${fmt(r.searchMax!)} (${SAMPLES.search} queries: rare, middling, common words, two-word) |`,
     '',
+    'Interactive is timed in the page: navigation start → the animation frame after the composer is on screen, the live stream connected (status bar) and the session list on screen, each seen by a MutationObserver as it happens (`bench/lib/room-ready.ts`). Until 2026-11 it was timed from the bench side with Playwright\'s waits, which poll at up to 500 ms intervals; that figure is still given beside it. A switch is timed in the page from the click to the frame after the new pane shows its rows.',
+    '',
     '<!-- room-bench:end -->',
   ].join('\n');
   console.log('\n' + section);
-  if (!quick) {
+  if (!quick && !reuse) {
     const file = path.join(repoRoot, 'BENCHMARKS.md');
     const old = fs.readFileSync(file, 'utf8');
     const re = /<!-- room-bench:start -->[\s\S]*<!-- room-bench:end -->/;

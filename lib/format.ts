@@ -39,11 +39,15 @@ export function truncate(text: string, max: number): string {
   return text.length <= max ? text : text.slice(0, max - 1) + '…';
 }
 
-/** Local clock time for an ISO timestamp (hh:mm). */
+let clockFormat: Intl.DateTimeFormat | undefined;
+
+/** Local clock time for an ISO timestamp (hh:mm). One formatter for all: toLocaleTimeString builds one per call. */
 export function clockTime(iso: string | undefined): string {
   if (!iso) return '';
   const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? '' : d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  if (Number.isNaN(d.getTime())) return '';
+  clockFormat ??= new Intl.DateTimeFormat([], { hour: '2-digit', minute: '2-digit' });
+  return clockFormat.format(d);
 }
 
 /** "3m ago"-style relative time, coarse on purpose. */

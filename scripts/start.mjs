@@ -72,8 +72,9 @@ if (process.env.CROSSTALK_START_MODE === 'spawn') {
 
 /**
  * Next's production server inside this process, behind a node:http server of our own: POST /api/gateway (the
- * JSON-RPC hot path) goes straight to the runtime's node-level handler, everything else to Next. Next's
- * router costs more than a whole scripted turn; app/api/gateway/route.ts still serves `next dev`.
+ * JSON-RPC hot path) and /api/trpc/* (the room's queries and event stream) go straight to the runtime's node-level
+ * handlers, everything else to Next. Next's router costs more than a whole scripted turn; app/api/gateway/route.ts
+ * and app/api/trpc/[trpc]/route.ts still serve `next dev`.
  */
 async function startInProcess() {
   process.env.NODE_ENV = 'production';
@@ -88,6 +89,7 @@ async function startInProcess() {
   const runtime = globalThis[runtimeKey] ? await globalThis[runtimeKey] : null;
   const server = http.createServer((req, res) => {
     if (runtime && req.method === 'POST' && (req.url === '/api/gateway' || req.url?.startsWith('/api/gateway?'))) return runtime.nodeGateway(req, res);
+    if (runtime?.nodeTrpc && req.url?.startsWith('/api/trpc/')) return runtime.nodeTrpc(req, res);
     handle(req, res);
   });
   server.keepAliveTimeout = 65_000;

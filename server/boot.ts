@@ -3,6 +3,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { resolveToken } from './auth';
 import { type ChannelService, createChannels } from './channels';
 import { handleGatewayNode } from './http/node-gateway';
+import { serveFetch } from './http/node-fetch';
+import { handleTrpc } from './http/trpc';
 import { ConfigError, type CrosstalkConfig, loadConfig } from './config';
 import { EventBus } from './events/bus';
 import { GatewayService } from './gateway/service';
@@ -49,6 +51,8 @@ export interface FullRuntime extends Runtime {
   mcp: McpManager;
   /** POST /api/gateway on bare node:http, for servers that route it before Next (scripts/start.mjs). */
   nodeGateway(req: IncomingMessage, res: ServerResponse): void;
+  /** /api/trpc/* (the room's queries, mutations and event stream) on bare node:http, likewise. */
+  nodeTrpc(req: IncomingMessage, res: ServerResponse): void;
 }
 
 export interface CreateRuntimeOptions {
@@ -137,6 +141,9 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     tools,
     nodeGateway(req, res) {
       handleGatewayNode(rt, req, res);
+    },
+    nodeTrpc(req, res) {
+      serveFetch(req, res, (r) => handleTrpc(r, rt), { gzip: true });
     },
     async close() {
       await mcp.stop();

@@ -13,6 +13,13 @@ export function RoomStoreProvider({ init, children }: { init: RoomInit; children
   return <RoomStoreContext.Provider value={store}>{children}</RoomStoreContext.Provider>;
 }
 
+/** The store itself, for code that reacts to a change as it is made (before React renders it). */
+export function useRoomStoreApi(): RoomStoreApi {
+  const store = useContext(RoomStoreContext);
+  if (!store) throw new Error('useRoomStoreApi must be used inside <RoomStoreProvider>');
+  return store;
+}
+
 export function useRoomStore<T>(selector: (s: RoomStore) => T): T {
   const store = useContext(RoomStoreContext);
   if (!store) throw new Error('useRoomStore must be used inside <RoomStoreProvider>');

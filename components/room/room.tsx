@@ -2,14 +2,16 @@
 // The live web room: sidebar, transcript + composer, toolbox, agent picker / event inspector, wired to one session's events.
 import { useApprovals } from '@/lib/room/use-approvals';
 import { useLiveState } from '@/lib/room/use-live-state';
+import { usePrefetchOnSelect } from '@/lib/room/use-prefetch-on-select';
 import { useRoomKeys } from '@/lib/room/use-room-keys';
 import { useSessionEvents } from '@/lib/room/use-session-events';
-import { useRoomStore } from '@/stores/room-store-provider';
-import { useEffect } from 'react';
+import { useRoomStore, useRoomStoreApi } from '@/stores/room-store-provider';
+import { Activity, useEffect, useState } from 'react';
 import { SessionSidebar } from '../sessions/session-sidebar';
 import { ConnectionBanner, StatusBar } from '../status/status-bar';
 import { ToolboxPanel } from '../toolbox/toolbox-panel';
 import { Composer } from '../transcript/composer';
+import { preloadMarkdown } from '../transcript/markdown';
 import { TranscriptView } from '../transcript/transcript-view';
 import { Button } from '../ui/button';
 import { ApprovalsButton, ApprovalsDialog } from '../approvals/approvals-inbox';
@@ -25,28 +27,70 @@ const PANELS = [
 ] as const;
 
 export function Room() {
-  const sessionKey = useRoomStore((s) => s.selectedSessionKey);
+  const selected = useRoomStore((s) => s.selectedSessionKey);
+  const sessionKey = usePaneKey(selected);
   const defaultSessionKey = useRoomStore((s) => s.defaultSessionKey);
   const events = useSessionEvents(sessionKey);
   useRoomKeys();
+  usePrefetchOnSelect();
+
+  // The Markdown renderer is fetched once the live stream is up, not while the room is still starting (a store
+  // subscription: the room does not re-render for it).
+  const store = useRoomStoreApi();
+  useEffect(() => {
+    let done = false;
+    const check = (s: { connection: string }) => {
+      if (done || s.connection !== 'connected') return;
+      done = true;
+      preloadMarkdown();
+    };
+    check(store.getState());
+    return store.subscribe(check);
+  }, [store]);
 
   // Keep the address bar on the open session, so a reload or a shared link comes back to it.
+  // (After the switch has painted: the history API call is slow enough to show in a switch.)
   useEffect(() => {
     const url = sessionKey === defaultSessionKey ? '/' : `/?session=${encodeURIComponent(sessionKey)}`;
-    if (window.location.pathname + window.location.search !== url) window.history.replaceState(null, '', url);
+    const timer = window.setTimeout(() => {
+      if (window.location.pathname + window.location.search !== url) window.history.replaceState(null, '', url);
+    }, 250);
+    return () => window.clearTimeout(timer);
   }, [sessionKey, defaultSessionKey]);
 
   return (
     <div className="flex h-dvh flex-col">
       <ConnectionBanner onRetry={events.reset} />
       <div className="flex min-h-0 flex-1">
-        <SessionSidebar />
+        {/* Activity boundaries split hydration: the shell (with the live event stream) commits first, then the
+            sidebar, transcript and panels hydrate in later tasks (a click on one hydrates it at once). Unlike
+            Suspense, the server renders them inline, so nothing waits for a streamed reveal. */}
+        <Activity>
+          <SessionSidebar />
+        </Activity>
         {/* Keyed by session: per-session local state (scroll position, reason box) starts fresh on switch. */}
         <SessionPane key={sessionKey} sessionKey={sessionKey} />
       </div>
-      <ApprovalsDialog />
+      <Activity>
+        <ApprovalsDialog />
+      </Activity>
     </div>
   );
+}
+
+/**
+ * The session the pane (and its event stream) shows: the selection, one task after the render the click makes (the
+ * sidebar's highlight), so the new transcript's request (usePrefetchOnSelect) leaves before React builds the new pane.
+ * A plain update, not a transition: a transition yields to every query update that lands meanwhile and can starve.
+ */
+function usePaneKey(selected: string): string {
+  const [pane, setPane] = useState(selected);
+  useEffect(() => {
+    if (pane === selected) return;
+    const timer = window.setTimeout(() => setPane(selected), 0);
+    return () => window.clearTimeout(timer);
+  }, [selected, pane]);
+  return pane;
 }
 
 function SessionPane({ sessionKey }: { sessionKey: string }) {
@@ -95,12 +139,16 @@ function SessionPane({ sessionKey }: { sessionKey: string }) {
           </div>
         </header>
         <SessionHeaderBar sessionKey={sessionKey} />
-        <TranscriptView sessionKey={sessionKey} />
+        <Activity>
+          <TranscriptView sessionKey={sessionKey} />
+        </Activity>
         <Composer sessionKey={sessionKey} />
         <StatusBar sessionKey={sessionKey} running={running} />
       </main>
-      <ToolboxPanel sessionKey={sessionKey} approvals={approvals} />
-      <SidePanel sessionKey={sessionKey} />
+      <Activity>
+        <ToolboxPanel sessionKey={sessionKey} approvals={approvals} />
+        <SidePanel sessionKey={sessionKey} />
+      </Activity>
     </div>
   );
 }

@@ -7,7 +7,7 @@ import { useSidebarSessions } from '@/lib/room/use-sidebar';
 import type { AgentInfo, SessionSummary } from '@/lib/trpc/types';
 import type { SidebarKind } from '@/stores/room-store';
 import { useRoomStore } from '@/stores/room-store-provider';
-import { useEffect, useRef, type UIEvent } from 'react';
+import { memo, useEffect, useRef, type UIEvent } from 'react';
 import { PairingsPanel } from '../pairings/pairings-panel';
 import { StatusPanel } from '../status/status-panel';
 import { SearchResults } from './search-results';
@@ -16,7 +16,7 @@ import { Button } from '../ui/button';
 import { LocalTime } from '../ui/local-time';
 import { TextInput } from '@/components/ui/text-input';
 import { mainSessionKey } from '@/server/sessions/keys';
-import { historyInput, historyPaging } from '@/lib/room/queries';
+import { transcriptQueryOptions } from '@/lib/room/use-transcript';
 import { useTRPC } from '@/lib/trpc/client';
 import { useQueryClient } from '@tanstack/react-query';
 
@@ -24,7 +24,7 @@ function usePrefetchTranscript() {
   const trpc = useTRPC();
   const qc = useQueryClient();
   return (sessionKey: string) =>
-    void qc.prefetchInfiniteQuery({ ...trpc.chat.history.infiniteQueryOptions(historyInput(sessionKey), historyPaging), staleTime: 10_000 });
+    void qc.prefetchInfiniteQuery({ ...transcriptQueryOptions(trpc, sessionKey), staleTime: 10_000 });
 }
 
 const KINDS: Array<{ kind: SidebarKind; label: string }> = [
@@ -62,9 +62,13 @@ export function SessionSidebar() {
     if (el.scrollTop > 0 && el.scrollHeight - el.scrollTop - el.clientHeight < 48) loadMore();
   };
 
-  // j/k (or a click elsewhere) moves the selection: keep its row in view.
+  // j/k (or a click elsewhere) moves the selection: keep its row in view. In the next frame, where the layout it
+  // reads is computed for the paint anyway (run now, it would force one more while the switch is under way).
   useEffect(() => {
-    listRef.current?.querySelector<HTMLElement>(`[data-session-key="${CSS.escape(selected)}"]`)?.scrollIntoView({ block: 'nearest' });
+    const frame = requestAnimationFrame(() =>
+      listRef.current?.querySelector<HTMLElement>(`[data-session-key="${CSS.escape(selected)}"]`)?.scrollIntoView({ block: 'nearest' }),
+    );
+    return () => cancelAnimationFrame(frame);
   }, [selected]);
 
   const configured = new Map<string, AgentInfo>((agents.data?.agents ?? []).map((a) => [a.agentId, a]));
@@ -134,13 +138,7 @@ export function SessionSidebar() {
                 {g.sessions.length > 0 && (
                   <ul data-testid="session-list" aria-label={`Sessions of ${g.agentId}`} className="mt-0.5 space-y-0.5 pl-2">
                     {g.sessions.map((s) => (
-                      <SessionItem
-                        key={s.sessionKey}
-                        session={s}
-                        active={s.sessionKey === selected}
-                        unread={isUnread(s, seen, selected)}
-                        onSelect={() => selectSession(s.sessionKey)}
-                      />
+                      <SessionItem key={s.sessionKey} session={s} active={s.sessionKey === selected} unread={isUnread(s, seen, selected)} />
                     ))}
                   </ul>
                 )}
@@ -205,7 +203,10 @@ function AgentHeader({ agentId, agent, active, onSelect }: { agentId: string; ag
   );
 }
 
-function SessionItem({ session, active, unread, onSelect }: { session: SessionSummary; active: boolean; unread: boolean; onSelect: () => void }) {
+// Memoized: a switch re-renders the two rows whose `active` changed, not all of them.
+const SessionItem = memo(function SessionItem({ session, active, unread }: { session: SessionSummary; active: boolean; unread: boolean }) {
+  const selectSession = useRoomStore((s) => s.selectSession);
+  const onSelect = () => selectSession(session.sessionKey);
   const pending = session.pendingApprovals ?? 0;
   const running = session.status === 'running';
   const rest = session.sessionKey.replace(/^agent:[^:]+:/, '');
@@ -258,4 +259,4 @@ function SessionItem({ session, active, unread, onSelect }: { session: SessionSu
       </button>
     </li>
   );
-}
+});

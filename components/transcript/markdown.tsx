@@ -8,9 +8,13 @@ let loading: Promise<typeof import('./markdown-rich')> | undefined;
 const load = () => (loading ??= import('./markdown-rich'));
 const MarkdownRich = lazy(load);
 
-// Fetch the renderer once the room is idle, so the first Markdown reply rarely waits for it (and does not swap in late).
-if (typeof window !== 'undefined') {
-  const idle = window.requestIdleCallback ?? ((fn: () => void) => window.setTimeout(fn, 1500));
+/**
+ * Fetches the renderer when the browser is next idle, so the first Markdown reply rarely waits for it (and does not
+ * swap in late). The room calls it once its live stream is up: parsing ~700 KB of parser and highlighter is then off
+ * the path to an interactive room.
+ */
+export function preloadMarkdown() {
+  const idle = window.requestIdleCallback ?? ((fn: () => void) => window.setTimeout(fn, 500));
   idle(() => void load());
 }
 

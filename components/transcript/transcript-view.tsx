@@ -8,7 +8,7 @@ import type { TranscriptMessage } from '@/lib/trpc/types';
 import { useRoomStore } from '@/stores/room-store-provider';
 import { useQuery } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode, type RefObject } from 'react';
+import { memo, useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode, type RefObject } from 'react';
 import { Button } from '../ui/button';
 import { Bubble, MessageRow } from './message-row';
 import { mergeToolRows, ToolCallsProvider } from './tool-calls-context';
@@ -19,7 +19,8 @@ const LOAD_OLDER_PX = 400;
 /** Short transcripts render every row (find-in-page works); longer ones only what is on screen. */
 export const VIRTUALIZE_AFTER = 200;
 
-export function TranscriptView({ sessionKey }: { sessionKey: string }) {
+// Memoized: the pane re-renders for its other queries (approvals, usage) without re-rendering every row here.
+export const TranscriptView = memo(function TranscriptView({ sessionKey }: { sessionKey: string }) {
   const trpc = useTRPC();
   const transcript = useTranscript(sessionKey);
   const live = useLiveState(sessionKey);
@@ -119,11 +120,7 @@ export function TranscriptView({ sessionKey }: { sessionKey: string }) {
           {shown.length > VIRTUALIZE_AFTER ? (
             <VirtualRows rows={shown} scroller={scroller} focusedId={focusTarget} />
           ) : (
-            shown.map((m) => (
-              <RowFrame key={m.id} id={m.id} focused={focusTarget === m.id} scrollTo={focusTarget === m.id}>
-                <MessageRow message={m} />
-              </RowFrame>
-            ))
+            shown.map((m) => <TranscriptRow key={m.id} message={m} focused={focusTarget === m.id} scrollTo={focusTarget === m.id} />)
           )}
         </ToolCallsProvider>
         {pending.map(([runId, text]) => (
@@ -145,7 +142,7 @@ export function TranscriptView({ sessionKey }: { sessionKey: string }) {
       </div>
     </div>
   );
-}
+});
 
 /**
  * A search result to open (the store's `focus`): pages older rows in until the message is loaded, then marks it (a
@@ -181,6 +178,18 @@ function useFocusTarget(
   }, [focus, sessionKey, rows, shown, isPending, hasNextPage, isFetchingNextPage, fetchNextPage, clearFocus, atBottom]);
   return target;
 }
+
+/**
+ * One row, memoized: a streamed delta or a poll re-renders the transcript, not each row (a row's message object stays
+ * the same while it is unchanged; tool cards still follow their call through the ToolCallsProvider context).
+ */
+const TranscriptRow = memo(function TranscriptRow({ message, focused, scrollTo }: { message: TranscriptMessage; focused: boolean; scrollTo: boolean }) {
+  return (
+    <RowFrame id={message.id} focused={focused} scrollTo={scrollTo}>
+      <MessageRow message={message} />
+    </RowFrame>
+  );
+});
 
 /** A transcript row's frame: its message id (for search results) and the highlight of the row a result opened. */
 function RowFrame({ id, focused, scrollTo, children }: { id: number; focused: boolean; scrollTo: boolean; children: ReactNode }) {
@@ -226,9 +235,7 @@ function VirtualRows({ rows, scroller, focusedId }: { rows: TranscriptMessage[];
           className="absolute top-0 left-0 w-full pb-3"
           style={{ transform: `translateY(${vi.start - margin}px)` }}
         >
-          <RowFrame id={rows[vi.index]!.id} focused={focusedId === rows[vi.index]!.id} scrollTo={false}>
-            <MessageRow message={rows[vi.index]!} />
-          </RowFrame>
+          <TranscriptRow message={rows[vi.index]!} focused={focusedId === rows[vi.index]!.id} scrollTo={false} />
         </div>
       ))}
     </div>

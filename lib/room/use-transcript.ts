@@ -27,17 +27,20 @@ export function mergeMessage(data: HistoryData | undefined, msg: TranscriptMessa
   return { ...data, pages: [{ ...first!, messages }, ...rest] };
 }
 
+/** The transcript query's options, shared by the pane and the prefetches (same key, same retry rule). */
+export function transcriptQueryOptions(trpc: ReturnType<typeof useTRPC>, sessionKey: string) {
+  return trpc.chat.history.infiniteQueryOptions(historyInput(sessionKey), {
+    ...historyPaging,
+    // A session that has no row yet is simply empty; the first message creates it.
+    retry: (count, err) => errorCode(err) !== 'unknown_session' && count < 1,
+    // Events only flow while a session is open: coming back to one refetches what happened meanwhile.
+    staleTime: 0,
+  });
+}
+
 export function useTranscript(sessionKey: string) {
   const trpc = useTRPC();
-  const query = useInfiniteQuery(
-    trpc.chat.history.infiniteQueryOptions(historyInput(sessionKey), {
-      ...historyPaging,
-      // A session that has no row yet is simply empty; the first message creates it.
-      retry: (count, err) => errorCode(err) !== 'unknown_session' && count < 1,
-      // Events only flow while a session is open: coming back to one refetches what happened meanwhile.
-      staleTime: 0,
-    }),
-  );
+  const query = useInfiniteQuery(transcriptQueryOptions(trpc, sessionKey));
   const messages = useMemo(() => flattenHistory(query.data as HistoryData | undefined), [query.data]);
   const missing = errorCode(query.error) === 'unknown_session';
   return { ...query, messages, missing };

@@ -2,7 +2,7 @@
 // The browser tRPC client: batched HTTP for queries/mutations, SSE for subscriptions, bound to TanStack Query.
 import type { AppRouter } from '@/server/trpc/root';
 import { QueryClientProvider } from '@tanstack/react-query';
-import { createTRPCClient, httpBatchLink, httpSubscriptionLink, splitLink } from '@trpc/client';
+import { createTRPCClient, httpBatchLink, httpLink, httpSubscriptionLink, splitLink } from '@trpc/client';
 import { createTRPCContext } from '@trpc/tanstack-react-query';
 import { useState, type ReactNode } from 'react';
 import { getQueryClient } from './query-client';
@@ -18,7 +18,13 @@ function makeTRPCClient() {
         condition: (op) => op.type === 'subscription',
         // Same origin: the login cookie rides along on both fetch and EventSource.
         true: httpSubscriptionLink({ url: ENDPOINT }),
-        false: httpBatchLink({ url: ENDPOINT, maxItems: 20 }), // the server's TRPC_MAX_BATCH
+        // A transcript page goes on its own, at once: a session switch shows rows as soon as they are here, without
+        // waiting for the batch's tick or for slower calls batched with it.
+        false: splitLink({
+          condition: (op) => op.type === 'query' && op.path === 'chat.history',
+          true: httpLink({ url: ENDPOINT }),
+          false: httpBatchLink({ url: ENDPOINT, maxItems: 20 }), // the server's TRPC_MAX_BATCH
+        }),
       }),
     ],
   });

@@ -12,8 +12,8 @@ export interface TRPCContext {
 }
 
 /** Built per request by the fetch adapter: who is calling, and the process runtime to serve them. */
-export async function createTRPCContext(opts: { headers: Headers; method?: string; navigation?: boolean }): Promise<TRPCContext> {
-  const runtime = await getRuntime();
+export async function createTRPCContext(opts: { headers: Headers; method?: string; navigation?: boolean; runtime?: Runtime }): Promise<TRPCContext> {
+  const runtime = opts.runtime ?? (await getRuntime());
   return { runtime, authorized: isAuthorized(opts.headers, runtime.token, { method: opts.method, navigation: opts.navigation }) };
 }
 

@@ -1,0 +1,23 @@
+// The tRPC endpoint (queries, batched mutations and SSE subscriptions) as one fetch-style handler: Next's route
+// (app/api/trpc, for `next dev`) and the node:http front of `npm start` (server/http/node-fetch.ts) both call it.
+import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
+import type { Runtime } from '../runtime';
+import { createTRPCContext } from '../trpc/init';
+import { appRouter } from '../trpc/root';
+import { limitTrpcRequest, TRPC_MAX_BATCH } from './trpc-limits';
+
+/** `runtime`: the one to serve (default: the process runtime, getRuntime()). */
+export async function handleTrpc(incoming: Request, runtime?: Runtime): Promise<Response> {
+  const req = await limitTrpcRequest(incoming);
+  if (req instanceof Response) return req;
+  return fetchRequestHandler({
+    endpoint: '/api/trpc',
+    req,
+    router: appRouter,
+    maxBatchSize: TRPC_MAX_BATCH,
+    createContext: () => createTRPCContext({ headers: req.headers, method: req.method, runtime }),
+    onError({ error, path }) {
+      if (error.code === 'INTERNAL_SERVER_ERROR') console.error(`tRPC ${path ?? '?'} failed:`, error.cause ?? error);
+    },
+  });
+}
