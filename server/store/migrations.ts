@@ -318,8 +318,9 @@ export async function migrateToLatest(db: Kysely<any>, dialect: DialectName, sch
     const message = (error as Error).message ?? String(error);
     // The migrator looks the database's tables up across every schema; a schema dropped meanwhile by someone else
     // (another tenant, a test run cleaning up) fails that lookup once. Nothing of ours ran: look again.
-    if (!failed && attempt < 5 && /^schema ".*" does not exist$|^relation .* does not exist$|cache lookup failed/.test(message) && !(schema && message.includes(`"${schema}"`))) {
-      await new Promise((r) => setTimeout(r, 50 * attempt));
+    // (Or one another process is still creating: its CREATE SCHEMA and tables are not committed yet.)
+    if (!failed && attempt < 20 && /^schema ".*" does not exist$|^relation .* does not exist$|cache lookup failed/.test(message) && !(schema && message.includes(`"${schema}"`))) {
+      await new Promise((r) => setTimeout(r, Math.min(50 * attempt, 500)));
       continue;
     }
     throw new Error(`migration ${failed?.migrationName ?? '?'} failed: ${message}`);
