@@ -7,6 +7,7 @@ import { type Kysely, sql } from 'kysely';
 import type pg from 'pg';
 import type { Logger } from '../logger';
 import type { Database, ProcessesTable, RunRow } from '../store/schema';
+import { type EnqueuePg, enqueuePg, type EnqueuePgResult } from '../store/run-writes';
 
 export type ControlMessage =
   | { kind: 'work'; to: string; sessionKey: string }
@@ -24,19 +25,8 @@ export interface ClusterHooks {
   onFenced(): void;
 }
 
-export interface EnqueueResult {
-  /** Set when this call claimed the session's lease: the new epoch. */
-  claimed: number | null;
-  /** The lease holder when not claimed (null: unknown, look again). */
-  owner: string | null;
-  /** The session's active run (running or waiting for an approval), if any. */
-  active: string | null;
-  /** The active run's origin (its trust decides whether a steer may join it). */
-  activeOrigin: string | null;
-  inserted: boolean;
-  /** With a claim: the session's unfinished runs other than the inserted one, oldest first (no second read). */
-  unfinished: RunRow[] | null;
-}
+/** `enqueuePg`'s answer; `owner` when not claimed: the lease holder (null: unknown, look again). */
+export type EnqueueResult = EnqueuePgResult;
 
 export const LIVENESS = {
   sweepMs: Number(process.env.CROSSTALK_SWEEP_MS ?? 250),
@@ -273,30 +263,16 @@ export class Cluster {
   // ── leases ──────────────────────────────────────────────────────────────
 
   /**
-   * Inserts a queued run and claims the session's lease when no one holds it, in one statement. With
-   * `rejectIfBusy` nothing is inserted when someone holds it. The lease holder always runs the session's
-   * queued runs: a holder releasing at the same moment sees this row (it locks the session row, then looks).
+   * Inserts a run (creating its session when missing) and claims the session's lease when no one holds it, in
+   * one statement; a free session's run starts in it (see `enqueuePg`). The lease holder always runs the
+   * session's queued runs: a holder releasing at the same moment sees this row (it locks the session row, then
+   * looks), or is told.
    */
-  async enqueue(row: RunRow, rejectIfBusy: boolean): Promise<EnqueueResult> {
-    const k = row.session_key;
-    const r = await sql<{ claimed: number | null; owner: string | null; active: string | null; inserted: number; unfinished: RunRow[] | null; active_origin: string | null }>`
-      with c as (update sessions set owner = ${this.id}, epoch = epoch + 1 where key = ${k} and owner is null returning epoch),
-      o as (select owner from sessions where key = ${k}),
-      i as (
-        insert into runs (id, session_key, status, input, queue_mode, response, error, created_at, started_at, ended_at, origin, webhook, last_seq, merged_into)
-        select ${row.id}, ${k}, 'queued', ${row.input}, ${row.queue_mode}, null, null, ${row.created_at}, null, null, ${row.origin}, ${row.webhook}, 0, null
-        where ${!rejectIfBusy} or exists (select 1 from c)
-        returning id)
-      select (select epoch from c) as claimed, (select owner from o) as owner, (select count(*) from i)::int as inserted,
-        (select id from runs where session_key = ${k} and status in ('running', 'waiting_approval') order by created_at limit 1) as active,
-        (select origin from runs where session_key = ${k} and status in ('running', 'waiting_approval') order by created_at limit 1) as active_origin,
-        (select json_agg(u order by u.created_at, u.id) from runs u
-           where u.session_key = ${k} and u.status in ('queued', 'running', 'waiting_approval') and exists (select 1 from c)) as unfinished`.execute(this.db);
-    const x = r.rows[0]!;
-    let owner = x.claimed != null ? this.id : x.owner;
-    if (x.claimed == null && (owner == null || owner === this.id)) owner = await this.ownerOf(k);
-    const claimed = x.claimed == null ? null : Number(x.claimed);
-    return { claimed, owner, active: x.active, activeOrigin: x.active_origin, inserted: Number(x.inserted) === 1, unfinished: claimed === null ? null : (x.unfinished ?? []) };
+  async enqueue(row: RunRow, o: Omit<EnqueuePg, 'row' | 'me'>): Promise<EnqueueResult> {
+    const x = await enqueuePg(this.db, { row, me: this.id, ...o });
+    let owner = x.owner;
+    if (x.claimed == null && (owner == null || owner === this.id)) owner = await this.ownerOf(row.session_key);
+    return { ...x, owner };
   }
 
   /** Claims a session no one holds; the new epoch, or null when someone does. */

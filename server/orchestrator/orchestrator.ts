@@ -1,10 +1,12 @@
 // The orchestrator: a session's queue and runs (RunQueues) plus what several processes need: leases, control
 // messages to a session's owner, takeover of a dead process's sessions, waits and cancels from any process, recovery.
-import type { QueueMode } from '../config';
+import type { AgentConfig, QueueMode } from '../config';
 import type { ControlMessage } from '../cluster/cluster';
 import { CrosstalkError } from '../errors';
 import type { AgentResult, WaitResult } from '../gateway/types';
-import { agentIdOf } from '../sessions/keys';
+import { agentIdOf, sessionKindOf } from '../sessions/keys';
+import { messageValues } from '../store/run-writes';
+import { inputToMessage } from './run-loop';
 import type { ApprovalRow, RunRow } from '../store/schema';
 import { nowIso } from '../store/store';
 import { sameTrust, trustOf } from '../trust/trust';
@@ -15,12 +17,29 @@ import { RunQueues } from './run-queues';
 export { derivedId, newRunId, SHUTDOWN, type SubmitOptions, waitResultOf } from './queue';
 
 export class Orchestrator extends RunQueues {
-  protected async submitShared(sessionKey: string, input: RunInput, mode: QueueMode, runId: string, opts: SubmitOptions): Promise<AgentResult> {
+  protected async submitShared(sessionKey: string, agent: AgentConfig, input: RunInput, runId: string, opts: SubmitOptions): Promise<AgentResult> {
     const cluster = this.cluster!;
-    const effective: QueueMode = opts.neverRefuse && (mode === 'reject' || mode === 'interrupt') ? 'followup' : mode;
-    const row = this.runRow(runId, sessionKey, [input], effective, opts);
-    const r = await cluster.enqueue(row, effective === 'reject');
+    const row = this.runRow(runId, sessionKey, [input], opts.queueMode ?? 'followup', opts);
+    const start = [messageValues(inputToMessage(sessionKey, runId, input), nowIso())];
+    const r = await cluster.enqueue(row, {
+      session: { key: sessionKey, agentId: agent.id, kind: sessionKindOf(sessionKey) },
+      mode: { asked: opts.queueMode ?? null, fallback: this.o.config.session.queueMode, neverRefuse: !!opts.neverRefuse },
+      start,
+    });
+    const effective = (row.queue_mode = r.mode) as QueueMode;
     if (!r.inserted) throw new CrosstalkError('agent_busy', `session ${sessionKey} is busy${r.active ? ` with run ${r.active}` : ''}`);
+    if (r.started) {
+      // The session was free: the statement claimed it and started the run (its input is in the transcript).
+      let st = this.sessions.get(sessionKey);
+      // A state left by a run whose end (and release) raced this claim is not reused: the new lease starts afresh.
+      if (!st || st.active || st.loading || st.queue.length) this.sessions.set(sessionKey, (st = { key: sessionKey, active: null, parked: false, queue: [], known: new Set() }));
+      st.epoch = r.claimed!;
+      this.o.store.setFence(sessionKey, r.claimed!);
+      st.known.add(runId);
+      const startedWith = { rows: this.o.store.startedRows(start, r.ids), ...(r.session ? { session: r.session } : {}) };
+      this.start(st, { runId, inputs: [input], persisted: Promise.resolve(), collect: false, row: { ...row, status: 'running', started_at: start[0]!.created_at }, startedWith }, false);
+      return this.startedAnswer(st, { runId, status: 'started' });
+    }
     let owner = r.owner;
     if (r.claimed !== null) {
       await this.adopt(sessionKey, r.claimed, r.unfinished ? [...r.unfinished, row] : undefined);

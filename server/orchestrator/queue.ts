@@ -27,6 +27,8 @@ export interface QueueItem {
   trustKey?: string;
   /** Its stored row when already read (as queued): the run need not read it again. */
   row?: RunRow;
+  /** PostgreSQL: the enqueue statement started the run (see ActiveRun.startedWith). */
+  startedWith?: ActiveRun['startedWith'];
 }
 
 export interface SessionState {

@@ -85,7 +85,8 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   let session: Awaited<ReturnType<Store['getSession']>> = undefined;
   if (row.origin) run.origin = JSON.parse(row.origin) as Record<string, unknown>;
   if (!resume) {
-    const started = await store.startRun(run.id, run.sessionKey, inputs.map((i) => inputToMessage(run.sessionKey, run.id, i)));
+    const started = run.startedWith ?? (await store.startRun(run.id, run.sessionKey, inputs.map((i) => inputToMessage(run.sessionKey, run.id, i))));
+    run.startedWith = undefined;
     if (!started) return { status: 'abandoned', error: 'skipped' }; // cancelled (from any process) before it started
     bus.emit(run.id, 'lifecycle', { phase: 'start', agentId: run.agent.id, ...(row.origin ? { origin: JSON.parse(row.origin) } : {}), ...(run.traceId ? { traceId: run.traceId, traceparent: run.traceparent } : {}) });
     for (const i of inputs) {

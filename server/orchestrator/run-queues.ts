@@ -126,14 +126,15 @@ export abstract class RunQueues {
   /** Accepts a message for a session: starts a run, or follows the session's queue mode while one is active. */
   async submit(sessionKey: string, input: RunInput, opts: SubmitOptions = {}): Promise<AgentResult> {
     const agent = this.agentForKey(sessionKey);
-    const session = await this.o.store.ensureSession({ key: sessionKey, agentId: agent.id, kind: sessionKindOf(sessionKey) });
-    const mode = (opts.queueMode ?? (session.queue_mode as QueueMode | null) ?? this.o.config.session.queueMode) as QueueMode;
     if (opts.runId) {
       const existing = await this.o.store.getRun(opts.runId);
       if (existing) return { runId: existing.merged_into ?? existing.id, status: 'queued' };
     }
     const runId = opts.runId ?? newRunId();
-    if (this.cluster) return this.submitShared(sessionKey, input, mode, runId, opts);
+    // PostgreSQL: the session's creation, its queue mode and the lease claim are part of the enqueue statement.
+    if (this.cluster) return this.submitShared(sessionKey, agent, input, runId, opts);
+    const session = await this.o.store.ensureSession({ key: sessionKey, agentId: agent.id, kind: sessionKindOf(sessionKey) });
+    const mode = (opts.queueMode ?? (session.queue_mode as QueueMode | null) ?? this.o.config.session.queueMode) as QueueMode;
     const st = this.state(sessionKey);
 
     // Everything below up to the first await is synchronous, so the session's state cannot change under us.
@@ -252,6 +253,7 @@ export abstract class RunQueues {
       const row = item.row ?? (await this.o.store.getRun(item.runId));
       if (!row) throw new Error(`run ${item.runId} vanished`);
       active.row = row;
+      active.startedWith = item.startedWith;
       startRunTrace(this.deps, active, row);
       this.o.bus.registerRun(active.id, st.key, resume ? await this.o.store.maxSeq(active.id) : 0);
       // `collect` turns its queued messages into one user turn.
@@ -332,7 +334,9 @@ export abstract class RunQueues {
         { key: st.key, idle: !st.queue.length && !active.inbox.length, release: !!this.cluster },
         { messages: finalRows, events: (rows) => [...earlier, ...rows.map((m) => bus.prepare(active.id, 'message', { message: m })), bus.prepare(active.id, 'lifecycle', endData(outcome))] },
       );
-      released = end.released;
+      // An enqueue in this process may have claimed the session again between the release and here (it took this
+      // state over with a new epoch): the session is held then, not let go.
+      released = end.released && st.epoch === epoch;
       bus.logged(end.events, end.ids);
       if (deliveries.callbacks.length) failpoint('callback.recorded');
     } catch (e) {
@@ -474,7 +478,7 @@ export abstract class RunQueues {
   }
 
   // ── what the cluster side (Orchestrator) provides ──────────────────────
-  protected abstract submitShared(sessionKey: string, input: RunInput, mode: QueueMode, runId: string, opts: SubmitOptions): Promise<AgentResult>;
+  protected abstract submitShared(sessionKey: string, agent: AgentConfig, input: RunInput, runId: string, opts: SubmitOptions): Promise<AgentResult>;
   protected abstract placeStored(st: SessionState, row: RunRow): AgentResult;
   protected abstract releaseIdle(st: SessionState): Promise<void>;
   protected abstract decisionElsewhere(row: ApprovalRow): Promise<void>;

@@ -3,8 +3,8 @@
 // that lock, so a process that lost its lease writes nothing and a takeover waits for the statement to end.
 import { type Kysely, sql } from 'kysely';
 import type { PendingEvent } from '../events/types';
-import type { NewMessage } from './store';
-import type { Database, MessageRow, ModelUsageTable, SessionRow } from './schema';
+import { type NewMessage, type NewSession, sessionValues } from './store-base';
+import type { Database, MessageRow, ModelUsageTable, RunRow, SessionRow } from './schema';
 
 export type MessageValues = Omit<MessageRow, 'id'>;
 export type UsageValues = Omit<ModelUsageTable, 'id'>;
@@ -222,5 +222,100 @@ export async function finishPgOne(db: Kysely<Database>, o: Omit<FinishPg, 'event
     released: o.idle && o.release && x.owner == null,
     ids: (x.mids ?? []).map(Number),
     events: res.rows.filter((r) => r.id != null).map((r) => ({ id: Number(r.id), tx: r.tx! })),
+  };
+}
+
+export interface EnqueuePg {
+  /** The run to insert (its `queue_mode` is decided here: see `mode`). */
+  row: RunRow;
+  /** This process (the lease holder it becomes when the session is free). */
+  me: string;
+  /** The session, created (unowned, idle) when missing: the statement claims it at once. */
+  session: NewSession;
+  /** The session's mode decides when none was asked for; `neverRefuse` queues `reject`/`interrupt` as follow-ups. */
+  mode: { asked: string | null; fallback: string; neverRefuse: boolean };
+  /** The run's input rows: when the session is free and claimed here, the run starts in this statement. */
+  start: MessageValues[];
+}
+
+export interface EnqueuePgResult {
+  claimed: number | null;
+  /** The lease holder as this statement saw it. */
+  owner: string | null;
+  mode: string;
+  inserted: boolean;
+  /** The run started here: its input rows are in the transcript (`ids`), the session row is `session`. */
+  started: boolean;
+  ids: number[];
+  session?: SessionRow;
+  active: string | null;
+  activeOrigin: string | null;
+  unfinished: RunRow[] | null;
+}
+
+/**
+ * A message for a session, in ONE statement: create the session if missing, decide the queue mode (asked, or the
+ * session's), claim the lease when no one holds it, and insert the run: queued, or, when the claim found the
+ * session free, already running with its input rows written (the common path: a turn's start costs no second
+ * round trip). With `reject`, nothing is inserted unless the claim succeeded. With a claim, the session's other
+ * unfinished runs come back (locked FOR SHARE: a run that ended while this statement waited for the session's
+ * lock is seen as ended, not re-driven).
+ */
+export async function enqueuePg(db: Kysely<Database>, o: EnqueuePg): Promise<EnqueuePgResult> {
+  const { row, start } = o;
+  const k = row.session_key;
+  const ts = start[0]?.created_at ?? row.created_at;
+  const n = start.length;
+  const bytes = start.reduce((a, r) => a + rowBytes(r), 0);
+  const v = sessionValues(o.session, ts);
+  const r = await sql<{ claimed: number | null; started: boolean; session: SessionRow | null; mode: string; owner: string | null; inserted: number; ids: Array<number | string> | null; active: string | null; active_origin: string | null; unfinished: RunRow[] | null }>`
+    with q as (select queue_mode from sessions where key = ${k}),
+    md as (select case when ${o.mode.neverRefuse}::boolean and x.m in ('reject', 'interrupt') then 'followup' else x.m end as mode
+           from (select coalesce(${o.mode.asked}::text, (select queue_mode from q), ${o.mode.fallback}::text) as m) x),
+    fr as (select ${n > 0}::boolean and not exists (
+             select 1 from runs where session_key = ${k} and status in ('queued', 'running', 'waiting_approval')) as go),
+    c as (
+      insert into sessions as s (key, agent_id, kind, label, model, thinking_level, spawn_depth, queue_mode, parent_key, meta, created_at,
+        last_activity_at, message_count, bytes, status, last_interacted_at, turns, dismissed_at, owner, epoch)
+      select ${k}, ${v.agent_id}, ${v.kind}, ${v.label}, null, null, ${v.spawn_depth}::int, null, ${v.parent_key}, ${v.meta}, ${ts},
+        ${ts}, case when fr.go then ${n}::int else 0 end, case when fr.go then ${bytes}::bigint else 0 end,
+        case when fr.go then 'running' else 'idle' end, ${v.last_interacted_at}, 0, null, ${o.me}, 1
+      from fr
+      on conflict (key) do update set owner = excluded.owner, epoch = s.epoch + 1,
+        status = case when (select go from fr) then 'running' else s.status end,
+        message_count = s.message_count + case when (select go from fr) then ${n}::int else 0 end,
+        bytes = s.bytes + case when (select go from fr) then ${bytes}::bigint else 0 end,
+        last_activity_at = case when (select go from fr) then ${ts} else s.last_activity_at end
+      where s.owner is null
+      returning s.epoch, to_jsonb(s.*) as row),
+    g as (select 1 from c, fr where fr.go),
+    i as (
+      insert into runs (id, session_key, status, input, queue_mode, response, error, created_at, started_at, ended_at, origin, webhook, last_seq, merged_into)
+      select ${row.id}, ${k}, case when exists (select 1 from g) then 'running' else 'queued' end, ${row.input}, (select mode from md), null, null,
+        ${row.created_at}, case when exists (select 1 from g) then ${ts} end, null, ${row.origin}, ${row.webhook}, 0, null
+      where (select mode from md) <> 'reject' or exists (select 1 from c)
+      returning id)
+    ${n ? messagesCte(start, 'g') : sql`, m as (select null::bigint as id where false)`},
+    a as (select id, origin from runs where session_key = ${k} and status in ('running', 'waiting_approval') order by created_at limit 1)
+    select (select epoch from c) as claimed, exists (select 1 from g) as started, (select row from c where exists (select 1 from g)) as session,
+      (select mode from md) as mode, (select owner from sessions where key = ${k}) as owner, (select count(*) from i)::int as inserted,
+      (select array_agg(id order by id) from m) as ids, (select id from a) as active, (select origin from a) as active_origin,
+      (select json_agg(u order by u.created_at, u.id) from (
+         select * from runs where session_key = ${k} and status in ('queued', 'running', 'waiting_approval') and id <> ${row.id}
+           and exists (select 1 from c) and not exists (select 1 from g)
+         for share) u) as unfinished`.execute(db);
+  const x = r.rows[0]!;
+  const claimed = x.claimed == null ? null : Number(x.claimed);
+  return {
+    claimed,
+    owner: claimed !== null ? o.me : x.owner,
+    mode: x.mode,
+    inserted: Number(x.inserted) === 1,
+    started: !!x.started,
+    ids: (x.ids ?? []).map(Number),
+    ...(x.session ? { session: x.session } : {}),
+    active: x.active,
+    activeOrigin: x.active_origin,
+    unfinished: claimed === null ? null : (x.unfinished ?? []),
   };
 }

@@ -29,6 +29,30 @@ export interface NewSession {
 
 export const nowIso = () => new Date().toISOString();
 
+/** The stored columns of a new session (idle, unowned). */
+export function sessionValues(s: NewSession, ts: string) {
+  return {
+    key: s.key,
+    agent_id: s.agentId,
+    kind: s.kind,
+    label: s.label ?? null,
+    model: null,
+    thinking_level: null,
+    spawn_depth: s.spawnDepth ?? 0,
+    queue_mode: null,
+    parent_key: s.parentKey ?? null,
+    meta: s.meta ? JSON.stringify(s.meta) : null,
+    created_at: ts,
+    last_activity_at: ts,
+    message_count: 0,
+    bytes: 0,
+    status: 'idle',
+    last_interacted_at: s.kind === 'subagent' ? ts : null,
+    turns: 0,
+    dismissed_at: null,
+  };
+}
+
 /** A write of a session this process no longer owns (its lease was taken over): the run must stop. */
 export class FencedError extends Error {
   constructor(readonly sessionKey: string) {

@@ -3,9 +3,9 @@
 import { type ExpressionBuilder, type Kysely, type UpdateObject } from 'kysely';
 import type { PendingEvent, TranscriptMessage } from '../events/types';
 import type { DbHandle } from './db';
-import { appendPg, type FinishPg, finishPg, finishPgOne, messageValues, rowBytes, type UsageValues } from './run-writes';
+import { appendPg, type FinishPg, finishPg, finishPgOne, type MessageValues, messageValues, rowBytes, type UsageValues } from './run-writes';
 import type { CallbackRow, Database, MessageRow, RunRow, SessionRow, WebhookRow } from './schema';
-import { FencedError, type NewMessage, type NewSession, nowIso, StoreBase, toTranscriptMessage } from './store-base';
+import { FencedError, type NewMessage, type NewSession, nowIso, sessionValues, StoreBase, toTranscriptMessage } from './store-base';
 
 export { FencedError, type NewMessage, type NewSession, nowIso, toTranscriptMessage } from './store-base';
 
@@ -67,29 +67,9 @@ export class Store extends StoreBase {
   async ensureSession(s: NewSession): Promise<SessionRow> {
     const existing = await this.getSession(s.key);
     if (existing) return existing;
-    const ts = nowIso();
     await this.db
       .insertInto('sessions')
-      .values({
-        key: s.key,
-        agent_id: s.agentId,
-        kind: s.kind,
-        label: s.label ?? null,
-        model: null,
-        thinking_level: null,
-        spawn_depth: s.spawnDepth ?? 0,
-        queue_mode: null,
-        parent_key: s.parentKey ?? null,
-        meta: s.meta ? JSON.stringify(s.meta) : null,
-        created_at: ts,
-        last_activity_at: ts,
-        message_count: 0,
-        bytes: 0,
-        status: 'idle',
-        last_interacted_at: s.kind === 'subagent' ? ts : null,
-        turns: 0,
-        dismissed_at: null,
-      })
+      .values(sessionValues(s, nowIso()))
       .onConflict((oc) => oc.column('key').doNothing())
       .execute();
     return (await this.getSession(s.key))!;
@@ -227,6 +207,13 @@ export class Store extends StoreBase {
     });
     if (out) this.remember(out);
     return out && { rows: out };
+  }
+
+  /** PostgreSQL: a run started by its enqueue statement (`enqueuePg`): its input rows as transcript rows. */
+  startedRows(rows: MessageValues[], ids: number[]): TranscriptMessage[] {
+    const out = rows.map((row, i) => toTranscriptMessage({ ...row, id: ids[i]! }));
+    this.remember(out);
+    return out;
   }
 
   // ── model usage, written with the run's next rows ─────────────────────────
