@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { RpcClient, turn } from './lib/http';
 import { processTree } from './lib/proc';
+import { markedBlock, writeMarked } from './lib/sections';
 import { makeTempDir, repoRoot, type ServerHandle, startServer } from './lib/server';
 import { ms, num, sleep, summarize } from './lib/stats';
 
@@ -161,7 +162,6 @@ async function main() {
   const load1 = fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   const sqliteP50 = Math.min(latSqlite.p50, latSqlite2.p50);
   const lines = [
-    '<!-- cluster:start -->',
     '## Cluster: several processes on one PostgreSQL',
     '',
     `Measured by \`bench/cluster.ts\` (part of \`npm run bench\`) on ${new Date().toISOString().slice(0, 10)}, Node ${process.version}, load average ${load1} during the run.`,
@@ -190,15 +190,12 @@ async function main() {
     'cluster\'s figure divided by theirs is what coordination costs (leases, the liveness sweep, NOTIFY to every',
     'process), and that ratio is the one that must stay flat. CPU scaling itself cannot be shown on 2 cores.',
     'Failover is lock-loss detection (the sweep runs every 250 ms) plus the takeover and the re-drive of the run.',
-    '<!-- cluster:end -->',
   ];
-  console.log(lines.join('\n'));
+  const body = lines.join('\n');
+  console.log(markedBlock('cluster', body));
   if (!process.argv.includes('--no-md')) {
     const file = path.join(repoRoot, quick ? '.bench/BENCHMARKS.quick.md' : 'BENCHMARKS.md');
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    const before = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
-    const re = /<!-- cluster:start -->[\s\S]*<!-- cluster:end -->/;
-    fs.writeFileSync(file, re.test(before) ? before.replace(re, lines.join('\n')) : `${before.trimEnd()}\n\n${lines.join('\n')}\n`);
+    writeMarked(file, 'cluster', body);
     log(`wrote ${path.relative(repoRoot, file)}`);
   }
 }

@@ -13,6 +13,7 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { PgBoss, fromKysely } from 'pg-boss';
 import { Logger, run as runGraphile, type Runner } from 'graphile-worker';
+import { markedBlock, writeMarked } from './lib/sections';
 import { repoRoot } from './lib/server';
 import { ms, num, sleep, summarize, type Summary } from './lib/stats';
 
@@ -322,7 +323,6 @@ async function main() {
   const pct = (s: Summary) => `${ms(s.p50)} / ${ms(s.p99)}`;
   const row = (what: string, f: (r: typeof b) => string) => `| ${what} | ${f(b)} | ${f(g)} |`;
   const lines = [
-    '<!-- jobs:start -->',
     `## Job engines: pg-boss ${versions.boss} against graphile-worker ${versions.gw}`,
     '',
     `Measured by \`bench/jobs.ts\` (part of \`npm run bench\`) on ${new Date().toISOString().slice(0, 10)}, Node ${process.version}, PostgreSQL on 127.0.0.1, 2 cores shared, load average ${load} at the end of the run.`,
@@ -360,15 +360,12 @@ async function main() {
     'graphile-worker does not. What we write ourselves should be only what no engine gives (issue 11): crosstalk\'s',
     'webhooks run on pg-boss. Its expiry must outlast the handler (for a webhook: the POST timeout plus a margin), so a',
     'webhook held by a killed process is retried about that long after it was taken, plus up to 2 s.',
-    '<!-- jobs:end -->',
   ];
-  console.log(lines.join('\n'));
+  const body = lines.join('\n');
+  console.log(markedBlock('jobs', body));
   if (!process.argv.includes('--no-md')) {
     const file = path.join(repoRoot, quick ? '.bench/BENCHMARKS.quick.md' : 'BENCHMARKS.md');
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    const before = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
-    const re = /<!-- jobs:start -->[\s\S]*<!-- jobs:end -->/;
-    fs.writeFileSync(file, re.test(before) ? before.replace(re, lines.join('\n')) : `${before.trimEnd()}\n\n${lines.join('\n')}\n`);
+    writeMarked(file, 'jobs', body);
     log(`wrote ${path.relative(repoRoot, file)}`);
   }
 }

@@ -10,6 +10,7 @@ import { chromium, type Page } from '@playwright/test';
 import { RpcClient, subscribeSse } from './lib/http';
 import { machineInfo } from './lib/report';
 import { ROOM_READY_SCRIPT, type RoomReadyMarks } from './lib/room-ready';
+import { markedBlock, writeMarked } from './lib/sections';
 import { makeTempDir, repoRoot, type ServerHandle, startServer } from './lib/server';
 import { percentile, sleep } from './lib/stats';
 
@@ -290,8 +291,7 @@ async function main() {
 
   const r = results as Record<string, number>;
   const m = machineInfo();
-  const section = [
-    '<!-- room-bench:start -->',
+  const body = [
     '## Room under load (issue 15)',
     '',
     `\`npm run bench:room\` on ${m.nproc} × ${m.cpu} (load average ${m.loadAvg} at the end), Node ${process.versions.node}, SQLite store: ${SESSIONS.toLocaleString()} sessions and ${MESSAGES.toLocaleString()} messages seeded (${r.seedS!.toFixed(0)} s), ${STREAMING} runs streaming the whole time (${r.runs} runs finished during the measurements), real Chromium. The machine is shared with other work: figures are an upper bound.`,
@@ -306,14 +306,11 @@ async function main() {
     '',
     'Interactive is timed in the page: navigation start → the animation frame after the composer is on screen, the live stream connected (status bar) and the session list on screen, each seen by a MutationObserver as it happens (`bench/lib/room-ready.ts`). Until 2026-11 it was timed from the bench side with Playwright\'s waits, which poll at up to 500 ms intervals; that figure is still given beside it. A switch is timed in the page from the click to the frame after the new pane shows its rows.',
     '',
-    '<!-- room-bench:end -->',
   ].join('\n');
-  console.log('\n' + section);
+  console.log('\n' + markedBlock('room-bench', body));
   if (!quick && !reuse) {
     const file = path.join(repoRoot, 'BENCHMARKS.md');
-    const old = fs.readFileSync(file, 'utf8');
-    const re = /<!-- room-bench:start -->[\s\S]*<!-- room-bench:end -->/;
-    fs.writeFileSync(file, re.test(old) ? old.replace(re, section) : `${old.trimEnd()}\n\n${section}\n`);
+    writeMarked(file, 'room-bench', body);
     console.log(`wrote the room section of ${file}`);
   }
 }

@@ -52,7 +52,10 @@ async function receiver(o: { hang?: number } = {}) {
   };
 }
 
+type Receiver = Awaited<ReturnType<typeof receiver>>;
+
 const row = (s: TestServer, runId: string) => s.rt.store.db.selectFrom('webhook_outbox').selectAll().where('run_id', '=', runId).executeTakeFirst();
+type OutboxRow = NonNullable<Awaited<ReturnType<typeof row>>>;
 
 describe.skipIf(onPgPass)('webhooks on the job engine, several processes', () => {
   it('two processes working one queue POST each webhook exactly once', async () => {
@@ -88,56 +91,56 @@ describe.skipIf(onPgPass)('webhooks on the job engine, several processes', () =>
     return c;
   }
 
-  it('a process SIGKILLed while its POST hangs: another process delivers the webhook', async () => {
+  /**
+   * The failover scenario: a receiver that leaves the first POST unanswered; child process A on a fresh schema (its
+   * webhooks with `maxAttempts`) runs a turn with a webhook to it; once A's POST hangs, A is SIGKILLed and B, an
+   * in-process server on the same schema, polls the row until it reaches `status`. `check` asserts on what came of it;
+   * A, B and the receiver are cleaned up either way.
+   */
+  async function killWhilePostHangs(
+    o: { sessionKey: string; maxAttempts: number; status: 'delivered' | 'dead' },
+    check: (t: { settled: OutboxRow; runId: string; b: TestServer; rec: Receiver }) => Promise<void>,
+  ): Promise<void> {
     const schema = newSchema();
     const rec = await receiver({ hang: 1 });
-    const a = await child(schema, 3);
+    let a: Child | undefined;
     let b: TestServer | undefined;
     try {
-      const { runId } = await a.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:killed', message: '/reply bye', webhook: { url: rec.url } });
+      a = await child(schema, o.maxAttempts);
+      const { runId } = await a.rpc<{ runId: string }>('agent', { sessionKey: o.sessionKey, message: '/reply bye', webhook: { url: rec.url } });
       await until(() => rec.got.length === 1, 15_000); // A holds the job, its POST unanswered
       a.kill();
       await a.exited;
       b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config: { webhooks: { allowPrivateNetwork: true } } });
-      const done = await until(async () => {
-        const r = await row(b!, runId);
-        return r?.status === 'delivered' ? r : null;
+      const server = b;
+      const settled = await until(async () => {
+        const r = await row(server, runId);
+        return r?.status === o.status ? r : null;
       }, 25_000);
-      // The lost attempt counts: the engine expired it, and B's was the second.
-      expect(done).toMatchObject({ attempts: 2, last_error: null });
-      expect(rec.got.map((g) => g.answered)).toEqual([false, true]);
-      expect(new Set(rec.got.map((g) => g.id)).size).toBe(1);
+      await check({ settled, runId, b: server, rec });
     } finally {
-      a.kill();
+      a?.kill();
       await rec.close();
       await b?.close();
     }
+  }
+
+  it('a process SIGKILLed while its POST hangs: another process delivers the webhook', async () => {
+    await killWhilePostHangs({ sessionKey: 'agent:main:killed', maxAttempts: 3, status: 'delivered' }, async ({ settled, rec }) => {
+      // The lost attempt counts: the engine expired it, and B's was the second.
+      expect(settled).toMatchObject({ attempts: 2, last_error: null });
+      expect(rec.got.map((g) => g.answered)).toEqual([false, true]);
+      expect(new Set(rec.got.map((g) => g.id)).size).toBe(1);
+    });
   });
 
   it('when the killed process held the last attempt, the dead-letter queue has another process mark the row dead', async () => {
-    const schema = newSchema();
-    const rec = await receiver({ hang: 1 });
-    const a = await child(schema, 1);
-    let b: TestServer | undefined;
-    try {
-      const { runId } = await a.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:last', message: '/reply bye', webhook: { url: rec.url } });
-      await until(() => rec.got.length === 1, 15_000);
-      a.kill();
-      await a.exited;
-      b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config: { webhooks: { allowPrivateNetwork: true } } });
-      const dead = await until(async () => {
-        const r = await row(b!, runId);
-        return r?.status === 'dead' ? r : null;
-      }, 25_000);
-      expect(dead.last_error).toMatch(/attempts ran out/);
+    await killWhilePostHangs({ sessionKey: 'agent:main:last', maxAttempts: 1, status: 'dead' }, async ({ settled, runId, b, rec }) => {
+      expect(settled.last_error).toMatch(/attempts ran out/);
       expect(rec.got.length).toBe(1); // no attempt after the last
       const listed = await b.rpc<{ webhooks: any[] }>('webhooks.list', { status: 'dead' });
       expect(listed.webhooks.map((w) => w.runId)).toEqual([runId]);
-    } finally {
-      a.kill();
-      await rec.close();
-      await b?.close();
-    }
+    });
   });
 
   it('the job is written in the transaction of its row: a rollback leaves neither; a row is enqueued once', async () => {
