@@ -3,6 +3,7 @@
 // that lock, so a process that lost its lease writes nothing and a takeover waits for the statement to end.
 import { type Kysely, sql } from 'kysely';
 import type { PendingEvent } from '../events/types';
+import { insertEventsSql, wakeEventsSql } from './event-sql';
 import { type NewMessage, type NewSession, sessionValues } from './store-base';
 import type { Database, MessageRow, ModelUsageTable, RunRow, SessionRow } from './schema';
 
@@ -60,31 +61,15 @@ export interface AppendPgResult {
 export async function appendPg(db: Kysely<Database>, o: AppendPg): Promise<AppendPgResult> {
   const ts = o.rows[0]?.created_at ?? new Date().toISOString();
   const bytes = o.rows.reduce((n, r) => n + rowBytes(r), 0);
-  const rows = JSON.stringify(o.rows.map((r, i) => ({ ...r, o: i })));
   const gate = o.startRun ? sql`r` : sql`f`;
-  const usage = o.usage?.length
-    ? sql`, u as (
-        insert into model_usage (run_id, session_key, agent_id, model, kind, input_tokens, output_tokens, cached_tokens, cost_usd, priced, created_at)
-        select run_id, session_key, agent_id, model, kind, input_tokens, output_tokens, cached_tokens, cost_usd, priced, created_at
-        from jsonb_to_recordset(${JSON.stringify(o.usage)}::jsonb) as y(run_id text, session_key text, agent_id text, model text, kind text,
-          input_tokens int, output_tokens int, cached_tokens int, cost_usd double precision, priced int, created_at text)
-        where exists (select 1 from s))`
-    : sql``;
   const r = await sql<{ held: number; started: number; ids: Array<number | string> | null; message_count: number | null; session?: SessionRow | null }>`
     with f as (select key from sessions where key = ${o.key}${o.epoch !== undefined ? sql` and epoch = ${o.epoch}` : sql``} for update),
     r as (update runs set status = 'running', started_at = ${ts}
           where id = ${o.startRun ?? null} and status = 'queued' and exists (select 1 from f) returning id),
     s as (update sessions set message_count = message_count + ${o.rows.length}, bytes = bytes + ${bytes}, last_activity_at = ${ts}
             ${o.startRun ? sql`, status = 'running'` : sql``}
-          where key = ${o.key} and exists (select 1 from ${gate}) returning *),
-    m as (
-      insert into messages (session_key, role, kind, content, created_at, run_id, author_type, author_id, author_name, tool_name, tool_call_id, tool_args, tool_result, meta)
-      select session_key, role, kind, content, created_at, run_id, author_type, author_id, author_name, tool_name, tool_call_id, tool_args, tool_result, meta
-      from jsonb_to_recordset(${rows}::jsonb) as v(o int, session_key text, role text, kind text, content text, created_at text, run_id text, author_type text,
-        author_id text, author_name text, tool_name text, tool_call_id text, tool_args text, tool_result text, meta text)
-      where exists (select 1 from s)
-      order by o
-      returning id)${usage}
+          where key = ${o.key} and exists (select 1 from ${gate}) returning *)
+    ${messagesCte(o.rows, 's')}${o.usage?.length ? usageCte(o.usage, 's') : sql``}
     select (select count(*) from f)::int as held, (select count(*) from r)::int as started,
       (select array_agg(id order by id) from m) as ids, (select message_count from s) as message_count${o.startRun ? sql`, (select to_jsonb(s) from s) as session` : sql``}`.execute(db);
   const x = r.rows[0]!;
@@ -116,50 +101,39 @@ export interface FinishPg {
  * there is none. `held` false: the session is gone or another process holds it (nothing was written).
  */
 export async function finishPg(tx: Kysely<Database>, o: FinishPg): Promise<{ held: boolean; released: boolean; events: Array<{ id: number; tx: string }> }> {
-  const cols = Object.keys(o.set);
-  const setSql = sql.join(cols.map((c) => sql`${sql.ref(c)} = ${o.set[c]}`));
-  const bytes = o.rows.reduce((n, r) => n + rowBytes(r), 0);
-  const ts = o.rows[0]?.created_at ?? null;
   const a = await sql<{ held: number; ids: Array<number | string> | null }>`
     with f as (select key from sessions where key = ${o.key}${o.epoch !== undefined ? sql` and epoch = ${o.epoch}` : sql``} for update),
-    r as (update runs set ${setSql} where id = ${o.runId} and exists (select 1 from f) returning id)
-    ${o.rows.length ? sql`, m as (
-      insert into messages (session_key, role, kind, content, created_at, run_id, author_type, author_id, author_name, tool_name, tool_call_id, tool_args, tool_result, meta)
-      select session_key, role, kind, content, created_at, run_id, author_type, author_id, author_name, tool_name, tool_call_id, tool_args, tool_result, meta
-      from jsonb_to_recordset(${JSON.stringify(o.rows.map((x, i) => ({ ...x, o: i })))}::jsonb) as v(o int, session_key text, role text, kind text, content text, created_at text,
-        run_id text, author_type text, author_id text, author_name text, tool_name text, tool_call_id text, tool_args text, tool_result text, meta text)
-      where exists (select 1 from r)
-      order by o
-      returning id)` : sql``}
-    ${o.usage.length ? sql`, u as (
-      insert into model_usage (run_id, session_key, agent_id, model, kind, input_tokens, output_tokens, cached_tokens, cost_usd, priced, created_at)
-      select run_id, session_key, agent_id, model, kind, input_tokens, output_tokens, cached_tokens, cost_usd, priced, created_at
-      from jsonb_to_recordset(${JSON.stringify(o.usage)}::jsonb) as y(run_id text, session_key text, agent_id text, model text, kind text,
-        input_tokens int, output_tokens int, cached_tokens int, cost_usd double precision, priced int, created_at text)
-      where exists (select 1 from r))` : sql``}
+    r as (update runs set ${runEndSet(o.set)} where id = ${o.runId} and exists (select 1 from f) returning id)
+    ${o.rows.length ? messagesCte(o.rows, 'r') : sql``}${o.usage.length ? usageCte(o.usage, 'r') : sql``}
     select (select count(*) from f)::int as held, ${o.rows.length ? sql`(select array_agg(id order by id) from m)` : sql`null::bigint[]`} as ids`.execute(tx);
   const x = a.rows[0]!;
   if (!x.held) return { held: false, released: false, events: [] };
   const events = o.events((x.ids ?? []).map(Number));
-  const ev = JSON.stringify(events.map((e, i) => ({ o: i, r: e.runId, s: e.seq, st: e.stream, ts: e.ts, k: e.sessionKey, d: JSON.stringify(e.data) })));
-  const counts = o.rows.length ? sql`, message_count = message_count + ${o.rows.length}, bytes = bytes + ${bytes}, last_activity_at = ${ts}` : sql``;
   // The session's new state, the run's events and the cluster's wake-up (delivered at commit), in one statement.
   const b = await sql<{ owner: string | null; id: number | string | null; tx: string | null }>`
-    with s as (
-      update sessions set status = ${o.idle ? 'idle' : 'running'}${counts}
-        ${o.idle && o.release ? sql`, owner = case when exists (select 1 from runs where session_key = ${o.key} and status = 'queued') then owner else null end` : sql``}
-      where key = ${o.key} returning owner),
-    ins as (
-      insert into events (run_id, seq, stream, ts, session_key, data)
-      select r, s, st, ts, k, d from jsonb_to_recordset(${ev}::jsonb) as x(o int, r text, s int, st text, ts text, k text, d text)
-      order by o
-      returning id, tx::text as tx)
-    ${o.notify && events.length ? sql`, wake as (select pg_notify(${o.notify}, '{"kind":"events"}'))` : sql``}
+    with s as (${sessionAtEnd(o)}),
+    ins as (${insertEventsSql(events)})
+    ${o.notify && events.length ? sql`, wake as (select ${wakeEventsSql(o.notify)})` : sql``}
     select (select owner from s) as owner, ins.id, ins.tx from (select 1) one
       left join ins on true${o.notify && events.length ? sql` cross join wake` : sql``}
     order by ins.id`.execute(tx);
   const released = o.idle && o.release && b.rows[0]?.owner == null;
   return { held: true, released, events: b.rows.filter((r) => r.id != null).map((r) => ({ id: Number(r.id), tx: r.tx! })) };
+}
+
+/** The run's end as `col = value, …` for its `runs` row. */
+const runEndSet = (set: FinishPg['set']) => sql.join(Object.keys(set).map((c) => sql`${sql.ref(c)} = ${set[c]}`));
+
+/**
+ * The session at a run's end: idle (or running on), the last rows' counts, and with `release` the lease let go
+ * unless queued work is visible; with `gate`, only when that CTE has a row.
+ */
+function sessionAtEnd(o: Pick<FinishPg, 'key' | 'rows' | 'idle' | 'release'>, gate?: string) {
+  const bytes = o.rows.reduce((n, r) => n + rowBytes(r), 0);
+  const counts = o.rows.length ? sql`, message_count = message_count + ${o.rows.length}, bytes = bytes + ${bytes}, last_activity_at = ${o.rows[0]!.created_at}` : sql``;
+  return sql`update sessions set status = ${o.idle ? 'idle' : 'running'}${counts}
+        ${o.idle && o.release ? sql`, owner = case when exists (select 1 from runs where session_key = ${o.key} and status = 'queued') then owner else null end` : sql``}
+      where key = ${o.key}${gate ? sql` and exists (select 1 from ${sql.raw(gate)})` : sql``} returning owner`;
 }
 
 /** The insert of a run's rows, gated on CTE `gate`, as a CTE named `m` (ids rise in the rows' order). */
@@ -189,29 +163,20 @@ const usageCte = (usage: UsageValues[], gate: string) => sql`, u as (
  * `messageOf[i]`: the index of the row event i carries (its data's `message.id` is set here), or -1.
  */
 export async function finishPgOne(db: Kysely<Database>, o: Omit<FinishPg, 'events'> & { events: PendingEvent[]; messageOf: number[] }): Promise<{ held: boolean; released: boolean; ids: number[]; events: Array<{ id: number; tx: string }> }> {
-  const cols = Object.keys(o.set);
-  const setSql = sql.join(cols.map((c) => sql`${sql.ref(c)} = ${o.set[c]}`));
-  const bytes = o.rows.reduce((n, r) => n + rowBytes(r), 0);
-  const counts = o.rows.length ? sql`, message_count = message_count + ${o.rows.length}, bytes = bytes + ${bytes}, last_activity_at = ${o.rows[0]!.created_at}` : sql``;
-  const ev = JSON.stringify(o.events.map((e, i) => ({ o: i, r: e.runId, s: e.seq, st: e.stream, ts: e.ts, k: e.sessionKey, d: JSON.stringify(e.data), m: o.messageOf[i]! >= 0 ? o.messageOf[i] : null })));
   const res = await sql<{ held: number; owner: string | null; mids: Array<number | string> | null; id: number | string | null; tx: string | null }>`
     with f as (select key from sessions where key = ${o.key}${o.epoch !== undefined ? sql` and epoch = ${o.epoch}` : sql``} for update),
-    r as (update runs set ${setSql} where id = ${o.runId} and exists (select 1 from f) returning id)
+    r as (update runs set ${runEndSet(o.set)} where id = ${o.runId} and exists (select 1 from f) returning id)
     ${o.rows.length ? messagesCte(o.rows, 'r') : sql`, m as (select null::bigint as id where false)`}
     , mm as (select id, (row_number() over (order by id))::int - 1 as o from m)
     ${o.usage.length ? usageCte(o.usage, 'r') : sql``},
-    s as (
-      update sessions set status = ${o.idle ? 'idle' : 'running'}${counts}
-        ${o.idle && o.release ? sql`, owner = case when exists (select 1 from runs where session_key = ${o.key} and status = 'queued') then owner else null end` : sql``}
-      where key = ${o.key} and exists (select 1 from f) returning owner),
-    ins as (
-      insert into events (run_id, seq, stream, ts, session_key, data)
-      select x.r, x.s, x.st, x.ts, x.k, case when x.m is null then x.d else jsonb_set(x.d::jsonb, '{message,id}', to_jsonb(mm.id))::text end
-      from jsonb_to_recordset(${ev}::jsonb) as x(o int, r text, s int, st text, ts text, k text, d text, m int) left join mm on mm.o = x.m
-      where exists (select 1 from f)
-      order by x.o
-      returning id, tx::text as tx)
-    ${o.notify && o.events.length ? sql`, wake as (select pg_notify(${o.notify}, '{"kind":"events"}') where exists (select 1 from f))` : sql``}
+    s as (${sessionAtEnd(o, 'f')}),
+    ins as (${insertEventsSql(o.events, {
+      messageOf: o.messageOf,
+      join: sql` left join mm on mm.o = x.m`,
+      where: sql`exists (select 1 from f)`,
+      data: sql`case when x.m is null then x.d else jsonb_set(x.d::jsonb, '{message,id}', to_jsonb(mm.id))::text end`,
+    })})
+    ${o.notify && o.events.length ? sql`, wake as (select ${wakeEventsSql(o.notify)} where exists (select 1 from f))` : sql``}
     select (select count(*) from f)::int as held, (select owner from s) as owner, (select array_agg(id order by id) from m) as mids, ins.id, ins.tx
     from (select 1) one left join ins on true${o.notify && o.events.length ? sql` left join wake on true` : sql``}
     order by ins.id`.execute(db);

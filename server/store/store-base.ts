@@ -5,6 +5,7 @@ import { type EventCursor, START } from '../events/cursor';
 import type { Author, MessageKind, MessageRole, PendingEvent, TranscriptMessage } from '../events/types';
 import type { DbHandle } from './db';
 import type { ApprovalRow, CallbackRow, Database, EventRow, MessageRow, RunRow, WebhookRow } from './schema';
+import { insertEventsSql, wakeEventsSql } from './event-sql';
 
 export interface NewMessage {
   sessionKey: string;
@@ -196,21 +197,14 @@ export class StoreBase {
    * transaction are delivered once).
    */
   private async insertEventsPg(events: PendingEvent[], notify: boolean): Promise<Array<{ id: number; tx?: string } | null>> {
-    const rows = events.map((e, i) => ({ o: i, r: e.runId, s: e.seq, st: e.stream, ts: e.ts, k: e.sessionKey, d: JSON.stringify(e.data), e: e.epoch ?? null }));
     const fenced = [...new Set(events.filter((e) => e.epoch !== undefined).map((e) => e.sessionKey))];
-    const res = await sql<{ id: number; tx: string; o: number }>`
+    const res = await sql<{ id: number; tx: string; run_id: string; seq: number }>`
       with f as (select key, epoch from sessions where key = any(${fenced}::text[]) for share),
-      v as (select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as x(o int, r text, s int, st text, ts text, k text, d text, e int)),
-      ins as (
-        insert into events (run_id, seq, stream, ts, session_key, data)
-        select r, s, st, ts, k, d from v
-        where v.e is null or exists (select 1 from f where f.key = v.k and f.epoch = v.e)
-        order by o
-        returning id, tx::text as tx, run_id, seq)
-      select ins.id, ins.tx, v.o${notify && this.eventsChannel ? sql`, pg_notify(${this.eventsChannel}, '{"kind":"events"}')` : sql``}
-      from ins join v on v.r = ins.run_id and v.s = ins.seq`.execute(this.db);
+      ins as (${insertEventsSql(events, { where: sql`x.e is null or exists (select 1 from f where f.key = x.k and f.epoch = x.e)`, returning: sql`id, tx::text as tx, run_id, seq` })})
+      select ins.id, ins.tx, ins.run_id, ins.seq${notify && this.eventsChannel ? sql`, ${wakeEventsSql(this.eventsChannel)}` : sql``} from ins`.execute(this.db);
+    const at = new Map(events.map((e, i) => [`${e.runId}\u0000${e.seq}`, i]));
     const out: Array<{ id: number; tx?: string } | null> = new Array(events.length).fill(null);
-    for (const r of res.rows) out[r.o] = { id: Number(r.id), tx: r.tx };
+    for (const r of res.rows) out[at.get(`${r.run_id}\u0000${r.seq}`)!] = { id: Number(r.id), tx: r.tx };
     const lost = out.filter((x) => x === null).length;
     if (lost) this.onFencedWrite?.(lost);
     return out;
@@ -221,14 +215,8 @@ export class StoreBase {
     const written: Array<{ id: number; tx?: string }> = [];
     if (this.dialect === 'postgres' && o.notify && this.eventsChannel && events.length <= 200) {
       // One statement: the rows and the cluster's wake-up (delivered at commit).
-      const values = events.map((e, i) => ({ o: i, r: e.runId, s: e.seq, st: e.stream, ts: e.ts, k: e.sessionKey, d: JSON.stringify(e.data) }));
       const res = await sql<{ id: number; tx: string }>`
-        with ins as (
-          insert into events (run_id, seq, stream, ts, session_key, data)
-          select r, s, st, ts, k, d from jsonb_to_recordset(${JSON.stringify(values)}::jsonb) as x(o int, r text, s int, st text, ts text, k text, d text)
-          order by o
-          returning id, tx::text as tx),
-        wake as (select pg_notify(${this.eventsChannel}, '{"kind":"events"}'))
+        with ins as (${insertEventsSql(events)}), wake as (select ${wakeEventsSql(this.eventsChannel)})
         select ins.id, ins.tx from ins, wake order by ins.id`.execute(tx);
       return res.rows.map((r) => ({ id: Number(r.id), tx: r.tx }));
     }
