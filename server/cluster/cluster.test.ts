@@ -45,6 +45,49 @@ describe.skipIf(onPgPass)('two processes on one PostgreSQL', () => {
     expect(h.filter((m) => m.content === '/reply later').length).toBe(1);
   });
 
+  it('a message claimed here while the session\'s last run is releasing it: the new lease\'s runs all run, no sweep needed', async () => {
+    const key = 'agent:main:release-race';
+    const { store, orchestrator } = a.rt;
+    const o = orchestrator as any;
+    // Counted when the sweep's backstop finds queued work of this session with nothing here driving it.
+    let backstop = 0;
+    const takeIn = o.takeInQueued.bind(o);
+    o.takeInQueued = (k: string, epoch: number) => {
+      const st = o.sessions.get(k);
+      if (k === key && (!st || !(st.loading || st.active || st.queue.length))) backstop++;
+      return takeIn(k, epoch);
+    };
+    const finishRun = store.finishRun.bind(store);
+    const late: { planted?: string; second?: Started } = {};
+    // Between the run's end (lease released in the database) and the orchestrator going on with it: a queued run
+    // (as another process leaves one) and a message received here, which claims the session again.
+    (store as any).finishRun = async (...args: Parameters<typeof store.finishRun>) => {
+      const end = await finishRun(...args);
+      if (args[4].key === key && end.released && !late.planted) {
+        late.planted = `run_planted_${crypto.randomBytes(4).toString('hex')}`;
+        await store.insertRun({
+          id: late.planted, session_key: key, status: 'queued', queue_mode: 'followup', created_at: new Date().toISOString(),
+          input: JSON.stringify([{ content: '/reply planted', kind: 'message', author: { type: 'user', id: 'op' } }]),
+          response: null, error: null, started_at: null, ended_at: null, origin: null, webhook: null, last_seq: 0, merged_into: null, cancel_requested: null,
+        });
+        late.second = await orchestrator.submit(key, { content: '/reply second', kind: 'message', author: { type: 'user', id: 'op' } });
+      }
+      return end;
+    };
+    try {
+      const r = await a.rpc<Started>('agent', { sessionKey: key, message: '/reply first' });
+      expect((await wait(a, r.runId)).status).toBe('ok');
+      await until(() => !!late.second, 10_000);
+      expect(late.second!.status).toBe('queued'); // behind the planted run, which the claim found queued
+      expect(await wait(a, late.planted!)).toMatchObject({ status: 'ok', response: 'planted' });
+      expect(await wait(a, late.second!.runId)).toMatchObject({ status: 'ok', response: 'second' });
+      expect(backstop).toBe(0);
+    } finally {
+      (store as any).finishRun = finishRun;
+      o.takeInQueued = takeIn;
+    }
+  });
+
   it('a steer sent to B under another trust is not steered into A’s run: it runs after, as its own run', async () => {
     const key = 'agent:main:steer-trust-x';
     const r = await a.rpc<Started>('agent', { sessionKey: key, message: '/sleep 600\n/reply first' });
