@@ -303,6 +303,19 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         await db.schema.alterTable('webhook_outbox').addColumn('traceparent', 'text').execute();
       },
     },
+    '0009_one_running': {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      async up(db: Kysely<any>) {
+        if (dialect === 'postgres') return; // created with the cluster (0004)
+        // One running run per session on SQLite too. One process cannot start a second, but a store written by
+        // an older version might hold one: all but the oldest end `interrupted`, so the index can be built.
+        await sql`update runs set status = 'interrupted', error = 'a second running run of its session', ended_at = ${new Date().toISOString()}
+          where status = 'running' and exists (
+            select 1 from runs o where o.session_key = runs.session_key and o.status = 'running'
+              and (o.created_at < runs.created_at or (o.created_at = runs.created_at and o.id < runs.id)))`.execute(db);
+        await sql`create unique index runs_one_running on runs (session_key) where status = 'running'`.execute(db);
+      },
+    },
   };
 }
 

@@ -30,6 +30,20 @@ describe.each(dialects)('store on %s', (name, open) => {
     expect(store.dialect).toBe(name);
   });
 
+  it('refuses a second running run in one session (a partial unique index on both dialects)', async () => {
+    const run = (id: string, status: string) => ({
+      id, session_key: 'agent:main:one-running', status, input: '[]', queue_mode: 'followup', response: null, error: null, created_at: new Date().toISOString(),
+      started_at: null, ended_at: null, origin: null, webhook: null, last_seq: 0, merged_into: null, cancel_requested: null,
+    });
+    await store.insertRun(run('run_one_a', 'running'));
+    await store.insertRun(run('run_one_b', 'queued'));
+    await expect(store.insertRun(run('run_one_c', 'running'))).rejects.toThrow(/unique/i);
+    await expect(store.updateRun('run_one_b', { status: 'running' })).rejects.toThrow(/unique/i);
+    await store.updateRun('run_one_a', { status: 'ok' });
+    await store.updateRun('run_one_b', { status: 'running' }); // the next one may run once the first has ended
+    expect((await store.getRun('run_one_b'))?.status).toBe('running');
+  });
+
   it('ensures sessions once and lists them newest activity first with a keyset', async () => {
     const a = await store.ensureSession({ key: 'agent:main:a', agentId: 'main', kind: 'other' });
     const again = await store.ensureSession({ key: 'agent:main:a', agentId: 'main', kind: 'other' });
@@ -127,6 +141,32 @@ describe('the whole gateway on PostgreSQL', () => {
       const { sql } = await import('kysely');
       await sql.raw(`drop schema if exists ${pgSchema} cascade`).execute(s.rt.store.db);
       await s.close();
+    }
+  });
+});
+
+describe('migration 0009 on SQLite', () => {
+  it('ends all but the oldest of two running runs of a session (an older store) before building the index', async () => {
+    const { sql } = await import('kysely');
+    const dataDir = tmpDataDir();
+    let store = new Store(await openDatabase({ dataDir }));
+    // The store as an older version left it: no index, and two running runs in one session.
+    await sql`drop index runs_one_running`.execute(store.db);
+    await sql`delete from crosstalk_migrations where name = '0009_one_running'`.execute(store.db);
+    const run = (id: string, created: string) => ({
+      id, session_key: 'agent:main:old', status: 'running', input: '[]', queue_mode: 'followup', response: null, error: null, created_at: created,
+      started_at: created, ended_at: null, origin: null, webhook: null, last_seq: 0, merged_into: null, cancel_requested: null,
+    });
+    await store.insertRun(run('run_old_b', '2026-01-01T00:00:02.000Z'));
+    await store.insertRun(run('run_old_a', '2026-01-01T00:00:01.000Z'));
+    await store.close();
+    store = new Store(await openDatabase({ dataDir }));
+    try {
+      expect((await store.getRun('run_old_a'))?.status).toBe('running');
+      expect(await store.getRun('run_old_b')).toMatchObject({ status: 'interrupted', error: 'a second running run of its session' });
+      await expect(store.updateRun('run_old_b', { status: 'running' })).rejects.toThrow(/unique/i);
+    } finally {
+      await store.close();
     }
   });
 });
