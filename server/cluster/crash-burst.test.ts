@@ -194,7 +194,7 @@ async function burst(store: 'postgres' | 'sqlite', processes: number) {
     expect(cbs.map((m) => m.content)).toEqual([`cb-${i}`]);
   }
 
-  // No session ever had two running runs: PostgreSQL refuses it outright (a partial unique index), so a double
+  // No session ever had two running runs: the store refuses it outright (a partial unique index), so a double
   // start would have failed a run above; and every run's lifecycle events say start…end in order.
   mark('transcripts checked');
   for (const f of sse) await f.close();
