@@ -15,7 +15,7 @@ import { PgBoss, fromKysely } from 'pg-boss';
 import { Logger, run as runGraphile, type Runner } from 'graphile-worker';
 import { markedBlock, writeMarked } from './lib/sections';
 import { repoRoot } from './lib/server';
-import { ms, num, sleep, summarize, type Summary } from './lib/stats';
+import { ms, sleep, summarize, type Summary } from './lib/stats';
 
 const URL = process.env.BENCH_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
 const quick = process.argv.includes('--quick');

@@ -74,7 +74,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   const cluster = handle.pg ? new Cluster(store.db, handle.pg, log) : null;
   const feed = cluster ? new EventFeed(store, bus, log) : null;
   if (cluster && feed) {
-    bus.feed = { written: feed.wake, notify: (tx) => cluster.notify({ kind: 'events' }, tx) };
+    bus.feed = { written: feed.wake };
     store.eventsChannel = cluster.channel;
   }
   const metrics = createMetrics();

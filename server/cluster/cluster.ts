@@ -25,8 +25,6 @@ export interface ClusterHooks {
   onFenced(): void;
 }
 
-/** `enqueuePg`'s answer; `owner` when not claimed: the lease holder (null: unknown, look again). */
-export type EnqueueResult = EnqueuePgResult;
 
 export const LIVENESS = {
   sweepMs: Number(process.env.CROSSTALK_SWEEP_MS ?? 250),
@@ -268,7 +266,7 @@ export class Cluster {
    * session's queued runs: a holder releasing at the same moment sees this row (it locks the session row, then
    * looks), or is told.
    */
-  async enqueue(row: RunRow, o: Omit<EnqueuePg, 'row' | 'me'>): Promise<EnqueueResult> {
+  async enqueue(row: RunRow, o: Omit<EnqueuePg, 'row' | 'me'>): Promise<EnqueuePgResult> {
     const x = await enqueuePg(this.db, { row, me: this.id, ...o });
     let owner = x.owner;
     if (x.claimed == null && (owner == null || owner === this.id)) owner = await this.ownerOf(row.session_key);
@@ -322,8 +320,8 @@ export class Cluster {
 
   // ── messages ────────────────────────────────────────────────────────────
 
-  async notify(msg: ControlMessage, via: Kysely<Database> = this.db): Promise<void> {
-    await sql`select pg_notify(${this.channel}, ${JSON.stringify(msg)})`.execute(via);
+  async notify(msg: ControlMessage): Promise<void> {
+    await sql`select pg_notify(${this.channel}, ${JSON.stringify(msg)})`.execute(this.db);
   }
 
   async processes(): Promise<Array<Pick<ProcessesTable, 'id' | 'host' | 'pid' | 'url' | 'started_at'>>> {

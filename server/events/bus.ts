@@ -3,8 +3,6 @@
 // On SQLite (one writer) subscribers are fed right after each write; on PostgreSQL the cluster's feed reads
 // the log in (transaction, id) order and fans out, so events of every process arrive in one order.
 import type { Logger } from 'pino';
-import type { Kysely } from 'kysely';
-import type { Database } from '../store/schema';
 import type { Store } from '../store/store';
 import { type EventCursor, encodeEventCursor, isAfter } from './cursor';
 import type { AgentEvent, EventStream, PendingEvent } from './types';
@@ -37,8 +35,8 @@ export class EventBus {
   private everything = new Set<Subscription>();
   /** The log position fanned out so far: a live subscriber starts after it. */
   head: EventCursor = { id: 0 };
-  /** PostgreSQL: set by the cluster feed, which does the fan-out; called after each write, and inside its transaction. */
-  feed: { written(): void; notify(tx: Kysely<Database>): Promise<void> } | null = null;
+  /** PostgreSQL: set by the cluster feed, which does the fan-out; told after each write (the log grew). */
+  feed: { written(): void } | null = null;
 
   constructor(
     readonly store: Store,
@@ -73,7 +71,7 @@ export class EventBus {
     return ev;
   }
 
-  /** An event with its seq, to be written by the caller inside a transaction of its own (`writeIn`). */
+  /** An event with its seq, to be written by the caller with a write of its own (`Store.finishRun`), then `logged`. */
   prepare(runId: string, stream: EventStream, data: Record<string, unknown>): PendingEvent {
     const ctx = this.runs.get(runId);
     if (!ctx) throw new Error(`emit for unregistered run ${runId}`);
@@ -82,8 +80,8 @@ export class EventBus {
   }
 
   /**
-   * Takes a run's events still waiting for a flush out of the queue, for the caller to write in its own
-   * transaction (`writeIn`) ahead of the ones it prepares: after any flush in flight, so seq order stays log order.
+   * Takes a run's events still waiting for a flush out of the queue, for the caller to write with its own write
+   * (`Store.finishRun`) ahead of the ones it prepares: after any flush in flight, so seq order stays log order.
    */
   async takeRun(runId: string): Promise<PendingEvent[]> {
     while (this.flushing) await this.flushing;
@@ -151,11 +149,13 @@ export class EventBus {
         this.pending = [];
         let ids: Array<{ id: number; tx?: string } | null>;
         try {
-          ids = await this.store.insertEvents(batch, this.feed ? { notify: this.feed.notify } : {});
+          ids = await this.store.insertEvents(batch, { notify: !!this.feed });
         } catch (e) {
           this.log.error({ err: e, count: batch.length }, 'event log write failed; events dropped from the log');
           continue;
         }
+        const fenced = ids.filter((x) => x === null).length;
+        if (fenced) this.log.warn({ count: fenced }, 'events of a session taken over by another process were not written (fenced)');
         this.logged(batch, ids as Array<{ id: number; tx?: string }>); // a null id: fenced, this process lost the session
       }
     };

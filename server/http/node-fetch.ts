@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 
 /** The request as a fetch Request; its signal aborts when the client goes away. */
-export function toRequest(req: IncomingMessage, res: ServerResponse): { request: Request; signal: AbortSignal } {
+function toRequest(req: IncomingMessage, res: ServerResponse): { request: Request; signal: AbortSignal } {
   const ac = new AbortController();
   res.on('close', () => ac.abort());
   const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
@@ -38,7 +38,7 @@ function drained(res: ServerResponse, signal: AbortSignal): Promise<void> {
 const GZIP_MIN_BYTES = 1024;
 
 /** Writes a fetch Response to node's response; `gzip` compresses a JSON body for a client that accepts it. */
-export async function writeResponse(req: IncomingMessage, res: ServerResponse, response: Response, signal: AbortSignal, o: { gzip?: boolean } = {}): Promise<void> {
+async function writeResponse(req: IncomingMessage, res: ServerResponse, response: Response, signal: AbortSignal, o: { gzip?: boolean } = {}): Promise<void> {
   const headers: Record<string, string | string[]> = Object.fromEntries(response.headers);
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) headers['set-cookie'] = cookies;

@@ -17,7 +17,7 @@ import { type Outcome, WebhookDelivery, type WebhookDispatcher } from '../webhoo
 import { ENGINE, type Listener, startJobEngine } from './engine';
 
 export const WEBHOOK_QUEUE = 'webhook';
-export const WEBHOOK_DEAD_QUEUE = 'webhook-dead';
+const WEBHOOK_DEAD_QUEUE = 'webhook-dead';
 /** An attempt may run this long beyond the POST timeout (guard lookup, recording) before the engine expires it. */
 const EXPIRY_MARGIN_S = 2;
 
@@ -61,10 +61,6 @@ export class PgWebhookDispatcher implements WebhookDispatcher {
     },
   ) {
     this.delivery = new WebhookDelivery(o.store, o.config, o.log, o.onOutcome, o.telemetry);
-  }
-
-  get engine(): PgBoss | null {
-    return this.boss;
   }
 
   async start(): Promise<void> {

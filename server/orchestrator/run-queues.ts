@@ -198,9 +198,10 @@ export abstract class RunQueues {
   }
 
   // ── several processes (PostgreSQL) ────────────────────────────────────
-  // The session row is the lock: whoever holds its lease drives its runs. A message lands as a queued run row;
-  // the same statement claims the lease when it is free, so the common path runs right here with no queue hop.
-  // When another process holds it, that process is told (NOTIFY) and takes the row in by its queue mode.
+  // The session row is the lock: whoever holds its lease drives its runs. A message lands as a run row; the same
+  // statement claims the lease when it is free and, when the session has nothing else to do, starts the run, so the
+  // common path runs right here with no queue hop. Otherwise the row is queued: when another process holds the
+  // lease, that process is told (NOTIFY) and takes the row in by its queue mode.
 
   /** `agent` answers "started" once the message is in the transcript. */
   protected async startedAnswer(st: SessionState, res: AgentResult): Promise<AgentResult> {

@@ -1,7 +1,9 @@
-// A run's writes on PostgreSQL as single statements: one round trip each, atomic without BEGIN/COMMIT. The
-// session row is locked (and its lease epoch checked) first, and every later part of the statement depends on
-// that lock, so a process that lost its lease writes nothing and a takeover waits for the statement to end.
-import { type Kysely, sql } from 'kysely';
+// A run's writes on PostgreSQL, each one round trip: the message's enqueue (`enqueuePg`: the session's creation,
+// the lease claim and, on a free session, the run's start), the run's start and appends (`appendPg`) and its end
+// (`finishPgOne`; `finishPg` inside a transaction when it owes callbacks or webhooks). The latter three lock the
+// session row and check the lease epoch first (`fenceCte`), and every later part of the statement depends on that
+// lock, so a process that lost its lease writes nothing and a takeover waits for the statement to end.
+import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { PendingEvent } from '../events/types';
 import { insertEventsSql, wakeEventsSql } from './event-sql';
 import { type NewMessage, type NewSession, sessionValues } from './store-base';
@@ -35,7 +37,7 @@ export function messageValues(m: NewMessage, ts: string): MessageValues {
 /** What a row adds to its session's `bytes`. */
 export const rowBytes = (r: MessageValues) => Buffer.byteLength(r.content) + (r.tool_args?.length ?? 0) + (r.tool_result?.length ?? 0);
 
-export interface AppendPg {
+interface AppendPg {
   key: string;
   /** The lease epoch this process holds on the session (checked under the row lock); none when unleased. */
   epoch?: number;
@@ -45,14 +47,12 @@ export interface AppendPg {
   usage?: UsageValues[];
 }
 
-export interface AppendPgResult {
+interface AppendPgResult {
   /** The session row was there and, with an epoch, still ours. */
   held: boolean;
   /** With `startRun`: the run was still queued and is now running. */
   started: boolean;
   ids: number[];
-  /** The session's message count after this write (tells the context cache whether it is current). */
-  messageCount: number | null;
   /** With `startRun`: the session row after the write (the run's model, cwd and count need no second read). */
   session?: SessionRow;
 }
@@ -62,8 +62,8 @@ export async function appendPg(db: Kysely<Database>, o: AppendPg): Promise<Appen
   const ts = o.rows[0]?.created_at ?? new Date().toISOString();
   const bytes = o.rows.reduce((n, r) => n + rowBytes(r), 0);
   const gate = o.startRun ? sql`r` : sql`f`;
-  const r = await sql<{ held: number; started: number; ids: Array<number | string> | null; message_count: number | null; session?: SessionRow | null }>`
-    with f as (select key from sessions where key = ${o.key}${o.epoch !== undefined ? sql` and epoch = ${o.epoch}` : sql``} for update),
+  const r = await sql<{ held: number; started: number; ids: Array<number | string> | null; session?: SessionRow | null }>`
+    with ${fenceCte(o.key, o.epoch)},
     r as (update runs set status = 'running', started_at = ${ts}
           where id = ${o.startRun ?? null} and status = 'queued' and exists (select 1 from f) returning id),
     s as (update sessions set message_count = message_count + ${o.rows.length}, bytes = bytes + ${bytes}, last_activity_at = ${ts}
@@ -71,9 +71,9 @@ export async function appendPg(db: Kysely<Database>, o: AppendPg): Promise<Appen
           where key = ${o.key} and exists (select 1 from ${gate}) returning *)
     ${messagesCte(o.rows, 's')}${o.usage?.length ? usageCte(o.usage, 's') : sql``}
     select (select count(*) from f)::int as held, (select count(*) from r)::int as started,
-      (select array_agg(id order by id) from m) as ids, (select message_count from s) as message_count${o.startRun ? sql`, (select to_jsonb(s) from s) as session` : sql``}`.execute(db);
+      (select array_agg(id order by id) from m) as ids${o.startRun ? sql`, (select to_jsonb(s) from s) as session` : sql``}`.execute(db);
   const x = r.rows[0]!;
-  return { held: x.held > 0, started: x.started > 0, ids: (x.ids ?? []).map(Number), messageCount: x.message_count == null ? null : Number(x.message_count), ...(x.session ? { session: x.session } : {}) };
+  return { held: x.held > 0, started: x.started > 0, ids: (x.ids ?? []).map(Number), ...(x.session ? { session: x.session } : {}) };
 }
 
 export interface FinishPg {
@@ -102,7 +102,7 @@ export interface FinishPg {
  */
 export async function finishPg(tx: Kysely<Database>, o: FinishPg): Promise<{ held: boolean; released: boolean; events: Array<{ id: number; tx: string }> }> {
   const a = await sql<{ held: number; ids: Array<number | string> | null }>`
-    with f as (select key from sessions where key = ${o.key}${o.epoch !== undefined ? sql` and epoch = ${o.epoch}` : sql``} for update),
+    with ${fenceCte(o.key, o.epoch)},
     r as (update runs set ${runEndSet(o.set)} where id = ${o.runId} and exists (select 1 from f) returning id)
     ${o.rows.length ? messagesCte(o.rows, 'r') : sql``}${o.usage.length ? usageCte(o.usage, 'r') : sql``}
     select (select count(*) from f)::int as held, ${o.rows.length ? sql`(select array_agg(id order by id) from m)` : sql`null::bigint[]`} as ids`.execute(tx);
@@ -136,6 +136,9 @@ function sessionAtEnd(o: Pick<FinishPg, 'key' | 'rows' | 'idle' | 'release'>, ga
       where key = ${o.key}${gate ? sql` and exists (select 1 from ${sql.raw(gate)})` : sql``} returning owner`;
 }
 
+/** CTE `f`: the session row, locked, when it is there and (with `epoch`) still held under that lease epoch. */
+const fenceCte = (key: string, epoch?: number) => sql`f as (select key from sessions where key = ${key}${epoch !== undefined ? sql` and epoch = ${epoch}` : sql``} for update)`;
+
 /** The insert of a run's rows, gated on CTE `gate`, as a CTE named `m` (ids rise in the rows' order). */
 const messagesCte = (rows: MessageValues[], gate: string) => sql`, m as (
       insert into messages (session_key, role, kind, content, created_at, run_id, author_type, author_id, author_name, tool_name, tool_call_id, tool_args, tool_result, meta)
@@ -164,7 +167,7 @@ const usageCte = (usage: UsageValues[], gate: string) => sql`, u as (
  */
 export async function finishPgOne(db: Kysely<Database>, o: Omit<FinishPg, 'events'> & { events: PendingEvent[]; messageOf: number[] }): Promise<{ held: boolean; released: boolean; ids: number[]; events: Array<{ id: number; tx: string }> }> {
   const res = await sql<{ held: number; owner: string | null; mids: Array<number | string> | null; id: number | string | null; tx: string | null }>`
-    with f as (select key from sessions where key = ${o.key}${o.epoch !== undefined ? sql` and epoch = ${o.epoch}` : sql``} for update),
+    with ${fenceCte(o.key, o.epoch)},
     r as (update runs set ${runEndSet(o.set)} where id = ${o.runId} and exists (select 1 from f) returning id)
     ${o.rows.length ? messagesCte(o.rows, 'r') : sql`, m as (select null::bigint as id where false)`}
     , mm as (select id, (row_number() over (order by id))::int - 1 as o from m)
@@ -232,7 +235,18 @@ export async function enqueuePg(db: Kysely<Database>, o: EnqueuePg): Promise<Enq
   const ts = start[0]?.created_at ?? row.created_at;
   const n = start.length;
   const bytes = start.reduce((a, r) => a + rowBytes(r), 0);
+  // The new session's columns (as `ensureSession` writes them), claimed by this process and, when the run starts
+  // here, running with its input rows counted.
+  const go = (then: unknown, otherwise: unknown) => sql`case when fr.go then ${then} else ${otherwise} end`;
   const v = sessionValues(o.session, ts);
+  const cols: Record<string, RawBuilder<unknown>> = {
+    ...Object.fromEntries(Object.entries(v).map(([c, x]) => [c, typeof x === 'number' ? sql`${x}::int` : sql`${x}`])),
+    message_count: go(sql`${n}::int`, 0),
+    bytes: go(sql`${bytes}::bigint`, 0),
+    status: go('running', 'idle'),
+    owner: sql`${o.me}`,
+    epoch: sql`1`,
+  };
   const r = await sql<{ claimed: number | null; started: boolean; session: SessionRow | null; mode: string; owner: string | null; inserted: number; ids: Array<number | string> | null; active: string | null; active_origin: string | null; unfinished: RunRow[] | null }>`
     with q as (select queue_mode from sessions where key = ${k}),
     md as (select case when ${o.mode.neverRefuse}::boolean and x.m in ('reject', 'interrupt') then 'followup' else x.m end as mode
@@ -240,11 +254,8 @@ export async function enqueuePg(db: Kysely<Database>, o: EnqueuePg): Promise<Enq
     fr as (select ${n > 0}::boolean and not exists (
              select 1 from runs where session_key = ${k} and status in ('queued', 'running', 'waiting_approval')) as go),
     c as (
-      insert into sessions as s (key, agent_id, kind, label, model, thinking_level, spawn_depth, queue_mode, parent_key, meta, created_at,
-        last_activity_at, message_count, bytes, status, last_interacted_at, turns, dismissed_at, owner, epoch)
-      select ${k}, ${v.agent_id}, ${v.kind}, ${v.label}, null, null, ${v.spawn_depth}::int, null, ${v.parent_key}, ${v.meta}, ${ts},
-        ${ts}, case when fr.go then ${n}::int else 0 end, case when fr.go then ${bytes}::bigint else 0 end,
-        case when fr.go then 'running' else 'idle' end, ${v.last_interacted_at}, 0, null, ${o.me}, 1
+      insert into sessions as s (${sql.join(Object.keys(cols).map((c) => sql.ref(c)))})
+      select ${sql.join(Object.values(cols))}
       from fr
       on conflict (key) do update set owner = excluded.owner, epoch = s.epoch + 1,
         status = case when (select go from fr) then 'running' else s.status end,

@@ -30,6 +30,9 @@ export interface NewSession {
 
 export const nowIso = () => new Date().toISOString();
 
+/** Events per insert statement (one jsonb parameter, or a multi-row insert on SQLite). */
+const EVENT_CHUNK = 500;
+
 /** The stored columns of a new session (idle, unowned). */
 export function sessionValues(s: NewSession, ts: string) {
   return {
@@ -100,9 +103,6 @@ export class StoreBase {
     return this.handle.close();
   }
 
-  /** Told how many events were refused because their session was taken over (a zombie's writes). */
-  onFencedWrite?: (count: number) => void;
-
   /** Rows steered into a run (their callbacks and webhooks follow that run's end). */
   mergedInto(runId: string): Promise<RunRow[]> {
     return this.db.selectFrom('runs').selectAll().where('merged_into', '=', runId).execute();
@@ -156,36 +156,18 @@ export class StoreBase {
   // ── events ──────────────────────────────────────────────────────────────
 
   /**
-   * Writes a batch of events in one transaction; their ids (and on PostgreSQL their transaction id) come back in
-   * emit order. Events of sessions this process holds a lease on are fenced: when the lease was taken over,
-   * they are dropped (null) instead of landing beside the new owner's. `notify` (PostgreSQL) wakes the other
-   * processes' readers once, at commit.
+   * Writes a batch of events; their ids (and on PostgreSQL their transaction id) come back in emit order. On
+   * PostgreSQL events of sessions this process holds a lease on are fenced: when the lease was taken over, they
+   * are dropped (null) instead of landing beside the new owner's; `notify` wakes the other processes' readers.
    */
-  async insertEvents(events: PendingEvent[], o: { notify?: (tx: Kysely<Database>) => Promise<void> } = {}): Promise<Array<{ id: number; tx?: string } | null>> {
+  async insertEvents(events: PendingEvent[], o: { notify?: boolean } = {}): Promise<Array<{ id: number; tx?: string } | null>> {
     if (!events.length) return [];
-    if (this.dialect === 'postgres' && events.length <= 500) return this.insertEventsPg(events, !!o.notify);
-    return this.db.transaction().execute(async (tx) => {
-      let keep = events;
-      const out: Array<{ id: number; tx?: string } | null> = new Array(events.length).fill(null);
-      const fenced = [...new Set(events.filter((e) => e.epoch !== undefined).map((e) => e.sessionKey))];
-      let isLost: ((e: PendingEvent) => boolean) | null = null;
-      if (fenced.length) {
-        // FOR SHARE: a takeover (which bumps the epoch) waits for this commit, or this sees the new epoch.
-        const rows = await tx.selectFrom('sessions').select(['key', 'epoch']).where('key', 'in', fenced).forShare().execute();
-        const epochs = new Map(rows.map((r) => [r.key, Number(r.epoch)]));
-        const lost = (e: PendingEvent) => e.epoch !== undefined && epochs.get(e.sessionKey) !== e.epoch;
-        if (events.some(lost)) {
-          isLost = lost;
-          keep = events.filter((e) => !lost(e));
-          this.onFencedWrite?.(events.length - keep.length);
-        }
-      }
-      const written = await this.insertEventsIn(tx, keep);
-      let w = 0;
-      for (let i = 0; i < events.length; i++) if (!isLost?.(events[i]!)) out[i] = written[w++]!;
-      if (o.notify && written.length) await o.notify(tx);
+    if (this.dialect === 'postgres') {
+      const out: Array<{ id: number; tx?: string } | null> = [];
+      for (let i = 0; i < events.length; i += EVENT_CHUNK) out.push(...(await this.insertEventsPg(events.slice(i, i + EVENT_CHUNK), !!o.notify)));
       return out;
-    });
+    }
+    return this.db.transaction().execute((tx) => this.insertEventsIn(tx, events));
   }
 
   /** NOTIFY channel of the cluster's event wake-ups (PostgreSQL; set by boot). */
@@ -205,29 +187,24 @@ export class StoreBase {
     const at = new Map(events.map((e, i) => [`${e.runId}\u0000${e.seq}`, i]));
     const out: Array<{ id: number; tx?: string } | null> = new Array(events.length).fill(null);
     for (const r of res.rows) out[at.get(`${r.run_id}\u0000${r.seq}`)!] = { id: Number(r.id), tx: r.tx };
-    const lost = out.filter((x) => x === null).length;
-    if (lost) this.onFencedWrite?.(lost);
     return out;
   }
 
   /** Inserts events in the caller's transaction (no fencing: the caller's transaction is fenced itself). */
   async insertEventsIn(tx: Kysely<Database>, events: PendingEvent[], o: { notify?: boolean } = {}): Promise<Array<{ id: number; tx?: string }>> {
     const written: Array<{ id: number; tx?: string }> = [];
-    if (this.dialect === 'postgres' && o.notify && this.eventsChannel && events.length <= 200) {
-      // One statement: the rows and the cluster's wake-up (delivered at commit).
-      const res = await sql<{ id: number; tx: string }>`
-        with ins as (${insertEventsSql(events)}), wake as (select ${wakeEventsSql(this.eventsChannel)})
-        select ins.id, ins.tx from ins, wake order by ins.id`.execute(tx);
-      return res.rows.map((r) => ({ id: Number(r.id), tx: r.tx }));
-    }
-    // Chunked multi-row inserts; ids of one statement rise in insertion order.
-    for (let i = 0; i < events.length; i += 200) {
-      const chunk = events.slice(i, i + 200);
-      const values = chunk.map((e) => ({ run_id: e.runId, seq: e.seq, stream: e.stream, ts: e.ts, session_key: e.sessionKey, data: JSON.stringify(e.data) }));
+    // Chunks of one statement each; ids of one statement rise in insertion order.
+    for (let i = 0; i < events.length; i += EVENT_CHUNK) {
+      const chunk = events.slice(i, i + EVENT_CHUNK);
       if (this.dialect === 'postgres') {
-        const rows = await tx.insertInto('events').values(values).returning(['id', sql<string>`tx::text`.as('tx')]).execute();
-        written.push(...rows.map((r) => ({ id: Number(r.id), tx: r.tx })).sort((a, b) => a.id - b.id));
+        // The rows and, with `notify`, the cluster's wake-up (delivered at commit).
+        const wake = o.notify && this.eventsChannel;
+        const res = await sql<{ id: number; tx: string }>`
+          with ins as (${insertEventsSql(chunk)})${wake ? sql`, wake as (select ${wakeEventsSql(this.eventsChannel!)})` : sql``}
+          select ins.id, ins.tx from ins${wake ? sql`, wake` : sql``} order by ins.id`.execute(tx);
+        written.push(...res.rows.map((r) => ({ id: Number(r.id), tx: r.tx })));
       } else {
+        const values = chunk.map((e) => ({ run_id: e.runId, seq: e.seq, stream: e.stream, ts: e.ts, session_key: e.sessionKey, data: JSON.stringify(e.data) }));
         const rows = await tx.insertInto('events').values(values).returning('id').execute();
         written.push(...rows.map((r) => ({ id: Number(r.id) })).sort((a, b) => a.id - b.id));
       }

@@ -44,6 +44,31 @@ describe.each(dialects)('store on %s', (name, open) => {
     expect((await store.getRun('run_one_b'))?.status).toBe('running');
   });
 
+  it.skipIf(name !== 'postgres')('a run whose session was deleted under it logs its end with seq still rising by 1 (its last rows are not written)', async () => {
+    const key = 'agent:main:deleted-under-run';
+    const ts = new Date().toISOString();
+    await store.insertRun({
+      id: 'run_gone', session_key: key, status: 'running', input: '[]', queue_mode: 'followup', response: null, error: null, created_at: ts,
+      started_at: ts, ended_at: null, origin: null, webhook: null, last_seq: 0, merged_into: null, cancel_requested: null,
+    });
+    let seq = 3; // the run logged 3 events before
+    let prepared = 0;
+    const events = (rows: any[]) => {
+      prepared++;
+      return [
+        ...rows.map((m) => ({ runId: 'run_gone', seq: ++seq, stream: 'message' as const, ts, sessionKey: key, data: { message: m } })),
+        { runId: 'run_gone', seq: ++seq, stream: 'lifecycle' as const, ts, sessionKey: key, data: { phase: 'end', status: 'ok' } },
+      ];
+    };
+    const answer = { sessionKey: key, runId: 'run_gone', role: 'assistant' as const, kind: 'message' as const, content: 'done', author: { type: 'agent' as const, id: 'main' } };
+    const end = await store.finishRun('run_gone', { status: 'ok', response: 'done', ended_at: ts, last_seq: 5 }, [], [], { key, idle: true, release: true }, { messages: [answer], events });
+    expect(prepared).toBe(1);
+    expect(end.events.map((e) => [e.seq, e.stream])).toEqual([[4, 'lifecycle']]);
+    expect(await store.getRun('run_gone')).toMatchObject({ status: 'ok', last_seq: 4 });
+    const logged = await store.db.selectFrom('events').select(['seq', 'stream']).where('run_id', '=', 'run_gone').execute();
+    expect(logged).toEqual([{ seq: 4, stream: 'lifecycle' }]);
+  });
+
   it('ensures sessions once and lists them newest activity first with a keyset', async () => {
     const a = await store.ensureSession({ key: 'agent:main:a', agentId: 'main', kind: 'other' });
     const again = await store.ensureSession({ key: 'agent:main:a', agentId: 'main', kind: 'other' });

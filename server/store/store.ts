@@ -139,14 +139,7 @@ export class Store extends StoreBase {
   async appendMessages(msgs: NewMessage[]): Promise<TranscriptMessage[]> {
     if (!msgs.length) return [];
     const key = msgs[0]!.sessionKey;
-    if (this.dialect === 'postgres' && msgs.every((m) => m.sessionKey === key)) {
-      const rows = msgs.map((m) => messageValues(m, nowIso()));
-      const r = await appendPg(this.db, { key, epoch: this.fences.get(key), rows, usage: this.takeUsage(msgs) });
-      if (!r.held) await this.lostSession(key);
-      const out = rows.map((row, i) => toTranscriptMessage({ ...row, id: r.ids[i]! }));
-      this.remember(out);
-      return out;
-    }
+    if (this.dialect === 'postgres' && msgs.every((m) => m.sessionKey === key)) return (await this.appendPgRows(key, msgs, { usage: this.takeUsage(msgs) })).rows;
     const usage = this.takeUsage(msgs);
     const out = await this.db.transaction().execute(async (tx) => {
       if (usage.length) await tx.insertInto('model_usage').values(usage).execute();
@@ -191,13 +184,8 @@ export class Store extends StoreBase {
    */
   async startRun(runId: string, sessionKey: string, msgs: NewMessage[]): Promise<{ rows: TranscriptMessage[]; session?: SessionRow } | null> {
     if (this.dialect === 'postgres' && msgs.every((m) => m.sessionKey === sessionKey)) {
-      const rows = msgs.map((m) => messageValues(m, nowIso()));
-      const r = await appendPg(this.db, { key: sessionKey, epoch: this.fences.get(sessionKey), rows, startRun: runId });
-      if (!r.held) await this.lostSession(sessionKey);
-      if (!r.started) return null;
-      const out = rows.map((row, i) => toTranscriptMessage({ ...row, id: r.ids[i]! }));
-      this.remember(out);
-      return { rows: out, ...(r.session ? { session: r.session } : {}) };
+      const r = await this.appendPgRows(sessionKey, msgs, { startRun: runId });
+      return r.started ? { rows: r.rows, ...(r.session ? { session: r.session } : {}) } : null;
     }
     const out = await this.db.transaction().execute(async (tx) => {
       const r = await tx.updateTable('runs').set({ status: 'running', started_at: nowIso() }).where('id', '=', runId).where('status', '=', 'queued').executeTakeFirst();
@@ -209,7 +197,15 @@ export class Store extends StoreBase {
     return out && { rows: out };
   }
 
-  /** PostgreSQL: a run started by its enqueue statement (`enqueuePg`): its input rows as transcript rows. */
+  /** PostgreSQL: one session's rows in one statement (`appendPg`, fenced), as transcript rows. */
+  private async appendPgRows(key: string, msgs: NewMessage[], o: { usage?: UsageValues[]; startRun?: string }) {
+    const values = msgs.map((m) => messageValues(m, nowIso()));
+    const r = await appendPg(this.db, { key, epoch: this.fences.get(key), rows: values, ...o });
+    if (!r.held) await this.lostSession(key);
+    return { ...r, rows: this.startedRows(values, r.ids) };
+  }
+
+  /** PostgreSQL rows written with these ids (a run's start by `enqueuePg`, an append) as transcript rows, cached. */
   startedRows(rows: MessageValues[], ids: number[]): TranscriptMessage[] {
     const out = rows.map((row, i) => toTranscriptMessage({ ...row, id: ids[i]! }));
     this.remember(out);
@@ -305,11 +301,12 @@ export class Store extends StoreBase {
   }
 
   /**
-   * Records a run's end together with its last rows, the callbacks and webhooks it owes, in one transaction
-   * (fenced: a process that lost the session's lease records nothing, FencedError). With `idle` the session goes
-   * idle and, with `release`, its lease is released unless queued work arrived meanwhile: then the answer is
-   * `false` and this process keeps the lease and must run that work. `inTx` gets the rows written, to write
-   * their events in the same transaction.
+   * Records a run's end together with its last rows, its usage, the callbacks and webhooks it owes, and its
+   * events (`o.events`, prepared once the rows have their ids), atomically: on PostgreSQL one statement when it owes
+   * nothing to others, else one transaction. Fenced: a process that lost the session's lease records nothing
+   * (FencedError). With `idle` the session goes idle and, with `release`, its lease is released unless queued work
+   * is visible (`released` false: this process keeps the lease and must run that work). Returns the events
+   * written and their log ids, for `EventBus.logged`.
    */
   async finishRun(
     id: string,
@@ -322,6 +319,8 @@ export class Store extends StoreBase {
     const usage = this.takeUsage([id]);
     const msgs = o.messages ?? [];
     const pg = this.dialect === 'postgres' && msgs.every((m) => m.sessionKey === session.key);
+    // The one-statement attempt's events (their seqs are taken): the fallback below reuses them, never prepares twice.
+    let first: { events: PendingEvent[]; messageOf: number[] } | undefined;
     if (pg && !callbacks.length && !webhooks.length) {
       // The common end (nothing owed to other sessions or URLs): one statement.
       const values = msgs.map((m) => messageValues(m, nowIso()));
@@ -334,6 +333,7 @@ export class Store extends StoreBase {
         this.remember(rows);
         return { released: r.released, events, ids: r.events };
       }
+      first = { events, messageOf };
       // Nothing was written: the transaction below tells a deleted session from a lost lease.
     }
     const out = await this.db.transaction().execute(async (tx) => {
@@ -363,18 +363,16 @@ export class Store extends StoreBase {
           ids = r.events;
         } else {
           await this.lostSession(session.key, true); // FencedError unless the session was deleted under the run
-          await tx.updateTable('runs').set(fields).where('id', '=', id).execute();
-          events = o.events?.([]) ?? [];
+          // Deleted: the run's end and its events are logged, its last rows (and their events) are not.
+          events = first ? withoutRowEvents(first.events, first.messageOf) : (o.events?.([]) ?? []);
+          const last = events.findLast((e) => e.runId === id)?.seq;
+          await tx.updateTable('runs').set(last === undefined ? fields : { ...fields, last_seq: last }).where('id', '=', id).execute();
           ids = await this.insertEventsIn(tx, events, { notify: true });
         }
       } else {
         await tx.updateTable('runs').set(fields).where('id', '=', id).execute();
         if (session.idle && session.release) {
-          // Lock the row first: an enqueue from another process either committed before (its queued run is seen
-          // by the next statement, which reads a fresh snapshot) or waits for this release and then claims.
-          await tx.selectFrom('sessions').select('key').where('key', '=', session.key).forUpdate().execute();
-          const queued = await tx.selectFrom('runs').select('id').where('session_key', '=', session.key).where('status', '=', 'queued').limit(1).executeTakeFirst();
-          released = !queued;
+          released = !(await queuedBehindLock(tx, session.key));
         }
         if (usage.length) await tx.insertInto('model_usage').values(usage).execute();
         if (msgs.length) rows = await this.appendIn(tx, msgs);
@@ -415,9 +413,7 @@ export class Store extends StoreBase {
   /** Releases an idle session's lease unless queued work arrived (then false: the holder keeps it and runs that). */
   async releaseIfIdle(sessionKey: string, owner: string): Promise<boolean> {
     return this.db.transaction().execute(async (tx) => {
-      await tx.selectFrom('sessions').select('key').where('key', '=', sessionKey).forUpdate().execute();
-      const queued = await tx.selectFrom('runs').select('id').where('session_key', '=', sessionKey).where('status', '=', 'queued').limit(1).executeTakeFirst();
-      if (queued) return false;
+      if (await queuedBehindLock(tx, sessionKey)) return false;
       await tx.updateTable('sessions').set({ owner: null, status: 'idle' }).where('key', '=', sessionKey).where('owner', '=', owner).execute();
       return true;
     });
@@ -430,4 +426,25 @@ export class Store extends StoreBase {
   async toolStarted(runId: string, callId: string): Promise<boolean> {
     return !!(await this.db.selectFrom('tool_starts').select('call_id').where('run_id', '=', runId).where('call_id', '=', callId).executeTakeFirst());
   }
+}
+
+/** A run's prepared events without those of its last rows (not written): later seqs close up, so seq rises by 1. */
+function withoutRowEvents(events: PendingEvent[], messageOf: number[]): PendingEvent[] {
+  const out: PendingEvent[] = [];
+  let dropped = 0;
+  events.forEach((e, i) => {
+    if (messageOf[i]! >= 0) dropped++;
+    else out.push(dropped ? { ...e, seq: e.seq - dropped } : e);
+  });
+  return out;
+}
+
+/**
+ * Whether a session has queued runs, looked at with its row locked (in `tx`): an enqueue from another process
+ * either committed before (its run is seen: this statement reads a fresh snapshot) or waits for this
+ * transaction and then claims.
+ */
+async function queuedBehindLock(tx: Kysely<Database>, key: string): Promise<boolean> {
+  await tx.selectFrom('sessions').select('key').where('key', '=', key).forUpdate().execute();
+  return !!(await tx.selectFrom('runs').select('id').where('session_key', '=', key).where('status', '=', 'queued').limit(1).executeTakeFirst());
 }
