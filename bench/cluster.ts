@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { RpcClient, turn } from './lib/http';
-import { processTree } from './lib/proc';
+import { CLK_TCK, cpuTicks, postgresTicks, processTree } from './lib/proc';
 import { markedBlock, writeMarked } from './lib/sections';
 import { makeTempDir, repoRoot, type ServerHandle, startServer } from './lib/server';
 import { ms, num, sleep, summarize } from './lib/stats';
@@ -51,42 +51,16 @@ async function latency(h: ServerHandle, turns: number) {
   return summarize(times);
 }
 
-/** CPU seconds used so far by a server's process tree (utime + stime from /proc, in clock ticks of 10 ms). */
+/** CPU seconds used so far by a server's process tree (utime + stime from /proc). */
 function cpuSeconds(h: ServerHandle): number {
-  let ticks = 0;
-  for (const pid of processTree(h.pid)) {
-    try {
-      const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      ticks += Number(f[11]) + Number(f[12]);
-    } catch {
-      /* gone */
-    }
-  }
-  return ticks / 100;
-}
-
-/** CPU ticks used so far by each PostgreSQL server process on this machine (backends, WAL writer, …), by pid. */
-function postgresTicks(): Map<number, number> {
-  const out = new Map<number, number>();
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (!stat.includes('(postgres)')) continue;
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(Number(entry), Number(f[11]) + Number(f[12]));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
+  return cpuTicks(processTree(h.pid)) / CLK_TCK;
 }
 
 /** PostgreSQL's CPU seconds since `before` (a backend that exited meanwhile is not counted: a slight undercount). */
 function postgresCpuSince(before: Map<number, number>): number {
   let ticks = 0;
   for (const [pid, t] of postgresTicks()) ticks += t - (before.get(pid) ?? 0);
-  return ticks / 100;
+  return ticks / CLK_TCK;
 }
 
 /**

@@ -3,10 +3,13 @@
 // requests each makes, and (with --cpu-prof) the server's top functions by self time.
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium, type Page } from '@playwright/test';
+import { pathToFileURL } from 'node:url';
+import type { Page } from '@playwright/test';
+import { launchChromium, loggedInContext } from './lib/browser';
 import { RpcClient } from './lib/http';
-import { startServer } from './lib/server';
-import { ROOM_READY_SCRIPT, type RoomReadyMarks } from './lib/room-ready';
+import { repoRoot, startServer } from './lib/server';
+import { streamLoad } from './lib/room-load';
+import { ROOM_READY_SCRIPT, type RoomReadyMarks, sessionSwitchScript, type SwitchTimes } from './lib/room-ready';
 
 const inPage: number[] = [];
 import { percentile, sleep } from './lib/stats';
@@ -18,6 +21,13 @@ const noLoad = argv.includes('--no-load');
 const browserProf = argv.includes('--browser-prof');
 const loadCount = Number(argv.find((a) => a.startsWith('--loads='))?.slice(8) ?? 6);
 
+/** A profile's script URL, short: no origin, nothing up to node_modules/, and the app's own files relative to the checkout. */
+const repoUrl = `${pathToFileURL(repoRoot).href}/`;
+function shortUrl(url: string): string {
+  const u = url.replace(/^https?:\/\/[^/]+/, '').replace(/^.*node_modules\//, '');
+  return u.startsWith(repoUrl) ? u.slice(repoUrl.length) : u;
+}
+
 type CpuProfile = { nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number } }>; samples: number[]; timeDeltas: number[] };
 function topFunctions(prof: CpuProfile, n = 30): string {
   const self = new Map<number, number>();
@@ -28,7 +38,7 @@ function topFunctions(prof: CpuProfile, n = 30): string {
   for (const nd of prof.nodes) {
     const t = self.get(nd.id) ?? 0;
     total += t;
-    const url = nd.callFrame.url.replace(/^https?:\/\/[^/]+/, '').replace(/^.*node_modules\//, '').replace(/^file:\/\/.*room-perf\//, '');
+    const url = shortUrl(nd.callFrame.url);
     const k = `${nd.callFrame.functionName || '(anon)'} ${url}:${nd.callFrame.lineNumber}:${nd.callFrame.columnNumber}`;
     byFn.set(k, (byFn.get(k) ?? 0) + t);
     byUrl.set(url || nd.callFrame.functionName, (byUrl.get(url || nd.callFrame.functionName) ?? 0) + t);
@@ -79,37 +89,26 @@ async function load(page: Page, url: string) {
   return Math.max(box, conn, item);
 }
 
-async function switchPhases(page: Page, key: string) {
-  return page.evaluate(`new Promise((resolve) => {
-    const k = ${JSON.stringify(key)};
-    const item = document.querySelector('[data-testid="session-item"][data-session-key="' + k + '"]');
-    const t0 = performance.now();
-    let pane = NaN;
+type SwitchPhases = SwitchTimes & { commit: number; loaf: unknown[]; hist: Array<Array<number | string>> };
+
+/** A session switch timed in the page (bench/lib/room-ready.ts), with its first commit of rows, long animation frames, marks and chat.history requests. */
+async function switchPhases(page: Page, key: string): Promise<SwitchPhases> {
+  const before = `
     let commit = NaN;
     const mo = new MutationObserver(() => {
       const p = document.querySelector('[data-testid="session-pane"][data-session-key="' + k + '"]');
       if (Number(p?.querySelector('[data-testid="transcript"]')?.getAttribute('data-rows') ?? 0) > 0 && !Number.isFinite(commit)) { commit = performance.now() - t0; mo.disconnect(); }
     });
-    mo.observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-rows', 'data-session-key'] });
-    item.click();
-    const tick = () => {
-      const p = document.querySelector('[data-testid="session-pane"][data-session-key="' + k + '"]');
-      if (p && !Number.isFinite(pane)) pane = performance.now() - t0;
-      const rows = Number(p?.querySelector('[data-testid="transcript"]')?.getAttribute('data-rows') ?? 0);
-      if (p && rows > 0) requestAnimationFrame(() => {
-        const res = performance.getEntriesByType('resource').filter((e) => e.name.includes('chat.history') && e.startTime >= t0 - 1);
-        const loaf = (window.__loaf || []).filter((f) => f.startTime + f.duration >= t0).map((f) => ({ at: Math.round(f.startTime - t0), dur: Math.round(f.duration), render: Math.round(f.renderStart ? f.renderStart - f.startTime : -1), layout: Math.round(f.styleAndLayoutStart ? f.startTime + f.duration - f.styleAndLayoutStart : -1), scripts: f.scripts.map((x) => x.invoker + ' ' + Math.round(x.duration) + (x.forcedStyleAndLayoutDuration ? ' forced ' + Math.round(x.forcedStyleAndLayoutDuration) : '')).join('; ') }));
-        window.__loaf = [];
-        const marks = performance.getEntriesByType('mark').filter((m) => m.startTime >= t0).map((m) => m.name + '@' + Math.round(m.startTime - t0)).join(' ');
-        performance.clearMarks();
-        loaf.push(marks);
-        resolve({ pane, commit, loaf, rows: performance.now() - t0, hist: res.map((e) => [e.startTime - t0, e.responseStart - t0, e.responseEnd - t0, e.transferSize, e.name.split('?')[0].split('/').pop()]) });
-      });
-      else if (performance.now() - t0 > 10000) resolve({ pane, rows: NaN });
-      else requestAnimationFrame(tick);
-    };
-    tick();
-  })`);
+    mo.observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-rows', 'data-session-key'] });`;
+  const after = `
+    const res = performance.getEntriesByType('resource').filter((e) => e.name.includes('chat.history') && e.startTime >= t0 - 1);
+    const loaf = (window.__loaf || []).filter((f) => f.startTime + f.duration >= t0).map((f) => ({ at: Math.round(f.startTime - t0), dur: Math.round(f.duration), render: Math.round(f.renderStart ? f.renderStart - f.startTime : -1), layout: Math.round(f.styleAndLayoutStart ? f.startTime + f.duration - f.styleAndLayoutStart : -1), scripts: f.scripts.map((x) => x.invoker + ' ' + Math.round(x.duration) + (x.forcedStyleAndLayoutDuration ? ' forced ' + Math.round(x.forcedStyleAndLayoutDuration) : '')).join('; ') }));
+    window.__loaf = [];
+    const marks = performance.getEntriesByType('mark').filter((m) => m.startTime >= t0).map((m) => m.name + '@' + Math.round(m.startTime - t0)).join(' ');
+    performance.clearMarks();
+    loaf.push(marks);
+    return { commit, loaf, hist: res.map((e) => [e.startTime - t0, e.responseStart - t0, e.responseEnd - t0, e.transferSize, e.name.split('?')[0].split('/').pop()]) };`;
+  return (await page.evaluate(sessionSwitchScript(key, { before, after }))) as SwitchPhases;
 }
 
 async function main() {
@@ -117,25 +116,11 @@ async function main() {
   if (cpuProf) fs.mkdirSync(profDir, { recursive: true });
   const server = await startServer({ dataDir: path.join(dir, 'data'), token: TOKEN, cwd: dir, readyTimeoutMs: 120_000, nodeArgs: cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [] });
   const rpc = new RpcClient({ baseUrl: server.baseUrl, token: TOKEN, timeoutMs: 60_000 });
-  let running = !noLoad;
-  const words = 'lorem ipsum dolor sit amet '.repeat(12);
-  const loops = Array.from({ length: noLoad ? 0 : 50 }, async (_, i) => {
-    while (running) {
-      try {
-        const { runId } = await rpc.call<{ runId: string }>('agent', { sessionKey: `agent:main:live-${i}`, message: `/sleep ${3000 + (i % 5) * 250}\n/reply ${words}` });
-        await rpc.call('agent.wait', { runId, timeoutMs: 30_000 });
-      } catch {
-        await sleep(100);
-      }
-    }
-  });
+  const streams = noLoad ? undefined : streamLoad(rpc, 50, 'lorem ipsum dolor sit amet '.repeat(12));
   await sleep(2000);
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu'] });
+  const browser = await launchChromium();
   try {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    const login = await context.newPage();
-    await login.goto(`${server.baseUrl}/login?token=${TOKEN}`);
-    await login.close();
+    const context = await loggedInContext(browser, server.baseUrl, TOKEN);
     const loads: number[] = [];
     for (let i = 0; i < loadCount; i++) {
       const page = await context.newPage();
@@ -163,7 +148,7 @@ async function main() {
       await cdp.send('Profiler.start');
     }
     for (let i = 0; i < 20; i++) {
-      const r = (await switchPhases(page, keys[i % Math.min(keys.length, 20)]!)) as { pane: number; commit: number; loaf: unknown[]; rows: number; hist: Array<Array<number | string>> };
+      const r = await switchPhases(page, keys[i % Math.min(keys.length, 20)]!);
       sw.push(r.rows);
       console.log(`switch: pane ${r.pane.toFixed(0)} commit ${r.commit.toFixed(0)} rows ${r.rows.toFixed(0)} history ${JSON.stringify(r.hist.map((h) => h.map((x) => (typeof x === 'number' ? Math.round(x) : x))))}`);
       for (const f of r.loaf) console.log(`     loaf ${JSON.stringify(f)}`);
@@ -171,8 +156,7 @@ async function main() {
     if (cdp) console.log(`browser profile of the switches: ${topFunctions(((await cdp.send('Profiler.stop')) as { profile: CpuProfile }).profile, 40)}`);
     console.log(`switch p50 ${percentile(sw, 50).toFixed(0)} p95 ${percentile(sw, 95).toFixed(0)}`);
   } finally {
-    running = false;
-    await Promise.all(loops);
+    await streams?.stop();
     await browser.close();
     rpc.close();
     await server.stop();
@@ -187,7 +171,7 @@ async function main() {
     for (const n of prof.nodes) {
       const t = self.get(n.id) ?? 0;
       total += t;
-      const k = `${n.callFrame.functionName || '(anon)'} ${n.callFrame.url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*room-perf\//, '')}:${n.callFrame.lineNumber}`;
+      const k = `${n.callFrame.functionName || '(anon)'} ${shortUrl(n.callFrame.url)}:${n.callFrame.lineNumber}`;
       byFn.set(k, (byFn.get(k) ?? 0) + t);
     }
     console.log(`server profile ${file}: ${(total / 1e6).toFixed(1)} s sampled`);

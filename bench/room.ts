@@ -6,10 +6,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { chromium, type Page } from '@playwright/test';
+import type { Page } from '@playwright/test';
+import { launchChromium, loggedInContext } from './lib/browser';
 import { RpcClient, subscribeSse } from './lib/http';
 import { machineInfo } from './lib/report';
-import { ROOM_READY_SCRIPT, type RoomReadyMarks } from './lib/room-ready';
+import { streamLoad } from './lib/room-load';
+import { ROOM_READY_SCRIPT, type RoomReadyMarks, sessionSwitchScript, type SwitchTimes } from './lib/room-ready';
 import { markedBlock, writeMarked } from './lib/sections';
 import { makeTempDir, repoRoot, type ServerHandle, startServer } from './lib/server';
 import { percentile, sleep } from './lib/stats';
@@ -98,32 +100,6 @@ function seedStore(dataDir: string): { ms: number; rows: number } {
   return { ms: performance.now() - t0, rows };
 }
 
-// ── load: 50 runs streaming at once ─────────────────────────────────────────
-function streamLoad(rpc: RpcClient): { stop(): Promise<number> } {
-  let running = true;
-  let runs = 0;
-  // Each run streams a reply after a few seconds of "thinking", so 50 are in flight at any moment (not a flood).
-  const words = sentence(60);
-  const loops = Array.from({ length: STREAMING }, async (_, i) => {
-    while (running) {
-      try {
-        const { runId } = await rpc.call<{ runId: string }>('agent', { sessionKey: `agent:main:live-${i}`, message: `/sleep ${3000 + (i % 5) * 250}\n/reply ${words}` });
-        await rpc.call('agent.wait', { runId, timeoutMs: 30_000 });
-        runs++;
-      } catch {
-        await sleep(100);
-      }
-    }
-  });
-  return {
-    async stop() {
-      running = false;
-      await Promise.all(loops);
-      return runs;
-    },
-  };
-}
-
 // ── browser measurements ────────────────────────────────────────────────────
 /**
  * Navigation start → the frame after the composer, the live stream and the session list are all there, in the page's
@@ -141,26 +117,9 @@ async function timeToInteractive(page: Page, url: string): Promise<{ inPage: num
   return { inPage: ((await page.evaluate('window.__roomReady')) as RoomReadyMarks).all, polled };
 }
 
-/**
- * Click → the new session's pane shows its transcript rows, timed inside the page (no automation round trips).
- * In-page code is a string: tsx would wrap named inner functions in a helper the page does not have.
- */
+/** Click → the new session's pane shows its transcript rows, timed inside the page (bench/lib/room-ready.ts). */
 async function switchTo(page: Page, key: string): Promise<number> {
-  return page.evaluate(`new Promise((resolve) => {
-    const k = ${JSON.stringify(key)};
-    const item = document.querySelector('[data-testid="session-item"][data-session-key="' + k + '"]');
-    if (!item) return resolve(NaN);
-    const t0 = performance.now();
-    item.click();
-    const tick = () => {
-      const pane = document.querySelector('[data-testid="session-pane"][data-session-key="' + k + '"]');
-      const rows = Number(pane?.querySelector('[data-testid="transcript"]')?.getAttribute('data-rows') ?? 0);
-      if (pane && rows > 0) requestAnimationFrame(() => resolve(performance.now() - t0));
-      else if (performance.now() - t0 > 10000) resolve(NaN);
-      else requestAnimationFrame(tick);
-    };
-    tick();
-  })`) as Promise<number>;
+  return ((await page.evaluate(sessionSwitchScript(key))) as SwitchTimes).rows;
 }
 
 /** Keydown → the next frame after React handled it, per key, in the composer. */
@@ -201,18 +160,14 @@ async function main() {
   }
   server = await startServer({ dataDir, token: TOKEN, cwd: dir, readyTimeoutMs: 120_000 });
   const rpc = new RpcClient({ baseUrl: server.baseUrl, token: TOKEN, timeoutMs: 60_000 });
-  const load = streamLoad(rpc);
+  // STREAMING runs in flight the whole time, each a few seconds of "thinking" then a streamed reply.
+  const load = streamLoad(rpc, STREAMING, sentence(60));
   await sleep(2_000);
 
-  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu'] });
+  const browser = await launchChromium();
   const results: Record<string, number | string> = {};
   try {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    context.setDefaultTimeout(60_000);
-    context.setDefaultNavigationTimeout(60_000);
-    const login = await context.newPage();
-    await login.goto(`${server.baseUrl}/login?token=${TOKEN}`);
-    await login.close();
+    const context = await loggedInContext(browser, server.baseUrl, TOKEN, { timeoutMs: 60_000 });
 
     // 1. Interactive: navigation → composer, live stream and session list all there.
     const loads: number[] = [];

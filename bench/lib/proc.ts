@@ -1,24 +1,59 @@
-// Resident memory of a process and all its descendants, read from /proc (Linux only).
+// Processes read from /proc (Linux only): a process tree, its resident memory and CPU time.
 import fs from 'node:fs';
 
-function parentOf(pid: number): number | undefined {
+/** Clock ticks per second of the times in /proc/<pid>/stat (`getconf CLK_TCK`: 100 on Linux). */
+export const CLK_TCK = 100;
+
+export interface ProcStat {
+  /** The command name (field 2, without its parentheses). */
+  comm: string;
+  ppid: number;
+  /** CPU time used so far, utime + stime (fields 14 and 15), in clock ticks. */
+  ticks: number;
+}
+
+/** Parses the text of /proc/<pid>/stat. */
+export function parseStat(stat: string): ProcStat {
+  // The command name may hold spaces and parentheses: fields resume after the last ')'.
+  const close = stat.lastIndexOf(')');
+  const fields = stat.slice(close + 2).split(' ');
+  return { comm: stat.slice(stat.indexOf('(') + 1, close), ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) };
+}
+
+/** One process's /proc/<pid>/stat, or undefined when it is gone. */
+export function procStat(pid: number): ProcStat | undefined {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // The command name may hold spaces and parentheses: fields resume after the last ')'.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[1]);
+    return parseStat(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return undefined;
   }
 }
 
+/** Every pid in /proc right now. */
+function allPids(): number[] {
+  return fs.readdirSync('/proc').filter((entry) => /^\d+$/.test(entry)).map(Number);
+}
+
+/** CPU ticks used so far by these processes together (one that is gone counts 0). */
+export function cpuTicks(pids: number[]): number {
+  return pids.reduce((sum, pid) => sum + (procStat(pid)?.ticks ?? 0), 0);
+}
+
+/** CPU ticks used so far by each PostgreSQL server process on this machine (backends, WAL writer, …), by pid. */
+export function postgresTicks(): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const pid of allPids()) {
+    const stat = procStat(pid);
+    if (stat?.comm === 'postgres') out.set(pid, stat.ticks);
+  }
+  return out;
+}
+
 /** `root` and every live descendant. */
 export function processTree(root: number): number[] {
   const children = new Map<number, number[]>();
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const pid = Number(entry);
-    const ppid = parentOf(pid);
+  for (const pid of allPids()) {
+    const ppid = procStat(pid)?.ppid;
     if (ppid === undefined) continue;
     const list = children.get(ppid);
     if (list) list.push(pid);
