@@ -11,6 +11,7 @@ import { RpcClient } from './lib/http';
 import { processTree } from './lib/proc';
 import { type BenchResults, consoleTable, machineInfo, markdown, type StartSample } from './lib/report';
 import { delegateCallback, delegationAvailable } from './lib/delegate';
+import { startBareServer } from './lib/bare';
 import { concurrentSessions, fanout, historyPages, rpcFloor, turnRoundTrip } from './lib/scenarios';
 import { compareSides } from './lib/compare';
 import { benchModelEnv, providerTurnRoundTrip, startBenchModel } from './lib/provider';
@@ -147,8 +148,21 @@ async function main(): Promise<void> {
           results.rpcFloor = await rpcFloor(rpc, 200);
         });
         await attempt('turn round trip', async () => {
+          // The floor before and after (load drifts): the same turns on a bare node:http server.
+          const bare = async () => {
+            const b = await startBareServer(token);
+            const brpc = new RpcClient({ baseUrl: b.baseUrl, token });
+            try {
+              (results.bareTurns ??= []).push(await turnRoundTrip(brpc, { warmup: settings.warmupTurns, turns: settings.turns }));
+            } finally {
+              brpc.close();
+              b.stop();
+            }
+          };
+          await bare();
           log(`turn round trip: ${settings.warmupTurns} warm-up + ${settings.turns} turns`);
           results.turns = await turnRoundTrip(rpc, { warmup: settings.warmupTurns, turns: settings.turns });
+          await bare();
         });
         await attempt('provider turn round trip', async () => {
           log(`provider-path turn (OpenAI-wire fake): ${settings.warmupTurns} warm-up + ${settings.turns} turns`);

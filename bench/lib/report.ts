@@ -27,6 +27,8 @@ export interface BenchResults {
   providerTurns?: Summary & { errors: number; firstError?: string; scriptedPair?: Summary; ratioP50?: number };
   /** A trivial authorized call (`agents.list`): the HTTP + routing + JSON-RPC floor under each request. */
   rpcFloor?: Summary;
+  /** The same turns against a bare node:http server answering from memory (bench/lib/bare.ts), before and after. */
+  bareTurns?: Summary[];
   concurrent: ConcurrentResult[];
   history: HistoryResult[];
   historyStartReadyMs?: number;
@@ -67,6 +69,27 @@ interface Row {
   peer: string;
 }
 
+/**
+ * The turn as a multiple of the floor: a bare node:http server answering the same two requests from memory
+ * (the lower of its runs before and after crosstalk's turns, so the multiple is not flattered by load drift).
+ */
+function bareRow(r: BenchResults): Row[] {
+  if (!r.turns || !r.bareTurns?.length) return [];
+  const p50 = Math.min(...r.bareTurns.map((b) => b.p50));
+  const p95 = Math.min(...r.bareTurns.map((b) => b.p95));
+  const x50 = r.turns.p50 / p50;
+  const x95 = r.turns.p95 / p95;
+  return [
+    {
+      metric: 'turn p50 / p95 over a bare node:http server answering the same two requests from memory',
+      target: '≤ 3× / ≤ 5×',
+      measured: `${x50.toFixed(2)}× / ${x95.toFixed(2)}× (bare: ${ms(p50)} / ${ms(p95)})`,
+      verdict: x50 <= 3 && x95 <= 5 ? 'met' : 'missed',
+      peer: '',
+    },
+  ];
+}
+
 export function summaryRows(r: BenchResults): Row[] {
   const c50 = r.concurrent.find((c) => c.sessions === 50);
   const c1k = r.concurrent.find((c) => c.sessions === 1000);
@@ -77,6 +100,7 @@ export function summaryRows(r: BenchResults): Row[] {
   const rows: Row[] = [
     { metric: 'turn round trip p50 (agent + agent.wait)', target: '≤ 10 ms', measured: ms(r.turns?.p50), verdict: verdict(r.turns?.p50, 10), peer: '≈ 190 ms' },
     { metric: 'turn round trip p95', target: '≤ 25 ms', measured: ms(r.turns?.p95), verdict: verdict(r.turns?.p95, 25), peer: '' },
+    ...bareRow(r),
     {
       metric: 'provider-path turn p50 (OpenAI-wire fake, 200-row context)',
       target: '≤ 2× scripted p50 (interleaved)',
@@ -199,7 +223,10 @@ export function markdown(r: BenchResults, baseline?: BenchResults): string {
     out.push(
       `**Turn round trip** (${t.n} sequential turns on one session after warm-up; \`agent\` then \`agent.wait\`, two HTTP requests): ` +
         `min ${ms(t.min)}, p50 ${ms(t.p50)}, p95 ${ms(t.p95)}, p99 ${ms(t.p99)}, max ${ms(t.max)}, mean ${ms(t.mean)}; ${t.errors} not ok.` +
-        (r.rpcFloor ? ` For scale, a trivial authorized call (\`agents.list\`) takes p50 ${ms(r.rpcFloor.p50)}, p95 ${ms(r.rpcFloor.p95)}: a turn pays that twice.` : ''),
+        (r.rpcFloor ? ` For scale, a trivial authorized call (\`agents.list\`) takes p50 ${ms(r.rpcFloor.p50)}, p95 ${ms(r.rpcFloor.p95)}: a turn pays that twice.` : '') +
+        (r.bareTurns?.length
+          ? ` The floor: the same turns, same client, against a bare node:http server in a process of its own that answers both requests from memory (\`bench/lib/bare.ts\`: token check, JSON in and out, nothing else), run before and after: ${r.bareTurns.map((b) => `p50 ${ms(b.p50)}, p95 ${ms(b.p95)}`).join('; ')}.`
+          : ''),
     );
     out.push('');
   }
