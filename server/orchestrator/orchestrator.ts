@@ -36,7 +36,7 @@ export class Orchestrator extends RunQueues {
       st.epoch = r.claimed!;
       this.o.store.setFence(sessionKey, r.claimed!);
       st.known.add(runId);
-      const startedWith = { rows: this.o.store.startedRows(start, r.ids), ...(r.session ? { session: r.session } : {}) };
+      const startedWith = { rows: this.o.store.writtenRows(start, r.ids), ...(r.session ? { session: r.session } : {}) };
       this.start(st, { runId, inputs: [input], persisted: Promise.resolve(), collect: false, row: { ...row, status: 'running', started_at: start[0]!.created_at }, startedWith }, false);
       return this.startedAnswer(st, { runId, status: 'started' });
     }

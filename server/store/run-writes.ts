@@ -236,7 +236,7 @@ export async function enqueuePg(db: Kysely<Database>, o: EnqueuePg): Promise<Enq
   const n = start.length;
   const bytes = start.reduce((a, r) => a + rowBytes(r), 0);
   // The new session's columns (as `ensureSession` writes them), claimed by this process and, when the run starts
-  // here, running with its input rows counted.
+  // here, running with its input rows counted; an existing free session takes the same additions (`excluded`).
   const go = (then: unknown, otherwise: unknown) => sql`case when fr.go then ${then} else ${otherwise} end`;
   const v = sessionValues(o.session, ts);
   const cols: Record<string, RawBuilder<unknown>> = {
@@ -258,10 +258,9 @@ export async function enqueuePg(db: Kysely<Database>, o: EnqueuePg): Promise<Enq
       select ${sql.join(Object.values(cols))}
       from fr
       on conflict (key) do update set owner = excluded.owner, epoch = s.epoch + 1,
-        status = case when (select go from fr) then 'running' else s.status end,
-        message_count = s.message_count + case when (select go from fr) then ${n}::int else 0 end,
-        bytes = s.bytes + case when (select go from fr) then ${bytes}::bigint else 0 end,
-        last_activity_at = case when (select go from fr) then ${ts} else s.last_activity_at end
+        status = case when excluded.status = 'running' then 'running' else s.status end,
+        message_count = s.message_count + excluded.message_count, bytes = s.bytes + excluded.bytes,
+        last_activity_at = case when excluded.message_count > 0 then excluded.last_activity_at else s.last_activity_at end
       where s.owner is null
       returning s.epoch, to_jsonb(s.*) as row),
     g as (select 1 from c, fr where fr.go),

@@ -202,11 +202,11 @@ export class Store extends StoreBase {
     const values = msgs.map((m) => messageValues(m, nowIso()));
     const r = await appendPg(this.db, { key, epoch: this.fences.get(key), rows: values, ...o });
     if (!r.held) await this.lostSession(key);
-    return { ...r, rows: this.startedRows(values, r.ids) };
+    return { ...r, rows: this.writtenRows(values, r.ids) };
   }
 
   /** PostgreSQL rows written with these ids (a run's start by `enqueuePg`, an append) as transcript rows, cached. */
-  startedRows(rows: MessageValues[], ids: number[]): TranscriptMessage[] {
+  writtenRows(rows: MessageValues[], ids: number[]): TranscriptMessage[] {
     const out = rows.map((row, i) => toTranscriptMessage({ ...row, id: ids[i]! }));
     this.remember(out);
     return out;
