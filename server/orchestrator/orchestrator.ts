@@ -30,9 +30,10 @@ export class Orchestrator extends RunQueues {
     if (!r.inserted) throw new CrosstalkError('agent_busy', `session ${sessionKey} is busy${r.active ? ` with run ${r.active}` : ''}`);
     if (r.started) {
       // The session was free: the statement claimed it and started the run (its input is in the transcript).
-      let st = this.sessions.get(sessionKey);
       // A state left by a run whose end (and release) raced this claim is not reused: the new lease starts afresh.
-      if (!st || st.active || st.loading || st.queue.length) this.sessions.set(sessionKey, (st = { key: sessionKey, active: null, parked: false, queue: [], known: new Set() }));
+      const old = this.sessions.get(sessionKey);
+      if (old && (old.active || old.loading || old.queue.length)) this.sessions.delete(sessionKey);
+      const st = this.state(sessionKey);
       st.epoch = r.claimed!;
       this.o.store.setFence(sessionKey, r.claimed!);
       st.known.add(runId);
