@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import type { QueueMode } from '../config';
 import type { WaitResult } from '../gateway/types';
 import type { RunRow } from '../store/schema';
+import type { StartedRun } from '../store/store';
 import type { ActiveRun, RunInput, RunOutcome } from './types';
 
 /** The abort reason of a graceful stop: the run is left as it is, for a re-drive (here after a restart, or elsewhere). */
@@ -27,8 +28,8 @@ export interface QueueItem {
   trustKey?: string;
   /** Its stored row when already read (as queued): the run need not read it again. */
   row?: RunRow;
-  /** PostgreSQL: the enqueue statement started the run (see ActiveRun.startedWith). */
-  startedWith?: ActiveRun['startedWith'];
+  /** PostgreSQL: the enqueue statement started the run: its input rows, and the session row then. */
+  startedWith?: StartedRun;
 }
 
 export interface SessionState {

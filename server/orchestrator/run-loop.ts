@@ -7,7 +7,7 @@ import type { TranscriptMessage } from '../events/types';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import type { RunRow } from '../store/schema';
-import { type NewMessage, type Store } from '../store/store';
+import { type NewMessage, type StartedRun, type Store } from '../store/store';
 import { deliveredKey, isMessagingTool, postsInOrder } from '../tools/messaging';
 import type { AnyToolDef } from '../tools/types';
 import type { Approvals } from './approvals';
@@ -69,7 +69,8 @@ function systemPrompt(run: ActiveRun): string {
   ].join(' ');
 }
 
-export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, resume: boolean): Promise<RunOutcome> {
+/** Runs a run's steps; `startedWith`: its start was already written (PostgreSQL: by the enqueue statement). */
+export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, resume: boolean, startedWith?: StartedRun): Promise<RunOutcome> {
   const { store, bus, config } = deps;
   const signal = run.abort.signal;
   const emitMessages = (rows: TranscriptMessage[]) => {
@@ -85,8 +86,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   let session: Awaited<ReturnType<Store['getSession']>> = undefined;
   if (row.origin) run.origin = JSON.parse(row.origin) as Record<string, unknown>;
   if (!resume) {
-    const started = run.startedWith ?? (await store.startRun(run.id, run.sessionKey, inputs.map((i) => inputToMessage(run.sessionKey, run.id, i))));
-    run.startedWith = undefined;
+    const started = startedWith ?? (await store.startRun(run.id, run.sessionKey, inputs.map((i) => inputToMessage(run.sessionKey, run.id, i))));
     if (!started) return { status: 'abandoned', error: 'skipped' }; // cancelled (from any process) before it started
     bus.emit(run.id, 'lifecycle', { phase: 'start', agentId: run.agent.id, ...(row.origin ? { origin: JSON.parse(row.origin) } : {}), ...(run.traceId ? { traceId: run.traceId, traceparent: run.traceparent } : {}) });
     for (const i of inputs) {

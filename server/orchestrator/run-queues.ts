@@ -254,12 +254,11 @@ export abstract class RunQueues {
       const row = item.row ?? (await this.o.store.getRun(item.runId));
       if (!row) throw new Error(`run ${item.runId} vanished`);
       active.row = row;
-      active.startedWith = item.startedWith;
       startRunTrace(this.deps, active, row);
       this.o.bus.registerRun(active.id, st.key, resume ? await this.o.store.maxSeq(active.id) : 0);
       // `collect` turns its queued messages into one user turn.
       const inputs = item.collect && item.inputs.length > 1 ? [mergeInputs(item.inputs)] : item.inputs;
-      const run = () => executeRun(this.deps, active, { ...row, input: JSON.stringify(inputs) }, resume);
+      const run = () => executeRun(this.deps, active, { ...row, input: JSON.stringify(inputs) }, resume, item.startedWith);
       outcome = process.env.CROSSTALK_BENCH_GLOBAL_LOCK ? await this.underGlobalLock(run) : await run();
     } catch (e) {
       if (e instanceof FencedError || active.abort.signal.reason === SHUTDOWN) outcome = { status: 'abandoned', error: 'fenced' };

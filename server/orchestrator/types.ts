@@ -36,8 +36,6 @@ export interface ActiveRun {
   row?: import('../store/schema').RunRow;
   /** Whether steered messages were merged into this run (their callbacks follow its end). */
   injected?: boolean;
-  /** PostgreSQL: the run was started by its enqueue statement; its input rows and the session row then. */
-  startedWith?: { rows: import('../events/types').TranscriptMessage[]; session?: import('../store/schema').SessionRow };
   /** Set once the run's input rows are in the transcript; `onStarted` is told then. */
   started?: boolean;
   onStarted?: () => void;

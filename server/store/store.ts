@@ -9,6 +9,12 @@ import { FencedError, type NewMessage, type NewSession, nowIso, sessionValues, S
 
 export { FencedError, type NewMessage, type NewSession, nowIso, toTranscriptMessage } from './store-base';
 
+/** A run's start: its input rows in the transcript, and (PostgreSQL) the session row after it. */
+export interface StartedRun {
+  rows: TranscriptMessage[];
+  session?: SessionRow;
+}
+
 export class Store extends StoreBase {
   /** In-memory recent rows are only safe while this process is the store's only writer (the embedded SQLite). */
   private readonly cacheRecent: boolean;
@@ -182,7 +188,7 @@ export class Store extends StoreBase {
    * statement). Null when the run is no longer queued (cancelled meanwhile, from any process): it must not run.
    * `session` (PostgreSQL): the session row after the write, so the run need not read it again.
    */
-  async startRun(runId: string, sessionKey: string, msgs: NewMessage[]): Promise<{ rows: TranscriptMessage[]; session?: SessionRow } | null> {
+  async startRun(runId: string, sessionKey: string, msgs: NewMessage[]): Promise<StartedRun | null> {
     if (this.dialect === 'postgres' && msgs.every((m) => m.sessionKey === sessionKey)) {
       const r = await this.appendPgRows(sessionKey, msgs, { startRun: runId });
       return r.started ? { rows: r.rows, ...(r.session ? { session: r.session } : {}) } : null;
