@@ -272,7 +272,11 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
         // A durable mark first: if this process dies mid-call, the re-drive answers `interrupted` instead of repeating it.
         if (!IDEMPOTENT_TOOLS.has(def.name)) await deps.store.markToolStarted(run.id, call.toolCallId);
         try {
-          result = await def.execute(parsed.data, { runId: run.id, sessionKey: run.sessionKey, agent: run.agent, callId: call.toolCallId, signal, counters: run.counters, delivered: run.delivered, origin: run.origin, sessionCwd: run.cwd, traceparent: traced.traceparent });
+          // Aborted while the call was being approved or marked: it does not start (a tool listens for the abort from
+          // its start on; an abort that came before would never reach it, and the tool would run to its end).
+          result = signal.aborted
+            ? toolError('interrupted', 'run interrupted')
+            : await def.execute(parsed.data, { runId: run.id, sessionKey: run.sessionKey, agent: run.agent, callId: call.toolCallId, signal, counters: run.counters, delivered: run.delivered, origin: run.origin, sessionCwd: run.cwd, traceparent: traced.traceparent });
         } catch (e) {
           deps.log.error({ err: e, tool: def.name }, 'tool threw');
           result = toolError('internal', `${def.name} failed: ${errorMessage(e)}`);

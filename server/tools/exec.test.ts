@@ -67,6 +67,26 @@ describe('exec settles', () => {
     expect(out).toMatchObject({ status: 'error', error: { code: 'timeout' } });
   });
 
+  it('on an agent.cancel that lands after the call was approved, before the command started: it never starts', async () => {
+    const key = 'agent:main:exec-cancel-early';
+    const { store, orchestrator } = s.rt;
+    const mark = store.markToolStarted.bind(store);
+    // The cancel lands between the call's durable start mark and the tool's own start.
+    (store as any).markToolStarted = async (runId: string, callId: string) => {
+      await mark(runId, callId);
+      await orchestrator.cancel(runId);
+    };
+    try {
+      const r = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/tool exec {"command":"sleep 30"}' });
+      const w = await s.rpc<{ status: string; error: string }>('agent.wait', { runId: r.runId, timeoutMs: 20_000 });
+      expect(w).toMatchObject({ status: 'error', error: 'cancelled' });
+      const h = (await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: key, includeTools: true })).messages;
+      expect(h.find((m) => m.kind === 'tool_result')?.tool.result).toMatchObject({ status: 'error', error: { code: 'interrupted' } });
+    } finally {
+      (store as any).markToolStarted = mark;
+    }
+  });
+
   it('on an interrupt (agent.cancel), even when a grandchild holds the pipes', async () => {
     const key = 'agent:main:exec-cancel';
     const r = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/tool exec {"command":"setsid sleep 45 & sleep 45"}' });
