@@ -62,15 +62,14 @@ test('a remote image in model output is a link: its server hears nothing until a
   );
   try {
     await room.open(freshSession);
-    const pixel = 'data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHdpZHRoPSI0IiBoZWlnaHQ9IjQiLz4=';
-    await room.send(`/reply Here: ![chart](${remote}/p?d=secret) and ![dot](${pixel}) and **done**`);
+    await room.send(`/reply Here: ![chart](${remote}/p?d=secret) and ![logo](/icon.svg) and **done**`);
     const body = room.messages('assistant').filter({ hasText: 'Here:' }).getByTestId('message-text');
     await expect(body.locator('strong', { hasText: 'done' })).toHaveCount(1);
     const link = body.getByRole('link', { name: /Remote image: chart/ });
     await expect(link).toHaveAttribute('href', `${remote}/p?d=secret`);
     await expect(body.locator(`img[src^="${remote}"]`)).toHaveCount(0);
-    // A data: image is this page's own bytes: it shows inline.
-    await expect(body.locator('img[alt="dot"]')).toHaveJSProperty('complete', true);
+    // An image of this origin shows inline.
+    await expect.poll(() => body.locator('img[alt="logo"]').evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)).toBe(true);
     // Opening the session again (history, not the live stream) renders it the same way.
     await page.reload();
     await room.waitLive();
@@ -78,7 +77,7 @@ test('a remote image in model output is a link: its server hears nothing until a
     expect(hits, 'no request before the click').toEqual([]);
 
     // Even an image the room did not mean to show stays unfetched: the CSP refuses it (and reports it).
-    expectedConsole.push(/Refused to load the image .*img-src/);
+    expectedConsole.push(/image '.*\/injected' violates the following Content Security Policy directive: "img-src/);
     await page.evaluate((src) => {
       const img = document.createElement('img');
       img.src = src;
