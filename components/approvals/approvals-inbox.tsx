@@ -7,6 +7,7 @@ import { useTRPC } from '@/lib/trpc/client';
 import { errorCode, type PendingApproval } from '@/lib/trpc/types';
 import { useRoomStore } from '@/stores/room-store-provider';
 import { useInbox } from '@/lib/room/use-inbox';
+import { usePendingCount } from './pending-count';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
 import { Button } from '../ui/button';
@@ -17,9 +18,8 @@ import { TextInput } from '../ui/text-input';
 type Decision = 'allow_once' | 'allow_always' | 'deny';
 
 export function ApprovalsButton() {
-  const { approvals } = useInbox();
+  const n = usePendingCount() ?? 0;
   const setOpen = useRoomStore((s) => s.setApprovalsOpen);
-  const n = approvals.length;
   return (
     <Button
       size="sm"

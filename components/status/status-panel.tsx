@@ -2,16 +2,15 @@
 // The status panel: active runs, pending approvals, the reusable delegate pool and its disk footprint, silence and rate limits.
 import { cn } from '@/lib/cn';
 import { formatBytes, formatTokens, formatUsd } from '@/lib/format';
-import { useInbox } from '@/lib/room/use-inbox';
+import { usePendingCount } from '../approvals/pending-count';
 import { useStatus } from '@/lib/room/use-status';
 
 export function StatusPanel({ className }: { className?: string }) {
   const q = useStatus();
   const s = q.data;
-  // The pending figure is the Approvals button's own list (one query, one number on screen), not a second poll that
-  // could lag it; the status figure stands in until that list is loaded.
-  const inbox = useInbox();
-  const pending = inbox.query.data ? inbox.approvals.length : (s?.pendingApprovals ?? 0);
+  // The pending figure is the Approvals button's own number (./pending-count), not a second poll that could lag it;
+  // the status figure stands in until that list is loaded.
+  const pending = usePendingCount() ?? s?.pendingApprovals ?? 0;
   const items: Array<{ id: string; label: string; value: string; title?: string; warn?: boolean }> = s
     ? [
         { id: 'active-runs', label: 'Active runs', value: String(s.activeRuns) },
