@@ -15,7 +15,7 @@ import { startA2A } from './a2a/http';
 import { createMetrics, type Metrics } from './metrics';
 import { Delegates } from './orchestrator/delegates';
 import { Orchestrator } from './orchestrator/orchestrator';
-import type { Runtime } from './runtime';
+import type { FullRuntime } from './runtime-types';
 import { DataDirInUseError, openDatabase } from './store/db';
 import { Store } from './store/store';
 import { mainSessionKey } from './sessions/keys';
@@ -29,31 +29,6 @@ import { EventFeed } from './cluster/feed';
 import { Compactor } from './orchestrator/compaction';
 import { Telemetry } from './telemetry/tracing';
 import { Usage } from './usage/usage';
-
-export interface FullRuntime extends Runtime {
-  store: Store;
-  bus: EventBus;
-  orchestrator: Orchestrator;
-  metrics: Metrics;
-  log: Logger;
-  /** PostgreSQL: the job engine's webhook queue (server/jobs); SQLite: an in-process loop. */
-  webhooks: WebhookDispatcher;
-  delegates: Delegates;
-  usage: Usage;
-  telemetry: Telemetry;
-  compactor: Compactor;
-  /** The tool registry every agent's model sees (built-in, channel and MCP tools). */
-  tools: Map<string, AnyToolDef>;
-  channels: ChannelService;
-  /** PostgreSQL: this process's membership of the cluster, and its event feed. */
-  cluster: Cluster | null;
-  feed: EventFeed | null;
-  mcp: McpManager;
-  /** POST /api/gateway on bare node:http, for servers that route it before Next (scripts/start.mjs). */
-  nodeGateway(req: IncomingMessage, res: ServerResponse): void;
-  /** /api/trpc/* (the room's queries, mutations and event stream) on bare node:http, likewise. */
-  nodeTrpc(req: IncomingMessage, res: ServerResponse): void;
-}
 
 export interface CreateRuntimeOptions {
   config: CrosstalkConfig;

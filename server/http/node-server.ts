@@ -1,7 +1,7 @@
 // A plain node:http server for the gateway's fetch-style handlers: the headless worker and the tests use it (Next serves the app).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { FullRuntime } from '../boot';
+import type { FullRuntime } from '../runtime-types';
 import { routeA2A } from '../a2a/http';
 import { handleEvents, handleMetrics } from './handlers';
 import { handleGatewayNode } from './node-gateway';
