@@ -5,6 +5,7 @@ import { type ChannelService, createChannels } from './channels';
 import { handleGatewayNode } from './http/node-gateway';
 import { serveFetch } from './http/node-fetch';
 import { handleTrpc } from './http/trpc';
+import { handleMcp } from './mcp-server/http';
 import { ConfigError, type CrosstalkConfig, loadConfig } from './config';
 import { EventBus } from './events/bus';
 import { GatewayService } from './gateway/service';
@@ -119,6 +120,9 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     },
     nodeTrpc(req, res) {
       serveFetch(req, res, (r) => handleTrpc(r, rt), { gzip: true });
+    },
+    nodeMcp(req, res) {
+      serveFetch(req, res, (r) => handleMcp(rt, r));
     },
     async close() {
       await mcp.stop();

@@ -49,4 +49,6 @@ export interface FullRuntime extends Runtime {
   nodeGateway(req: IncomingMessage, res: ServerResponse): void;
   /** /api/trpc/* (the room's queries, mutations and event stream) on bare node:http, likewise. */
   nodeTrpc(req: IncomingMessage, res: ServerResponse): void;
+  /** /mcp (crosstalk as an MCP server, CONTRACT §10) on bare node:http, likewise. */
+  nodeMcp(req: IncomingMessage, res: ServerResponse): void;
 }

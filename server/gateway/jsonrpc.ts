@@ -87,6 +87,15 @@ export function errorResponse(id: Id, e: unknown, log?: Logger): RpcResponse {
   return rpcError(id, -32603, 'internal error', { code: 'internal' });
 }
 
+/** One §3 method by name, validated and shaped exactly as JSON-RPC answers it (the MCP server's tools reuse it). */
+export async function callMethod(gw: Gateway, name: string, params: unknown): Promise<unknown> {
+  const method = Object.hasOwn(methods, name) ? methods[name] : undefined;
+  if (!method) throw new CrosstalkError('invalid_request', `unknown method: ${name}`);
+  const parsed = method.params.safeParse(params ?? {});
+  if (!parsed.success) throw new CrosstalkError('invalid_request', 'invalid params', zodIssues(parsed.error));
+  return method.call(gw, parsed.data);
+}
+
 export function zodIssues(err: z.ZodError) {
   return err.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
 }

@@ -1,0 +1,62 @@
+// POST/GET/DELETE /mcp: crosstalk as an MCP server over streamable HTTP (CONTRACT §10), stateless, so any process answers.
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { isAuthorized, isSameOrigin } from '../auth';
+import type { FullRuntime } from '../runtime-types';
+import { MAX_BODY_BYTES } from '../http/handlers';
+import { callMcpTool, MCP_TOOLS, type McpToolDef } from './tools';
+
+const byName = new Map<string, McpToolDef>(MCP_TOOLS.map((t) => [t.name, t]));
+const listed = MCP_TOOLS.map((t) => ({
+  name: t.name,
+  title: t.title,
+  description: t.description,
+  inputSchema: z.toJSONSchema(t.input, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any' }) as { type: 'object'; [k: string]: unknown },
+  annotations: { title: t.title, readOnlyHint: t.readOnly, openWorldHint: false },
+}));
+
+const VERSION = process.env.npm_package_version ?? '0.1.0';
+
+function mcpServer(rt: FullRuntime): Server {
+  const server = new Server({ name: 'crosstalk', version: VERSION }, { capabilities: { tools: { listChanged: false } } });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listed }));
+  server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+    const tool = byName.get(req.params.name);
+    // An unknown tool is a protocol error (-32602), not a tool result (CONTRACT §10).
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `unknown tool: ${req.params.name}`);
+    const token = req.params._meta?.progressToken;
+    let step = 0;
+    const progress =
+      token === undefined
+        ? undefined
+        : async (message: string) => {
+            step += 1;
+            await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: step, message } });
+          };
+    const out = await callMcpTool(tool, req.params.arguments, { gateway: rt.gateway, defaultAgentId: rt.config.defaultAgentId, progress, signal: extra.signal });
+    if (out.ok) return { content: [{ type: 'text', text: JSON.stringify(out.value) }], structuredContent: out.value as Record<string, unknown> };
+    const error = { code: out.code, message: out.message, ...(out.issues ? { issues: out.issues } : {}) };
+    return { content: [{ type: 'text', text: `${out.code}: ${out.message}` }], structuredContent: { status: 'error', error }, isError: true };
+  });
+  return server;
+}
+
+const jsonError = (status: number, code: number, message: string, dataCode: string) =>
+  Response.json({ jsonrpc: '2.0', id: null, error: { code, message, data: { code: dataCode } } }, { status, headers: status === 401 ? { 'www-authenticate': 'Bearer' } : {} });
+
+/** One request to /mcp: the bearer token, no foreign Origin (a web page must not reach it through a browser). */
+export async function handleMcp(rt: FullRuntime, req: Request): Promise<Response> {
+  if (req.headers.get('origin') !== null && !isSameOrigin(req.headers)) return jsonError(403, -32001, 'foreign Origin refused', 'forbidden');
+  if (!isAuthorized(req.headers, rt.token, { method: req.method })) return jsonError(401, -32001, 'unauthorized', 'unauthorized');
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, maxRequestBodySize: MAX_BODY_BYTES });
+  const server = mcpServer(rt);
+  await server.connect(transport);
+  try {
+    return await transport.handleRequest(req);
+  } catch (e) {
+    rt.log.error({ err: e }, 'mcp request failed');
+    return jsonError(500, -32603, 'internal error', 'internal');
+  }
+}
