@@ -14,7 +14,7 @@ import type { Approvals } from './approvals';
 import { trustOf } from '../trust/trust';
 import { markStarted } from './started';
 import { type PromptMessage, toJsonValue, toPromptMessages, userMessage } from './context';
-import { functionTools, type StepToolCall, streamStep } from './model-step';
+import { capToolCalls, functionTools, type StepToolCall, streamStep } from './model-step';
 import type { ActiveRun, RunInput, RunOutcome } from './types';
 import { contextView } from './compaction';
 import { afterModelStep, beforeModelStep, endToolSpan, recordApprovalWait, type RunHookDeps, startToolSpan } from './run-hooks';
@@ -141,7 +141,9 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
       await injectInbox(deps, run, messages, append);
       if (step >= maxSteps) throw new Error(`run stopped after ${maxSteps} model steps`);
 
-      const { text, calls } = await modelStep(deps, run, model, messages, toolSet);
+      const answer = await modelStep(deps, run, model, messages, toolSet);
+      const { text } = answer;
+      const calls = capToolCalls(answer.calls);
       const trimmed = text.trim();
       if (trimmed) lastText = trimmed;
       // Text this step also sends to the own stream through send_message is delivered once, by the tool.
@@ -249,7 +251,9 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
   let result: unknown;
   let outcome = 'ok';
   const def = deps.tools.get(call.toolName);
-  if (!def || def.visibleTo?.(run.agent) === false) {
+  if (call.limitError) {
+    result = toolError('limit_exceeded', call.limitError);
+  } else if (!def || def.visibleTo?.(run.agent) === false) {
     // An MCP server that never came up has no tool list yet: its tools are unavailable rather than unknown.
     result = !def && call.toolName.startsWith('mcp__') ? toolError('tool_unavailable', `${call.toolName} is not available (its MCP server is down or does not offer it)`) : toolError('invalid_request', `unknown tool ${call.toolName}`);
   } else if (call.invalidError) {
@@ -288,7 +292,8 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
   if (signal.aborted && signal.reason === Symbol.for('crosstalk.shutdown')) throw new RunAborted();
   if (outcome === 'ok' && (result as { status?: string } | null)?.status === 'error') outcome = 'error';
   endToolSpan(deps, traced.span, outcome);
-  metrics.toolCalls.inc({ tool: call.toolName, outcome });
+  // A name the model made up is not a label: every new label is a series Prometheus keeps for good.
+  metrics.toolCalls.inc({ tool: def ? call.toolName : 'unknown', outcome });
   if (messaging) metrics.messagingCalls.inc({ tool: call.toolName, outcome });
   await append([
     {
