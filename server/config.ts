@@ -39,7 +39,7 @@ const agentSchema = z
     /** MCP servers this agent sees (default: all). */
     mcp: z.array(z.string().min(1)).optional(),
     /** A remote A2A agent: this agent's turns run there (CONTRACT §8). */
-    a2a: z.object({ url: z.string().url(), token: z.string().optional() }).strict().optional(),
+    a2a: z.object({ url: z.string().url(), token: z.string().optional(), timeoutMs: z.number().int().positive().optional(), maxReplyBytes: z.number().int().positive().optional() }).strict().optional(),
   })
   .strict();
 
@@ -122,7 +122,7 @@ export interface AgentConfig {
   /** MCP servers this agent sees; undefined = all. */
   mcp?: string[];
   /** Set for a remote A2A agent (CONTRACT §8). */
-  a2a?: { url: string; token?: string };
+  a2a?: { url: string; token?: string; timeoutMs?: number; maxReplyBytes?: number };
 }
 
 export interface CrosstalkConfig {
