@@ -84,7 +84,7 @@ export class McpConnection {
     const t: StreamableHTTPClientTransport = new StreamableHTTPClientTransport(new URL(this.cfg.url), {
       requestInit: this.cfg.headers ? { headers: this.cfg.headers } : undefined,
       fetch: cappedFetch(MAX_MESSAGE_BYTES, () => {
-        this.o.log.warn({ server: this.name, cap: MAX_MESSAGE_BYTES }, 'mcp server sent an oversize message; closing its connection');
+        this.oversize();
         void t.close().catch(() => undefined);
       }),
     });
@@ -94,15 +94,20 @@ export class McpConnection {
   private async connect(): Promise<void> {
     if (this.stopped) return;
     const gen = ++this.generation;
+    this.closedBecause = undefined;
     this.setState('connecting');
     const client = new Client(CLIENT_INFO, { jsonSchemaValidator: noValidation });
     // A list change is read again within the caps (the SDK's own refresh would read one page, with no caps).
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.refresh(client, gen));
     client.onclose = () => {
       if (gen !== this.generation || this.stopped) return;
-      this.down('connection closed');
+      this.down(this.closedBecause ?? 'connection closed');
     };
-    client.onerror = (e) => this.o.log.debug({ server: this.name, err: e.message }, 'mcp transport error');
+    client.onerror = (e) => {
+      // The stdio transport's read buffer refuses an oversize line this way, then closes.
+      if (/ReadBuffer exceeded maximum size/.test(e.message)) this.oversize();
+      this.o.log.debug({ server: this.name, err: e.message }, 'mcp transport error');
+    };
     try {
       await client.connect(this.transport());
       const { tools, skipped } = await listTools(client);
@@ -120,6 +125,14 @@ export class McpConnection {
       if (gen !== this.generation) return;
       this.down(e instanceof Error ? e.message : String(e));
     }
+  }
+
+  /** Why the connection was closed on our side (an oversize message), for the calls it fails. */
+  private closedBecause?: string;
+
+  private oversize() {
+    this.closedBecause = `the server sent a message over ${MAX_MESSAGE_BYTES} bytes; it was not read and the connection was closed`;
+    this.o.log.warn({ server: this.name, cap: MAX_MESSAGE_BYTES }, 'mcp server sent an oversize message; closing its connection');
   }
 
   private refreshing: Promise<void> | null = null;
@@ -196,8 +209,9 @@ export class McpConnection {
       if (signal.aborted) throw e;
       // A protocol-level error from a live server is the tool's answer; anything else means the server is gone.
       if (e instanceof McpError && e.code !== -32000 && this.client === client) throw e;
-      if (this.client === client) this.down(e instanceof Error ? e.message : String(e));
-      throw new McpUnavailable(`MCP server ${this.name} failed during the call: ${e instanceof Error ? e.message : String(e)}`);
+      const why = this.closedBecause ?? (e instanceof Error ? e.message : String(e));
+      if (this.client === client) this.down(why);
+      throw new McpUnavailable(`MCP server ${this.name} failed during the call: ${why}`);
     }
   }
 
