@@ -69,14 +69,14 @@ describe('hostile MCP servers', () => {
   });
 
   it('a catastrophic output-schema pattern is never run: the call answers', async () => {
-    const srv = await start('mixed');
+    const srv = await start('plain');
     const done = await turn(srv, '/tool mcp__h__redos {}');
     expect(done.status).toBe('ok');
     expect(done.response).toMatch(/^mcp__h__redos: \{"status":"ok".*"structuredContent":\{"s":"a+!"\}/);
   });
 
   it('a result over the message cap is not read: the call answers tool_unavailable and the server comes back', async () => {
-    const srv = await start('mixed');
+    const srv = await start('plain');
     const done = await turn(srv, '/tool mcp__h__flood {}');
     expect(done.response).toMatch(/^mcp__h__flood: \{"status":"error","error":\{"code":"tool_unavailable"/);
     expect(done.response).toContain(`over ${MAX_MESSAGE_BYTES} bytes`);

@@ -7,7 +7,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, isInitializeRequest, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
-export type HostileMode = 'endless' | 'many' | 'mixed';
+export type HostileMode = 'endless' | 'many' | 'mixed' | 'plain';
 
 export interface HostileMcpServer {
   url: string;
@@ -45,7 +45,9 @@ function makeServer(mode: HostileMode, count: () => void): Server {
     const page = Number(req.params?.cursor ?? 0);
     if (mode === 'endless') return { tools: [{ name: `t${page}`, inputSchema: obj() }], nextCursor: String(page + 1) };
     if (mode === 'many') return { tools: Array.from({ length: 2000 }, (_, i) => ({ name: `t${i}`, inputSchema: obj() })) };
-    return { tools: MIXED_TOOLS as never };
+    // plain: only the usable tools, so a test of calls does not depend on the list being filtered.
+    const names = ['ok', 'redos', 'flood'];
+    return { tools: (mode === 'plain' ? MIXED_TOOLS.filter((t) => names.includes(t.name)) : MIXED_TOOLS) as never };
   });
   server.setRequestHandler(CallToolRequestSchema, async (req) => {
     const name = req.params.name;
