@@ -2,6 +2,7 @@
 import type { LanguageModelV4, LanguageModelV4FunctionTool } from '@ai-sdk/provider';
 import type { CrosstalkConfig } from '../config';
 import { errorMessage, toolError } from '../errors';
+import { failpoint } from '../failpoints';
 import type { EventBus } from '../events/bus';
 import type { TranscriptMessage } from '../events/types';
 import type { Logger } from '../logger';
@@ -125,7 +126,11 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
       const answered = new Set(transcript.filter((m) => m.kind === 'tool_result').map((m) => m.tool?.callId));
       const pending = transcript.filter((m) => m.runId === run.id && m.kind === 'tool_call' && m.tool && !answered.has(m.tool.callId));
       if (pending.length) {
-        const calls = pending.map((m) => ({ toolCallId: m.tool!.callId, toolName: m.tool!.name, input: m.tool!.args, redrive: true }));
+        // A call that stood for those past the per-step cap answers limit_exceeded again (its row says so).
+        const calls = pending.map((m) => {
+          const limitError = typeof m.meta?.limitExceeded === 'string' ? m.meta.limitExceeded : undefined;
+          return { toolCallId: m.tool!.callId, toolName: m.tool!.name, input: m.tool!.args, redrive: true, ...(limitError ? { limitError } : {}) };
+        });
         pushToolCalls(messages, calls);
         messages.push(await runTools(deps, run, calls, append));
       } else {
@@ -161,6 +166,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
           runId: run.id,
           author: { type: 'agent', id: run.agent.id, name: run.agent.name },
           tool: { name: c.toolName, callId: c.toolCallId, args: c.input ?? null },
+          ...(c.limitError ? { meta: { limitExceeded: c.limitError } } : {}),
         });
       if (posting) run.counters.set('posted', (run.counters.get('posted') ?? 0) + 1);
       if (!calls.length && !run.inbox.length) {
@@ -171,6 +177,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
         break;
       }
       if (stepRows.length) await append(stepRows);
+      if (calls.length) failpoint('tool_calls.written');
       if (text) messages.push({ role: 'assistant', content: [{ type: 'text', text }] });
       // Messages steered in during this step still belong to this run (their senders were told so): one more step.
       if (!calls.length) continue;

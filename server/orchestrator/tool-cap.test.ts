@@ -1,6 +1,6 @@
 // Tool calls per model step are capped (CONTRACT §3): the rest answer `limit_exceeded`; made-up tool names are not metric labels.
 import { afterEach, describe, expect, it } from 'vitest';
-import { startTestServer, TEST_TOKEN, type TestServer } from '../testing/harness';
+import { startChildServer, startTestServer, TEST_TOKEN, type TestServer, tmpDataDir, until } from '../testing/harness';
 import { MAX_TOOL_CALLS_PER_STEP } from './model-step';
 
 let s: TestServer | undefined;
@@ -47,4 +47,26 @@ describe('tool calls per model step', () => {
     const metrics = await (await fetch(`${s.url}/api/metrics`, { headers: { authorization: `Bearer ${TEST_TOKEN}` } })).text();
     expect(metrics).toMatch(/crosstalk_tool_calls_total\{tool="sessions_list",outcome="ok"\} 1/);
   });
+
+  it('after a hard kill between writing the calls and their results, the re-drive answers limit_exceeded again (it does not run the call)', async () => {
+    const dataDir = tmpDataDir();
+    const a = await startChildServer({ dataDir, env: { CROSSTALK_FAILPOINTS: 'tool_calls.written' } });
+    const message = Array.from({ length: MAX_TOOL_CALLS_PER_STEP + 2 }, (_, i) => `/tool x${i} {}`).join('\n');
+    const { runId } = await a.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:main', message });
+    expect(await a.exited).toBe(137);
+    const b = await startChildServer({ dataDir });
+    try {
+      expect((await b.rpc<{ status: string }>('agent.wait', { runId, timeoutMs: 20_000 })).status).toBe('ok');
+      const results = await until(async () => {
+        const { messages } = await b.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:main', includeTools: true, limit: 200 });
+        const r = messages.filter((m) => m.kind === 'tool_result');
+        return r.length === MAX_TOOL_CALLS_PER_STEP + 1 ? r : null;
+      });
+      const last = results.find((m) => m.tool.name === `x${MAX_TOOL_CALLS_PER_STEP}`);
+      expect(last.tool.result).toMatchObject({ status: 'error', error: { code: 'limit_exceeded' } });
+    } finally {
+      b.kill();
+      await b.exited;
+    }
+  }, 30_000);
 });
