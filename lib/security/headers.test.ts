@@ -35,7 +35,7 @@ describe('page security headers (proxy.ts)', () => {
   it('runs on pages (the room, login) and not on API routes or built assets', () => {
     const source = new RegExp(`^${config.matcher[0]!.source}$`);
     for (const page of ['/', '/login', '/some/missing/page']) expect(source.test(page), page).toBe(true);
-    for (const other of ['/api/trpc/status.get', '/api/gateway', '/a2a/main', '/_next/static/chunks/x.js']) expect(source.test(other), other).toBe(false);
+    for (const other of ['/api/trpc/status.get', '/api/gateway', '/a2a/main', '/mcp', '/_next/static/chunks/x.js']) expect(source.test(other), other).toBe(false);
   });
 
   it('is looser only in development (eval for React dev tooling, inline styles for hot reload)', () => {
