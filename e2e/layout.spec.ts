@@ -99,7 +99,7 @@ test('sidebar: grouped by agent, kind filters, search, running marker', async ({
   await room.send('/sleep 60000\n/reply slept');
   await expect(room.sessionItem(freshSession)).toHaveAttribute('data-running', 'true');
   await room.snap('sidebar-running');
-  await expect(room.sidebar.locator('[data-testid="agent-group"][data-agent-id="main"]').locator(`[data-session-key="${freshSession}"]`)).toBeVisible();
+  await expect(room.sidebar.locator('[data-testid="agent-group"][data-agent-id="main"]').locator(`[data-testid="session-item"][data-session-key="${freshSession}"]`)).toBeVisible();
   await page.getByRole('button', { name: 'Delegate', exact: true }).click();
   await expect(room.sessionItem(freshSession)).toHaveCount(0);
   await expect(room.sidebar.locator('[data-testid="session-item"]:not([data-kind="subagent"])')).toHaveCount(0);
