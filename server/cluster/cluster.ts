@@ -8,6 +8,7 @@ import type pg from 'pg';
 import type { Logger } from '../logger';
 import type { Database, ProcessesTable, RunRow } from '../store/schema';
 import { type EnqueuePg, enqueuePg, type EnqueuePgResult } from '../store/run-writes';
+import { ClaimTaken, enqueueClaimedPg } from '../store/idempotency';
 
 export type ControlMessage =
   | { kind: 'work'; to: string; sessionKey: string }
@@ -266,8 +267,10 @@ export class Cluster {
    * session's queued runs: a holder releasing at the same moment sees this row (it locks the session row, then
    * looks), or is told.
    */
-  async enqueue(row: RunRow, o: Omit<EnqueuePg, 'row' | 'me'>): Promise<EnqueuePgResult> {
-    const x = await enqueuePg(this.db, { row, me: this.id, ...o });
+  async enqueue(row: RunRow, o: Omit<EnqueuePg, 'row' | 'me'>, claim?: { key: string; owner: string }): Promise<EnqueuePgResult> {
+    // With an idempotency key: claimed in the same transaction (ClaimTaken when another request claimed it first).
+    const x = claim ? await enqueueClaimedPg(this.db, { row, me: this.id, ...o }, claim) : await enqueuePg(this.db, { row, me: this.id, ...o });
+    if (!x) throw new ClaimTaken(claim!.key);
     let owner = x.owner;
     if (x.claimed == null && (owner == null || owner === this.id)) owner = await this.ownerOf(row.session_key);
     return { ...x, owner };

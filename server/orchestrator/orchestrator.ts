@@ -25,7 +25,7 @@ export class Orchestrator extends RunQueues {
       session: { key: sessionKey, agentId: agent.id, kind: sessionKindOf(sessionKey) },
       mode: { asked: opts.queueMode ?? null, fallback: this.o.config.session.queueMode, neverRefuse: !!opts.neverRefuse },
       start,
-    });
+    }, opts.claim);
     const effective = (row.queue_mode = r.mode) as QueueMode;
     if (!r.inserted) throw new CrosstalkError('agent_busy', `session ${sessionKey} is busy${r.active ? ` with run ${r.active}` : ''}`);
     if (r.started) {

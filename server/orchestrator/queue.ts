@@ -17,6 +17,8 @@ export interface SubmitOptions {
   neverRefuse?: boolean;
   /** A caller-chosen run id: a second submit with the same id is a no-op (exactly-once delivery). */
   runId?: string;
+  /** The request's idempotency key, claimed by the write that accepts the message (ClaimTaken when it was claimed first). */
+  claim?: { key: string; owner: string };
 }
 
 export interface QueueItem {

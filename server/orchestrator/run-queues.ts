@@ -136,10 +136,12 @@ export abstract class RunQueues {
     const session = await this.o.store.ensureSession({ key: sessionKey, agentId: agent.id, kind: sessionKindOf(sessionKey) });
     const mode = (opts.queueMode ?? (session.queue_mode as QueueMode | null) ?? this.o.config.session.queueMode) as QueueMode;
     const st = this.state(sessionKey);
+    // One process: the answer is known before the write, so the idempotency key is claimed with it, settled.
+    const claim = (result: AgentResult, row = runId) => opts.claim && { ...opts.claim, runId: row, result, settled: true };
 
     // Everything below up to the first await is synchronous, so the session's state cannot change under us.
     if (!st.active) {
-      const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts)), collect: false };
+      const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts), claim({ runId, status: 'started' })), collect: false };
       const active = this.start(st, item, false);
       await item.persisted;
       // Answer once the message is in the transcript, so a history read right after `agent` sees it.
@@ -158,7 +160,7 @@ export abstract class RunQueues {
           const item: InboxItem = {
             runId,
             input,
-            persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts, { steerInto: active.id })),
+            persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts, { steerInto: active.id }), claim({ runId: active.id, status: 'steered' })),
           };
           active.inbox.push(item);
           await item.persisted;
@@ -172,17 +174,17 @@ export abstract class RunQueues {
         if (open && open === st.queue[st.queue.length - 1] && open.trustKey === trustKey) {
           open.inputs.push(input);
           const inputs = JSON.stringify(open.inputs);
-          open.persisted = open.persisted.then(() => this.o.store.updateRun(open.runId, { input: inputs }));
+          open.persisted = open.persisted.then(() => this.o.store.mergeInput(open.runId, inputs, claim({ runId: open.runId, status: 'queued' }, open.runId)));
           await open.persisted;
           return { runId: open.runId, status: 'queued' };
         }
-        const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts)), collect: true, trustKey };
+        const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts), claim({ runId, status: 'queued' })), collect: true, trustKey };
         st.queue.push(item);
         await item.persisted;
         return { runId, status: 'queued' };
       }
       case 'interrupt': {
-        const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts)), collect: false };
+        const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts), claim({ runId, status: 'started' })), collect: false };
         st.queue.unshift(item);
         this.abortActive(st);
         await item.persisted;
@@ -191,7 +193,7 @@ export abstract class RunQueues {
       default:
         break;
     }
-    const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts)), collect: false };
+    const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts), claim({ runId, status: 'queued' })), collect: false };
     st.queue.push(item);
     await item.persisted;
     return { runId, status: 'queued' };

@@ -316,6 +316,20 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         await sql`create unique index runs_one_running on runs (session_key) where status = 'running'`.execute(db);
       },
     },
+    '0010_idempotency_claims': {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      async up(db: Kysely<any>) {
+        // An idempotency key is a claim (CONTRACT §3): `pending` while its request is being answered (by `owner`, a
+        // process id), `done` with the first answer in `result`. `run_id`: the run an `agent` key accepted.
+        await db.schema.alterTable('idempotency').addColumn('state', 'text', (c) => c.notNull().defaultTo('done')).execute();
+        await db.schema.alterTable('idempotency').addColumn('owner', 'text').execute();
+        await db.schema.alterTable('idempotency').addColumn('run_id', 'text').execute();
+        // Keys expire (server/store/retention.ts): the sweep finds old ones by age.
+        await db.schema.createIndex('idempotency_created').on('idempotency').columns(['created_at']).execute();
+        // Pending pairing requests expire too.
+        await db.schema.createIndex('channel_senders_pending').on('channel_senders').columns(['status', 'requested_at']).execute();
+      },
+    },
   };
 }
 

@@ -3,6 +3,7 @@
 import { type ExpressionBuilder, type Kysely, type UpdateObject } from 'kysely';
 import type { PendingEvent, TranscriptMessage } from '../events/types';
 import type { DbHandle } from './db';
+import { ClaimTaken, type IdempotencyClaim, insertClaim } from './idempotency';
 import { appendPg, type FinishPg, finishPg, finishPgOne, type MessageValues, messageValues, rowBytes, type UsageValues } from './run-writes';
 import type { CallbackRow, Database, MessageRow, RunRow, SessionRow, WebhookRow } from './schema';
 import { FencedError, type NewMessage, type NewSession, nowIso, sessionValues, StoreBase, toTranscriptMessage } from './store-base';
@@ -294,8 +295,24 @@ export class Store extends StoreBase {
 
   // ── runs ────────────────────────────────────────────────────────────────
 
-  async insertRun(r: RunRow): Promise<void> {
-    await this.db.insertInto('runs').values(r).execute();
+  /** With `claim`, the request's idempotency key is claimed in the same transaction (ClaimTaken: nothing written). */
+  async insertRun(r: RunRow, claim?: IdempotencyClaim): Promise<void> {
+    if (!claim) {
+      await this.db.insertInto('runs').values(r).execute();
+      return;
+    }
+    await this.db.transaction().execute(async (tx) => {
+      if (!(await insertClaim(tx, claim))) throw new ClaimTaken(claim.key);
+      await tx.insertInto('runs').values(r).execute();
+    });
+  }
+
+  /** A `collect` message joins a queued run's input; with `claim`, its idempotency key is claimed in the same transaction. */
+  async mergeInput(runId: string, input: string, claim?: IdempotencyClaim): Promise<void> {
+    await this.db.transaction().execute(async (tx) => {
+      if (claim && !(await insertClaim(tx, claim))) throw new ClaimTaken(claim.key);
+      await tx.updateTable('runs').set({ input }).where('id', '=', runId).execute();
+    });
   }
 
   getRun(id: string): Promise<RunRow | undefined> {
