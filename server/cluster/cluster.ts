@@ -267,7 +267,7 @@ export class Cluster {
    * session's queued runs: a holder releasing at the same moment sees this row (it locks the session row, then
    * looks), or is told.
    */
-  async enqueue(row: RunRow, o: Omit<EnqueuePg, 'row' | 'me'>, claim?: { key: string; owner: string }): Promise<EnqueuePgResult> {
+  async enqueue(row: RunRow, o: Omit<EnqueuePg, 'row' | 'me'>, claim?: { key: string; owner: string; settled?: boolean }): Promise<EnqueuePgResult> {
     // With an idempotency key: claimed in the same transaction (ClaimTaken when another request claimed it first).
     const x = claim ? await enqueueClaimedPg(this.db, { row, me: this.id, ...o }, claim) : await enqueuePg(this.db, { row, me: this.id, ...o });
     if (!x) throw new ClaimTaken(claim!.key);

@@ -89,15 +89,19 @@ export class GatewayService implements Gateway {
    */
   private async agentClaimed(p: AgentParams, key: string): Promise<AgentResult> {
     for (let attempt = 0; ; attempt++) {
-      const seen = await this.claimant.await(key);
-      if (seen.kind === 'done') return seen.result as AgentResult;
-      // Accepted, not yet answered (its process died, or is slow past the wait): the accepted run is the answer.
-      if (seen.kind !== 'none') return acceptedAnswer(this.d.store, seen.claim);
-      const me = this.claimant.me;
+      // PostgreSQL tries the claim first (a repeat finds it taken); SQLite looks first: its accepting write is the
+      // run's insert, which it cannot take back once the run is under way (one process: nothing races the look).
+      if (!this.d.cluster || attempt > 0) {
+        const seen = await this.claimant.await(key);
+        if (seen.kind === 'done') return seen.result as AgentResult;
+        // Accepted, not yet answered (its process died, or is slow past the wait): the accepted run is the answer.
+        if (seen.kind !== 'none') return acceptedAnswer(this.d.store, seen.claim);
+      }
+      const claim = { key, owner: this.claimant.me, settled: !this.d.cluster };
       try {
-        const res = await this.startAgent(p, { key, owner: me });
+        const res = await this.startAgent(p, claim);
         failpoint('idempotency.accepted');
-        if (this.d.cluster) await settleClaim(this.d.store.db, key, me, res);
+        if (!claim.settled) await settleClaim(this.d.store.db, key, claim.owner, res);
         return res;
       } catch (e) {
         if (e instanceof ClaimTaken && attempt < 3) continue; // another process claimed it first: its answer

@@ -8,7 +8,7 @@ import type { Database, RunRow } from './schema';
 import { nowIso } from './store-base';
 
 /** How long a key holds (default 7 days): a key repeated after that is a new request. `CROSSTALK_IDEMPOTENCY_TTL_MS`. */
-export function idempotencyTtlMs(env: NodeJS.ProcessEnv = process.env): number {
+export function idempotencyTtlMs(env: Record<string, string | undefined> = process.env): number {
   const v = Number(env.CROSSTALK_IDEMPOTENCY_TTL_MS);
   return Number.isFinite(v) && v > 0 ? v : 7 * 24 * 3600_000;
 }
@@ -60,11 +60,6 @@ export async function insertClaim(db: Kysely<Database>, c: IdempotencyClaim, ttl
 /** Records the claim's answer (the claimant only, once). */
 export async function settleClaim(db: Kysely<Database>, key: string, owner: string, result: unknown): Promise<void> {
   await db.updateTable('idempotency').set({ state: 'done', owner: null, result: JSON.stringify(result) }).where('key', '=', key).where('owner', '=', owner).where('state', '=', 'pending').execute();
-}
-
-/** Updates the answer known so far of a pending claim (inside the accepting transaction). */
-export async function provisionalAnswer(db: Kysely<Database>, key: string, owner: string, result: unknown): Promise<void> {
-  await db.updateTable('idempotency').set({ result: JSON.stringify(result) }).where('key', '=', key).where('owner', '=', owner).where('state', '=', 'pending').execute();
 }
 
 /** Lets a pending claim go (its request failed before anything was accepted or delivered): a retry starts afresh. */
@@ -141,18 +136,28 @@ export const stillPending = (key: string) => new CrosstalkError('timeout', `the 
  * repeat arriving at another process at the same moment waits on it and then finds the key taken (null: nothing
  * was written). A message refused (`reject` on a busy session) rolls its claim back: a retry is a new attempt.
  */
-export async function enqueueClaimedPg(db: Kysely<Database>, o: EnqueuePg, claim: { key: string; owner: string }): Promise<EnqueuePgResult | null> {
+export async function enqueueClaimedPg(db: Kysely<Database>, o: EnqueuePg, claim: { key: string; owner: string; settled?: boolean }): Promise<EnqueuePgResult | null> {
   let refused: EnqueuePgResult | undefined;
+  const started = { runId: o.row.id, status: 'started' };
   try {
     return await db.transaction().execute(async (tx) => {
-      if (!(await insertClaim(tx, { ...claim, runId: o.row.id }))) return null;
+      // Written as answered ("started", the common case: nothing to settle later), corrected below when it is not:
+      // no one sees it before the commit.
+      if (!(await insertClaim(tx, { ...claim, runId: o.row.id, result: started, settled: true }))) return null;
       const r = await enqueuePg(tx, o);
       if (!r.inserted) {
         refused = r;
         throw new ClaimTaken(claim.key); // rolls back; answered below
       }
-      // The answer known so far (the orchestrator settles the final one): what a repeat gets if this process dies now.
-      await provisionalAnswer(tx, claim.key, claim.owner, { runId: o.row.id, status: r.started || r.mode === 'interrupt' ? 'started' : 'queued' });
+      claim.settled = r.started;
+      // Otherwise the answer known so far, pending: the orchestrator settles the final one (queued, steered,
+      // collected), and a repeat gets this one if this process dies first.
+      if (!r.started)
+        await tx
+          .updateTable('idempotency')
+          .set({ state: 'pending', owner: claim.owner, result: JSON.stringify({ runId: o.row.id, status: r.mode === 'interrupt' ? 'started' : 'queued' }) })
+          .where('key', '=', claim.key)
+          .execute();
       return r;
     });
   } catch (e) {

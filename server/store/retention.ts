@@ -5,7 +5,7 @@ import { EXPIRING_PREFIXES, idempotencyTtlMs } from './idempotency';
 import type { Store } from './store';
 
 /** How long a pairing request stays pending (default 1 hour): `CROSSTALK_PAIRING_TTL_MS`. */
-export function pairingTtlMs(env: NodeJS.ProcessEnv = process.env): number {
+export function pairingTtlMs(env: Record<string, string | undefined> = process.env): number {
   const v = Number(env.CROSSTALK_PAIRING_TTL_MS);
   return Number.isFinite(v) && v > 0 ? v : 3600_000;
 }
