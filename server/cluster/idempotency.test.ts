@@ -142,5 +142,23 @@ describe('idempotency keys after a crash on SQLite', () => {
     const h = await history(b, params.sessionKey);
     expect(h.filter((m) => m.role === 'user').map((m) => [m.content, m.runId])).toEqual([[params.message, r.result.runId]]);
     expect(h.filter((m) => m.role === 'assistant').map((m) => m.content)).toEqual(['survived']);
+    b.kill();
+    await b.exited;
+  }, 60_000);
+
+  it('send: a claim left pending by the killed process is taken over after the restart and delivered once', async () => {
+    const dataDir = tmpDataDir();
+    const a = await boot({ CROSSTALK_FAILPOINTS: 'send.claimed' }, dataDir);
+    const text = `sqlite after a crash ${crypto.randomUUID()}`;
+    const params = { channel: 'telegram', to: '4242', message: text, idempotencyKey: `qs-${crypto.randomUUID()}` };
+    expect(await call(a.url, 'send', params)).toEqual({ dead: true });
+    expect(await a.exited).toBe(137);
+    const b = await boot({}, dataDir);
+    const r = await call(b.url, 'send', params);
+    expect(r.error).toBeUndefined();
+    expect((await call(b.url, 'send', params)).result).toEqual(r.result);
+    expect(sendsOf(text)).toBe(1);
+    b.kill();
+    await b.exited;
   }, 60_000);
 });
