@@ -309,8 +309,12 @@ export class Store extends StoreBase {
 
   /** A `collect` message joins a queued run's input; with `claim`, its idempotency key is claimed in the same transaction. */
   async mergeInput(runId: string, input: string, claim?: IdempotencyClaim): Promise<void> {
+    if (!claim) {
+      await this.db.updateTable('runs').set({ input }).where('id', '=', runId).execute();
+      return;
+    }
     await this.db.transaction().execute(async (tx) => {
-      if (claim && !(await insertClaim(tx, claim))) throw new ClaimTaken(claim.key);
+      if (!(await insertClaim(tx, claim))) throw new ClaimTaken(claim.key);
       await tx.updateTable('runs').set({ input }).where('id', '=', runId).execute();
     });
   }
