@@ -78,6 +78,23 @@ describe.skipIf(onPgPass)('idempotency keys on 3 PostgreSQL processes', () => {
     }
   }, 60_000);
 
+  it('agent into a busy session (followup, steer): the same key on 3 processes at once is queued or steered once, with one answer', async () => {
+    for (const queueMode of ['followup', 'steer'] as const) {
+      const sessionKey = `agent:main:idem-busy-${queueMode}`;
+      const busy = await procs[0]!.rpc<{ runId: string }>('agent', { sessionKey, message: '/sleep 1500\n/reply busy' });
+      const params = { sessionKey, message: `/reply ${queueMode} once`, queueMode, idempotencyKey: `b-${queueMode}-${crypto.randomUUID()}` };
+      const got = await Promise.all(procs.map((p) => call(p.url, 'agent', params)));
+      expect(got.map((a) => a.error)).toEqual([undefined, undefined, undefined]);
+      expect(new Set(got.map((a) => JSON.stringify(a.result))).size).toBe(1);
+      expect(got[0]!.result.status).toBe(queueMode === 'steer' ? 'steered' : 'queued');
+      if (queueMode === 'steer') expect(got[0]!.result.runId).toBe(busy.runId);
+      await procs[1]!.rpc('agent.wait', { runId: got[0]!.result.runId, timeoutMs: 20_000 });
+      await procs[1]!.rpc('agent.wait', { runId: busy.runId, timeoutMs: 20_000 });
+      const h = await history(procs[2]!, sessionKey);
+      expect(h.filter((m) => m.content === params.message).length).toBe(1);
+    }
+  }, 60_000);
+
   it('send: the same key at the same moment on 3 processes reaches the channel API once; all three get its answer', async () => {
     const keys = Array.from({ length: 10 }, (_, i) => ({ key: `s-${i}-${crypto.randomUUID()}`, text: `hello ${i} ${crypto.randomUUID()}` }));
     const answers = await Promise.all(keys.map((k) => Promise.all(procs.map((p) => call(p.url, 'send', { channel: 'telegram', to: '4242', message: k.text, idempotencyKey: k.key })))));
