@@ -1,9 +1,8 @@
 // Schema migrations: one list for both dialects; only the auto-increment id column differs.
 import { type Kysely, sql } from 'kysely';
 import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
+import type { DialectName } from './schema';
 import { roomSearchMigration } from './search';
-
-export type DialectName = 'sqlite' | 'postgres';
 
 function migrations(dialect: DialectName): Record<string, Migration> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any

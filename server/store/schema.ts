@@ -1,6 +1,8 @@
 // Table types for Kysely; one schema for both dialects (JSON is stored as text, timestamps as ISO-8601 UTC text).
 import type { Generated, Insertable, Selectable } from 'kysely';
 
+export type DialectName = 'sqlite' | 'postgres';
+
 export interface SessionsTable {
   key: string;
   agent_id: string;
