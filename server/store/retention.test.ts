@@ -66,7 +66,7 @@ describe('tool-start marks', () => {
     const marks = (runId: string) => store.db.selectFrom('tool_starts').select('call_id').where('run_id', '=', runId).execute();
     expect((await marks(done.runId)).length).toBe(1);
     const live = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:marks-live', message: '/sleep 30000\n/reply late' });
-    await store.markToolStarted(live.runId, 'call_live');
+    expect(await store.markToolStarted(live.runId, 'call_live', 'agent:main:marks-live')).toBe(true);
     const swept = await sweepRetention(store);
     expect(swept.toolStarts).toBeGreaterThanOrEqual(1);
     expect(await marks(done.runId)).toEqual([]);
