@@ -5,7 +5,8 @@ import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } fr
 import { z } from 'zod';
 import { isAuthorized, isSameOrigin } from '../auth';
 import type { FullRuntime } from '../runtime-types';
-import { MAX_BODY_BYTES } from '../http/handlers';
+import { MAX_BODY_BYTES, readCapped } from '../http/handlers';
+import { jsonTooDeep, TOO_DEEP_MESSAGE } from '../http/json-depth';
 import { callMcpTool, MCP_TOOLS, type McpToolDef } from './tools';
 
 const byName = new Map<string, McpToolDef>(MCP_TOOLS.map((t) => [t.name, t]));
@@ -50,11 +51,24 @@ const jsonError = (status: number, code: number, message: string, dataCode: stri
 export async function handleMcp(rt: FullRuntime, req: Request): Promise<Response> {
   if (req.headers.get('origin') !== null && !isSameOrigin(req.headers)) return jsonError(403, -32001, 'foreign Origin refused', 'forbidden');
   if (!isAuthorized(req.headers, rt.token, { method: req.method })) return jsonError(401, -32001, 'unauthorized', 'unauthorized');
+  let parsedBody: unknown;
+  if (req.method === 'POST') {
+    // The body is read here (under the same cap) so its nesting is checked before the SDK's schemas walk it.
+    const text = await readCapped(req, MAX_BODY_BYTES);
+    if (text === null) return jsonError(413, -32600, 'request body larger than 1 MiB', 'payload_too_large');
+    try {
+      parsedBody = JSON.parse(text);
+    } catch {
+      // Not JSON: the SDK answers it (after its Accept and Content-Type checks), from the text read here.
+      req = new Request(req.url, { method: req.method, headers: req.headers, body: text, signal: req.signal });
+    }
+    if (parsedBody !== undefined && jsonTooDeep(text, Array.isArray(parsedBody) ? 2 : 1)) return jsonError(400, -32600, TOO_DEEP_MESSAGE, 'invalid_request');
+  }
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, maxRequestBodySize: MAX_BODY_BYTES });
   const server = mcpServer(rt);
   await server.connect(transport);
   try {
-    return await transport.handleRequest(req);
+    return await transport.handleRequest(req, parsedBody === undefined ? undefined : { parsedBody });
   } catch (e) {
     rt.log.error({ err: e }, 'mcp request failed');
     return jsonError(500, -32603, 'internal error', 'internal');
