@@ -12,6 +12,7 @@ import { CrosstalkA2AHandler } from './handler';
 import { A2APush } from './push';
 import { agentCardFor, legacyCardJson } from './card';
 import { SIGNAL_KEY } from './tasks';
+import { legacyParamsProblem } from './params';
 
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers } });
@@ -83,6 +84,8 @@ export async function handleA2ARpc(rt: FullRuntime, agentId: string, req: Reques
   }
   const versionHeader = req.headers.get(A2A_VERSION_HEADER);
   const legacy = isLegacy(versionHeader);
+  const problem = legacy ? legacyParamsProblem(body) : null;
+  if (problem !== null) return json({ jsonrpc: '2.0', id: typeof body.id === 'string' || typeof body.id === 'number' ? body.id : null, error: { code: -32602, message: problem } });
   const card = agentCardFor(agent, baseUrl(req));
   const handler = new CrosstalkA2AHandler(rt, agent, () => card, stateOf(rt).push);
   const mapError = legacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : JsonRpcTransportHandler.mapToJSONRPCError;
