@@ -7,7 +7,7 @@ import { fuzzConfig, fuzzWorld } from '../testing/fuzz-world';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 0x5eed);
 /** Cases per entry point: a few seconds in all on a loaded 2-core machine. */
-const COUNTS: Record<Entry, number> = { jsonrpc: 400, trpc: 250, a2a: 200, mcp: 200, inbound: 250, login: 100, sse: 120 };
+const COUNTS: Record<Entry, number> = { jsonrpc: 300, trpc: 200, a2a: 150, mcp: 120, inbound: 150, login: 80, sse: 80 };
 const world = fuzzWorld(TEST_TOKEN);
 
 let s: TestServer;
