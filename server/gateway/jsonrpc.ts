@@ -59,6 +59,7 @@ const methods: Record<string, Method> = {
   'agents.list': { params: s.agentsListParams, call: async (gw) => ({
     agents: (await gw.agentsList()).agents.map(({ agentId, name, model, tools, mcpTools, remote }) => ({ agentId, name, model, tools, ...(mcpTools?.length ? { mcpTools } : {}), ...(remote ? { remote } : {}) })),
   }) },
+  'runs.board': { params: s.runsBoardParams, call: (gw, p) => gw.runsBoard(p) },
   'delegates.list': { params: s.delegatesListParams, call: (gw, p) => gw.delegatesList(p) },
   'delegates.messages': { params: s.delegatesMessagesParams, call: (gw, p) => gw.delegatesMessages(p) },
   'delegates.dismiss': { params: s.delegatesDismissParams, call: (gw, p) => gw.delegatesDismiss(p) },

@@ -66,8 +66,27 @@ function paramsProblem(msg: unknown): { id: string | number; message: string } |
 const jsonError = (status: number, code: number, message: string, dataCode: string) =>
   Response.json({ jsonrpc: '2.0', id: null, error: { code, message, data: { code: dataCode } } }, { status, headers: status === 401 ? { 'www-authenticate': 'Bearer' } : {} });
 
-/** One request to /mcp: the bearer token, no foreign Origin (a web page must not reach it through a browser). */
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** The host names /mcp answers to: loopback, the address it serves on, and CROSSTALK_ALLOWED_HOSTS (comma-separated). */
+function allowedHosts(): Set<string> {
+  const out = new Set(LOOPBACK_HOSTS);
+  const bind = process.env.HOST?.trim().toLowerCase();
+  if (bind && bind !== '0.0.0.0' && bind !== '::') out.add(bind.includes(':') && !bind.startsWith('[') ? `[${bind}]` : bind);
+  for (const h of (process.env.CROSSTALK_ALLOWED_HOSTS ?? '').split(',')) if (h.trim()) out.add(h.trim().toLowerCase());
+  return out;
+}
+
+/** The Host header's name without its port ('[::1]:3000' → '[::1]'). */
+const hostName = (host: string) => (host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!).toLowerCase();
+
+/**
+ * One request to /mcp: a Host this server answers to and no foreign Origin (DNS rebinding: a web page must not reach
+ * it through a browser), then the bearer token.
+ */
 export async function handleMcp(rt: FullRuntime, req: Request): Promise<Response> {
+  const host = req.headers.get('host');
+  if (host !== null && !allowedHosts().has(hostName(host))) return jsonError(403, -32001, `Host ${host} refused (CROSSTALK_ALLOWED_HOSTS)`, 'forbidden');
   if (req.headers.get('origin') !== null && !isSameOrigin(req.headers)) return jsonError(403, -32001, 'foreign Origin refused', 'forbidden');
   if (!isAuthorized(req.headers, rt.token, { method: req.method })) return jsonError(401, -32001, 'unauthorized', 'unauthorized');
   let parsedBody: unknown;

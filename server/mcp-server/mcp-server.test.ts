@@ -1,4 +1,5 @@
 // crosstalk as an MCP server (CONTRACT §10), driven by the official SDK's own client over real HTTP on loopback.
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -113,5 +114,20 @@ describe('crosstalk as an MCP server', () => {
     const ok = await post({ authorization: `Bearer ${TEST_TOKEN}` });
     expect(ok.status).toBe(200);
     await ok.body?.cancel();
+  });
+
+  it('refuses a Host it does not answer to (DNS rebinding), with the token', async () => {
+    const status = (host: string) =>
+      new Promise<number>((resolve, reject) => {
+        const u = new URL(`${s.url}/mcp`);
+        const req = http.request({ host: u.hostname, port: u.port, path: '/mcp', method: 'POST', headers: { host, authorization: `Bearer ${TEST_TOKEN}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', reject);
+        req.end(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }));
+      });
+    expect(await status('evil.example:3000')).toBe(403);
+    expect(await status(`localhost:${new URL(s.url).port}`)).not.toBe(403);
   });
 });
