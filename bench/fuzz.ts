@@ -3,6 +3,7 @@
 // prints its seed and the one-case replay (FUZZ_SEED=… FUZZ_ONLY=<entry>:<index> npx vitest run server/http/fuzz.test.ts).
 // Writes its figures to BENCHMARKS.md between the `fuzz` markers (unless --no-md); exits 1 on any failure.
 //   npx tsx bench/fuzz.ts [--cases N] [--seed S] [--no-md]        (TEST_STORE=postgres: on PostgreSQL)
+import os from 'node:os';
 import path from 'node:path';
 import { startTestServer, TEST_TOKEN } from '../server/testing/harness';
 import { describeFailures, type Entry, ENTRIES, runFuzz, serveFront } from '../server/testing/fuzz';
@@ -48,7 +49,7 @@ if (!process.argv.includes('--no-md')) {
   const body = [
     '### Fuzz (`npm run bench:fuzz`)',
     '',
-    `Seed ${SEED}, ${CASES} seeded requests per entry point (malformed, mistyped, nested past 64 levels, around the size caps, oddly encoded, wrongly authorised), 8 in flight, ${s.rt.store.dialect}, ${total} s in all. A failure is a 5xx, an \`internal\` error (-32603), no answer within 30 s, or a server that no longer answers \`status\` afterwards.`,
+    `Seed ${SEED}, ${CASES} seeded requests per entry point (malformed, mistyped, nested past 64 levels, around the size caps, oddly encoded, wrongly authorised), 8 in flight, ${s.rt.store.dialect}, ${total} s in all (load average ${os.loadavg()[0]!.toFixed(0)} on ${os.cpus().length} cores). A failure is a 5xx, an \`internal\` error (-32603), no answer within 30 s, or a server that no longer answers \`status\` afterwards. Status 0 is node's HTTP server closing the connection on a request line or headers past its 16 KiB limit (as 431 is).`,
     '',
     '| entry point | requests | seconds | failures | still serving | HTTP statuses seen |',
     '| --- | ---: | ---: | ---: | --- | --- |',
