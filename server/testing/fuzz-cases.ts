@@ -175,15 +175,25 @@ export function trpcCase(g: Gen, w: FuzzWorld): FuzzCase {
 export function a2aCase(g: Gen, w: FuzzWorld): FuzzCase {
   const part = () => (g.int(4) === 0 ? g.obj(A2A_FIELDS) : { kind: 'text', text: g.int(3) === 0 ? String(g.value()) : g.pick(['hi', '/sleep 5', '/silent', 'x'.repeat(300_000), '\u0000']) });
   const message = () => ({ messageId: g.pick(['m1', '', String(g.value())]), role: g.pick(['user', 'agent', 'ROLE_USER', 1, null]), parts: g.int(5) === 0 ? g.value() : [part()], ...(g.int(2) ? { contextId: g.value() } : {}), ...(g.int(4) === 0 ? { taskId: g.value() } : {}) });
+  // v1.0 (protobuf JSON) shapes: parts as {text}/{raw}/{url}/{data}, roles as ROLE_*, push configs flat.
+  const v1Message = () => ({ messageId: g.pick(['m1', '', g.value()]), role: g.pick(['ROLE_USER', 'ROLE_AGENT', 'ROLE_UNSPECIFIED', 'user', 7]), parts: g.int(5) === 0 ? g.value() : [g.pick([{ text: g.pick(['hi', '/sleep 5', g.value()]) }, { raw: g.pick(['aGk=', '%%%', 5]) }, { url: g.value() }, { data: g.value() }, g.obj(A2A_FIELDS)])], contextId: g.value(), ...(g.int(3) === 0 ? { taskId: g.value(), referenceTaskIds: g.value(), extensions: g.value() } : {}) });
+  const v1Params = () => {
+    const k = g.int(5);
+    if (k === 0) return { message: v1Message(), configuration: { acceptedOutputModes: g.value(), historyLength: g.value(), returnImmediately: g.value(), taskPushNotificationConfig: g.obj(A2A_FIELDS) }, metadata: g.value() };
+    if (k === 1) return { taskId: g.value(), id: g.value(), url: g.pick(['http://127.0.0.1:9/', 'https://169.254.169.254/', g.value()]), token: g.value(), authentication: g.value() };
+    if (k === 2) return { contextId: g.value(), status: g.pick(['TASK_STATE_WORKING', 'x', 3]), pageSize: g.value(), pageToken: g.value(), historyLength: g.value() };
+    return { message: v1Message() };
+  };
   const params = () => {
-    const k = g.int(6);
+    const k = g.int(8);
+    if (k >= 6) return v1Params();
     if (k === 0) return g.value(A2A_FIELDS);
     if (k === 1) return g.obj(A2A_FIELDS);
     if (k === 2) return { id: g.value(A2A_FIELDS), pushNotificationConfig: g.obj(A2A_FIELDS) };
     if (k === 3) return { id: g.pick([5, 'x', null, `run_${'0'.repeat(8)}`]), ...(g.int(2) ? { historyLength: g.value() } : {}) };
     return { message: g.int(6) === 0 ? g.value(A2A_FIELDS) : message(), ...(g.int(3) === 0 ? { configuration: { blocking: g.value(), acceptedOutputModes: g.value() } } : {}) };
   };
-  const headers = authHeaders(g, w, { 'content-type': g.pick(CONTENT_TYPES), ...(g.int(2) ? { 'A2A-Version': g.pick(['1.0', '0.3', '9.9', '', 'x']) } : {}) });
+  const headers = authHeaders(g, w, { 'content-type': g.pick(CONTENT_TYPES), ...(g.int(2) ? { 'A2A-Version': g.pick(['1.0', '1.0', '1.0', '0.3', '9.9', '', 'x']) } : {}) });
   if (g.int(25) === 0) return { entry: 'a2a', method: 'GET', path: `/a2a/${g.pick([...w.agents, 'nobody', '%2e%2e'])}/.well-known/agent-card.json`, headers };
   const agent = g.int(10) === 0 ? g.pick(['nobody', 'MAIN', '%00', 'a'.repeat(300)]) : g.pick(w.agents);
   return { entry: 'a2a', method: g.int(30) === 0 ? 'GET' : 'POST', path: `/a2a/${agent}`, headers, body: g.encode(jsonRpcBody(g, A2A_METHODS, params)) };
