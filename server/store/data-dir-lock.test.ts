@@ -84,8 +84,11 @@ describe.skipIf(onPg)('the SQLite data-dir lock (CONTRACT §1)', () => {
     expect((err as Error).message).toContain(`another crosstalk process (pid ${holder.child.pid}) is using the data dir`);
     // The holder is unharmed by the refused attempt (a closed descriptor of the lock file must not drop its lock).
     expect(await status(holder.url)).toHaveProperty('activeRuns');
+    // The kernel's record names the holder even when the pid file beside the lock is wrong (or not written yet).
+    fs.writeFileSync(path.join(dataDir, 'crosstalk.lock.pid'), '1');
     const again = await openDatabase({ dataDir }).catch((e: unknown) => e);
     expect(again).toBeInstanceOf(DataDirInUseError);
+    if (fs.existsSync('/proc/locks')) expect((again as Error).message).toContain(`(pid ${holder.child.pid})`);
   });
 
   it('a stale pid file naming a live process that is not crosstalk (a reused pid) does not block a start', async () => {

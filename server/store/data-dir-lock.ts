@@ -57,12 +57,30 @@ function release(dir: string): void {
   mine.db.close();
 }
 
-function inUse(dir: string): DataDirInUseError {
-  let pid = NaN;
+/** The pid holding a POSIX lock on the file, from Linux's /proc/locks (the kernel's own word), or NaN. */
+function lockHolderPid(file: string): number {
   try {
-    pid = Number(fs.readFileSync(path.join(dir, HOLDER_FILE), 'utf8').trim());
+    const { ino } = fs.statSync(file);
+    // "1: POSIX  ADVISORY  WRITE 14807 fe:00:2195906 1073741824 1073742335": pid, then major:minor:inode.
+    for (const line of fs.readFileSync('/proc/locks', 'utf8').split('\n')) {
+      const m = /\bPOSIX\s+\S+\s+\S+\s+(\d+)\s+[0-9a-f]+:[0-9a-f]+:(\d+)\s/.exec(line);
+      if (m && Number(m[2]) === ino && Number(m[1]) > 0) return Number(m[1]);
+    }
   } catch {
-    /* the holder has not written it yet */
+    /* not Linux, or no /proc */
+  }
+  return NaN;
+}
+
+function inUse(dir: string): DataDirInUseError {
+  // The kernel's record first (right even while the new holder has not written its pid file yet), else that file.
+  let pid = lockHolderPid(path.join(dir, LOCK_DB));
+  if (Number.isNaN(pid)) {
+    try {
+      pid = Number(fs.readFileSync(path.join(dir, HOLDER_FILE), 'utf8').trim());
+    } catch {
+      /* the holder has not written it yet */
+    }
   }
   const who = Number.isInteger(pid) && pid > 0 ? `another crosstalk process (pid ${pid})` : 'another crosstalk process';
   return new DataDirInUseError(
