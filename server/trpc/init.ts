@@ -38,6 +38,10 @@ const TRPC_CODE_FOR: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
   timeout: 'TIMEOUT',
   interrupted: 'INTERNAL_SERVER_ERROR',
   tool_unavailable: 'BAD_GATEWAY',
+  unknown_delivery: 'NOT_FOUND',
+  not_retryable: 'CONFLICT',
+  budget_exceeded: 'CONFLICT',
+  tool_error: 'BAD_GATEWAY',
   internal: 'INTERNAL_SERVER_ERROR',
 };
 
