@@ -15,6 +15,8 @@ const channelOriginSchema = z.object({
   threadId: z.string().optional(),
   replyTo: z.string().optional(),
   accountId: z.string().optional(),
+  from: z.string().optional(),
+  chatType: z.enum(['direct', 'group', 'channel']).optional(),
 });
 
 /**

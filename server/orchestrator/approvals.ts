@@ -34,7 +34,7 @@ export function toPendingApproval(r: ApprovalRow): PendingApproval {
   return { approvalId: r.id, sessionKey: r.session_key, runId: r.run_id, callId: r.call_id, tool: r.tool, args: JSON.parse(r.args), requestedAt: r.requested_at, trust: trustOfRow(r) };
 }
 
-const trustOfRow = (r: Pick<ApprovalRow, 'trust'>): Trust => (r.trust ? (JSON.parse(r.trust) as Trust) : OPERATOR);
+export const trustOfRow = (r: Pick<ApprovalRow, 'trust'>): Trust => (r.trust ? (JSON.parse(r.trust) as Trust) : OPERATOR);
 
 // Approval ids sort in request order (time, then a process counter), so "oldest first" is exact within a millisecond.
 let seq = 0;
