@@ -233,7 +233,7 @@ describe('A2A server', () => {
       let body = '';
       req.on('data', (c) => (body += c));
       req.on('end', () => {
-        received.push({ body: JSON.parse(body), signature: req.headers['x-crosstalk-signature'], token: req.headers['x-a2a-notification-token'], type: req.headers['content-type'] });
+        received.push({ body: JSON.parse(body), raw: body, ts: req.headers['x-crosstalk-timestamp'], signature: req.headers['x-crosstalk-signature'], token: req.headers['x-a2a-notification-token'], type: req.headers['content-type'] });
         res.end('ok');
       });
     });
@@ -255,7 +255,9 @@ describe('A2A server', () => {
     expect((await c.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 10, pageToken: '' })).configs).toHaveLength(1);
     const done = await until(() => received.find((r) => r.body.statusUpdate?.status?.state === 'TASK_STATE_COMPLETED'));
     expect(done.body.statusUpdate.taskId).toBe(task.id);
-    expect(done.signature).toMatch(/^sha256=[0-9a-f]{64}$/);
+    // Signed like every crosstalk webhook (CONTRACT §5): the HMAC (keyed by the config's token) of "<timestamp>.<body>".
+    expect(Math.abs(Number(done.ts) - Date.now() / 1000)).toBeLessThanOrEqual(300);
+    expect(done.signature).toBe(`sha256=${crypto.createHmac('sha256', 'push-secret').update(`${done.ts}.${done.raw}`).digest('hex')}`);
     expect(done.token).toBe('push-secret');
     expect(done.type).toBe('application/a2a+json');
   });

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUTH_COOKIE } from '../auth';
 import { ERROR_CODES } from '../errors';
 import { startTestServer, TEST_TOKEN, type TestServer } from '../testing/harness';
+import { signWebhook } from '../webhooks/signature';
 
 /** How many requests each pass sends (bounded count; the suite's timeout bounds the time). */
 const RPC_CASES = 1200;
@@ -134,7 +135,7 @@ describe('fuzz', () => {
       const sign = r() < 0.5;
       const headers: Record<string, string> = {
         'content-type': pick(['application/json', 'text/plain', 'application/x-www-form-urlencoded']),
-        ...(sign ? { 'x-crosstalk-signature': `sha256=${crypto.createHmac('sha256', SECRET).update(raw).digest('hex')}` } : { 'x-crosstalk-signature': pick(['', 'sha256=00', 'x']) }),
+        ...(sign ? signWebhook(SECRET, raw, Date.now() - pick([0, 0, 0, 301_000, -301_000])) : { 'x-crosstalk-signature': pick(['', 'sha256=00', 'x']), 'x-crosstalk-timestamp': pick(['', '0', 'x', '1e99', String(Math.floor(Date.now() / 1000))]) }),
         ...(r() < 0.3 ? { 'x-telegram-bot-api-secret-token': pick(['tg', 'no', '']) } : {}),
       };
       const res = await fetch(`${s.url}/api/channels/${channel}`, { method: 'POST', headers, body: raw, signal: AbortSignal.timeout(20_000) });

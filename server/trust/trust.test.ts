@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FAKES } from '../channels/testing/fake-apis';
 import { startFakePlatform, type FakePlatform } from '../channels/testing/fake-platform';
 import { readSse, startTestServer, type TestServer, until } from '../testing/harness';
+import { signWebhook } from '../webhooks/signature';
 
 const SECRET = 'trust-hook-secret';
 let hook: FakePlatform;
@@ -23,7 +24,7 @@ async function inbound(s: TestServer, from: string, text: string, messageId = `m
   const body = JSON.stringify({ from, text, messageId });
   const res = await fetch(`${s.url}/api/channels/webhook`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-crosstalk-signature': `sha256=${crypto.createHmac('sha256', SECRET).update(body).digest('hex')}` },
+    headers: { 'content-type': 'application/json', ...signWebhook(SECRET, body) },
     body,
   });
   return { status: res.status, body: await res.json() };
