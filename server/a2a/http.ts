@@ -8,6 +8,7 @@ import type { AgentConfig } from '../config';
 import { tooLargeResponse, unauthorizedResponse } from '../gateway/jsonrpc';
 import { MAX_BODY_BYTES, readCapped } from '../http/handlers';
 import { CrosstalkA2AHandler } from './handler';
+import { a2aParamIssues } from './params';
 import { A2APush } from './push';
 import { agentCardFor, legacyCardJson } from './card';
 import { SIGNAL_KEY } from './tasks';
@@ -76,6 +77,12 @@ export async function handleA2ARpc(rt: FullRuntime, agentId: string, req: Reques
   }
   const versionHeader = req.headers.get(A2A_VERSION_HEADER);
   const legacy = isLegacy(versionHeader);
+  // Params first, before any lookup: a malformed call is -32602 naming its fields, never an internal error.
+  const issues = body && typeof body === 'object' && !Array.isArray(body) ? a2aParamIssues(body.method, body.params, legacy) : null;
+  if (issues) {
+    const rid = typeof body.id === 'string' || typeof body.id === 'number' ? body.id : null;
+    return json({ jsonrpc: '2.0', id: rid, error: { code: -32602, message: `invalid params: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, data: { code: 'invalid_request', issues } } });
+  }
   const card = agentCardFor(agent, baseUrl(req));
   const handler = new CrosstalkA2AHandler(rt, agent, () => card, stateOf(rt).push);
   const mapError = legacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : JsonRpcTransportHandler.mapToJSONRPCError;
