@@ -155,3 +155,30 @@ describe('webhooks', () => {
     for (const ip of ['93.184.216.34', '8.8.8.8', '2606:4700::1111']) expect(isPrivateAddress(ip), ip).toBe(false);
   });
 });
+
+describe('SSRF through a delivery', () => {
+  it('a name that passes the URL check but resolves to loopback when the POST connects (DNS rebinding) is refused by the connection itself', async () => {
+    const rec = await receiver();
+    const srv = await startTestServer({ config: { webhooks: { ...webhooks, allowPrivateNetwork: false, maxAttempts: 1 } } });
+    // The rebinding: every URL check (at `agent`, and before the POST) is answered with a public address for
+    // "localhost"; the connection's own lookup sees the real one, 127.0.0.1.
+    const promises = (await import('node:dns/promises')).default;
+    const realLookup = promises.lookup;
+    promises.lookup = (async (host: string, o: unknown) => (host === 'localhost' ? [{ address: '93.184.216.34', family: 4 }] : realLookup(host, o as never))) as typeof promises.lookup;
+    try {
+      const url = `http://localhost:${rec.port}/hook`;
+      const { runId } = await srv.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:rebind', message: 'x', webhook: { url, secret: 'k' } });
+      const row = await until(async () => {
+        const r = await srv.rt.store.db.selectFrom('webhook_outbox').selectAll().where('run_id', '=', runId).executeTakeFirst();
+        return r && r.status !== 'pending' ? r : null;
+      }, 20_000);
+      expect(row).toMatchObject({ status: 'dead', attempts: 1 });
+      expect(row.last_error).toMatch(/EPRIVATEADDR|private or loopback/);
+      expect(rec.hits).toEqual([]);
+    } finally {
+      promises.lookup = realLookup;
+      await srv.close();
+      await rec.close();
+    }
+  });
+});
