@@ -122,7 +122,7 @@ describe('channel trust', () => {
     // The reverse: another channel sender's call in this session (through sessions_send) is asked, despite both rules.
     const inner = JSON.stringify('/tool exec {"command":"echo friend"}');
     await inbound(s, 'tess-friend', `/tool sessions_send {"sessionKey":"${key}","message":${inner},"mode":"async"}`);
-    const friendAsk = await until(async () => (await pendingIn(s, key)).find((p) => p.trust.kind === 'channel' && p.trust.peer === 'tess-friend'));
+    const friendAsk = await until(async () => (await pendingIn(s, key)).find((p) => p.trust?.kind === 'channel' && p.trust.peer === 'tess-friend'));
     expect(friendAsk.tool).toBe('exec');
     await s.rpc('approvals.resolve', { approvalId: friendAsk.approvalId, decision: 'deny' });
     await s.rt.orchestrator.wait(friendAsk.runId, 10_000);
