@@ -56,7 +56,7 @@ export class Approvals {
     private readonly bus: EventBus,
     private readonly metrics: Metrics,
     /** Called with a settled approval whose run is not waiting in this process (paused before a restart, or elsewhere). */
-    private readonly elsewhere: (row: ApprovalRow) => Promise<void>,
+    private readonly elsewhere: (row: ApprovalRow, by?: DecidedBy) => Promise<void>,
   ) {}
 
   async gate(q: GateRequest): Promise<GateResult> {
@@ -121,22 +121,19 @@ export class Approvals {
     if (!settled) throw new CrosstalkError('already_resolved', `approval ${approvalId} is already ${row.status}`);
     if (decision === 'allow_always') await this.store.addToolRule(row.session_key, toolRuleName(row.tool, trustOfRow(row)));
     this.metrics.approvalWait.observe((Date.now() - Date.parse(row.requested_at)) / 1000);
-    if (by) this.decidedBy.set(approvalId, by);
-    await this.deliver(approvalId);
+    await this.deliver(approvalId, by);
   }
 
-  /** Who decided (a chat sender), for the resolved event written in this process. */
-  private readonly decidedBy = new Map<string, DecidedBy>();
-
-  /** Hands a settled decision to the run waiting for it: in this process, or wherever it runs (`elsewhere`). */
-  async deliver(approvalId: string): Promise<void> {
+  /**
+   * Hands a settled decision to the run waiting for it: in this process, or wherever it runs (`elsewhere`). Who
+   * decided (`by`, a chat sender) travels with it, so no per-approval state is kept here for a run elsewhere.
+   */
+  async deliver(approvalId: string, by?: DecidedBy): Promise<void> {
     const row = await this.store.getApproval(approvalId);
     if (!row || row.status === 'pending') return;
     const waiter = this.waiters.get(approvalId);
-    if (!waiter) return this.elsewhere(row); // the run keeps its bus registration (and seq) for the resume
+    if (!waiter) return this.elsewhere(row, by); // the run keeps its bus registration (and seq) for the resume
     const decision = row.decision ?? row.status;
-    const by = this.decidedBy.get(approvalId);
-    this.decidedBy.delete(approvalId);
     this.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId, decision, ...(row.reason ? { reason: row.reason } : {}), ...(by ? { by } : {}) });
     waiter(decision === 'deny' ? { allowed: false, reason: row.reason || 'denied by user' } : { allowed: true });
   }
