@@ -245,6 +245,31 @@ describe('mattermost and the generic webhook', () => {
 });
 
 describe('reply routing', () => {
+  it('per-run memory is freed when a run ends here, and when this process stops driving it without an end event (fenced after a takeover)', async () => {
+    // A channel run that ends normally: nothing of it is kept once its replies are out. (The base: an earlier
+    // test called the message tool for a made-up run id that never ends here.)
+    await channels.idle();
+    const base = channels.retained();
+    const body = JSON.stringify({ from: 'mem-user', text: 'remember nothing', messageId: `mem-${Date.now()}` });
+    expect((await web.post('webhook', body, hmac(HOOK_SECRET, body))).status).toBe(200);
+    await settle(await runsOf('agent:main:webhook:direct:mem-user'));
+    await channels.idle();
+    expect(channels.retained()).toEqual(base);
+
+    // A run whose start this process saw, then dropped by it with no end event written here: what the orchestrator
+    // does (bus.unregisterRun) when its session's lease was taken over and its writes are fenced.
+    const runId = `run_fenced_${Date.now()}`;
+    s.rt.bus.registerRun(runId, 'agent:main:webhook:direct:fenced', 0);
+    s.rt.bus.emit(runId, 'lifecycle', { phase: 'start', origin: { channel: { id: 'webhook', to: 'user:fenced' } } });
+    // It asked for an approval that is decided elsewhere: this process never sees its resolved event.
+    s.rt.bus.emit(runId, 'approval', { phase: 'requested', approvalId: `apr_fenced_${Date.now()}`, tool: 'exec', args: {} });
+    await s.rt.bus.drain();
+    expect(channels.retained().origins).toBe(base.origins + 1);
+    s.rt.bus.unregisterRun(runId);
+    await channels.idle();
+    expect(channels.retained()).toEqual(base);
+  });
+
   it('a run requested by a sub-agent (origin.from) does not deliver to the channel, even with a channel origin', async () => {
     const before = fake.telegram!.requests.length;
     const key = 'agent:main:telegram:direct:5150';

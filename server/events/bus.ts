@@ -64,8 +64,26 @@ export class EventBus {
   unregisterRun(runId: string): number {
     const ctx = this.runs.get(runId);
     this.runs.delete(runId);
+    if (ctx) for (const fn of this.goneListeners) {
+      try {
+        fn(runId);
+      } catch (e) {
+        this.log.error({ err: e, runId }, 'run-gone listener failed');
+      }
+    }
     return ctx?.seq ?? 0;
   }
+
+  /**
+   * Called when a run stops being driven by this process, whether its end event was written here or not (a run
+   * fenced off after another process took its session over, one dropped at a stop): in-memory state kept per run
+   * (reply routing, delivered texts) is freed on this, not only on an end event this process may never see.
+   */
+  onRunGone(fn: (runId: string) => void): () => void {
+    this.goneListeners.add(fn);
+    return () => this.goneListeners.delete(fn);
+  }
+  private goneListeners = new Set<(runId: string) => void>();
 
   currentSeq(runId: string): number {
     return this.runs.get(runId)?.seq ?? 0;
