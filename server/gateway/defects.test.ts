@@ -1,5 +1,4 @@
 // Issue 12 items 6–13 and 15 over real HTTP: SSE backpressure, delete vs steer, SSRF, parallel delegates, failed steer, de-dup, keys, cursors, counts.
-import crypto from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';

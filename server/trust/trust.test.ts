@@ -1,5 +1,4 @@
 // Trust follows the run (CONTRACT §5): channel senders get `channelTools`, every run they start inherits it; dmPolicy pairing.
-import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FAKES } from '../channels/testing/fake-apis';
 import { startFakePlatform, type FakePlatform } from '../channels/testing/fake-platform';
