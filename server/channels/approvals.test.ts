@@ -266,6 +266,19 @@ describe('Slack: interactive buttons and block_actions', () => {
     expect(fake.slack!.calls(/chat\.update/).at(-1)!.body.text).toContain('Allowed once by u0boss (Slack)');
   });
 
+  it("from a DM, the card goes to the approver's own DM (conversations.open), where the approver decides it", async () => {
+    const key = 'agent:main:slack:direct:u0dev';
+    const ev = JSON.stringify({ type: 'event_callback', team_id: 'T1', event_id: 'EvDM1', event: { type: 'message', user: 'U0DEV', text: '/tool exec {"command":"echo dm"}', channel: 'D0DEVDM', channel_type: 'im', ts: '1700000400.000001' } });
+    await web.post('slack', ev, { 'content-type': 'application/json', ...signedJson(ev) });
+    const [approval] = await until('a pending approval', async () => ((await pendingIn(key)).length ? pendingIn(key) : undefined));
+    const post = await until('the request in the approver DM', () => fake.slack!.calls(/chat\.postMessage/).find((c) => c.body.blocks && JSON.parse(c.body.blocks).some((b: any) => b.block_id === `ct_approval_${approval.approvalId}`)));
+    expect(fake.slack!.calls(/conversations\.open/).at(-1)!.body.users).toBe('U0BOSS');
+    expect(post.body.channel).toBe('D0BOSS'); // not the requester's DM
+    const body = blockActions('U0BOSS', 'D0BOSS', 'ct_approval_a1', approval.approvalId);
+    expect((await web.post('slack', body, slackHeaders(body))).status).toBe(200);
+    expect(await s.rpc<{ status: string; response: string }>('agent.wait', { runId: await runOf(key) })).toMatchObject({ status: 'ok', response: expect.stringContaining('dm') });
+  });
+
   it("in a channel the card is posted there; when the only approver is the one who asked, no card is posted and the room decides", async () => {
     const key = 'agent:main:slack:channel:c0appr3';
     const before = fake.slack!.calls(/chat\.postMessage/).filter((c) => c.body.blocks).length;

@@ -49,10 +49,10 @@ export function senderRule(config: CrosstalkConfig, channel: string): SenderRule
   return { policy: c.dmPolicy ?? 'pairing', allowFrom: new Set((c.allowFrom ?? []).map((s) => s.toLowerCase())) };
 }
 
-/** `channels.<name>.approvers`, lowercased (the platform's ids); empty when none are configured. */
+/** `channels.<name>.approvers` as configured (the platform's ids, compared case-insensitively); empty when none are. */
 export function approversOf(config: CrosstalkConfig, channel: string): string[] {
   const raw = channelTrustSchema.safeParse(config.channels[channel] ?? {});
-  return raw.success ? (raw.data.approvers ?? []).map((s) => s.toLowerCase()) : [];
+  return raw.success ? (raw.data.approvers ?? []) : [];
 }
 
 // No 0/O, 1/I/L: read aloud or typed from a phone without mistakes.
