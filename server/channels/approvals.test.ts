@@ -326,6 +326,21 @@ describe('Discord: components', () => {
   });
 });
 
+describe('Discord: a request from a DM', () => {
+  it("goes to the approver's DM channel (users/@me/channels), where the approver's press decides it", async () => {
+    const slash = JSON.stringify({ type: 2, id: '5500000000000000011', channel_id: '7700000000000000099', user: { id: '4400000000000000001', username: 'dana' }, data: { name: 'ask', options: [{ name: 'text', type: 3, value: '/tool exec {"command":"echo discord-dm"}' }] } });
+    expect((await web.post('discord', slash, discordHeaders(slash))).status).toBe(200);
+    const key = 'agent:main:discord:direct:4400000000000000001';
+    const [approval] = await until('a pending approval', async () => ((await pendingIn(key)).length ? pendingIn(key) : undefined));
+    expect(fake.discord!.calls(/\/users\/@me\/channels$/).at(-1)!.body).toEqual({ recipient_id: '4400000000000000002' });
+    const post = await until('the request in the DM channel', () => fake.discord!.calls(/\/channels\/880000000000000001\/messages$/).find((c) => JSON.stringify(c.body.components ?? []).includes(approval.approvalId)));
+    const button = post.body.components[0].components[0].custom_id as string;
+    const press = JSON.stringify({ type: 3, id: '5500000000000000012', application_id: '3300000000000000001', token: 'itoken2', channel_id: '880000000000000001', user: { id: '4400000000000000002', username: 'erin' }, data: { custom_id: button, component_type: 2 } });
+    expect(await web.post('discord', press, discordHeaders(press))).toEqual({ status: 200, body: { type: 6 } });
+    expect(await s.rpc<{ status: string; response: string }>('agent.wait', { runId: await runOf(key) })).toMatchObject({ status: 'ok', response: expect.stringContaining('discord-dm') });
+  });
+});
+
 function signedJson(body: string) {
   const ts = Math.floor(Date.now() / 1000);
   return { 'x-slack-request-timestamp': String(ts), 'x-slack-signature': `v0=${crypto.createHmac('sha256', SLACK_SECRET).update(`v0:${ts}:${body}`).digest('hex')}` };
