@@ -68,7 +68,7 @@ describe('channel trust', () => {
     expect(requested.data).toMatchObject({ phase: 'requested', tool: 'sessions_history', trust: { kind: 'channel', channel: 'webhook', peer: 'mallory' } });
     // JSON-RPC approvals.list keeps exactly the CONTRACT §3 shape.
     const listed = await s.rpc<{ approvals: Array<Record<string, unknown>> }>('approvals.list', { sessionKey: key });
-    expect(Object.keys(listed.approvals[0]!).sort()).toEqual(['approvalId', 'args', 'requestedAt', 'runId', 'sessionKey', 'tool']);
+    expect(Object.keys(listed.approvals[0]!).sort()).toEqual(['approvalId', 'args', 'kind', 'parentChain', 'requestedAt', 'runId', 'sessionKey', 'tool']);
 
     await s.rpc('approvals.resolve', { approvalId: approval!.approvalId, decision: 'deny' });
     await s.rt.orchestrator.wait(approval!.runId, 10_000);
