@@ -274,6 +274,8 @@ describe('Slack: interactive buttons and block_actions', () => {
     const post = await until('the request in the approver DM', () => fake.slack!.calls(/chat\.postMessage/).find((c) => c.body.blocks && JSON.parse(c.body.blocks).some((b: any) => b.block_id === `ct_approval_${approval.approvalId}`)));
     expect(fake.slack!.calls(/conversations\.open/).at(-1)!.body.users).toBe('U0BOSS');
     expect(post.body.channel).toBe('D0BOSS'); // not the requester's DM
+    // A press is matched against the stored record of where the card went (written once the platform answered).
+    await until('the posted record', async () => s.rt.store.getIdempotent(`chat-approval:${approval.approvalId}`));
     const body = blockActions('U0BOSS', 'D0BOSS', 'ct_approval_a1', approval.approvalId);
     expect((await web.post('slack', body, slackHeaders(body))).status).toBe(200);
     expect(await s.rpc<{ status: string; response: string }>('agent.wait', { runId: await runOf(key) })).toMatchObject({ status: 'ok', response: expect.stringContaining('dm') });
@@ -305,6 +307,7 @@ describe('Discord: components', () => {
     const key = 'agent:main:discord:channel:7700000000000000001';
     const [approval] = await until('a pending approval', async () => ((await pendingIn(key)).length ? pendingIn(key) : undefined));
     const post = await until('the request in Discord', () => fake.discord!.calls(/\/channels\/7700000000000000001\/messages$/).find((c) => c.body.components));
+    await until('the posted record', async () => s.rt.store.getIdempotent(`chat-approval:${approval.approvalId}`));
     const buttons = post.body.components[0].components as Array<{ label: string; custom_id: string }>;
     expect(buttons.map((b) => b.label)).toEqual(['Allow once', 'Allow always', 'Deny']);
     const press = (id: string, username: string) =>
@@ -332,8 +335,9 @@ describe('Discord: a request from a DM', () => {
     expect((await web.post('discord', slash, discordHeaders(slash))).status).toBe(200);
     const key = 'agent:main:discord:direct:4400000000000000001';
     const [approval] = await until('a pending approval', async () => ((await pendingIn(key)).length ? pendingIn(key) : undefined));
+    await until('the posted record', async () => s.rt.store.getIdempotent(`chat-approval:${approval.approvalId}`));
     expect(fake.discord!.calls(/\/users\/@me\/channels$/).at(-1)!.body).toEqual({ recipient_id: '4400000000000000002' });
-    const post = await until('the request in the DM channel', () => fake.discord!.calls(/\/channels\/880000000000000001\/messages$/).find((c) => JSON.stringify(c.body.components ?? []).includes(approval.approvalId)));
+    const post = fake.discord!.calls(/\/channels\/880000000000000001\/messages$/).find((c) => JSON.stringify(c.body.components ?? []).includes(approval.approvalId))!;
     const button = post.body.components[0].components[0].custom_id as string;
     const press = JSON.stringify({ type: 3, id: '5500000000000000012', application_id: '3300000000000000001', token: 'itoken2', channel_id: '880000000000000001', user: { id: '4400000000000000002', username: 'erin' }, data: { custom_id: button, component_type: 2 } });
     expect(await web.post('discord', press, discordHeaders(press))).toEqual({ status: 200, body: { type: 6 } });
