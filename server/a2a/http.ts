@@ -7,6 +7,7 @@ import type { FullRuntime } from '../runtime-types';
 import type { AgentConfig } from '../config';
 import { tooLargeResponse, unauthorizedResponse } from '../gateway/jsonrpc';
 import { MAX_BODY_BYTES, readCapped } from '../http/handlers';
+import { jsonTooDeep, TOO_DEEP_MESSAGE } from '../http/json-depth';
 import { CrosstalkA2AHandler } from './handler';
 import { a2aParamIssues } from './params';
 import { A2APush } from './push';
@@ -74,6 +75,12 @@ export async function handleA2ARpc(rt: FullRuntime, agentId: string, req: Reques
     body = JSON.parse(raw) as Record<string, unknown>;
   } catch {
     return json({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'parse error' } });
+  }
+  // Before the SDK's handlers (and their recursive conversions) see it: params past 64 levels are an invalid request.
+  if (jsonTooDeep(raw, 1)) {
+    const rawId = body?.id;
+    const id = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null;
+    return json({ jsonrpc: '2.0', id, error: { code: -32600, message: TOO_DEEP_MESSAGE, data: { code: 'invalid_request' } } });
   }
   const versionHeader = req.headers.get(A2A_VERSION_HEADER);
   const legacy = isLegacy(versionHeader);
