@@ -6,6 +6,7 @@ import os from 'node:os';
 import { type Kysely, sql } from 'kysely';
 import type pg from 'pg';
 import type { Logger } from '../logger';
+import type { DecidedBy } from '../orchestrator/approvals';
 import type { Database, ProcessesTable, RunRow } from '../store/schema';
 import { type EnqueuePg, enqueuePg, type EnqueuePgResult } from '../store/run-writes';
 import { ClaimTaken, enqueueClaimedPg } from '../store/idempotency';
@@ -13,7 +14,7 @@ import { ClaimTaken, enqueueClaimedPg } from '../store/idempotency';
 export type ControlMessage =
   | { kind: 'work'; to: string; sessionKey: string }
   | { kind: 'cancel'; to: string; sessionKey: string; runId: string }
-  | { kind: 'approval'; to: string; sessionKey: string; approvalId: string }
+  | { kind: 'approval'; to: string; sessionKey: string; approvalId: string; by?: DecidedBy }
   | { kind: 'events' };
 
 export interface ClusterHooks {
