@@ -22,7 +22,10 @@ async function rolling(o: { pg: boolean; restarts: number }) {
   let stop = false;
   // A steady load: 4 clients, each a turn or an async send at a time, to any serving process.
   const clients = Array.from({ length: 4 }, async () => {
-    while (!stop) await work(c, r, l, r.pick(['turn', 'async_send', 'turn', 'collect'] as const), n++, 4);
+    while (!stop) {
+      await work(c, r, l, r.pick(['turn', 'async_send', 'turn', 'collect'] as const), n++, 4);
+      await sleep(100 + r.int(200));
+    }
   });
   // And a client waiting on runs (its wait may be in flight on the process being stopped).
   clients.push(
@@ -40,9 +43,11 @@ async function rolling(o: { pg: boolean; restarts: number }) {
     if (process.env.FAULTS_DEBUG) fs.appendFileSync('/tmp/gs-child.log', `${Date.now()} SIGTERM ${p.pid}\n`);
     expect(await p.terminate()).toBe(0);
     await p.start();
+    if (process.env.FAULTS_DEBUG) fs.appendFileSync('/tmp/gs-child.log', `${Date.now()} restarted ${p.pid}\n`);
   }
   stop = true;
   await Promise.all(clients);
+  if (process.env.FAULTS_DEBUG) fs.appendFileSync('/tmp/gs-child.log', `${Date.now()} load stopped: ${l.accepted.size} accepted\n`);
   const t = await verify(c, r, l, followers, { waitMs: 60_000 });
   expect(t.problems).toEqual([]);
   expect({ lost: t.lost, doubled: t.doubled, unanswered: t.unanswered, clientErrors: t.clientErrors }).toEqual({ lost: 0, doubled: 0, unanswered: 0, clientErrors: 0 });
@@ -52,9 +57,9 @@ async function rolling(o: { pg: boolean; restarts: number }) {
 describe('restarts that abort nothing (SIGTERM)', () => {
   it.skipIf(process.env.TEST_STORE === 'postgres')('3 processes on one PostgreSQL, rolling restarts under load: no client error, nothing lost, doubled or unanswered', async () => {
     await rolling({ pg: true, restarts: 3 });
-  }, 120_000);
+  }, 300_000);
 
   it.skipIf(process.env.TEST_STORE === 'postgres')('1 SQLite process restarted under load: the restart picks up what the stop left', async () => {
     await rolling({ pg: false, restarts: 2 });
-  }, 120_000);
+  }, 300_000);
 });

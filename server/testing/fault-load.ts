@@ -18,6 +18,8 @@ export interface Cluster {
   chat: Receiver;
   dir: string;
   execLog: string;
+  /** PostgreSQL: the cluster's schema. */
+  schema: string | null;
   close(): Promise<void>;
 }
 
@@ -53,9 +55,10 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     // On SQLite the data dir is the store: one process, restarted on the same dir.
     const p = new Proc({ name: `${o.name}${i}`, dataDir: i === 0 ? path.join(dir, 'data') : path.join(dir, `data${i}`), configFile, env, log: o.log });
     fs.mkdirSync(p.o.dataDir, { recursive: true });
-    await p.start(); // the first migrates; the others join
     procs.push(p);
   }
+  await procs[0]!.start(); // the first migrates; the others join
+  await Promise.all(procs.slice(1).map((p) => p.start()));
   return {
     name: o.name,
     procs,
@@ -64,6 +67,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     chat,
     dir,
     execLog,
+    schema: o.pgUrl ? schema : null,
     async close() {
       for (const p of procs) await p.kill();
       await webhooks.close();
@@ -115,22 +119,22 @@ export async function work(c: Cluster, r: Rng, l: Ledger, kind: Kind, n: number,
   const s = r.int(sessions);
   const sessionKey = `agent:main:f${s}`;
   const sleepMs = 100 + r.int(900);
-  let message = `/sleep ${sleepMs}\n/reply r-${tag}`;
-  const entry: Ledger['accepted'] extends Map<string, infer V> ? Partial<V> : never = { kind, reply: `r-${tag}` };
+  let message = `/sleep ${sleepMs}\n/reply r-${tag}.`;
+  const entry: Ledger['accepted'] extends Map<string, infer V> ? Partial<V> : never = { kind, reply: `r-${tag}.` };
   let params: Record<string, unknown> = {};
   switch (kind) {
     case 'async_send':
-      message = `/tool sessions_send {"sessionKey":"agent:researcher:t${s}","message":"/sleep ${sleepMs}\\n/reply cb-${tag}","mode":"async"}`;
-      entry.callback = `cb-${tag}`;
+      message = `/tool sessions_send {"sessionKey":"agent:researcher:t${s}","message":"/sleep ${sleepMs}\\n/reply cb-${tag}.","mode":"async"}`;
+      entry.callback = `cb-${tag}.`;
       entry.reply = undefined;
       break;
     case 'sync_send':
-      message = `/tool sessions_send {"sessionKey":"agent:researcher:y${s}","message":"/sleep ${sleepMs}\\n/reply sy-${tag}","mode":"sync","timeoutSeconds":60}`;
+      message = `/tool sessions_send {"sessionKey":"agent:researcher:y${s}","message":"/sleep ${sleepMs}\\n/reply sy-${tag}.","mode":"sync","timeoutSeconds":60}`;
       entry.reply = undefined;
       break;
     case 'delegate':
-      message = `/tool delegate_agent {"agent_id":"researcher","prompt":"/sleep ${sleepMs}\\n/reply dg-${tag}"}`;
-      entry.callback = `dg-${tag}`;
+      message = `/tool delegate_agent {"agent_id":"researcher","prompt":"/sleep ${sleepMs}\\n/reply dg-${tag}."}`;
+      entry.callback = `dg-${tag}.`;
       entry.reply = undefined;
       break;
     case 'approval':
@@ -144,7 +148,7 @@ export async function work(c: Cluster, r: Rng, l: Ledger, kind: Kind, n: number,
       break;
     case 'channel_send': {
       try {
-        const res = await call(c, r, 'send', { channel: 'telegram', to: String(1000 + s), message: `ch-${tag}`, idempotencyKey: tag });
+        const res = await call(c, r, 'send', { channel: 'telegram', to: String(1000 + s), message: `ch-${tag}.`, idempotencyKey: tag });
         l.sends.set(tag, { to: String(1000 + s), messageId: res.messageId });
       } catch (e) {
         l.clientErrors.push(`${tag}: ${(e as Error).message}`);
@@ -216,25 +220,28 @@ export async function verify(c: Cluster, r: Rng, l: Ledger, followers: Array<Ret
   const t: Tally = { accepted: l.accepted.size + l.sends.size, answered: 0, lost: 0, doubled: 0, unanswered: 0, callbacks: 0, webhooks: 0, channelSends: 0, execLines: 0, sseClients: followers.length, sseReconnects: 0, clientErrors: l.clientErrors.length, problems };
   // Approvals may still come up while runs are re-driven: approve them until every run has ended.
   const results = new Map<string, { status: string; error?: string }>();
-  for (const [tag, a] of l.accepted) {
-    for (;;) {
-      await approvePending(c, r, l);
-      let w: { status: string; error?: string };
-      try {
-        w = await call(c, r, 'agent.wait', { runId: a.runId, timeoutMs: 2000 }, 30_000);
-      } catch (e) {
-        w = { status: 'timeout', error: (e as Error).message };
+  const pending = [...l.accepted.entries()];
+  // Eight waits at a time; a wait that times out may be held by an approval that came up in a re-drive: approve.
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      for (let next = pending.shift(); next; next = pending.shift()) {
+        const [tag, a] = next;
+        for (;;) {
+          let w: { status: string; error?: string };
+          try {
+            w = await call(c, r, 'agent.wait', { runId: a.runId, timeoutMs: 3000 }, 30_000);
+          } catch (e) {
+            w = { status: 'timeout', error: (e as Error).message };
+          }
+          if (w.status !== 'timeout' || Date.now() > deadline) {
+            results.set(tag, w);
+            break;
+          }
+          await approvePending(c, r, l);
+        }
       }
-      if (w.status !== 'timeout') {
-        results.set(tag, w);
-        break;
-      }
-      if (Date.now() > deadline) {
-        results.set(tag, w);
-        break;
-      }
-    }
-  }
+    }),
+  );
   // Deliveries (callbacks, webhooks) settle after their runs: wait until they are in (or the deadline passes).
   const history = new Map<string, any[]>();
   const readHistory = async (key: string) => {
@@ -300,7 +307,7 @@ export async function verify(c: Cluster, r: Rng, l: Ledger, followers: Array<Ret
     }
   }
   for (const [tag] of l.sends) {
-    const got = c.chat.got.filter((g) => String(g.body?.text ?? '').includes(`ch-${tag}`)).length;
+    const got = c.chat.got.filter((g) => String(g.body?.text ?? '').includes(`ch-${tag}.`)).length;
     if (got === 1) t.channelSends++;
     else if (got > 1) (t.doubled++, problems.push(`${tag}: channel API got the message ${got} times`));
     else (t.lost++, problems.push(`${tag}: channel API never got the message`));
