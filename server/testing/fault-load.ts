@@ -79,7 +79,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
 /** What a client saw; errors are answers a client would have to act on (anything but "could not connect"). */
 export interface Ledger {
   /** Accepted `agent` messages: tag → run, session, and what the message asked for. */
-  accepted: Map<string, { sessionKey: string; runId: string; status: string; kind: string; mode?: string; reply?: string; callback?: string; webhook?: boolean; exec?: string }>;
+  accepted: Map<string, { sessionKey: string; runId: string; status: string; kind: string; mode?: string; reply?: string; callback?: string; webhook?: boolean; exec?: string; followup?: { conv: string; text: string } }>;
   refused: Map<string, string>;
   sends: Map<string, { to: string; messageId: string }>;
   approved: Set<string>;
@@ -110,7 +110,7 @@ export async function call<T = any>(c: Cluster, r: Rng, method: string, params: 
   }
 }
 
-export const KINDS = ['turn', 'async_send', 'sync_send', 'delegate', 'approval', 'channel_send', 'webhook', 'steer', 'collect', 'interrupt', 'reject'] as const;
+export const KINDS = ['turn', 'async_send', 'sync_send', 'delegate', 'delegate_followup', 'approval', 'channel_send', 'webhook', 'steer', 'collect', 'interrupt', 'reject'] as const;
 export type Kind = (typeof KINDS)[number];
 
 /** One unit of seeded work; resolves when the client got its answer (accepted, refused or failed). */
@@ -133,10 +133,26 @@ export async function work(c: Cluster, r: Rng, l: Ledger, kind: Kind, n: number,
       entry.reply = undefined;
       break;
     case 'delegate':
-      message = `/tool delegate_agent {"agent_id":"researcher","prompt":"/sleep ${sleepMs}\\n/reply dg-${tag}."}`;
+      message = `/tool delegate_agent {"agent_id":"researcher","mode":"detached","prompt":"/sleep ${sleepMs}\\n/reply dg-${tag}."}`;
       entry.callback = `dg-${tag}.`;
       entry.reply = undefined;
       break;
+    case 'delegate_followup': {
+      // A follow-up to a delegate of this session (standard mode: the parent waits for it).
+      let conv: string | undefined;
+      try {
+        const d = await call(c, r, 'delegates.list', { sessionKey });
+        const list = (d.sessions ?? []) as any[];
+        conv = list.length ? r.pick(list).conversation_id : undefined;
+      } catch {
+        /* none yet */
+      }
+      if (!conv) return;
+      message = `/tool delegate_agent {"conversation_id":"${conv}","prompt":"/sleep ${sleepMs}\\n/reply fu-${tag}."}`;
+      entry.followup = { conv, text: `fu-${tag}.` };
+      entry.reply = undefined;
+      break;
+    }
     case 'approval':
       message = `/tool exec {"command":"echo ${tag} >> ${c.execLog}"}`;
       entry.exec = tag;
@@ -280,7 +296,7 @@ export async function verify(c: Cluster, r: Rng, l: Ledger, followers: Array<Ret
     } else t.answered++;
     if (inTranscript === 0 && a.mode !== 'interrupt') {
       t.lost++;
-      problems.push(`${tag}: accepted (${a.status}, run ${a.runId}) but not in the transcript of ${a.sessionKey}`);
+      problems.push(`${tag}: accepted (${a.status}, run ${a.runId}, ended ${res.status}${res.error ? ` "${res.error}"` : ''}) but not in the transcript of ${a.sessionKey}`);
     }
     if (inTranscript > 1) {
       t.doubled++;
@@ -298,6 +314,11 @@ export async function verify(c: Cluster, r: Rng, l: Ledger, followers: Array<Ret
       if (n === 1) t.callbacks++;
       else if (n > 1) (t.doubled++, problems.push(`${tag}: callback ${a.callback} arrived ${n} times`));
       else if (res.status === 'ok') (t.lost++, problems.push(`${tag}: callback ${a.callback} never arrived`));
+    }
+    if (a.followup) {
+      const fh = (await call(c, r, 'chat.history', { sessionKey: a.followup.conv, limit: 200 })).messages as any[];
+      const n = fh.filter((m) => m.role === 'user' && String(m.content).includes(a.followup!.text)).length;
+      if (n > 1) (t.doubled++, problems.push(`${tag}: delegate follow-up reached ${a.followup.conv} ${n} times`));
     }
     if (a.webhook) {
       const got = c.webhooks.got.filter((g) => g.path.endsWith(`/${tag}`)).length;
@@ -319,10 +340,9 @@ export async function verify(c: Cluster, r: Rng, l: Ledger, followers: Array<Ret
     if (n > 1) (t.doubled++, problems.push(`${tag}: approved exec ran ${n} times`));
   }
   for (const f of followers) await f.close();
-  const url = c.serving()[0];
   for (const f of followers) {
     t.sseReconnects += f.reconnects;
-    if (url) problems.push(...(await checkFollower(url, f)));
+    problems.push(...checkFollower(f));
   }
   for (const e of l.clientErrors) problems.push(`client error: ${e}`);
   return t;
