@@ -21,17 +21,22 @@ const channelOf = (pathname: string) => {
 export interface Served {
   url: string;
   /**
-   * A graceful stop's first step: no new connections, idle keep-alive connections closed, event streams ended (their
+   * A graceful stop's first step: no new connections, event streams ended (their
    * clients resume on another process by Last-Event-ID); requests in flight go on and are answered.
    */
   stopAccepting(): Promise<void>;
-  /** Resolves when no request is in flight (true), or after `ms` (false). */
+  /**
+   * Resolves when no request is in flight (true), or after `ms` (false). A connection with no request yet counts as
+   * in flight: on a busy machine one accepted before the stop may not have been read yet, and its client sent one.
+   */
   drained(ms: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
 export async function serve(rt: FullRuntime, o: { host?: string; port?: number } = {}): Promise<Served> {
-  const inFlight = new Set<http.ServerResponse>();
+  // Per connection: its requests so far and those not yet answered (event streams are not counted: they end at the stop).
+  const conns = new Map<net.Socket, { requests: number; open: number }>();
+  const busy = () => [...conns.values()].some((c) => c.requests === 0 || c.open > 0);
   const streams = new Set<http.IncomingMessage>();
   let stopping = false;
   const server = http.createServer((req, res) => {
@@ -43,10 +48,15 @@ export async function serve(rt: FullRuntime, o: { host?: string; port?: number }
         return;
       }
       streams.add(req);
+      conns.delete(req.socket);
       res.once('close', () => streams.delete(req));
     } else {
-      inFlight.add(res);
-      res.once('close', () => inFlight.delete(res));
+      const c = conns.get(req.socket);
+      if (c) {
+        c.requests++;
+        c.open++;
+        res.once('close', () => c.open--);
+      }
     }
     if (req.method === 'POST' && (req.url === '/api/gateway' || req.url?.startsWith('/api/gateway?'))) return handleGatewayNode(rt, req, res);
     serveFetch(req, res, async (request) => {
@@ -60,14 +70,21 @@ export async function serve(rt: FullRuntime, o: { host?: string; port?: number }
   });
   server.keepAliveTimeout = 1000;
   let lastConnection = 0;
-  server.on('connection', () => (lastConnection = Date.now()));
+  server.on('connection', (socket: net.Socket) => {
+    lastConnection = Date.now();
+    conns.set(socket, { requests: 0, open: 0 });
+    socket.once('close', () => conns.delete(socket));
+  });
   await new Promise<void>((r) => server.listen(o.port ?? 0, o.host ?? '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://${o.host ?? '127.0.0.1'}:${port}`,
     async stopAccepting() {
       stopping = true;
-      for (const req of streams) req.socket.destroy();
+      for (const req of streams) {
+        conns.delete(req.socket);
+        req.socket.destroy();
+      }
       // Connections the kernel accepted before the stop (a busy event loop has not taken them yet) carry requests
       // their clients count as sent: closing the listening socket would reset them. Take them first: close once no
       // new connection came for a moment (clients route elsewhere by now), or after a second at most.
@@ -81,8 +98,8 @@ export async function serve(rt: FullRuntime, o: { host?: string; port?: number }
     },
     async drained(ms) {
       const end = Date.now() + ms;
-      while (inFlight.size && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
-      return inFlight.size === 0;
+      while (busy() && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+      return !busy();
     },
     close: () =>
       new Promise<void>((r) => {
