@@ -7,7 +7,7 @@ import type { EventBus } from '../events/bus';
 import type { AgentResult, WaitResult } from '../gateway/types';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
-import { createRemoteA2AModel } from '../a2a/remote-model';
+import { createRemoteA2AModel, remoteContextId } from '../a2a/remote-model';
 import { createModelChain, FallbackTracker } from '../models/fallback';
 import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { ApprovalRow, CallbackRow, RunRow } from '../store/schema';
@@ -22,6 +22,7 @@ import type { WebhookDispatcher } from '../webhooks/deliver';
 import type { ActiveRun, InboxItem, RunInput, RunOutcome } from './types';
 import type { Cluster } from '../cluster/cluster';
 import { carryTrust, sameTrust, trustOf } from '../trust/trust';
+import { Budgets } from './budget';
 import { endRunTrace, type RunHookDeps, startRunTrace } from './run-hooks';
 import { stampTrace } from '../telemetry/propagation';
 import { endData, mergeInputs, newRunId, parseOrigin, type QueueItem, SHUTDOWN, type SessionState, type SubmitOptions, waitResultOf } from './queue';
@@ -45,6 +46,7 @@ export abstract class RunQueues {
     this.deps = {
       ...o,
       approvals: this.approvals,
+      budgets: new Budgets({ store: o.store, bus: o.bus, agent: (id) => this.agents.get(id) }),
       modelFor: (run, sessionModel) => this.modelFor(run, sessionModel),
       onInjected: async (runId, into) => {
         into.injected = true;
@@ -80,7 +82,11 @@ export abstract class RunQueues {
   }
 
   protected modelFor(run: ActiveRun, sessionModel: string | null) {
-    if (run.agent.a2a) return createRemoteA2AModel(run.agent.a2a, run.sessionKey); // a remote A2A agent (server/a2a)
+    if (run.agent.a2a) {
+      // A remote A2A agent (server/a2a): calls under the webhook SSRF rules, with an opaque contextId per session.
+      const { allowPrivateNetwork } = this.o.config.webhooks;
+      return createRemoteA2AModel(run.agent.a2a, { allowPrivateNetwork, contextId: () => remoteContextId(this.o.store, run.sessionKey) });
+    }
     const specs = sessionModel ? [sessionModel] : run.agent.models;
     const trackerKey = `${run.agent.id}|${specs.join(',')}`;
     let tracker = this.trackers.get(trackerKey);
@@ -430,7 +436,7 @@ export abstract class RunQueues {
         log.warn({ callbackId: cb.id, caller: cb.caller_session_key }, 'callback dropped: the caller session no longer exists');
         return;
       }
-      const meta = JSON.parse(cb.meta ?? '{}') as { fromAgentId?: string; fromAgentName?: string; endedAt?: string; delegate?: unknown; trust?: unknown; traceparent?: string };
+      const meta = JSON.parse(cb.meta ?? '{}') as { fromAgentId?: string; fromAgentName?: string; endedAt?: string; delegate?: unknown; trust?: unknown; traceparent?: string; tree?: unknown };
       await this.submit(
         cb.caller_session_key,
         {
@@ -439,7 +445,7 @@ export abstract class RunQueues {
           author: { type: 'agent', id: meta.fromAgentId ?? 'unknown', ...(meta.fromAgentName ? { name: meta.fromAgentName } : {}) },
           meta: { fromSessionKey: cb.target_session_key, runId: cb.target_run_id, targetEndedAt: meta.endedAt, ...(meta.delegate ? { delegate: meta.delegate } : {}) },
         },
-        { runId: `run_${cb.id}`, neverRefuse: true, origin: { callbackOf: cb.target_run_id, ...carryTrust(meta), ...(meta.traceparent ? { traceparent: meta.traceparent } : {}) } },
+        { runId: `run_${cb.id}`, neverRefuse: true, origin: { callbackOf: cb.target_run_id, ...carryTrust(meta), ...(meta.tree ? { tree: meta.tree } : {}), ...(meta.traceparent ? { traceparent: meta.traceparent } : {}) } },
       );
       await store.settleCallback(cb.id, 'delivered');
     } catch (e) {
