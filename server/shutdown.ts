@@ -1,5 +1,5 @@
 // A graceful stop on SIGTERM/SIGINT: no new work, what ends within CROSSTALK_SHUTDOWN_GRACE_MS finishes, the rest is handed over.
-import type { FullRuntime } from './boot';
+import type { FullRuntime } from './runtime-types';
 import type { Served } from './http/node-server';
 
 /** CROSSTALK_SHUTDOWN_GRACE_MS (default 3000): how long a stopping process lets its runs and requests finish. */
