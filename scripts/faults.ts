@@ -95,7 +95,8 @@ async function fault(c: Cluster, kind: FaultKind, schema: string | null): Promis
     }
     case 'pg_restart':
       say(`PostgreSQL restarted: ${PG_RESTART}`);
-      execSync(PG_RESTART!, { stdio: 'inherit' });
+      // The restarted server must not inherit our stdio (its log would land here, and a pipe would hold execSync).
+      execSync(PG_RESTART!, { stdio: 'ignore' });
       await waitPg();
       break;
     case 'webhook_hang':
@@ -109,7 +110,7 @@ async function fault(c: Cluster, kind: FaultKind, schema: string | null): Promis
 async function main(): Promise<number> {
   say(`seed ${seed}, mode ${mode}; repro: ${repro()}`);
   const baseEnv = { CROSSTALK_DEAD_AFTER_MS: String(DEAD_AFTER_MS), CROSSTALK_SHUTDOWN_GRACE_MS: String(GRACE_MS) };
-  const pgc = await startCluster({ name: 'pg', processes: mode === 'rolling' ? 3 : PROCESSES, pgUrl: PG_URL, env: baseEnv, log: debugLog });
+  const pgc = await startCluster({ name: 'pg', processes: mode === 'rolling' ? 3 : PROCESSES, pgUrl: PG_URL, env: baseEnv, log: debugLog, strict: mode === 'rolling' });
   clusters.push(pgc);
   const schema = pgc.schema;
   const sq = mode === 'faults' && env.FAULTS_SQLITE !== '0' ? await startCluster({ name: 'sqlite', processes: 1, env: baseEnv, log: debugLog }) : null;
@@ -169,10 +170,10 @@ async function main(): Promise<number> {
 
   console.log('\nfaults injected:');
   for (const [k, v] of [...injected].sort()) console.log(`  ${k}: ${v}`);
-  console.log('\n| store | accepted | answered | lost | doubled | unanswered | callbacks | webhooks | channel sends | exec lines | SSE reconnects | client errors |');
-  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+  console.log('\n| store | accepted | answered | lost | doubled | unanswered | callbacks | webhooks (redelivered) | channel sends | exec lines | SSE reconnects | client errors | resent after a kill |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const { name, t } of tallies) {
-    console.log(`| ${name} | ${t.accepted} | ${t.answered} | ${t.lost} | ${t.doubled} | ${t.unanswered} | ${t.callbacks} | ${t.webhooks} | ${t.channelSends} | ${t.execLines} | ${t.sseReconnects} | ${t.clientErrors} |`);
+    console.log(`| ${name} | ${t.accepted} | ${t.answered} | ${t.lost} | ${t.doubled} | ${t.unanswered} | ${t.callbacks} | ${t.webhooks} (${t.webhookRedeliveries}) | ${t.channelSends} | ${t.execLines} | ${t.sseReconnects} | ${t.clientErrors} | ${t.resends} |`);
   }
   if (env.FAULTS_JSON) fs.writeFileSync(env.FAULTS_JSON, JSON.stringify({ seed, mode, injected: Object.fromEntries(injected), tallies }, null, 2));
   const problems = tallies.flatMap(({ name, t }) => t.problems.map((p) => `${name}: ${p}`));

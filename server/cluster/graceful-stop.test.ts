@@ -13,7 +13,7 @@ afterAll(async () => {
 });
 
 async function rolling(o: { pg: boolean; restarts: number }) {
-  const c = await startCluster({ name: o.pg ? 'gpg' : 'gsq', processes: o.pg ? 3 : 1, pgUrl: o.pg ? PG_URL : undefined, env: { CROSSTALK_SHUTDOWN_GRACE_MS: '600' }, log: process.env.FAULTS_DEBUG ? (l) => fs.appendFileSync('/tmp/gs-child.log', `${Date.now()} ${l}\n`) : undefined });
+  const c = await startCluster({ name: o.pg ? 'gpg' : 'gsq', processes: o.pg ? 3 : 1, pgUrl: o.pg ? PG_URL : undefined, strict: true, env: { CROSSTALK_SHUTDOWN_GRACE_MS: '600' }, log: process.env.FAULTS_DEBUG ? (l) => fs.appendFileSync('/tmp/gs-child.log', `${Date.now()} ${l}\n`) : undefined });
   clusters.push(c);
   const r = rng(7);
   const l = newLedger();

@@ -20,6 +20,13 @@ export interface Cluster {
   execLog: string;
   /** PostgreSQL: the cluster's schema. */
   schema: string | null;
+  /**
+   * Not strict (faults that kill processes): a request cut by a kill is sent again, as a client would, to another
+   * process (safe: `agent` and `send` carry an idempotency key; the rest only read), and counted as a resend.
+   * Strict (graceful restarts only): any cut request is a client error.
+   */
+  strict: boolean;
+  resends: number;
   close(): Promise<void>;
 }
 
@@ -30,6 +37,7 @@ export interface ClusterOptions {
   pgUrl?: string;
   env?: Record<string, string>;
   log?: (line: string) => void;
+  strict?: boolean;
 }
 
 export async function startCluster(o: ClusterOptions): Promise<Cluster> {
@@ -68,6 +76,8 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     dir,
     execLog,
     schema: o.pgUrl ? schema : null,
+    strict: !!o.strict,
+    resends: 0,
     async close() {
       for (const p of procs) await p.kill();
       await webhooks.close();
@@ -103,6 +113,12 @@ export async function call<T = any>(c: Cluster, r: Rng, method: string, params: 
     } catch (e) {
       if (e instanceof NotSent) {
         await sleep(20);
+        continue;
+      }
+      const cut = /ECONNRESET|socket hang up|other side closed/.test((e as Error).message);
+      if (cut && !c.strict && method !== 'approvals.resolve') {
+        c.resends++;
+        await sleep(50);
         continue;
       }
       throw e;
@@ -216,6 +232,8 @@ export interface Tally {
   unanswered: number;
   callbacks: number;
   webhooks: number;
+  webhookRedeliveries: number;
+  resends: number;
   channelSends: number;
   execLines: number;
   sseClients: number;
@@ -233,7 +251,7 @@ const count = (xs: string[], needle: string) => xs.filter((x) => x.includes(need
 export async function verify(c: Cluster, r: Rng, l: Ledger, followers: Array<ReturnType<typeof follow>>, o: { waitMs?: number } = {}): Promise<Tally> {
   const problems: string[] = [];
   const deadline = Date.now() + (o.waitMs ?? 120_000);
-  const t: Tally = { accepted: l.accepted.size + l.sends.size, answered: 0, lost: 0, doubled: 0, unanswered: 0, callbacks: 0, webhooks: 0, channelSends: 0, execLines: 0, sseClients: followers.length, sseReconnects: 0, clientErrors: l.clientErrors.length, problems };
+  const t: Tally = { accepted: l.accepted.size + l.sends.size, answered: 0, lost: 0, doubled: 0, unanswered: 0, callbacks: 0, webhooks: 0, webhookRedeliveries: 0, resends: 0, channelSends: 0, execLines: 0, sseClients: followers.length, sseReconnects: 0, clientErrors: l.clientErrors.length, problems };
   // Approvals may still come up while runs are re-driven: approve them until every run has ended.
   const results = new Map<string, { status: string; error?: string }>();
   const pending = [...l.accepted.entries()];
@@ -321,7 +339,11 @@ export async function verify(c: Cluster, r: Rng, l: Ledger, followers: Array<Ret
       if (n > 1) (t.doubled++, problems.push(`${tag}: delegate follow-up reached ${a.followup.conv} ${n} times`));
     }
     if (a.webhook) {
-      const got = c.webhooks.got.filter((g) => g.path.endsWith(`/${tag}`)).length;
+      // One delivery is one x-crosstalk-delivery id; the same id POSTed again (a retry after a kill -9 between
+      // the POST and its record) is counted as a redelivery, not a double.
+      const posts = c.webhooks.got.filter((g) => g.path.endsWith(`/${tag}`));
+      const got = new Set(posts.map((g) => g.headers['x-crosstalk-delivery'] ?? `${g.at}`)).size;
+      t.webhookRedeliveries += posts.length - got;
       if (got === 1) t.webhooks++;
       else if (got > 1) (t.doubled++, problems.push(`${tag}: webhook arrived ${got} times`));
       else (t.lost++, problems.push(`${tag}: webhook never arrived`));
@@ -345,6 +367,7 @@ export async function verify(c: Cluster, r: Rng, l: Ledger, followers: Array<Ret
     problems.push(...checkFollower(f));
   }
   for (const e of l.clientErrors) problems.push(`client error: ${e}`);
+  t.resends = c.resends;
   return t;
 }
 
