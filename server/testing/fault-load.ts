@@ -361,6 +361,12 @@ export async function verify(c: Cluster, r: Rng, l: Ledger, followers: Array<Ret
     const n = lines.filter((x) => x === tag).length;
     if (n > 1) (t.doubled++, problems.push(`${tag}: approved exec ran ${n} times`));
   }
+  // Runs the SSE clients saw start (callback turns among them, which no client waited for) end before they close.
+  for (const f of followers) {
+    const runs = new Set(f.events.filter((e) => e.stream === 'lifecycle' && e.data?.phase === 'start').map((e) => e.runId as string));
+    for (const runId of runs) await call(c, r, 'agent.wait', { runId, timeoutMs: 10_000 }, 30_000).catch(() => undefined);
+  }
+  await sleep(500);
   for (const f of followers) await f.close();
   for (const f of followers) {
     t.sseReconnects += f.reconnects;
