@@ -7,10 +7,12 @@ import type { FullRuntime } from '../runtime-types';
 import type { AgentConfig } from '../config';
 import { tooLargeResponse, unauthorizedResponse } from '../gateway/jsonrpc';
 import { MAX_BODY_BYTES, readCapped } from '../http/handlers';
+import { jsonTooDeep, TOO_DEEP_MESSAGE } from '../http/json-depth';
 import { CrosstalkA2AHandler } from './handler';
 import { A2APush } from './push';
 import { agentCardFor, legacyCardJson } from './card';
 import { SIGNAL_KEY } from './tasks';
+import { legacyParamsProblem } from './params';
 
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers } });
@@ -74,8 +76,16 @@ export async function handleA2ARpc(rt: FullRuntime, agentId: string, req: Reques
   } catch {
     return json({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'parse error' } });
   }
+  // Before the SDK's handlers (and their recursive conversions) see it: params past 64 levels are an invalid request.
+  if (jsonTooDeep(raw, 1)) {
+    const rawId = body?.id;
+    const id = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null;
+    return json({ jsonrpc: '2.0', id, error: { code: -32600, message: TOO_DEEP_MESSAGE, data: { code: 'invalid_request' } } });
+  }
   const versionHeader = req.headers.get(A2A_VERSION_HEADER);
   const legacy = isLegacy(versionHeader);
+  const problem = legacy ? legacyParamsProblem(body) : null;
+  if (problem !== null) return json({ jsonrpc: '2.0', id: typeof body.id === 'string' || typeof body.id === 'number' ? body.id : null, error: { code: -32602, message: problem } });
   const card = agentCardFor(agent, baseUrl(req));
   const handler = new CrosstalkA2AHandler(rt, agent, () => card, stateOf(rt).push);
   const mapError = legacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : JsonRpcTransportHandler.mapToJSONRPCError;

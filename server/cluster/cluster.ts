@@ -30,13 +30,15 @@ export interface ClusterHooks {
 
 export const LIVENESS = {
   sweepMs: Number(process.env.CROSSTALK_SWEEP_MS ?? 250),
-  heartbeatMs: 2000,
+  heartbeatMs: Number(process.env.CROSSTALK_HEARTBEAT_MS ?? 2000),
   /** A process whose heartbeat is this old is dead even if its lock still looks held (machine loss). */
   deadAfterMs: Number(process.env.CROSSTALK_DEAD_AFTER_MS ?? 15_000),
 };
 
 const hash31 = (s: string) => crypto.createHash('sha1').update(s).digest().readUInt32BE(0) & 0x7fffffff;
 const dbNowMs = sql<number>`(extract(epoch from clock_timestamp()) * 1000)::bigint`;
+/** A lease epoch no session ever had (0011_fencing): a claim, a release and a takeover each take one. */
+const NEXT_EPOCH = sql<number>`nextval('session_epochs')`;
 
 export class Cluster {
   id = '';
@@ -246,7 +248,7 @@ export class Cluster {
         // Bumping the epoch fences whatever the dead process might still try to write.
         const r = await this.db
           .updateTable('sessions')
-          .set((eb) => ({ owner: null, epoch: eb('epoch', '+', 1) }))
+          .set({ owner: null, epoch: NEXT_EPOCH })
           .where('owner', '=', id)
           .executeTakeFirst();
         freed += Number(r.numUpdatedRows);
@@ -280,7 +282,7 @@ export class Cluster {
   async claim(sessionKey: string): Promise<number | null> {
     const r = await this.db
       .updateTable('sessions')
-      .set((eb) => ({ owner: this.id, epoch: eb('epoch', '+', 1) }))
+      .set({ owner: this.id, epoch: NEXT_EPOCH })
       .where('key', '=', sessionKey)
       .where('owner', 'is', null)
       .returning('epoch')
@@ -292,7 +294,7 @@ export class Cluster {
   async release(sessionKey: string): Promise<void> {
     await this.db
       .updateTable('sessions')
-      .set((eb) => ({ owner: null, epoch: eb('epoch', '+', 1) }))
+      .set({ owner: null, epoch: NEXT_EPOCH })
       .where('key', '=', sessionKey)
       .where('owner', '=', this.id)
       .execute();

@@ -84,8 +84,11 @@ export class Approvals {
         trust: JSON.stringify(trust),
         kind: 'tool',
       };
-      await this.store.insertApproval(row);
-      this.bus.emit(q.runId, 'approval', { phase: 'requested', approvalId: row.id, tool: q.tool, args: q.args ?? null, callId: q.callId, requestedAt: row.requested_at, trust, ...(q.source ? { source: q.source } : {}) });
+      const stored = await this.store.insertApproval(row);
+      row = stored.row;
+      if (!stored.inserted && row.status !== 'pending') return decisionOf(row);
+      if (stored.inserted)
+        this.bus.emit(q.runId, 'approval', { phase: 'requested', approvalId: row.id, tool: q.tool, args: q.args ?? null, callId: q.callId, requestedAt: row.requested_at, trust, ...(q.source ? { source: q.source } : {}) });
     }
     const approvalId = row.id;
     const decided = new Promise<GateResult>((resolve, reject) => {
@@ -109,9 +112,9 @@ export class Approvals {
     // A decision may have landed while the waiter was not registered yet: read it back once.
     const fresh = await this.store.getApproval(approvalId);
     if (fresh && fresh.status !== 'pending') this.waiters.get(approvalId)?.(decisionOf(fresh));
-    else await this.store.updateRun(q.runId, { status: 'waiting_approval' });
+    else await this.store.updateRunFenced(q.runId, q.sessionKey, { status: 'waiting_approval' });
     const result = await decided;
-    if (!q.signal.aborted) await this.store.updateRun(q.runId, { status: 'running' });
+    if (!q.signal.aborted) await this.store.updateRunFenced(q.runId, q.sessionKey, { status: 'running' });
     return { ...result, waited: true };
   }
 
@@ -135,7 +138,10 @@ export class Approvals {
   async deliver(approvalId: string): Promise<void> {
     const row = await this.store.getApproval(approvalId);
     if (!row || row.status === 'pending') return;
-    const waiter = this.waiters.get(approvalId);
+    let waiter = this.waiters.get(approvalId);
+    // A run waiting here whose session's lease this process has lost (declared dead, not told yet) must not run the
+    // tool: the decision goes to whoever holds the lease now (the re-driver), as for a run waiting elsewhere.
+    if (waiter && !(await this.store.holdsLease(row.session_key))) waiter = undefined;
     if (!waiter) return this.elsewhere(row); // the run keeps its bus registration (and seq) for the resume
     const decision = row.decision ?? row.status;
     const by = this.decidedBy.get(approvalId);

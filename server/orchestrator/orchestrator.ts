@@ -83,7 +83,7 @@ export class Orchestrator extends RunQueues {
         // Trust follows the run: a message is steered only into a run of the same trust (else it runs after).
         if (!st.active.closing && sameTrust(trust, trustOf(st.active.row ? parseOrigin(st.active.row.origin) : st.active.origin))) {
           const origin = JSON.stringify({ ...(row.origin ? JSON.parse(row.origin) : {}), steerInto: st.active.id });
-          st.active.inbox.push({ runId: row.id, input, persisted: this.o.store.updateRun(row.id, { origin }) });
+          st.active.inbox.push({ runId: row.id, input, persisted: this.o.store.updateRunFenced(row.id, st.key, { origin }) });
           return { runId: st.active.id, status: 'steered' };
         }
         break;
@@ -93,8 +93,8 @@ export class Orchestrator extends RunQueues {
           open.inputs.push(input);
           const merged = JSON.stringify(open.inputs);
           open.persisted = open.persisted
-            .then(() => this.o.store.updateRun(open.runId, { input: merged }))
-            .then(() => this.o.store.updateRun(row.id, { status: 'merged', merged_into: open.runId }));
+            .then(() => this.o.store.updateRunFenced(open.runId, st.key, { input: merged }))
+            .then(() => this.o.store.updateRunFenced(row.id, st.key, { status: 'merged', merged_into: open.runId }));
           return { runId: open.runId, status: 'queued' };
         }
         st.queue.push(item);
@@ -132,7 +132,7 @@ export class Orchestrator extends RunQueues {
         if (st.known.has(row.id)) continue;
         st.known.add(row.id);
         if (!this.agents.has(agentIdOf(row.session_key) ?? '')) {
-          await store.updateRun(row.id, { status: 'interrupted', error: 'agent no longer configured', ended_at: nowIso() });
+          await store.updateRunFenced(row.id, key, { status: 'interrupted', error: 'agent no longer configured', ended_at: nowIso() });
           continue;
         }
         if (row.status === 'queued') {
@@ -278,8 +278,12 @@ export class Orchestrator extends RunQueues {
 
   /** This process was declared dead by the others: everything it drove is someone else's now. */
   fenced(): void {
-    for (const st of this.sessions.values()) st.active?.abort.abort(SHUTDOWN);
-    for (const key of this.sessions.keys()) this.o.store.clearFence(key);
+    for (const st of this.sessions.values()) {
+      st.active?.abort.abort(SHUTDOWN);
+      // A run still executing keeps its stale epoch until it is abandoned (its last writes are refused, not let
+      // through unfenced); a session with nothing executing here lets it go now.
+      if (!st.active || st.parked) this.o.store.clearFence(st.key, st.epoch);
+    }
     this.sessions.clear();
   }
 
@@ -305,7 +309,9 @@ export class Orchestrator extends RunQueues {
    * tell the process that drives it, or take the session over when no one does.
    */
   protected async decisionElsewhere(row: ApprovalRow): Promise<void> {
-    const st = [...this.sessions.values()].find((s) => s.active?.id === row.run_id);
+    let st = [...this.sessions.values()].find((s) => s.active?.id === row.run_id);
+    // Driven here under a lease this process has lost (declared dead, not told yet): not ours to resume.
+    if (st && this.cluster && !(await this.o.store.holdsLease(st.key))) st = undefined;
     if (st || !this.cluster) {
       await this.emitResolved(row);
       if (st?.parked) this.resumeRun(row.run_id);
@@ -335,10 +341,16 @@ export class Orchestrator extends RunQueues {
     const st = this.sessions.get(key);
     if (!st && this.cluster) {
       // Driven by another process (or none): end what is queued, cancel what runs, wherever it runs.
+      const ending: string[] = [];
       for (const row of await this.o.store.unfinishedRuns(key)) {
         if (row.status === 'queued') await this.endUnstarted(row.id, key, 'session deleted');
-        else await this.cancel(row.id, 'session deleted').catch(() => undefined);
+        else {
+          await this.cancel(row.id, 'session deleted').catch(() => undefined);
+          ending.push(row.id);
+        }
       }
+      // As for a run here: the caller deletes once they have ended (bounded), so none of their writes come after.
+      for (const id of ending) await this.wait(id, 30_000).catch(() => undefined);
       return;
     }
     if (!st) return;

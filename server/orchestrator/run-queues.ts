@@ -50,7 +50,7 @@ export abstract class RunQueues {
       modelFor: (run, sessionModel) => this.modelFor(run, sessionModel),
       onInjected: async (runId, into) => {
         into.injected = true;
-        await o.store.updateRun(runId, { status: 'merged', ended_at: nowIso(), merged_into: into.id });
+        await o.store.updateRunFenced(runId, into.sessionKey, { status: 'merged', ended_at: nowIso(), merged_into: into.id });
       },
     };
   }
@@ -306,15 +306,16 @@ export abstract class RunQueues {
     st.known.delete(active.id);
     if (st.active === active) st.active = null;
     if (why === 'skipped' && !this.stopping) return this.startNext(st);
-    if (this.sessions.get(st.key) === st) {
-      this.sessions.delete(st.key);
-      this.o.store.clearFence(st.key, st.epoch);
-    }
+    if (this.sessions.get(st.key) === st) this.sessions.delete(st.key);
+    // The run is over here: its stale epoch (kept by `fenced()` while it was ending) goes; a newer claim's stays.
+    this.o.store.clearFence(st.key, st.epoch);
   }
 
   protected async finish(st: SessionState, active: ActiveRun, outcome: RunOutcome): Promise<void> {
     const { store, bus, metrics, log } = this.o;
-    if (outcome.status === 'abandoned' || (this.stopping && active.abort.signal.reason === SHUTDOWN)) return this.abandon(st, active, outcome.error === 'skipped' ? 'skipped' : 'stopped');
+    // Aborted with SHUTDOWN (a graceful stop, or this process was told it is dead): whatever the run reached, it is
+    // someone else's to finish (re-driven from its last step); nothing of its end is written here.
+    if (outcome.status === 'abandoned' || active.abort.signal.reason === SHUTDOWN) return this.abandon(st, active, outcome.error === 'skipped' ? 'skipped' : 'stopped');
     if (active.cancelled && outcome.status === 'interrupted') outcome = { status: 'error', error: 'cancelled', response: outcome.response };
     let released = false;
     const epoch = st.epoch;
