@@ -6,7 +6,8 @@
 // FAULTS_SEED (default: random), FAULTS_COUNT (faults; default 8), FAULTS_PROCESSES (default 3),
 // FAULTS_PG_URL (default TEST_DATABASE_URL or postgres://127.0.0.1:5432/test), FAULTS_PG_RESTART (a shell command that
 // restarts that PostgreSQL; unset: that fault is not injected), FAULTS_MODE=rolling with FAULTS_RESTARTS (default 100),
-// FAULTS_SQLITE=0 (skip the SQLite process), FAULTS_JSON=<file> (write the tally).
+// FAULTS_SQLITE=0 (skip the SQLite process), FAULTS_JSON=<file> (write the tally), FAULTS_WAIT_MS (how long the check
+// waits for runs to end; default 60000).
 import { execSync } from 'node:child_process';
 import fs from 'node:fs';
 import pg from 'pg';
@@ -166,7 +167,7 @@ async function main(): Promise<number> {
   say('load stopped; checking from the public API');
 
   const tallies: Array<{ name: string; t: Tally }> = [];
-  for (const { c, l, followers } of state) tallies.push({ name: c.name, t: await verify(c, r, l, followers, { waitMs: 180_000 }) });
+  for (const { c, l, followers } of state) tallies.push({ name: c.name, t: await verify(c, r, l, followers, { waitMs: Number(env.FAULTS_WAIT_MS ?? 60_000) }) });
 
   console.log('\nfaults injected:');
   for (const [k, v] of [...injected].sort()) console.log(`  ${k}: ${v}`);
