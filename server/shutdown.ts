@@ -17,13 +17,9 @@ export function shutdownGraceMs(env: NodeJS.ProcessEnv = process.env): number {
  */
 export async function gracefulStop(rt: FullRuntime, srv: Served | null, graceMs = shutdownGraceMs()): Promise<void> {
   const end = Date.now() + graceMs;
-  const dbg = process.env.FAULTS_DEBUG ? (m: string) => process.stdout.write(`stop: ${m} ${Date.now()}\n`) : () => undefined;
   await srv?.stopAccepting();
-  dbg('not accepting');
   await rt.orchestrator.shutdown({ graceMs });
-  dbg('orchestrator stopped');
   if (srv) await srv.drained(Math.max(0, end - Date.now()));
-  dbg('drained');
   rt.orchestrator.endWaits();
   if (srv) {
     await srv.drained(1000);
