@@ -9,10 +9,10 @@ import { tooLargeResponse, unauthorizedResponse } from '../gateway/jsonrpc';
 import { MAX_BODY_BYTES, readCapped } from '../http/handlers';
 import { jsonTooDeep, TOO_DEEP_MESSAGE } from '../http/json-depth';
 import { CrosstalkA2AHandler } from './handler';
+import { a2aParamIssues } from './params';
 import { A2APush } from './push';
 import { agentCardFor, legacyCardJson } from './card';
 import { SIGNAL_KEY } from './tasks';
-import { legacyParamsProblem } from './params';
 
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers } });
@@ -84,8 +84,12 @@ export async function handleA2ARpc(rt: FullRuntime, agentId: string, req: Reques
   }
   const versionHeader = req.headers.get(A2A_VERSION_HEADER);
   const legacy = isLegacy(versionHeader);
-  const problem = legacy ? legacyParamsProblem(body) : null;
-  if (problem !== null) return json({ jsonrpc: '2.0', id: typeof body.id === 'string' || typeof body.id === 'number' ? body.id : null, error: { code: -32602, message: problem } });
+  // Params first, before any lookup: a malformed call is -32602 naming its fields, never an internal error.
+  const issues = body && typeof body === 'object' && !Array.isArray(body) ? a2aParamIssues(body.method, body.params, legacy) : null;
+  if (issues) {
+    const rid = typeof body.id === 'string' || typeof body.id === 'number' ? body.id : null;
+    return json({ jsonrpc: '2.0', id: rid, error: { code: -32602, message: `invalid params: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, data: { code: 'invalid_request', issues } } });
+  }
   const card = agentCardFor(agent, baseUrl(req));
   const handler = new CrosstalkA2AHandler(rt, agent, () => card, stateOf(rt).push);
   const mapError = legacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : JsonRpcTransportHandler.mapToJSONRPCError;

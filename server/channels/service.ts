@@ -89,6 +89,8 @@ export interface ChannelService {
   stop(): void;
   /** Resolves when queued reply deliveries are done (tests, shutdown). */
   idle(): Promise<void>;
+  /** In-memory entries kept per run or approval (tests check they are freed when the run leaves this process). */
+  retained(): { origins: number; chains: number; traces: number; delivered: number; approvalPosts: number };
 }
 
 /** The key under which a delivered text is remembered per run. */
@@ -267,5 +269,6 @@ export function createChannels(deps: ChannelDeps): ChannelService {
       await router?.idle();
       await chatApprovals?.idle();
     },
+    retained: () => ({ ...(router?.retained() ?? { origins: 0, chains: 0, traces: 0 }), delivered: delivered.size, approvalPosts: chatApprovals?.inflightCount() ?? 0 }),
   };
 }

@@ -141,6 +141,18 @@ describe.skipIf(onPgPass)('two processes on one PostgreSQL', () => {
     expect(evs.filter((e) => e.stream === 'approval').map((e) => e.data.phase)).toEqual(['requested', 'resolved']);
   });
 
+  it('a decision made on B for a run on A says who decided in A\'s resolved event (it travels with the decision, no map left on B)', async () => {
+    const key = 'agent:main:approve-by';
+    const r = await a.rpc<Started>('agent', { sessionKey: key, message: '/tool exec {"command":"echo decided"}' });
+    const p = await until(async () => (await b.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: key })).approvals[0]);
+    // As a chat approver's press on B does (server/channels/approvals.ts).
+    const by = { type: 'channel' as const, channel: 'telegram', id: '5150', name: 'ann' };
+    await b.rt.orchestrator.approvals.resolve(p.approvalId, 'allow_once', undefined, by);
+    expect(await wait(b, r.runId)).toMatchObject({ status: 'ok', response: expect.stringContaining('decided') });
+    const evs = await readSse(`${b.url}/api/gateway/events?runId=${r.runId}`, { lastEventId: 0, until: (e) => e.some((x) => x.stream === 'lifecycle' && x.data.phase === 'end') });
+    expect(evs.find((e) => e.stream === 'approval' && e.data.phase === 'resolved')?.data).toMatchObject({ approvalId: p.approvalId, decision: 'allow_once', by });
+  });
+
   it('a webhook is POSTed once, however many processes look at the outbox', async () => {
     const http = await import('node:http');
     let hits = 0;

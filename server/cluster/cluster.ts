@@ -6,13 +6,14 @@ import os from 'node:os';
 import { type Kysely, sql } from 'kysely';
 import type pg from 'pg';
 import type { Logger } from '../logger';
+import type { DecidedBy } from '../orchestrator/approvals';
 import type { Database, ProcessesTable, RunRow } from '../store/schema';
 import { type EnqueuePg, enqueuePg, type EnqueuePgResult } from '../store/run-writes';
 
 export type ControlMessage =
   | { kind: 'work'; to: string; sessionKey: string }
   | { kind: 'cancel'; to: string; sessionKey: string; runId: string }
-  | { kind: 'approval'; to: string; sessionKey: string; approvalId: string }
+  | { kind: 'approval'; to: string; sessionKey: string; approvalId: string; by?: DecidedBy }
   | { kind: 'events' }
   /** To every process: sessions were let go (a graceful stop): sweep for them now rather than at the next sweep. */
   | { kind: 'orphans' };

@@ -8,6 +8,7 @@ import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import { messageValues } from '../store/run-writes';
 import { inputToMessage } from './run-loop';
 import type { ApprovalRow, RunRow } from '../store/schema';
+import type { DecidedBy } from './approvals';
 import { nowIso } from '../store/store';
 import { sameTrust, trustOf } from '../trust/trust';
 import { mergeInputs, parseOrigin, type QueueItem, SHUTDOWN, type SessionState, type SubmitOptions, TERMINAL, waitResultOf } from './queue';
@@ -210,7 +211,7 @@ export class Orchestrator extends RunQueues {
         return;
       }
       case 'approval':
-        return this.approvals.deliver(msg.approvalId);
+        return this.approvals.deliver(msg.approvalId, msg.by);
     }
   }
 
@@ -308,32 +309,32 @@ export class Orchestrator extends RunQueues {
    * An approval was decided where its run is not waiting in this process's memory: resume a run parked here,
    * tell the process that drives it, or take the session over when no one does.
    */
-  protected async decisionElsewhere(row: ApprovalRow): Promise<void> {
+  protected async decisionElsewhere(row: ApprovalRow, by?: DecidedBy): Promise<void> {
     let st = [...this.sessions.values()].find((s) => s.active?.id === row.run_id);
     // Driven here under a lease this process has lost (declared dead, not told yet): not ours to resume.
     if (st && this.cluster && !(await this.o.store.holdsLease(st.key))) st = undefined;
     if (st || !this.cluster) {
-      await this.emitResolved(row);
+      await this.emitResolved(row, by);
       if (st?.parked) this.resumeRun(row.run_id);
       return;
     }
     const owner = await this.cluster.ownerOf(row.session_key);
-    if (owner && owner !== this.cluster.id) return this.cluster.notify({ kind: 'approval', to: owner, sessionKey: row.session_key, approvalId: row.id });
+    if (owner && owner !== this.cluster.id) return this.cluster.notify({ kind: 'approval', to: owner, sessionKey: row.session_key, approvalId: row.id, ...(by ? { by } : {}) });
     if (!owner) {
       const epoch = await this.cluster.claim(row.session_key);
       if (epoch !== null) {
-        await this.emitResolved(row);
+        await this.emitResolved(row, by);
         await this.adopt(row.session_key, epoch);
       } else {
         const now = await this.cluster.ownerOf(row.session_key);
-        if (now && now !== this.cluster.id) await this.cluster.notify({ kind: 'approval', to: now, sessionKey: row.session_key, approvalId: row.id });
+        if (now && now !== this.cluster.id) await this.cluster.notify({ kind: 'approval', to: now, sessionKey: row.session_key, approvalId: row.id, ...(by ? { by } : {}) });
       }
     }
   }
 
-  private async emitResolved(row: ApprovalRow): Promise<void> {
+  private async emitResolved(row: ApprovalRow, by?: DecidedBy): Promise<void> {
     this.o.bus.registerRun(row.run_id, row.session_key, await this.o.store.maxSeq(row.run_id));
-    this.o.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId: row.id, decision: row.decision ?? row.status, ...(row.reason ? { reason: row.reason } : {}) });
+    this.o.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId: row.id, decision: row.decision ?? row.status, ...(row.reason ? { reason: row.reason } : {}), ...(by ? { by } : {}) });
   }
 
   /** A session is being deleted: its queued messages end as errors (nothing runs against a missing session), the active run is aborted. */

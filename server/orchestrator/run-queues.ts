@@ -13,7 +13,7 @@ import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { ApprovalRow, CallbackRow, RunRow } from '../store/schema';
 import { FencedError, nowIso, type Store } from '../store/store';
 import type { AnyToolDef } from '../tools/types';
-import { Approvals } from './approvals';
+import { Approvals, type DecidedBy } from './approvals';
 import { planDeliveries } from './callbacks';
 import { executeRun, type RunDeps } from './run-loop';
 import { markStarted } from './started';
@@ -42,7 +42,7 @@ export abstract class RunQueues {
     protected readonly o: { store: Store; bus: EventBus; metrics: Metrics; log: Logger; config: CrosstalkConfig; tools: Map<string, AnyToolDef> } & RunHookDeps,
   ) {
     this.agents = new Map(o.config.agents.map((a) => [a.id, a]));
-    this.approvals = new Approvals(o.store, o.bus, o.metrics, (row) => this.decisionElsewhere(row));
+    this.approvals = new Approvals(o.store, o.bus, o.metrics, (row, by) => this.decisionElsewhere(row, by));
     this.deps = {
       ...o,
       approvals: this.approvals,
@@ -489,6 +489,6 @@ export abstract class RunQueues {
   protected abstract submitShared(sessionKey: string, agent: AgentConfig, input: RunInput, runId: string, opts: SubmitOptions): Promise<AgentResult>;
   protected abstract placeStored(st: SessionState, row: RunRow): AgentResult;
   protected abstract releaseIdle(st: SessionState): Promise<void>;
-  protected abstract decisionElsewhere(row: ApprovalRow): Promise<void>;
+  protected abstract decisionElsewhere(row: ApprovalRow, by?: DecidedBy): Promise<void>;
   abstract claimOrphan(key: string): Promise<void>;
 }

@@ -14,6 +14,12 @@ export type DmPolicy = z.infer<typeof dmPolicySchema>;
 const channelTrustSchema = z.object({
   dmPolicy: dmPolicySchema.optional(),
   allowFrom: z.array(z.union([z.string().min(1).max(256), z.number().int()]).transform(String)).max(10_000).optional(),
+  /** Who decides tool approvals in chat (never "*": deciding is not something to hand to everyone who can write). */
+  approvers: z
+    .array(z.union([z.string().min(1).max(256), z.number().int()]).transform(String))
+    .max(1_000)
+    .refine((l) => !l.includes('*'), { message: '"*" is not allowed: list the peer ids who may decide approvals' })
+    .optional(),
 });
 
 /** Held messages kept per sender, and senders waiting per channel: beyond these, more is dropped (and logged). */
@@ -41,6 +47,12 @@ export function senderRule(config: CrosstalkConfig, channel: string): SenderRule
   const raw = channelTrustSchema.safeParse(config.channels[channel] ?? {});
   const c = raw.success ? raw.data : {};
   return { policy: c.dmPolicy ?? 'pairing', allowFrom: new Set((c.allowFrom ?? []).map((s) => s.toLowerCase())) };
+}
+
+/** `channels.<name>.approvers` as configured (the platform's ids, compared case-insensitively); empty when none are. */
+export function approversOf(config: CrosstalkConfig, channel: string): string[] {
+  const raw = channelTrustSchema.safeParse(config.channels[channel] ?? {});
+  return raw.success ? (raw.data.approvers ?? []) : [];
 }
 
 // No 0/O, 1/I/L: read aloud or typed from a phone without mistakes.
