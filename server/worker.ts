@@ -2,14 +2,9 @@
 import '../scripts/require-node.mjs';
 import { bootRuntime } from './boot';
 import { serve } from './http/node-server';
+import { stopOnSignals } from './shutdown';
 
 const rt = await bootRuntime();
 const srv = await serve(rt, { host: rt.config.host, port: rt.config.port });
 rt.log.info({ url: srv.url }, 'crosstalk worker listening');
-const stop = async () => {
-  await srv.close();
-  await rt.close();
-  process.exit(0);
-};
-process.once('SIGINT', stop);
-process.once('SIGTERM', stop);
+stopOnSignals(rt, srv);

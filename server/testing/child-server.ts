@@ -3,14 +3,10 @@
 import { loadConfig } from '../config';
 import { createRuntime } from '../boot';
 import { serve } from './harness';
+import { stopOnSignals } from '../shutdown';
 
 const rt = await createRuntime({ config: loadConfig(), pgSchema: process.env.CROSSTALK_TEST_PG_SCHEMA || undefined });
 const srv = await serve(rt);
 rt.cluster?.setUrl(srv.url);
 process.stdout.write(`LISTENING ${srv.url}\n`);
-const stop = async () => {
-  await srv.close();
-  await rt.close();
-  process.exit(0);
-};
-process.once('SIGTERM', () => void stop());
+stopOnSignals(rt, srv);
