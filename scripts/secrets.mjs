@@ -1,0 +1,89 @@
+// Keeps the server's secrets out of its environment block: the launcher hands them over an inherited pipe instead.
+//
+// /proc/<pid>/environ shows a process's *initial* environment, and deleting from process.env does not change it;
+// anything that can read that file (an `exec` command running as the server's own user, for one) would see the
+// token, the provider keys and DATABASE_URL. So an entry point (scripts/start.mjs, server/worker.ts) calls
+// `launchWithoutSecrets()` first: when its environment holds secrets it starts itself again as a child whose
+// environment has none of them, writes them as JSON to the child's fd 3, forwards signals and mirrors the
+// child's exit; the child (and any server a test starts with `CROSSTALK_SECRETS_FD`) reads them into process.env.
+// With no secret in the environment nothing is relaunched: one process, as before.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+
+/** The variable naming the fd a server reads its secrets from (set by the launcher, never by hand). */
+export const SECRETS_FD_VAR = 'CROSSTALK_SECRETS_FD';
+
+/** Whether an environment variable holds a secret: the gateway token, database URLs, keys, tokens, passwords. */
+export function isSecretName(name) {
+  return (
+    /^(CROSSTALK_TOKEN|DATABASE_URL|PGPASSWORD|OTEL_EXPORTER_OTLP(_TRACES)?_HEADERS)$/.test(name) ||
+    /(_DATABASE_URL|_API_KEY|_TOKEN|_SECRET|_PASSWORD|_KEY)$/.test(name)
+  );
+}
+
+/** An environment split in two: what may sit in a process's environment block, and the secrets. */
+export function splitSecrets(env) {
+  const rest = {};
+  const secrets = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (v === undefined) continue;
+    if (isSecretName(k)) secrets[k] = v;
+    else rest[k] = v;
+  }
+  return { env: rest, secrets };
+}
+
+/**
+ * In a server started with `CROSSTALK_SECRETS_FD`: reads the secrets from that fd into process.env (which the
+ * environ file does not show) and closes it. Returns whether it did. When `watchParent`, the process also ends
+ * when its launcher is gone (a SIGKILLed launcher cannot forward anything).
+ */
+export function receiveSecrets({ watchParent = false } = {}) {
+  const raw = process.env[SECRETS_FD_VAR];
+  if (!raw) return false;
+  delete process.env[SECRETS_FD_VAR];
+  const fd = Number(raw);
+  const secrets = JSON.parse(fs.readFileSync(fd, 'utf8') || '{}');
+  fs.closeSync(fd);
+  for (const [k, v] of Object.entries(secrets)) if (typeof v === 'string') process.env[k] = v;
+  if (watchParent) {
+    const parent = process.ppid;
+    setInterval(() => {
+      if (process.ppid !== parent) process.exit(1);
+    }, 500).unref();
+  }
+  return true;
+}
+
+/** Spawns `command args` with the secrets of `env` removed from its environment and written to its fd 3. */
+export function spawnWithSecrets(command, args, { env = process.env, stdio = ['inherit', 'inherit', 'inherit'], ...options } = {}) {
+  const split = splitSecrets(env);
+  const child = spawn(command, args, { ...options, env: { ...split.env, [SECRETS_FD_VAR]: '3' }, stdio: [...stdio.slice(0, 3), 'pipe'] });
+  child.stdio[3].on('error', () => {}); // a child that died before reading
+  child.stdio[3].end(JSON.stringify(split.secrets));
+  return child;
+}
+
+/**
+ * The entry point's first call. In the server (started by a launcher) it takes the secrets from the pipe and
+ * returns. In a process whose environment holds no secret it returns. Otherwise this process becomes the
+ * launcher: it starts itself again without the secrets in its environment, and never returns.
+ */
+export async function launchWithoutSecrets() {
+  if (receiveSecrets({ watchParent: true })) return;
+  if (Object.keys(splitSecrets(process.env).secrets).length === 0) return;
+  // Its own process group: a terminal's Ctrl+C reaches the launcher alone, which forwards it once.
+  const child = spawnWithSecrets(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { detached: true });
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+    process.on(sig, () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(sig);
+    });
+  }
+  child.on('error', (e) => {
+    console.error(`crosstalk: cannot start the server: ${e.message}`);
+    process.exit(1);
+  });
+  child.on('exit', (code, signal) => process.exit(signal ? 128 + (os.constants.signals[signal] ?? 0) : (code ?? 1)));
+  await new Promise(() => {}); // the child is the server; this process only waits for it
+}
