@@ -1,0 +1,166 @@
+// exec isolation with real processes: the launcher keeps secrets out of the server's environ, and an approved `exec` reaches none of them.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseRawConfig, resolveConfig } from '../config';
+import { tmpDataDir, until } from '../testing/harness';
+import { prepareExecIsolation } from './exec-isolation';
+
+const root = path.resolve(import.meta.dirname, '../..');
+const PG = process.env.TEST_STORE === 'postgres';
+const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const SECRETS = {
+  OPENAI_API_KEY: 'sk-openai-secret-value',
+  ANTHROPIC_API_KEY: 'sk-anthropic-secret-value',
+  TELEGRAM_BOT_TOKEN: 'telegram-secret-value',
+  ...(PG ? { DATABASE_URL: PG_URL } : {}),
+};
+const environ = (pid: number) => fs.readFileSync(`/proc/${pid}/environ`, 'utf8');
+const childrenOf = (pid: number) =>
+  fs
+    .readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n))
+    .filter((n) => {
+      try {
+        const s = fs.readFileSync(`/proc/${n}/stat`, 'utf8');
+        return Number(s.slice(s.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+
+describe('the launcher (scripts/secrets.mjs)', () => {
+  it('starts the server without the secrets in its environment block, and hands them over', async () => {
+    const script = `import { launchWithoutSecrets } from ${JSON.stringify(path.join(root, 'scripts/secrets.mjs'))};
+await launchWithoutSecrets();
+console.log(JSON.stringify({ pid: process.pid, token: process.env.CROSSTALK_TOKEN, key: process.env.OPENAI_API_KEY, db: process.env.DATABASE_URL, fd: process.env.CROSSTALK_SECRETS_FD ?? null }));
+setInterval(() => {}, 1000);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      env: { PATH: process.env.PATH, CROSSTALK_TOKEN: 'launcher-token-secret', OPENAI_API_KEY: 'sk-launcher', DATABASE_URL: 'postgres://u:pw@db/x', HARMLESS: 'kept' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    try {
+      let buf = '';
+      child.stdout.on('data', (d: Buffer) => (buf += d));
+      const line = await until(() => buf.includes('\n') && (JSON.parse(buf.split('\n')[0]!) as { pid: number; token: string; key: string; db: string; fd: null }));
+      expect(line).toMatchObject({ token: 'launcher-token-secret', key: 'sk-launcher', db: 'postgres://u:pw@db/x', fd: null });
+      expect(line.pid).not.toBe(child.pid); // the server is the launcher's child
+      const env = environ(line.pid);
+      expect(env).toContain('HARMLESS=kept');
+      for (const secret of ['launcher-token-secret', 'sk-launcher', 'u:pw@db']) {
+        expect(environ(child.pid!)).toContain(secret); // the launcher had them…
+        expect(env).not.toContain(secret); // …the server's environ does not
+      }
+      // A signal to the launcher reaches the server, and the launcher mirrors its end.
+      const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(128 + 15);
+      await until(() => !fs.existsSync(`/proc/${line.pid}`) || /\) [ZX] /.test(fs.readFileSync(`/proc/${line.pid}/stat`, 'utf8')));
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
+
+describe('an approved exec in a real server (npm run worker)', () => {
+  let launcher: ChildProcess;
+  let serverPid = 0;
+  let url = '';
+  let token = '';
+  const dataDir = tmpDataDir();
+  beforeAll(async () => {
+    fs.chmodSync(dataDir, 0o755); // as `mkdir data` leaves it: the server closes it
+    const configFile = path.join(`${dataDir}-cfg.json`);
+    fs.writeFileSync(configFile, JSON.stringify({ agents: [{ id: 'main', tools: { exec: 'ask' } }] }));
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !/TOKEN|_KEY|DATABASE_URL/.test(k)) env[k] = v;
+    launcher = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'server/worker.ts')], {
+      cwd: root,
+      env: {
+        ...env,
+        ...SECRETS,
+        ...(PG ? { CROSSTALK_PG_SCHEMA: `t_${path.basename(dataDir).replace(/[^a-z0-9]/gi, '').toLowerCase()}` } : {}),
+        CROSSTALK_DATA_DIR: dataDir,
+        CROSSTALK_WORKSPACES: `${dataDir}-ws`,
+        CROSSTALK_CONFIG: configFile,
+        CROSSTALK_LOG_LEVEL: 'info',
+        PORT: '0',
+        HOST: '127.0.0.1',
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let buf = '';
+    launcher.stdout!.on('data', (d: Buffer) => (buf += d));
+    url = await until(() => /"url":"(http:[^"]+)","msg":"crosstalk worker listening"/.exec(buf)?.[1], 60_000);
+    // The launcher's child that runs worker.ts (tsx gives it an esbuild child as well).
+    serverPid = await until(() => childrenOf(launcher.pid!).find((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('server/worker.ts')));
+    token = fs.readFileSync(path.join(dataDir, 'token'), 'utf8').trim();
+  }, 90_000);
+  afterAll(async () => {
+    launcher?.kill('SIGTERM');
+    if (serverPid) await until(() => !fs.existsSync(`/proc/${serverPid}`) || /\) [ZX] /.test(fs.readFileSync(`/proc/${serverPid}/stat`, 'utf8')), 20_000).catch(() => process.kill(serverPid, 'SIGKILL'));
+  });
+
+  const rpc = async <T,>(method: string, params: unknown): Promise<T> => {
+    const res = await fetch(`${url}/api/gateway`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+    const body = await res.json();
+    if (body.error) throw new Error(`${method}: ${body.error.message}`);
+    return body.result as T;
+  };
+
+  it('the server’s environ holds none of the secrets its launcher was given', () => {
+    for (const [name, value] of Object.entries(SECRETS)) {
+      expect(environ(launcher.pid!)).toContain(`${name}=${value}`);
+      expect(environ(serverPid)).not.toContain(value);
+    }
+    expect(fs.statSync(dataDir).mode & 0o777).toBe(0o700);
+    expect(fs.statSync(path.join(dataDir, 'token')).mode & 0o777).toBe(0o600);
+  });
+
+  it.skipIf(process.getuid?.() !== 0)('cannot read the server’s environ (by $PPID and by its pid), the token file, nor write the store', async () => {
+    const ws = path.join(`${dataDir}-ws`, 'main');
+    const tokenFile = path.join(dataDir, 'token');
+    const store = path.join(dataDir, 'crosstalk.sqlite');
+    const probes = [
+      'echo ppid=$PPID',
+      `cat /proc/$PPID/environ`,
+      `cat /proc/${serverPid}/environ`,
+      `cat ${path.relative(ws, tokenFile)}`,
+      `cat ${tokenFile}`,
+      `echo "UPDATE approvals SET status = 'allowed'" >> ${store}`,
+      `touch ${path.join(dataDir, 'planted')}`,
+    ];
+    const command = probes.map((p, i) => `${p} 2>&1; echo "probe${i}=$?"`).join('; ');
+    const key = 'agent:main:isolation';
+    const started = await rpc<{ runId: string }>('agent', { sessionKey: key, message: `/tool exec ${JSON.stringify({ command })}` });
+    const pending = await until(async () => (await rpc<{ approvals: Array<{ approvalId: string; runId: string }> }>('approvals.inbox', {})).approvals.find((a) => a.runId === started.runId));
+    await rpc('approvals.resolve', { approvalId: pending.approvalId, decision: 'allow_once' });
+    const w = await rpc<{ status: string; response: string }>('agent.wait', { runId: started.runId, timeoutMs: 60_000 });
+    expect(w.status).toBe('ok');
+    const result = JSON.parse(w.response.slice('exec: '.length)) as { status: string; stdout: string };
+    expect(result.status).toBe('ok');
+    expect(result.stdout).toContain(`ppid=${serverPid}`); // $PPID is the server itself
+    expect(result.stdout).toContain('probe0=0');
+    for (let i = 1; i < probes.length; i++) expect(result.stdout).toMatch(new RegExp(`^probe${i}=[1-9]`, 'm'));
+    for (const value of [...Object.values(SECRETS), token]) expect(result.stdout).not.toContain(value);
+    expect(fs.readFileSync(store).includes('UPDATE approvals')).toBe(false);
+    expect(fs.existsSync(path.join(dataDir, 'planted'))).toBe(false);
+  });
+});
+
+describe('a server that cannot isolate exec', () => {
+  it('says so at start, naming the reason', () => {
+    const lines: string[] = [];
+    const log = pino({ level: 'info' }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
+    const dataDir = tmpDataDir();
+    const config = resolveConfig(parseRawConfig({ agents: [{ id: 'main', exec: { user: 'no-such-user-here' } }] }), { CROSSTALK_DATA_DIR: dataDir, CROSSTALK_WORKSPACES: `${dataDir}-ws` });
+    prepareExecIsolation(config, log);
+    const warning = lines.map((l) => JSON.parse(l) as { level: number; msg: string; agents?: string[] }).find((l) => l.msg.startsWith('exec is not isolated'));
+    expect(warning).toMatchObject({ level: 40, agents: ['main'] });
+    expect(warning!.msg).toMatch(process.getuid?.() === 0 ? /no user "no-such-user-here"/ : /not root/);
+  });
+});
