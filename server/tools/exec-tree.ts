@@ -16,6 +16,8 @@ interface Stat {
   pgrp: number;
   session: number;
   zombie: boolean;
+  /** Clock ticks after boot (field 22): nothing older than the shell belongs to its command. */
+  start: number;
 }
 
 /** Fields of /proc/<pid>/stat (after the command name, which may hold spaces and parentheses). */
@@ -23,7 +25,7 @@ function procStat(pid: number): Stat | null {
   try {
     const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    return { pid, ppid: Number(f[1]), pgrp: Number(f[2]), session: Number(f[3]), zombie: f[0] === 'Z' || f[0] === 'X' };
+    return { pid, ppid: Number(f[1]), pgrp: Number(f[2]), session: Number(f[3]), zombie: f[0] === 'Z' || f[0] === 'X', start: Number(f[19]) };
   } catch {
     return null; // gone
   }
@@ -56,6 +58,7 @@ export class ProcessTree {
   private readonly dev: number;
   private readonly ino: number;
   private root = 0;
+  private rootStart = 0;
 
   constructor() {
     const file = path.join(os.tmpdir(), `crosstalk-exec-${crypto.randomBytes(8).toString('hex')}`);
@@ -70,14 +73,16 @@ export class ProcessTree {
   /** The shell's pid (its own session and process group leader). */
   started(pid: number) {
     this.root = pid;
+    this.rootStart = procStat(pid)?.start ?? 0;
   }
 
   /** The command's live processes: same group or session as the shell, its descendants, and the marker's holders. */
   members(): number[] {
+    // Only processes started since the shell: a member cannot be older, and looking at each one's fds costs.
     const all = pids()
       .filter((p) => p !== process.pid)
       .map(procStat)
-      .filter((s): s is Stat => s !== null && !s.zombie);
+      .filter((s): s is Stat => s !== null && !s.zombie && s.start >= this.rootStart);
     const found = new Set<number>();
     for (const s of all) if (this.root && (s.pid === this.root || s.pgrp === this.root || s.session === this.root)) found.add(s.pid);
     for (const s of all) if (!found.has(s.pid) && holds(s.pid, this.dev, this.ino)) found.add(s.pid);
