@@ -40,7 +40,7 @@ await launchWithoutSecrets();
 console.log(JSON.stringify({ pid: process.pid, token: process.env.CROSSTALK_TOKEN, key: process.env.OPENAI_API_KEY, db: process.env.DATABASE_URL, fd: process.env.CROSSTALK_SECRETS_FD ?? null }));
 setInterval(() => {}, 1000);`;
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
-      env: { PATH: process.env.PATH, CROSSTALK_TOKEN: 'launcher-token-secret', OPENAI_API_KEY: 'sk-launcher', DATABASE_URL: 'postgres://u:pw@db/x', HARMLESS: 'kept' },
+      env: { NODE_ENV: 'test', PATH: process.env.PATH, CROSSTALK_TOKEN: 'launcher-token-secret', OPENAI_API_KEY: 'sk-launcher', DATABASE_URL: 'postgres://u:pw@db/x', HARMLESS: 'kept' },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     try {
@@ -84,6 +84,7 @@ describe('an approved exec in a real server (npm run worker)', () => {
         ...env,
         ...SECRETS,
         ...(PG ? { CROSSTALK_PG_SCHEMA: `t_${path.basename(dataDir).replace(/[^a-z0-9]/gi, '').toLowerCase()}` } : {}),
+        NODE_ENV: 'test',
         CROSSTALK_DATA_DIR: dataDir,
         CROSSTALK_WORKSPACES: `${dataDir}-ws`,
         CROSSTALK_CONFIG: configFile,

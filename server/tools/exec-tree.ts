@@ -31,7 +31,14 @@ function procStat(pid: number): Stat | null {
   }
 }
 
-const pids = () => fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number);
+/** Every pid in /proc; none where there is no /proc (then only the process group is followed). */
+function pids(): number[] {
+  try {
+    return fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number);
+  } catch {
+    return [];
+  }
+}
 
 /** Whether a process has a file open whose (dev, ino) is the marker's. */
 function holds(pid: number, dev: number, ino: number): boolean {
@@ -101,6 +108,11 @@ export class ProcessTree {
 
   /** SIGKILLs every member, again until none is left (one may fork between a scan and its kill). */
   kill(): void {
+    try {
+      if (this.root) process.kill(-this.root, 'SIGKILL'); // the group, in one call (and all there is without /proc)
+    } catch {
+      /* the group is empty */
+    }
     for (let round = 0; round < 50; round++) {
       const victims = this.members();
       if (victims.length === 0) return;

@@ -175,7 +175,7 @@ describe('exec cwd', () => {
     const tool = createExecTool();
     expect(DEFAULT_TIMEOUT_S).toBe(120);
     expect(tool.description).toContain(`default ${DEFAULT_TIMEOUT_S})`);
-    expect((tool.inputSchema.shape as any).timeoutSeconds.description).toContain(`Default ${DEFAULT_TIMEOUT_S}.`);
+    expect((tool.inputSchema as any).shape.timeoutSeconds.description).toContain(`Default ${DEFAULT_TIMEOUT_S}.`);
   });
 });
 
