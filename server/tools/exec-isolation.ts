@@ -96,6 +96,7 @@ export function handOverWorkspace(root: string, id: Extract<ExecIdentity, { isol
  */
 export function prepareExecIsolation(config: CrosstalkConfig, log: Logger): void {
   try {
+    fs.mkdirSync(/* turbopackIgnore: true */ config.dataDir, { recursive: true, mode: 0o700 });
     const st = fs.statSync(/* turbopackIgnore: true */ config.dataDir);
     // A shared folder (sticky /tmp) is not ours to close: say so instead.
     if (st.mode & 0o1000) log.warn({ dataDir: config.dataDir }, 'the data dir is a shared (sticky) folder: give crosstalk a folder of its own (CROSSTALK_DATA_DIR)');
