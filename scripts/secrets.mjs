@@ -9,6 +9,7 @@
 // With no secret in the environment nothing is relaunched: one process, as before.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 
 /** The variable naming the fd a server reads its secrets from (set by the launcher, never by hand). */
@@ -36,10 +37,11 @@ export function splitSecrets(env) {
 
 /**
  * In a server started with `CROSSTALK_SECRETS_FD`: reads the secrets from that fd into process.env (which the
- * environ file does not show) and closes it. Returns whether it did. When `watchParent`, the process also ends
- * when its launcher is gone (a SIGKILLed launcher cannot forward anything).
+ * environ file does not show) and closes it. Returns whether it did. The fd after it is the launcher's
+ * lifeline: when it closes (the launcher is gone, even by SIGKILL, which cannot be forwarded) the server ends
+ * at once rather than live on orphaned, holding the port and the data dir.
  */
-export function receiveSecrets({ watchParent = false } = {}) {
+export function receiveSecrets() {
   const raw = process.env[SECRETS_FD_VAR];
   if (!raw) return false;
   delete process.env[SECRETS_FD_VAR];
@@ -47,21 +49,25 @@ export function receiveSecrets({ watchParent = false } = {}) {
   const secrets = JSON.parse(fs.readFileSync(fd, 'utf8') || '{}');
   fs.closeSync(fd);
   for (const [k, v] of Object.entries(secrets)) if (typeof v === 'string') process.env[k] = v;
-  if (watchParent) {
-    const parent = process.ppid;
-    setInterval(() => {
-      if (process.ppid !== parent) process.exit(1);
-    }, 500).unref();
-  }
+  const lifeline = new net.Socket({ fd: fd + 1, readable: true, writable: false });
+  lifeline.on('data', () => {});
+  lifeline.on('error', () => {});
+  lifeline.on('close', () => process.exit(1));
+  lifeline.unref();
   return true;
 }
 
-/** Spawns `command args` with the secrets of `env` removed from its environment and written to its fd 3. */
+/**
+ * Spawns `command args` with the secrets of `env` removed from its environment and written to its fd 3; its fd 4
+ * stays open while this process lives (see receiveSecrets).
+ */
 export function spawnWithSecrets(command, args, { env = process.env, stdio = ['inherit', 'inherit', 'inherit'], ...options } = {}) {
   const split = splitSecrets(env);
-  const child = spawn(command, args, { ...options, env: { ...split.env, [SECRETS_FD_VAR]: '3' }, stdio: [...stdio.slice(0, 3), 'pipe'] });
+  const child = spawn(command, args, { ...options, env: { ...split.env, [SECRETS_FD_VAR]: '3' }, stdio: [...stdio.slice(0, 3), 'pipe', 'pipe'] });
   child.stdio[3].on('error', () => {}); // a child that died before reading
   child.stdio[3].end(JSON.stringify(split.secrets));
+  child.stdio[4].on('error', () => {});
+  child.stdio[4].unref?.();
   return child;
 }
 
@@ -71,7 +77,7 @@ export function spawnWithSecrets(command, args, { env = process.env, stdio = ['i
  * launcher: it starts itself again without the secrets in its environment, and never returns.
  */
 export async function launchWithoutSecrets() {
-  if (receiveSecrets({ watchParent: true })) return;
+  if (receiveSecrets()) return;
   if (Object.keys(splitSecrets(process.env).secrets).length === 0) return;
   // Its own process group: a terminal's Ctrl+C reaches the launcher alone, which forwards it once.
   const child = spawnWithSecrets(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { detached: true });

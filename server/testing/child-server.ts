@@ -3,7 +3,7 @@
 // Its secrets arrive on the fd CROSSTALK_SECRETS_FD names when startChildServer starts it (scripts/secrets.mjs).
 import { receiveSecrets } from '../../scripts/secrets.mjs';
 
-receiveSecrets({ watchParent: true });
+receiveSecrets();
 const { loadConfig } = await import('../config');
 const { createRuntime } = await import('../boot');
 const { serve } = await import('./harness');

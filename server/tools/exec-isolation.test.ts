@@ -33,8 +33,11 @@ const childrenOf = (pid: number) =>
     })
     .map(Number);
 
+const gone = (pid: number) => !fs.existsSync(`/proc/${pid}`) || /\) [ZX] /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+
 describe('the launcher (scripts/secrets.mjs)', () => {
-  it('starts the server without the secrets in its environment block, and hands them over', async () => {
+  /** A stand-in server behind the real launcher function: prints what it got, then idles. */
+  const launch = async () => {
     const script = `import { launchWithoutSecrets } from ${JSON.stringify(path.join(root, 'scripts/secrets.mjs'))};
 await launchWithoutSecrets();
 console.log(JSON.stringify({ pid: process.pid, token: process.env.CROSSTALK_TOKEN, key: process.env.OPENAI_API_KEY, db: process.env.DATABASE_URL, fd: process.env.CROSSTALK_SECRETS_FD ?? null }));
@@ -43,10 +46,15 @@ setInterval(() => {}, 1000);`;
       env: { NODE_ENV: 'test', PATH: process.env.PATH, CROSSTALK_TOKEN: 'launcher-token-secret', OPENAI_API_KEY: 'sk-launcher', DATABASE_URL: 'postgres://u:pw@db/x', HARMLESS: 'kept' },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
+    let buf = '';
+    child.stdout.on('data', (d: Buffer) => (buf += d));
+    const line = await until(() => buf.includes('\n') && (JSON.parse(buf.split('\n')[0]!) as { pid: number; token: string; key: string; db: string; fd: null }));
+    return { child, line };
+  };
+
+  it('starts the server without the secrets in its environment block, and hands them over', async () => {
+    const { child, line } = await launch();
     try {
-      let buf = '';
-      child.stdout.on('data', (d: Buffer) => (buf += d));
-      const line = await until(() => buf.includes('\n') && (JSON.parse(buf.split('\n')[0]!) as { pid: number; token: string; key: string; db: string; fd: null }));
       expect(line).toMatchObject({ token: 'launcher-token-secret', key: 'sk-launcher', db: 'postgres://u:pw@db/x', fd: null });
       expect(line.pid).not.toBe(child.pid); // the server is the launcher's child
       const env = environ(line.pid);
@@ -59,9 +67,20 @@ setInterval(() => {}, 1000);`;
       const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
       child.kill('SIGTERM');
       expect(await exited).toBe(128 + 15);
-      await until(() => !fs.existsSync(`/proc/${line.pid}`) || /\) [ZX] /.test(fs.readFileSync(`/proc/${line.pid}/stat`, 'utf8')));
+      await until(() => gone(line.pid));
     } finally {
       child.kill('SIGKILL');
+    }
+  });
+
+  it('a SIGKILLed launcher takes the server with it (no orphan holding the port and the data dir)', async () => {
+    const { child, line } = await launch();
+    try {
+      expect(gone(line.pid)).toBe(false);
+      child.kill('SIGKILL');
+      await until(() => gone(line.pid));
+    } finally {
+      if (!gone(line.pid)) process.kill(line.pid, 'SIGKILL');
     }
   });
 });
@@ -104,7 +123,7 @@ describe('an approved exec in a real server (npm run worker)', () => {
   }, 90_000);
   afterAll(async () => {
     launcher?.kill('SIGTERM');
-    if (serverPid) await until(() => !fs.existsSync(`/proc/${serverPid}`) || /\) [ZX] /.test(fs.readFileSync(`/proc/${serverPid}/stat`, 'utf8')), 20_000).catch(() => process.kill(serverPid, 'SIGKILL'));
+    if (serverPid) await until(() => gone(serverPid), 20_000).catch(() => process.kill(serverPid, 'SIGKILL'));
   });
 
   const rpc = async <T,>(method: string, params: unknown): Promise<T> => {
