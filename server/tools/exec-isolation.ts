@@ -73,7 +73,8 @@ export function mkdirFor(dir: string, id: ExecIdentity): void {
  * it becomes the user's, so commands can edit the files there. Files of other users keep their owner; symlinks
  * are not followed and a file with more than one hard link is left alone (it may be a link to a file outside).
  */
-export function handOverWorkspace(root: string, id: Extract<ExecIdentity, { isolated: true }>): void {
+export function handOverWorkspace(workspace: string, id: Extract<ExecIdentity, { isolated: true }>): void {
+  const root = fs.realpathSync(/* turbopackIgnore: true */ workspace);
   const top = fs.lstatSync(/* turbopackIgnore: true */ root);
   if (top.uid === id.uid) return;
   const walk = (dir: string) => {
