@@ -7,7 +7,8 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseRawConfig, resolveConfig } from '../config';
 import { tmpDataDir, until } from '../testing/harness';
-import { prepareExecIsolation } from './exec-isolation';
+import { createExecTool } from './exec';
+import { blockedFor, prepareExecIsolation } from './exec-isolation';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const PG = process.env.TEST_STORE === 'postgres';
@@ -183,5 +184,51 @@ describe('a server that cannot isolate exec', () => {
     const warning = lines.map((l) => JSON.parse(l) as { level: number; msg: string; agents?: string[] }).find((l) => l.msg.startsWith('exec is not isolated'));
     expect(warning).toMatchObject({ level: 40, agents: ['main'] });
     expect(warning!.msg).toMatch(process.getuid?.() === 0 ? /no user "no-such-user-here"/ : /not root/);
+  });
+});
+
+describe.skipIf(process.getuid?.() !== 0)('the workspace, as root', () => {
+  const nobody = { isolated: true as const, user: 'nobody', uid: 65534, gid: 65534 };
+  const capture = () => {
+    const lines: string[] = [];
+    const log = pino({ level: 'info' }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
+    return { log, warnings: () => lines.map((l) => JSON.parse(l) as { level: number; msg: string; blocked?: string }).filter((l) => l.level === 40) };
+  };
+
+  it('is handed to the exec user once: root’s files become theirs; links and other users’ files do not', () => {
+    const dataDir = tmpDataDir();
+    const ws = path.join(`${dataDir}-ws`, 'main');
+    fs.mkdirSync(path.join(ws, 'src'), { recursive: true });
+    fs.writeFileSync(path.join(ws, 'src', 'a.txt'), 'a');
+    const outside = path.join(dataDir, 'outside.txt');
+    fs.writeFileSync(outside, 'not theirs');
+    fs.symlinkSync(outside, path.join(ws, 'link'));
+    fs.linkSync(outside, path.join(ws, 'hard')); // a second name of a file outside
+    fs.writeFileSync(path.join(ws, 'theirs.txt'), 'b');
+    fs.chownSync(path.join(ws, 'theirs.txt'), 1234, 1234);
+    const config = resolveConfig(parseRawConfig({ agents: [{ id: 'main' }] }), { CROSSTALK_DATA_DIR: dataDir, CROSSTALK_WORKSPACES: `${dataDir}-ws` });
+    const { log, warnings } = capture();
+    prepareExecIsolation(config, log);
+    expect(warnings()).toEqual([]);
+    const owner = (p: string) => fs.lstatSync(path.join(ws, p)).uid;
+    expect([owner('.'), owner('src'), owner('src/a.txt'), owner('link')]).toEqual([65534, 65534, 65534, 65534]);
+    expect(fs.statSync(outside).uid).toBe(0); // neither through the symlink nor through the hard link
+    expect(owner('theirs.txt')).toBe(1234);
+    // Once: a file root adds later stays root's.
+    fs.writeFileSync(path.join(ws, 'later.txt'), 'c');
+    prepareExecIsolation(config, log);
+    expect(owner('later.txt')).toBe(0);
+  });
+
+  it('out of the exec user’s reach: a warning at start, and `forbidden` from the call', async () => {
+    const dataDir = tmpDataDir();
+    const closed = fs.mkdtempSync(path.join(dataDir, '..', 'closed-')); // mode 0700, root's
+    const config = resolveConfig(parseRawConfig({ agents: [{ id: 'main', workspace: path.join(closed, 'ws') }] }), { CROSSTALK_DATA_DIR: dataDir });
+    const { log, warnings } = capture();
+    prepareExecIsolation(config, log);
+    expect(warnings()).toMatchObject([{ blocked: closed }]);
+    expect(blockedFor(path.join(closed, 'ws'), nobody)).toBe(closed);
+    const ctx = { agent: config.agents[0]!, signal: new AbortController().signal, runId: 'r', sessionKey: 'agent:main:main', callId: 'c' };
+    expect(await createExecTool().execute({ command: 'id' }, ctx as never)).toMatchObject({ status: 'error', error: { code: 'forbidden', message: expect.stringContaining(closed) } });
   });
 });
