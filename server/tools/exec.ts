@@ -116,13 +116,19 @@ export function createExecTool(): ToolDef<z.infer<typeof input>> {
       const tree = new ProcessTree();
       return new Promise((resolve) => {
         // Its own session and process group; fd 3 marks every process it starts (exec-tree.ts).
-        const child = spawn('/bin/sh', ['-c', command], {
-          cwd: dir,
-          env,
-          stdio: ['ignore', 'pipe', 'pipe', tree.markerFd],
-          detached: true,
-          ...(id.isolated ? { uid: id.uid, gid: id.gid } : {}),
-        });
+        let child: ReturnType<typeof spawn>;
+        try {
+          child = spawn('/bin/sh', ['-c', command], {
+            cwd: dir,
+            env,
+            stdio: ['ignore', 'pipe', 'pipe', tree.markerFd],
+            detached: true,
+            ...(id.isolated ? { uid: id.uid, gid: id.gid } : {}),
+          });
+        } catch (e) {
+          tree.close();
+          return resolve(toolError('internal', `exec failed: ${(e as Error).message}`));
+        }
         if (child.pid) tree.started(child.pid);
         const out = new Capped();
         const err = new Capped();
