@@ -97,6 +97,7 @@ async function startInProcess() {
   const server = http.createServer((req, res) => {
     if (runtime && req.method === 'POST' && (req.url === '/api/gateway' || req.url?.startsWith('/api/gateway?'))) return runtime.nodeGateway(req, res);
     if (runtime?.nodeTrpc && req.url?.startsWith('/api/trpc/')) return runtime.nodeTrpc(req, res);
+    if (runtime?.nodeMcp && (req.url === '/mcp' || req.url?.startsWith('/mcp?'))) return runtime.nodeMcp(req, res);
     handle(req, res);
   });
   server.keepAliveTimeout = 65_000;

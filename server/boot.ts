@@ -5,6 +5,7 @@ import { type ChannelService, createChannels } from './channels';
 import { handleGatewayNode } from './http/node-gateway';
 import { serveFetch } from './http/node-fetch';
 import { handleTrpc } from './http/trpc';
+import { handleMcp } from './mcp-server/http';
 import { ConfigError, type CrosstalkConfig, loadConfig } from './config';
 import { EventBus } from './events/bus';
 import { GatewayService } from './gateway/service';
@@ -15,7 +16,7 @@ import { startA2A } from './a2a/http';
 import { createMetrics, type Metrics } from './metrics';
 import { Delegates } from './orchestrator/delegates';
 import { Orchestrator } from './orchestrator/orchestrator';
-import type { Runtime } from './runtime';
+import type { FullRuntime } from './runtime-types';
 import { DataDirInUseError, openDatabase } from './store/db';
 import { Store } from './store/store';
 import { mainSessionKey } from './sessions/keys';
@@ -30,31 +31,6 @@ import { EventFeed } from './cluster/feed';
 import { Compactor } from './orchestrator/compaction';
 import { Telemetry } from './telemetry/tracing';
 import { Usage } from './usage/usage';
-
-export interface FullRuntime extends Runtime {
-  store: Store;
-  bus: EventBus;
-  orchestrator: Orchestrator;
-  metrics: Metrics;
-  log: Logger;
-  /** PostgreSQL: the job engine's webhook queue (server/jobs); SQLite: an in-process loop. */
-  webhooks: WebhookDispatcher;
-  delegates: Delegates;
-  usage: Usage;
-  telemetry: Telemetry;
-  compactor: Compactor;
-  /** The tool registry every agent's model sees (built-in, channel and MCP tools). */
-  tools: Map<string, AnyToolDef>;
-  channels: ChannelService;
-  /** PostgreSQL: this process's membership of the cluster, and its event feed. */
-  cluster: Cluster | null;
-  feed: EventFeed | null;
-  mcp: McpManager;
-  /** POST /api/gateway on bare node:http, for servers that route it before Next (scripts/start.mjs). */
-  nodeGateway(req: IncomingMessage, res: ServerResponse): void;
-  /** /api/trpc/* (the room's queries, mutations and event stream) on bare node:http, likewise. */
-  nodeTrpc(req: IncomingMessage, res: ServerResponse): void;
-}
 
 export interface CreateRuntimeOptions {
   config: CrosstalkConfig;
@@ -146,6 +122,9 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     },
     nodeTrpc(req, res) {
       serveFetch(req, res, (r) => handleTrpc(r, rt), { gzip: true });
+    },
+    nodeMcp(req, res) {
+      serveFetch(req, res, (r) => handleMcp(rt, r));
     },
     async close() {
       await mcp.stop();

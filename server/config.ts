@@ -46,6 +46,8 @@ const agentSchema = z
     mcp: z.array(z.string().min(1)).optional(),
     /** A remote A2A agent: this agent's turns run there (CONTRACT §8). */
     a2a: z.object({ url: z.string().url(), token: z.string().optional() }).strict().optional(),
+    /** What one request tree started at this agent may spend before a person is asked (CONTRACT §5 "Budgets"). */
+    budget: z.object({ usd: z.number().positive().optional(), tokens: z.number().int().positive().optional() }).strict().optional(),
   })
   .strict();
 
@@ -131,6 +133,8 @@ export interface AgentConfig {
   mcp?: string[];
   /** Set for a remote A2A agent (CONTRACT §8). */
   a2a?: { url: string; token?: string };
+  /** The cap of a request tree started at this agent (CONTRACT §5 "Budgets"). */
+  budget?: { usd?: number; tokens?: number };
 }
 
 export interface CrosstalkConfig {
@@ -221,6 +225,7 @@ export function resolveConfig(cfg: RawConfig, env: Record<string, string | undef
       limits: { ...baseLimits, ...a.limits },
       ...(a.mcp ? { mcp: a.mcp } : {}),
       ...(a.a2a ? { a2a: a.a2a } : {}),
+      ...(a.budget && (a.budget.usd !== undefined || a.budget.tokens !== undefined) ? { budget: a.budget } : {}),
     };
   });
   const port = Number(env.PORT ?? 3000);

@@ -22,6 +22,10 @@ export const ERROR_CODES = [
   'interrupted',
   'tool_unavailable',
   'internal',
+  'unknown_delivery',
+  'not_retryable',
+  'budget_exceeded',
+  'tool_error',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -67,15 +71,19 @@ export function jsonRpcCodeFor(code: ErrorCode): number {
     case 'unknown_run':
     case 'unknown_approval':
     case 'unknown_channel':
+    case 'unknown_delivery':
       return -32004;
     case 'agent_busy':
     case 'already_resolved':
     case 'not_cancelable':
     case 'rate_limited':
     case 'limit_exceeded':
+    case 'not_retryable':
+    case 'budget_exceeded':
       return -32009;
     case 'timeout':
     case 'channel_error':
+    case 'tool_error':
       return -32000;
     default:
       return -32603;

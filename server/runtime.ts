@@ -1,15 +1,7 @@
 // The one runtime per process: config, store, event log, orchestrator and gateway, created once (globalThis guard).
-import type { CrosstalkConfig } from './config';
-import type { Gateway } from './gateway/types';
-import type { FullRuntime } from './boot';
+import type { FullRuntime } from './runtime-types';
 
-export interface Runtime {
-  config: CrosstalkConfig;
-  /** The API token (CROSSTALK_TOKEN or the generated one in the data dir). */
-  token: string;
-  gateway: Gateway;
-  close(): Promise<void>;
-}
+export type { FullRuntime, Runtime } from './runtime-types';
 
 const KEY = Symbol.for('crosstalk.runtime');
 type Holder = { [KEY]?: Promise<FullRuntime> };

@@ -3,8 +3,8 @@ import { createStore } from 'zustand/vanilla';
 
 export type ToolboxMode = 'hidden' | 'collapsed' | 'expanded';
 export type ConnectionState = 'connecting' | 'connected' | 'reconnecting' | 'error';
-/** The right-hand drawer: the agent picker (delegates) or the event inspector. */
-export type SidePanel = 'none' | 'agents' | 'events';
+/** The right-hand drawer: the agent board, the agent picker (delegates) or the event inspector. */
+export type SidePanel = 'none' | 'board' | 'agents' | 'events';
 /** The sidebar's kind filters (CONTRACT §4 kinds as people say them: a subagent is a delegate). */
 export type SidebarKind = 'main' | 'delegate' | 'channel';
 

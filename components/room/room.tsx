@@ -19,9 +19,11 @@ import { SessionHeaderBar, StopButton } from './session-header';
 import { SidePanel } from './side-panel';
 import { ThemeToggle } from './theme-toggle';
 import { SessionUsage } from '../status/session-usage';
+import { useNextNeedingInput } from '@/lib/room/use-next-needing-input';
 
-// The header's side-panel toggles: the agent picker and the event inspector.
+// The header's side-panel toggles: the agent board, the agent picker and the event inspector.
 const PANELS = [
+  { id: 'board', label: 'Board', testId: 'open-board', text: 'Board' },
   { id: 'agents', label: 'Agent picker', testId: 'open-agent-picker', text: 'Agents' },
   { id: 'events', label: 'Event inspector', testId: 'open-event-inspector', text: 'Events' },
 ] as const;
@@ -117,6 +119,7 @@ function SessionPane({ sessionKey }: { sessionKey: string }) {
           <div className="ml-auto flex shrink-0 items-center gap-1">
             <StopButton sessionKey={sessionKey} />
             <ApprovalsButton />
+            <NextNeedingInputButton />
             {PANELS.map((p) => (
               <Button
                 key={p.id}
@@ -150,5 +153,15 @@ function SessionPane({ sessionKey }: { sessionKey: string }) {
         <SidePanel sessionKey={sessionKey} />
       </Activity>
     </div>
+  );
+}
+
+/** Opens the next session with a pending item (also key n). */
+function NextNeedingInputButton() {
+  const { next, go, pending } = useNextNeedingInput();
+  return (
+    <Button size="sm" variant="ghost" aria-label="Next needing input" title="Next needing input (n)" data-testid="next-needing-input" data-count={pending} disabled={!next} onClick={go}>
+      Next
+    </Button>
   );
 }

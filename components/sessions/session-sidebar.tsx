@@ -2,7 +2,7 @@
 // The room's left column: every configured agent (by id) with its sessions grouped under it, kind filters, search,
 // running / unread / needs-approval markers, older sessions a page at a time (button or scroll), and the status panel.
 import { cn } from '@/lib/cn';
-import { isUnread } from '@/lib/room/sidebar';
+import { isUnread, type SessionNode } from '@/lib/room/sidebar';
 import { useSidebarSessions } from '@/lib/room/use-sidebar';
 import type { AgentInfo, SessionSummary } from '@/lib/trpc/types';
 import type { SidebarKind } from '@/stores/room-store';
@@ -44,7 +44,7 @@ export function SessionSidebar() {
   const setSearch = useRoomStore((s) => s.setSessionSearch);
   const seen = useRoomStore((s) => s.seen);
   const noteCounts = useRoomStore((s) => s.noteCounts);
-  const { agents, sessions, groups, filtered } = useSidebarSessions();
+  const { agents, sessions, groups, trees, filtered } = useSidebarSessions();
   const listRef = useRef<HTMLDivElement>(null);
 
   // Unread: a baseline for every listed session, and the open one is always read.
@@ -75,8 +75,8 @@ export function SessionSidebar() {
   const agentIds = [...configured.keys()];
   // Every configured agent is listed (CONTRACT §7), with its sessions under it; agents not configured come after.
   const shownGroups = [
-    ...agentIds.map((id) => ({ agentId: id, sessions: groups.find((g) => g.agentId === id)?.sessions ?? [] })),
-    ...groups.filter((g) => !configured.has(g.agentId)),
+    ...agentIds.map((id) => ({ agentId: id, roots: trees.find((g) => g.agentId === id)?.roots ?? [] })),
+    ...trees.filter((g) => !configured.has(g.agentId)),
   ];
 
   return (
@@ -135,10 +135,10 @@ export function SessionSidebar() {
             {shownGroups.map((g) => (
               <li key={g.agentId} data-testid="agent-group" data-agent-id={g.agentId}>
                 <AgentHeader agentId={g.agentId} agent={configured.get(g.agentId)} active={selected === mainSessionKey(g.agentId)} onSelect={() => selectSession(mainSessionKey(g.agentId))} />
-                {g.sessions.length > 0 && (
-                  <ul data-testid="session-list" aria-label={`Sessions of ${g.agentId}`} className="mt-0.5 space-y-0.5 pl-2">
-                    {g.sessions.map((s) => (
-                      <SessionItem key={s.sessionKey} session={s} active={s.sessionKey === selected} unread={isUnread(s, seen, selected)} />
+                {g.roots.length > 0 && (
+                  <ul role="tree" data-testid="session-list" aria-label={`Sessions of ${g.agentId}`} className="mt-0.5 space-y-0.5 pl-2">
+                    {g.roots.map((n) => (
+                      <SessionTreeItem key={n.session.sessionKey} node={n} level={1} selected={selected} seen={seen} />
                     ))}
                   </ul>
                 )}
@@ -203,6 +203,23 @@ function AgentHeader({ agentId, agent, active, onSelect }: { agentId: string; ag
   );
 }
 
+/** One session of the tree, its delegate sessions nested under it (their approvals mark it too: pendingApprovals). */
+function SessionTreeItem({ node, level, selected, seen }: { node: SessionNode; level: number; selected: string; seen: Record<string, number> }) {
+  const s = node.session;
+  return (
+    <li role="treeitem" aria-level={level} aria-selected={s.sessionKey === selected} aria-expanded={node.children.length > 0 ? true : undefined} aria-label={s.label || s.sessionKey.replace(/^agent:[^:]+:/, '')} data-testid="session-tree-item" data-session-key={s.sessionKey}>
+      <SessionItem session={s} active={s.sessionKey === selected} unread={isUnread(s, seen, selected)} />
+      {node.children.length > 0 && (
+        <ul role="group" className="mt-0.5 space-y-0.5 border-l border-zinc-200 pl-2 dark:border-zinc-800">
+          {node.children.map((c) => (
+            <SessionTreeItem key={c.session.sessionKey} node={c} level={level + 1} selected={selected} seen={seen} />
+          ))}
+        </ul>
+      )}
+    </li>
+  );
+}
+
 // Memoized: a switch re-renders the two rows whose `active` changed, not all of them.
 const SessionItem = memo(function SessionItem({ session, active, unread }: { session: SessionSummary; active: boolean; unread: boolean }) {
   const selectSession = useRoomStore((s) => s.selectSession);
@@ -212,7 +229,7 @@ const SessionItem = memo(function SessionItem({ session, active, unread }: { ses
   const rest = session.sessionKey.replace(/^agent:[^:]+:/, '');
   const prefetch = usePrefetchTranscript();
   return (
-    <li>
+    <>
       <button
         type="button"
         data-testid="session-item"
@@ -257,6 +274,6 @@ const SessionItem = memo(function SessionItem({ session, active, unread }: { ses
           )}
         </span>
       </button>
-    </li>
+    </>
   );
 });

@@ -1,7 +1,7 @@
 // Unit tests for the sidebar's paging, filtering, grouping, unread and j/k helpers.
 import { describe, expect, it } from 'vitest';
 import type { SessionSummary } from '@/lib/trpc/types';
-import { filterSessions, flattenSessionPages, groupByAgent, isUnread, stepSession } from './sidebar';
+import { filterSessions, flattenSessionPages, groupByAgent, isUnread, nestDelegates, stepSession, treeOrder } from './sidebar';
 
 const s = (sessionKey: string, kind: SessionSummary['kind'], lastActivityAt: string, extra: Partial<SessionSummary> = {}): SessionSummary => ({
   sessionKey,
@@ -86,5 +86,35 @@ describe('patchSessionStatus', () => {
     expect(next.pages[0]!.sessions[1]!.lastActivityAt).toBe('2026-02-01T00:00:00.000Z');
     expect(next.pages[1]).toBe(other);
     expect(patchSessionStatus(data, 'agent:main:zzz', 'running', '2026-02-01T00:00:00.000Z')).toBe(data);
+  });
+});
+
+describe('nestDelegates (the sidebar tree)', () => {
+  const at = (n: number) => `2026-01-01T00:00:${String(n).padStart(2, '0')}.000Z`;
+  const sess = (sessionKey: string, n: number, parentKey?: string) =>
+    ({ sessionKey, agentId: sessionKey.split(':')[1]!, kind: sessionKey.includes(':subagent:') ? 'subagent' : 'main', model: 'scripted', lastActivityAt: at(n), status: 'idle', messageCount: 1, ...(parentKey ? { parentKey } : {}) }) as SessionSummary;
+
+  it('puts a delegate under its parent, whatever its agent, and walks depth first', () => {
+    const main = sess('agent:main:main', 1);
+    const child = sess('agent:researcher:subagent:a', 5, 'agent:main:main');
+    const grandchild = sess('agent:writer:subagent:b', 4, 'agent:researcher:subagent:a');
+    const orphan = sess('agent:writer:subagent:c', 3, 'agent:main:gone');
+    const other = sess('agent:writer:main', 2);
+    const trees = nestDelegates(groupByAgent([main, child, grandchild, orphan, other], ['main', 'researcher', 'writer']));
+    expect(trees.map((t) => [t.agentId, t.roots.map((r) => r.session.sessionKey)])).toEqual([
+      ['main', ['agent:main:main']],
+      ['researcher', []],
+      ['writer', ['agent:writer:subagent:c', 'agent:writer:main']],
+    ]);
+    expect(trees[0]!.roots[0]!.children.map((c) => c.session.sessionKey)).toEqual(['agent:researcher:subagent:a']);
+    expect(trees[0]!.roots[0]!.children[0]!.children.map((c) => c.session.sessionKey)).toEqual(['agent:writer:subagent:b']);
+    expect(treeOrder(trees)).toEqual(['agent:main:main', 'agent:researcher:subagent:a', 'agent:writer:subagent:b', 'agent:writer:subagent:c', 'agent:writer:main']);
+  });
+
+  it('survives a parent cycle in bad data', () => {
+    const a = sess('agent:main:subagent:a', 1, 'agent:main:subagent:b');
+    const b = sess('agent:main:subagent:b', 2, 'agent:main:subagent:a');
+    const order = treeOrder(nestDelegates(groupByAgent([a, b], ['main'])));
+    expect(order.sort()).toEqual(['agent:main:subagent:a', 'agent:main:subagent:b']);
   });
 });

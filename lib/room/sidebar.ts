@@ -56,6 +56,56 @@ export function groupByAgent(sessions: readonly SessionSummary[], agentOrder: re
     .map(([agentId, list]) => ({ agentId, sessions: [...list].sort((a, b) => b.lastActivityAt.localeCompare(a.lastActivityAt)) }));
 }
 
+export interface SessionNode {
+  session: SessionSummary;
+  /** Delegate sessions started by this one (loaded and shown), newest activity first, nested the same way. */
+  children: SessionNode[];
+}
+
+export interface AgentTree {
+  agentId: string;
+  roots: SessionNode[];
+}
+
+/**
+ * Nests each delegate session under its parent (CONTRACT §7: the sidebar's tree) when the parent is shown too; a
+ * delegate whose parent is not loaded (paged out, filtered) stays a root of its own agent's group.
+ */
+export function nestDelegates(groups: readonly AgentGroup[]): AgentTree[] {
+  const nodes = new Map<string, SessionNode>();
+  for (const g of groups) for (const s of g.sessions) nodes.set(s.sessionKey, { session: s, children: [] });
+  const nested = new Set<string>();
+  for (const node of nodes.values()) {
+    const parentKey = node.session.parentKey;
+    const parent = parentKey ? nodes.get(parentKey) : undefined;
+    if (!parent || parentKey === node.session.sessionKey || isAncestor(node, parent.session.sessionKey)) continue;
+    parent.children.push(node);
+    nested.add(node.session.sessionKey);
+  }
+  return groups.map((g) => ({ agentId: g.agentId, roots: g.sessions.filter((s) => !nested.has(s.sessionKey)).map((s) => nodes.get(s.sessionKey)!) }));
+}
+
+/** Whether `key` is already under `node` (bad data with a parent cycle must not loop). */
+function isAncestor(node: SessionNode, key: string): boolean {
+  const stack = [...node.children];
+  for (let n = stack.pop(); n; n = stack.pop()) {
+    if (n.session.sessionKey === key) return true;
+    stack.push(...n.children);
+  }
+  return false;
+}
+
+/** The tree in display order (depth first): what j/k walk through. */
+export function treeOrder(trees: readonly AgentTree[]): string[] {
+  const out: string[] = [];
+  const walk = (n: SessionNode) => {
+    out.push(n.session.sessionKey);
+    n.children.forEach(walk);
+  };
+  for (const t of trees) t.roots.forEach(walk);
+  return out;
+}
+
 /** The session `step` places after (j = +1) or before (k = -1) the current one in display order, wrapping never. */
 export function stepSession(order: readonly string[], current: string, step: 1 | -1): string | undefined {
   if (order.length === 0) return undefined;

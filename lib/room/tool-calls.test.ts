@@ -18,6 +18,7 @@ const row = (id: number, kind: 'tool_call' | 'tool_result', callId: string, extr
 
 const approval = (approvalId: string, command: string, requestedAt = '2025-01-01T00:00:00.000Z'): PendingApproval => ({
   approvalId,
+  kind: 'tool',
   sessionKey: 'agent:main:main',
   runId: 'run_1',
   callId: `missing-${approvalId}`,

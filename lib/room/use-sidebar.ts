@@ -1,9 +1,10 @@
-// The sidebar's sessions as shown (filtered, grouped by agent, newest first) — shared by the sidebar and j/k navigation.
+// The sidebar's sessions as shown (filtered, grouped by agent, delegates under their parents, newest first) — shared
+// by the sidebar and j/k navigation.
 import { useTRPC } from '@/lib/trpc/client';
 import { useRoomStore } from '@/stores/room-store-provider';
 import { useQuery } from '@tanstack/react-query';
 import { useMemo } from 'react';
-import { filterSessions, groupByAgent } from './sidebar';
+import { filterSessions, groupByAgent, nestDelegates, treeOrder } from './sidebar';
 import { useSessionsList } from './use-sessions';
 
 export function useAgents() {
@@ -21,6 +22,7 @@ export function useSidebarSessions() {
     () => groupByAgent(filterSessions(sessions.sessions, kinds, search), agentIds),
     [sessions.sessions, kinds, search, agentIds],
   );
-  const order = useMemo(() => groups.flatMap((g) => g.sessions.map((s) => s.sessionKey)), [groups]);
-  return { agents, sessions, groups, order, filtered: kinds.length > 0 || search.trim() !== '' };
+  const trees = useMemo(() => nestDelegates(groups), [groups]);
+  const order = useMemo(() => treeOrder(trees), [trees]);
+  return { agents, sessions, groups, trees, order, filtered: kinds.length > 0 || search.trim() !== '' };
 }

@@ -1,5 +1,6 @@
 // Server-only tRPC access for server components: a per-request query client and an options proxy over the router.
 // (Import from server components only: it pulls in the runtime.)
+import { getRuntime } from '@/server/runtime';
 import { createTRPCContext } from '@/server/trpc/init';
 import { appRouter } from '@/server/trpc/root';
 import { dehydrate, HydrationBoundary } from '@tanstack/react-query';
@@ -13,7 +14,7 @@ export const getServerQueryClient = cache(getQueryClient);
 
 /** tRPC options for prefetching in a server component, called directly (no HTTP) with the request's auth. */
 export async function createServerTRPC(headers: Headers) {
-  const ctx = await createTRPCContext({ headers, navigation: true }); // the room's server render: a page load
+  const ctx = createTRPCContext({ headers, navigation: true, runtime: await getRuntime() }); // the room's server render: a page load
   return createTRPCOptionsProxy({ ctx, router: appRouter, queryClient: getServerQueryClient });
 }
 

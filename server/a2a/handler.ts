@@ -23,7 +23,7 @@ import { RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, Unsup
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import type { AgentConfig } from '../config';
 import { isCrosstalkError } from '../errors';
-import type { FullRuntime } from '../boot';
+import type { FullRuntime } from '../runtime-types';
 import { SESSION_KEY_RE } from '../sessions/keys';
 import type { RunRow } from '../store/schema';
 import type { A2APush } from './push';

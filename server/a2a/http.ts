@@ -3,7 +3,7 @@ import { A2A_VERSION_HEADER, AgentCard, Extensions, formatSSEErrorEvent, formatS
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { defaultServerCallContextBuilder, JsonRpcTransportHandler, validateVersion } from '@a2a-js/sdk/server';
 import { isAuthorized } from '../auth';
-import type { FullRuntime } from '../boot';
+import type { FullRuntime } from '../runtime-types';
 import type { AgentConfig } from '../config';
 import { tooLargeResponse, unauthorizedResponse } from '../gateway/jsonrpc';
 import { MAX_BODY_BYTES, readCapped } from '../http/handlers';

@@ -2,7 +2,7 @@
 import crypto from 'node:crypto';
 import { A2A_CONTENT_TYPE, StreamResponse, type TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
-import type { FullRuntime } from '../boot';
+import type { FullRuntime } from '../runtime-types';
 import { nowIso } from '../store/store';
 import { checkWebhookUrl } from '../webhooks/guard';
 import { webhookRow } from '../webhooks/outbox';

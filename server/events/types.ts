@@ -77,6 +77,8 @@ export interface SessionSummary {
 
 export interface PendingApproval {
   approvalId: string;
+  /** What is asked (CONTRACT §3): a gated tool call, or a request tree past its budget. */
+  kind: 'tool' | 'elicitation' | 'authorization' | 'budget';
   sessionKey: string;
   runId: string;
   /** The tool call this approval gates (as in the `tool` and `approval` events). */

@@ -119,7 +119,8 @@ describe('approvals', () => {
     const r = await send('agent:main:approve', '/tool exec {"command":"echo hi"}');
     const pending = await until(async () => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: 'agent:main:approve' })).approvals[0]);
     expect(pending).toMatchObject({ sessionKey: 'agent:main:approve', runId: r.runId, tool: 'exec', args: { command: 'echo hi' } });
-    expect(Object.keys(pending).sort()).toEqual(['approvalId', 'args', 'requestedAt', 'runId', 'sessionKey', 'tool']);
+    expect(Object.keys(pending).sort()).toEqual(['approvalId', 'args', 'kind', 'parentChain', 'requestedAt', 'runId', 'sessionKey', 'tool']);
+    expect(pending).toMatchObject({ kind: 'tool', parentChain: [pending.sessionKey] });
     expect(typeof pending.requestedAt).toBe('string');
     expect(await wait(r.runId, 50)).toMatchObject({ status: 'timeout' });
     expect(await s.rpc('approvals.resolve', { approvalId: pending.approvalId, decision: 'allow_once' })).toEqual({ status: 'ok' });

@@ -50,7 +50,7 @@ const methods: Record<string, Method> = {
   'sessions.search': { params: s.sessionsSearchParams, call: (gw, p) => gw.sessionsSearch(p) },
   'chat.history': { params: s.chatHistoryParams, call: (gw, p) => gw.chatHistory(p) },
   'approvals.list': { params: s.approvalsListParams, call: async (gw, p) => ({
-    approvals: (await gw.approvalsList(p)).approvals.map(({ approvalId, sessionKey, runId, tool, args, requestedAt }) => ({ approvalId, sessionKey, runId, tool, args, requestedAt })),
+    approvals: (await gw.approvalsList(p)).approvals.map(({ approvalId, kind, sessionKey, runId, tool, args, requestedAt, chain }) => ({ approvalId, kind, sessionKey, runId, tool, args, requestedAt, parentChain: chain ?? [sessionKey] })),
   }) },
   // Beyond CONTRACT §3 (an operator's view, as the room's inbox and the CLI show it): with each one's parent chain and trust.
   'approvals.inbox': { params: s.approvalsListParams, call: (gw, p) => gw.approvalsList(p) },
@@ -58,6 +58,7 @@ const methods: Record<string, Method> = {
   'agents.list': { params: s.agentsListParams, call: async (gw) => ({
     agents: (await gw.agentsList()).agents.map(({ agentId, name, model, tools, mcpTools, remote }) => ({ agentId, name, model, tools, ...(mcpTools?.length ? { mcpTools } : {}), ...(remote ? { remote } : {}) })),
   }) },
+  'runs.board': { params: s.runsBoardParams, call: (gw, p) => gw.runsBoard(p) },
   'delegates.list': { params: s.delegatesListParams, call: (gw, p) => gw.delegatesList(p) },
   'delegates.messages': { params: s.delegatesMessagesParams, call: (gw, p) => gw.delegatesMessages(p) },
   'delegates.dismiss': { params: s.delegatesDismissParams, call: (gw, p) => gw.delegatesDismiss(p) },
@@ -85,6 +86,15 @@ export function errorResponse(id: Id, e: unknown, log?: Logger): RpcResponse {
   }
   log?.error({ err: e }, 'gateway method failed');
   return rpcError(id, -32603, 'internal error', { code: 'internal' });
+}
+
+/** One §3 method by name, validated and shaped exactly as JSON-RPC answers it (the MCP server's tools reuse it). */
+export async function callMethod(gw: Gateway, name: string, params: unknown): Promise<unknown> {
+  const method = Object.hasOwn(methods, name) ? methods[name] : undefined;
+  if (!method) throw new CrosstalkError('invalid_request', `unknown method: ${name}`);
+  const parsed = method.params.safeParse(params ?? {});
+  if (!parsed.success) throw new CrosstalkError('invalid_request', 'invalid params', zodIssues(parsed.error));
+  return method.call(gw, parsed.data);
 }
 
 export function zodIssues(err: z.ZodError) {

@@ -143,6 +143,9 @@ export type ChatHistoryParams = z.infer<typeof chatHistoryParams>;
 export type ApprovalsListParams = z.infer<typeof approvalsListParams>;
 export type ApprovalsResolveParams = z.infer<typeof approvalsResolveParams>;
 
+export const runsBoardParams = z.object({ limit: limitSchema.optional() }).strict();
+export type RunsBoardParams = z.infer<typeof runsBoardParams>;
+
 export const sessionsCompactParams = z.object({ sessionKey: sessionKeySchema }).strict();
 export const sessionsUsageParams = z.object({ sessionKey: sessionKeySchema }).strict();
 export type SessionsCompactParams = z.infer<typeof sessionsCompactParams>;

@@ -13,6 +13,7 @@ import { type Store, toTranscriptMessage } from '../store/store';
 import type { AnyToolDef } from '../tools/types';
 import { checkWebhookUrl } from '../webhooks/guard';
 import { activeRunIds, parentChains, searchSessions } from './room';
+import { runsBoard } from './board';
 import type {
   SessionsSearchParams,
   AgentParams,
@@ -20,6 +21,7 @@ import type {
   AgentCancelParams,
   ApprovalsListParams,
   ApprovalsResolveParams,
+  RunsBoardParams,
   ChatHistoryParams,
   SessionsDeleteParams,
   SessionsListParams,
@@ -238,6 +240,10 @@ export class GatewayService implements Gateway {
 
   async sessionActiveRuns(sessionKey: string) {
     return { runIds: await activeRunIds(this.d.store, sessionKey) };
+  }
+
+  runsBoard(p: RunsBoardParams) {
+    return runsBoard(this.d.store, p);
   }
 
   async approvalsResolve(p: ApprovalsResolveParams) {

@@ -133,6 +133,8 @@ export interface Gateway {
   sessionsCompact(p: import('./schemas').SessionsCompactParams): Promise<{ status: 'ok'; tokensBefore: number; tokensAfter: number }>;
   /** A session's model usage and its whole tree's (CONTRACT §3 `sessions.usage`). */
   sessionsUsage(p: import('./schemas').SessionsUsageParams): Promise<import('../usage/usage').SessionUsage>;
+  /** Every session's runs in four groups: needs input, working, done, failed (CONTRACT §3 `runs.board`). */
+  runsBoard(p: import('./schemas').RunsBoardParams): Promise<import('./board').Board>;
   /** Live + replayed agent events for a session or run. */
   events(o: EventSubscribeOptions): AsyncIterable<AgentEvent>;
 }

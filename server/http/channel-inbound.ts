@@ -1,5 +1,5 @@
 // POST /api/channels/<channel>: platform webhooks. No bearer token (platforms cannot send one): each channel checks its own signature.
-import type { FullRuntime } from '../boot';
+import type { FullRuntime } from '../runtime-types';
 import type { ChannelService } from '../channels';
 import { readCapped } from './handlers';
 

@@ -1,6 +1,6 @@
 // Fetch-style HTTP handlers (Request → Response) for the gateway, its SSE events and metrics; Next routes and tests share them.
 import { isAuthorized } from '../auth';
-import type { FullRuntime } from '../boot';
+import type { FullRuntime } from '../runtime-types';
 import { handleJsonRpc, rpcError, tooLargeResponse, unauthorizedResponse, zodIssues } from '../gateway/jsonrpc';
 import { sessionKeySchema } from '../gateway/schemas';
 import { type EventCursor, parseEventCursor } from '../events/cursor';

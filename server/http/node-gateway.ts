@@ -1,7 +1,7 @@
 // POST /api/gateway on bare node:http (no Request/Response objects): the hot path of `npm start`, the worker and tests.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isAuthorized } from '../auth';
-import type { FullRuntime } from '../boot';
+import type { FullRuntime } from '../runtime-types';
 import { handleJsonRpc, rpcError, tooLargeResponse, unauthorizedResponse } from '../gateway/jsonrpc';
 import { MAX_BODY_BYTES } from './handlers';
 

@@ -1,13 +1,13 @@
 // The tRPC endpoint (queries, batched mutations and SSE subscriptions) as one fetch-style handler: Next's route
 // (app/api/trpc, for `next dev`) and the node:http front of `npm start` (server/http/node-fetch.ts) both call it.
 import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
-import type { Runtime } from '../runtime';
+import type { Runtime } from '../runtime-types';
 import { createTRPCContext } from '../trpc/init';
 import { appRouter } from '../trpc/root';
 import { limitTrpcRequest, TRPC_MAX_BATCH } from './trpc-limits';
 
-/** `runtime`: the one to serve (default: the process runtime, getRuntime()). */
-export async function handleTrpc(incoming: Request, runtime?: Runtime): Promise<Response> {
+/** `runtime`: the one to serve (Next's route hands in the process runtime, getRuntime()). */
+export async function handleTrpc(incoming: Request, runtime: Runtime): Promise<Response> {
   const req = await limitTrpcRequest(incoming);
   if (req instanceof Response) return req;
   return fetchRequestHandler({

@@ -31,7 +31,8 @@ export interface GateRequest {
 }
 
 export function toPendingApproval(r: ApprovalRow): PendingApproval {
-  return { approvalId: r.id, sessionKey: r.session_key, runId: r.run_id, callId: r.call_id, tool: r.tool, args: JSON.parse(r.args), requestedAt: r.requested_at, trust: trustOfRow(r) };
+  const kind = (r.kind ?? 'tool') as PendingApproval['kind'];
+  return { approvalId: r.id, kind, sessionKey: r.session_key, runId: r.run_id, callId: r.call_id, tool: r.tool, args: JSON.parse(r.args), requestedAt: r.requested_at, trust: trustOfRow(r) };
 }
 
 const trustOfRow = (r: Pick<ApprovalRow, 'trust'>): Trust => (r.trust ? (JSON.parse(r.trust) as Trust) : OPERATOR);
@@ -81,6 +82,7 @@ export class Approvals {
         requested_at: nowIso(),
         resolved_at: null,
         trust: JSON.stringify(trust),
+        kind: 'tool',
       };
       await this.store.insertApproval(row);
       this.bus.emit(q.runId, 'approval', { phase: 'requested', approvalId: row.id, tool: q.tool, args: q.args ?? null, callId: q.callId, requestedAt: row.requested_at, trust, ...(q.source ? { source: q.source } : {}) });
@@ -119,7 +121,8 @@ export class Approvals {
     const status = decision === 'deny' ? 'denied' : 'allowed';
     const settled = await this.store.settleApproval(approvalId, status, decision, reason ?? null);
     if (!settled) throw new CrosstalkError('already_resolved', `approval ${approvalId} is already ${row.status}`);
-    if (decision === 'allow_always') await this.store.addToolRule(row.session_key, toolRuleName(row.tool, trustOfRow(row)));
+    // (A budget item's allow_always lifts the tree's cap: budget.ts reads the decision; no tool rule.)
+    if (decision === 'allow_always' && (row.kind ?? 'tool') === 'tool') await this.store.addToolRule(row.session_key, toolRuleName(row.tool, trustOfRow(row)));
     this.metrics.approvalWait.observe((Date.now() - Date.parse(row.requested_at)) / 1000);
     if (by) this.decidedBy.set(approvalId, by);
     await this.deliver(approvalId);

@@ -37,7 +37,7 @@ export function planDeliveries(target: { runId: string; sessionKey: string; agen
           caller_session_key: origin.from.sessionKey,
           caller_run_id: origin.from.runId ?? null,
           response,
-          meta: JSON.stringify({ fromAgentId: target.agentId, fromAgentName: target.agentName, endedAt, ...(origin.delegate ? { delegate: origin.delegate } : {}), ...(runTrust.kind === 'channel' ? { trust: runTrust } : {}) }),
+          meta: JSON.stringify({ fromAgentId: target.agentId, fromAgentName: target.agentName, endedAt, ...(origin.delegate ? { delegate: origin.delegate } : {}), ...(runTrust.kind === 'channel' ? { trust: runTrust } : {}), ...(origin.tree ? { tree: origin.tree } : {}) }),
           status: 'pending',
           error: null,
           created_at: endedAt,

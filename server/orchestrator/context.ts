@@ -18,8 +18,39 @@ export const SUMMARY_PREFIX = '[Summary of the earlier conversation]\n';
 
 export const userMessage = (text: string): PromptMessage => ({ role: 'user', content: [{ type: 'text', text }] });
 
+/**
+ * Rows written while a step's tool calls were running (a mirror, an inter-session message, a callback, a persona post)
+ * sit between those calls and their results in the transcript. A prompt must never split a call from its result
+ * (providers refuse it: every later call of the session would be an HTTP 400), so such rows move to just after the
+ * last result of the calls that were open when they arrived. `rows` oldest first; the order is otherwise kept.
+ */
+export function withToolResultsAdjacent(rows: TranscriptMessage[]): TranscriptMessage[] {
+  const answered = new Set<string>();
+  for (const r of rows) if (r.kind === 'tool_result' && r.tool) answered.add(r.tool.callId);
+  const out: TranscriptMessage[] = [];
+  const open = new Set<string>();
+  let held: TranscriptMessage[] = [];
+  for (const r of rows) {
+    if (r.kind === 'tool_call' && r.tool) {
+      if (answered.has(r.tool.callId)) open.add(r.tool.callId);
+      out.push(r);
+    } else if (r.kind === 'tool_result' && r.tool) {
+      open.delete(r.tool.callId);
+      out.push(r);
+      if (open.size === 0 && held.length) {
+        out.push(...held);
+        held = [];
+      }
+    } else if (open.size > 0) held.push(r);
+    else out.push(r);
+  }
+  out.push(...held);
+  return out;
+}
+
 /** `rows` oldest first. Tool calls whose results are missing are left for the caller (resume). */
-export function toPromptMessages(rows: TranscriptMessage[]): PromptMessage[] {
+export function toPromptMessages(all: TranscriptMessage[]): PromptMessage[] {
+  const rows = withToolResultsAdjacent(all);
   const out: PromptMessage[] = [];
   let assistant: AssistantMessage | null = null;
   let tool: ToolMessage | null = null;

@@ -1,6 +1,7 @@
 // Delegates you can come back to (seed 002): delegate_agent runs, follow-ups by conversation_id, list/preview/dismiss.
 import { asciiLower } from '../sessions/keys';
 import { carryTrust } from '../trust/trust';
+import { carryTree } from './budget';
 import crypto from 'node:crypto';
 import type { AgentConfig } from '../config';
 import { CrosstalkError } from '../errors';
@@ -171,6 +172,8 @@ export class Delegates {
         delegate: { conversation_id: key, agent_id: agentId, mode, followUp },
         ...(mode === 'detached' ? { callback: true } : {}),
         ...carryTrust(caller.origin),
+        // The delegate spends from the caller's request tree (delegates.resume from outside starts a tree of its own).
+        ...(caller.runId ? carryTree({ id: caller.runId, agent: caller.agent, origin: caller.origin }) : {}),
         ...(caller.traceparent ? { traceparent: caller.traceparent } : {}),
       };
       // Live delegate events stream to the parent's tool call while it waits (standard mode).

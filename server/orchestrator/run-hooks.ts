@@ -8,6 +8,7 @@ import type { Compactor } from './compaction';
 import { observeUsage } from './compaction';
 import type { PromptMessage } from './context';
 import type { StepResult, StepToolCall } from './model-step';
+import { treeOf } from './budget';
 import type { ActiveRun, RunOutcome } from './types';
 
 export interface RunHookDeps {
@@ -71,7 +72,7 @@ export async function afterModelStep(d: RunHookDeps, run: ActiveRun, frame: Step
   }
   if (!step) return;
   observeUsage(modelSpec, frame.raw, u?.inputTokens);
-  if (d.usage && u) await d.usage.record({ runId: run.id, sessionKey: run.sessionKey, agentId: run.agent.id, model: modelSpec, kind: 'step', tokens });
+  if (d.usage && u) await d.usage.record({ runId: run.id, sessionKey: run.sessionKey, agentId: run.agent.id, model: modelSpec, kind: 'step', tokens, rootRunId: treeOf(run).root });
 }
 
 /** A tool call's span; its traceparent goes to the tool (sessions_send, delegates carry it on). */

@@ -17,9 +17,12 @@ import { type PromptMessage, toJsonValue, toPromptMessages, userMessage } from '
 import { functionTools, type StepToolCall, streamStep } from './model-step';
 import type { ActiveRun, RunInput, RunOutcome } from './types';
 import { contextView } from './compaction';
+import type { Budgets } from './budget';
 import { afterModelStep, beforeModelStep, endToolSpan, recordApprovalWait, type RunHookDeps, startToolSpan } from './run-hooks';
 
 export interface RunDeps extends RunHookDeps {
+  /** Request-tree budgets; absent in tests that build a run loop by hand. */
+  budgets?: Budgets;
   store: Store;
   bus: EventBus;
   metrics: Metrics;
@@ -207,6 +210,8 @@ async function modelStep(deps: RunDeps, run: ActiveRun, model: LanguageModelV4, 
   const signal = run.abort.signal;
   let step;
   const system = systemPrompt(run);
+  // Past the request tree's budget, the step waits on the tree's one `budget` item (CONTRACT §5 "Budgets").
+  await deps.budgets?.beforeStep(run, signal);
   const frame = await beforeModelStep(deps, run, model, messages, tools, system);
   try {
     step = await streamStep(model, { system, messages, tools, signal, onDelta: (delta) => deps.bus.emit(run.id, 'assistant', { delta }) });

@@ -22,6 +22,7 @@ import type { WebhookDispatcher } from '../webhooks/deliver';
 import type { ActiveRun, InboxItem, RunInput, RunOutcome } from './types';
 import type { Cluster } from '../cluster/cluster';
 import { carryTrust, sameTrust, trustOf } from '../trust/trust';
+import { Budgets } from './budget';
 import { endRunTrace, type RunHookDeps, startRunTrace } from './run-hooks';
 import { stampTrace } from '../telemetry/propagation';
 import { endData, mergeInputs, newRunId, parseOrigin, type QueueItem, SHUTDOWN, type SessionState, type SubmitOptions, waitResultOf } from './queue';
@@ -45,6 +46,7 @@ export abstract class RunQueues {
     this.deps = {
       ...o,
       approvals: this.approvals,
+      budgets: new Budgets({ store: o.store, bus: o.bus, agent: (id) => this.agents.get(id) }),
       modelFor: (run, sessionModel) => this.modelFor(run, sessionModel),
       onInjected: async (runId, into) => {
         into.injected = true;
@@ -429,7 +431,7 @@ export abstract class RunQueues {
         log.warn({ callbackId: cb.id, caller: cb.caller_session_key }, 'callback dropped: the caller session no longer exists');
         return;
       }
-      const meta = JSON.parse(cb.meta ?? '{}') as { fromAgentId?: string; fromAgentName?: string; endedAt?: string; delegate?: unknown; trust?: unknown; traceparent?: string };
+      const meta = JSON.parse(cb.meta ?? '{}') as { fromAgentId?: string; fromAgentName?: string; endedAt?: string; delegate?: unknown; trust?: unknown; traceparent?: string; tree?: unknown };
       await this.submit(
         cb.caller_session_key,
         {
@@ -438,7 +440,7 @@ export abstract class RunQueues {
           author: { type: 'agent', id: meta.fromAgentId ?? 'unknown', ...(meta.fromAgentName ? { name: meta.fromAgentName } : {}) },
           meta: { fromSessionKey: cb.target_session_key, runId: cb.target_run_id, targetEndedAt: meta.endedAt, ...(meta.delegate ? { delegate: meta.delegate } : {}) },
         },
-        { runId: `run_${cb.id}`, neverRefuse: true, origin: { callbackOf: cb.target_run_id, ...carryTrust(meta), ...(meta.traceparent ? { traceparent: meta.traceparent } : {}) } },
+        { runId: `run_${cb.id}`, neverRefuse: true, origin: { callbackOf: cb.target_run_id, ...carryTrust(meta), ...(meta.tree ? { tree: meta.tree } : {}), ...(meta.traceparent ? { traceparent: meta.traceparent } : {}) } },
       );
       await store.settleCallback(cb.id, 'delivered');
     } catch (e) {

@@ -4,8 +4,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
-import type { Database } from './schema';
-import { type DialectName, migrateToLatest } from './migrations';
+import type { Database, DialectName } from './schema';
+import { migrateToLatest } from './migrations';
 
 export interface DbHandle {
   db: Kysely<Database>;

@@ -1,9 +1,8 @@
 // Schema migrations: one list for both dialects; only the auto-increment id column differs.
 import { type Kysely, sql } from 'kysely';
 import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
+import type { DialectName } from './schema';
 import { roomSearchMigration } from './search';
-
-export type DialectName = 'sqlite' | 'postgres';
 
 function migrations(dialect: DialectName): Record<string, Migration> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -303,6 +302,18 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         await db.schema.alterTable('webhook_outbox').addColumn('traceparent', 'text').execute();
       },
     },
+    '0013_budgets': {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      async up(db: Kysely<any>) {
+        // A model step's request tree (CONTRACT §5 "Budgets"): its spend is summed by the tree's root run.
+        await db.schema.alterTable('model_usage').addColumn('root_run_id', 'text').execute();
+        await db.schema.createIndex('model_usage_root').on('model_usage').columns(['root_run_id']).execute();
+        // What a pending item asks for (CONTRACT §3 approvals.list `kind`): tool, elicitation, authorization or budget.
+        await db.schema.alterTable('approvals').addColumn('kind', 'text', (c) => c.notNull().defaultTo('tool')).execute();
+        // One pending budget item per tree and allowance: its call id names the tree and the how-manieth cap.
+        await sql`create unique index approvals_budget_call on approvals (call_id) where kind = 'budget'`.execute(db);
+      },
+    },
     '0009_one_running': {
       // eslint-disable-next-line @typescript-eslint/no-explicit-any
       async up(db: Kysely<any>) {
@@ -323,7 +334,7 @@ function migrations(dialect: DialectName): Record<string, Migration> {
 export async function migrateToLatest(db: Kysely<any>, dialect: DialectName, schema?: string): Promise<void> {
   const provider: MigrationProvider = { getMigrations: async () => migrations(dialect) };
   // With a schema of our own, the migration tables live there too (otherwise another schema's tables would be taken for ours).
-  const migrator = new Migrator({ db, provider, migrationTableName: 'crosstalk_migrations', migrationLockTableName: 'crosstalk_migrations_lock', ...(schema ? { migrationTableSchema: schema } : {}) });
+  const migrator = new Migrator({ db, provider, migrationTableName: 'crosstalk_migrations', migrationLockTableName: 'crosstalk_migrations_lock', allowUnorderedMigrations: true, ...(schema ? { migrationTableSchema: schema } : {}) });
   for (let attempt = 1; ; attempt++) {
     const { error, results } = await migrator.migrateToLatest();
     if (!error) return;

@@ -151,10 +151,10 @@ const messagesCte = (rows: MessageValues[], gate: string) => sql`, m as (
 
 /** The insert of deferred usage rows, gated on CTE `gate`, as a CTE named `u`. */
 const usageCte = (usage: UsageValues[], gate: string) => sql`, u as (
-      insert into model_usage (run_id, session_key, agent_id, model, kind, input_tokens, output_tokens, cached_tokens, cost_usd, priced, created_at)
-      select run_id, session_key, agent_id, model, kind, input_tokens, output_tokens, cached_tokens, cost_usd, priced, created_at
+      insert into model_usage (run_id, session_key, agent_id, model, kind, input_tokens, output_tokens, cached_tokens, cost_usd, priced, created_at, root_run_id)
+      select run_id, session_key, agent_id, model, kind, input_tokens, output_tokens, cached_tokens, cost_usd, priced, created_at, root_run_id
       from jsonb_to_recordset(${JSON.stringify(usage)}::jsonb) as y(run_id text, session_key text, agent_id text, model text, kind text,
-        input_tokens int, output_tokens int, cached_tokens int, cost_usd double precision, priced int, created_at text)
+        input_tokens int, output_tokens int, cached_tokens int, cost_usd double precision, priced int, created_at text, root_run_id text)
       where exists (select 1 from ${sql.raw(gate)}))`;
 
 /**

@@ -1,6 +1,8 @@
 // Table types for Kysely; one schema for both dialects (JSON is stored as text, timestamps as ISO-8601 UTC text).
 import type { Generated, Insertable, Selectable } from 'kysely';
 
+export type DialectName = 'sqlite' | 'postgres';
+
 export interface SessionsTable {
   key: string;
   agent_id: string;
@@ -105,6 +107,8 @@ export interface ApprovalsTable {
   resolved_at: string | null;
   /** JSON Trust of the gated run (0005_trust); null on rows from before it. */
   trust: string | null;
+  /** `tool` (a gated call), `budget` (a request tree past its cap; 0013_budgets). */
+  kind: Generated<string>;
 }
 
 export interface SessionToolRulesTable {
@@ -164,6 +168,8 @@ export interface ModelUsageTable {
   cost_usd: number;
   /** 1 when the model had a price in the config, 0 when its cost was counted as 0. */
   priced: number;
+  /** The root run of the step's request tree (0013_budgets); null on rows from before it. */
+  root_run_id?: string | null;
   created_at: string;
 }
 

@@ -1,6 +1,6 @@
 // Full-text search over transcripts (CONTRACT §3 sessions.search): SQLite FTS5 and PostgreSQL full-text search behind one query.
 import { type Kysely, sql } from 'kysely';
-import type { DialectName } from './migrations';
+import type { DialectName } from './schema';
 import type { Database } from './schema';
 
 /*

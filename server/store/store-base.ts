@@ -280,7 +280,7 @@ export class StoreBase {
 
   // ── approvals ───────────────────────────────────────────────────────────
 
-  async insertApproval(a: Omit<ApprovalRow, 'trust'> & { trust?: string | null }): Promise<void> {
+  async insertApproval(a: Omit<ApprovalRow, 'trust' | 'kind'> & { trust?: string | null; kind?: string }): Promise<void> {
     await this.db.insertInto('approvals').values(a).execute();
   }
 

@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseRawConfig, resolveConfig } from '../config';
-import { createRuntime, type FullRuntime } from '../boot';
+import { createRuntime } from '../boot';
+import type { FullRuntime } from '../runtime-types';
 import { serve } from '../http/node-server';
 export { serve };
 

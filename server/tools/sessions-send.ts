@@ -1,6 +1,7 @@
 // sessions_send and agents_message (seed 004 + seed 000): one mechanism to message another session, sync or async.
 import { derivedId } from '../orchestrator/orchestrator';
 import { carryTrust } from '../trust/trust';
+import { carryTree } from '../orchestrator/budget';
 import { z } from 'zod';
 import type { CrosstalkConfig } from '../config';
 import { asToolData, CrosstalkError } from '../errors';
@@ -69,6 +70,8 @@ export function sendToSession(
       ...(ctx.traceparent ? { traceparent: ctx.traceparent } : {}),
       // The target run inherits this run's trust: a channel sender cannot reach further tools through another session.
       ...carryTrust(ctx.origin),
+      // …and spends from this run's request tree (CONTRACT §5 "Budgets").
+      ...carryTree({ id: ctx.runId, agent: ctx.agent, origin: ctx.origin }),
     };
     const fresh = deps.usage ? !(await deps.usage.sessionExists(p.targetKey)) : false;
     const res = await orch.submit(

@@ -3,7 +3,7 @@ import { initTRPC, TRPCError } from '@trpc/server';
 import type { TRPC_ERROR_CODE_KEY } from '@trpc/server';
 import { isAuthorized } from '../auth';
 import { type ErrorCode, isCrosstalkError, type ValidationIssue } from '../errors';
-import { getRuntime, type Runtime } from '../runtime';
+import type { Runtime } from '../runtime-types';
 import { nulPath } from '../gateway/nul';
 
 export interface TRPCContext {
@@ -11,9 +11,9 @@ export interface TRPCContext {
   authorized: boolean;
 }
 
-/** Built per request by the fetch adapter: who is calling, and the process runtime to serve them. */
-export async function createTRPCContext(opts: { headers: Headers; method?: string; navigation?: boolean; runtime?: Runtime }): Promise<TRPCContext> {
-  const runtime = opts.runtime ?? (await getRuntime());
+/** Built per request by the fetch adapter: who is calling, and the runtime to serve them (the edge hands it in). */
+export function createTRPCContext(opts: { headers: Headers; method?: string; navigation?: boolean; runtime: Runtime }): TRPCContext {
+  const { runtime } = opts;
   return { runtime, authorized: isAuthorized(opts.headers, runtime.token, { method: opts.method, navigation: opts.navigation }) };
 }
 
@@ -38,6 +38,10 @@ const TRPC_CODE_FOR: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
   timeout: 'TIMEOUT',
   interrupted: 'INTERNAL_SERVER_ERROR',
   tool_unavailable: 'BAD_GATEWAY',
+  unknown_delivery: 'NOT_FOUND',
+  not_retryable: 'CONFLICT',
+  budget_exceeded: 'CONFLICT',
+  tool_error: 'BAD_GATEWAY',
   internal: 'INTERNAL_SERVER_ERROR',
 };
 

@@ -22,5 +22,5 @@ export const appRouter = createTRPCRouter({
 
 export type AppRouter = typeof appRouter;
 
-/** Server-side caller (server components): `createCaller(await createTRPCContext({headers}))`. */
+/** Server-side caller (server components): `createCaller(createTRPCContext({headers, runtime}))`. */
 export const createCaller = createCallerFactory(appRouter);

@@ -27,6 +27,8 @@ export interface RecordStep {
   model: string;
   kind: 'step' | 'compaction';
   tokens: StepTokens;
+  /** The root run of the request tree the step belongs to (budgets). */
+  rootRunId?: string;
 }
 
 const MAX_TREE = 10_000;
@@ -56,6 +58,7 @@ export class Usage {
       cost_usd: costUsd,
       priced: price ? 1 : 0,
       created_at: nowIso(),
+      root_run_id: r.rootRunId ?? r.runId,
     };
     // A run's step is written with the step's rows (or the run's end): no round trip of its own.
     if (r.kind === 'step') this.d.store.deferUsage(row);

@@ -1,7 +1,7 @@
 // Serves POST /api/channels/<channel> for a test runtime over real HTTP on loopback, through the same handler as the Next route.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { FullRuntime } from '../../boot';
+import type { FullRuntime } from '../../runtime-types';
 import { handleChannelInbound } from '../../http/channel-inbound';
 
 export async function serveChannels(rt: FullRuntime): Promise<{ url: string; post(channel: string, body: string, headers?: Record<string, string>): Promise<{ status: number; body: any }>; close(): Promise<void> }> {

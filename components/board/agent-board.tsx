@@ -1,0 +1,97 @@
+'use client';
+// The agent board (CONTRACT §7): every run of every session and delegate in four live groups — needs input, working,
+// done, failed — each item naming its session, agent and parent chain, opening that session when clicked.
+import { formatUsd, relativeTime } from '@/lib/format';
+import { useTRPC } from '@/lib/trpc/client';
+import type { RouterOutputs } from '@/lib/trpc/types';
+import { useRoomStore } from '@/stores/room-store-provider';
+import { useQuery } from '@tanstack/react-query';
+import { Badge, type BadgeTone } from '../ui/badge';
+
+type Board = RouterOutputs['status']['board'];
+type BoardItem = Board['needsInput'][number];
+
+/** How often the open board asks again (runs of other sessions send no events to this tab). */
+export const BOARD_POLL_MS = 1_000;
+
+const GROUPS: Array<{ key: keyof Board; name: string; tone: BadgeTone }> = [
+  { key: 'needsInput', name: 'Needs input', tone: 'warning' },
+  { key: 'working', name: 'Working', tone: 'info' },
+  { key: 'done', name: 'Done', tone: 'success' },
+  { key: 'failed', name: 'Failed', tone: 'danger' },
+];
+
+export function useBoard(enabled = true) {
+  const trpc = useTRPC();
+  return useQuery(trpc.status.board.queryOptions({}, { enabled, refetchInterval: BOARD_POLL_MS, staleTime: 0 }));
+}
+
+export function AgentBoard() {
+  const board = useBoard();
+  const closePanel = useRoomStore((s) => s.closePanel);
+  return (
+    <section aria-label="Agent board" data-testid="agent-board" className="flex min-h-0 flex-1 flex-col">
+      <div className="flex shrink-0 items-center gap-2 border-b border-zinc-200 px-3 py-2 dark:border-zinc-800">
+        <h2 className="text-sm font-semibold">Agent board</h2>
+        <button type="button" aria-label="Close board" onClick={closePanel} className="ml-auto rounded px-1.5 text-zinc-500 hover:bg-zinc-100 dark:hover:bg-zinc-800">
+          ✕
+        </button>
+      </div>
+      <div className="min-h-0 flex-1 space-y-3 overflow-y-auto p-2">
+        {board.isPending && <p className="p-2 text-sm text-zinc-500">Loading…</p>}
+        {board.isError && <p className="p-2 text-sm text-rose-600">Could not load the board: {board.error.message}</p>}
+        {board.data &&
+          GROUPS.map((g) => (
+            <section key={g.key} aria-label={g.name} data-testid={`board-${g.key}`} data-count={board.data[g.key].length}>
+              <h3 className="mb-1 flex items-center gap-2 px-1 text-xs font-semibold uppercase tracking-wide text-zinc-500">
+                {g.name} <Badge tone={board.data[g.key].length ? g.tone : 'neutral'}>{board.data[g.key].length}</Badge>
+              </h3>
+              {board.data[g.key].length === 0 ? (
+                <p className="px-1 text-xs text-zinc-400">none</p>
+              ) : (
+                <ul className="space-y-1">
+                  {board.data[g.key].map((item) => (
+                    <li key={item.runId}>
+                      <BoardCard item={item} tone={g.tone} />
+                    </li>
+                  ))}
+                </ul>
+              )}
+            </section>
+          ))}
+      </div>
+    </section>
+  );
+}
+
+function BoardCard({ item, tone }: { item: BoardItem; tone: BadgeTone }) {
+  const selectSession = useRoomStore((s) => s.selectSession);
+  const chain = item.parentChain.slice(0, -1);
+  return (
+    <button
+      type="button"
+      data-testid="board-item"
+      data-run-id={item.runId}
+      data-session-key={item.sessionKey}
+      onClick={() => selectSession(item.sessionKey)}
+      className="w-full rounded border border-zinc-200 px-2 py-1.5 text-left text-xs hover:bg-zinc-50 dark:border-zinc-800 dark:hover:bg-zinc-900"
+    >
+      <span className="flex items-center gap-2">
+        <span className="min-w-0 flex-1 truncate font-mono" title={item.sessionKey}>
+          {item.sessionKey}
+        </span>
+        <Badge tone={tone}>{item.waitingFor ? `${item.waitingFor}${item.tool ? `: ${item.tool}` : ''}` : item.status}</Badge>
+      </span>
+      <span className="mt-0.5 flex flex-wrap gap-x-2 text-zinc-500">
+        <span>agent {item.agentId}</span>
+        <span title={item.startedAt}>{item.endedAt ? `ended ${relativeTime(item.endedAt)}` : `started ${relativeTime(item.startedAt)}`}</span>
+        <span>{formatUsd(item.costUsd)}</span>
+      </span>
+      {chain.length > 0 && (
+        <span className="mt-0.5 block truncate text-zinc-400" data-testid="board-chain" title={item.parentChain.join(' → ')}>
+          {chain.join(' → ')} →
+        </span>
+      )}
+    </button>
+  );
+}

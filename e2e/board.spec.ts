@@ -1,0 +1,66 @@
+// The agent board (CONTRACT §7): its four groups change live as a tree of runs starts, waits on an approval, finishes
+// and fails; an item opens its session; "Next needing input" (and key n) opens the session with a pending item; the
+// sidebar nests the delegate under its parent and carries the attention badge up.
+import { expect, test, TOKEN } from './fixtures';
+import { rpc } from './support/rpc';
+
+test('the board follows a delegate tree live; Next needing input opens the waiting delegate', async ({ room, page, request, freshSession }) => {
+  // Earlier tests may have left items pending: decide them, so this test's item is the only one.
+  for (const a of (await rpc<{ approvals: Array<{ approvalId: string }> }>(request, TOKEN, 'approvals.list', {})).approvals) {
+    await rpc(request, TOKEN, 'approvals.resolve', { approvalId: a.approvalId, decision: 'deny' });
+  }
+  await room.open(freshSession);
+  await page.getByRole('button', { name: 'Board', exact: true }).click();
+  const board = page.getByRole('region', { name: 'Agent board' });
+  await expect(board).toBeVisible();
+  const group = (name: string) => board.getByRole('region', { name, exact: true });
+  for (const name of ['Needs input', 'Working', 'Done', 'Failed']) await expect(group(name)).toBeVisible();
+
+  // A delegate that waits on an exec approval, a slow run, a failing one.
+  await room.send(`/tool delegate_agent ${JSON.stringify({ agent_id: 'researcher', prompt: '/tool exec {"command":"echo board"}', mode: 'detached' })}`);
+  const slowKey = `${freshSession}-slow`;
+  const failKey = `${freshSession}-fail`;
+  const slow = await rpc<{ runId: string }>(request, TOKEN, 'agent', { sessionKey: slowKey, message: '/sleep 20000\n/reply slow' });
+  const failed = await rpc<{ runId: string }>(request, TOKEN, 'agent', { sessionKey: failKey, message: '/fail on purpose' });
+
+  const waiting = group('Needs input').getByTestId('board-item').filter({ hasText: 'agent researcher' });
+  await expect(waiting).toHaveCount(1);
+  await expect(waiting.getByTestId('board-chain')).toContainText(freshSession);
+  await expect(waiting).toContainText('approval: exec');
+  const delegateKey = (await waiting.getAttribute('data-session-key'))!;
+  expect(delegateKey).toMatch(/^agent:researcher:subagent:/);
+  await expect(group('Working').locator(`[data-run-id="${slow.runId}"]`)).toBeVisible();
+  await expect(group('Failed').locator(`[data-run-id="${failed.runId}"]`)).toBeVisible();
+  await room.snap('board-tree');
+
+  // The sidebar nests the delegate under its parent as a tree, and the parent carries the attention badge.
+  const parentItem = room.sidebar.getByRole('treeitem', { name: freshSession.replace(/^agent:main:/, '') });
+  const childItem = parentItem.getByRole('treeitem', { name: delegateKey.replace(/^agent:researcher:/, '') });
+  await expect(childItem).toBeVisible({ timeout: 20_000 });
+  await expect(childItem).toHaveAttribute('aria-level', '2');
+  await expect(parentItem.locator(':scope > [data-testid="session-item"]')).toHaveAttribute('data-attention', 'true', { timeout: 20_000 });
+  await expect(childItem.locator(':scope > [data-testid="session-item"]')).toHaveAttribute('data-attention', 'true');
+
+  // "Next needing input" opens the waiting delegate; key n does the same from another session.
+  await page.getByRole('button', { name: 'Next needing input' }).click();
+  await expect(room.sessionTitle).toHaveText(delegateKey);
+  await room.open(freshSession);
+  await page.locator('body').click();
+  await page.keyboard.press('n');
+  await expect(room.sessionTitle).toHaveText(delegateKey);
+
+  // An item opens its session.
+  await page.getByRole('button', { name: 'Board', exact: true }).click();
+  await group('Failed').locator(`[data-run-id="${failed.runId}"]`).click();
+  await expect(room.sessionTitle).toHaveText(failKey);
+
+  // Allowing the call moves the delegate to Done; cancelling the slow run moves it to Failed.
+  const pending = (await rpc<{ approvals: Array<{ approvalId: string; sessionKey: string }> }>(request, TOKEN, 'approvals.list', {})).approvals;
+  await rpc(request, TOKEN, 'approvals.resolve', { approvalId: pending.find((a) => a.sessionKey === delegateKey)!.approvalId, decision: 'allow_once' });
+  await rpc(request, TOKEN, 'agent.cancel', { runId: slow.runId });
+  await expect(group('Needs input').getByTestId('board-item')).toHaveCount(0);
+  await expect(group('Done').locator(`[data-session-key="${delegateKey}"]`).first()).toBeVisible();
+  await expect(group('Failed').locator(`[data-run-id="${slow.runId}"]`)).toBeVisible();
+  await expect(group('Working').locator(`[data-run-id="${slow.runId}"]`)).toHaveCount(0);
+  await expect(page.getByRole('button', { name: 'Next needing input' })).toBeDisabled();
+});

@@ -1,0 +1,67 @@
+// `runs.board` (CONTRACT §3): a tree of runs moves between the four groups as it starts, waits, finishes and fails.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../testing/harness';
+import type { Board, BoardItem } from './board';
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await startTestServer();
+});
+afterAll(async () => {
+  await s?.close();
+});
+
+const board = (limit?: number) => s.rpc<Board>('runs.board', limit ? { limit } : {});
+const until = async (what: string, ok: (b: Board) => boolean): Promise<Board> => {
+  for (let i = 0; i < 400; i++) {
+    const b = await board();
+    if (ok(b)) return b;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`board never showed ${what}: ${JSON.stringify(await board())}`);
+};
+const has = (items: BoardItem[], runId: string) => items.some((i) => i.runId === runId);
+
+describe('runs.board', () => {
+  it('groups a delegate tree: waiting on an approval, working, done, failed', async () => {
+    const exec = JSON.stringify({ command: 'echo from-the-delegate' }).replace(/"/g, '\\"');
+    const parent = await s.rpc<{ runId: string }>('agent', {
+      sessionKey: 'agent:main:main',
+      message: `/tool delegate_agent {"agent_id":"researcher","prompt":"/tool exec ${exec}","mode":"detached"}`,
+    });
+    const slow = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:writer:slow', message: '/sleep 4000\n/reply slow' });
+    const failed = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:writer:failing', message: '/fail boom' });
+    const fine = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:writer:fine', message: '/reply fine' });
+
+    const b = await until('the delegate waiting', (x) => x.needsInput.length === 1 && has(x.failed, failed.runId) && has(x.done, fine.runId));
+    const waiting = b.needsInput[0]!;
+    expect(waiting).toMatchObject({ agentId: 'researcher', waitingFor: 'approval', tool: 'exec', costUsd: 0 });
+    expect(waiting.parentChain[0]).toBe('agent:main:main');
+    expect(waiting.parentChain.at(-1)).toBe(waiting.sessionKey);
+    expect(waiting.sessionKey).toMatch(/^agent:researcher:subagent:/);
+    expect(has(b.working, slow.runId)).toBe(true);
+    expect(has(b.working, waiting.runId)).toBe(false); // one group per run
+    expect(b.failed.find((i) => i.runId === failed.runId)).toMatchObject({ sessionKey: 'agent:writer:failing', agentId: 'writer', status: 'error', endedAt: expect.any(String) });
+    expect(has(b.done, parent.runId)).toBe(true);
+
+    const pending = await s.rpc<{ approvals: Array<{ approvalId: string; runId: string }> }>('approvals.list', {});
+    expect(pending.approvals.map((a) => a.runId)).toEqual([waiting.runId]);
+    expect(waiting.approvalId).toBe(pending.approvals[0]!.approvalId);
+    await s.rpc('approvals.resolve', { approvalId: waiting.approvalId, decision: 'allow_once' });
+    const after = await until('the delegate done', (x) => x.needsInput.length === 0 && has(x.done, waiting.runId));
+    expect(after.done.find((i) => i.runId === waiting.runId)!.parentChain).toEqual(waiting.parentChain);
+
+    await s.rpc('agent.cancel', { runId: slow.runId });
+    const end = await until('the cancelled run failed', (x) => has(x.failed, slow.runId));
+    expect(has(end.working, slow.runId)).toBe(false);
+    // Newest first, and `limit` caps each group.
+    expect((await board(1)).done).toHaveLength(1);
+    const starts = end.done.map((i) => i.startedAt);
+    expect([...starts].sort().reverse()).toEqual(starts);
+  });
+
+  it('refuses a bad limit', async () => {
+    const r = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'runs.board', params: { limit: 0 } });
+    expect(r.body.error.code).toBe(-32602);
+  });
+});

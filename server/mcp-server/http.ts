@@ -1,0 +1,81 @@
+// POST/GET/DELETE /mcp: crosstalk as an MCP server over streamable HTTP (CONTRACT §10), stateless, so any process answers.
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { isAuthorized, isSameOrigin } from '../auth';
+import type { FullRuntime } from '../runtime-types';
+import { MAX_BODY_BYTES } from '../http/handlers';
+import { callMcpTool, MCP_TOOLS, type McpToolDef } from './tools';
+
+const byName = new Map<string, McpToolDef>(MCP_TOOLS.map((t) => [t.name, t]));
+const listed = MCP_TOOLS.map((t) => ({
+  name: t.name,
+  title: t.title,
+  description: t.description,
+  inputSchema: z.toJSONSchema(t.input, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any' }) as { type: 'object'; [k: string]: unknown },
+  annotations: { title: t.title, readOnlyHint: t.readOnly, openWorldHint: false },
+}));
+
+const VERSION = process.env.npm_package_version ?? '0.1.0';
+
+function mcpServer(rt: FullRuntime): Server {
+  const server = new Server({ name: 'crosstalk', version: VERSION }, { capabilities: { tools: { listChanged: false } } });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listed }));
+  server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+    const tool = byName.get(req.params.name);
+    // An unknown tool is a protocol error (-32602), not a tool result (CONTRACT §10).
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `unknown tool: ${req.params.name}`);
+    const token = req.params._meta?.progressToken;
+    let step = 0;
+    const progress =
+      token === undefined
+        ? undefined
+        : async (message: string) => {
+            step += 1;
+            await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: step, message } });
+          };
+    const out = await callMcpTool(tool, req.params.arguments, { gateway: rt.gateway, defaultAgentId: rt.config.defaultAgentId, progress, signal: extra.signal });
+    if (out.ok) return { content: [{ type: 'text', text: JSON.stringify(out.value) }], structuredContent: out.value as Record<string, unknown> };
+    const error = { code: out.code, message: out.message, ...(out.issues ? { issues: out.issues } : {}) };
+    return { content: [{ type: 'text', text: `${out.code}: ${out.message}` }], structuredContent: { status: 'error', error }, isError: true };
+  });
+  return server;
+}
+
+const jsonError = (status: number, code: number, message: string, dataCode: string) =>
+  Response.json({ jsonrpc: '2.0', id: null, error: { code, message, data: { code: dataCode } } }, { status, headers: status === 401 ? { 'www-authenticate': 'Bearer' } : {} });
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** The host names /mcp answers to: loopback, the address it serves on, and CROSSTALK_ALLOWED_HOSTS (comma-separated). */
+function allowedHosts(): Set<string> {
+  const out = new Set(LOOPBACK_HOSTS);
+  const bind = process.env.HOST?.trim().toLowerCase();
+  if (bind && bind !== '0.0.0.0' && bind !== '::') out.add(bind.includes(':') && !bind.startsWith('[') ? `[${bind}]` : bind);
+  for (const h of (process.env.CROSSTALK_ALLOWED_HOSTS ?? '').split(',')) if (h.trim()) out.add(h.trim().toLowerCase());
+  return out;
+}
+
+/** The Host header's name without its port ('[::1]:3000' → '[::1]'). */
+const hostName = (host: string) => (host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!).toLowerCase();
+
+/**
+ * One request to /mcp: a Host this server answers to and no foreign Origin (DNS rebinding: a web page must not reach
+ * it through a browser), then the bearer token.
+ */
+export async function handleMcp(rt: FullRuntime, req: Request): Promise<Response> {
+  const host = req.headers.get('host');
+  if (host !== null && !allowedHosts().has(hostName(host))) return jsonError(403, -32001, `Host ${host} refused (CROSSTALK_ALLOWED_HOSTS)`, 'forbidden');
+  if (req.headers.get('origin') !== null && !isSameOrigin(req.headers)) return jsonError(403, -32001, 'foreign Origin refused', 'forbidden');
+  if (!isAuthorized(req.headers, rt.token, { method: req.method })) return jsonError(401, -32001, 'unauthorized', 'unauthorized');
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, maxRequestBodySize: MAX_BODY_BYTES });
+  const server = mcpServer(rt);
+  await server.connect(transport);
+  try {
+    return await transport.handleRequest(req);
+  } catch (e) {
+    rt.log.error({ err: e }, 'mcp request failed');
+    return jsonError(500, -32603, 'internal error', 'internal');
+  }
+}

@@ -1,0 +1,133 @@
+// crosstalk as an MCP server (CONTRACT §10), driven by the official SDK's own client over real HTTP on loopback.
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { startTestServer, TEST_TOKEN, type TestServer } from '../testing/harness';
+
+let s: TestServer;
+let client: Client;
+
+async function connect(token = TEST_TOKEN): Promise<Client> {
+  const c = new Client({ name: 'test-client', version: '1.0.0' });
+  await c.connect(new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  return c;
+}
+
+beforeAll(async () => {
+  s = await startTestServer();
+  client = await connect();
+});
+afterAll(async () => {
+  await client?.close();
+  await s?.close();
+});
+
+type Structured = Record<string, any>;
+const call = async (name: string, args: Record<string, unknown>) => {
+  const r = await client.callTool({ name, arguments: args });
+  return r as { isError?: boolean; structuredContent?: Structured; content: Array<{ type: string; text: string }> };
+};
+
+describe('crosstalk as an MCP server', () => {
+  it('lists its four tools with JSON schemas', async () => {
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(['crosstalk_agents', 'crosstalk_history', 'crosstalk_send', 'crosstalk_wait']);
+    const send = tools.find((t) => t.name === 'crosstalk_send')!;
+    expect(send.inputSchema.required).toEqual(['message']);
+    expect(Object.keys(send.inputSchema.properties ?? {})).toEqual(expect.arrayContaining(['sessionKey', 'agentId', 'message', 'mode', 'timeoutSeconds']));
+  });
+
+  it('crosstalk_agents answers as agents.list', async () => {
+    const r = await call('crosstalk_agents', {});
+    expect(r.isError).toBeFalsy();
+    expect(r.structuredContent).toEqual(await s.rpc('agents.list', {}));
+    expect(JSON.parse(r.content[0]!.text)).toEqual(r.structuredContent);
+  });
+
+  it('a sync send answers with the reply, and reports progress while the target runs when asked', async () => {
+    const progress: Array<{ progress: number; message?: string }> = [];
+    const r = (await client.callTool({ name: 'crosstalk_send', arguments: { agentId: 'researcher', message: '/sleep 150\n/reply from the researcher' } }, CallToolResultSchema, {
+      onprogress: (p) => void progress.push(p),
+    })) as { isError?: boolean; structuredContent?: Structured };
+    expect(r.isError).toBeFalsy();
+    expect(r.structuredContent).toMatchObject({ status: 'ok', response: 'from the researcher' });
+    expect(progress.length).toBeGreaterThan(0);
+    expect(progress.map((p) => p.message)).toContain('lifecycle start');
+    expect(progress.map((p) => p.progress)).toEqual(progress.map((_, i) => i + 1)); // rising, as the spec asks
+    const h = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:researcher:main' });
+    expect(h.messages.map((m) => m.content)).toEqual(['from the researcher', '/sleep 150\n/reply from the researcher']);
+  });
+
+  it('an async send answers at once; crosstalk_wait and crosstalk_history see the run', async () => {
+    const r = await call('crosstalk_send', { sessionKey: 'agent:writer:mcp-test', message: '/reply later', mode: 'async' });
+    expect(r.structuredContent).toMatchObject({ status: 'accepted', runId: expect.any(String) });
+    const w = await call('crosstalk_wait', { runId: r.structuredContent!.runId, timeoutSeconds: 10 });
+    expect(w.structuredContent).toMatchObject({ status: 'ok', response: 'later' });
+    const h = await call('crosstalk_history', { sessionKey: 'agent:writer:mcp-test', limit: 1 });
+    expect(h.structuredContent!.messages).toEqual([expect.objectContaining({ role: 'assistant', content: 'later' })]);
+    expect(h.structuredContent!.next_cursor).toEqual(expect.any(String));
+  });
+
+  it('a sync send that outlasts its timeout says so, delivered', async () => {
+    const r = await call('crosstalk_send', { sessionKey: 'agent:main:mcp-slow', message: '/sleep 1500\n/reply late', timeoutSeconds: 0.1 });
+    expect(r.structuredContent).toMatchObject({ status: 'timeout', delivered: true, runId: expect.any(String) });
+    const w = await call('crosstalk_wait', { runId: r.structuredContent!.runId, timeoutSeconds: 10 });
+    expect(w.structuredContent).toMatchObject({ status: 'ok', response: 'late' });
+  });
+
+  it('bad arguments are a tool error naming the field; a domain error carries its §6 code', async () => {
+    const bad = await call('crosstalk_send', { message: 5 });
+    expect(bad.isError).toBe(true);
+    expect(bad.content[0]!.text).toMatch(/^invalid_request: message: /);
+    const extra = await call('crosstalk_history', { sessionKey: 'agent:main:main', nope: 1 });
+    expect(extra.isError).toBe(true);
+    expect(extra.content[0]!.text).toContain('nope');
+    const unknown = await call('crosstalk_send', { agentId: 'nobody', message: 'hi' });
+    expect(unknown.isError).toBe(true);
+    expect(unknown.structuredContent).toMatchObject({ status: 'error', error: { code: 'unknown_agent' } });
+    const run = await call('crosstalk_wait', { runId: 'run_does_not_exist' });
+    expect(run.structuredContent).toMatchObject({ error: { code: 'unknown_run' } });
+  });
+
+  it('an unknown tool name is JSON-RPC -32602', async () => {
+    const err = await client.callTool({ name: 'crosstalk_nope', arguments: {} }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(McpError);
+    expect((err as McpError).code).toBe(-32602);
+  });
+
+  it('needs the bearer token, and refuses a foreign Origin', async () => {
+    const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
+    const post = (headers: Record<string, string>) =>
+      fetch(`${s.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(init) });
+    const none = await post({});
+    expect(none.status).toBe(401);
+    expect((await none.json()).error.data.code).toBe('unauthorized');
+    expect((await post({ authorization: 'Bearer wrong' })).status).toBe(401);
+    const foreign = await post({ authorization: `Bearer ${TEST_TOKEN}`, origin: 'https://evil.example' });
+    expect(foreign.status).toBe(403);
+    expect((await foreign.json()).error.data.code).toBe('forbidden');
+    const ok = await post({ authorization: `Bearer ${TEST_TOKEN}` });
+    expect(ok.status).toBe(200);
+    await ok.body?.cancel();
+  });
+
+  it('refuses a Host it does not answer to (DNS rebinding), with the token', async () => {
+    const status = (host: string) =>
+      new Promise<number>((resolve, reject) => {
+        const u = new URL(`${s.url}/mcp`);
+        const req = http.request({ host: u.hostname, port: u.port, path: '/mcp', method: 'POST', headers: { host, authorization: `Bearer ${TEST_TOKEN}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', reject);
+        req.end(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }));
+      });
+    expect(await status('evil.example:3000')).toBe(403);
+    expect(await status(`localhost:${new URL(s.url).port}`)).not.toBe(403);
+  });
+});

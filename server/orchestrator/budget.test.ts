@@ -1,0 +1,78 @@
+// Budgets (CONTRACT §5): a request tree past its root agent's cap waits on one `budget` item before its next model
+// step; allow_once grants one more cap (the next pause at twice it), allow_always lifts it, deny ends it budget_exceeded.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../testing/harness';
+
+let s: TestServer;
+beforeAll(async () => {
+  // A 1-token cap: the first model step of a tree runs (nothing spent yet), every later one needs a decision.
+  s = await startTestServer({ config: { agents: [{ id: 'main', budget: { tokens: 1 } }, { id: 'researcher' }, { id: 'writer' }] } });
+});
+afterAll(async () => {
+  await s?.close();
+});
+
+interface Item {
+  approvalId: string;
+  kind: string;
+  sessionKey: string;
+  runId: string;
+  tool: string;
+  args: { spentUsd: number; capUsd: number | null; spentTokens: number; capTokens: number | null; rootRunId: string };
+  parentChain: string[];
+}
+const budgetItems = async () => (await s.rpc<{ approvals: Item[] }>('approvals.list', {})).approvals.filter((a) => a.kind === 'budget');
+const nextItem = async (skip: string[] = []): Promise<Item> => {
+  for (let i = 0; i < 400; i++) {
+    const found = (await budgetItems()).find((a) => !skip.includes(a.approvalId));
+    if (found) return found;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error('no budget item');
+};
+
+describe('budgets', () => {
+  it('deny ends the run error budget_exceeded', async () => {
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:budget-deny', message: '/tool sessions_list {}' });
+    const item = await nextItem();
+    expect(item).toMatchObject({ kind: 'budget', sessionKey: 'agent:main:budget-deny', runId, tool: 'budget', parentChain: ['agent:main:budget-deny'] });
+    expect(item.args).toMatchObject({ capTokens: 1, capUsd: null, rootRunId: runId });
+    expect(item.args.spentTokens).toBeGreaterThan(1);
+    await s.rpc('approvals.resolve', { approvalId: item.approvalId, decision: 'deny' });
+    expect(await s.rpc('agent.wait', { runId, timeoutMs: 10_000 })).toMatchObject({ status: 'error', error: 'budget_exceeded' });
+    expect(await budgetItems()).toEqual([]);
+  });
+
+  it('allow_once grants one more cap, so the next pause comes at twice it; allow_always lifts it', async () => {
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:budget-allow', message: '/tool sessions_list {}' });
+    const first = await nextItem();
+    expect(first.args.capTokens).toBe(1);
+    await s.rpc('approvals.resolve', { approvalId: first.approvalId, decision: 'allow_once' });
+    const second = await nextItem([first.approvalId]);
+    expect(second.args).toMatchObject({ capTokens: 2, rootRunId: runId });
+    const again = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'approvals.resolve', params: { approvalId: first.approvalId, decision: 'allow_once' } });
+    expect(again.body.error.data.code).toBe('already_resolved');
+    await s.rpc('approvals.resolve', { approvalId: second.approvalId, decision: 'allow_always' });
+    expect(await s.rpc('agent.wait', { runId, timeoutMs: 10_000 })).toMatchObject({ status: 'ok' });
+  });
+
+  it('the tree is one: delegates spend from their caller’s budget, and wait on one item', async () => {
+    const batch = { batch: [{ agent_id: 'researcher', prompt: '/reply from a' }, { agent_id: 'writer', prompt: '/reply from b' }] };
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:budget-tree', message: `/tool delegate_agent ${JSON.stringify(batch)}` });
+    const item = await nextItem();
+    expect(item.args.rootRunId).toBe(runId);
+    expect(item.sessionKey).toMatch(/^agent:(researcher|writer):subagent:/);
+    expect(item.parentChain[0]).toBe('agent:main:budget-tree');
+    // Both delegates have reached the cap by now (or will): still one item for the tree.
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await budgetItems()).map((a) => a.approvalId)).toEqual([item.approvalId]);
+    await s.rpc('approvals.resolve', { approvalId: item.approvalId, decision: 'allow_always' });
+    const w = await s.rpc<{ status: string; response: string }>('agent.wait', { runId, timeoutMs: 15_000 });
+    expect(w.status).toBe('ok');
+    expect(w.response).toContain('from a');
+    expect(w.response).toContain('from b');
+    // Another agent's tree has no cap.
+    const free = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:writer:budget-free', message: '/tool sessions_list {}' });
+    expect(await s.rpc('agent.wait', { runId: free.runId, timeoutMs: 10_000 })).toMatchObject({ status: 'ok' });
+  });
+});

@@ -1,0 +1,132 @@
+// Budgets (CONTRACT §5): a request tree — a run started from outside and everything it starts (delegates, sends,
+// callbacks) — spends against its root agent's cap; past it, each run of the tree waits before its next model step on
+// one pending `budget` item per tree. allow_once grants one more cap; deny ends the tree's runs `budget_exceeded`.
+import crypto from 'node:crypto';
+import { sql } from 'kysely';
+import type { AgentConfig } from '../config';
+import { CrosstalkError } from '../errors';
+import type { EventBus } from '../events/bus';
+import { nowIso, type Store } from '../store/store';
+
+/** A run's request tree: its root run and the agent whose budget applies. */
+export interface TreeRef {
+  root: string;
+  agentId: string;
+}
+
+/** The tree a run belongs to: the one its origin carries, else its own (a run started from outside is a root). */
+export function treeOf(run: { id: string; agent: { id: string }; origin?: unknown }): TreeRef {
+  const t = (run.origin as { tree?: { root?: unknown; agentId?: unknown } } | undefined)?.tree;
+  if (t && typeof t.root === 'string' && typeof t.agentId === 'string') return { root: t.root, agentId: t.agentId };
+  return { root: run.id, agentId: run.agent.id };
+}
+
+/** What a run adds to the origin of a run it starts, so the started run spends from the same tree. */
+export function carryTree(run: { id: string; agent: { id: string }; origin?: unknown }): { tree: TreeRef } {
+  return { tree: treeOf(run) };
+}
+
+export interface BudgetArgs {
+  spentUsd: number;
+  capUsd: number | null;
+  spentTokens: number;
+  capTokens: number | null;
+  rootRunId: string;
+}
+
+const POLL_MS = 250;
+
+export class Budgets {
+  constructor(
+    private readonly d: { store: Store; bus: EventBus; agent(id: string): AgentConfig | undefined },
+  ) {}
+
+  /** What the tree has spent: every model step recorded under its root, in every process. */
+  async spent(root: string): Promise<{ usd: number; tokens: number }> {
+    const r = await this.d.store.db
+      .selectFrom('model_usage')
+      .select((eb) => [eb.fn.sum<number>('cost_usd').as('c'), eb.fn.sum<number>('input_tokens').as('i'), eb.fn.sum<number>('output_tokens').as('o')])
+      .where('root_run_id', '=', root)
+      .executeTakeFirst();
+    return { usd: Number(r?.c ?? 0), tokens: Number(r?.i ?? 0) + Number(r?.o ?? 0) };
+  }
+
+  /** Caps granted so far: 1, plus one per allowed budget item of the tree; `null` when an allow_always lifted it. */
+  private async granted(root: string): Promise<number | null> {
+    const rows = await this.d.store.db.selectFrom('approvals').select(['decision', 'status']).where('kind', '=', 'budget').where('call_id', 'like', `budget:${root}:%`).execute();
+    if (rows.some((r) => r.decision === 'allow_always')) return null;
+    return 1 + rows.filter((r) => r.status === 'allowed').length;
+  }
+
+  /**
+   * Before a model step: returns at once while the tree is under its cap; past it, raises (or joins) the tree's
+   * pending item and waits for it. Throws `budget_exceeded` when it is denied (or was: the tree stays stopped).
+   */
+  async beforeStep(run: { id: string; sessionKey: string; agent: AgentConfig; origin?: unknown }, signal: AbortSignal): Promise<void> {
+    const tree = treeOf(run);
+    const cap = this.d.agent(tree.agentId)?.budget;
+    if (!cap) return;
+    for (;;) {
+      const denied = await this.d.store.db.selectFrom('approvals').select('id').where('kind', '=', 'budget').where('call_id', 'like', `budget:${tree.root}:%`).where('status', '=', 'denied').executeTakeFirst();
+      if (denied) throw new CrosstalkError('budget_exceeded', 'budget_exceeded'); // agent.wait's `error`, as `cancelled` is
+      const times = await this.granted(tree.root);
+      if (times === null) return;
+      const spent = await this.spent(tree.root);
+      const over = (cap.usd !== undefined && spent.usd >= cap.usd * times) || (cap.tokens !== undefined && spent.tokens >= cap.tokens * times);
+      if (!over) return;
+      const args: BudgetArgs = { spentUsd: Math.round(spent.usd * 1e6) / 1e6, capUsd: cap.usd !== undefined ? cap.usd * times : null, spentTokens: spent.tokens, capTokens: cap.tokens !== undefined ? cap.tokens * times : null, rootRunId: tree.root };
+      const callId = `budget:${tree.root}:${times}`;
+      const id = await this.raise(run, callId, args);
+      await this.settled(id, signal);
+    }
+  }
+
+  /** The tree's pending item for this allowance: inserted by the first run that gets here, joined by the rest. */
+  private async raise(run: { id: string; sessionKey: string }, callId: string, args: BudgetArgs): Promise<string> {
+    const row = {
+      id: `apr_${Date.now().toString(36).padStart(9, '0')}b_${crypto.randomBytes(6).toString('hex')}`,
+      session_key: run.sessionKey,
+      run_id: run.id,
+      call_id: callId,
+      tool: 'budget',
+      args: JSON.stringify(args),
+      status: 'pending',
+      decision: null,
+      reason: null,
+      requested_at: nowIso(),
+      resolved_at: null,
+      trust: null,
+      kind: 'budget',
+    };
+    const inserted = await this.d.store.db
+      .insertInto('approvals')
+      .values(row)
+      .onConflict((oc) => oc.column('call_id').where('kind', '=', sql.lit('budget')).doNothing()) // a literal: the partial index's predicate must match as written
+      .returning('id')
+      .executeTakeFirst();
+    if (inserted) {
+      this.d.bus.emit(run.id, 'approval', { phase: 'requested', approvalId: row.id, kind: 'budget', tool: 'budget', args, callId, requestedAt: row.requested_at });
+      return row.id;
+    }
+    const existing = await this.d.store.db.selectFrom('approvals').select('id').where('kind', '=', 'budget').where('call_id', '=', callId).executeTakeFirstOrThrow();
+    return existing.id;
+  }
+
+  /** Waits until the item is decided (any process may decide it), or the run is aborted. */
+  private async settled(id: string, signal: AbortSignal): Promise<void> {
+    for (;;) {
+      if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new CrosstalkError('interrupted', 'run interrupted while waiting on its budget');
+      const row = await this.d.store.getApproval(id);
+      if (!row || row.status !== 'pending') return;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(done, POLL_MS);
+        function done() {
+          clearTimeout(t);
+          signal.removeEventListener('abort', done);
+          resolve();
+        }
+        signal.addEventListener('abort', done, { once: true });
+      });
+    }
+  }
+}
