@@ -49,11 +49,15 @@ export function receiveSecrets() {
   const secrets = JSON.parse(fs.readFileSync(fd, 'utf8') || '{}');
   fs.closeSync(fd);
   for (const [k, v] of Object.entries(secrets)) if (typeof v === 'string') process.env[k] = v;
-  const lifeline = new net.Socket({ fd: fd + 1, readable: true, writable: false });
-  lifeline.on('data', () => {});
-  lifeline.on('error', () => {});
-  lifeline.on('close', () => process.exit(1));
-  lifeline.unref();
+  try {
+    const lifeline = new net.Socket({ fd: fd + 1, readable: true, writable: false });
+    lifeline.on('data', () => {});
+    lifeline.on('error', () => {});
+    lifeline.on('close', () => process.exit(1));
+    lifeline.unref();
+  } catch {
+    /* started without one: nothing to watch */
+  }
   return true;
 }
 
