@@ -31,6 +31,8 @@ function procStat(pid: number): Stat | null {
   }
 }
 
+const HAS_PROC = fs.existsSync('/proc/self/stat');
+
 /** Every pid in /proc; none where there is no /proc (then only the process group is followed). */
 function pids(): number[] {
   try {
@@ -91,7 +93,9 @@ export class ProcessTree {
       .map(procStat)
       .filter((s): s is Stat => s !== null && !s.zombie && s.start >= this.rootStart);
     const found = new Set<number>();
-    for (const s of all) if (this.root && (s.pid === this.root || s.pgrp === this.root || s.session === this.root)) found.add(s.pid);
+    // A pid stays taken while its group or session has a member; once it belongs to a newer process, ours are empty.
+    const reused = all.some((s) => s.pid === this.root && s.start !== this.rootStart);
+    if (this.root && !reused) for (const s of all) if (s.pid === this.root || s.pgrp === this.root || s.session === this.root) found.add(s.pid);
     for (const s of all) if (!found.has(s.pid) && holds(s.pid, this.dev, this.ino)) found.add(s.pid);
     // Descendants of any of them (a child that closed fd 3 but did not leave the tree).
     for (let grew = true; grew; ) {
@@ -108,10 +112,15 @@ export class ProcessTree {
 
   /** SIGKILLs every member, again until none is left (one may fork between a scan and its kill). */
   kill(): void {
-    try {
-      if (this.root) process.kill(-this.root, 'SIGKILL'); // the group, in one call (and all there is without /proc)
-    } catch {
-      /* the group is empty */
+    // The group in one call while the shell (alive or not yet reaped) still holds its pid, so the group id is ours;
+    // without /proc that is all there is to follow.
+    const shell = procStat(this.root);
+    if (this.root && (!HAS_PROC || shell?.start === this.rootStart)) {
+      try {
+        process.kill(-this.root, 'SIGKILL');
+      } catch {
+        /* the group is empty */
+      }
     }
     for (let round = 0; round < 50; round++) {
       const victims = this.members();
