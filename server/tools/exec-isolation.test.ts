@@ -37,51 +37,51 @@ const childrenOf = (pid: number) =>
 const gone = (pid: number) => !fs.existsSync(`/proc/${pid}`) || /\) [ZX] /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
 
 describe('the launcher (scripts/secrets.mjs)', () => {
-  /** A stand-in server behind the real launcher function: prints what it got, then idles. */
-  const launch = async () => {
-    const script = `import { launchWithoutSecrets } from ${JSON.stringify(path.join(root, 'scripts/secrets.mjs'))};
-await launchWithoutSecrets();
-console.log(JSON.stringify({ pid: process.pid, token: process.env.CROSSTALK_TOKEN, key: process.env.OPENAI_API_KEY, db: process.env.DATABASE_URL, fd: process.env.CROSSTALK_SECRETS_FD ?? null }));
+  const secretsModule = JSON.stringify(path.join(root, 'scripts/secrets.mjs'));
+  // Quotes, backslashes, a dollar, a backtick and a newline: the handoff must not reinterpret any of them.
+  const awkward = `sk-"a'b\\c$d\`e\nf`;
+  const report = `console.log(JSON.stringify({ pid: process.pid, token: process.env.CROSSTALK_TOKEN, key: process.env.OPENAI_API_KEY, db: process.env.DATABASE_URL, fd: process.env.CROSSTALK_SECRETS_FD ?? null }));
 setInterval(() => {}, 1000);`;
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
-      env: { NODE_ENV: 'test', PATH: process.env.PATH, CROSSTALK_TOKEN: 'launcher-token-secret', OPENAI_API_KEY: 'sk-launcher', DATABASE_URL: 'postgres://u:pw@db/x', HARMLESS: 'kept' },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+  const env = { NODE_ENV: 'test' as const, PATH: process.env.PATH, CROSSTALK_TOKEN: 'launcher-token-secret', OPENAI_API_KEY: awkward, DATABASE_URL: 'postgres://u:pw@db/x', HARMLESS: 'kept' };
+  type Line = { pid: number; token: string; key: string; db: string; fd: null };
+  const firstLine = async (child: ReturnType<typeof spawn>) => {
     let buf = '';
-    child.stdout.on('data', (d: Buffer) => (buf += d));
-    const line = await until(() => buf.includes('\n') && (JSON.parse(buf.split('\n')[0]!) as { pid: number; token: string; key: string; db: string; fd: null }));
-    return { child, line };
+    child.stdout!.on('data', (d: Buffer) => (buf += d));
+    return until(() => buf.includes('\n') && (JSON.parse(buf.split('\n')[0]!) as Line));
   };
 
-  it('starts the server without the secrets in its environment block, and hands them over', async () => {
-    const { child, line } = await launch();
+  it('re-executes the server in place (same pid) without the secrets in its environment block, and hands them over', async () => {
+    const script = `import { launchWithoutSecrets } from ${secretsModule};\nawait launchWithoutSecrets();\n${report}`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { env, stdio: ['ignore', 'pipe', 'inherit'] });
     try {
-      expect(line).toMatchObject({ token: 'launcher-token-secret', key: 'sk-launcher', db: 'postgres://u:pw@db/x', fd: null });
-      expect(line.pid).not.toBe(child.pid); // the server is the launcher's child
-      const env = environ(line.pid);
-      expect(env).toContain('HARMLESS=kept');
-      for (const secret of ['launcher-token-secret', 'sk-launcher', 'u:pw@db']) {
-        expect(environ(child.pid!)).toContain(secret); // the launcher had them…
-        expect(env).not.toContain(secret); // …the server's environ does not
-      }
-      // A signal to the launcher reaches the server, and the launcher mirrors its end.
-      const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-      child.kill('SIGTERM');
-      expect(await exited).toBe(128 + 15);
-      await until(() => gone(line.pid));
+      const line = await firstLine(child);
+      expect(line).toEqual({ pid: child.pid, token: 'launcher-token-secret', key: awkward, db: 'postgres://u:pw@db/x', fd: null });
+      const block = environ(line.pid);
+      expect(block).toContain('HARMLESS=kept');
+      for (const secret of ['launcher-token-secret', 'sk-"a', 'u:pw@db', 'CROSSTALK_SECRETS_JSON']) expect(block).not.toContain(secret);
     } finally {
       child.kill('SIGKILL');
     }
   });
 
-  it('a SIGKILLed launcher takes the server with it (no orphan holding the port and the data dir)', async () => {
-    const { child, line } = await launch();
+  it('a launcher that stays (spawnWithSecrets) hands them over too, and when it is SIGKILLed its server ends with it', async () => {
+    const server = `import { receiveSecrets } from ${secretsModule};\nreceiveSecrets();\n${report}`;
+    const launcher = `import { spawnWithSecrets } from ${secretsModule};
+spawnWithSecrets(process.execPath, ['--input-type=module', '-e', ${JSON.stringify(server)}]);
+setInterval(() => {}, 1000);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', launcher], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    let pid = 0;
     try {
-      expect(gone(line.pid)).toBe(false);
+      const line = await firstLine(child);
+      pid = line.pid;
+      expect(line).toMatchObject({ token: 'launcher-token-secret', key: awkward, db: 'postgres://u:pw@db/x', fd: null });
+      expect(pid).not.toBe(child.pid);
+      for (const secret of ['launcher-token-secret', 'sk-"a', 'u:pw@db']) expect(environ(pid)).not.toContain(secret);
       child.kill('SIGKILL');
-      await until(() => gone(line.pid));
+      await until(() => gone(pid));
     } finally {
-      if (!gone(line.pid)) process.kill(line.pid, 'SIGKILL');
+      child.kill('SIGKILL');
+      if (pid && !gone(pid)) process.kill(pid, 'SIGKILL');
     }
   });
 });
@@ -95,7 +95,7 @@ describe('an approved exec in a real server (npm run worker)', () => {
   beforeAll(async () => {
     fs.chmodSync(dataDir, 0o755); // as `mkdir data` leaves it: the server closes it
     const configFile = path.join(`${dataDir}-cfg.json`);
-    fs.writeFileSync(configFile, JSON.stringify({ agents: [{ id: 'main', tools: { exec: 'ask' } }] }));
+    fs.writeFileSync(configFile, JSON.stringify({ agents: [{ id: 'main', tools: { exec: 'ask' } }, { id: 'helper', tools: { exec: 'auto' }, exec: { env: ['ANTHROPIC_API_KEY'] } }] }));
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !/TOKEN|_KEY|DATABASE_URL/.test(k)) env[k] = v;
     launcher = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'server/worker.ts')], {
@@ -134,11 +134,13 @@ describe('an approved exec in a real server (npm run worker)', () => {
     return body.result as T;
   };
 
-  it('the server’s environ holds none of the secrets its launcher was given', () => {
-    for (const [name, value] of Object.entries(SECRETS)) {
-      expect(environ(launcher.pid!)).toContain(`${name}=${value}`);
-      expect(environ(serverPid)).not.toContain(value);
-    }
+  it('the server’s environ holds none of the secrets it was started with, while the server has them', async () => {
+    expect(serverPid).toBe(launcher.pid); // re-executed in place
+    for (const value of Object.values(SECRETS)) expect(environ(serverPid)).not.toContain(value);
+    // The server has them: an agent configured to pass one to exec (agents[].exec.env) gets it.
+    const started = await rpc<{ runId: string }>('agent', { sessionKey: 'agent:helper:env', message: '/tool exec {"command":"printenv ANTHROPIC_API_KEY"}' });
+    const w = await rpc<{ response: string }>('agent.wait', { runId: started.runId, timeoutMs: 60_000 });
+    expect(JSON.parse(w.response.slice('exec: '.length))).toMatchObject({ status: 'ok', stdout: `${SECRETS.ANTHROPIC_API_KEY}\n` });
     expect(fs.statSync(dataDir).mode & 0o777).toBe(0o700);
     expect(fs.statSync(path.join(dataDir, 'token')).mode & 0o777).toBe(0o600);
   });
