@@ -6,9 +6,9 @@
 // and ~100 ms of start (see BENCHMARKS.md). CROSSTALK_START_MODE=spawn runs `next start` as a
 // child instead (signals forwarded); it exists only to compare the two.
 //
-// Secrets in the environment (CROSSTALK_TOKEN, *_API_KEY, DATABASE_URL, …) are the exception: then this process
-// stays a small launcher and the server runs as its child with them handed over a pipe, not in its environment
-// block (scripts/secrets.mjs), so no /proc/<pid>/environ of the server holds them.
+// Secrets in the environment (CROSSTALK_TOKEN, *_API_KEY, DATABASE_URL, …) first make this process re-execute
+// itself in place without them, and receive them over a pipe (scripts/secrets.mjs), so the server's
+// /proc/<pid>/environ holds none of them.
 import './require-node.mjs';
 import { launchWithoutSecrets } from './secrets.mjs';
 import { spawn, spawnSync } from 'node:child_process';
