@@ -34,6 +34,7 @@ const mcpHttp = await startMcpHttpServer();
 const remote = await startRemoteAgent();
 const s = await startTestServer({
   config: {
+    webhooks: { allowPrivateNetwork: true }, // the remote A2A agent is on loopback
     agents: [
       { id: 'main', tools: { 'mcp__files__*': 'auto', 'mcp__search__*': 'auto' } },
       { id: 'remote', a2a: { url: remote.url } },

@@ -45,7 +45,7 @@ const agentSchema = z
     /** MCP servers this agent sees (default: all). */
     mcp: z.array(z.string().min(1)).optional(),
     /** A remote A2A agent: this agent's turns run there (CONTRACT §8). */
-    a2a: z.object({ url: z.string().url(), token: z.string().optional() }).strict().optional(),
+    a2a: z.object({ url: z.string().url(), token: z.string().optional(), timeoutMs: z.number().int().positive().optional(), maxReplyBytes: z.number().int().positive().optional() }).strict().optional(),
     /** What one request tree started at this agent may spend before a person is asked (CONTRACT §5 "Budgets"). */
     budget: z.object({ usd: z.number().positive().optional(), tokens: z.number().int().positive().optional() }).strict().optional(),
   })
@@ -132,7 +132,7 @@ export interface AgentConfig {
   /** MCP servers this agent sees; undefined = all. */
   mcp?: string[];
   /** Set for a remote A2A agent (CONTRACT §8). */
-  a2a?: { url: string; token?: string };
+  a2a?: { url: string; token?: string; timeoutMs?: number; maxReplyBytes?: number };
   /** The cap of a request tree started at this agent (CONTRACT §5 "Budgets"). */
   budget?: { usd?: number; tokens?: number };
 }

@@ -14,7 +14,8 @@ afterEach(async () => {
 
 async function setup(o: { streaming?: boolean } = {}) {
   remote = await startRemoteAgent({ token: 'remote-secret', ...o });
-  s = await startTestServer({ config: { agents: [{ id: 'main' }, { id: 'remote', a2a: { url: remote.url, token: 'remote-secret' } }] } });
+  // The remote is on loopback: allowed here as for webhooks (remote-guard.test.ts shows it refused by default).
+  s = await startTestServer({ config: { webhooks: { allowPrivateNetwork: true }, agents: [{ id: 'main' }, { id: 'remote', a2a: { url: remote.url, token: 'remote-secret' } }] } });
   return { s, remote };
 }
 
@@ -24,6 +25,10 @@ async function turn(srv: TestServer, sessionKey: string, message: string) {
   const { runId } = await srv.rpc<{ runId: string }>('agent', { sessionKey, message });
   return wait(srv, runId);
 }
+
+/** The opaque contextId our side sent for a session (the echo remote names it in its reply). */
+const CTX = 'ctx-[0-9a-f-]{36}';
+const contextOf = (reply: string) => /^remote\[(ctx-[0-9a-f-]{36})\]/.exec(reply)![1]!;
 
 /** The JSON a scripted step reported for a tool: `<tool>: <json>`. */
 const toolResult = (response: string | undefined, tool: string) => JSON.parse(response!.slice(`${tool}: `.length));
@@ -40,13 +45,14 @@ describe('remote A2A agents', () => {
     expect(first.status).toBe('ok');
     const cid = first.conversation_id as string;
     expect(cid).toMatch(/^agent:remote:subagent:/);
-    expect(first.response).toBe(`remote[${cid}] #1: hello remote`);
+    expect(first.response).toMatch(new RegExp(`^remote\\[${CTX}\\] #1: hello remote$`));
+    const ctx = contextOf(first.response);
     const follow = toolResult((await turn(s, 'agent:main:main', `/tool delegate_agent {"conversation_id":"${cid}","prompt":"again"}`)).response, 'delegate_agent');
-    expect(follow.response).toBe(`remote[${cid}] #2: again`);
-    expect(remote.executor.turns.get(cid)).toBe(2);
+    expect(follow.response).toBe(`remote[${ctx}] #2: again`);
+    expect(remote.executor.turns.get(ctx)).toBe(2);
     // Its replies land in its session.
     const { messages } = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: cid });
-    expect(messages.map((m) => m.content)).toContain(`remote[${cid}] #2: again`);
+    expect(messages.map((m) => m.content)).toContain(`remote[${ctx}] #2: again`);
     const { agents } = await s.rpc<{ agents: any[] }>('agents.list');
     expect(agents.find((a) => a.agentId === 'remote').remote).toEqual({ a2a: remote.url });
   });
@@ -54,20 +60,23 @@ describe('remote A2A agents', () => {
   it('a sync agents_message to the remote answers with its reply; an async sessions_send gets its callback', async () => {
     const { s } = await setup();
     const sync = toolResult((await turn(s, 'agent:main:main', '/tool agents_message {"agentId":"remote","message":"yo"}')).response, 'agents_message');
-    expect(sync).toMatchObject({ status: 'ok', response: 'remote[agent:remote:main] #1: yo' });
+    expect(sync).toMatchObject({ status: 'ok' });
+    expect(sync.response).toMatch(new RegExp(`^remote\\[${CTX}\\] #1: yo$`));
+    const ctx = contextOf(sync.response);
     const sent = toolResult((await turn(s, 'agent:main:main', '/tool sessions_send {"sessionKey":"agent:remote:main","message":"ping","mode":"async"}')).response, 'sessions_send');
     expect(sent.status).toBe('accepted');
     const callback = await until(async () => {
       const { messages } = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:main' });
       return messages.find((m) => m.kind === 'agent_callback_result');
     });
-    expect(callback.content).toBe('remote[agent:remote:main] #2: ping');
+    expect(callback.content).toBe(`remote[${ctx}] #2: ping`);
   });
 
   it('works with a remote that does not stream (polling its task)', async () => {
     const { s } = await setup({ streaming: false });
     const done = await turn(s, 'agent:remote:main', 'plain');
-    expect(done).toMatchObject({ status: 'ok', response: 'remote[agent:remote:main] #1: plain' });
+    expect(done.status).toBe('ok');
+    expect(done.response).toMatch(new RegExp(`^remote\\[${CTX}\\] #1: plain$`));
   });
 
   it('a remote failure is a model-style error; cancel reaches the remote', async () => {
@@ -86,11 +95,16 @@ describe('remote A2A agents', () => {
   it('a crosstalk agent can be the remote of another crosstalk gateway (our A2A server, our A2A client)', async () => {
     const far = await startTestServer();
     try {
-      s = await startTestServer({ config: { agents: [{ id: 'main' }, { id: 'peer', a2a: { url: `${far.url}/a2a/main`, token: TEST_TOKEN } }] } });
+      s = await startTestServer({ config: { webhooks: { allowPrivateNetwork: true }, agents: [{ id: 'main' }, { id: 'peer', a2a: { url: `${far.url}/a2a/main`, token: TEST_TOKEN } }] } });
       const done = await turn(s, 'agent:peer:main', 'hello across');
       expect(done).toMatchObject({ status: 'ok', response: 'echo: hello across' });
-      // On the far side the turn ran in the A2A context named after our session.
-      const { messages } = await far.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:a2a:agent:peer:main' });
+      // On the far side the turn ran in one A2A context with an opaque id, not named after our session.
+      const { sessions } = await far.rpc<{ sessions: any[] }>('sessions.list', { agentId: 'main' });
+      const keys = sessions.map((x) => x.sessionKey).filter((k: string) => k.startsWith('agent:main:a2a:'));
+      expect(keys).toHaveLength(1);
+      expect(keys[0]).toMatch(new RegExp(`^agent:main:a2a:${CTX}$`));
+      expect(keys[0]).not.toContain('peer');
+      const { messages } = await far.rpc<{ messages: any[] }>('chat.history', { sessionKey: keys[0] });
       expect(messages.map((m) => m.content).reverse()).toEqual(['hello across', 'echo: hello across']);
     } finally {
       await far.close();

@@ -1,21 +1,44 @@
 // A remote A2A agent as one more model provider (LanguageModel v4): each model step sends the newest user turn to the remote through the SDK client.
-// The run loop, sessions_send, agents_message, delegate_agent and follow-ups therefore work unchanged; contextId = our session key.
+// The run loop, sessions_send, agents_message, delegate_agent and follow-ups therefore work unchanged; contextId: an opaque id per session.
 import crypto from 'node:crypto';
-import { Role, type Message, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
-import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { type AgentCard, Role, type Message, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
+import { AgentCardResolver, type Client, ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4Prompt, LanguageModelV4StreamPart } from '@ai-sdk/provider';
+import type { Store } from '../store/store';
+import { RemoteRefused, remoteFetch } from './remote-fetch';
 import { isTerminal, textOf, textPart } from './tasks';
 
 export interface RemoteA2AConfig {
   url: string;
   token?: string;
+  /** Each HTTP request to the remote ends after this long (default 5 minutes; the card: at most 10 s). */
+  timeoutMs?: number;
+  /** A reply (one HTTP response body) longer than this fails the turn (default 1 MiB). */
+  maxReplyBytes?: number;
+}
+
+export interface RemoteA2ADeps {
+  /** `webhooks.allowPrivateNetwork`: the remote passes the webhook SSRF rules. */
+  allowPrivateNetwork: boolean;
+  /** The opaque, per-session `contextId` sent in place of our session key (see `remoteContextId`). */
+  contextId(): Promise<string>;
 }
 
 const CARD_PATH = '.well-known/agent-card.json';
 const POLL_MS = 250;
+export const REMOTE_TIMEOUT_MS = 5 * 60_000;
+const CARD_TIMEOUT_MS = 10_000;
+export const REMOTE_MAX_REPLY_BYTES = 1024 * 1024;
+const CARD_MAX_BYTES = 256 * 1024;
 
-// One client per remote (the card is fetched once); a failed fetch is retried on the next turn.
-const clients = new Map<string, Promise<Client>>();
+interface Remote {
+  client: Client;
+  card: AgentCard;
+}
+
+// One client per remote once its card is in; a pending card fetch is never shared, so one run's slow card (cut off
+// by its own timeout and abort signal) holds up no other run.
+const remotes = new Map<string, Remote>();
 
 /** The card URL of a configured `a2a.url`: the URL itself when it names a .json card, else `<url>/.well-known/agent-card.json`. */
 export function cardUrlOf(url: string): string {
@@ -23,22 +46,50 @@ export function cardUrlOf(url: string): string {
   return new URL(CARD_PATH, url.endsWith('/') ? url : `${url}/`).toString();
 }
 
-function clientFor(cfg: RemoteA2AConfig): Promise<Client> {
-  const key = `${cfg.url}|${cfg.token ?? ''}`;
-  let c = clients.get(key);
-  if (!c) {
-    const fetchImpl: typeof fetch = (input, init) => {
-      if (!cfg.token) return fetch(input, init);
-      const headers = new Headers(init?.headers);
-      headers.set('authorization', `Bearer ${cfg.token}`);
-      return fetch(input, { ...init, headers });
-    };
-    const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl })] }));
-    c = factory.createFromUrl(cardUrlOf(cfg.url), '');
-    clients.set(key, c);
-    c.catch(() => clients.delete(key));
+const originOf = (url: string) => {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return 'an unparseable URL';
   }
-  return c;
+};
+
+async function remoteFor(cfg: RemoteA2AConfig, deps: RemoteA2ADeps, signal: AbortSignal | undefined): Promise<Remote> {
+  const timeoutMs = cfg.timeoutMs ?? REMOTE_TIMEOUT_MS;
+  const maxBytes = cfg.maxReplyBytes ?? REMOTE_MAX_REPLY_BYTES;
+  const key = JSON.stringify([cfg.url, cfg.token ?? '', deps.allowPrivateNetwork, timeoutMs, maxBytes]);
+  const hit = remotes.get(key);
+  if (hit) return hit;
+  const cardUrl = cardUrlOf(cfg.url);
+  const origin = new URL(cardUrl).origin;
+  const cardFetch = remoteFetch({ origin, allowPrivateNetwork: deps.allowPrivateNetwork, timeoutMs: Math.min(CARD_TIMEOUT_MS, timeoutMs), maxBytes: CARD_MAX_BYTES });
+  const res = await cardFetch(cardUrl, { headers: { 'A2A-Version': '1.0' }, signal });
+  if (!res.ok) {
+    await res.body?.cancel().catch(() => undefined);
+    throw new Error(`remote A2A card ${cardUrl} answered ${res.status}`);
+  }
+  const card = AgentCardResolver.default.normalizeAgentCard(await res.json());
+  // The card decides where our token goes: only to the origin we were configured with.
+  const elsewhere = (card.supportedInterfaces ?? []).find((i) => originOf(i.url) !== origin);
+  if (elsewhere) throw new RemoteRefused(`remote A2A card ${cardUrl} sends calls to ${originOf(elsewhere.url)}, off its own origin ${origin}: refused`);
+  const fetchImpl = remoteFetch({ origin, token: cfg.token, allowPrivateNetwork: deps.allowPrivateNetwork, timeoutMs, maxBytes });
+  const factory = new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })] });
+  const remote = { client: await factory.createFromAgentCard(card), card };
+  remotes.set(key, remote);
+  return remote;
+}
+
+/**
+ * The `contextId` a session's turns carry to remotes: a random id kept in the session's meta, so follow-ups continue
+ * the remote's context while our session key (which can hold a Telegram id or a phone number) never leaves.
+ */
+export async function remoteContextId(store: Store, sessionKey: string): Promise<string> {
+  const row = await store.getSession(sessionKey);
+  const meta = (row?.meta ? JSON.parse(row.meta) : {}) as Record<string, unknown>;
+  if (typeof meta.a2aContextId === 'string') return meta.a2aContextId;
+  const id = `ctx-${crypto.randomUUID()}`;
+  if (row) await store.patchSession(sessionKey, { meta: JSON.stringify({ ...meta, a2aContextId: id }) });
+  return id;
 }
 
 /** The newest user-side turn (a message, an inter-session message, a callback result): what the remote is asked. */
@@ -108,22 +159,21 @@ class Reply {
   }
 }
 
-export function createRemoteA2AModel(cfg: RemoteA2AConfig, sessionKey: string): LanguageModelV4 {
+export function createRemoteA2AModel(cfg: RemoteA2AConfig, deps: RemoteA2ADeps): LanguageModelV4 {
   const doStream = async (options: LanguageModelV4CallOptions) => {
     const signal = options.abortSignal;
-    const client = await clientFor(cfg);
+    const { client, card } = await remoteFor(cfg, deps, signal);
     const message: Message = {
       messageId: crypto.randomUUID(),
-      contextId: sessionKey,
+      contextId: await deps.contextId(),
       taskId: '',
       role: Role.ROLE_USER,
       parts: [textPart(newestUserText(options.prompt))],
-      metadata: { crosstalkSession: sessionKey },
+      metadata: undefined,
       extensions: [],
       referenceTaskIds: [],
     };
     const request = { tenant: '', message, configuration: undefined, metadata: undefined };
-    const card = await client.getAgentCard();
     const reply = new Reply();
     // Cancelling our run cancels the remote task.
     const onAbort = () => {

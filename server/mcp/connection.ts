@@ -4,15 +4,18 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { McpError, type CallToolResult, type Tool, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { McpServerConfig } from '../config';
 import type { Logger } from '../logger';
+import { cappedFetch, MAX_MESSAGE_BYTES } from './limits';
+import { listTools, type SkippedTool } from './listing';
 
 export type McpState = 'connecting' | 'ready' | 'failed';
 
 export interface McpConnectionEvents {
-  /** The server's tool list is known (first connect, reconnect, or a list-changed notification). */
-  onTools(tools: Tool[]): void;
+  /** The server's tool list is known (first connect, reconnect, or a list-changed notification); `skipped`: left out. */
+  onTools(tools: Tool[], skipped: SkippedTool[]): void;
   /** The server went up or down (`error` says why it is down). */
   onState(state: McpState, error?: string): void;
 }
@@ -23,6 +26,12 @@ export class McpUnavailable extends Error {}
 const CLIENT_INFO = { name: 'crosstalk', version: '0.1.0' };
 /** MCP calls can be slow (a build, a search): the run's abort signal ends them, not a short SDK timeout. */
 const CALL_TIMEOUT_MS = 60 * 60 * 1000;
+
+/**
+ * Output schemas are not validated: the SDK's default (Ajv) runs a server's `pattern` regexes on the event loop,
+ * where a catastrophic one blocks the gateway. The result goes to the model as data either way.
+ */
+const noValidation: jsonSchemaValidator = { getValidator: () => (input: unknown) => ({ valid: true, data: input as never, errorMessage: undefined }) };
 
 export class McpConnection {
   state: McpState = 'connecting';
@@ -54,6 +63,8 @@ export class McpConnection {
         env: { ...getDefaultEnvironment(), ...this.cfg.env },
         cwd: this.cfg.cwd ? path.resolve(/* turbopackIgnore: true */ process.cwd(), this.cfg.cwd) : undefined,
         stderr: 'pipe',
+        // A line (one message) longer than this is not parsed: the transport closes, and the server is reconnected.
+        maxBufferSize: MAX_MESSAGE_BYTES,
       });
       // The server's own diagnostics go to our log, a line at a time (capped), under its name.
       let buf = '';
@@ -69,39 +80,44 @@ export class McpConnection {
       });
       return t;
     }
-    return new StreamableHTTPClientTransport(new URL(this.cfg.url), { requestInit: this.cfg.headers ? { headers: this.cfg.headers } : undefined });
+    // The same cap over HTTP: a response past it is not read, the transport closes, and the server is reconnected.
+    const t: StreamableHTTPClientTransport = new StreamableHTTPClientTransport(new URL(this.cfg.url), {
+      requestInit: this.cfg.headers ? { headers: this.cfg.headers } : undefined,
+      fetch: cappedFetch(MAX_MESSAGE_BYTES, () => {
+        this.oversize();
+        void t.close().catch(() => undefined);
+      }),
+    });
+    return t;
   }
 
   private async connect(): Promise<void> {
     if (this.stopped) return;
     const gen = ++this.generation;
+    this.closedBecause = undefined;
     this.setState('connecting');
-    const client = new Client(CLIENT_INFO, {
-      listChanged: {
-        tools: {
-          onChanged: (error, tools) => {
-            if (gen !== this.generation) return;
-            if (error) this.o.log.warn({ server: this.name, err: error.message }, 'mcp tool list refresh failed');
-            else if (tools) this.o.onTools(tools);
-          },
-        },
-      },
-    });
+    const client = new Client(CLIENT_INFO, { jsonSchemaValidator: noValidation });
+    // A list change is read again within the caps (the SDK's own refresh would read one page, with no caps).
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.refresh(client, gen));
     client.onclose = () => {
       if (gen !== this.generation || this.stopped) return;
-      this.down('connection closed');
+      this.down(this.closedBecause ?? 'connection closed');
     };
-    client.onerror = (e) => this.o.log.debug({ server: this.name, err: e.message }, 'mcp transport error');
+    client.onerror = (e) => {
+      // The stdio transport's read buffer refuses an oversize line this way, then closes.
+      if (/ReadBuffer exceeded maximum size/.test(e.message)) this.oversize();
+      this.o.log.debug({ server: this.name, err: e.message }, 'mcp transport error');
+    };
     try {
       await client.connect(this.transport());
-      const tools = await listAllTools(client);
+      const { tools, skipped } = await listTools(client);
       if (gen !== this.generation || this.stopped) {
         await client.close().catch(() => undefined);
         return;
       }
       this.client = client;
       this.attempts = 0;
-      this.o.onTools(tools);
+      this.o.onTools(tools, skipped);
       this.setState('ready');
       this.startPing(client);
     } catch (e) {
@@ -109,6 +125,36 @@ export class McpConnection {
       if (gen !== this.generation) return;
       this.down(e instanceof Error ? e.message : String(e));
     }
+  }
+
+  /** Why the connection was closed on our side (an oversize message), for the calls it fails. */
+  private closedBecause?: string;
+
+  private oversize() {
+    this.closedBecause = `the server sent a message over ${MAX_MESSAGE_BYTES} bytes; it was not read and the connection was closed`;
+    this.o.log.warn({ server: this.name, cap: MAX_MESSAGE_BYTES }, 'mcp server sent an oversize message; closing its connection');
+  }
+
+  private refreshing: Promise<void> | null = null;
+  private refreshAgain = false;
+
+  /** Reads the tool list again after a list-changed notification; notifications during a read cause one more read. */
+  private refresh(client: Client, gen: number): void {
+    if (this.refreshing) {
+      this.refreshAgain = true;
+      return;
+    }
+    this.refreshing = (async () => {
+      do {
+        this.refreshAgain = false;
+        try {
+          const { tools, skipped } = await listTools(client);
+          if (gen === this.generation && this.client === client) this.o.onTools(tools, skipped);
+        } catch (e) {
+          this.o.log.warn({ server: this.name, err: e instanceof Error ? e.message : String(e) }, 'mcp tool list refresh failed');
+        }
+      } while (this.refreshAgain && gen === this.generation);
+    })().finally(() => (this.refreshing = null));
   }
 
   /** A server that died while idle (an HTTP server has no pipe to break) is noticed by a failed ping. */
@@ -163,8 +209,9 @@ export class McpConnection {
       if (signal.aborted) throw e;
       // A protocol-level error from a live server is the tool's answer; anything else means the server is gone.
       if (e instanceof McpError && e.code !== -32000 && this.client === client) throw e;
-      if (this.client === client) this.down(e instanceof Error ? e.message : String(e));
-      throw new McpUnavailable(`MCP server ${this.name} failed during the call: ${e instanceof Error ? e.message : String(e)}`);
+      const why = this.closedBecause ?? (e instanceof Error ? e.message : String(e));
+      if (this.client === client) this.down(why);
+      throw new McpUnavailable(`MCP server ${this.name} failed during the call: ${why}`);
     }
   }
 
@@ -179,15 +226,4 @@ export class McpConnection {
     this.client = null;
     await c?.close().catch(() => undefined);
   }
-}
-
-async function listAllTools(client: Client): Promise<Tool[]> {
-  const tools: Tool[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await client.listTools(cursor ? { cursor } : undefined);
-    tools.push(...page.tools);
-    cursor = page.nextCursor;
-  } while (cursor);
-  return tools;
 }

@@ -9,6 +9,7 @@ import { invalidateFunctionTools } from '../orchestrator/model-step';
 import { mainSessionKey } from '../sessions/keys';
 import type { AnyToolDef } from '../tools/types';
 import { McpConnection, type McpState, McpUnavailable } from './connection';
+import type { SkippedTool } from './listing';
 import { toToolData } from './results';
 
 export interface McpServerStatus {
@@ -16,6 +17,8 @@ export interface McpServerStatus {
   state: McpState;
   tools: number;
   error?: string;
+  /** Tools of the server left out of the registry (unusable schema, a name taken, over a cap), and why. */
+  skipped?: SkippedTool[];
 }
 
 const argsSchema = z.record(z.string(), z.unknown());
@@ -29,6 +32,8 @@ export class McpManager {
   private readonly conns = new Map<string, McpConnection>();
   /** Registry names each server currently owns, so a list change can drop the tools that left. */
   private readonly owned = new Map<string, Set<string>>();
+  /** What the newest listing of each server left out. */
+  private readonly skipped = new Map<string, SkippedTool[]>();
 
   constructor(
     private readonly o: { config: CrosstalkConfig; tools: Map<string, AnyToolDef>; bus: EventBus; log: Logger },
@@ -43,7 +48,7 @@ export class McpManager {
         reconnectBaseMs,
         reconnectMaxMs,
         pingIntervalMs,
-        onTools: (tools) => this.setTools(name, tools),
+        onTools: (tools, skipped) => this.setTools(name, tools, skipped),
         onState: (state, error) => this.report(name, state, error),
       });
       this.conns.set(name, conn);
@@ -63,6 +68,7 @@ export class McpManager {
       state: c.state,
       tools: this.owned.get(c.name)?.size ?? 0,
       ...(c.lastError ? { error: c.lastError } : {}),
+      ...(this.skipped.get(c.name)?.length ? { skipped: this.skipped.get(c.name) } : {}),
     }));
   }
 
@@ -76,30 +82,57 @@ export class McpManager {
     else if (state === 'ready') log.info({ server, tools: this.owned.get(server)?.size ?? 0 }, 'mcp server ready');
     if (state === 'connecting') return;
     // Reported on the default agent's main session, which the room opens first.
+    this.emit(server, (id) => {
+      if (state === 'failed') bus.emit(id, 'error', { code: 'tool_unavailable', source: 'mcp', server, message: `MCP server ${server} is unavailable: ${error ?? 'unknown error'}` });
+      else bus.emit(id, 'lifecycle', { phase: 'mcp_ready', source: 'mcp', server, tools: this.owned.get(server)?.size ?? 0 });
+    });
+  }
+
+  /** An event about a server, on the default agent's main session (the room opens it first). */
+  private emit(server: string, fn: (id: string) => void) {
+    const { log, bus, config } = this.o;
     try {
       const id = `evt_mcp_${server}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
       bus.registerRun(id, mainSessionKey(config.defaultAgentId), 0);
-      if (state === 'failed') bus.emit(id, 'error', { code: 'tool_unavailable', source: 'mcp', server, message: `MCP server ${server} is unavailable: ${error ?? 'unknown error'}` });
-      else bus.emit(id, 'lifecycle', { phase: 'mcp_ready', source: 'mcp', server, tools: this.owned.get(server)?.size ?? 0 });
+      fn(id);
       bus.unregisterRun(id);
     } catch (e) {
       log.error({ err: e }, 'could not emit the mcp server state');
     }
   }
 
-  private setTools(server: string, tools: Tool[]) {
+  private setTools(server: string, tools: Tool[], listed: SkippedTool[] = []) {
     const reg = this.o.tools;
     const before = this.owned.get(server) ?? new Set<string>();
     const now = new Set<string>();
-    for (const t of tools) {
+    const skipped = [...listed];
+    // Names that collide once sanitised (`a.b`, `a_b`) would overwrite each other: the tool whose name needs no
+    // change keeps it, else the first listed; the others are refused, as is a name another server already holds.
+    const exact = new Set(tools.map((t) => t.name).filter((n) => mcpToolName(server, n) === `mcp__${server}__${n}`));
+    const ordered = [...tools].sort((a, b) => Number(exact.has(b.name)) - Number(exact.has(a.name)));
+    for (const t of ordered) {
       const name = mcpToolName(server, t.name);
+      const other = reg.get(name)?.source;
+      if (now.has(name)) {
+        skipped.push({ tool: t.name, reason: `its name becomes ${name}, which another tool of this server already has` });
+        continue;
+      }
+      if (other?.kind === 'mcp' && other.server !== server) {
+        skipped.push({ tool: t.name, reason: `its name becomes ${name}, which MCP server ${other.server} already has` });
+        continue;
+      }
       now.add(name);
       reg.set(name, this.toolDef(server, name, t));
     }
     for (const gone of before) if (!now.has(gone)) reg.delete(gone);
     this.owned.set(server, now);
+    this.skipped.set(server, skipped);
     invalidateFunctionTools(reg);
     this.o.log.info({ server, tools: [...now] }, 'mcp tools registered');
+    if (skipped.length) {
+      this.o.log.warn({ server, skipped }, 'mcp tools left out; the rest of the server is offered');
+      this.emit(server, (id) => this.o.bus.emit(id, 'lifecycle', { phase: 'mcp_tools_skipped', source: 'mcp', server, skipped: skipped.map((x) => ({ ...x })) }));
+    }
   }
 
   private toolDef(server: string, name: string, t: Tool): AnyToolDef {

@@ -11,6 +11,25 @@ export interface StepToolCall {
   input: unknown;
   /** Set when the model's arguments were not valid JSON. */
   invalidError?: string;
+  /** Set on the call that stands for those past the per-step cap: it answers `limit_exceeded` and does not run. */
+  limitError?: string;
+}
+
+/** Tool calls one model step may make (CONTRACT §3); the rest answer `limit_exceeded`. */
+export const MAX_TOOL_CALLS_PER_STEP = 64;
+
+/**
+ * The calls a step keeps: the first MAX_TOOL_CALLS_PER_STEP, and one more that answers `limit_exceeded` for all
+ * the calls past the cap, so a step of 10,000 calls writes a bounded number of rows and events.
+ */
+export function capToolCalls(calls: StepToolCall[]): StepToolCall[] {
+  if (calls.length <= MAX_TOOL_CALLS_PER_STEP) return calls;
+  const over = calls.length - MAX_TOOL_CALLS_PER_STEP;
+  const first = calls[MAX_TOOL_CALLS_PER_STEP]!;
+  return [
+    ...calls.slice(0, MAX_TOOL_CALLS_PER_STEP),
+    { ...first, limitError: `at most ${MAX_TOOL_CALLS_PER_STEP} tool calls per model step: this call and the ${over - 1} after it were not run` },
+  ];
 }
 
 export interface StepResult {

@@ -2,6 +2,7 @@
 import type { LanguageModelV4, LanguageModelV4FunctionTool } from '@ai-sdk/provider';
 import type { CrosstalkConfig } from '../config';
 import { errorMessage, toolError } from '../errors';
+import { failpoint } from '../failpoints';
 import type { EventBus } from '../events/bus';
 import type { TranscriptMessage } from '../events/types';
 import type { Logger } from '../logger';
@@ -14,7 +15,7 @@ import type { Approvals } from './approvals';
 import { trustOf } from '../trust/trust';
 import { markStarted } from './started';
 import { type PromptMessage, toJsonValue, toPromptMessages, userMessage } from './context';
-import { functionTools, type StepToolCall, streamStep } from './model-step';
+import { capToolCalls, functionTools, type StepToolCall, streamStep } from './model-step';
 import type { ActiveRun, RunInput, RunOutcome } from './types';
 import { contextView } from './compaction';
 import type { Budgets } from './budget';
@@ -128,7 +129,11 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
       const answered = new Set(transcript.filter((m) => m.kind === 'tool_result').map((m) => m.tool?.callId));
       const pending = transcript.filter((m) => m.runId === run.id && m.kind === 'tool_call' && m.tool && !answered.has(m.tool.callId));
       if (pending.length) {
-        const calls = pending.map((m) => ({ toolCallId: m.tool!.callId, toolName: m.tool!.name, input: m.tool!.args, redrive: true }));
+        // A call that stood for those past the per-step cap answers limit_exceeded again (its row says so).
+        const calls = pending.map((m) => {
+          const limitError = typeof m.meta?.limitExceeded === 'string' ? m.meta.limitExceeded : undefined;
+          return { toolCallId: m.tool!.callId, toolName: m.tool!.name, input: m.tool!.args, redrive: true, ...(limitError ? { limitError } : {}) };
+        });
         pushToolCalls(messages, calls);
         messages.push(await runTools(deps, run, calls, append));
       } else {
@@ -144,7 +149,9 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
       await injectInbox(deps, run, messages, append);
       if (step >= maxSteps) throw new Error(`run stopped after ${maxSteps} model steps`);
 
-      const { text, calls } = await modelStep(deps, run, model, messages, toolSet);
+      const answer = await modelStep(deps, run, model, messages, toolSet);
+      const { text } = answer;
+      const calls = capToolCalls(answer.calls);
       const trimmed = text.trim();
       if (trimmed) lastText = trimmed;
       // Text this step also sends to the own stream through send_message is delivered once, by the tool.
@@ -162,6 +169,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
           runId: run.id,
           author: { type: 'agent', id: run.agent.id, name: run.agent.name },
           tool: { name: c.toolName, callId: c.toolCallId, args: c.input ?? null },
+          ...(c.limitError ? { meta: { limitExceeded: c.limitError } } : {}),
         });
       if (posting) run.counters.set('posted', (run.counters.get('posted') ?? 0) + 1);
       if (!calls.length && !run.inbox.length) {
@@ -172,6 +180,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
         break;
       }
       if (stepRows.length) await append(stepRows);
+      if (calls.length) failpoint('tool_calls.written');
       if (text) messages.push({ role: 'assistant', content: [{ type: 'text', text }] });
       // Messages steered in during this step still belong to this run (their senders were told so): one more step.
       if (!calls.length) continue;
@@ -254,7 +263,9 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
   let result: unknown;
   let outcome = 'ok';
   const def = deps.tools.get(call.toolName);
-  if (!def || def.visibleTo?.(run.agent) === false) {
+  if (call.limitError) {
+    result = toolError('limit_exceeded', call.limitError);
+  } else if (!def || def.visibleTo?.(run.agent) === false) {
     // An MCP server that never came up has no tool list yet: its tools are unavailable rather than unknown.
     result = !def && call.toolName.startsWith('mcp__') ? toolError('tool_unavailable', `${call.toolName} is not available (its MCP server is down or does not offer it)`) : toolError('invalid_request', `unknown tool ${call.toolName}`);
   } else if (call.invalidError) {
@@ -293,7 +304,8 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
   if (signal.aborted && signal.reason === Symbol.for('crosstalk.shutdown')) throw new RunAborted();
   if (outcome === 'ok' && (result as { status?: string } | null)?.status === 'error') outcome = 'error';
   endToolSpan(deps, traced.span, outcome);
-  metrics.toolCalls.inc({ tool: call.toolName, outcome });
+  // A name the model made up is not a label: every new label is a series Prometheus keeps for good.
+  metrics.toolCalls.inc({ tool: def ? call.toolName : 'unknown', outcome });
   if (messaging) metrics.messagingCalls.inc({ tool: call.toolName, outcome });
   await append([
     {

@@ -43,7 +43,9 @@ export class EchoExecutor implements AgentExecutor {
       });
       if (stopped) return;
     }
-    const reply = `remote[${contextId}] #${n}: ${text}`;
+    // "huge <n>": a reply of n bytes (the caller's reply cap).
+    const huge = /^huge (\d+)$/.exec(text);
+    const reply = huge ? 'x'.repeat(Number(huge[1])) : `remote[${contextId}] #${n}: ${text}`;
     bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: 'reply', name: 'reply', description: '', parts: [textPart(reply)], metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
     this.status(bus, taskId, contextId, TaskState.TASK_STATE_COMPLETED, reply);
     bus.finished();

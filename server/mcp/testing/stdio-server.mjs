@@ -41,4 +41,6 @@ server.registerTool('add_tool', { description: 'Adds a tool named name (the serv
   return { content: [{ type: 'text', text: `added ${name}` }] };
 });
 
+server.registerTool('flood', { description: 'Answers 6 MiB of text (over the message cap)', inputSchema: {} }, async () => ({ content: [{ type: 'text', text: 'z'.repeat(6 * 1024 * 1024) }] }));
+
 await server.connect(new StdioServerTransport());
