@@ -5,13 +5,20 @@
 // in-process) rather than as a child of it: one Node process instead of two saves ~40 MB of RSS
 // and ~100 ms of start (see BENCHMARKS.md). CROSSTALK_START_MODE=spawn runs `next start` as a
 // child instead (signals forwarded); it exists only to compare the two.
+//
+// Secrets in the environment (CROSSTALK_TOKEN, *_API_KEY, DATABASE_URL, …) first make this process re-execute
+// itself in place without them, and receive them over a pipe (scripts/secrets.mjs), so the server's
+// /proc/<pid>/environ holds none of them.
 import './require-node.mjs';
+import { launchWithoutSecrets } from './secrets.mjs';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+await launchWithoutSecrets();
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(path.join(root, 'package.json'));
