@@ -2,6 +2,7 @@
 // applied before first paint (a stored choice, else the OS preference).
 import { THEME_BOOT_SCRIPT } from '@/lib/theme-boot';
 import type { Metadata, Viewport } from 'next';
+import { headers } from 'next/headers';
 import type { ReactNode } from 'react';
 import './globals.css';
 
@@ -19,12 +20,14 @@ export const viewport: Viewport = {
   ],
 };
 
-export default function RootLayout({ children }: { children: ReactNode }) {
+export default async function RootLayout({ children }: { children: ReactNode }) {
+  // The proxy's per-request CSP nonce (proxy.ts): the one inline script of ours runs only with it.
+  const nonce = (await headers()).get('x-nonce') ?? undefined;
   return (
     // The boot script sets the theme class before React hydrates: the attribute differs on purpose.
     <html lang="en" suppressHydrationWarning>
       <head>
-        <script dangerouslySetInnerHTML={{ __html: THEME_BOOT_SCRIPT }} />
+        <script nonce={nonce} dangerouslySetInnerHTML={{ __html: THEME_BOOT_SCRIPT }} />
       </head>
       <body>{children}</body>
     </html>

@@ -1,6 +1,7 @@
 // Test fixtures: a logged-in room page object, a unique session key per test, and a guard against page errors.
 import { test as base, expect } from '@playwright/test';
 import { RoomPage } from './pages/room-page';
+import { startServerProcess, type ServerProcess } from './support/server-process';
 
 export const TOKEN = 'e2e-token';
 
@@ -12,6 +13,12 @@ interface Fixtures {
   pageErrors: string[];
   /** Console errors a test provokes on purpose (push patterns before provoking them). */
   expectedConsole: RegExp[];
+  /**
+   * Starts a server of the test's own (`startServerProcess`). At teardown the page leaves first, then each server is
+   * killed and its data dir removed: a server that goes away under an open page cuts its event stream, and Chromium logs
+   * the cut (`net::ERR_INCOMPLETE_CHUNKED_ENCODING`) as a console error whenever it notices it — a race with the check.
+   */
+  ownServer: (opts?: Parameters<typeof startServerProcess>[1]) => Promise<ServerProcess>;
 }
 
 // A session that has no row yet answers chat.history with 404 (unknown_session): the room shows it as empty.
@@ -33,6 +40,19 @@ export const test = base.extend<Fixtures>({
     },
     { auto: true },
   ],
+  ownServer: async ({ page }, use, testInfo) => {
+    const servers: ServerProcess[] = [];
+    await use(async (opts) => {
+      const server = await startServerProcess(TOKEN, opts);
+      servers.push(server);
+      return server;
+    });
+    await page.goto('about:blank').catch(() => undefined);
+    for (const server of servers) {
+      if (testInfo.status !== testInfo.expectedStatus) console.log(`server output (${server.origin}):\n${server.output()}`);
+      await server.dispose();
+    }
+  },
   room: async ({ page }, use) => {
     const room = new RoomPage(page);
     await room.login(TOKEN);

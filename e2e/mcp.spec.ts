@@ -4,11 +4,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect, test, TOKEN } from './fixtures';
 import { RoomPage } from './pages/room-page';
-import { startServerProcess, type ServerProcess } from './support/server-process';
 
 const STDIO_SERVER = path.resolve(import.meta.dirname, '..', 'server', 'mcp', 'testing', 'stdio-server.mjs');
 
-test('an MCP tool call asks in the room with its server, tool and hints; the status panel shows the servers', async ({ page, freshSession }) => {
+test('an MCP tool call asks in the room with its server, tool and hints; the status panel shows the servers', async ({ page, freshSession, ownServer }) => {
   test.setTimeout(120_000);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crosstalk-e2e-mcp-'));
   const configFile = path.join(dir, 'crosstalk.config.json');
@@ -16,9 +15,8 @@ test('an MCP tool call asks in the room with its server, tool and hints; the sta
     configFile,
     JSON.stringify({ mcp: { servers: { files: { command: process.execPath, args: [STDIO_SERVER] }, broken: { command: path.join(dir, 'no-such-binary') } } } }),
   );
-  let server: ServerProcess | undefined;
   try {
-    server = await startServerProcess(TOKEN, { env: { CROSSTALK_CONFIG: configFile } });
+    const server = await ownServer({ env: { CROSSTALK_CONFIG: configFile } });
     const room = new RoomPage(page);
     await page.goto(`${server.origin}/login?token=${TOKEN}`);
     await page.goto(`${server.origin}/?session=${encodeURIComponent(freshSession)}`);
@@ -40,7 +38,7 @@ test('an MCP tool call asks in the room with its server, tool and hints; the sta
     await expect(room.approval).toHaveCount(0);
     await expect(room.messages('assistant').filter({ hasText: 'mcp__files__remove_all: {"status":"ok"' })).toHaveCount(1);
   } finally {
-    await server?.dispose();
+    // The server itself is stopped by the fixture, after the page has left it.
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -6,11 +6,10 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { expect, test, TOKEN } from './fixtures';
-import { startServerProcess, type ServerProcess } from './support/server-process';
 
 const SECRET = 'e2e-webhook-secret';
 
-test('Pairing approve runs the held message', async ({ page }) => {
+test('Pairing approve runs the held message', async ({ page, ownServer }) => {
   test.setTimeout(120_000);
   // The sender's side of the webhook channel: it receives the pairing code and, later, the agent's reply.
   const received: Array<{ to: string; text: string }> = [];
@@ -26,9 +25,8 @@ test('Pairing approve runs the held message', async ({ page }) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crosstalk-e2e-pairing-'));
   const configFile = path.join(dir, 'crosstalk.config.json');
   fs.writeFileSync(configFile, JSON.stringify({ channels: { webhook: { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/in`, secret: SECRET } } }));
-  let server: ServerProcess | undefined;
   try {
-    server = await startServerProcess(TOKEN, { env: { CROSSTALK_CONFIG: configFile } });
+    const server = await ownServer({ env: { CROSSTALK_CONFIG: configFile } });
     const origin = server.origin;
     let n = 0;
     const post = async (text: string) => {
@@ -65,7 +63,7 @@ test('Pairing approve runs the held message', async ({ page }) => {
     await expect(page.getByRole('region', { name: 'Approval' })).toBeVisible();
     await expect(page.getByTestId('approval-trust')).toContainText('webhook:alice');
   } finally {
-    await server?.dispose();
+    // The server itself is stopped by the fixture, after the page has left it.
     await new Promise<void>((r) => receiver.close(() => r()));
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -4,7 +4,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect, test, TOKEN } from './fixtures';
 import { RoomPage } from './pages/room-page';
-import { startServerProcess, type ServerProcess } from './support/server-process';
 
 test('no layout shift while replies stream in', async ({ room, page, freshSession }) => {
   await room.open(freshSession);
@@ -41,7 +40,7 @@ test('no layout shift while replies stream in', async ({ room, page, freshSessio
   await room.snap('streaming-no-shift');
 });
 
-test('a slow model’s reply streams into the room delta by delta', async ({ page, freshSession }) => {
+test('a slow model’s reply streams into the room delta by delta', async ({ page, freshSession, ownServer }) => {
   test.setTimeout(120_000);
   // A model that streams word by word (the OpenAI wire format from a loopback fake), on a server of this test's own.
   const { startFakeOpenAI } = await import('../server/models/testing/fake-openai-server');
@@ -51,9 +50,8 @@ test('a slow model’s reply streams into the room delta by delta', async ({ pag
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crosstalk-e2e-stream-'));
   const configFile = path.join(dir, 'crosstalk.config.json');
   fs.writeFileSync(configFile, JSON.stringify({ agents: [{ id: 'main', model: 'openai:slow-stream' }] }));
-  let server: ServerProcess | undefined;
   try {
-    server = await startServerProcess(TOKEN, { env: { CROSSTALK_CONFIG: configFile, OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: 'sk-e2e' } });
+    const server = await ownServer({ env: { CROSSTALK_CONFIG: configFile, OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: 'sk-e2e' } });
     const room = new RoomPage(page);
     await page.goto(`${server.origin}/login?token=${TOKEN}`);
     await page.goto(`${server.origin}/?session=${encodeURIComponent(freshSession)}`);
@@ -68,9 +66,8 @@ test('a slow model’s reply streams into the room delta by delta', async ({ pag
     await expect(room.texts('assistant').last()).toHaveText(words.join(' '), { timeout: 20_000 });
     await expect(pending).toHaveCount(0);
   } finally {
-    // Leave the page first: a stream cut by the server going away would be logged as a page error.
+    // Leave the page first: a model stream cut under a running server would fail the run; the fixture stops the server.
     await page.goto('about:blank');
-    await server?.dispose();
     await fake.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -7,9 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect, test, TOKEN } from './fixtures';
 import { RoomPage } from './pages/room-page';
-import { startServerProcess, type ServerProcess } from './support/server-process';
 
-test('tokens and cost in the header and the status panel; the inspector shows the trace id', async ({ page, freshSession }) => {
+test('tokens and cost in the header and the status panel; the inspector shows the trace id', async ({ page, freshSession, ownServer }) => {
   test.setTimeout(120_000);
   const traceIds = new Set<string>();
   const receiver = createServer((req, res) => {
@@ -26,9 +25,8 @@ test('tokens and cost in the header and the status panel; the inspector shows th
   const configFile = path.join(dir, 'crosstalk.config.json');
   // A steep price so one short turn shows a cost above a cent.
   fs.writeFileSync(configFile, JSON.stringify({ models: { scripted: { inputPerMTok: 100_000, outputPerMTok: 100_000 } } }));
-  let server: ServerProcess | undefined;
   try {
-    server = await startServerProcess(TOKEN, {
+    const server = await ownServer({
       env: { CROSSTALK_CONFIG: configFile, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}` },
     });
     const room = new RoomPage(page);
@@ -53,7 +51,7 @@ test('tokens and cost in the header and the status panel; the inspector shows th
     await expect.poll(() => traceIds.has(traceId!), { timeout: 20_000 }).toBe(true);
     await room.snap('usage-and-trace');
   } finally {
-    await server?.dispose();
+    // The server itself is stopped by the fixture, after the page has left it.
     await new Promise((r) => receiver.close(r));
     fs.rmSync(dir, { recursive: true, force: true });
   }

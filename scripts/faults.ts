@@ -6,7 +6,7 @@
 // FAULTS_SEED (default: random), FAULTS_COUNT (faults; default 8), FAULTS_PROCESSES (default 3),
 // FAULTS_PG_URL (default TEST_DATABASE_URL or postgres://127.0.0.1:5432/test), FAULTS_PG_RESTART (a shell command that
 // restarts that PostgreSQL; unset: that fault is not injected), FAULTS_MODE=rolling with FAULTS_RESTARTS (default 100),
-// FAULTS_SQLITE=0 (skip the SQLite process), FAULTS_JSON=<file> (write the tally), FAULTS_WAIT_MS (how long the check
+// FAULTS_SQLITE=0 (skip the SQLite process), FAULTS_KINDS (only these kinds, comma-separated), FAULTS_JSON=<file> (write the tally), FAULTS_WAIT_MS (how long the check
 // waits for runs to end; default 60000).
 import { execSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -152,8 +152,12 @@ async function main(): Promise<number> {
       if ((i + 1) % 10 === 0) say(`${i + 1} restarts`);
     }
   } else {
-    const pgFaults: FaultKind[] = ['sigkill', 'sigstop', 'liveness', 'webhook_hang', 'sigterm', ...(PG_RESTART ? (['pg_restart'] as const) : [])];
-    const sqFaults: FaultKind[] = ['sigkill', 'sigterm', 'webhook_hang'];
+    // FAULTS_KINDS (comma-separated) narrows the kinds drawn, e.g. to repeat one kind of fault many times.
+    const only = env.FAULTS_KINDS ? new Set(env.FAULTS_KINDS.split(',').map((k) => k.trim())) : null;
+    const allowed = (k: FaultKind) => !only || only.has(k);
+    const pgFaults = (['sigkill', 'sigstop', 'liveness', 'webhook_hang', 'sigterm', ...(PG_RESTART ? (['pg_restart'] as const) : [])] as FaultKind[]).filter(allowed);
+    const sqFaults = (['sigkill', 'sigterm', 'webhook_hang'] as FaultKind[]).filter(allowed);
+    if (!pgFaults.length || !sqFaults.length) throw new Error(`FAULTS_KINDS=${env.FAULTS_KINDS} leaves no fault to draw for ${pgFaults.length ? 'SQLite' : 'PostgreSQL'}`);
     if (!PG_RESTART) say('FAULTS_PG_RESTART is unset: PostgreSQL restarts are not injected');
     for (let i = 0; i < COUNT; i++) {
       await sleep(300 + r.int(1200));

@@ -95,10 +95,17 @@ async function startInProcess() {
   // instrumentation.ts has started the runtime by now; it keeps its promise on globalThis.
   const runtimeKey = Symbol.for('crosstalk.runtime');
   const runtime = globalThis[runtimeKey] ? await globalThis[runtimeKey] : null;
+  // What lib/security/headers.ts gives Next's responses (next.config.ts, proxy.ts), for the routes served here:
+  // JSON and event streams, never documents.
+  const apiHeaders = (res) => {
+    res.setHeader('X-Frame-Options', 'DENY');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
+  };
   const server = http.createServer((req, res) => {
-    if (runtime && req.method === 'POST' && (req.url === '/api/gateway' || req.url?.startsWith('/api/gateway?'))) return runtime.nodeGateway(req, res);
-    if (runtime?.nodeTrpc && req.url?.startsWith('/api/trpc/')) return runtime.nodeTrpc(req, res);
-    if (runtime?.nodeMcp && (req.url === '/mcp' || req.url?.startsWith('/mcp?'))) return runtime.nodeMcp(req, res);
+    if (runtime && req.method === 'POST' && (req.url === '/api/gateway' || req.url?.startsWith('/api/gateway?'))) return apiHeaders(res), runtime.nodeGateway(req, res);
+    if (runtime?.nodeTrpc && req.url?.startsWith('/api/trpc/')) return apiHeaders(res), runtime.nodeTrpc(req, res);
+    if (runtime?.nodeMcp && (req.url === '/mcp' || req.url?.startsWith('/mcp?'))) return apiHeaders(res), runtime.nodeMcp(req, res);
     handle(req, res);
   });
   server.keepAliveTimeout = 65_000;

@@ -6,7 +6,9 @@ import { prettyJson } from '@/lib/format';
 import { useTRPC } from '@/lib/trpc/client';
 import { errorCode, type PendingApproval } from '@/lib/trpc/types';
 import { useRoomStore } from '@/stores/room-store-provider';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useInbox } from '@/lib/room/use-inbox';
+import { usePendingCount } from './pending-count';
+import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
 import { Button } from '../ui/button';
 import { DecisionButtons, decisionKey } from '../toolbox/decision-buttons';
@@ -15,18 +17,9 @@ import { TextInput } from '../ui/text-input';
 
 type Decision = 'allow_once' | 'allow_always' | 'deny';
 
-/** Every pending approval, oldest first. Polled as well as invalidated by approval events: other sessions' events do not reach this tab. */
-export function useInbox() {
-  const trpc = useTRPC();
-  const query = useQuery(trpc.approvals.list.queryOptions({}, { refetchInterval: 3_000 }));
-  const approvals = [...(query.data?.approvals ?? [])].sort((a, b) => a.requestedAt.localeCompare(b.requestedAt) || a.approvalId.localeCompare(b.approvalId));
-  return { query, approvals };
-}
-
 export function ApprovalsButton() {
-  const { approvals } = useInbox();
+  const n = usePendingCount() ?? 0;
   const setOpen = useRoomStore((s) => s.setApprovalsOpen);
-  const n = approvals.length;
   return (
     <Button
       size="sm"

@@ -15,6 +15,7 @@ import { preloadMarkdown } from '../transcript/markdown';
 import { TranscriptView } from '../transcript/transcript-view';
 import { Button } from '../ui/button';
 import { ApprovalsButton, ApprovalsDialog } from '../approvals/approvals-inbox';
+import { PendingCountProvider } from '../approvals/pending-count';
 import { SessionHeaderBar, StopButton } from './session-header';
 import { SidePanel } from './side-panel';
 import { ThemeToggle } from './theme-toggle';
@@ -61,22 +62,24 @@ export function Room() {
   }, [sessionKey, defaultSessionKey]);
 
   return (
-    <div className="flex h-dvh flex-col">
-      <ConnectionBanner onRetry={events.reset} />
-      <div className="flex min-h-0 flex-1">
-        {/* Activity boundaries split hydration: the shell (with the live event stream) commits first, then the
-            sidebar, transcript and panels hydrate in later tasks (a click on one hydrates it at once). Unlike
-            Suspense, the server renders them inline, so nothing waits for a streamed reveal. */}
+    <PendingCountProvider>
+      <div className="flex h-dvh flex-col">
+        <ConnectionBanner onRetry={events.reset} />
+        <div className="flex min-h-0 flex-1">
+          {/* Activity boundaries split hydration: the shell (with the live event stream) commits first, then the
+              sidebar, transcript and panels hydrate in later tasks (a click on one hydrates it at once). Unlike
+              Suspense, the server renders them inline, so nothing waits for a streamed reveal. */}
+          <Activity>
+            <SessionSidebar />
+          </Activity>
+          {/* Keyed by session: per-session local state (scroll position, reason box) starts fresh on switch. */}
+          <SessionPane key={sessionKey} sessionKey={sessionKey} />
+        </div>
         <Activity>
-          <SessionSidebar />
+          <ApprovalsDialog />
         </Activity>
-        {/* Keyed by session: per-session local state (scroll position, reason box) starts fresh on switch. */}
-        <SessionPane key={sessionKey} sessionKey={sessionKey} />
       </div>
-      <Activity>
-        <ApprovalsDialog />
-      </Activity>
-    </div>
+    </PendingCountProvider>
   );
 }
 

@@ -30,6 +30,8 @@ export function ToolboxPanel({ sessionKey, approvals }: { sessionKey: string; ap
   if (mode === 'hidden' && !attention) return null;
   const expanded = mode === 'expanded';
   const running = calls.filter((c) => c.status === 'running').length;
+  // Nothing to show (no call, nothing asking) and not opened on purpose: a strip, so the transcript keeps the width.
+  if (mode === 'collapsed' && calls.length === 0 && !attention) return <FoldedToolbox onExpand={() => setMode('expanded')} onHide={() => setMode('hidden')} />;
 
   return (
     <aside
@@ -75,6 +77,27 @@ export function ToolboxPanel({ sessionKey, approvals }: { sessionKey: string; ap
         )}
         <ApprovalAttachment pending={pending} resolve={approvals.resolve} />
       </div>
+    </aside>
+  );
+}
+
+/** The empty toolbox: a narrow strip beside the transcript (a thin row under it on narrow windows) with the same two controls. */
+function FoldedToolbox({ onExpand, onHide }: { onExpand: () => void; onHide: () => void }) {
+  return (
+    <aside
+      aria-label="Toolbox"
+      data-testid="toolbox"
+      data-mode="collapsed"
+      data-folded="true"
+      className="flex w-full shrink-0 items-center gap-1 border-t border-zinc-200 bg-zinc-50/60 px-2 py-1 md:w-10 md:flex-col md:border-t-0 md:border-l md:px-1 md:py-2 dark:border-zinc-800 dark:bg-zinc-900/40"
+    >
+      <Button size="sm" variant="ghost" aria-expanded={false} aria-label="Expand toolbox" title="Tools (none yet)" onClick={onExpand}>
+        ◂
+      </Button>
+      <h2 className="text-xs font-semibold text-zinc-500 md:[writing-mode:vertical-rl]">Tools</h2>
+      <Button size="sm" variant="ghost" aria-label="Hide toolbox" className="ml-auto md:mt-auto md:ml-0" onClick={onHide}>
+        ✕
+      </Button>
     </aside>
   );
 }

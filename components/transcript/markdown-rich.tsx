@@ -1,9 +1,11 @@
 'use client';
 // Assistant text as Markdown (loaded on first use by ./markdown.tsx), rendered while it streams (streamdown: unfinished syntax is closed before parsing, so a
 // half-written fence or table never flickers); raw HTML in model output stays literal text; code blocks are highlighted
-// (shiki) with a copy button; links go through streamdown's hardening and its confirm-before-leaving dialog.
+// (shiki) with a copy button; links go through streamdown's hardening and its confirm-before-leaving dialog; remote images
+// are links, never fetched unless clicked (./markdown-image.tsx).
 import { code } from '@streamdown/code';
 import { defaultRehypePlugins, defaultRemarkPlugins, Streamdown, type StreamdownProps } from 'streamdown';
+import { MarkdownImage } from './markdown-image';
 
 type Pluggable = NonNullable<StreamdownProps['remarkPlugins']>[number];
 
@@ -34,6 +36,7 @@ const rehypePlugins: Pluggable[] = Object.entries(defaultRehypePlugins)
 const plugins = { code };
 // Bold is <strong> (streamdown draws a styled span): screen readers and find-by-role see the emphasis.
 const components: StreamdownProps['components'] = {
+  img: MarkdownImage,
   strong: ({ children }) => (
     <strong className="font-semibold" data-streamdown="strong">
       {children}

@@ -1,5 +1,5 @@
 // "Next needing input" (CONTRACT §7): the next session, after the open one, with a pending item (oldest first), and key n.
-import { useInbox } from '@/components/approvals/approvals-inbox';
+import { useInbox } from '@/lib/room/use-inbox';
 import { useRoomStore } from '@/stores/room-store-provider';
 import { useCallback, useEffect } from 'react';
 import { isTypingTarget } from './use-room-keys';
