@@ -2,6 +2,7 @@
 // accepted message answered once, every callback and webhook once, every approved side effect at most once.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { follow, checkFollower, NotSent, Proc, receiver, rpcAt, rng, sleep, telegramAnswer } from './fault-kit';
 import { tmpDataDir } from './harness';
@@ -44,8 +45,12 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   const dir = tmpDataDir(`crosstalk-faults-${o.name}-`);
   const webhooks = await receiver();
   const chat = await receiver(telegramAnswer);
-  const execLog = path.join(dir, 'exec.log');
+  // Outside the data dir (0700 at start): `exec` runs as an unprivileged user when the server is root.
+  const execDir = fs.mkdtempSync(path.join(os.tmpdir(), `crosstalk-faults-exec-${o.name}-`));
+  fs.chmodSync(execDir, 0o777);
+  const execLog = path.join(execDir, 'exec.log');
   fs.writeFileSync(execLog, '');
+  fs.chmodSync(execLog, 0o666);
   const configFile = path.join(dir, 'config.json');
   fs.writeFileSync(
     configFile,
@@ -357,6 +362,9 @@ export async function verify(c: Cluster, r: Rng, l: Ledger, followers: Array<Ret
   }
   const lines = fs.readFileSync(c.execLog, 'utf8').split('\n').filter(Boolean);
   t.execLines = lines.length;
+  // An approved exec that never wrote its line is a lost side effect (and would make the at-most-once count vacuous).
+  const execs = [...l.accepted.values()].filter((e) => e.exec).length;
+  if (execs > 2 && lines.length === 0) problems.push(`none of ${execs} approved exec calls wrote its line (is the file writable by the exec user?)`);
   for (const tag of new Set(lines)) {
     const n = lines.filter((x) => x === tag).length;
     if (n > 1) (t.doubled++, problems.push(`${tag}: approved exec ran ${n} times`));
