@@ -6,7 +6,7 @@
 // FAULTS_SEED (default: random), FAULTS_COUNT (faults; default 8), FAULTS_PROCESSES (default 3),
 // FAULTS_PG_URL (default TEST_DATABASE_URL or postgres://127.0.0.1:5432/test), FAULTS_PG_RESTART (a shell command that
 // restarts that PostgreSQL; unset: that fault is not injected), FAULTS_MODE=rolling with FAULTS_RESTARTS (default 100),
-// FAULTS_SQLITE=0 (skip the SQLite process), FAULTS_KINDS (only these kinds, comma-separated), FAULTS_JSON=<file> (write the tally), FAULTS_WAIT_MS (how long the check
+// FAULTS_SQLITE=0 (skip the SQLite process), FAULTS_PG=0 (skip the PostgreSQL processes), FAULTS_KINDS (only these kinds, comma-separated), FAULTS_JSON=<file> (write the tally), FAULTS_WAIT_MS (how long the check
 // waits for runs to end; default 60000).
 import { execSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -111,12 +111,15 @@ async function fault(c: Cluster, kind: FaultKind, schema: string | null): Promis
 async function main(): Promise<number> {
   say(`seed ${seed}, mode ${mode}; repro: ${repro()}`);
   const baseEnv = { CROSSTALK_DEAD_AFTER_MS: String(DEAD_AFTER_MS), CROSSTALK_SHUTDOWN_GRACE_MS: String(GRACE_MS) };
-  const pgc = await startCluster({ name: 'pg', processes: mode === 'rolling' ? 3 : PROCESSES, pgUrl: PG_URL, env: baseEnv, log: debugLog, strict: mode === 'rolling' });
-  clusters.push(pgc);
-  const schema = pgc.schema;
+  // FAULTS_PG=0: the SQLite process only (faults mode).
+  const withPg = mode === 'rolling' || env.FAULTS_PG !== '0';
+  const pgc = withPg ? await startCluster({ name: 'pg', processes: mode === 'rolling' ? 3 : PROCESSES, pgUrl: PG_URL, env: baseEnv, log: debugLog, strict: mode === 'rolling' }) : null;
+  if (pgc) clusters.push(pgc);
+  const schema = pgc?.schema ?? null;
   const sq = mode === 'faults' && env.FAULTS_SQLITE !== '0' ? await startCluster({ name: 'sqlite', processes: 1, env: baseEnv, log: debugLog }) : null;
   if (sq) clusters.push(sq);
-  say(`started: ${pgc.procs.length} processes on PostgreSQL (schema ${schema})${sq ? ', 1 on SQLite' : ''}`);
+  if (!pgc && !sq) throw new Error('FAULTS_PG=0 with FAULTS_SQLITE=0 leaves nothing to run');
+  say(`started: ${pgc ? `${pgc.procs.length} processes on PostgreSQL (schema ${schema})` : 'no PostgreSQL processes'}${sq ? ', 1 on SQLite' : ''}`);
 
   const state = clusters.map((c) => ({ c, l: newLedger(), followers: [follow(() => c.serving(), 'agent:main:f0'), follow(() => [...c.serving()].reverse(), 'agent:main:f1')] }));
   let stop = false;
@@ -144,7 +147,7 @@ async function main(): Promise<number> {
 
   if (mode === 'rolling') {
     for (let i = 0; i < RESTARTS; i++) {
-      const p = pgc.procs[i % pgc.procs.length]!;
+      const p = pgc!.procs[i % pgc!.procs.length]!;
       const code = await p.terminate();
       if (code !== 0) say(`${p.o.name} exited ${code} after SIGTERM`);
       await p.start();
@@ -161,8 +164,8 @@ async function main(): Promise<number> {
     if (!PG_RESTART) say('FAULTS_PG_RESTART is unset: PostgreSQL restarts are not injected');
     for (let i = 0; i < COUNT; i++) {
       await sleep(300 + r.int(1200));
-      const onSqlite = sq && r.next() < 0.25;
-      await fault(onSqlite ? sq : pgc, r.pick(onSqlite ? sqFaults : pgFaults), onSqlite ? null : schema);
+      const onSqlite = sq && (!pgc || r.next() < 0.25);
+      await fault(onSqlite ? sq : pgc!, r.pick(onSqlite ? sqFaults : pgFaults), onSqlite ? null : schema);
     }
   }
   await sleep(1000);

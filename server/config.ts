@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { validateModelSpec } from './models/registry';
-import { checkChannelTrustConfig } from './trust/pairing';
+import { checkChannelTrustConfig } from './trust/channel-config';
 
 export const toolPolicySchema = z.enum(['auto', 'ask', 'deny']);
 export type ToolPolicy = z.infer<typeof toolPolicySchema>;

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { CrosstalkConfig } from '../config';
 import { CrosstalkError } from '../errors';
 import type { EventBus } from '../events/bus';
-import { messageSchema, sessionKeySchema } from '../gateway/schemas';
+import { sendParams, type SendParams } from '../gateway/schemas';
 import type { Logger } from '../logger';
 import type { Orchestrator } from '../orchestrator/orchestrator';
 import { appendTranscript } from '../orchestrator/transcript';
@@ -21,22 +21,8 @@ import { startReplyRouting, type ReplyRouter } from './reply-router';
 import { ensureOutboundSessionEntry, resolveOutboundSessionRoute, sessionMeta, type SessionRoute } from './routing';
 import type { AnyChannelPlugin, InboundRequest, ResolvedTarget } from './types';
 
-const idSchema = z.union([z.string().trim().min(1).max(256), z.number().int()]).transform(String);
-
-/** `send` params (CONTRACT §3). */
-export const sendParams = z
-  .object({
-    channel: z.string().trim().min(1).max(64).transform((s) => s.toLowerCase()),
-    to: z.string().trim().min(1).max(512),
-    message: messageSchema,
-    accountId: z.string().trim().min(1).max(128).optional(),
-    threadId: idSchema.optional(),
-    replyTo: idSchema.optional(),
-    sessionKey: sessionKeySchema.optional(),
-    idempotencyKey: z.string().min(1).max(256).optional(),
-  })
-  .strict();
-export type SendParams = z.input<typeof sendParams>;
+// `send`'s params are a contract shape (gateway/schemas.ts); re-exported for the channel code that names them here.
+export { sendParams, type SendParams } from '../gateway/schemas';
 
 export interface SendResult {
   messageId: string;

@@ -5,7 +5,7 @@ import type { Logger } from '../logger';
 import * as s from './schemas';
 import type { Gateway } from './types';
 import type { SessionSummary } from '../events/types';
-import { sendParams } from '../channels/service';
+import { sendParams } from './schemas';
 import { pairingsResolveParams } from '../trust/pairing';
 import { nulPath } from './nul';
 import { jsonTooDeep, TOO_DEEP_MESSAGE } from '../http/json-depth';

@@ -62,7 +62,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     }),
   );
   const schema = `t_faults_${crypto.randomBytes(4).toString('hex')}`;
-  const env: Record<string, string> = { ...(o.pgUrl ? { DATABASE_URL: o.pgUrl, CROSSTALK_TEST_PG_SCHEMA: schema, CROSSTALK_PG_POOL: '4' } : {}), ...o.env };
+  const env: Record<string, string> = { CROSSTALK_WORKSPACES: path.join(execDir, 'ws'), ...(o.pgUrl ? { DATABASE_URL: o.pgUrl, CROSSTALK_TEST_PG_SCHEMA: schema, CROSSTALK_PG_POOL: '4' } : {}), ...o.env };
   const procs: Proc[] = [];
   for (let i = 0; i < o.processes; i++) {
     // On SQLite the data dir is the store: one process, restarted on the same dir.

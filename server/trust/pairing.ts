@@ -1,6 +1,7 @@
 // Channel senders admitted by `dmPolicy` (CONTRACT §5 "Trust"): pairing codes, held messages, pairings.list / resolve.
 import crypto from 'node:crypto';
 import { z } from 'zod';
+import { channelTrustSchema, type DmPolicy } from './channel-config';
 import type { CrosstalkConfig } from '../config';
 import { CrosstalkError } from '../errors';
 import type { Logger } from '../logger';
@@ -9,36 +10,9 @@ import { nowIso, type Store } from '../store/store';
 import { expirePairings, pairingCutoff } from '../store/retention';
 import { idempotencyTtlMs } from '../store/idempotency';
 
-export const dmPolicySchema = z.enum(['pairing', 'allowlist', 'open']);
-export type DmPolicy = z.infer<typeof dmPolicySchema>;
-
-/** The trust keys of `channels.<name>` (and of its `accounts.<id>`); the channel's own schema checks the rest. */
-const channelTrustSchema = z.object({
-  dmPolicy: dmPolicySchema.optional(),
-  allowFrom: z.array(z.union([z.string().min(1).max(256), z.number().int()]).transform(String)).max(10_000).optional(),
-  /** Who decides tool approvals in chat (never "*": deciding is not something to hand to everyone who can write). */
-  approvers: z
-    .array(z.union([z.string().min(1).max(256), z.number().int()]).transform(String))
-    .max(1_000)
-    .refine((l) => !l.includes('*'), { message: '"*" is not allowed: list the peer ids who may decide approvals' })
-    .optional(),
-});
-
 /** Held messages kept per sender, and senders waiting per channel: beyond these, more is dropped (and logged). */
 export const MAX_HELD_PER_SENDER = 20;
 export const MAX_PENDING_PER_CHANNEL = 200;
-
-/** Checks the trust keys of every configured channel; the message names the bad key (a config error at start). */
-export function checkChannelTrustConfig(channels: Record<string, Record<string, unknown>>): string | null {
-  for (const [id, c] of Object.entries(channels)) {
-    const r = channelTrustSchema.safeParse(c);
-    if (!r.success) {
-      const issue = r.error.issues[0]!;
-      return `bad key "channels.${id}.${issue.path.join('.')}": ${issue.message}`;
-    }
-  }
-  return null;
-}
 
 export interface SenderRule {
   policy: DmPolicy;
