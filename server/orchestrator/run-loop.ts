@@ -196,6 +196,13 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   }
 }
 
+/** Items raised during a call that died with its process (an MCP elicitation, `<callId>:…`) are closed, never left pending. */
+async function closeCallItems(deps: RunDeps, runId: string, callId: string) {
+  const reason = 'interrupted: the process running the call stopped';
+  for (const r of await deps.store.pendingApprovals({ runId }))
+    if (r.call_id.startsWith(`${callId}:`) && (await deps.store.settleApproval(r.id, 'cancelled', 'cancel', reason))) deps.bus.emit(runId, 'approval', { phase: 'resolved', approvalId: r.id, decision: 'cancel', reason });
+}
+
 function pushToolCalls(messages: PromptMessage[], calls: ToolCall[]) {
   const parts = calls.map((c) => ({ type: 'tool-call' as const, toolCallId: c.toolCallId, toolName: c.toolName, input: c.input ?? {} }));
   const last = messages[messages.length - 1];
@@ -284,6 +291,7 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
       } else if (call.redrive && !IDEMPOTENT_TOOLS.has(def.name) && (await deps.store.toolStarted(run.id, call.toolCallId))) {
         result = toolError('interrupted', `${def.name} was in flight when its process stopped; it was not run again (its effect is unknown)`);
         outcome = 'error';
+        await closeCallItems(deps, run.id, call.toolCallId);
       } else {
         // A durable mark first: if this process dies mid-call, the re-drive answers `interrupted` instead of repeating it.
         if (!IDEMPOTENT_TOOLS.has(def.name)) await deps.store.markToolStarted(run.id, call.toolCallId);

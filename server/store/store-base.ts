@@ -280,7 +280,7 @@ export class StoreBase {
 
   // ── approvals ───────────────────────────────────────────────────────────
 
-  async insertApproval(a: Omit<ApprovalRow, 'trust' | 'kind'> & { trust?: string | null; kind?: string }): Promise<void> {
+  async insertApproval(a: Omit<ApprovalRow, 'trust' | 'kind' | 'response'> & { trust?: string | null; kind?: string }): Promise<void> {
     await this.db.insertInto('approvals').values(a).execute();
   }
 
@@ -289,10 +289,10 @@ export class StoreBase {
   }
 
   /** Settles a pending approval; false when it was not pending (already resolved or cancelled). */
-  async settleApproval(id: string, status: string, decision: string | null, reason: string | null): Promise<boolean> {
+  async settleApproval(id: string, status: string, decision: string | null, reason: string | null, response?: string | null): Promise<boolean> {
     const res = await this.db
       .updateTable('approvals')
-      .set({ status, decision, reason, resolved_at: nowIso() })
+      .set({ status, decision, reason, resolved_at: nowIso(), ...(response != null ? { response } : {}) })
       .where('id', '=', id)
       .where('status', '=', 'pending')
       .executeTakeFirst();

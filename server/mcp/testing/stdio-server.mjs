@@ -41,6 +41,16 @@ server.registerTool('add_tool', { description: 'Adds a tool named name (the serv
   return { content: [{ type: 'text', text: `added ${name}` }] };
 });
 
+server.registerTool('progress', { description: 'Reports 3 progress steps when the client asked for progress', inputSchema: {} }, async (_args, extra) => {
+  const token = extra._meta?.progressToken;
+  log(`progress token ${token === undefined ? 'none' : 'given'}`);
+  for (let i = 1; i <= 3 && token !== undefined; i++) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: i, total: 3, message: `step ${i}` } });
+  return { content: [{ type: 'text', text: 'progressed' }] };
+});
+server.registerTool('trace', { description: 'Answers the traceparent the request carried in _meta', inputSchema: {} }, async (_args, extra) => ({
+  content: [{ type: 'text', text: `traceparent ${extra._meta?.traceparent ?? 'none'}` }],
+}));
+
 server.registerTool('flood', { description: 'Answers 6 MiB of text (over the message cap)', inputSchema: {} }, async () => ({ content: [{ type: 'text', text: 'z'.repeat(6 * 1024 * 1024) }] }));
 
 await server.connect(new StdioServerTransport());
