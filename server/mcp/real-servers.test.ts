@@ -141,6 +141,26 @@ describe('server-everything over stdio', () => {
   });
 });
 
+describe('elicitation across a process death', () => {
+  it('the call answers interrupted after the restart and the item is closed, never left pending', async () => {
+    const dataDir = tmpDataDir();
+    const config = { agents: [{ id: 'main', tools: { 'mcp__everything__*': 'auto' } }], mcp: { servers: { everything } } };
+    const tool = 'mcp__everything__trigger-elicitation-request';
+    const a = await startTestServer({ dataDir, config });
+    await until(async () => (await tools(a))[tool], 20_000);
+    const runId = await send(a, `/tool ${tool} {}`);
+    const item = await pending(a, 'elicitation');
+    await a.crash();
+    await a.rt.mcp.stop(); // the stdio server dies with its process
+
+    s = await startTestServer({ dataDir, config });
+    const done = await wait(s, runId);
+    expect(resultOf(done.response, tool).error.code).toBe('interrupted');
+    expect((await s.rpc<{ approvals: any[] }>('approvals.list', {})).approvals).toEqual([]);
+    expect(await s.rt.store.getApproval(item.approvalId)).toMatchObject({ status: 'cancelled', decision: 'cancel', reason: 'interrupted: the process running the call stopped' });
+  });
+});
+
 describe('server-filesystem over stdio', () => {
   it('reads inside its allowed folder; "Access denied" reaches the model as tool_error with the server’s text', async () => {
     const root = fs.realpathSync(tmpDataDir('crosstalk-fs-'));

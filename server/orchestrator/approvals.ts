@@ -44,6 +44,12 @@ export function toPendingApproval(r: ApprovalRow): PendingApproval {
   return { ...base, server, message, mode, ...(requestedSchema ? { requestedSchema } : {}), ...(url ? { url } : {}) };
 }
 
+/**
+ * Whether a pending item outlives its process: a tool or budget item waits for its decision across a restart; an MCP
+ * elicitation dies with the request that raised it (the re-drive of its call closes it, `interrupted`).
+ */
+export const survivesRestart = (r: Pick<ApprovalRow, 'kind'>): boolean => r.kind !== 'elicitation';
+
 const trustOfRow = (r: Pick<ApprovalRow, 'trust'>): Trust => (r.trust ? (JSON.parse(r.trust) as Trust) : OPERATOR);
 
 // Approval ids sort in request order (time, then a process counter), so "oldest first" is exact within a millisecond.

@@ -270,11 +270,17 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
   let result: unknown;
   let outcome = 'ok';
   const def = deps.tools.get(call.toolName);
+  // A call re-driven after its process stopped: what it raised and left pending (an MCP elicitation) died with it.
+  if (call.redrive) await closeCallItems(deps, run.id, call.toolCallId);
   if (call.limitError) {
     result = toolError('limit_exceeded', call.limitError);
   } else if (!def || def.visibleTo?.(run.agent) === false) {
     // An MCP server that never came up has no tool list yet: its tools are unavailable rather than unknown.
-    result = !def && call.toolName.startsWith('mcp__') ? toolError('tool_unavailable', `${call.toolName} is not available (its MCP server is down or does not offer it)`) : toolError('invalid_request', `unknown tool ${call.toolName}`);
+    // A started call re-driven before its MCP server is back is still the call that was in flight: `interrupted`.
+    const inFlight = call.redrive && !def && (await deps.store.toolStarted(run.id, call.toolCallId));
+    result = inFlight
+      ? toolError('interrupted', `${call.toolName} was in flight when its process stopped; it was not run again (its effect is unknown)`)
+      : !def && call.toolName.startsWith('mcp__') ? toolError('tool_unavailable', `${call.toolName} is not available (its MCP server is down or does not offer it)`) : toolError('invalid_request', `unknown tool ${call.toolName}`);
   } else if (call.invalidError) {
     result = toolError('invalid_request', `invalid arguments for ${call.toolName}: ${call.invalidError}`);
   } else {
@@ -291,7 +297,6 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
       } else if (call.redrive && !IDEMPOTENT_TOOLS.has(def.name) && (await deps.store.toolStarted(run.id, call.toolCallId))) {
         result = toolError('interrupted', `${def.name} was in flight when its process stopped; it was not run again (its effect is unknown)`);
         outcome = 'error';
-        await closeCallItems(deps, run.id, call.toolCallId);
       } else {
         // A durable mark first: if this process dies mid-call, the re-drive answers `interrupted` instead of repeating it.
         if (!IDEMPOTENT_TOOLS.has(def.name)) await deps.store.markToolStarted(run.id, call.toolCallId);
