@@ -2,7 +2,7 @@
 // An MCP elicitation as the room asks it (CONTRACT §7): a form with one labelled field per schema property (by its title
 // or name) and Submit / Decline / Cancel; a URL elicitation as a link named "Open" with Done / Decline.
 import type { PendingApproval } from '@/lib/trpc/types';
-import { useState } from 'react';
+import { useId, useState } from 'react';
 import { Button } from '../ui/button';
 import { TextInput } from '../ui/text-input';
 
@@ -61,6 +61,8 @@ export function ElicitationForm({ approval, busy, decide }: { approval: PendingA
   const props = Object.entries(schema.properties ?? {});
   const [values, setValues] = useState<Record<string, Value>>(() => Object.fromEntries(props.map(([k, p]) => [k, initial(p)])));
   const set = (k: string, v: Value) => setValues((s) => ({ ...s, [k]: v }));
+  // The row and the dialog may show the same item at once: ids unique per form, so each label names its own field.
+  const formId = useId();
 
   const header = (
     <p data-testid="elicitation-message" className="text-sm">
@@ -104,7 +106,7 @@ export function ElicitationForm({ approval, busy, decide }: { approval: PendingA
       <div className="grid gap-2 sm:grid-cols-2">
         {props.map(([name, p]) => {
           const label = p.title ?? name;
-          const id = `elicit-${approval.approvalId}-${name}`;
+          const id = `${formId}-${name}`;
           const options = optionsOf(p);
           const v = values[name];
           const required = schema.required?.includes(name);
