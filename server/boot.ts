@@ -27,6 +27,7 @@ import type { WebhookDispatcher } from './webhooks/deliver';
 import { PgWebhookDispatcher } from './jobs/webhooks';
 import { Cluster } from './cluster/cluster';
 import { EventFeed } from './cluster/feed';
+import { startRetention } from './store/retention';
 import { Compactor } from './orchestrator/compaction';
 import { Telemetry } from './telemetry/tracing';
 import { Usage } from './usage/usage';
@@ -94,6 +95,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   await webhooks.start(); // before recovery: runs it ends enqueue their webhooks' jobs
   await orchestrator.recover();
   channels.start();
+  const retention = startRetention(store, log); // tables that only grow get limits (server/store/retention.ts)
   // The room opens the default agent's main session: it exists from the first start.
   await store.ensureSession({ key: mainSessionKey(config.defaultAgentId), agentId: config.defaultAgentId, kind: 'main' });
   const rt: FullRuntime = {
@@ -130,6 +132,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
       await channels.idle();
       channels.stop();
       await webhooks.stop(); // after the runs: their ends still enqueue webhooks
+      await retention.stop();
       feed?.stop();
       await cluster?.stop();
       await telemetry.shutdown();

@@ -33,6 +33,8 @@ export interface ApprovalWire {
   settle(cfg: WireConfig, posted: PostedRequest, text: string): Promise<void>;
   /** Tells the presser only (refusals, "already decided"). */
   notify(cfg: WireConfig, d: ChatDecision, text: string): Promise<void>;
+  /** The bot's direct conversation with a user (where an approver's card goes), as `post` takes it and a press reports it. */
+  dm(cfg: WireConfig, userId: string): Promise<string>;
 }
 
 export interface WireConfig {
@@ -74,6 +76,10 @@ const telegram: ApprovalWire = {
   },
   async notify(cfg, d, text) {
     if (d.ack.callbackQueryId) await tgApi(cfg).answerCallbackQuery(d.ack.callbackQueryId, { text, show_alert: false });
+  },
+  // A private chat's id is the user's id (the user must have started the bot once).
+  async dm(_cfg, userId) {
+    return userId;
   },
 };
 
@@ -130,6 +136,11 @@ const slack: ApprovalWire = {
   async notify(cfg, d, text) {
     await slackClient(cfg).chat.postEphemeral({ channel: d.chatId, user: d.from, text });
   },
+  async dm(cfg, userId) {
+    const res = await slackClient(cfg).conversations.open({ users: userId });
+    if (!res.channel?.id) throw new Error(`Slack opened no conversation with ${userId}`);
+    return res.channel.id.toUpperCase();
+  },
 };
 
 const blockActionsSchema = z.object({
@@ -178,6 +189,10 @@ const discord: ApprovalWire = {
   async notify(cfg, d, text) {
     // The interaction was acknowledged in the HTTP answer; a private follow-up goes through its webhook.
     if (d.ack.applicationId && d.ack.token) await discordRest(cfg).post(`/webhooks/${d.ack.applicationId}/${d.ack.token}`, { body: { content: text, flags: 64 }, auth: false });
+  },
+  async dm(cfg, userId) {
+    const ch = (await discordRest(cfg).post('/users/@me/channels', { body: { recipient_id: userId } })) as { id: string };
+    return ch.id;
   },
 };
 

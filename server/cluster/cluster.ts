@@ -6,13 +6,15 @@ import os from 'node:os';
 import { type Kysely, sql } from 'kysely';
 import type pg from 'pg';
 import type { Logger } from '../logger';
+import type { DecidedBy } from '../orchestrator/approvals';
 import type { Database, ProcessesTable, RunRow } from '../store/schema';
 import { type EnqueuePg, enqueuePg, type EnqueuePgResult } from '../store/run-writes';
+import { ClaimTaken, enqueueClaimedPg } from '../store/idempotency';
 
 export type ControlMessage =
   | { kind: 'work'; to: string; sessionKey: string }
   | { kind: 'cancel'; to: string; sessionKey: string; runId: string }
-  | { kind: 'approval'; to: string; sessionKey: string; approvalId: string }
+  | { kind: 'approval'; to: string; sessionKey: string; approvalId: string; by?: DecidedBy }
   | { kind: 'events' };
 
 export interface ClusterHooks {
@@ -28,13 +30,15 @@ export interface ClusterHooks {
 
 export const LIVENESS = {
   sweepMs: Number(process.env.CROSSTALK_SWEEP_MS ?? 250),
-  heartbeatMs: 2000,
+  heartbeatMs: Number(process.env.CROSSTALK_HEARTBEAT_MS ?? 2000),
   /** A process whose heartbeat is this old is dead even if its lock still looks held (machine loss). */
   deadAfterMs: Number(process.env.CROSSTALK_DEAD_AFTER_MS ?? 15_000),
 };
 
 const hash31 = (s: string) => crypto.createHash('sha1').update(s).digest().readUInt32BE(0) & 0x7fffffff;
 const dbNowMs = sql<number>`(extract(epoch from clock_timestamp()) * 1000)::bigint`;
+/** A lease epoch no session ever had (0011_fencing): a claim, a release and a takeover each take one. */
+const NEXT_EPOCH = sql<number>`nextval('session_epochs')`;
 
 export class Cluster {
   id = '';
@@ -243,7 +247,7 @@ export class Cluster {
         // Bumping the epoch fences whatever the dead process might still try to write.
         const r = await this.db
           .updateTable('sessions')
-          .set((eb) => ({ owner: null, epoch: eb('epoch', '+', 1) }))
+          .set({ owner: null, epoch: NEXT_EPOCH })
           .where('owner', '=', id)
           .executeTakeFirst();
         freed += Number(r.numUpdatedRows);
@@ -266,8 +270,10 @@ export class Cluster {
    * session's queued runs: a holder releasing at the same moment sees this row (it locks the session row, then
    * looks), or is told.
    */
-  async enqueue(row: RunRow, o: Omit<EnqueuePg, 'row' | 'me'>): Promise<EnqueuePgResult> {
-    const x = await enqueuePg(this.db, { row, me: this.id, ...o });
+  async enqueue(row: RunRow, o: Omit<EnqueuePg, 'row' | 'me'>, claim?: { key: string; owner: string; settled?: boolean }): Promise<EnqueuePgResult> {
+    // With an idempotency key: claimed in the same transaction (ClaimTaken when another request claimed it first).
+    const x = claim ? await enqueueClaimedPg(this.db, { row, me: this.id, ...o }, claim) : await enqueuePg(this.db, { row, me: this.id, ...o });
+    if (!x) throw new ClaimTaken(claim!.key);
     let owner = x.owner;
     if (x.claimed == null && (owner == null || owner === this.id)) owner = await this.ownerOf(row.session_key);
     return { ...x, owner };
@@ -277,7 +283,7 @@ export class Cluster {
   async claim(sessionKey: string): Promise<number | null> {
     const r = await this.db
       .updateTable('sessions')
-      .set((eb) => ({ owner: this.id, epoch: eb('epoch', '+', 1) }))
+      .set({ owner: this.id, epoch: NEXT_EPOCH })
       .where('key', '=', sessionKey)
       .where('owner', 'is', null)
       .returning('epoch')
@@ -289,7 +295,7 @@ export class Cluster {
   async release(sessionKey: string): Promise<void> {
     await this.db
       .updateTable('sessions')
-      .set((eb) => ({ owner: null, epoch: eb('epoch', '+', 1) }))
+      .set({ owner: null, epoch: NEXT_EPOCH })
       .where('key', '=', sessionKey)
       .where('owner', '=', this.id)
       .execute();

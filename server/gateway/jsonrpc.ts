@@ -8,6 +8,7 @@ import type { SessionSummary } from '../events/types';
 import { sendParams } from '../channels/service';
 import { pairingsResolveParams } from '../trust/pairing';
 import { nulPath } from './nul';
+import { jsonTooDeep, TOO_DEEP_MESSAGE } from '../http/json-depth';
 
 type Id = string | number | null;
 
@@ -111,9 +112,13 @@ const envelope = z.object({
   id: z.union([z.string(), z.number(), z.null()]).optional(),
 });
 
-async function handleOne(gw: Gateway, msg: unknown, log?: Logger): Promise<RpcResponse | null> {
+function idOf(msg: unknown): Id {
   const rawId = (msg as { id?: unknown } | null)?.id;
-  const id: Id = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null;
+  return typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null;
+}
+
+async function handleOne(gw: Gateway, msg: unknown, log?: Logger): Promise<RpcResponse | null> {
+  const id = idOf(msg);
   const env = envelope.safeParse(msg);
   if (!env.success) return rpcError(id, -32600, 'invalid request', { code: 'invalid_request', issues: zodIssues(env.error) });
   const notification = !('id' in (msg as object));
@@ -142,6 +147,8 @@ export async function handleJsonRpc(gw: Gateway, body: string, log?: Logger): Pr
   } catch {
     return rpcError(null, -32700, 'parse error', { code: 'invalid_request' });
   }
+  // Before anything recursive (the NUL check, zod) walks it: params past 64 levels are an invalid request.
+  if (jsonTooDeep(body, Array.isArray(msg) ? 2 : 1)) return rpcError(idOf(msg), -32600, TOO_DEEP_MESSAGE, { code: 'invalid_request' });
   if (Array.isArray(msg)) {
     if (!msg.length) return rpcError(null, -32600, 'empty batch', { code: 'invalid_request' });
     if (msg.length > 100) return rpcError(null, -32600, 'batch larger than 100', { code: 'invalid_request' });

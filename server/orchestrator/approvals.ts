@@ -50,7 +50,7 @@ export function toPendingApproval(r: ApprovalRow): PendingApproval {
  */
 export const survivesRestart = (r: Pick<ApprovalRow, 'kind'>): boolean => r.kind !== 'elicitation';
 
-const trustOfRow = (r: Pick<ApprovalRow, 'trust'>): Trust => (r.trust ? (JSON.parse(r.trust) as Trust) : OPERATOR);
+export const trustOfRow = (r: Pick<ApprovalRow, 'trust'>): Trust => (r.trust ? (JSON.parse(r.trust) as Trust) : OPERATOR);
 
 // Approval ids sort in request order (time, then a process counter), so "oldest first" is exact within a millisecond.
 let seq = 0;
@@ -72,7 +72,7 @@ export class Approvals {
     private readonly bus: EventBus,
     private readonly metrics: Metrics,
     /** Called with a settled approval whose run is not waiting in this process (paused before a restart, or elsewhere). */
-    private readonly elsewhere: (row: ApprovalRow) => Promise<void>,
+    private readonly elsewhere: (row: ApprovalRow, by?: DecidedBy) => Promise<void>,
   ) {}
 
   async gate(q: GateRequest): Promise<GateResult> {
@@ -100,8 +100,11 @@ export class Approvals {
         kind: 'tool',
         response: null,
       };
-      await this.store.insertApproval(row);
-      this.bus.emit(q.runId, 'approval', { phase: 'requested', approvalId: row.id, tool: q.tool, args: q.args ?? null, callId: q.callId, requestedAt: row.requested_at, trust, ...(q.source ? { source: q.source } : {}) });
+      const stored = await this.store.insertApproval(row);
+      row = stored.row;
+      if (!stored.inserted && row.status !== 'pending') return decisionOf(row);
+      if (stored.inserted)
+        this.bus.emit(q.runId, 'approval', { phase: 'requested', approvalId: row.id, tool: q.tool, args: q.args ?? null, callId: q.callId, requestedAt: row.requested_at, trust, ...(q.source ? { source: q.source } : {}) });
     }
     const approvalId = row.id;
     const decided = new Promise<GateResult>((resolve, reject) => {
@@ -125,9 +128,9 @@ export class Approvals {
     // A decision may have landed while the waiter was not registered yet: read it back once.
     const fresh = await this.store.getApproval(approvalId);
     if (fresh && fresh.status !== 'pending') this.waiters.get(approvalId)?.(decisionOf(fresh));
-    else await this.store.updateRun(q.runId, { status: 'waiting_approval' });
+    else await this.store.updateRunFenced(q.runId, q.sessionKey, { status: 'waiting_approval' });
     const result = await decided;
-    if (!q.signal.aborted) await this.store.updateRun(q.runId, { status: 'running' });
+    if (!q.signal.aborted) await this.store.updateRunFenced(q.runId, q.sessionKey, { status: 'running' });
     return { ...result, waited: true };
   }
 
@@ -155,22 +158,22 @@ export class Approvals {
     // (A budget item's allow_always lifts the tree's cap: budget.ts reads the decision; no tool rule.)
     if (decision === 'allow_always' && (row.kind ?? 'tool') === 'tool') await this.store.addToolRule(row.session_key, toolRuleName(row.tool, trustOfRow(row)));
     this.metrics.approvalWait.observe((Date.now() - Date.parse(row.requested_at)) / 1000);
-    if (by) this.decidedBy.set(approvalId, by);
-    await this.deliver(approvalId);
+    await this.deliver(approvalId, by);
   }
 
-  /** Who decided (a chat sender), for the resolved event written in this process. */
-  private readonly decidedBy = new Map<string, DecidedBy>();
-
-  /** Hands a settled decision to the run waiting for it: in this process, or wherever it runs (`elsewhere`). */
-  async deliver(approvalId: string): Promise<void> {
+  /**
+   * Hands a settled decision to the run waiting for it: in this process, or wherever it runs (`elsewhere`). Who
+   * decided (`by`, a chat sender) travels with it, so no per-approval state is kept here for a run elsewhere.
+   */
+  async deliver(approvalId: string, by?: DecidedBy): Promise<void> {
     const row = await this.store.getApproval(approvalId);
     if (!row || row.status === 'pending') return;
-    const waiter = this.waiters.get(approvalId);
-    if (!waiter) return this.elsewhere(row); // the run keeps its bus registration (and seq) for the resume
+    let waiter = this.waiters.get(approvalId);
+    // A run waiting here whose session's lease this process has lost (declared dead, not told yet) must not run the
+    // tool: the decision goes to whoever holds the lease now (the re-driver), as for a run waiting elsewhere.
+    if (waiter && !(await this.store.holdsLease(row.session_key))) waiter = undefined;
+    if (!waiter) return this.elsewhere(row, by); // the run keeps its bus registration (and seq) for the resume
     const decision = row.decision ?? row.status;
-    const by = this.decidedBy.get(approvalId);
-    this.decidedBy.delete(approvalId);
     this.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId, decision, ...(row.reason ? { reason: row.reason } : {}), ...(by ? { by } : {}) });
     waiter(decision === 'deny' ? { allowed: false, reason: row.reason || 'denied by user' } : { allowed: true });
   }

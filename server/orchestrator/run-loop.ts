@@ -8,7 +8,7 @@ import type { TranscriptMessage } from '../events/types';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import type { RunRow } from '../store/schema';
-import { type NewMessage, type StartedRun, type Store } from '../store/store';
+import { FencedError, type NewMessage, type StartedRun, type Store } from '../store/store';
 import { deliveredKey, isMessagingTool, postsInOrder } from '../tools/messaging';
 import type { AnyToolDef } from '../tools/types';
 import type { Approvals } from './approvals';
@@ -101,7 +101,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
     session = started.session;
     markStarted(run);
   } else {
-    await store.updateRun(run.id, { status: 'running' });
+    await store.updateRunFenced(run.id, run.sessionKey, { status: 'running' });
   }
   session ??= await store.getSession(run.sessionKey);
   const sessionCwd = (session?.meta ? (JSON.parse(session.meta) as { cwd?: unknown }).cwd : undefined) as string | undefined;
@@ -190,6 +190,8 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
     if (signal.aborted) throw new RunAborted();
     return { status: 'ok', response: lastText };
   } catch (e) {
+    // Fenced: another process drives the run now; this copy ends quietly (no end, event or webhook of its own).
+    if (e instanceof FencedError) throw e;
     if (signal.aborted || e instanceof RunAborted) return { status: 'interrupted', error: 'run interrupted', response: lastText };
     deps.log.warn({ runId: run.id, err: errorMessage(e) }, 'run failed');
     return { status: 'error', error: errorMessage(e), response: lastText };
@@ -294,12 +296,13 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
       if (!gate.allowed) {
         result = { status: 'denied', reason: gate.reason };
         outcome = 'denied';
-      } else if (call.redrive && !IDEMPOTENT_TOOLS.has(def.name) && (await deps.store.toolStarted(run.id, call.toolCallId))) {
+      } else if (!IDEMPOTENT_TOOLS.has(def.name) && !(await deps.store.markToolStarted(run.id, call.toolCallId, run.sessionKey))) {
+        // The call's start is a claim, fenced by the lease: only the process that wins it runs the tool. Lost: it
+        // had started before (in a process that died, or in a zombie still holding a stale lease), so it is not
+        // run again (its effect is unknown). A fenced claim throws: this process no longer drives the run.
         result = toolError('interrupted', `${def.name} was in flight when its process stopped; it was not run again (its effect is unknown)`);
         outcome = 'error';
       } else {
-        // A durable mark first: if this process dies mid-call, the re-drive answers `interrupted` instead of repeating it.
-        if (!IDEMPOTENT_TOOLS.has(def.name)) await deps.store.markToolStarted(run.id, call.toolCallId);
         try {
           // Aborted while the call was being approved or marked: it does not start (a tool listens for the abort from
           // its start on; an abort that came before would never reach it, and the tool would run to its end).

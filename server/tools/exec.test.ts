@@ -72,9 +72,10 @@ describe('exec settles', () => {
     const { store, orchestrator } = s.rt;
     const mark = store.markToolStarted.bind(store);
     // The cancel lands between the call's durable start mark and the tool's own start.
-    (store as any).markToolStarted = async (runId: string, callId: string) => {
-      await mark(runId, callId);
+    (store as any).markToolStarted = async (runId: string, callId: string, sessionKey: string) => {
+      const won = await mark(runId, callId, sessionKey);
       await orchestrator.cancel(runId);
+      return won;
     };
     try {
       const r = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/tool exec {"command":"sleep 30"}' });
