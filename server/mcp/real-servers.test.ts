@@ -113,6 +113,21 @@ describe('server-everything over stdio', () => {
     ]);
   });
 
+  it('an elicitation inside a delegate shows on its parent chain (approvals.list, the board)', async () => {
+    const srv = await start({ agents: [{ id: 'main' }, { id: 'researcher', tools: { 'mcp__everything__*': 'auto' } }], mcp: { servers: { everything } } });
+    const tool = 'mcp__everything__trigger-elicitation-request';
+    await until(async () => (await srv.rpc<{ agents: any[] }>('agents.list')).agents[1].tools[tool], 20_000);
+    await send(srv, `/tool delegate_agent {"agent_id":"researcher","prompt":"/tool ${tool} {}","mode":"detached"}`);
+    const item = await until(async () => (await srv.rpc<{ approvals: any[] }>('approvals.list', {})).approvals.find((a) => a.kind === 'elicitation'), 20_000);
+    expect(item.sessionKey).toMatch(/^agent:researcher:subagent:/);
+    expect(item.parentChain).toEqual([KEY, item.sessionKey]);
+    const board = await until(async () => (await srv.rpc<{ needsInput: any[] }>('runs.board', {})).needsInput.find((i) => i.runId === item.runId));
+    expect(board.parentChain).toEqual([KEY, item.sessionKey]);
+    await srv.rpc('approvals.resolve', { approvalId: item.approvalId, decision: 'cancel' });
+    const done = await wait(srv, item.runId);
+    expect(done.response).toContain('\\"action\\": \\"cancel\\"');
+  });
+
   it('a URL elicitation is an item with the url; accept reaches the server', async () => {
     const srv = await start({ agents: [{ id: 'main', tools: { 'mcp__everything__*': 'auto' } }], mcp: { servers: { everything } } });
     const tool = 'mcp__everything__trigger-url-elicitation';
