@@ -119,6 +119,17 @@ psql -q -h 127.0.0.1 -p 5432 -d test -Atc "select format('drop schema if exists 
 TEST_STORE=postgres npx --no-install vitest run server
 step_ok
 
+section faults "The fault suite, short seeded run (npm run faults: SIGKILL, SIGSTOP, liveness lost, PostgreSQL restarted, …)"
+# It runs alone here, so it may restart the real PostgreSQL on 127.0.0.1:5432 (and starts it again if it is down).
+pg_restart=""
+if is_root && ls /etc/postgresql >/dev/null 2>&1 && [[ -n "$(ls /etc/postgresql)" ]]; then
+  pg_version="$(ls /etc/postgresql | sort -V | tail -n 1)"
+  pg_restart="pg_ctlcluster --skip-systemctl-redirect ${pg_version} main restart || pg_ctlcluster --skip-systemctl-redirect ${pg_version} main start"
+fi
+FAULTS_SEED="${FAULTS_SEED:-20}" FAULTS_COUNT="${FAULTS_COUNT:-6}" FAULTS_PG_URL="${TEST_DATABASE_URL}" FAULTS_PG_RESTART="${FAULTS_PG_RESTART:-$pg_restart}" \
+  npx --no-install tsx scripts/faults.ts
+step_ok
+
 section build "Production build (next build)"
 npx --no-install next build
 step_ok

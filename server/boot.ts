@@ -21,6 +21,7 @@ import { DataDirInUseError, openDatabase } from './store/db';
 import { Store } from './store/store';
 import { mainSessionKey } from './sessions/keys';
 import { registerTools } from './tools/registry';
+import { prepareExecIsolation } from './tools/exec-isolation';
 import type { AnyToolDef } from './tools/types';
 import { WebhookOutbox } from './webhooks/outbox';
 import type { WebhookDispatcher } from './webhooks/deliver';
@@ -43,6 +44,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   const { config } = o;
   const log = o.log ?? createLogger();
   const { token } = resolveToken(config.token, config.dataDir);
+  prepareExecIsolation(config, log); // data dir 0700, workspaces for the exec user, a warning when exec cannot be isolated
   const handle = await openDatabase({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, pgSchema: o.pgSchema });
   const store = new Store(handle);
   const bus = new EventBus(store, log);

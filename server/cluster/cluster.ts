@@ -15,7 +15,9 @@ export type ControlMessage =
   | { kind: 'work'; to: string; sessionKey: string }
   | { kind: 'cancel'; to: string; sessionKey: string; runId: string }
   | { kind: 'approval'; to: string; sessionKey: string; approvalId: string; by?: DecidedBy }
-  | { kind: 'events' };
+  | { kind: 'events' }
+  /** To every process: sessions were let go (a graceful stop): sweep for them now rather than at the next sweep. */
+  | { kind: 'orphans' };
 
 export interface ClusterHooks {
   onControl(msg: ControlMessage): void;
@@ -140,6 +142,7 @@ export class Cluster {
       return;
     }
     if (msg.kind === 'events') return this.hooks.onEvents();
+    if (msg.kind === 'orphans') return this.hooks.onOrphans();
     if (msg.to !== this.id) return;
     try {
       this.hooks.onControl(msg);
@@ -349,6 +352,14 @@ export class Cluster {
     while (this.sweeping) await new Promise((r) => setTimeout(r, 10));
     try {
       await this.db.updateTable('processes').set({ status: 'stopped' }).where('id', '=', this.id).execute();
+      // A session claimed here after the orchestrator let its sessions go (a request in flight at the stop) is let
+      // go too: nobody sweeps the sessions of a process that stopped rather than died.
+      const r = await this.db
+        .updateTable('sessions')
+        .set((eb) => ({ owner: null, epoch: eb('epoch', '+', 1) }))
+        .where('owner', '=', this.id)
+        .executeTakeFirst();
+      if (Number(r.numUpdatedRows)) await this.notify({ kind: 'orphans' });
     } catch {
       /* the database may be gone */
     }

@@ -190,7 +190,7 @@ export class Orchestrator extends RunQueues {
 
   /** Control messages from other processes, for sessions this process drives. */
   async onControl(msg: ControlMessage): Promise<void> {
-    if (msg.kind === 'events') return;
+    if (msg.kind === 'events' || msg.kind === 'orphans') return;
     const st = this.sessions.get(msg.sessionKey);
     if (!st) {
       // Not ours (any more): if no one holds it, take it.
@@ -482,17 +482,39 @@ export class Orchestrator extends RunQueues {
     await this.o.bus.drain();
   }
 
+  private stopped: Promise<void> | null = null;
+
   /**
-   * A graceful stop: runs are stopped where they are and left for a re-drive (pending approvals stay pending);
-   * on PostgreSQL the leases are released so the other processes take the sessions over at once.
+   * A graceful stop. No new work starts here (queued runs stay queued); runs that end within `graceMs` finish here;
+   * the rest are stopped where they are and left for a re-drive (pending approvals stay pending). On PostgreSQL the
+   * leases are then released and the others told, so they take the sessions over at once; on SQLite the next start
+   * picks them up.
    */
-  async shutdown(): Promise<void> {
+  shutdown(o: { graceMs?: number } = {}): Promise<void> {
+    if (this.stopped) return this.stopped;
     this.stopping = true;
-    await this.orphanSweep;
-    const keys = [...this.sessions.keys()];
-    for (const st of this.sessions.values()) st.active?.abort.abort(SHUTDOWN);
-    await this.idle();
-    if (this.cluster) for (const key of keys) await this.cluster.release(key).catch(() => undefined);
-    this.sessions.clear();
+    this.stopped = (async () => {
+      await this.orphanSweep;
+      const end = Date.now() + (o.graceMs ?? 0);
+      while (this.live.size && Date.now() < end) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([Promise.allSettled([...this.live]), new Promise((r) => (timer = setTimeout(r, Math.max(0, end - Date.now()))))]);
+        clearTimeout(timer);
+      }
+      for (const st of this.sessions.values()) st.active?.abort.abort(SHUTDOWN);
+      await this.idle();
+      const keys = [...this.sessions.keys()];
+      this.sessions.clear();
+      if (this.cluster) {
+        for (const key of keys) await this.cluster.release(key).catch(() => undefined);
+        await this.cluster.notify({ kind: 'orphans' }).catch(() => undefined);
+      }
+    })();
+    return this.stopped;
+  }
+
+  /** The last step of a graceful stop: whoever still waits here for a run (it goes on elsewhere) is answered `timeout`. */
+  endWaits(): void {
+    for (const ws of this.waiters.values()) for (const w of ws) w({ status: 'timeout' });
   }
 }

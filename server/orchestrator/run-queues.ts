@@ -412,7 +412,8 @@ export abstract class RunQueues {
   }
 
   protected startNext(st: SessionState): void {
-    if (st.active || st.loading) return;
+    // A stopping process starts nothing new: what is queued stays queued in the store for whoever takes the session.
+    if (st.active || st.loading || this.stopping) return;
     const next = st.queue.shift();
     if (next) {
       this.start(st, next, false);
