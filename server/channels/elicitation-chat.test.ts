@@ -56,7 +56,7 @@ describe('elicitation in chat approvals', () => {
     expect(card.body.text).toContain('Really do it?');
     const keyboard = card.body.reply_markup.inline_keyboard[0] as Array<{ text: string; callback_data: string }>;
     expect(keyboard.map((b) => b.text)).toEqual(['Yes', 'No', 'Decline']);
-    const posted = (await s.rt.store.getIdempotent(`chat-approval:${item.approvalId}`)) as { posts: Array<{ messageId: string }> };
+    const posted = (await until(() => s.rt.store.getIdempotent(`chat-approval:${item.approvalId}`))) as { posts: Array<{ messageId: string }> };
     expect((await web.post('telegram', press(ALICE, Number(posted.posts[0]!.messageId), keyboard[0]!.callback_data), tgHeaders)).status).toBe(200);
     await channels.idle();
     const done = await s.rpc<{ status: string; response: string }>('agent.wait', { runId: item.runId, timeoutMs: 20_000 });
