@@ -77,7 +77,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     : new WebhookOutbox(store, config.webhooks, log, onOutcome, telemetry);
   store.webhookJobs = webhooks.enqueueIn?.bind(webhooks);
   orchestrator.webhooks = webhooks;
-  const mcp = new McpManager({ config, tools, bus, log });
+  const mcp = new McpManager({ config, tools, bus, log, store });
   gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates, metrics, channels, cluster, mcpStatus: () => mcp.status(), usage, compactor });
   mcp.start(); // in the background, before recovery re-drives runs that may call MCP tools
   if (cluster && feed) {

@@ -7,6 +7,7 @@ import type { DecidedBy, Decision } from '../orchestrator/approvals';
 import type { Orchestrator } from '../orchestrator/orchestrator';
 import { appendTranscript } from '../orchestrator/transcript';
 import type { Store } from '../store/store';
+import { elicitationContent, elicitationRequest } from './elicitation-chat';
 import { APPROVAL_WIRES, chatIdOf, type ChatDecision, type PostedRequest, type WireConfig } from './approval-wire';
 import { resolveChannelConfig } from './delivery';
 import { approversOf } from '../trust/pairing';
@@ -38,7 +39,7 @@ export interface ChatApprovals {
 const MAX_HOPS = 16;
 const postedKey = (approvalId: string) => `chat-approval:${approvalId}`;
 
-const DECISION_TEXT: Record<string, string> = { allow_once: 'Allowed once', allow_always: 'Allowed always', deny: 'Denied', cancelled: 'Cancelled' };
+const DECISION_TEXT: Record<string, string> = { allow_once: 'Allowed once', allow_always: 'Allowed always', deny: 'Denied', cancelled: 'Cancelled', accept: 'Answered', decline: 'Declined', cancel: 'Cancelled' };
 
 /** Whether `from` is listed in `channels.<channel>.approvers` (ids as the platform spells them, or `<channel>:<id>`). */
 export function isApprover(config: CrosstalkConfig, channel: string, from: string): boolean {
@@ -129,7 +130,9 @@ export function startChatApprovals(d: ChatApprovalDeps): ChatApprovals {
     }
     const cfg = wireConfig(chat.id, chat.accountId);
     const args = clip(JSON.stringify(ev.data.args ?? null), 600);
-    const text = `Approval needed: ${ev.sessionKey} wants to run ${String(ev.data.tool)} ${args}`;
+    // An MCP elicitation asks its own question, with its own buttons (or the room).
+    const elicit = ev.data.kind === 'elicitation' ? elicitationRequest(ev.sessionKey, (ev.data.args ?? {}) as Record<string, unknown>) : undefined;
+    const text = elicit?.text ?? `Approval needed: ${ev.sessionKey} wants to run ${String(ev.data.tool)} ${args}`;
     const inChat = chat.chatType === 'group' || chat.chatType === 'channel';
     const targets = inChat
       ? [{ to: chat.to, ...(chat.threadId ? { threadId: chat.threadId } : {}) }]
@@ -140,7 +143,7 @@ export function startChatApprovals(d: ChatApprovalDeps): ChatApprovals {
     const posts: PostedRequest[] = [];
     for (const t of targets) {
       try {
-        const messageId = await wire.post(cfg, t, text, approvalId);
+        const messageId = await wire.post(cfg, t, text, approvalId, elicit?.buttons);
         posts.push({ channel: chat.id, ...t, ...(chat.accountId ? { accountId: chat.accountId } : {}), messageId });
       } catch (e) {
         log.warn({ approvalId, channel: chat.id, to: t.to, err: errorMessage(e) }, 'approval request not posted to a chat');
@@ -231,7 +234,9 @@ export function startChatApprovals(d: ChatApprovalDeps): ChatApprovals {
     }
     const by: DecidedBy = { type: 'channel', channel, id: c.from, ...(c.senderName ? { name: c.senderName } : {}) };
     try {
-      await d.orchestrator.approvals.resolve(c.approvalId, c.decision, undefined, by);
+      const content = c.choice !== undefined && row ? elicitationContent(JSON.parse(row.args) as Record<string, unknown>, c.choice) : undefined;
+      if (c.choice !== undefined && !content) return void (await tell('That choice does not fit this question.'));
+      await d.orchestrator.approvals.resolve(c.approvalId, c.decision, undefined, by, content);
       await tell(`${DECISION_TEXT[c.decision]}.`);
     } catch (e) {
       if (isCrosstalkError(e) && (e.code === 'already_resolved' || e.code === 'unknown_approval')) await tell(`Already decided: ${e.message}`);

@@ -51,7 +51,10 @@ const methods: Record<string, Method> = {
   'sessions.search': { params: s.sessionsSearchParams, call: (gw, p) => gw.sessionsSearch(p) },
   'chat.history': { params: s.chatHistoryParams, call: (gw, p) => gw.chatHistory(p) },
   'approvals.list': { params: s.approvalsListParams, call: async (gw, p) => ({
-    approvals: (await gw.approvalsList(p)).approvals.map(({ approvalId, kind, sessionKey, runId, tool, args, requestedAt, chain }) => ({ approvalId, kind, sessionKey, runId, tool, args, requestedAt, parentChain: chain ?? [sessionKey] })),
+    approvals: (await gw.approvalsList(p)).approvals.map(({ approvalId, kind, sessionKey, runId, tool, args, requestedAt, chain, server, message, mode, requestedSchema, url }) => ({
+      approvalId, kind, sessionKey, runId, tool, args, requestedAt, parentChain: chain ?? [sessionKey],
+      ...(kind === 'elicitation' ? { server, message, mode, ...(requestedSchema ? { requestedSchema } : {}), ...(url ? { url } : {}) } : {}),
+    })),
   }) },
   // Beyond CONTRACT §3 (an operator's view, as the room's inbox and the CLI show it): with each one's parent chain and trust.
   'approvals.inbox': { params: s.approvalsListParams, call: (gw, p) => gw.approvalsList(p) },

@@ -90,8 +90,10 @@ export const approvalsListParams = z.object({ sessionKey: sessionKeySchema.optio
 export const approvalsResolveParams = z
   .object({
     approvalId: z.string().min(1).max(128),
-    decision: z.enum(['allow_once', 'allow_always', 'deny']),
+    decision: z.enum(['allow_once', 'allow_always', 'deny', 'accept', 'decline', 'cancel']),
     reason: z.string().max(4096).optional(),
+    /** An elicitation form's answer (with `accept`), checked against its requestedSchema. */
+    content: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
 

@@ -276,7 +276,7 @@ export class GatewayService implements Gateway {
   }
 
   async approvalsResolve(p: ApprovalsResolveParams) {
-    await this.d.orchestrator.approvals.resolve(p.approvalId, p.decision, p.reason);
+    await this.d.orchestrator.approvals.resolve(p.approvalId, p.decision, p.reason, undefined, p.content);
     return { status: 'ok' as const };
   }
 

@@ -2,6 +2,7 @@
 import crypto from 'node:crypto';
 import type { AgentConfig } from '../config';
 import { CrosstalkError } from '../errors';
+import { checkElicitContent, type ElicitSchema } from '../mcp/elicit-content';
 import type { EventBus } from '../events/bus';
 import type { PendingApproval, Trust } from '../events/types';
 import { policyFor, toolRuleName } from '../trust/policy';
@@ -13,6 +14,9 @@ import { nowIso, type Store } from '../store/store';
 /** `waited`: a person was asked (the call paused on an approval). */
 export type GateResult = ({ allowed: true } | { allowed: false; reason: string }) & { waited?: boolean };
 export type Decision = 'allow_once' | 'allow_always' | 'deny';
+/** The answers to an `elicitation` or `authorization` item (CONTRACT §3 approvals.resolve). */
+export type ElicitDecision = 'accept' | 'decline' | 'cancel';
+const ELICIT_DECISIONS: readonly string[] = ['accept', 'decline', 'cancel'];
 /** Who decided: the operator (room, RPC) or a chat sender (server/channels/approvals.ts). Carried on the resolved event. */
 export type DecidedBy = { type: 'operator' } | { type: 'channel'; channel: string; id: string; name?: string };
 
@@ -32,8 +36,19 @@ export interface GateRequest {
 
 export function toPendingApproval(r: ApprovalRow): PendingApproval {
   const kind = (r.kind ?? 'tool') as PendingApproval['kind'];
-  return { approvalId: r.id, kind, sessionKey: r.session_key, runId: r.run_id, callId: r.call_id, tool: r.tool, args: JSON.parse(r.args), requestedAt: r.requested_at, trust: trustOfRow(r) };
+  const args = JSON.parse(r.args) as Record<string, unknown>;
+  const base: PendingApproval = { approvalId: r.id, kind, sessionKey: r.session_key, runId: r.run_id, callId: r.call_id, tool: r.tool, args, requestedAt: r.requested_at, trust: trustOfRow(r) };
+  if (kind !== 'elicitation') return base;
+  // An elicitation shows what the server asks at the top level (CONTRACT §5 "MCP elicitation").
+  const { server, message, mode, requestedSchema, url } = args as { server: string; message: string; mode: 'form' | 'url'; requestedSchema?: Record<string, unknown>; url?: string };
+  return { ...base, server, message, mode, ...(requestedSchema ? { requestedSchema } : {}), ...(url ? { url } : {}) };
 }
+
+/**
+ * Whether a pending item outlives its process: a tool or budget item waits for its decision across a restart; an MCP
+ * elicitation dies with the request that raised it (the re-drive of its call closes it, `interrupted`).
+ */
+export const survivesRestart = (r: Pick<ApprovalRow, 'kind'>): boolean => r.kind !== 'elicitation';
 
 export const trustOfRow = (r: Pick<ApprovalRow, 'trust'>): Trust => (r.trust ? (JSON.parse(r.trust) as Trust) : OPERATOR);
 
@@ -83,6 +98,7 @@ export class Approvals {
         resolved_at: null,
         trust: JSON.stringify(trust),
         kind: 'tool',
+        response: null,
       };
       const stored = await this.store.insertApproval(row);
       row = stored.row;
@@ -118,11 +134,26 @@ export class Approvals {
     return { ...result, waited: true };
   }
 
-  async resolve(approvalId: string, decision: Decision, reason?: string, by?: DecidedBy): Promise<void> {
+  async resolve(approvalId: string, decision: Decision | ElicitDecision, reason?: string, by?: DecidedBy, content?: unknown): Promise<void> {
     const row = await this.store.getApproval(approvalId);
     if (!row) throw new CrosstalkError('unknown_approval', `no approval ${approvalId}`);
-    const status = decision === 'deny' ? 'denied' : 'allowed';
-    const settled = await this.store.settleApproval(approvalId, status, decision, reason ?? null);
+    const kind = row.kind ?? 'tool';
+    if (row.status !== 'pending') throw new CrosstalkError('already_resolved', `approval ${approvalId} is already ${row.status}`);
+    const answers = kind === 'elicitation' || kind === 'authorization';
+    if (answers !== ELICIT_DECISIONS.includes(decision))
+      throw new CrosstalkError('invalid_request', `a ${kind} item is answered with ${answers ? 'accept, decline or cancel' : 'allow_once, allow_always or deny'}`, [{ path: 'decision', message: `does not answer a ${kind} item` }]);
+    // An accepted form is checked against the server's schema, its omitted fields filled from the schema's defaults.
+    let response: string | null = null;
+    if (kind === 'elicitation' && decision === 'accept') {
+      const args = JSON.parse(row.args) as { mode?: string; requestedSchema?: ElicitSchema };
+      if (args.mode !== 'url') {
+        const checked = checkElicitContent(args.requestedSchema, content);
+        if (!checked.ok) throw new CrosstalkError('invalid_request', `content does not fit the requested schema: ${checked.issues.map((i) => `${i.path} ${i.message}`).join('; ')}`, checked.issues);
+        response = JSON.stringify(checked.content);
+      }
+    } else if (content !== undefined) throw new CrosstalkError('invalid_request', 'content goes only with accept of an elicitation form', [{ path: 'content', message: 'not expected here' }]);
+    const status = decision === 'deny' || decision === 'decline' ? 'denied' : decision === 'cancel' ? 'cancelled' : 'allowed';
+    const settled = await this.store.settleApproval(approvalId, status, decision, reason ?? null, response);
     if (!settled) throw new CrosstalkError('already_resolved', `approval ${approvalId} is already ${row.status}`);
     // (A budget item's allow_always lifts the tree's cap: budget.ts reads the decision; no tool rule.)
     if (decision === 'allow_always' && (row.kind ?? 'tool') === 'tool') await this.store.addToolRule(row.session_key, toolRuleName(row.tool, trustOfRow(row)));

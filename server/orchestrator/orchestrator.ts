@@ -7,6 +7,7 @@ import type { AgentResult, WaitResult } from '../gateway/types';
 import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import { messageValues } from '../store/run-writes';
 import { inputToMessage } from './run-loop';
+import { survivesRestart } from './approvals';
 import type { ApprovalRow, RunRow } from '../store/schema';
 import type { DecidedBy } from './approvals';
 import { nowIso } from '../store/store';
@@ -156,7 +157,7 @@ export class Orchestrator extends RunQueues {
         }
         if (row.status === 'waiting_approval') {
           st.parked = true;
-          const pending = await store.pendingApprovals({ runId: row.id });
+          const pending = (await store.pendingApprovals({ runId: row.id })).filter(survivesRestart);
           if (pending.length) continue;
         } else log.warn({ runId: row.id, sessionKey: key }, 're-driving a run whose process stopped');
         st.parked = true;
@@ -174,7 +175,7 @@ export class Orchestrator extends RunQueues {
         }
         if (active && st.parked) {
           void this.o.store.pendingApprovals({ runId: active.id }).then((p) => {
-            if (!p.length) this.resumeRun(active.id);
+            if (!p.filter(survivesRestart).length) this.resumeRun(active.id);
           });
           return;
         }

@@ -198,6 +198,13 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   }
 }
 
+/** Items raised during a call that died with its process (an MCP elicitation, `<callId>:…`) are closed, never left pending. */
+async function closeCallItems(deps: RunDeps, runId: string, callId: string) {
+  const reason = 'interrupted: the process running the call stopped';
+  for (const r of await deps.store.pendingApprovals({ runId }))
+    if (r.call_id.startsWith(`${callId}:`) && (await deps.store.settleApproval(r.id, 'cancelled', 'cancel', reason))) deps.bus.emit(runId, 'approval', { phase: 'resolved', approvalId: r.id, decision: 'cancel', reason });
+}
+
 function pushToolCalls(messages: PromptMessage[], calls: ToolCall[]) {
   const parts = calls.map((c) => ({ type: 'tool-call' as const, toolCallId: c.toolCallId, toolName: c.toolName, input: c.input ?? {} }));
   const last = messages[messages.length - 1];
@@ -265,11 +272,17 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
   let result: unknown;
   let outcome = 'ok';
   const def = deps.tools.get(call.toolName);
+  // A call re-driven after its process stopped: what it raised and left pending (an MCP elicitation) died with it.
+  if (call.redrive) await closeCallItems(deps, run.id, call.toolCallId);
   if (call.limitError) {
     result = toolError('limit_exceeded', call.limitError);
   } else if (!def || def.visibleTo?.(run.agent) === false) {
     // An MCP server that never came up has no tool list yet: its tools are unavailable rather than unknown.
-    result = !def && call.toolName.startsWith('mcp__') ? toolError('tool_unavailable', `${call.toolName} is not available (its MCP server is down or does not offer it)`) : toolError('invalid_request', `unknown tool ${call.toolName}`);
+    // A started call re-driven before its MCP server is back is still the call that was in flight: `interrupted`.
+    const inFlight = call.redrive && !def && (await deps.store.toolStarted(run.id, call.toolCallId));
+    result = inFlight
+      ? toolError('interrupted', `${call.toolName} was in flight when its process stopped; it was not run again (its effect is unknown)`)
+      : !def && call.toolName.startsWith('mcp__') ? toolError('tool_unavailable', `${call.toolName} is not available (its MCP server is down or does not offer it)`) : toolError('invalid_request', `unknown tool ${call.toolName}`);
   } else if (call.invalidError) {
     result = toolError('invalid_request', `invalid arguments for ${call.toolName}: ${call.invalidError}`);
   } else {

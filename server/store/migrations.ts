@@ -314,6 +314,13 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         await sql`create unique index approvals_budget_call on approvals (call_id) where kind = 'budget'`.execute(db);
       },
     },
+    '0014_mcp': {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      async up(db: Kysely<any>) {
+        // The content an `elicitation` item was accepted with (CONTRACT §5 "MCP elicitation"), for the waiting call.
+        await db.schema.alterTable('approvals').addColumn('response', 'text').execute();
+      },
+    },
     '0009_one_running': {
       // eslint-disable-next-line @typescript-eslint/no-explicit-any
       async up(db: Kysely<any>) {

@@ -109,6 +109,8 @@ export interface ApprovalsTable {
   trust: string | null;
   /** `tool` (a gated call), `budget` (a request tree past its cap; 0013_budgets). */
   kind: Generated<string>;
+  /** JSON answer of an `elicitation` item accepted with content (0014_mcp): what the MCP server gets. */
+  response: Generated<string | null>;
 }
 
 export interface SessionToolRulesTable {
