@@ -6,6 +6,7 @@ import type { EventBus } from '../events/bus';
 import type { Logger } from '../logger';
 import { nowIso, type Store } from '../store/store';
 import type { McpCallInfo } from './connection';
+import { pendingRow } from '../orchestrator/approvals';
 
 /** How often a waiting elicitation reads its item (any process may answer it). */
 const POLL_MS = 200;
@@ -22,7 +23,6 @@ export interface ElicitationArgs {
   elicitationId?: string;
 }
 
-let seq = 0;
 
 export class Elicitations {
   constructor(private readonly d: { store: Store; bus: EventBus; log: Logger }) {}
@@ -43,23 +43,8 @@ export class Elicitations {
       mode,
       ...(mode === 'form' ? { requestedSchema: p.requestedSchema } : { url: p.url, ...(p.elicitationId ? { elicitationId: p.elicitationId } : {}) }),
     };
-    seq = (seq + 1) % 36 ** 4;
-    const row = {
-      id: `apr_${Date.now().toString(36).padStart(9, '0')}${seq.toString(36).padStart(4, '0')}_${crypto.randomBytes(6).toString('hex')}`,
-      session_key: call.sessionKey,
-      run_id: call.runId,
-      // `<callId>:elicit:…`: the re-drive of an interrupted call closes the items raised during it.
-      call_id: `${call.callId}:elicit:${crypto.randomBytes(4).toString('hex')}`,
-      tool: toolName,
-      args: JSON.stringify(args),
-      status: 'pending',
-      decision: null,
-      reason: null,
-      requested_at: nowIso(),
-      resolved_at: null,
-      trust: null,
-      kind: 'elicitation',
-    };
+    // `<callId>:elicit:…`: the re-drive of an interrupted call closes the items raised during it.
+    const row = pendingRow({ sessionKey: call.sessionKey, runId: call.runId, callId: `${call.callId}:elicit:${crypto.randomBytes(4).toString('hex')}`, tool: toolName, args, kind: 'elicitation' });
     await this.d.store.insertApproval(row);
     this.d.bus.emit(call.runId, 'approval', { phase: 'requested', approvalId: row.id, kind: 'elicitation', tool: toolName, args: { ...args }, callId: call.callId, requestedAt: row.requested_at });
     await this.d.store.updateRun(call.runId, { status: 'waiting_approval' });

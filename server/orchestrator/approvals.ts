@@ -54,9 +54,29 @@ export const trustOfRow = (r: Pick<ApprovalRow, 'trust'>): Trust => (r.trust ? (
 
 // Approval ids sort in request order (time, then a process counter), so "oldest first" is exact within a millisecond.
 let seq = 0;
-function newApprovalId(): string {
+export function newApprovalId(): string {
   seq = (seq + 1) % 36 ** 4;
   return `apr_${Date.now().toString(36).padStart(9, '0')}${seq.toString(36).padStart(4, '0')}_${crypto.randomBytes(6).toString('hex')}`;
+}
+
+/** A new pending item's row — a gated tool call, a budget, an elicitation: one shape, its id in request order. */
+export function pendingRow(o: { sessionKey: string; runId: string; callId: string; tool: string; args: unknown; kind: string; trust?: string | null }): ApprovalRow {
+  return {
+    id: newApprovalId(),
+    session_key: o.sessionKey,
+    run_id: o.runId,
+    call_id: o.callId,
+    tool: o.tool,
+    args: JSON.stringify(o.args ?? null),
+    status: 'pending',
+    decision: null,
+    reason: null,
+    requested_at: nowIso(),
+    resolved_at: null,
+    trust: o.trust ?? null,
+    kind: o.kind,
+    response: null,
+  };
 }
 
 function decisionOf(row: ApprovalRow): GateResult {
