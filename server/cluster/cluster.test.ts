@@ -207,7 +207,10 @@ describe.skipIf(onPgPass)('takeover', () => {
     const schema = `t_cl_${crypto.randomBytes(4).toString('hex')}`;
     const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
     const b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
-    const file = path.join(tmpDataDir(), 'ran.txt');
+    // Writable by the exec user: as root, exec runs as `nobody` (CONTRACT §5 "exec isolation").
+    const dir = tmpDataDir();
+    fs.chmodSync(dir, 0o777);
+    const file = path.join(dir, 'ran.txt');
     const key = 'agent:main:zombie-approval';
     try {
       const r = await a.rpc<Started>('agent', { sessionKey: key, message: `/tool exec {"command":"echo ran >> ${file}"}` });
