@@ -31,9 +31,10 @@ test('Pairing approve runs the held message', async ({ page, ownServer }) => {
     let n = 0;
     const post = async (text: string) => {
       const body = JSON.stringify({ from: 'alice', text, messageId: `m-${Date.now()}-${n++}` });
+      const ts = String(Math.floor(Date.now() / 1000)); // CONTRACT §5: the HMAC of "<timestamp>.<body>"
       const res = await fetch(`${origin}/api/channels/webhook`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-crosstalk-signature': `sha256=${crypto.createHmac('sha256', SECRET).update(body).digest('hex')}` },
+        headers: { 'content-type': 'application/json', 'x-crosstalk-timestamp': ts, 'x-crosstalk-signature': `sha256=${crypto.createHmac('sha256', SECRET).update(`${ts}.${body}`).digest('hex')}` },
         body,
       });
       expect(res.status).toBe(200);

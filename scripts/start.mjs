@@ -5,13 +5,20 @@
 // in-process) rather than as a child of it: one Node process instead of two saves ~40 MB of RSS
 // and ~100 ms of start (see BENCHMARKS.md). CROSSTALK_START_MODE=spawn runs `next start` as a
 // child instead (signals forwarded); it exists only to compare the two.
+//
+// Secrets in the environment (CROSSTALK_TOKEN, *_API_KEY, DATABASE_URL, …) first make this process re-execute
+// itself in place without them, and receive them over a pipe (scripts/secrets.mjs), so the server's
+// /proc/<pid>/environ holds none of them.
 import './require-node.mjs';
+import { launchWithoutSecrets } from './secrets.mjs';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+await launchWithoutSecrets();
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(path.join(root, 'package.json'));
@@ -57,10 +64,11 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
   process.on(sig, () => {
     signals += 1;
     if (signals > 1) process.exit(exitCode(sig));
+    // The runtime's graceful stop (below) takes GRACE_MS to let runs finish and hand the rest over; this is the backstop.
     setTimeout(() => {
-      console.error(`crosstalk: still shutting down after ${GRACE_MS} ms (open connections); exiting`);
+      console.error(`crosstalk: still shutting down after ${GRACE_MS + 2000} ms (open connections); exiting`);
       process.exit(exitCode(sig));
-    }, GRACE_MS).unref();
+    }, GRACE_MS + 2000).unref();
   });
 }
 
@@ -109,10 +117,26 @@ async function startInProcess() {
     const addr = server.address();
     console.log(`crosstalk: listening on http://${host}:${typeof addr === 'object' && addr ? addr.port : port}${runtime ? '' : ' (runtime not started by instrumentation: gateway served by Next)'}`);
   });
-  const close = () => {
+  let inFlight = 0;
+  server.on('request', (req, res) => {
+    inFlight++;
+    res.once('close', () => inFlight--);
+  });
+  // A graceful stop (server/shutdown.ts): stop accepting, let runs that end within the grace finish, hand the rest
+  // to the other processes (or the next start), answer the requests in flight, then close the store.
+  const close = async () => {
     server.close();
     server.closeIdleConnections?.();
     void app.close?.();
+    if (!runtime) return;
+    const end = Date.now() + GRACE_MS;
+    await runtime.orchestrator.shutdown({ graceMs: GRACE_MS });
+    while (inFlight > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    runtime.orchestrator.endWaits();
+    await new Promise((r) => setTimeout(r, 50));
+    server.closeAllConnections?.();
+    await runtime.close().catch((e) => console.error(`crosstalk: closing the runtime failed: ${e.message}`));
+    process.exit(0);
   };
   process.once('SIGINT', close);
   process.once('SIGTERM', close);

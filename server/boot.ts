@@ -21,12 +21,14 @@ import { DataDirInUseError, openDatabase } from './store/db';
 import { Store } from './store/store';
 import { mainSessionKey } from './sessions/keys';
 import { registerTools } from './tools/registry';
+import { prepareExecIsolation } from './tools/exec-isolation';
 import type { AnyToolDef } from './tools/types';
 import { WebhookOutbox } from './webhooks/outbox';
 import type { WebhookDispatcher } from './webhooks/deliver';
 import { PgWebhookDispatcher } from './jobs/webhooks';
 import { Cluster } from './cluster/cluster';
 import { EventFeed } from './cluster/feed';
+import { startRetention } from './store/retention';
 import { Compactor } from './orchestrator/compaction';
 import { Telemetry } from './telemetry/tracing';
 import { Usage } from './usage/usage';
@@ -42,6 +44,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   const { config } = o;
   const log = o.log ?? createLogger();
   const { token } = resolveToken(config.token, config.dataDir);
+  prepareExecIsolation(config, log); // data dir 0700, workspaces for the exec user, a warning when exec cannot be isolated
   const handle = await openDatabase({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, pgSchema: o.pgSchema });
   const store = new Store(handle);
   const bus = new EventBus(store, log);
@@ -74,7 +77,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     : new WebhookOutbox(store, config.webhooks, log, onOutcome, telemetry);
   store.webhookJobs = webhooks.enqueueIn?.bind(webhooks);
   orchestrator.webhooks = webhooks;
-  const mcp = new McpManager({ config, tools, bus, log });
+  const mcp = new McpManager({ config, tools, bus, log, store });
   gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates, metrics, channels, cluster, mcpStatus: () => mcp.status(), usage, compactor });
   mcp.start(); // in the background, before recovery re-drives runs that may call MCP tools
   if (cluster && feed) {
@@ -94,6 +97,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   await webhooks.start(); // before recovery: runs it ends enqueue their webhooks' jobs
   await orchestrator.recover();
   channels.start();
+  const retention = startRetention(store, log); // tables that only grow get limits (server/store/retention.ts)
   // The room opens the default agent's main session: it exists from the first start.
   await store.ensureSession({ key: mainSessionKey(config.defaultAgentId), agentId: config.defaultAgentId, kind: 'main' });
   const rt: FullRuntime = {
@@ -130,6 +134,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
       await channels.idle();
       channels.stop();
       await webhooks.stop(); // after the runs: their ends still enqueue webhooks
+      await retention.stop();
       feed?.stop();
       await cluster?.stop();
       await telemetry.shutdown();

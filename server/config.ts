@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { validateModelSpec } from './models/registry';
-import { checkChannelTrustConfig } from './trust/pairing';
+import { checkChannelTrustConfig } from './trust/channel-config';
 
 export const toolPolicySchema = z.enum(['auto', 'ask', 'deny']);
 export type ToolPolicy = z.infer<typeof toolPolicySchema>;
@@ -32,7 +32,13 @@ const agentSchema = z
     reply: z.enum(['auto', 'tool']).default('auto'),
     tools: z.record(z.string(), toolPolicySchema).default({}),
     channelTools: z.record(z.string(), toolPolicySchema).optional(),
-    exec: z.object({ env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names only')).default([]) }).strict().optional(),
+    exec: z
+      .object({
+        env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names only')).default([]),
+        user: z.string().regex(/^[A-Za-z0-9_.][A-Za-z0-9_.-]{0,31}$/, 'a user name').optional(),
+      })
+      .strict()
+      .optional(),
     workspace: z.string().optional(),
     system: z.string().optional(),
     limits: limitsSchema.partial().default({}),
@@ -118,6 +124,8 @@ export interface AgentConfig {
   channelTools: Record<string, ToolPolicy>;
   /** Names of server environment variables `exec` passes on (besides PATH, HOME, LANG). */
   execEnv: string[];
+  /** The user `exec` runs as when the server runs as root (CONTRACT §5 "exec isolation"); default `nobody`. */
+  execUser: string;
   workspace: string;
   system?: string;
   limits: AgentLimits;
@@ -211,6 +219,7 @@ export function resolveConfig(cfg: RawConfig, env: Record<string, string | undef
       tools: a.tools,
       channelTools: a.channelTools ?? {},
       execEnv: a.exec?.env ?? [],
+      execUser: a.exec?.user ?? 'nobody',
       workspace,
       system: a.system,
       limits: { ...baseLimits, ...a.limits },

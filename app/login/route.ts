@@ -1,33 +1,10 @@
-// GET /login?token=… — trades the API token for the http-only login cookie, then redirects to the room.
-import { AUTH_COOKIE, safeEqual } from '@/server/auth';
+// GET /login?token=… — trades the API token for the http-only login cookie, then redirects to the room (thin adapter over server/http/login).
+import { handleLogin } from '@/server/http/login';
 import { getRuntime } from '@/server/runtime';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
 
-const COOKIE_MAX_AGE_S = 30 * 24 * 3600;
-
 export async function GET(req: Request): Promise<Response> {
-  const given = new URL(req.url).searchParams.get('token') ?? '';
-  const { token } = await getRuntime();
-  if (!given || !safeEqual(given, token)) {
-    return new Response('401 Unauthorized: the login token is missing or wrong. Use the login URL printed by the server.\n', {
-      status: 401,
-      headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' },
-    });
-  }
-  const secure = req.headers.get('x-forwarded-proto') === 'https' || new URL(req.url).protocol === 'https:';
-  const cookie = [
-    `${AUTH_COOKIE}=${encodeURIComponent(token)}`,
-    'Path=/',
-    'HttpOnly',
-    'SameSite=Lax',
-    `Max-Age=${COOKIE_MAX_AGE_S}`,
-    ...(secure ? ['Secure'] : []),
-  ].join('; ');
-  // A relative Location keeps the redirect on whatever host the browser used.
-  return new Response(null, {
-    status: 303,
-    headers: { location: '/', 'set-cookie': cookie, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' },
-  });
+  return handleLogin(req, (await getRuntime()).token);
 }

@@ -14,6 +14,7 @@ import { Button } from '../ui/button';
 import { DecisionButtons, decisionKey } from '../toolbox/decision-buttons';
 import { CodeBlock } from '../ui/code-block';
 import { TextInput } from '../ui/text-input';
+import { ElicitationForm } from './elicitation-form';
 
 type Decision = 'allow_once' | 'allow_always' | 'deny';
 
@@ -113,7 +114,7 @@ function InboxItem({ approval: a, onOpenSession }: { approval: PendingApproval; 
       aria-label={`${a.tool} in ${a.sessionKey}`}
       aria-keyshortcuts="a d"
       onKeyDown={(e) => {
-        if (!decisionKey(e, busy, decide)) return;
+        if (a.kind === 'elicitation' || !decisionKey(e, busy, decide)) return; // an elicitation is answered by its form
         // Keep the keyboard in the list: the next one takes the focus.
         const next = (e.currentTarget.nextElementSibling ?? e.currentTarget.previousElementSibling) as HTMLElement | null;
         next?.focus();
@@ -151,11 +152,17 @@ function InboxItem({ approval: a, onOpenSession }: { approval: PendingApproval; 
         <span aria-hidden>·</span>
         <span data-testid="inbox-trust">trust: {trustText(a)}</span>
       </div>
-      <CodeBlock text={prettyJson(a.args)} label="Tool arguments" maxHeight="max-h-32" />
-      <TextInput aria-label="Reason" placeholder="Reason (optional, sent with a denial)" value={reason} onChange={(e) => setReason(e.target.value)} />
-      <DecisionButtons busy={busy} decide={decide}>
-        {stale && <span className="text-xs text-zinc-500">Already decided elsewhere.</span>}
-      </DecisionButtons>
+      {a.kind === 'elicitation' ? (
+        <ElicitationForm approval={a} busy={busy} decide={(decision, content) => resolve.mutate({ approvalId: a.approvalId, decision, ...(content ? { content } : {}) })} />
+      ) : (
+        <>
+          <CodeBlock text={prettyJson(a.args)} label="Tool arguments" maxHeight="max-h-32" />
+          <TextInput aria-label="Reason" placeholder="Reason (optional, sent with a denial)" value={reason} onChange={(e) => setReason(e.target.value)} />
+          <DecisionButtons busy={busy} decide={decide}>
+            {stale && <span className="text-xs text-zinc-500">Already decided elsewhere.</span>}
+          </DecisionButtons>
+        </>
+      )}
       {resolve.isError && !stale && (
         <p role="alert" className="text-xs text-rose-600">
           Could not resolve: {resolve.error.message}

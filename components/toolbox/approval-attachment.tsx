@@ -7,6 +7,7 @@ import { useState } from 'react';
 import { DecisionButtons, decisionKey } from './decision-buttons';
 import { CodeBlock } from '../ui/code-block';
 import { TextInput } from '@/components/ui/text-input';
+import { ElicitationForm } from '../approvals/elicitation-form';
 
 type Decision = 'allow_once' | 'allow_always' | 'deny';
 
@@ -19,6 +20,7 @@ interface Props {
 export function ApprovalAttachment({ pending, resolve }: Props) {
   const current = pending[0];
   if (!current) return null;
+  if (current.kind === 'elicitation') return <ElicitationRow key={current.approvalId} pending={pending} resolve={resolve} />;
   // Keyed by id: the reason box starts empty for each approval.
   return <ApprovalForm key={current.approvalId} pending={pending} resolve={resolve} />;
 }
@@ -77,6 +79,28 @@ function ApprovalForm({ pending, resolve }: Props) {
       />
       <DecisionButtons busy={busy} decide={decide} />
       {resolve.isError && !staleError && (
+        <p role="alert" className="text-xs text-rose-600">
+          Could not resolve: {resolve.error.message}
+        </p>
+      )}
+    </section>
+  );
+}
+
+/** An MCP server's question (CONTRACT §7): the same region, holding the elicitation's form or link. */
+function ElicitationRow({ pending, resolve }: Props) {
+  const current = pending[0]!;
+  return (
+    <section
+      role="region"
+      aria-label="Approval"
+      data-testid="approval-attachment"
+      data-approval-id={current.approvalId}
+      data-kind="elicitation"
+      className="flex shrink-0 flex-col gap-2 border-t-2 border-amber-400 bg-amber-50 p-3 dark:border-amber-600 dark:bg-amber-950/40"
+    >
+      <ElicitationForm approval={current} busy={resolve.isPending} decide={(decision, content) => resolve.mutate({ approvalId: current.approvalId, decision, ...(content ? { content } : {}) })} />
+      {resolve.isError && (
         <p role="alert" className="text-xs text-rose-600">
           Could not resolve: {resolve.error.message}
         </p>

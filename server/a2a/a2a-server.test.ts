@@ -233,7 +233,7 @@ describe('A2A server', () => {
       let body = '';
       req.on('data', (c) => (body += c));
       req.on('end', () => {
-        received.push({ body: JSON.parse(body), signature: req.headers['x-crosstalk-signature'], token: req.headers['x-a2a-notification-token'], type: req.headers['content-type'] });
+        received.push({ body: JSON.parse(body), raw: body, ts: req.headers['x-crosstalk-timestamp'], signature: req.headers['x-crosstalk-signature'], token: req.headers['x-a2a-notification-token'], type: req.headers['content-type'] });
         res.end('ok');
       });
     });
@@ -255,7 +255,9 @@ describe('A2A server', () => {
     expect((await c.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 10, pageToken: '' })).configs).toHaveLength(1);
     const done = await until(() => received.find((r) => r.body.statusUpdate?.status?.state === 'TASK_STATE_COMPLETED'));
     expect(done.body.statusUpdate.taskId).toBe(task.id);
-    expect(done.signature).toMatch(/^sha256=[0-9a-f]{64}$/);
+    // Signed like every crosstalk webhook (CONTRACT §5): the HMAC (keyed by the config's token) of "<timestamp>.<body>".
+    expect(Math.abs(Number(done.ts) - Date.now() / 1000)).toBeLessThanOrEqual(300);
+    expect(done.signature).toBe(`sha256=${crypto.createHmac('sha256', 'push-secret').update(`${done.ts}.${done.raw}`).digest('hex')}`);
     expect(done.token).toBe('push-secret');
     expect(done.type).toBe('application/a2a+json');
   });
@@ -294,5 +296,51 @@ describe('A2A server', () => {
     await s.rpc('approvals.resolve', { approvalId: approvals[0].approvalId, decision: 'allow_once' });
     const done = await until(() => received.find((r) => r.statusUpdate?.taskId === task.id && r.statusUpdate.status.state === 'TASK_STATE_COMPLETED'));
     expect(JSON.stringify(done.statusUpdate.status.message)).toContain('after-restart');
+  });
+  it('validates every method\'s params first (-32602 naming the field, never -32603), in both dialects, and applies the gateway\'s input rules', async () => {
+    s = await startTestServer();
+    const call = async (method: string, params: unknown, v1 = false) => {
+      const res = await fetch(`${s!.url}/a2a/main`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_TOKEN}`, ...(v1 ? { 'A2A-Version': '1.0' } : {}) },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 9, method, params }),
+      });
+      return (await res.json()) as { id: unknown; result?: any; error?: { code: number; message: string; data?: { code: string; issues: Array<{ path: string }> } } };
+    };
+    const legacy = ['message/send', 'message/stream', 'tasks/get', 'tasks/cancel', 'tasks/resubscribe', 'tasks/pushNotificationConfig/set', 'tasks/pushNotificationConfig/get', 'tasks/pushNotificationConfig/list', 'tasks/pushNotificationConfig/delete'];
+    const v1 = ['SendMessage', 'SendStreamingMessage', 'GetTask', 'CancelTask', 'SubscribeToTask', 'CreateTaskPushNotificationConfig', 'GetTaskPushNotificationConfig', 'DeleteTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs'];
+    for (const [methods, isV1] of [[legacy, false], [v1, true]] as const) {
+      for (const m of methods) {
+        for (const params of [{ id: 5 }, 'x', [1], null]) {
+          const r = await call(m, params, isV1);
+          expect({ m, params, error: r.error }).toMatchObject({ m, error: { code: -32602, data: { code: 'invalid_request' } } });
+          expect(r.id).toBe(9);
+        }
+      }
+    }
+    // The case of the review: a push config for a task whose params are not an object.
+    const set = await call('tasks/pushNotificationConfig/set', { id: 5 });
+    expect(set.error?.data?.issues.map((i) => i.path)).toEqual(expect.arrayContaining(['params.taskId', 'params.pushNotificationConfig']));
+
+    const msg = (text: string, contextId: string) => ({ message: { kind: 'message', messageId: crypto.randomUUID(), role: 'user', contextId, parts: [{ kind: 'text', text }] }, configuration: { blocking: true } });
+    const v1msg = (text: string, contextId: string) => ({ message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', contextId, parts: [{ text }] } });
+    for (const [params, field] of [
+      [msg('hi', 'c'.repeat(513)), 'params.message.contextId'],
+      [msg('hi', 'ctx with space'), 'params.message.contextId'],
+      [msg('hi', 'ctx/../x'), 'params.message.contextId'],
+      [msg('a\u0000b', 'ctx-nul'), 'params.message.parts.0.text'],
+      [msg('x'.repeat(256 * 1024 + 1), 'ctx-big'), 'params.message.parts'],
+    ] as const) {
+      for (const [m, p, isV1] of [['message/send', params, false], ['SendMessage', v1msg(params.message.parts[0]!.text, params.message.contextId), true]] as const) {
+        const r = await call(m, p, isV1);
+        expect(r.error).toMatchObject({ code: -32602, data: { code: 'invalid_request' } });
+        expect(r.error!.data!.issues.map((i) => i.path)).toContain(field);
+      }
+    }
+    // None of them started anything; the limits themselves are accepted.
+    expect((await s.rt.store.db.selectFrom('runs').select('id').execute()).length).toBe(0);
+    const ok = await call('message/send', msg('x'.repeat(256 * 1024 - 10), `C${'c'.repeat(511)}`));
+    expect(ok.result?.status?.state).toBe('completed');
+    expect(ok.result?.contextId).toBe('c'.repeat(512));
   });
 });

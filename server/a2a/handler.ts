@@ -24,7 +24,9 @@ import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import type { AgentConfig } from '../config';
 import { isCrosstalkError } from '../errors';
 import type { FullRuntime } from '../runtime-types';
+import { MAX_MESSAGE_BYTES } from '../gateway/schemas';
 import { SESSION_KEY_RE } from '../sessions/keys';
+import { MAX_CONTEXT_ID } from './params';
 import type { RunRow } from '../store/schema';
 import type { A2APush } from './push';
 import { a2aSessionKey, contextIdOf, SIGNAL_KEY, isFinal, isTerminal, stateOf, streamResponsesOf, taskOf, taskResponse, textOf } from './tasks';
@@ -68,6 +70,10 @@ export class CrosstalkA2AHandler implements A2ARequestHandler {
     if (!message) throw new RequestMalformedError('message is required');
     const text = textOf(message).trim();
     if (!text) throw new RequestMalformedError('the message has no text part');
+    // The gateway's input rules (CONTRACT §3, §5), whatever the dialect's parser let through.
+    if (text.includes('\u0000')) throw new RequestMalformedError('the message text must not contain NUL');
+    if (Buffer.byteLength(text) > MAX_MESSAGE_BYTES) throw new RequestMalformedError(`the message text is over ${MAX_MESSAGE_BYTES} bytes (256 KiB)`);
+    if ((message.contextId ?? '').length > MAX_CONTEXT_ID) throw new RequestMalformedError(`contextId is over ${MAX_CONTEXT_ID} characters`);
     let contextId = message.contextId;
     if (!contextId && message.taskId) contextId = (await this.run(message.taskId)).contextId;
     contextId ||= crypto.randomUUID();

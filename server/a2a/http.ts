@@ -7,7 +7,9 @@ import type { FullRuntime } from '../runtime-types';
 import type { AgentConfig } from '../config';
 import { tooLargeResponse, unauthorizedResponse } from '../gateway/jsonrpc';
 import { MAX_BODY_BYTES, readCapped } from '../http/handlers';
+import { jsonTooDeep, TOO_DEEP_MESSAGE } from '../http/json-depth';
 import { CrosstalkA2AHandler } from './handler';
+import { a2aParamIssues } from './params';
 import { A2APush } from './push';
 import { agentCardFor, legacyCardJson } from './card';
 import { SIGNAL_KEY } from './tasks';
@@ -74,8 +76,20 @@ export async function handleA2ARpc(rt: FullRuntime, agentId: string, req: Reques
   } catch {
     return json({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'parse error' } });
   }
+  // Before the SDK's handlers (and their recursive conversions) see it: params past 64 levels are an invalid request.
+  if (jsonTooDeep(raw, 1)) {
+    const rawId = body?.id;
+    const id = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null;
+    return json({ jsonrpc: '2.0', id, error: { code: -32600, message: TOO_DEEP_MESSAGE, data: { code: 'invalid_request' } } });
+  }
   const versionHeader = req.headers.get(A2A_VERSION_HEADER);
   const legacy = isLegacy(versionHeader);
+  // Params first, before any lookup: a malformed call is -32602 naming its fields, never an internal error.
+  const issues = body && typeof body === 'object' && !Array.isArray(body) ? a2aParamIssues(body.method, body.params, legacy) : null;
+  if (issues) {
+    const rid = typeof body.id === 'string' || typeof body.id === 'number' ? body.id : null;
+    return json({ jsonrpc: '2.0', id: rid, error: { code: -32602, message: `invalid params: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, data: { code: 'invalid_request', issues } } });
+  }
   const card = agentCardFor(agent, baseUrl(req));
   const handler = new CrosstalkA2AHandler(rt, agent, () => card, stateOf(rt).push);
   const mapError = legacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : JsonRpcTransportHandler.mapToJSONRPCError;

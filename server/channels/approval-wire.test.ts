@@ -1,8 +1,11 @@
-// Approval button payloads per platform (only our own buttons are decisions) and who may decide from a chat.
+// Approval button payloads per platform (only our own buttons are decisions) and who may decide from a chat (approvers).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { resolveConfig, parseRawConfig } from '../config';
+import { loadConfig, resolveConfig, parseRawConfig } from '../config';
 import { buttonData, discordDecision, parseButtonData, slackDecision, telegramDecision } from './approval-wire';
-import { describeDecider, mayDecide } from './approvals';
+import { describeDecider, isApprover } from './approvals';
 
 const ID = 'apr_0mwteo31r0001_262d8fbb68f0';
 
@@ -40,13 +43,22 @@ describe('button payloads', () => {
 describe('who may decide', () => {
   const config = (channels: Record<string, Record<string, unknown>>) => resolveConfig(parseRawConfig({ channels }), { CROSSTALK_DATA_DIR: '/tmp/x' });
 
-  it('only senders in channels.<name>.allowFrom (or "*"); nobody when the list is missing', () => {
-    const c = config({ telegram: { botToken: 't', allowFrom: ['42', 'telegram:43'] }, slack: { botToken: 'x' }, discord: { botToken: 'd', allowFrom: ['*'] } });
-    expect(mayDecide(c, 'telegram', '42')).toBe(true);
-    expect(mayDecide(c, 'telegram', '43')).toBe(true);
-    expect(mayDecide(c, 'telegram', '44')).toBe(false);
-    expect(mayDecide(c, 'slack', 'U1')).toBe(false);
-    expect(mayDecide(c, 'discord', 'anyone')).toBe(true);
+  it('only peers in channels.<name>.approvers; allowFrom (even "*") admits senders and decides nothing; nobody when approvers is missing', () => {
+    const c = config({ telegram: { botToken: 't', allowFrom: ['*'], approvers: ['42', 'telegram:43'] }, slack: { botToken: 'x', allowFrom: ['U1'] }, discord: { botToken: 'd', allowFrom: ['*'] } });
+    expect(isApprover(c, 'telegram', '42')).toBe(true);
+    expect(isApprover(c, 'telegram', '43')).toBe(true);
+    expect(isApprover(c, 'telegram', '44')).toBe(false);
+    expect(isApprover(c, 'slack', 'U1')).toBe(false);
+    expect(isApprover(c, 'discord', 'anyone')).toBe(false);
+  });
+
+  it('"*" in approvers stops the start with a message naming the key', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ct-approvers-'));
+    const file = path.join(dir, 'c.json');
+    fs.writeFileSync(file, JSON.stringify({ channels: { telegram: { botToken: 't', approvers: ['42', '*'] } } }));
+    expect(() => loadConfig({ CROSSTALK_CONFIG: file, CROSSTALK_DATA_DIR: dir })).toThrow(/bad key "channels\.telegram\.approvers": "\*" is not allowed/);
+    fs.writeFileSync(file, JSON.stringify({ channels: { telegram: { botToken: 't', approvers: ['42'] } } }));
+    expect(loadConfig({ CROSSTALK_CONFIG: file, CROSSTALK_DATA_DIR: dir }).channels.telegram!.approvers).toEqual(['42']);
   });
 
   it('says who decided', () => {

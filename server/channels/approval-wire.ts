@@ -3,12 +3,14 @@ import { REST } from '@discordjs/rest';
 import { LogLevel, WebClient, type Logger } from '@slack/web-api';
 import { Api } from 'grammy';
 import { z } from 'zod';
-import type { Decision } from '../orchestrator/approvals';
+import type { Decision, ElicitDecision } from '../orchestrator/approvals';
 
 /** A button press on an approval request, as the platform reported it (after its signature check). */
 export interface ChatDecision {
   approvalId: string;
-  decision: Decision;
+  decision: Decision | ElicitDecision;
+  /** An elicitation's button: the index of the choice pressed (server/channels/elicitation-chat.ts). */
+  choice?: number;
   /** Sender id in the platform's spelling (what `allowFrom` lists). */
   from: string;
   senderName?: string;
@@ -28,11 +30,14 @@ export interface PostedRequest {
 }
 
 export interface ApprovalWire {
-  post(cfg: WireConfig, to: { to: string; threadId?: string }, text: string, approvalId: string): Promise<string>;
+  /** `buttons`: an elicitation's own (default: the three decisions). */
+  post(cfg: WireConfig, to: { to: string; threadId?: string }, text: string, approvalId: string, buttons?: WireButton[]): Promise<string>;
   /** Replaces the request with `text` and removes its buttons. */
   settle(cfg: WireConfig, posted: PostedRequest, text: string): Promise<void>;
   /** Tells the presser only (refusals, "already decided"). */
   notify(cfg: WireConfig, d: ChatDecision, text: string): Promise<void>;
+  /** The bot's direct conversation with a user (where an approver's card goes), as `post` takes it and a press reports it. */
+  dm(cfg: WireConfig, userId: string): Promise<string>;
 }
 
 export interface WireConfig {
@@ -46,13 +51,24 @@ export const BUTTONS: Array<{ decision: Decision; label: string; code: string }>
   { decision: 'allow_always', label: 'Allow always', code: 'aa' },
   { decision: 'deny', label: 'Deny', code: 'd' },
 ];
-const byCode = new Map(BUTTONS.map((b) => [b.code, b.decision]));
+/** A button on a chat request: its label and code (`a1`, `aa`, `d`; an elicitation's `e<n>` choice or `ex` decline). */
+export interface WireButton {
+  label: string;
+  code: string;
+  decision?: Decision;
+}
+const byCode = new Map<string, Decision | ElicitDecision>([...BUTTONS.map((b) => [b.code, b.decision] as const), ['ex', 'decline']]);
+const CODE = '(a1|aa|d|e[0-9]|ex)';
+/** The decision (and an elicitation's choice) a button code stands for. */
+function ofCode(code: string): { decision: Decision | ElicitDecision; choice?: number } {
+  return /^e[0-9]$/.test(code) ? { decision: 'accept', choice: Number(code.slice(1)) } : { decision: byCode.get(code)! };
+}
 
 /** `ct:<code>:<approvalId>`: Telegram callback_data (≤ 64 bytes), Discord custom_id. */
 export const buttonData = (code: string, approvalId: string) => `ct:${code}:${approvalId}`;
-export function parseButtonData(data: string): { approvalId: string; decision: Decision } | null {
-  const m = /^ct:(a1|aa|d):(apr_[A-Za-z0-9_]+)$/.exec(data);
-  return m ? { decision: byCode.get(m[1]!)!, approvalId: m[2]! } : null;
+export function parseButtonData(data: string): { approvalId: string; decision: Decision | ElicitDecision; choice?: number } | null {
+  const m = new RegExp(`^ct:${CODE}:(apr_[A-Za-z0-9_]+)$`).exec(data);
+  return m ? { ...ofCode(m[1]!), approvalId: m[2]! } : null;
 }
 
 // ── Telegram ──────────────────────────────────────────────────────────
@@ -61,10 +77,10 @@ const tgApi = (cfg: WireConfig) => new Api(cfg.botToken, { apiRoot: (cfg.apiBase
 const tgChat = (to: string) => (/^-?\d+$/.test(to) ? Number(to) : to);
 
 const telegram: ApprovalWire = {
-  async post(cfg, t, text, approvalId) {
+  async post(cfg, t, text, approvalId, buttons: WireButton[] = BUTTONS) {
     const msg = await tgApi(cfg).sendMessage(tgChat(t.to), text, {
       ...(t.threadId ? { message_thread_id: Number(t.threadId) } : {}),
-      reply_markup: { inline_keyboard: [BUTTONS.map((b) => ({ text: b.label, callback_data: buttonData(b.code, approvalId) }))] },
+      reply_markup: { inline_keyboard: [buttons.map((b) => ({ text: b.label, callback_data: buttonData(b.code, approvalId) }))] },
     });
     return String(msg.message_id);
   },
@@ -74,6 +90,10 @@ const telegram: ApprovalWire = {
   },
   async notify(cfg, d, text) {
     if (d.ack.callbackQueryId) await tgApi(cfg).answerCallbackQuery(d.ack.callbackQueryId, { text, show_alert: false });
+  },
+  // A private chat's id is the user's id (the user must have started the bot once).
+  async dm(_cfg, userId) {
+    return userId;
   },
 };
 
@@ -99,10 +119,10 @@ export function telegramDecision(update: unknown): ChatDecision | null {
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, setLevel() {}, getLevel: () => LogLevel.ERROR, setName() {} };
 const slackClient = (cfg: WireConfig) =>
   new WebClient(cfg.botToken, { slackApiUrl: cfg.apiBaseUrl ?? 'https://slack.com/api/', retryConfig: { retries: 0 }, rejectRateLimitedCalls: true, timeout: cfg.timeoutMs, logger: silent });
-const SLACK_ACTION = /^ct_approval_(a1|aa|d)$/;
+const SLACK_ACTION = new RegExp(`^ct_approval_${CODE}$`);
 
 const slack: ApprovalWire = {
-  async post(cfg, t, text, approvalId) {
+  async post(cfg, t, text, approvalId, buttons: WireButton[] = BUTTONS) {
     const res = await slackClient(cfg).chat.postMessage({
       channel: t.to,
       text,
@@ -112,7 +132,7 @@ const slack: ApprovalWire = {
         {
           type: 'actions',
           block_id: `ct_approval_${approvalId}`,
-          elements: BUTTONS.map((b) => ({
+          elements: buttons.map((b) => ({
             type: 'button' as const,
             action_id: `ct_approval_${b.code}`,
             value: approvalId,
@@ -129,6 +149,11 @@ const slack: ApprovalWire = {
   },
   async notify(cfg, d, text) {
     await slackClient(cfg).chat.postEphemeral({ channel: d.chatId, user: d.from, text });
+  },
+  async dm(cfg, userId) {
+    const res = await slackClient(cfg).conversations.open({ users: userId });
+    if (!res.channel?.id) throw new Error(`Slack opened no conversation with ${userId}`);
+    return res.channel.id.toUpperCase();
   },
 };
 
@@ -154,7 +179,7 @@ export function slackDecision(rawBody: string): ChatDecision | null {
     const m = SLACK_ACTION.exec(a.action_id);
     if (!m || !a.value || !chatId) continue;
     const name = p.data.user.username ?? p.data.user.name;
-    return { approvalId: a.value, decision: byCode.get(m[1]!)!, from: p.data.user.id, ...(name ? { senderName: name } : {}), chatId: chatId.toUpperCase(), ack: {} };
+    return { approvalId: a.value, ...ofCode(m[1]!), from: p.data.user.id, ...(name ? { senderName: name } : {}), chatId: chatId.toUpperCase(), ack: {} };
   }
   return null;
 }
@@ -166,9 +191,9 @@ const discordRest = (cfg: WireConfig) =>
 const discordChannel = (to: string) => to.replace(/^channel:/, '');
 
 const discord: ApprovalWire = {
-  async post(cfg, t, text, approvalId) {
+  async post(cfg, t, text, approvalId, buttons: WireButton[] = BUTTONS) {
     const styles: Record<Decision, number> = { allow_once: 3, allow_always: 1, deny: 4 }; // success, primary, danger
-    const body = { content: text, components: [{ type: 1, components: BUTTONS.map((b) => ({ type: 2, style: styles[b.decision], label: b.label, custom_id: buttonData(b.code, approvalId) })) }] };
+    const body = { content: text, components: [{ type: 1, components: buttons.map((b) => ({ type: 2, style: b.decision ? styles[b.decision] : 2, label: b.label, custom_id: buttonData(b.code, approvalId) })) }] };
     const msg = (await discordRest(cfg).post(`/channels/${discordChannel(t.to)}/messages`, { body })) as { id: string };
     return msg.id;
   },
@@ -178,6 +203,10 @@ const discord: ApprovalWire = {
   async notify(cfg, d, text) {
     // The interaction was acknowledged in the HTTP answer; a private follow-up goes through its webhook.
     if (d.ack.applicationId && d.ack.token) await discordRest(cfg).post(`/webhooks/${d.ack.applicationId}/${d.ack.token}`, { body: { content: text, flags: 64 }, auth: false });
+  },
+  async dm(cfg, userId) {
+    const ch = (await discordRest(cfg).post('/users/@me/channels', { body: { recipient_id: userId } })) as { id: string };
+    return ch.id;
   },
 };
 

@@ -1,4 +1,5 @@
-// Approvals in the chat a run came from, against the loopback Telegram, Slack and Discord fakes in their real wire formats (callback_query, block_actions, components).
+// Approvals in chat, against the loopback Telegram, Slack and Discord fakes in their real wire formats (callback_query, block_actions, components):
+// only `approvers` decide, never a call their own message started; allowFrom (even "*") admits senders and nothing more.
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { channelsOf } from '../http/channel-inbound';
@@ -12,8 +13,9 @@ const SLACK_SECRET = 'slack-signing-secret';
 const TG_SECRET = 'tg-secret-token';
 const ed = crypto.generateKeyPairSync('ed25519');
 const edPublicHex = (ed.publicKey.export({ format: 'der', type: 'spki' }) as Buffer).subarray(-32).toString('hex');
-const ALICE = 5150; // Telegram user allowed to decide
-const MALLORY = 6666; // Telegram user not in allowFrom
+const ALICE = 5150; // Telegram approver
+const BOB = 5151; // Telegram approver
+const MALLORY = 6666; // Telegram stranger, admitted by allowFrom "*"; not an approver
 
 let s: TestServer;
 let web: Awaited<ReturnType<typeof serveChannels>>;
@@ -28,9 +30,9 @@ beforeAll(async () => {
       // exec (in the chat's run and in its delegates) asks.
       agents: [{ id: 'main', channelTools: { delegate_agent: 'auto' } }, { id: 'researcher' }],
       channels: {
-        slack: { botToken: CREDS.slackToken, signingSecret: SLACK_SECRET, apiBaseUrl: `${fake.slack!.url}/api/`, allowFrom: ['U0BOSS'] },
-        telegram: { botToken: CREDS.telegramToken, webhookSecret: TG_SECRET, apiBaseUrl: fake.telegram!.url, allowFrom: [String(ALICE)] },
-        discord: { botToken: CREDS.discordToken, publicKey: edPublicHex, apiBaseUrl: `${fake.discord!.url}/api`, allowFrom: ['4400000000000000001'] },
+        slack: { botToken: CREDS.slackToken, signingSecret: SLACK_SECRET, apiBaseUrl: `${fake.slack!.url}/api/`, allowFrom: ['U0DEV', 'U0BOSS'], approvers: ['U0BOSS'] },
+        telegram: { botToken: CREDS.telegramToken, webhookSecret: TG_SECRET, apiBaseUrl: fake.telegram!.url, allowFrom: ['*'], approvers: [String(ALICE), String(BOB)] },
+        discord: { botToken: CREDS.discordToken, publicKey: edPublicHex, apiBaseUrl: `${fake.discord!.url}/api`, allowFrom: ['4400000000000000001'], approvers: ['4400000000000000002'] },
       },
     },
   });
@@ -79,27 +81,41 @@ describe('Telegram: inline keyboard and callback_query', () => {
       callback_query: { id: `cbq${seq}`, from: { id: fromId, is_bot: false, first_name: 'Pressing', username: `user${fromId}` }, message: { message_id: messageId, date: 0, chat: { id: chatId, type: 'private' }, text: 'Approval needed' }, chat_instance: '-77', data },
     });
 
-  it('the request reaches the chat with buttons; an outsider is refused; an allowed sender decides; the room sees who and a second decision is already_resolved', async () => {
-    const key = `agent:main:telegram:direct:${ALICE}`;
-    const res = await web.post('telegram', tgMessage(ALICE, '/tool exec {"command":"echo from-chat"}'), tgHeaders);
+  const cards = () => fake.telegram!.calls(/sendMessage$/).filter((c) => c.body.reply_markup);
+  const postsOf = async (approvalId: string) => ((await until('the posted requests', async () => s.rt.store.getIdempotent(`chat-approval:${approvalId}`))) as { posts: Array<{ to: string; messageId: string }> }).posts;
+
+  it("a stranger's call: the card goes to the approvers' DMs, not to the stranger; the stranger cannot decide it; an approver does, and the room sees who", async () => {
+    const key = `agent:main:telegram:direct:${MALLORY}`;
+    const before = cards().length;
+    const res = await web.post('telegram', tgMessage(MALLORY, '/tool exec {"command":"echo from-chat"}'), tgHeaders);
     expect(res.status).toBe(200);
     const [approval] = await until('a pending approval', async () => ((await pendingIn(key)).length ? pendingIn(key) : undefined));
-    const post = await until('the request in the chat', () => fake.telegram!.calls(/sendMessage$/).find((c) => c.body.reply_markup));
-    expect(post.body).toMatchObject({ chat_id: ALICE, text: expect.stringContaining('exec') });
+    const posts = await postsOf(approval.approvalId);
+    const sent = cards().slice(before);
+    // One card per approver, each in that approver's own chat; none in the chat of the sender who asked.
+    expect(sent.map((c) => c.body.chat_id).sort()).toEqual([ALICE, BOB]);
+    expect(posts.map((p) => p.to).sort()).toEqual([String(ALICE), String(BOB)]);
+    const post = sent.find((c) => c.body.chat_id === ALICE)!;
+    expect(post.body.text).toContain('exec');
     const keyboard = post.body.reply_markup.inline_keyboard[0] as Array<{ text: string; callback_data: string }>;
     expect(keyboard.map((b) => b.text)).toEqual(['Allow once', 'Allow always', 'Deny']);
     expect(keyboard.every((b) => b.callback_data.includes(approval.approvalId) && Buffer.byteLength(b.callback_data) <= 64)).toBe(true);
-    const messageId = (await until('the posted message id', async () => s.rt.store.getIdempotent(`chat-approval:${approval.approvalId}`))) as { messageId: string };
+    const aliceMsg = Number(posts.find((p) => p.to === String(ALICE))!.messageId);
 
-    // Someone not in allowFrom presses Allow: nothing is decided, and only they are told.
-    expect((await web.post('telegram', press(MALLORY, ALICE, Number(messageId.messageId), keyboard[0]!.callback_data), tgHeaders)).status).toBe(200);
+    // The stranger presses Allow with a forged keyboard in their own chat: it was not asked there.
+    expect((await web.post('telegram', press(MALLORY, MALLORY, 1, keyboard[0]!.callback_data), tgHeaders)).status).toBe(200);
     await channels.idle();
     expect(await pendingIn(key)).toHaveLength(1);
-    expect(fake.telegram!.calls(/answerCallbackQuery$/).at(-1)!.body.text).toMatch(/not allowed/);
+    expect(fake.telegram!.calls(/answerCallbackQuery$/).at(-1)!.body.text).toMatch(/not asked here/);
+    // …or claiming the approver's chat: being admitted by allowFrom "*" is not being an approver.
+    expect((await web.post('telegram', press(MALLORY, ALICE, aliceMsg, keyboard[0]!.callback_data), tgHeaders)).status).toBe(200);
+    await channels.idle();
+    expect(await pendingIn(key)).toHaveLength(1);
+    expect(fake.telegram!.calls(/answerCallbackQuery$/).at(-1)!.body.text).toMatch(/only approvers/);
 
-    // Alice allows once, from the chat.
+    // Alice, an approver, allows once from her DM.
     const runId = await runOf(key);
-    expect((await web.post('telegram', press(ALICE, ALICE, Number(messageId.messageId), keyboard[0]!.callback_data), tgHeaders)).status).toBe(200);
+    expect((await web.post('telegram', press(ALICE, ALICE, aliceMsg, keyboard[0]!.callback_data), tgHeaders)).status).toBe(200);
     const done = await s.rpc<{ status: string; response: string }>('agent.wait', { runId });
     expect(done.status).toBe('ok');
     await channels.idle();
@@ -116,23 +132,46 @@ describe('Telegram: inline keyboard and callback_query', () => {
     expect(h.messages.find((m) => m.kind === 'notice')).toMatchObject({ content: `exec: Allowed once by user${ALICE} (Telegram)`, meta: { approvalId: approval.approvalId, decision: 'allow_once' } });
     expect(h.messages.find((m) => m.kind === 'tool_result')?.tool.result).toMatchObject({ exitCode: 0, stdout: 'from-chat\n' });
 
-    // The chat message is edited to say who decided, without buttons.
-    const edit = fake.telegram!.calls(/editMessageText$/).at(-1)!;
-    expect(edit.body).toMatchObject({ chat_id: ALICE, message_id: Number(messageId.messageId), text: expect.stringContaining(`Allowed once by user${ALICE} (Telegram)`) });
-    expect(edit.body.reply_markup).toBeUndefined();
+    // Every card is edited to say who decided, without buttons.
+    for (const p of posts) {
+      const edit = fake.telegram!.calls(/editMessageText$/).find((c) => c.body.chat_id === Number(p.to) && c.body.message_id === Number(p.messageId));
+      expect(edit?.body).toMatchObject({ text: expect.stringContaining(`Allowed once by user${ALICE} (Telegram)`) });
+      expect(edit?.body.reply_markup).toBeUndefined();
+    }
 
     // A second decision, from the room, is already_resolved (CONTRACT §3).
     const again = await s.rpcRaw({ jsonrpc: '2.0', id: 7, method: 'approvals.resolve', params: { approvalId: approval.approvalId, decision: 'deny' } });
     expect(again.body.error).toMatchObject({ code: -32009, data: { code: 'already_resolved' } });
   });
 
-  it("a delegate's approval goes to the chat of the run that delegated; a press in another chat is refused", async () => {
+  it("an approver's own call goes to the other approvers only, and the approver cannot decide it", async () => {
     const key = `agent:main:telegram:direct:${ALICE}`;
-    const before = fake.telegram!.calls(/sendMessage$/).filter((c) => c.body.reply_markup).length;
+    const before = cards().length;
+    await web.post('telegram', tgMessage(ALICE, '/tool exec {"command":"echo own"}'), tgHeaders);
+    const [approval] = await until('a pending approval', async () => ((await pendingIn(key)).length ? pendingIn(key) : undefined));
+    const posts = await postsOf(approval.approvalId);
+    expect(cards().slice(before).map((c) => c.body.chat_id)).toEqual([BOB]);
+    const data = cards().at(-1)!.body.reply_markup.inline_keyboard[0][0].callback_data as string; // Allow once
+
+    // Alice presses in Bob's chat (a forwarded or forged keyboard): her own message started this call.
+    await web.post('telegram', press(ALICE, BOB, Number(posts[0]!.messageId), data), tgHeaders);
+    await channels.idle();
+    expect((await s.rt.store.getApproval(approval.approvalId))?.status).toBe('pending');
+    expect(fake.telegram!.calls(/answerCallbackQuery$/).at(-1)!.body.text).toMatch(/your own message/);
+
+    await web.post('telegram', press(BOB, BOB, Number(posts[0]!.messageId), data), tgHeaders);
+    expect((await s.rpc<{ status: string }>('agent.wait', { runId: await runOf(key) })).status).toBe('ok');
+    await channels.idle();
+    expect((await s.rt.store.getApproval(approval.approvalId))?.status).toBe('allowed');
+  });
+
+  it("a delegate's approval goes to the approvers of the chat that delegated; a press in another chat is refused", async () => {
+    const key = `agent:main:telegram:direct:${MALLORY}`;
+    const before = cards().length;
     const prompt = '/tool exec {"command":"echo from-delegate"}';
-    await web.post('telegram', tgMessage(ALICE, `/tool delegate_agent ${JSON.stringify({ agent_id: 'researcher', prompt })}`), tgHeaders);
-    const post = await until('the delegate request in the chat', () => fake.telegram!.calls(/sendMessage$/).filter((c) => c.body.reply_markup)[before]);
-    expect(post.body.chat_id).toBe(ALICE);
+    await web.post('telegram', tgMessage(MALLORY, `/tool delegate_agent ${JSON.stringify({ agent_id: 'researcher', prompt })}`), tgHeaders);
+    const post = await until('the delegate request in the chat', () => cards()[before + 1]);
+    expect(cards().slice(before).map((c) => c.body.chat_id).sort()).toEqual([ALICE, BOB]);
     expect(post.body.text).toMatch(/agent:researcher:subagent:/);
     const data = post.body.reply_markup.inline_keyboard[0][2].callback_data as string; // Deny
     const approvalId = data.split(':')[2]!;
@@ -154,8 +193,8 @@ describe('Telegram: inline keyboard and callback_query', () => {
 });
 
 describe('Slack: interactive buttons and block_actions', () => {
-  const event = (text: string, ts: string, channel = 'C0APPR') =>
-    JSON.stringify({ type: 'event_callback', team_id: 'T1', event_id: `Ev${ts}`, event: { type: 'message', user: 'U0BOSS', text, channel, channel_type: 'channel', ts } });
+  const event = (text: string, ts: string, channel = 'C0APPR', user = 'U0DEV') =>
+    JSON.stringify({ type: 'event_callback', team_id: 'T1', event_id: `Ev${ts}`, event: { type: 'message', user, text, channel, channel_type: 'channel', ts } });
   const blockActions = (user: string, channel: string, actionId: string, value: string) =>
     `payload=${encodeURIComponent(
       JSON.stringify({
@@ -193,8 +232,8 @@ describe('Slack: interactive buttons and block_actions', () => {
     expect((await s.rpc<{ status: string }>('agent.wait', { runId: await runOf(key) })).status).toBe('ok');
     await channels.idle();
     const update = await until('the Slack message edited', () => fake.slack!.calls(/chat\.update/).at(-1));
-    const posted = (await s.rt.store.getIdempotent(`chat-approval:${approval.approvalId}`)) as { messageId: string };
-    expect(update.body).toMatchObject({ channel: 'C0APPR', ts: posted.messageId, text: expect.stringContaining('Allowed always by the operator (room)') });
+    const [posted] = ((await s.rt.store.getIdempotent(`chat-approval:${approval.approvalId}`)) as { posts: Array<{ messageId: string }> }).posts;
+    expect(update.body).toMatchObject({ channel: 'C0APPR', ts: posted!.messageId, text: expect.stringContaining('Allowed always by the operator (room)') });
     expect(JSON.parse(update.body.blocks).some((b: any) => b.type === 'actions')).toBe(false);
 
     // The boss presses Deny afterwards in Slack: already decided, the approval stays allowed.
@@ -226,6 +265,39 @@ describe('Slack: interactive buttons and block_actions', () => {
     expect((await s.rt.store.getApproval(approval.approvalId))).toMatchObject({ status: 'allowed', decision: 'allow_once' });
     expect(fake.slack!.calls(/chat\.update/).at(-1)!.body.text).toContain('Allowed once by u0boss (Slack)');
   });
+
+  it("from a DM, the card goes to the approver's own DM (conversations.open), where the approver decides it", async () => {
+    const key = 'agent:main:slack:direct:u0dev';
+    const ev = JSON.stringify({ type: 'event_callback', team_id: 'T1', event_id: 'EvDM1', event: { type: 'message', user: 'U0DEV', text: '/tool exec {"command":"echo dm"}', channel: 'D0DEVDM', channel_type: 'im', ts: '1700000400.000001' } });
+    await web.post('slack', ev, { 'content-type': 'application/json', ...signedJson(ev) });
+    const [approval] = await until('a pending approval', async () => ((await pendingIn(key)).length ? pendingIn(key) : undefined));
+    const post = await until('the request in the approver DM', () => fake.slack!.calls(/chat\.postMessage/).find((c) => c.body.blocks && JSON.parse(c.body.blocks).some((b: any) => b.block_id === `ct_approval_${approval.approvalId}`)));
+    expect(fake.slack!.calls(/conversations\.open/).at(-1)!.body.users).toBe('U0BOSS');
+    expect(post.body.channel).toBe('D0BOSS'); // not the requester's DM
+    // A press is matched against the stored record of where the card went (written once the platform answered).
+    await until('the posted record', async () => s.rt.store.getIdempotent(`chat-approval:${approval.approvalId}`));
+    const body = blockActions('U0BOSS', 'D0BOSS', 'ct_approval_a1', approval.approvalId);
+    expect((await web.post('slack', body, slackHeaders(body))).status).toBe(200);
+    expect(await s.rpc<{ status: string; response: string }>('agent.wait', { runId: await runOf(key) })).toMatchObject({ status: 'ok', response: expect.stringContaining('dm') });
+  });
+
+  it("in a channel the card is posted there; when the only approver is the one who asked, no card is posted and the room decides", async () => {
+    const key = 'agent:main:slack:channel:c0appr3';
+    const before = fake.slack!.calls(/chat\.postMessage/).filter((c) => c.body.blocks).length;
+    const ev = event('/tool exec {"command":"echo boss"}', '1700000300.000001', 'C0APPR3', 'U0BOSS');
+    await web.post('slack', ev, { 'content-type': 'application/json', ...signedJson(ev) });
+    const [approval] = await until('a pending approval', async () => ((await pendingIn(key)).length ? pendingIn(key) : undefined));
+    await channels.idle();
+    expect(fake.slack!.calls(/chat\.postMessage/).filter((c) => c.body.blocks)).toHaveLength(before);
+    expect(await s.rt.store.getIdempotent(`chat-approval:${approval.approvalId}`)).toBeUndefined();
+    // A press anyway (a forged payload) is refused: nothing was asked there, and the boss asked it.
+    const body = blockActions('U0BOSS', 'C0APPR3', 'ct_approval_a1', approval.approvalId);
+    await web.post('slack', body, slackHeaders(body));
+    await channels.idle();
+    expect((await s.rt.store.getApproval(approval.approvalId))?.status).toBe('pending');
+    await s.rpc('approvals.resolve', { approvalId: approval.approvalId, decision: 'deny' });
+    expect((await s.rpc<{ status: string }>('agent.wait', { runId: await runOf(key) })).status).toBe('ok');
+  });
 });
 
 describe('Discord: components', () => {
@@ -235,15 +307,41 @@ describe('Discord: components', () => {
     const key = 'agent:main:discord:channel:7700000000000000001';
     const [approval] = await until('a pending approval', async () => ((await pendingIn(key)).length ? pendingIn(key) : undefined));
     const post = await until('the request in Discord', () => fake.discord!.calls(/\/channels\/7700000000000000001\/messages$/).find((c) => c.body.components));
+    await until('the posted record', async () => s.rt.store.getIdempotent(`chat-approval:${approval.approvalId}`));
     const buttons = post.body.components[0].components as Array<{ label: string; custom_id: string }>;
     expect(buttons.map((b) => b.label)).toEqual(['Allow once', 'Allow always', 'Deny']);
-    const press = JSON.stringify({ type: 3, id: '5500000000000000002', application_id: '3300000000000000001', token: 'itoken', channel_id: '7700000000000000001', guild_id: '1', member: { user: { id: '4400000000000000001', username: 'dana' } }, data: { custom_id: buttons[0]!.custom_id, component_type: 2 } });
-    expect(await web.post('discord', press, discordHeaders(press))).toEqual({ status: 200, body: { type: 6 } });
+    const press = (id: string, username: string) =>
+      JSON.stringify({ type: 3, id: '5500000000000000002', application_id: '3300000000000000001', token: 'itoken', channel_id: '7700000000000000001', guild_id: '1', member: { user: { id, username } }, data: { custom_id: buttons[0]!.custom_id, component_type: 2 } });
+    // Dana asked (and is allowed to write): not an approver.
+    const own = press('4400000000000000001', 'dana');
+    expect(await web.post('discord', own, discordHeaders(own))).toEqual({ status: 200, body: { type: 6 } });
+    await channels.idle();
+    expect(await pendingIn(key)).toHaveLength(1);
+    expect(fake.discord!.calls(/\/webhooks\//).at(-1)!.body.content).toMatch(/only approvers/);
+    // Erin, an approver in the channel, allows.
+    const erin = press('4400000000000000002', 'erin');
+    expect(await web.post('discord', erin, discordHeaders(erin))).toEqual({ status: 200, body: { type: 6 } });
     expect((await s.rpc<{ status: string }>('agent.wait', { runId: await runOf(key) })).status).toBe('ok');
     await channels.idle();
     const edit = fake.discord!.calls(/\/messages\/\d+$/).at(-1)!;
     expect(edit.method).toBe('PATCH');
-    expect(edit.body).toMatchObject({ content: expect.stringContaining('Allowed once by dana (Discord)'), components: [] });
+    expect(edit.body).toMatchObject({ content: expect.stringContaining('Allowed once by erin (Discord)'), components: [] });
+  });
+});
+
+describe('Discord: a request from a DM', () => {
+  it("goes to the approver's DM channel (users/@me/channels), where the approver's press decides it", async () => {
+    const slash = JSON.stringify({ type: 2, id: '5500000000000000011', channel_id: '7700000000000000099', user: { id: '4400000000000000001', username: 'dana' }, data: { name: 'ask', options: [{ name: 'text', type: 3, value: '/tool exec {"command":"echo discord-dm"}' }] } });
+    expect((await web.post('discord', slash, discordHeaders(slash))).status).toBe(200);
+    const key = 'agent:main:discord:direct:4400000000000000001';
+    const [approval] = await until('a pending approval', async () => ((await pendingIn(key)).length ? pendingIn(key) : undefined));
+    await until('the posted record', async () => s.rt.store.getIdempotent(`chat-approval:${approval.approvalId}`));
+    expect(fake.discord!.calls(/\/users\/@me\/channels$/).at(-1)!.body).toEqual({ recipient_id: '4400000000000000002' });
+    const post = fake.discord!.calls(/\/channels\/880000000000000001\/messages$/).find((c) => JSON.stringify(c.body.components ?? []).includes(approval.approvalId))!;
+    const button = post.body.components[0].components[0].custom_id as string;
+    const press = JSON.stringify({ type: 3, id: '5500000000000000012', application_id: '3300000000000000001', token: 'itoken2', channel_id: '880000000000000001', user: { id: '4400000000000000002', username: 'erin' }, data: { custom_id: button, component_type: 2 } });
+    expect(await web.post('discord', press, discordHeaders(press))).toEqual({ status: 200, body: { type: 6 } });
+    expect(await s.rpc<{ status: string; response: string }>('agent.wait', { runId: await runOf(key) })).toMatchObject({ status: 'ok', response: expect.stringContaining('discord-dm') });
   });
 });
 

@@ -1,4 +1,4 @@
-// Approvals in the chat a run came from: a run started on Telegram/Slack/Discord (or any delegate under it) posts its approval requests there with buttons; allowed senders decide; the first decision wins wherever it was made, and the chat message is edited to say who decided.
+// Approvals in chat: a run started on Telegram/Slack/Discord (or any delegate under it) posts its approval requests with buttons to the approvers (`channels.<name>.approvers`); only they decide, never on a call their own message started; the first decision wins wherever it was made, and the chat messages are edited to say who decided.
 import type { CrosstalkConfig } from '../config';
 import { errorMessage, isCrosstalkError } from '../errors';
 import type { EventBus } from '../events/bus';
@@ -7,8 +7,12 @@ import type { DecidedBy, Decision } from '../orchestrator/approvals';
 import type { Orchestrator } from '../orchestrator/orchestrator';
 import { appendTranscript } from '../orchestrator/transcript';
 import type { Store } from '../store/store';
+import { elicitationContent, elicitationRequest } from './elicitation-chat';
 import { APPROVAL_WIRES, chatIdOf, type ChatDecision, type PostedRequest, type WireConfig } from './approval-wire';
 import { resolveChannelConfig } from './delivery';
+import { approversOf } from '../trust/pairing';
+import { OPERATOR, type Trust } from '../trust/trust';
+import { trustOfRow } from '../orchestrator/approvals';
 import { channelOriginOf } from './reply-router';
 import type { AnyChannelPlugin, ChannelOrigin } from './types';
 
@@ -25,6 +29,8 @@ export interface ChatApprovals {
   /** Button presses from a verified inbound request; never throws (the platform gets its answer regardless). */
   decide(channel: string, decisions: ChatDecision[]): Promise<void>;
   stop(): void;
+  /** Requests whose chat post is still in flight (a bounded map: tests check it empties). */
+  inflightCount(): number;
   /** Resolves when posts and edits in flight are done (tests, shutdown). */
   idle(): Promise<void>;
 }
@@ -33,18 +39,32 @@ export interface ChatApprovals {
 const MAX_HOPS = 16;
 const postedKey = (approvalId: string) => `chat-approval:${approvalId}`;
 
-const DECISION_TEXT: Record<string, string> = { allow_once: 'Allowed once', allow_always: 'Allowed always', deny: 'Denied', cancelled: 'Cancelled' };
+const DECISION_TEXT: Record<string, string> = { allow_once: 'Allowed once', allow_always: 'Allowed always', deny: 'Denied', cancelled: 'Cancelled', accept: 'Answered', decline: 'Declined', cancel: 'Cancelled' };
 
-/**
- * Whether a chat sender may decide approvals: listed in `channels.<name>.allowFrom` (ids as the
- * platform spells them, or "*"). Nobody is allowed when the list is missing. The trust work
- * (dmPolicy pairing) is meant to widen this one function.
- */
-export function mayDecide(config: CrosstalkConfig, channel: string, from: string): boolean {
-  const list = config.channels[channel]?.allowFrom;
-  if (!Array.isArray(list)) return false;
-  return list.some((x) => String(x) === '*' || String(x) === from || String(x).toLowerCase() === `${channel}:${from}`.toLowerCase());
+/** Whether `from` is listed in `channels.<channel>.approvers` (ids as the platform spells them, or `<channel>:<id>`). */
+export function isApprover(config: CrosstalkConfig, channel: string, from: string): boolean {
+  const me = from.toLowerCase();
+  return approversOf(config, channel).some((a) => a.toLowerCase() === me || a.toLowerCase() === `${channel}:${me}`);
 }
+
+/** The peer whose message started the call's trust on this channel, if any: they never decide it themselves. */
+function requesterOn(trust: Trust, channel: string): string | undefined {
+  return trust.kind === 'channel' && trust.channel === channel ? trust.peer.toLowerCase() : undefined;
+}
+
+/** How many approvers' direct chats one request is sent to. */
+const MAX_APPROVER_DMS = 10;
+
+/** What the store keeps per posted request: every chat message it became (a group chat, or each approver's DM). */
+interface PostedRecord {
+  posts?: PostedRequest[];
+  sessionKey?: string;
+  tool?: string;
+  text?: string;
+}
+/** Records written before requests could go to several chats held one post at the top level. */
+const postsOf = (r: (PostedRecord & Partial<PostedRequest>) | undefined): PostedRequest[] =>
+  r?.posts ?? (r?.channel && r.to && r.messageId ? [{ channel: r.channel, to: r.to, messageId: r.messageId, ...(r.threadId ? { threadId: r.threadId } : {}), ...(r.accountId ? { accountId: r.accountId } : {}) }] : []);
 
 /** "alice (Telegram)", "the operator (room)". */
 export function describeDecider(by: DecidedBy | undefined, label: (channel: string) => string): string {
@@ -56,7 +76,7 @@ const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…`
 
 export function startChatApprovals(d: ChatApprovalDeps): ChatApprovals {
   const { store, bus, log } = d;
-  const inflight = new Map<string, Promise<PostedRequest | null>>();
+  const inflight = new Map<string, Promise<unknown>>();
   const work = new Set<Promise<unknown>>();
   const track = <T>(p: Promise<T>): Promise<T> => {
     work.add(p);
@@ -89,28 +109,59 @@ export function startChatApprovals(d: ChatApprovalDeps): ChatApprovals {
     return null;
   }
 
-  async function post(ev: { runId: string; sessionKey: string; data: Record<string, unknown> }): Promise<PostedRequest | null> {
+  /**
+   * Where a request goes (README "Approvals in chat"): to a group or channel chat it came from, where approvers may
+   * be present; from a direct chat, to each approver's own DM instead (the requester may not decide their own call,
+   * and nobody else is in their DM). Without an approver besides the requester it goes nowhere: the room decides.
+   */
+  async function post(ev: { runId: string; sessionKey: string; data: Record<string, unknown> }): Promise<PostedRequest[] | null> {
     const approvalId = String(ev.data.approvalId);
-    const prior = (await store.getIdempotent(postedKey(approvalId))) as PostedRequest | undefined;
-    if (prior) return prior; // a resumed run asks again for the same approval: one chat message
+    const prior = (await store.getIdempotent(postedKey(approvalId))) as (PostedRecord & Partial<PostedRequest>) | undefined;
+    if (prior) return postsOf(prior); // a resumed run asks again for the same approval: one chat message
     const chat = await chatOf(ev.runId);
     const wire = chat ? APPROVAL_WIRES[chat.id] : undefined;
     if (!chat || !wire) return null;
+    const row = await store.getApproval(approvalId);
+    const requester = requesterOn(row ? trustOfRow(row) : OPERATOR, chat.id);
+    const approvers = approversOf(d.config, chat.id).filter((a) => a.toLowerCase() !== requester && a.toLowerCase() !== `${chat.id}:${requester}`);
+    if (!approvers.length) {
+      log.info({ approvalId, channel: chat.id }, 'approval not posted to chat: no approver configured besides the requester');
+      return null;
+    }
+    const cfg = wireConfig(chat.id, chat.accountId);
     const args = clip(JSON.stringify(ev.data.args ?? null), 600);
-    const text = `Approval needed: ${ev.sessionKey} wants to run ${String(ev.data.tool)} ${args}`;
-    const messageId = await wire.post(wireConfig(chat.id, chat.accountId), { to: chat.to, ...(chat.threadId ? { threadId: chat.threadId } : {}) }, text, approvalId);
-    const posted: PostedRequest = { channel: chat.id, to: chat.to, ...(chat.threadId ? { threadId: chat.threadId } : {}), ...(chat.accountId ? { accountId: chat.accountId } : {}), messageId };
-    await store.putIdempotent(postedKey(approvalId), { ...posted, sessionKey: ev.sessionKey, tool: ev.data.tool, text });
-    log.info({ approvalId, channel: chat.id, to: chat.to, messageId }, 'approval request posted to chat');
-    return posted;
+    // An MCP elicitation asks its own question, with its own buttons (or the room).
+    const elicit = ev.data.kind === 'elicitation' ? elicitationRequest(ev.sessionKey, (ev.data.args ?? {}) as Record<string, unknown>) : undefined;
+    const text = elicit?.text ?? `Approval needed: ${ev.sessionKey} wants to run ${String(ev.data.tool)} ${args}`;
+    const inChat = chat.chatType === 'group' || chat.chatType === 'channel';
+    const targets = inChat
+      ? [{ to: chat.to, ...(chat.threadId ? { threadId: chat.threadId } : {}) }]
+      : await Promise.all(approvers.slice(0, MAX_APPROVER_DMS).map(async (a) => ({ to: await wire.dm(cfg, a.replace(new RegExp(`^${chat.id}:`, 'i'), '')) }))).catch((e) => {
+          log.warn({ approvalId, channel: chat.id, err: errorMessage(e) }, 'could not open a direct chat with an approver');
+          return [];
+        });
+    const posts: PostedRequest[] = [];
+    for (const t of targets) {
+      try {
+        const messageId = await wire.post(cfg, t, text, approvalId, elicit?.buttons);
+        posts.push({ channel: chat.id, ...t, ...(chat.accountId ? { accountId: chat.accountId } : {}), messageId });
+      } catch (e) {
+        log.warn({ approvalId, channel: chat.id, to: t.to, err: errorMessage(e) }, 'approval request not posted to a chat');
+      }
+    }
+    if (!posts.length) return null;
+    await store.putIdempotent(postedKey(approvalId), { posts, sessionKey: ev.sessionKey, tool: String(ev.data.tool), text } satisfies PostedRecord);
+    log.info({ approvalId, channel: chat.id, to: posts.map((p) => p.to) }, 'approval request posted to chat');
+    return posts;
   }
 
   async function settle(ev: { runId: string; sessionKey: string; data: Record<string, unknown> }): Promise<void> {
     const approvalId = String(ev.data.approvalId);
     await inflight.get(approvalId); // a post still in flight lands first
     inflight.delete(approvalId);
-    const record = (await store.getIdempotent(postedKey(approvalId))) as (PostedRequest & { text?: string; tool?: string }) | undefined;
-    if (!record) return; // never posted to a chat: the room alone shows it
+    const record = (await store.getIdempotent(postedKey(approvalId))) as (PostedRecord & Partial<PostedRequest>) | undefined;
+    const posts = postsOf(record);
+    if (!record || !posts.length) return; // never posted to a chat: the room alone shows it
     const decision = String(ev.data.decision);
     const how = decision === 'cancelled' ? `Cancelled: ${String(ev.data.reason ?? 'run interrupted')}` : `${DECISION_TEXT[decision] ?? decision} by ${describeDecider(ev.data.by as DecidedBy | undefined, label)}`;
     const reason = ev.data.reason && decision !== 'cancelled' ? ` — ${String(ev.data.reason)}` : '';
@@ -126,15 +177,17 @@ export function startChatApprovals(d: ChatApprovalDeps): ChatApprovals {
           content: `${record.tool ?? 'tool'}: ${how}${reason}`,
           runId: ev.runId,
           author: { type: 'system', id: 'approvals' },
-          meta: { approvalId, decision, ...(ev.data.by ? { by: ev.data.by } : {}), chat: { channel: record.channel, to: record.to, messageId: record.messageId } },
+          meta: { approvalId, decision, ...(ev.data.by ? { by: ev.data.by } : {}), chat: { channel: posts[0]!.channel, to: posts[0]!.to, messageId: posts[0]!.messageId } },
         },
       ],
       ev.runId,
     );
-    // The chat: the request is edited to say so, and its buttons go away.
-    const wire = APPROVAL_WIRES[record.channel];
-    if (!wire) return;
-    await wire.settle(wireConfig(record.channel, record.accountId), record, `${record.text ?? 'Approval'}\n${how}${reason}`);
+    // Each chat message of the request is edited to say so, and its buttons go away.
+    for (const p of posts) {
+      const wire = APPROVAL_WIRES[p.channel];
+      if (!wire) continue;
+      await wire.settle(wireConfig(p.channel, p.accountId), p, `${record.text ?? 'Approval'}\n${how}${reason}`).catch((e) => log.warn({ approvalId, to: p.to, err: errorMessage(e) }, 'chat approval message not updated'));
+    }
   }
 
   const off = bus.onEvent((ev) => {
@@ -147,6 +200,11 @@ export function startChatApprovals(d: ChatApprovalDeps): ChatApprovals {
         return null;
       });
       inflight.set(approvalId, p);
+      // Kept only while the post is in flight: once it landed, settle reads the store (the decision may be made,
+      // and resolved, on another process, whose event never reaches this one).
+      void p.finally(() => {
+        if (inflight.get(approvalId) === p) inflight.delete(approvalId);
+      });
     } else if (ev.data.phase === 'resolved') {
       void track(settle(ev)).catch((e) => log.warn({ approvalId, err: errorMessage(e) }, 'chat approval message not updated'));
     }
@@ -156,21 +214,29 @@ export function startChatApprovals(d: ChatApprovalDeps): ChatApprovals {
     const wire = APPROVAL_WIRES[channel];
     const tell = (text: string) =>
       wire?.notify(wireConfig(channel), c, text).catch((e) => log.warn({ channel, err: errorMessage(e) }, 'could not answer the chat sender'));
-    const posted = (await store.getIdempotent(postedKey(c.approvalId))) as PostedRequest | undefined;
+    const posts = postsOf((await store.getIdempotent(postedKey(c.approvalId))) as (PostedRecord & Partial<PostedRequest>) | undefined);
     // Only a request posted to this very conversation can be answered from it.
-    if (!posted || posted.channel !== channel || chatIdOf(channel, posted.to) !== chatIdOf(channel, c.chatId)) {
+    if (!posts.some((p) => p.channel === channel && chatIdOf(channel, p.to) === chatIdOf(channel, c.chatId))) {
       log.warn({ channel, approvalId: c.approvalId, chatId: c.chatId }, 'chat decision for an approval not posted to that chat');
       await tell('This approval was not asked here.');
       return;
     }
-    if (!mayDecide(d.config, channel, c.from)) {
-      log.warn({ channel, approvalId: c.approvalId, from: c.from }, 'chat decision refused: sender not allowed');
-      await tell('You are not allowed to decide approvals here.');
+    if (!isApprover(d.config, channel, c.from)) {
+      log.warn({ channel, approvalId: c.approvalId, from: c.from }, 'chat decision refused: sender is not an approver');
+      await tell('You are not allowed to decide approvals here: only approvers are.');
+      return;
+    }
+    const row = await store.getApproval(c.approvalId);
+    if (row && requesterOn(trustOfRow(row), channel) === c.from.toLowerCase()) {
+      log.warn({ channel, approvalId: c.approvalId, from: c.from }, 'chat decision refused: the call was started by the approver\'s own message');
+      await tell('You are not allowed to decide a call your own message started: another approver or the operator decides it.');
       return;
     }
     const by: DecidedBy = { type: 'channel', channel, id: c.from, ...(c.senderName ? { name: c.senderName } : {}) };
     try {
-      await d.orchestrator.approvals.resolve(c.approvalId, c.decision, undefined, by);
+      const content = c.choice !== undefined && row ? elicitationContent(JSON.parse(row.args) as Record<string, unknown>, c.choice) : undefined;
+      if (c.choice !== undefined && !content) return void (await tell('That choice does not fit this question.'));
+      await d.orchestrator.approvals.resolve(c.approvalId, c.decision, undefined, by, content);
       await tell(`${DECISION_TEXT[c.decision]}.`);
     } catch (e) {
       if (isCrosstalkError(e) && (e.code === 'already_resolved' || e.code === 'unknown_approval')) await tell(`Already decided: ${e.message}`);
@@ -183,6 +249,7 @@ export function startChatApprovals(d: ChatApprovalDeps): ChatApprovals {
       for (const c of decisions) await track(decideOne(channel, c)).catch((e) => log.error({ err: e, channel }, 'chat decision failed'));
     },
     stop: off,
+    inflightCount: () => inflight.size,
     async idle() {
       while (work.size) await Promise.allSettled([...work]);
     },

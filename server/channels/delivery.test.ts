@@ -159,7 +159,7 @@ const CASES: Case[] = [
     post: /^\/hook$/,
     check: (r, text) => {
       expect(r.body).toMatchObject({ channel: 'webhook', to: 'user:u1', chatType: 'direct', text });
-      expect(r.headers['x-crosstalk-signature']).toBe(`sha256=${crypto.createHmac('sha256', 'whsec').update(r.raw).digest('hex')}`);
+      expect(r.headers['x-crosstalk-signature']).toBe(`sha256=${crypto.createHmac('sha256', 'whsec').update(`${r.headers['x-crosstalk-timestamp']}.${r.raw}`).digest('hex')}`);
       expect(r.headers['idempotency-key']).toBe(r.body.id);
     },
     safe5xx: true,

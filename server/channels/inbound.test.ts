@@ -51,9 +51,13 @@ const slackHeaders = (body: string, ts = Math.floor(Date.now() / 1000)) => ({
   'x-slack-request-timestamp': String(ts),
   'x-slack-signature': `v0=${crypto.createHmac('sha256', SLACK_SECRET).update(`v0:${ts}:${body}`).digest('hex')}`,
 });
-const hmac = (secret: string, body: string) => ({ 'x-crosstalk-signature': `sha256=${crypto.createHmac('sha256', secret).update(body).digest('hex')}` });
-const discordHeaders = (body: string) => {
-  const ts = String(Math.floor(Date.now() / 1000));
+/** CONTRACT §5 signed webhook: HMAC of "<ts>.<body>", the timestamp in its own header. */
+const hmac = (secret: string, body: string, ts = Math.floor(Date.now() / 1000)) => ({
+  'x-crosstalk-timestamp': String(ts),
+  'x-crosstalk-signature': `sha256=${crypto.createHmac('sha256', secret).update(`${ts}.${body}`).digest('hex')}`,
+});
+const discordHeaders = (body: string, at = Math.floor(Date.now() / 1000)) => {
+  const ts = String(at);
   return { 'x-signature-timestamp': ts, 'x-signature-ed25519': crypto.sign(null, Buffer.from(ts + body), ed.privateKey).toString('hex') };
 };
 
@@ -176,6 +180,9 @@ describe('discord', () => {
 
   it('a slash command in a guild channel starts a run in that channel session and acknowledges privately', async () => {
     const body = JSON.stringify({ type: 2, id: 'int-9', channel_id: '123456789012345678', guild_id: '1', member: { user: { id: '9001000001', username: 'ann' } }, data: { name: 'ask', options: [{ name: 'message', type: 3, value: 'slash hello' }] } });
+    // A correctly signed interaction from more than 5 minutes ago is a replay: refused before it is parsed.
+    expect((await web.post('discord', body, discordHeaders(body, Math.floor(Date.now() / 1000) - 301))).status).toBe(401);
+    expect(await runsOf('agent:main:discord:channel:123456789012345678')).toHaveLength(0);
     const res = await web.post('discord', body, discordHeaders(body));
     expect(res).toEqual({ status: 200, body: { type: 4, data: { content: 'Received.', flags: 64 } } });
     const runs = await runsOf('agent:main:discord:channel:123456789012345678');
@@ -206,10 +213,17 @@ describe('mattermost and the generic webhook', () => {
     expect(fake.mattermost!.calls(/\/api\/v4\/posts$/).map((r) => r.body)).toContainEqual({ channel_id: 'abcdefghijklmnopqrstuvwxyz', message: 'echo: mm hello' });
   });
 
-  it('webhook: HMAC checked; the reply is POSTed, signed, to the outbound url', async () => {
+  it('webhook: HMAC over the timestamp and body checked, stale or unstamped refused; the reply is POSTed, signed the same way, to the outbound url', async () => {
     const body = JSON.stringify({ from: 'ext-user', text: 'hook hello', messageId: 'h1' });
+    const now = Math.floor(Date.now() / 1000);
     expect((await web.post('webhook', body, hmac('nope', body))).status).toBe(401);
     expect((await web.post('webhook', body)).status).toBe(401);
+    // The body-only signature of before (no timestamp) is refused…
+    expect((await web.post('webhook', body, { 'x-crosstalk-signature': `sha256=${crypto.createHmac('sha256', HOOK_SECRET).update(body).digest('hex')}` })).status).toBe(401);
+    // …and so is a good signature more than 5 minutes old, or one whose timestamp was changed after signing.
+    expect((await web.post('webhook', body, hmac(HOOK_SECRET, body, now - 301))).status).toBe(401);
+    expect((await web.post('webhook', body, { ...hmac(HOOK_SECRET, body, now - 301), 'x-crosstalk-timestamp': String(now) })).status).toBe(401);
+    expect(await runsOf('agent:main:webhook:direct:ext-user')).toHaveLength(0);
     expect((await web.post('webhook', body, hmac(HOOK_SECRET, body))).status).toBe(200);
     const runs = await runsOf('agent:main:webhook:direct:ext-user');
     expect(runs).toHaveLength(1);
@@ -217,7 +231,9 @@ describe('mattermost and the generic webhook', () => {
     const out = fake.webhook!.calls(/^\/out$/);
     expect(out.map((r) => r.body)).toContainEqual(expect.objectContaining({ to: 'user:ext-user', text: 'echo: hook hello' }));
     const r = out.at(-1)!;
-    expect(r.headers['x-crosstalk-signature']).toBe(`sha256=${crypto.createHmac('sha256', HOOK_SECRET).update(r.raw).digest('hex')}`);
+    const ts = r.headers['x-crosstalk-timestamp'] as string;
+    expect(Math.abs(Number(ts) - Date.now() / 1000)).toBeLessThanOrEqual(300);
+    expect(r.headers['x-crosstalk-signature']).toBe(`sha256=${crypto.createHmac('sha256', HOOK_SECRET).update(`${ts}.${r.raw}`).digest('hex')}`);
   });
 
   it('unknown channels, channels without inbound and oversized bodies are refused', async () => {
@@ -229,6 +245,31 @@ describe('mattermost and the generic webhook', () => {
 });
 
 describe('reply routing', () => {
+  it('per-run memory is freed when a run ends here, and when this process stops driving it without an end event (fenced after a takeover)', async () => {
+    // A channel run that ends normally: nothing of it is kept once its replies are out. (The base: an earlier
+    // test called the message tool for a made-up run id that never ends here.)
+    await channels.idle();
+    const base = channels.retained();
+    const body = JSON.stringify({ from: 'mem-user', text: 'remember nothing', messageId: `mem-${Date.now()}` });
+    expect((await web.post('webhook', body, hmac(HOOK_SECRET, body))).status).toBe(200);
+    await settle(await runsOf('agent:main:webhook:direct:mem-user'));
+    await channels.idle();
+    expect(channels.retained()).toEqual(base);
+
+    // A run whose start this process saw, then dropped by it with no end event written here: what the orchestrator
+    // does (bus.unregisterRun) when its session's lease was taken over and its writes are fenced.
+    const runId = `run_fenced_${Date.now()}`;
+    s.rt.bus.registerRun(runId, 'agent:main:webhook:direct:fenced', 0);
+    s.rt.bus.emit(runId, 'lifecycle', { phase: 'start', origin: { channel: { id: 'webhook', to: 'user:fenced' } } });
+    // It asked for an approval that is decided elsewhere: this process never sees its resolved event.
+    s.rt.bus.emit(runId, 'approval', { phase: 'requested', approvalId: `apr_fenced_${Date.now()}`, tool: 'exec', args: {} });
+    await s.rt.bus.drain();
+    expect(channels.retained().origins).toBe(base.origins + 1);
+    s.rt.bus.unregisterRun(runId);
+    await channels.idle();
+    expect(channels.retained()).toEqual(base);
+  });
+
   it('a run requested by a sub-agent (origin.from) does not deliver to the channel, even with a channel origin', async () => {
     const before = fake.telegram!.requests.length;
     const key = 'agent:main:telegram:direct:5150';

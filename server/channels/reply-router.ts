@@ -15,6 +15,8 @@ const channelOriginSchema = z.object({
   threadId: z.string().optional(),
   replyTo: z.string().optional(),
   accountId: z.string().optional(),
+  from: z.string().optional(),
+  chatType: z.enum(['direct', 'group', 'channel']).optional(),
 });
 
 /**
@@ -32,6 +34,8 @@ export function channelOriginOf(origin: unknown): ChannelOrigin | null {
 export interface ReplyRouter {
   stop(): void;
   idle(): Promise<void>;
+  /** Entries held per run (tests check they are freed). */
+  retained(): { origins: number; chains: number; traces: number };
 }
 
 interface RouterDeps {
@@ -94,6 +98,19 @@ export function startReplyRouting(d: RouterDeps): ReplyRouter {
     }
   }
 
+  // The end is the run's last event: forget it once its queued replies are out.
+  const forget = (runId: string) => {
+    const chain = chains.get(runId) ?? Promise.resolve();
+    void chain.then(() => {
+      chains.delete(runId);
+      origins.delete(runId);
+      traces.delete(runId);
+      d.forgetRun(runId);
+    });
+  };
+  // A run this process stops driving without an end event here (fenced after a takeover, dropped at a stop).
+  const offGone = d.bus.onRunGone(forget);
+
   const off = d.bus.onEvent((ev) => {
     if (ev.stream === 'lifecycle' && ev.data.phase === 'start') {
       // The start event carries the run's origin: no store lookup for the run's replies (a resumed run falls back to one).
@@ -103,14 +120,7 @@ export function startReplyRouting(d: RouterDeps): ReplyRouter {
       return;
     }
     if (ev.stream === 'lifecycle' && (ev.data.phase === 'end' || ev.data.phase === 'error')) {
-      // The end is the run's last event: forget it once its queued replies are out.
-      const chain = chains.get(ev.runId) ?? Promise.resolve();
-      void chain.then(() => {
-        chains.delete(ev.runId);
-        origins.delete(ev.runId);
-        traces.delete(ev.runId);
-        d.forgetRun(ev.runId);
-      });
+      forget(ev.runId);
       return;
     }
     if (ev.stream !== 'message') return;
@@ -122,10 +132,14 @@ export function startReplyRouting(d: RouterDeps): ReplyRouter {
   });
 
   return {
-    stop: off,
+    stop() {
+      off();
+      offGone();
+    },
     async idle() {
       await Promise.all([...chains.values()]);
       await new Promise((r) => setImmediate(r));
     },
+    retained: () => ({ origins: origins.size, chains: chains.size, traces: traces.size }),
   };
 }

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { CrosstalkConfig } from '../config';
 import { CrosstalkError } from '../errors';
 import type { EventBus } from '../events/bus';
-import { messageSchema, sessionKeySchema } from '../gateway/schemas';
+import { sendParams, type SendParams } from '../gateway/schemas';
 import type { Logger } from '../logger';
 import type { Orchestrator } from '../orchestrator/orchestrator';
 import { appendTranscript } from '../orchestrator/transcript';
@@ -15,26 +15,14 @@ import { startChatApprovals, type ChatApprovals } from './approvals';
 import { handleInbound, type InboundOutcome, submitInbound } from './inbound';
 import { claimHeld, listPairings, type PairingInfo, pairingsResolveParams, type PairingsResolveParams, resolvePairing } from '../trust/pairing';
 import { createChannelRegistry } from './registry';
+import { Claimant, dropClaim, insertClaim, settleClaim, stillPending, takeOverClaim } from '../store/idempotency';
+import { failpoint } from '../failpoints';
 import { startReplyRouting, type ReplyRouter } from './reply-router';
 import { ensureOutboundSessionEntry, resolveOutboundSessionRoute, sessionMeta, type SessionRoute } from './routing';
 import type { AnyChannelPlugin, InboundRequest, ResolvedTarget } from './types';
 
-const idSchema = z.union([z.string().trim().min(1).max(256), z.number().int()]).transform(String);
-
-/** `send` params (CONTRACT §3). */
-export const sendParams = z
-  .object({
-    channel: z.string().trim().min(1).max(64).transform((s) => s.toLowerCase()),
-    to: z.string().trim().min(1).max(512),
-    message: messageSchema,
-    accountId: z.string().trim().min(1).max(128).optional(),
-    threadId: idSchema.optional(),
-    replyTo: idSchema.optional(),
-    sessionKey: sessionKeySchema.optional(),
-    idempotencyKey: z.string().min(1).max(256).optional(),
-  })
-  .strict();
-export type SendParams = z.input<typeof sendParams>;
+// `send`'s params are a contract shape (gateway/schemas.ts); re-exported for the channel code that names them here.
+export { sendParams, type SendParams } from '../gateway/schemas';
 
 export interface SendResult {
   messageId: string;
@@ -89,6 +77,8 @@ export interface ChannelService {
   stop(): void;
   /** Resolves when queued reply deliveries are done (tests, shutdown). */
   idle(): Promise<void>;
+  /** In-memory entries kept per run or approval (tests check they are freed when the run leaves this process). */
+  retained(): { origins: number; chains: number; traces: number; delivered: number; approvalPosts: number };
 }
 
 /** The key under which a delivered text is remembered per run. */
@@ -187,6 +177,36 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     return { messageId, sessionKey };
   }
 
+  const claimant = new Claimant(store.db, () => orchestrator.cluster?.id || null);
+
+  /**
+   * `send` with an idempotency key: the key is claimed (pending, with its claimant) before the channel is called and
+   * settled with the answer, so the channel API is reached once per key whichever processes get it. A repeat waits
+   * for the answer; one whose claimant died before answering takes the claim over and delivers (under the same
+   * platform idempotency key): at most once more, never while the claimant lives.
+   */
+  async function sendClaimed(p: z.output<typeof sendParams>, key: string): Promise<SendResult> {
+    const me = claimant.me;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const seen = await claimant.await(key);
+      if (seen.kind === 'done') return seen.result as SendResult;
+      if (seen.kind === 'pending') throw stillPending(key);
+      const held = seen.kind === 'orphaned' ? await takeOverClaim(store.db, key, seen.claim.owner ?? '', me) : await insertClaim(store.db, { key, owner: me });
+      if (!held) continue; // another request took it first: its answer
+      failpoint('send.claimed');
+      let res: SendResult;
+      try {
+        res = await sendOnce(p);
+      } catch (e) {
+        await dropClaim(store.db, key, me).catch(() => undefined); // refused: nothing was sent, a retry is a new attempt
+        throw e;
+      }
+      await settleClaim(store.db, key, me, res);
+      return res;
+    }
+    throw stillPending(key);
+  }
+
   return {
     plugins,
     resolveRoute,
@@ -205,13 +225,7 @@ export function createChannels(deps: ChannelDeps): ChannelService {
       const key = `send:${p.idempotencyKey}`;
       const running = inflight.get(key);
       if (running) return running;
-      const work = (async () => {
-        const prior = (await store.getIdempotent(key)) as SendResult | undefined;
-        if (prior) return prior;
-        const res = await sendOnce(p);
-        await store.putIdempotent(key, res);
-        return res;
-      })();
+      const work = sendClaimed(p, key);
       inflight.set(key, work);
       try {
         return await work;
@@ -267,5 +281,6 @@ export function createChannels(deps: ChannelDeps): ChannelService {
       await router?.idle();
       await chatApprovals?.idle();
     },
+    retained: () => ({ ...(router?.retained() ?? { origins: 0, chains: 0, traces: 0 }), delivered: delivered.size, approvalPosts: chatApprovals?.inflightCount() ?? 0 }),
   };
 }

@@ -3,6 +3,7 @@
 // takeover after a death and after a graceful stop. Plus the plain refusals: SQLite is one process per data dir,
 // and a DATABASE_URL with no user name works with no USER in the environment.
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -140,6 +141,18 @@ describe.skipIf(onPgPass)('two processes on one PostgreSQL', () => {
     expect(evs.filter((e) => e.stream === 'approval').map((e) => e.data.phase)).toEqual(['requested', 'resolved']);
   });
 
+  it('a decision made on B for a run on A says who decided in A\'s resolved event (it travels with the decision, no map left on B)', async () => {
+    const key = 'agent:main:approve-by';
+    const r = await a.rpc<Started>('agent', { sessionKey: key, message: '/tool exec {"command":"echo decided"}' });
+    const p = await until(async () => (await b.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: key })).approvals[0]);
+    // As a chat approver's press on B does (server/channels/approvals.ts).
+    const by = { type: 'channel' as const, channel: 'telegram', id: '5150', name: 'ann' };
+    await b.rt.orchestrator.approvals.resolve(p.approvalId, 'allow_once', undefined, by);
+    expect(await wait(b, r.runId)).toMatchObject({ status: 'ok', response: expect.stringContaining('decided') });
+    const evs = await readSse(`${b.url}/api/gateway/events?runId=${r.runId}`, { lastEventId: 0, until: (e) => e.some((x) => x.stream === 'lifecycle' && x.data.phase === 'end') });
+    expect(evs.find((e) => e.stream === 'approval' && e.data.phase === 'resolved')?.data).toMatchObject({ approvalId: p.approvalId, decision: 'allow_once', by });
+  });
+
   it('a webhook is POSTed once, however many processes look at the outbox', async () => {
     const http = await import('node:http');
     let hits = 0;
@@ -189,23 +202,49 @@ describe.skipIf(onPgPass)('takeover', () => {
     }
   });
 
-  it('a process that lost its lease (declared dead, still running) writes nothing more: fenced by the epoch', async () => {
+  // (A zombie's run in flight is tested for real, by SIGSTOP and by pg_terminate_backend, in fencing.test.ts.)
+  it('an approval resolved through a process that lost the lease does not run the tool there: the re-driver runs it, once', async () => {
+    const schema = `t_cl_${crypto.randomBytes(4).toString('hex')}`;
+    const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    const b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    // Writable by the exec user: as root, exec runs as `nobody` (CONTRACT §5 "exec isolation").
+    const dir = tmpDataDir();
+    fs.chmodSync(dir, 0o777);
+    const file = path.join(dir, 'ran.txt');
+    const key = 'agent:main:zombie-approval';
+    try {
+      const r = await a.rpc<Started>('agent', { sessionKey: key, message: `/tool exec {"command":"echo ran >> ${file}"}` });
+      const p = await until(async () => (await b.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: key })).approvals[0]);
+      // A keeps serving and keeps its run waiting on the approval, but loses its liveness without learning it
+      // (a zombie): B takes the session over and waits on the same approval.
+      a.rt.cluster!.crash();
+      await until(async () => (await b.rt.store.getSession(key))?.owner === b.rt.cluster!.id, 15_000);
+      await a.rpc('approvals.resolve', { approvalId: p.approvalId, decision: 'allow_once' });
+      const w = await b.rpc<{ status: string; response: string }>('agent.wait', { runId: r.runId, timeoutMs: 15_000 });
+      expect(w.status).toBe('ok');
+      await new Promise((res) => setTimeout(res, 500)); // would A run it too?
+      expect(fs.readFileSync(file, 'utf8')).toBe('ran\n');
+      const h = (await b.rpc<{ messages: any[] }>('chat.history', { sessionKey: key, includeTools: true })).messages;
+      expect(h.filter((m) => m.kind === 'tool_result').length).toBe(1);
+    } finally {
+      await a.close().catch(() => undefined);
+      await b.close();
+    }
+  });
+
+  it('sessions.compact is agent_busy while the session’s run is active on another process', async () => {
     const schema = `t_cl_${crypto.randomBytes(4).toString('hex')}`;
     const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
     const b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
     try {
-      const r = await a.rpc<Started>('agent', { sessionKey: 'agent:main:zombie', message: '/sleep 800\n/reply once' });
-      // A's liveness connection drops but A itself goes on: B takes the session over and re-drives the run,
-      // while A's own copy of the run wakes up later and tries to write its reply.
-      a.rt.cluster!.crash();
-      expect(await b.rpc('agent.wait', { runId: r.runId, timeoutMs: 15_000 })).toMatchObject({ status: 'ok', response: 'once' });
-      await new Promise((res) => setTimeout(res, 1200)); // A's copy has woken and been refused by now
-      const h = (await b.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:zombie' })).messages;
-      expect(h.map((m) => m.content)).toEqual(['once', '/sleep 800\n/reply once']);
-      const evs = await readSse(`${b.url}/api/gateway/events?runId=${r.runId}`, { lastEventId: 0, until: (e) => e.some((x) => x.stream === 'lifecycle' && x.data.phase === 'end'), timeoutMs: 3000 });
-      expect(evs.map((e) => e.seq)).toEqual(evs.map((_, i) => i + 1));
+      const key = 'agent:main:compact-busy';
+      const r = await a.rpc<Started>('agent', { sessionKey: key, message: '/sleep 30000\n/reply never' });
+      const busy = await b.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'sessions.compact', params: { sessionKey: key } });
+      expect(busy.body.error).toMatchObject({ code: -32009, data: { code: 'agent_busy' } });
+      await b.rpc('agent.cancel', { runId: r.runId });
+      expect(await b.rpc('agent.wait', { runId: r.runId, timeoutMs: 10_000 })).toMatchObject({ status: 'error', error: 'cancelled' });
     } finally {
-      await a.close().catch(() => undefined);
+      await a.close();
       await b.close();
     }
   });

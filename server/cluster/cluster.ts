@@ -6,14 +6,18 @@ import os from 'node:os';
 import { type Kysely, sql } from 'kysely';
 import type pg from 'pg';
 import type { Logger } from '../logger';
+import type { DecidedBy } from '../orchestrator/approvals';
 import type { Database, ProcessesTable, RunRow } from '../store/schema';
 import { type EnqueuePg, enqueuePg, type EnqueuePgResult } from '../store/run-writes';
+import { ClaimTaken, enqueueClaimedPg } from '../store/idempotency';
 
 export type ControlMessage =
   | { kind: 'work'; to: string; sessionKey: string }
   | { kind: 'cancel'; to: string; sessionKey: string; runId: string }
-  | { kind: 'approval'; to: string; sessionKey: string; approvalId: string }
-  | { kind: 'events' };
+  | { kind: 'approval'; to: string; sessionKey: string; approvalId: string; by?: DecidedBy }
+  | { kind: 'events' }
+  /** To every process: sessions were let go (a graceful stop): sweep for them now rather than at the next sweep. */
+  | { kind: 'orphans' };
 
 export interface ClusterHooks {
   onControl(msg: ControlMessage): void;
@@ -28,13 +32,15 @@ export interface ClusterHooks {
 
 export const LIVENESS = {
   sweepMs: Number(process.env.CROSSTALK_SWEEP_MS ?? 250),
-  heartbeatMs: 2000,
+  heartbeatMs: Number(process.env.CROSSTALK_HEARTBEAT_MS ?? 2000),
   /** A process whose heartbeat is this old is dead even if its lock still looks held (machine loss). */
   deadAfterMs: Number(process.env.CROSSTALK_DEAD_AFTER_MS ?? 15_000),
 };
 
 const hash31 = (s: string) => crypto.createHash('sha1').update(s).digest().readUInt32BE(0) & 0x7fffffff;
 const dbNowMs = sql<number>`(extract(epoch from clock_timestamp()) * 1000)::bigint`;
+/** A lease epoch no session ever had (0011_fencing): a claim, a release and a takeover each take one. */
+const NEXT_EPOCH = sql<number>`nextval('session_epochs')`;
 
 export class Cluster {
   id = '';
@@ -136,6 +142,7 @@ export class Cluster {
       return;
     }
     if (msg.kind === 'events') return this.hooks.onEvents();
+    if (msg.kind === 'orphans') return this.hooks.onOrphans();
     if (msg.to !== this.id) return;
     try {
       this.hooks.onControl(msg);
@@ -243,7 +250,7 @@ export class Cluster {
         // Bumping the epoch fences whatever the dead process might still try to write.
         const r = await this.db
           .updateTable('sessions')
-          .set((eb) => ({ owner: null, epoch: eb('epoch', '+', 1) }))
+          .set({ owner: null, epoch: NEXT_EPOCH })
           .where('owner', '=', id)
           .executeTakeFirst();
         freed += Number(r.numUpdatedRows);
@@ -266,8 +273,10 @@ export class Cluster {
    * session's queued runs: a holder releasing at the same moment sees this row (it locks the session row, then
    * looks), or is told.
    */
-  async enqueue(row: RunRow, o: Omit<EnqueuePg, 'row' | 'me'>): Promise<EnqueuePgResult> {
-    const x = await enqueuePg(this.db, { row, me: this.id, ...o });
+  async enqueue(row: RunRow, o: Omit<EnqueuePg, 'row' | 'me'>, claim?: { key: string; owner: string; settled?: boolean }): Promise<EnqueuePgResult> {
+    // With an idempotency key: claimed in the same transaction (ClaimTaken when another request claimed it first).
+    const x = claim ? await enqueueClaimedPg(this.db, { row, me: this.id, ...o }, claim) : await enqueuePg(this.db, { row, me: this.id, ...o });
+    if (!x) throw new ClaimTaken(claim!.key);
     let owner = x.owner;
     if (x.claimed == null && (owner == null || owner === this.id)) owner = await this.ownerOf(row.session_key);
     return { ...x, owner };
@@ -277,7 +286,7 @@ export class Cluster {
   async claim(sessionKey: string): Promise<number | null> {
     const r = await this.db
       .updateTable('sessions')
-      .set((eb) => ({ owner: this.id, epoch: eb('epoch', '+', 1) }))
+      .set({ owner: this.id, epoch: NEXT_EPOCH })
       .where('key', '=', sessionKey)
       .where('owner', 'is', null)
       .returning('epoch')
@@ -289,7 +298,7 @@ export class Cluster {
   async release(sessionKey: string): Promise<void> {
     await this.db
       .updateTable('sessions')
-      .set((eb) => ({ owner: null, epoch: eb('epoch', '+', 1) }))
+      .set({ owner: null, epoch: NEXT_EPOCH })
       .where('key', '=', sessionKey)
       .where('owner', '=', this.id)
       .execute();
@@ -343,6 +352,14 @@ export class Cluster {
     while (this.sweeping) await new Promise((r) => setTimeout(r, 10));
     try {
       await this.db.updateTable('processes').set({ status: 'stopped' }).where('id', '=', this.id).execute();
+      // A session claimed here after the orchestrator let its sessions go (a request in flight at the stop) is let
+      // go too: nobody sweeps the sessions of a process that stopped rather than died.
+      const r = await this.db
+        .updateTable('sessions')
+        .set((eb) => ({ owner: null, epoch: eb('epoch', '+', 1) }))
+        .where('owner', '=', this.id)
+        .executeTakeFirst();
+      if (Number(r.numUpdatedRows)) await this.notify({ kind: 'orphans' });
     } catch {
       /* the database may be gone */
     }

@@ -15,7 +15,20 @@ export interface EventFilter {
 type Listener = (ev: AgentEvent) => void;
 
 const SUB_BUFFER = 2000;
+/** A subscriber's buffer is bounded by bytes too: 2,000 messages of 256 KiB would pin 0.5 GB for one stalled tab. */
+export const SUB_BUFFER_BYTES = 8 * 1024 * 1024;
 const CATCHUP_PAGE = 500;
+
+/** An event's size as its SSE line would carry it, measured once per event whatever the number of subscribers. */
+const sizes = new WeakMap<AgentEvent, number>();
+function sizeOf(ev: AgentEvent): number {
+  let n = sizes.get(ev);
+  if (n === undefined) {
+    n = JSON.stringify(ev.data).length + 200; // the envelope (ids, stream, times, key) on top of the data
+    sizes.set(ev, n);
+  }
+  return n;
+}
 /** PostgreSQL: how long an event may wait for others to share its write. */
 const FLUSH_MS = 5;
 
@@ -51,8 +64,26 @@ export class EventBus {
   unregisterRun(runId: string): number {
     const ctx = this.runs.get(runId);
     this.runs.delete(runId);
+    if (ctx) for (const fn of this.goneListeners) {
+      try {
+        fn(runId);
+      } catch (e) {
+        this.log.error({ err: e, runId }, 'run-gone listener failed');
+      }
+    }
     return ctx?.seq ?? 0;
   }
+
+  /**
+   * Called when a run stops being driven by this process, whether its end event was written here or not (a run
+   * fenced off after another process took its session over, one dropped at a stop): in-memory state kept per run
+   * (reply routing, delivered texts) is freed on this, not only on an end event this process may never see.
+   */
+  onRunGone(fn: (runId: string) => void): () => void {
+    this.goneListeners.add(fn);
+    return () => this.goneListeners.delete(fn);
+  }
+  private goneListeners = new Set<(runId: string) => void>();
 
   currentSeq(runId: string): number {
     return this.runs.get(runId)?.seq ?? 0;
@@ -223,6 +254,8 @@ export class EventBus {
 /** One subscriber's view: a bounded live buffer, or catching up from the log when behind. */
 export class Subscription implements AsyncIterable<AgentEvent> {
   private queue: AgentEvent[] = [];
+  /** What `queue` holds, in bytes (sizeOf). */
+  private queuedBytes = 0;
   private wake: (() => void) | null = null;
   private closed = false;
   /** Position of the last event handed out or queued. */
@@ -252,19 +285,26 @@ export class Subscription implements AsyncIterable<AgentEvent> {
     if (this.closed || !isAfter(cursor, this.last)) return;
     if (this.catchingUp) {
       if (!this.highestSeen || isAfter(cursor, this.highestSeen)) this.highestSeen = cursor;
-    } else if (this.queue.length >= SUB_BUFFER) {
+    } else if (this.queue.length >= SUB_BUFFER || (this.queue.length && this.queuedBytes + sizeOf(ev) > SUB_BUFFER_BYTES)) {
       // Too slow: drop the buffer and read the log from where this subscriber is.
       this.catchingUp = true;
       this.last = this.handedOut;
       this.queue = [];
       this.cursors = [];
+      this.queuedBytes = 0;
       this.highestSeen = cursor;
     } else {
       this.queue.push(ev);
+      this.queuedBytes += sizeOf(ev);
       this.cursors.push(cursor);
       this.last = cursor;
     }
     this.wake?.();
+  }
+
+  /** What the buffer holds now, in bytes (tests check the bound). */
+  get bufferedBytes(): number {
+    return this.queuedBytes;
   }
 
   close() {
@@ -281,11 +321,19 @@ export class Subscription implements AsyncIterable<AgentEvent> {
       const horizon = this.bus.head;
       const { rows, pending } = await this.bus.store.eventsAfter({ after: this.last, ...this.filter, limit: CATCHUP_PAGE });
       if (this.closed) return;
+      let taken = 0;
       for (const r of rows) {
+        // Bytes bound the catch-up too: rows past the bound are read again once these are handed out.
+        if (this.queue.length && this.queuedBytes + r.data.length + 200 > SUB_BUFFER_BYTES) break;
+        const ev: AgentEvent = { id: r.id, runId: r.run_id, seq: r.seq, stream: r.stream as AgentEvent['stream'], ts: r.ts, sessionKey: r.session_key, data: JSON.parse(r.data), cursor: encodeEventCursor(r.cursor) };
+        sizes.set(ev, r.data.length + 200);
         this.cursors.push(r.cursor);
-        this.queue.push({ id: r.id, runId: r.run_id, seq: r.seq, stream: r.stream as AgentEvent['stream'], ts: r.ts, sessionKey: r.session_key, data: JSON.parse(r.data), cursor: encodeEventCursor(r.cursor) });
+        this.queue.push(ev);
+        this.queuedBytes += sizeOf(ev);
         this.last = r.cursor;
+        taken++;
       }
+      if (taken < rows.length) return; // hand these out first, then continue from the first row left
       if (rows.length < CATCHUP_PAGE && isAfter(horizon, this.last)) this.last = horizon;
       // Every pushed event was already in the log, so once a short page leaves nothing newer seen, we are live
       // (rows not settled yet reach us through the live path: the feed delivers only settled rows, in order).
@@ -304,7 +352,9 @@ export class Subscription implements AsyncIterable<AgentEvent> {
       if (this.closed || signal?.aborted) return null;
       if (this.queue.length) {
         this.handedOut = this.cursors.shift() ?? this.handedOut;
-        return this.queue.shift()!;
+        const ev = this.queue.shift()!;
+        this.queuedBytes = this.queue.length ? Math.max(0, this.queuedBytes - sizeOf(ev)) : 0;
+        return ev;
       }
       if (this.catchingUp) {
         await this.catchUp();

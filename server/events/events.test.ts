@@ -1,6 +1,7 @@
 // Event log + SSE: ids rise, seq per run from 1, reconnect with Last-Event-ID gets every event once, slow subscribers catch up.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSse, startTestServer, TEST_TOKEN, type TestServer, until } from '../testing/harness';
+import { SUB_BUFFER_BYTES } from './bus';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -99,6 +100,37 @@ describe('event bus', () => {
     sub.close();
     expect(got.length).toBeGreaterThan(2000);
     expect(got).toEqual(got.map((_, i) => i + 1));
+  });
+
+  it('a slow subscriber\'s buffer is bounded by bytes, not only by count: big messages overflow it long before 2,000 events, and it still gets every event', async () => {
+    const key = 'agent:main:slow-bytes';
+    const { bus } = s.rt;
+    const sub = bus.subscribe({ sessionKey: key });
+    // 16 turns of 240 KiB each way: a few hundred events, ~11 MB of them (user row, deltas, assistant row).
+    const runs: string[] = [];
+    for (let i = 0; i < 16; i++) {
+      const big = `${i} ${'x'.repeat(240 * 1024)}`;
+      const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: big, queueMode: 'followup' });
+      runs.push(runId);
+    }
+    for (const runId of runs) await s.rpc('agent.wait', { runId });
+    await bus.drain();
+    expect(sub.bufferedBytes).toBeLessThanOrEqual(SUB_BUFFER_BYTES);
+    const seqs = new Map<string, number[]>();
+    let ended = 0;
+    let most = 0;
+    while (ended < new Set(runs).size) {
+      const ev = await Promise.race([sub.next(), new Promise<null>((r) => setTimeout(() => r(null), 5000))]);
+      if (!ev) break;
+      most = Math.max(most, sub.bufferedBytes);
+      seqs.set(ev.runId, [...(seqs.get(ev.runId) ?? []), ev.seq]);
+      if (ev.stream === 'lifecycle' && ev.data.phase === 'end') ended++;
+    }
+    sub.close();
+    // The catch-up from the log is bounded the same way, and nothing was lost or repeated.
+    expect(most).toBeLessThanOrEqual(SUB_BUFFER_BYTES);
+    expect(ended).toBe(new Set(runs).size);
+    for (const [, got] of seqs) expect(got).toEqual(got.map((_, i) => i + 1));
   });
 
   it('over HTTP: an SSE client that stops reading while a run emits ~3000 events gets every one, in order, once it reads again', async () => {

@@ -90,6 +90,12 @@ export interface PendingApproval {
   source?: { kind: 'mcp'; server: string; tool: string; annotations?: Record<string, unknown> };
   /** Where the run's trust came from (CONTRACT §5 "Trust"): the operator, or a channel sender. */
   trust?: Trust;
+  /** An elicitation (kind `elicitation`): the MCP server, what it asks, and the form's schema or the URL to open. */
+  server?: string;
+  message?: string;
+  mode?: 'form' | 'url';
+  requestedSchema?: Record<string, unknown>;
+  url?: string;
   /** The session's ancestors, root first (main → delegate → …), ending with this session; the room's inbox shows it. */
   chain?: string[];
 }

@@ -62,8 +62,16 @@ describe('params', () => {
   it('a garbage cursor or one from another list is invalid_cursor, before any lookup', async () => {
     const garbage = await call('chat.history', { sessionKey: 'agent:main:main', cursor: '%%%not-a-cursor' });
     expect(garbage.body.error).toMatchObject({ code: -32602, data: { code: 'invalid_cursor' } });
-    const list = await s.rpc<{ next_cursor: string }>('sessions.list', { limit: 1 });
-    void list;
+    // A genuine cursor of another list (sessions.list, two sessions so there is a next page) is refused by chat.history.
+    const other = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:second', message: 'two' });
+    await s.rpc('agent.wait', { runId: other.runId });
+    const list = await s.rpc<{ next_cursor: string | null }>('sessions.list', { limit: 1 });
+    expect(list.next_cursor).toEqual(expect.any(String));
+    expect((await call('chat.history', { sessionKey: 'agent:main:main', cursor: list.next_cursor })).body.error).toMatchObject({ code: -32602, data: { code: 'invalid_cursor' } });
+    // …and so is chat.history's own cursor handed to sessions.list.
+    const page = await s.rpc<{ next_cursor: string | null }>('chat.history', { sessionKey: 'agent:main:main', limit: 1 });
+    expect(page.next_cursor).toEqual(expect.any(String));
+    expect((await call('sessions.list', { cursor: page.next_cursor })).body.error).toMatchObject({ code: -32602, data: { code: 'invalid_cursor' } });
     const foreign = Buffer.from(JSON.stringify({ l: 'sessions', s: '|', k: ['2020', 'x'] })).toString('base64url');
     const r = await call('chat.history', { sessionKey: 'agent:main:main', cursor: foreign });
     expect(r.body.error.data.code).toBe('invalid_cursor');

@@ -2,30 +2,9 @@
 import type { Store } from '../store/store';
 import { agentIdOf } from '../sessions/keys';
 import { parentChains } from './room';
+import type { Board, BoardItem } from './types';
 
-export interface BoardItem {
-  runId: string;
-  sessionKey: string;
-  agentId: string;
-  /** The session's ancestors, root first, ending with the session itself. */
-  parentChain: string[];
-  status: string;
-  /** What the run waits for, when it waits for a person (`approval`). */
-  waitingFor?: string;
-  /** The pending item it waits on, and its tool. */
-  approvalId?: string;
-  tool?: string;
-  startedAt: string;
-  endedAt?: string;
-  costUsd: number;
-}
-
-export interface Board {
-  needsInput: BoardItem[];
-  working: BoardItem[];
-  done: BoardItem[];
-  failed: BoardItem[];
-}
+export type { Board, BoardItem };
 
 type RunPick = { id: string; session_key: string; status: string; created_at: string; started_at: string | null; ended_at: string | null };
 

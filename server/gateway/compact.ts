@@ -11,7 +11,9 @@ export async function compactSession(
   d: { store: Store; orchestrator: Orchestrator; tools: Map<string, AnyToolDef>; compactor?: Compactor },
   sessionKey: string,
 ): Promise<{ status: 'ok'; tokensBefore: number; tokensAfter: number }> {
-  if (d.orchestrator.isActive(sessionKey)) throw new CrosstalkError('agent_busy', `session ${sessionKey} has an active run`);
+  // Active here, or (PostgreSQL) on any other process: the store's run rows say so for all of them.
+  const active = d.orchestrator.isActive(sessionKey) || (await d.store.activeRunOf(sessionKey));
+  if (active) throw new CrosstalkError('agent_busy', `session ${sessionKey} has an active run${typeof active === 'string' ? ` (${active})` : ''}`);
   const session = (await d.store.getSession(sessionKey))!;
   const agent = d.orchestrator.agentForKey(sessionKey);
   const specs = session.model ? [session.model] : agent.models;

@@ -1,5 +1,4 @@
 // Issue 12 items 6–13 and 15 over real HTTP: SSE backpressure, delete vs steer, SSRF, parallel delegates, failed steer, de-dup, keys, cursors, counts.
-import crypto from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -7,6 +6,7 @@ import { fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, TEST_TOKEN, type TestServer, until } from '../testing/harness';
 import { guardedDispatcher, isPrivateAddress } from '../webhooks/guard';
+import { signWebhook } from '../webhooks/signature';
 
 const SECRET = 'defects-hook';
 let s: TestServer;
@@ -144,7 +144,7 @@ describe('10. a steer into a run that then fails', () => {
 describe('11. inbound de-duplication', () => {
   it('the same messageId posted twice at once lands once', async () => {
     const body = JSON.stringify({ from: 'twin', text: 'only once', messageId: `dup-${Date.now()}` });
-    const headers = { 'content-type': 'application/json', 'x-crosstalk-signature': `sha256=${crypto.createHmac('sha256', SECRET).update(body).digest('hex')}` };
+    const headers = { 'content-type': 'application/json', ...signWebhook(SECRET, body) };
     const res = await Promise.all(Array.from({ length: 4 }, () => fetch(`${s.url}/api/channels/webhook`, { method: 'POST', headers, body })));
     expect(res.map((r) => r.status)).toEqual([200, 200, 200, 200]);
     await s.rt.orchestrator.idle();
@@ -210,7 +210,7 @@ describe('NUL in strings (found by the fuzz pass on PostgreSQL)', () => {
     const body = JSON.stringify({ from: 'nul', text: 'hi\u0000there', messageId: `nul-${Date.now()}` });
     const res = await fetch(`${s.url}/api/channels/webhook`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-crosstalk-signature': `sha256=${crypto.createHmac('sha256', SECRET).update(body).digest('hex')}` },
+      headers: { 'content-type': 'application/json', ...signWebhook(SECRET, body) },
       body,
     });
     expect(res.status).toBe(400);

@@ -237,7 +237,10 @@ describe('sessions', () => {
     expect(first).toMatchObject({ sessionKey: 'agent:researcher:main', agentId: 'researcher', kind: 'main', model: 'scripted', status: 'idle', messageCount: 2 });
     expect(new Date(first.lastActivityAt).toISOString()).toBe(first.lastActivityAt);
     const p2 = await s.rpc<{ sessions: any[] }>('sessions.list', { limit: 2, cursor: list.next_cursor });
-    expect(p2.sessions.map((x) => x.sessionKey)).not.toContain(first.sessionKey);
+    // The next page holds sessions, none of the first page's (an empty page would not pass).
+    expect(p2.sessions.length).toBeGreaterThan(0);
+    const firstKeys = list.sessions.map((x) => x.sessionKey);
+    expect(p2.sessions.filter((x) => firstKeys.includes(x.sessionKey))).toEqual([]);
     expect(await s.rpc('sessions.delete', { sessionKey: 'agent:researcher:main', deleteTranscript: true })).toEqual({ status: 'ok' });
     const gone = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'chat.history', params: { sessionKey: 'agent:researcher:main' } });
     expect(gone.body.error).toMatchObject({ code: -32004, data: { code: 'unknown_session' } });
@@ -245,6 +248,7 @@ describe('sessions', () => {
 
   it('answers exactly the contract shapes over JSON-RPC', async () => {
     const list = await s.rpc<{ sessions: any[] }>('sessions.list', { limit: 5 });
+    expect(list.sessions).toHaveLength(5); // earlier tests made more than five: every shape below is checked on real rows
     for (const x of list.sessions) expect(Object.keys(x).filter((k) => k !== 'label').sort()).toEqual(['agentId', 'kind', 'lastActivityAt', 'messageCount', 'model', 'sessionKey', 'status']);
     const agents = await s.rpc<{ agents: any[] }>('agents.list', {});
     expect(Object.keys(agents.agents[0]).sort()).toEqual(['agentId', 'model', 'name', 'tools']);

@@ -5,9 +5,10 @@ import type { Logger } from '../logger';
 import * as s from './schemas';
 import type { Gateway } from './types';
 import type { SessionSummary } from '../events/types';
-import { sendParams } from '../channels/service';
+import { sendParams } from './schemas';
 import { pairingsResolveParams } from '../trust/pairing';
 import { nulPath } from './nul';
+import { jsonTooDeep, TOO_DEEP_MESSAGE } from '../http/json-depth';
 
 type Id = string | number | null;
 
@@ -50,7 +51,10 @@ const methods: Record<string, Method> = {
   'sessions.search': { params: s.sessionsSearchParams, call: (gw, p) => gw.sessionsSearch(p) },
   'chat.history': { params: s.chatHistoryParams, call: (gw, p) => gw.chatHistory(p) },
   'approvals.list': { params: s.approvalsListParams, call: async (gw, p) => ({
-    approvals: (await gw.approvalsList(p)).approvals.map(({ approvalId, kind, sessionKey, runId, tool, args, requestedAt, chain }) => ({ approvalId, kind, sessionKey, runId, tool, args, requestedAt, parentChain: chain ?? [sessionKey] })),
+    approvals: (await gw.approvalsList(p)).approvals.map(({ approvalId, kind, sessionKey, runId, tool, args, requestedAt, chain, server, message, mode, requestedSchema, url }) => ({
+      approvalId, kind, sessionKey, runId, tool, args, requestedAt, parentChain: chain ?? [sessionKey],
+      ...(kind === 'elicitation' ? { server, message, mode, ...(requestedSchema ? { requestedSchema } : {}), ...(url ? { url } : {}) } : {}),
+    })),
   }) },
   // Beyond CONTRACT §3 (an operator's view, as the room's inbox and the CLI show it): with each one's parent chain and trust.
   'approvals.inbox': { params: s.approvalsListParams, call: (gw, p) => gw.approvalsList(p) },
@@ -108,9 +112,13 @@ const envelope = z.object({
   id: z.union([z.string(), z.number(), z.null()]).optional(),
 });
 
-async function handleOne(gw: Gateway, msg: unknown, log?: Logger): Promise<RpcResponse | null> {
+function idOf(msg: unknown): Id {
   const rawId = (msg as { id?: unknown } | null)?.id;
-  const id: Id = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null;
+  return typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null;
+}
+
+async function handleOne(gw: Gateway, msg: unknown, log?: Logger): Promise<RpcResponse | null> {
+  const id = idOf(msg);
   const env = envelope.safeParse(msg);
   if (!env.success) return rpcError(id, -32600, 'invalid request', { code: 'invalid_request', issues: zodIssues(env.error) });
   const notification = !('id' in (msg as object));
@@ -139,6 +147,8 @@ export async function handleJsonRpc(gw: Gateway, body: string, log?: Logger): Pr
   } catch {
     return rpcError(null, -32700, 'parse error', { code: 'invalid_request' });
   }
+  // Before anything recursive (the NUL check, zod) walks it: params past 64 levels are an invalid request.
+  if (jsonTooDeep(body, Array.isArray(msg) ? 2 : 1)) return rpcError(idOf(msg), -32600, TOO_DEEP_MESSAGE, { code: 'invalid_request' });
   if (Array.isArray(msg)) {
     if (!msg.length) return rpcError(null, -32600, 'empty batch', { code: 'invalid_request' });
     if (msg.length > 100) return rpcError(null, -32600, 'batch larger than 100', { code: 'invalid_request' });

@@ -90,8 +90,10 @@ export const approvalsListParams = z.object({ sessionKey: sessionKeySchema.optio
 export const approvalsResolveParams = z
   .object({
     approvalId: z.string().min(1).max(128),
-    decision: z.enum(['allow_once', 'allow_always', 'deny']),
+    decision: z.enum(['allow_once', 'allow_always', 'deny', 'accept', 'decline', 'cancel']),
     reason: z.string().max(4096).optional(),
+    /** An elicitation form's answer (with `accept`), checked against its requestedSchema. */
+    content: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
 
@@ -155,3 +157,21 @@ export const webhooksListParams = z
   .object({ status: z.enum(['pending', 'delivered', 'dead']).optional(), limit: limitSchema.optional() })
   .strict();
 export type WebhooksListParams = z.infer<typeof webhooksListParams>;
+
+/** `send` (CONTRACT §3): channel delivery with no agent run. */
+const channelIdSchema = z.union([z.string().trim().min(1).max(256), z.number().int()]).transform(String);
+
+/** `send` params (CONTRACT §3). */
+export const sendParams = z
+  .object({
+    channel: z.string().trim().min(1).max(64).transform((s) => s.toLowerCase()),
+    to: z.string().trim().min(1).max(512),
+    message: messageSchema,
+    accountId: z.string().trim().min(1).max(128).optional(),
+    threadId: channelIdSchema.optional(),
+    replyTo: channelIdSchema.optional(),
+    sessionKey: sessionKeySchema.optional(),
+    idempotencyKey: z.string().min(1).max(256).optional(),
+  })
+  .strict();
+export type SendParams = z.input<typeof sendParams>;

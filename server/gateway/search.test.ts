@@ -36,7 +36,9 @@ describe('sessions.search', () => {
     expect(new Set(both.results.map((x) => x.sessionKey))).toEqual(new Set(['agent:main:s3']));
     const prefix = await search({ query: 'quok' });
     expect(new Set(prefix.results.map((x) => x.sessionKey))).toEqual(new Set(['agent:main:s1', 'agent:main:s3']));
-    expect((await search({ query: 'wombat', agentId: 'ops' })).results.every((x) => x.sessionKey.startsWith('agent:ops:'))).toBe(true);
+    // Both agents have wombat hits: the filter keeps exactly the named agent's (an empty answer would not pass).
+    expect(new Set((await search({ query: 'wombat', agentId: 'ops' })).results.map((x) => x.sessionKey))).toEqual(new Set(['agent:ops:s2']));
+    expect(new Set((await search({ query: 'wombat', agentId: 'main' })).results.map((x) => x.sessionKey))).toEqual(new Set(['agent:main:s3']));
     const all = (await search({ query: 'quokka' })).results.map((x) => x.messageId);
     const first = await search({ query: 'quokka', limit: 1 });
     expect(first.next_cursor).toBeTruthy();
@@ -57,6 +59,13 @@ describe('sessions.search', () => {
     const other = await s.rpc<{ next_cursor: string | null }>('sessions.list', { limit: 1 });
     expect((await call({ query: 'quokka', cursor: other.next_cursor })).body.error).toMatchObject({ code: -32602, data: { code: 'invalid_cursor' } });
     expect((await call({ query: 'quokka', cursor: '!!' })).body.error).toMatchObject({ data: { code: 'invalid_cursor' } });
+    // Forged cursors of the right list and scope, whose offset is not a row offset: invalid_cursor, never internal.
+    const forge = (k: unknown[]) => Buffer.from(JSON.stringify({ l: 'search', s: 'quokka|', k }), 'utf8').toString('base64url');
+    for (const k of [[-1], [1.5], ['10'], [1e300], [null], [{}]]) {
+      expect({ k, error: (await call({ query: 'quokka', cursor: forge(k) })).body.error }).toMatchObject({ k, error: { code: -32602, data: { code: 'invalid_cursor' } } });
+    }
+    // The genuine one still pages.
+    expect((await call({ query: 'quokka', cursor: forge([1]) })).body.result.results.length).toBeGreaterThan(0);
   });
 
   it('forgets a deleted transcript', async () => {

@@ -41,6 +41,8 @@ import type { PairingsResolveParams } from '../trust/pairing';
 import type { Usage } from '../usage/usage';
 import type { Compactor } from '../orchestrator/compaction';
 import { compactSession } from './compact';
+import { acceptedAnswer, Claimant, ClaimTaken, settleClaim } from '../store/idempotency';
+import { failpoint } from '../failpoints';
 
 export interface ServiceDeps {
   config: CrosstalkConfig;
@@ -61,29 +63,56 @@ export interface ServiceDeps {
 export class GatewayService implements Gateway {
   private inflight = new Map<string, Promise<AgentResult>>();
 
-  constructor(private readonly d: ServiceDeps) {}
+  constructor(private readonly d: ServiceDeps) {
+    this.claimant = new Claimant(d.store.db, () => d.cluster?.id || null);
+  }
+
+  /** Idempotency keys' claimant: this process (CONTRACT §3: a key holds across processes and crashes). */
+  private readonly claimant: Claimant;
 
   async agent(p: AgentParams): Promise<AgentResult> {
     const { idempotencyKey } = p;
     if (!idempotencyKey) return this.startAgent(p);
-    const running = this.inflight.get(idempotencyKey);
+    const key = `agent:${idempotencyKey}`;
+    const running = this.inflight.get(key);
     if (running) return running;
-    const work = (async () => {
-      const prior = (await this.d.store.getIdempotent(`agent:${idempotencyKey}`)) as AgentResult | undefined;
-      if (prior) return prior;
-      const res = await this.startAgent(p);
-      await this.d.store.putIdempotent(`agent:${idempotencyKey}`, res);
-      return res;
-    })();
-    this.inflight.set(idempotencyKey, work);
+    const work = this.agentClaimed(p, key);
+    this.inflight.set(key, work);
     try {
       return await work;
     } finally {
-      this.inflight.delete(idempotencyKey);
+      this.inflight.delete(key);
     }
   }
 
-  private async startAgent(p: AgentParams): Promise<AgentResult> {
+  /**
+   * `agent` with an idempotency key: the key is claimed by the write that accepts the message (see
+   * `IdempotencyClaim`); a repeat gets the first answer, waiting for it while the first request is still answering.
+   */
+  private async agentClaimed(p: AgentParams, key: string): Promise<AgentResult> {
+    for (let attempt = 0; ; attempt++) {
+      // PostgreSQL tries the claim first (a repeat finds it taken); SQLite looks first: its accepting write is the
+      // run's insert, which it cannot take back once the run is under way (one process: nothing races the look).
+      if (!this.d.cluster || attempt > 0) {
+        const seen = await this.claimant.await(key);
+        if (seen.kind === 'done') return seen.result as AgentResult;
+        // Accepted, not yet answered (its process died, or is slow past the wait): the accepted run is the answer.
+        if (seen.kind !== 'none') return acceptedAnswer(this.d.store, seen.claim);
+      }
+      const claim = { key, owner: this.claimant.me, settled: !this.d.cluster };
+      try {
+        const res = await this.startAgent(p, claim);
+        failpoint('idempotency.accepted');
+        if (!claim.settled) await settleClaim(this.d.store.db, key, claim.owner, res);
+        return res;
+      } catch (e) {
+        if (e instanceof ClaimTaken && attempt < 3) continue; // another process claimed it first: its answer
+        throw e;
+      }
+    }
+  }
+
+  private async startAgent(p: AgentParams, claim?: { key: string; owner: string }): Promise<AgentResult> {
     if (p.webhook) {
       const refused = await checkWebhookUrl(p.webhook.url, this.d.config.webhooks.allowPrivateNetwork);
       if (refused) throw new CrosstalkError('invalid_request', refused, [{ path: 'webhook.url', message: refused }]);
@@ -91,7 +120,7 @@ export class GatewayService implements Gateway {
     return this.d.orchestrator.submit(
       p.sessionKey,
       { content: p.message, kind: 'message', author: { type: 'user', id: 'user' } },
-      { queueMode: p.queueMode, webhook: p.webhook },
+      { queueMode: p.queueMode, webhook: p.webhook, ...(claim ? { claim } : {}) },
     );
   }
 
@@ -247,7 +276,7 @@ export class GatewayService implements Gateway {
   }
 
   async approvalsResolve(p: ApprovalsResolveParams) {
-    await this.d.orchestrator.approvals.resolve(p.approvalId, p.decision, p.reason);
+    await this.d.orchestrator.approvals.resolve(p.approvalId, p.decision, p.reason, undefined, p.content);
     return { status: 'ok' as const };
   }
 

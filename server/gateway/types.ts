@@ -15,7 +15,6 @@ import type {
   DelegatesDismissParams,
   DelegatesResumeParams,
 } from './schemas';
-import type { DelegateRunResult, DelegateSummary } from '../orchestrator/delegates';
 
 export interface AgentResult {
   runId: string;
@@ -99,7 +98,7 @@ export interface StatusSummary {
 
 export interface Gateway {
   /** Channel delivery with no agent run, mirrored into the target's session (CONTRACT §3 `send`). */
-  send(p: import('../channels').SendParams): Promise<{ messageId: string; sessionKey: string }>;
+  send(p: import('./schemas').SendParams): Promise<{ messageId: string; sessionKey: string }>;
   /** The status panel's figures (active runs, approvals, delegate pool, counters). */
   status(): Promise<StatusSummary>;
   /** The webhook outbox, dead letters included (beyond CONTRACT §3: an operator's view). */
@@ -134,7 +133,54 @@ export interface Gateway {
   /** A session's model usage and its whole tree's (CONTRACT §3 `sessions.usage`). */
   sessionsUsage(p: import('./schemas').SessionsUsageParams): Promise<import('../usage/usage').SessionUsage>;
   /** Every session's runs in four groups: needs input, working, done, failed (CONTRACT §3 `runs.board`). */
-  runsBoard(p: import('./schemas').RunsBoardParams): Promise<import('./board').Board>;
+  runsBoard(p: import('./schemas').RunsBoardParams): Promise<Board>;
   /** Live + replayed agent events for a session or run. */
   events(o: EventSubscribeOptions): AsyncIterable<AgentEvent>;
+}
+
+/** One delegate run's answer (`delegate_agent`, CONTRACT §5). */
+export interface DelegateRunResult {
+  status: 'ok' | 'accepted' | 'error';
+  run_id: string;
+  conversation_id: string;
+  agent_id: string;
+  response?: string;
+  error?: { code: string; message: string };
+}
+
+/** A delegate session as `delegate_sessions list` shows it (CONTRACT §5). */
+export interface DelegateSummary {
+  conversation_id: string;
+  agent_id: string;
+  mode: string;
+  cwd: string | null;
+  last_interacted_at: string;
+  status: 'running' | 'idle';
+  turns: number;
+  bytes: number;
+}
+
+/** `runs.board` (CONTRACT §3, §7): one run on the agent board. */
+export interface BoardItem {
+  runId: string;
+  sessionKey: string;
+  agentId: string;
+  /** The session's ancestors, root first, ending with the session itself. */
+  parentChain: string[];
+  status: string;
+  /** What the run waits for, when it waits for a person (`approval`). */
+  waitingFor?: string;
+  /** The pending item it waits on, and its tool. */
+  approvalId?: string;
+  tool?: string;
+  startedAt: string;
+  endedAt?: string;
+  costUsd: number;
+}
+
+export interface Board {
+  needsInput: BoardItem[];
+  working: BoardItem[];
+  done: BoardItem[];
+  failed: BoardItem[];
 }

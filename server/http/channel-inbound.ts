@@ -2,6 +2,7 @@
 import type { FullRuntime } from '../runtime-types';
 import type { ChannelService } from '../channels';
 import { readCapped } from './handlers';
+import { bodyTooDeep, TOO_DEEP_MESSAGE } from './json-depth';
 
 const MAX_INBOUND_BYTES = 1024 * 1024;
 
@@ -15,6 +16,8 @@ export async function handleChannelInbound(rt: FullRuntime, channel: string, req
   // The raw bytes are what the platforms sign: read them once, before any parsing.
   const rawBody = await readCapped(req, MAX_INBOUND_BYTES);
   if (rawBody === null) return json({ ok: false, error: { code: 'payload_too_large', message: 'request body larger than 1 MiB' } }, 413);
+  // Before any channel parses it: a payload nested past 64 levels is refused (a JSON body, or a form's JSON values).
+  if (bodyTooDeep(rawBody)) return json({ ok: false, error: { code: 'invalid_request', message: TOO_DEEP_MESSAGE } }, 400);
   const out = await channelsOf(rt).handleInbound(channel, { headers: req.headers, rawBody, url: new URL(req.url), now: Date.now() });
   return json(out.body, out.status);
 }

@@ -1,5 +1,6 @@
 // A plain node:http server for the gateway's fetch-style handlers: the headless worker and the tests use it (Next serves the app).
 import http from 'node:http';
+import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { FullRuntime } from '../runtime-types';
 import { routeA2A } from '../a2a/http';
@@ -18,8 +19,46 @@ const channelOf = (pathname: string) => {
   }
 };
 
-export async function serve(rt: FullRuntime, o: { host?: string; port?: number } = {}): Promise<{ url: string; close(): Promise<void> }> {
+export interface Served {
+  url: string;
+  /**
+   * A graceful stop's first step: no new connections, event streams ended (their
+   * clients resume on another process by Last-Event-ID); requests in flight go on and are answered.
+   */
+  stopAccepting(): Promise<void>;
+  /**
+   * Resolves when no request is in flight (true), or after `ms` (false). A connection with no request yet counts as
+   * in flight: on a busy machine one accepted before the stop may not have been read yet, and its client sent one.
+   */
+  drained(ms: number): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export async function serve(rt: FullRuntime, o: { host?: string; port?: number } = {}): Promise<Served> {
+  // Per connection: its requests so far and those not yet answered (event streams are not counted: they end at the stop).
+  const conns = new Map<net.Socket, { requests: number; open: number }>();
+  const busy = () => [...conns.values()].some((c) => c.requests === 0 || c.open > 0);
+  const streams = new Set<http.IncomingMessage>();
+  let stopping = false;
   const server = http.createServer((req, res) => {
+    const isStream = req.method === 'GET' && !!req.url?.startsWith('/api/gateway/events');
+    if (stopping) res.shouldKeepAlive = false;
+    if (isStream) {
+      if (stopping) {
+        res.writeHead(503, { 'content-type': 'application/json', connection: 'close' }).end(JSON.stringify({ ok: false, error: { code: 'unavailable', message: 'this process is stopping' } }));
+        return;
+      }
+      streams.add(req);
+      conns.delete(req.socket);
+      res.once('close', () => streams.delete(req));
+    } else {
+      const c = conns.get(req.socket);
+      if (c) {
+        c.requests++;
+        c.open++;
+        res.once('close', () => c.open--);
+      }
+    }
     if (req.method === 'POST' && (req.url === '/api/gateway' || req.url?.startsWith('/api/gateway?'))) return handleGatewayNode(rt, req, res);
     serveFetch(req, res, async (request) => {
       const p = new URL(request.url).pathname;
@@ -32,10 +71,38 @@ export async function serve(rt: FullRuntime, o: { host?: string; port?: number }
     });
   });
   server.keepAliveTimeout = 1000;
+  let lastConnection = 0;
+  server.on('connection', (socket: net.Socket) => {
+    lastConnection = Date.now();
+    conns.set(socket, { requests: 0, open: 0 });
+    socket.once('close', () => conns.delete(socket));
+  });
   await new Promise<void>((r) => server.listen(o.port ?? 0, o.host ?? '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://${o.host ?? '127.0.0.1'}:${port}`,
+    async stopAccepting() {
+      stopping = true;
+      for (const req of streams) {
+        conns.delete(req.socket);
+        req.socket.destroy();
+      }
+      // Connections the kernel accepted before the stop (a busy event loop has not taken them yet) carry requests
+      // their clients count as sent: closing the listening socket would reset them. Take them first: close once no
+      // new connection came for a moment (clients route elsewhere by now), or after a second at most.
+      const end = Date.now() + 1000;
+      do await new Promise((r) => setTimeout(r, 50)); // at least one poll of the listening socket
+      while (Date.now() < end && Date.now() - lastConnection < 100);
+      // net.Server's close only: http.Server's would also close connections with no request yet, and one accepted a
+      // moment ago carries a request on its way. Idle keep-alive connections end by keepAliveTimeout; every answer
+      // from now on says `Connection: close`.
+      net.Server.prototype.close.call(server);
+    },
+    async drained(ms) {
+      const end = Date.now() + ms;
+      while (busy() && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+      return !busy();
+    },
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();

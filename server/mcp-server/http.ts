@@ -1,11 +1,12 @@
 // POST/GET/DELETE /mcp: crosstalk as an MCP server over streamable HTTP (CONTRACT §10), stateless, so any process answers.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ErrorCode, InitializeRequestSchema, ListToolsRequestSchema, McpError, PingRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { isAuthorized, isSameOrigin } from '../auth';
 import type { FullRuntime } from '../runtime-types';
-import { MAX_BODY_BYTES } from '../http/handlers';
+import { MAX_BODY_BYTES, readCapped } from '../http/handlers';
+import { jsonTooDeep, TOO_DEEP_MESSAGE } from '../http/json-depth';
 import { callMcpTool, MCP_TOOLS, type McpToolDef } from './tools';
 
 const byName = new Map<string, McpToolDef>(MCP_TOOLS.map((t) => [t.name, t]));
@@ -43,6 +44,25 @@ function mcpServer(rt: FullRuntime): Server {
   return server;
 }
 
+/** The request schemas of the methods this server answers: the SDK parses them inside its handlers, where a bad shape becomes -32603. */
+const REQUEST_SCHEMAS: Record<string, { safeParse(v: unknown): { success: boolean; error?: { issues: Array<{ path: PropertyKey[]; message: string }> } } }> = {
+  initialize: InitializeRequestSchema,
+  ping: PingRequestSchema,
+  'tools/list': ListToolsRequestSchema,
+  'tools/call': CallToolRequestSchema,
+};
+
+/** Why a request's params do not fit its method, or null (notifications, responses, unknown methods: the SDK's to answer). */
+function paramsProblem(msg: unknown): { id: string | number; message: string } | null {
+  if (!msg || typeof msg !== 'object' || Array.isArray(msg)) return null;
+  const { id, method } = msg as { id?: unknown; method?: unknown };
+  if ((typeof id !== 'string' && typeof id !== 'number') || typeof method !== 'string' || !Object.hasOwn(REQUEST_SCHEMAS, method)) return null;
+  const r = REQUEST_SCHEMAS[method]!.safeParse(msg);
+  if (r.success) return null;
+  const i = r.error!.issues[0]!;
+  return { id, message: `invalid params: ${i.path.map(String).join('.')}: ${i.message}` };
+}
+
 const jsonError = (status: number, code: number, message: string, dataCode: string) =>
   Response.json({ jsonrpc: '2.0', id: null, error: { code, message, data: { code: dataCode } } }, { status, headers: status === 401 ? { 'www-authenticate': 'Bearer' } : {} });
 
@@ -69,11 +89,33 @@ export async function handleMcp(rt: FullRuntime, req: Request): Promise<Response
   if (host !== null && !allowedHosts().has(hostName(host))) return jsonError(403, -32001, `Host ${host} refused (CROSSTALK_ALLOWED_HOSTS)`, 'forbidden');
   if (req.headers.get('origin') !== null && !isSameOrigin(req.headers)) return jsonError(403, -32001, 'foreign Origin refused', 'forbidden');
   if (!isAuthorized(req.headers, rt.token, { method: req.method })) return jsonError(401, -32001, 'unauthorized', 'unauthorized');
+  let parsedBody: unknown;
+  if (req.method === 'POST') {
+    // The body is read here (under the same cap) so its nesting is checked before the SDK's schemas walk it.
+    const raw = await readCapped(req, MAX_BODY_BYTES);
+    if (raw === null) return jsonError(413, -32600, 'request body larger than 1 MiB', 'payload_too_large');
+    // A leading BOM is dropped, as the SDK's own body reader (TextDecoder) drops it.
+    const text = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
+    try {
+      parsedBody = JSON.parse(text);
+    } catch {
+      // Not JSON: the SDK answers it (after its Accept and Content-Type checks), from the text read here.
+      req = new Request(req.url, { method: req.method, headers: req.headers, body: text, signal: req.signal });
+    }
+    if (parsedBody !== undefined && jsonTooDeep(text, Array.isArray(parsedBody) ? 2 : 1)) return jsonError(400, -32600, TOO_DEEP_MESSAGE, 'invalid_request');
+    // Params that do not fit their method are -32602 (invalid params), before the SDK's handlers parse them (a batch holding
+    // one is answered with its errors alone: MCP 2025-11-25 has no batches).
+    const problems = (Array.isArray(parsedBody) ? parsedBody : [parsedBody]).map(paramsProblem).filter((p) => p !== null);
+    if (problems.length) {
+      const errors = problems.map((p) => ({ jsonrpc: '2.0', id: p.id, error: { code: ErrorCode.InvalidParams, message: p.message, data: { code: 'invalid_request' } } }));
+      return Response.json(Array.isArray(parsedBody) ? errors : errors[0]);
+    }
+  }
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, maxRequestBodySize: MAX_BODY_BYTES });
   const server = mcpServer(rt);
   await server.connect(transport);
   try {
-    return await transport.handleRequest(req);
+    return await transport.handleRequest(req, parsedBody === undefined ? undefined : { parsedBody });
   } catch (e) {
     rt.log.error({ err: e }, 'mcp request failed');
     return jsonError(500, -32603, 'internal error', 'internal');

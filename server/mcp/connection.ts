@@ -4,7 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { McpError, type CallToolResult, type Tool, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, type ElicitRequest, ElicitRequestSchema, type ElicitResult, McpError, type Progress, type Tool, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { McpServerConfig } from '../config';
 import type { Logger } from '../logger';
@@ -18,12 +18,40 @@ export interface McpConnectionEvents {
   onTools(tools: Tool[], skipped: SkippedTool[]): void;
   /** The server went up or down (`error` says why it is down). */
   onState(state: McpState, error?: string): void;
+  /**
+   * A server's `elicitation/create`: `call` is the tool call it came during (the oldest in flight: MCP carries no
+   * link from a server request to the client request it serves), undefined when none is; `signal` ends when the
+   * server cancels it or the connection closes.
+   */
+  onElicit?(call: McpCallInfo | undefined, params: ElicitRequest['params'], signal: AbortSignal): Promise<ElicitResult>;
+}
+
+/** Who is calling: carried to an elicitation raised during the call. */
+export interface McpCallInfo {
+  runId: string;
+  sessionKey: string;
+  callId: string;
+  tool: string;
+  /** The calling run's abort signal: a cancelled call cancels its elicitation. */
+  signal: AbortSignal;
+}
+
+export interface McpCallOptions {
+  signal: AbortSignal;
+  /** Asks the server for progress (a progressToken) and hears each notification. */
+  onProgress?: (p: Progress) => void;
+  /** The run's W3C trace context, sent in the request's `_meta.traceparent`. */
+  traceparent?: string;
+  /** Who calls (for elicitations during the call). */
+  caller?: McpCallInfo;
 }
 
 /** Thrown by `call` when the server cannot answer (down, crashed mid-call, unreachable). */
 export class McpUnavailable extends Error {}
 
 const CLIENT_INFO = { name: 'crosstalk', version: '0.1.0' };
+/** Elicitation in both modes (CONTRACT §5): servers that gate on it (server-everything) offer their tools. */
+const CAPABILITIES = { elicitation: { form: {}, url: {} } };
 /** MCP calls can be slow (a build, a search): the run's abort signal ends them, not a short SDK timeout. */
 const CALL_TIMEOUT_MS = 60 * 60 * 1000;
 
@@ -42,6 +70,11 @@ export class McpConnection {
   private pinger: NodeJS.Timeout | null = null;
   private stopped = false;
   private generation = 0;
+  /** Progress listeners of calls in flight, by the progressToken we sent. */
+  private readonly progress = new Map<string, (p: Progress) => void>();
+  private progressSeq = 0;
+  /** Calls in flight, oldest first: an elicitation is attributed to the oldest. */
+  private readonly inFlight: McpCallInfo[] = [];
 
   constructor(
     readonly name: string,
@@ -96,7 +129,11 @@ export class McpConnection {
     const gen = ++this.generation;
     this.closedBecause = undefined;
     this.setState('connecting');
-    const client = new Client(CLIENT_INFO, { jsonSchemaValidator: noValidation });
+    const client = new Client(CLIENT_INFO, { jsonSchemaValidator: noValidation, capabilities: CAPABILITIES });
+    client.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
+      if (!this.o.onElicit) return { action: 'decline' };
+      return this.o.onElicit(this.inFlight[0], req.params, extra.signal);
+    });
     // A list change is read again within the caps (the SDK's own refresh would read one page, with no caps).
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.refresh(client, gen));
     client.onclose = () => {
@@ -104,12 +141,17 @@ export class McpConnection {
       this.down(this.closedBecause ?? 'connection closed');
     };
     client.onerror = (e) => {
+      if (/progress notification for an unknown token/.test(e.message)) return; // ours, taken by tapProgress
       // The stdio transport's read buffer refuses an oversize line this way, then closes.
       if (/ReadBuffer exceeded maximum size/.test(e.message)) this.oversize();
       this.o.log.debug({ server: this.name, err: e.message }, 'mcp transport error');
     };
     try {
-      await client.connect(this.transport());
+      const transport = this.transport();
+      // Progress is read as it arrives, before the SDK's own dispatch: that one runs notifications a microtask late,
+      // so the last ones, read in the same chunk as the result, would find their call already answered and be lost.
+      transport.onmessage = (m) => this.tapProgress(m);
+      await client.connect(transport);
       const { tools, skipped } = await listTools(client);
       if (gen !== this.generation || this.stopped) {
         await client.close().catch(() => undefined);
@@ -125,6 +167,13 @@ export class McpConnection {
       if (gen !== this.generation) return;
       this.down(e instanceof Error ? e.message : String(e));
     }
+  }
+
+  private tapProgress(m: unknown) {
+    const msg = m as { method?: string; params?: { progressToken?: unknown; progress?: number; total?: number; message?: string } };
+    if (msg.method !== 'notifications/progress' || typeof msg.params?.progressToken !== 'string') return;
+    const { progressToken, ...p } = msg.params;
+    if (typeof p.progress === 'number') this.progress.get(progressToken)?.(p as Progress);
   }
 
   /** Why the connection was closed on our side (an oversize message), for the calls it fails. */
@@ -200,11 +249,17 @@ export class McpConnection {
   }
 
   /** Calls a tool; the signal cancels the MCP request (the SDK sends notifications/cancelled). */
-  async call(tool: string, args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
+  async call(tool: string, args: Record<string, unknown>, o: McpCallOptions): Promise<CallToolResult> {
+    const { signal } = o;
     const client = this.client;
     if (!client || this.state !== 'ready') throw new McpUnavailable(`MCP server ${this.name} is not available${this.lastError ? `: ${this.lastError}` : ''}`);
+    if (o.caller) this.inFlight.push(o.caller);
+    const progressToken = o.onProgress ? `crosstalk-${++this.progressSeq}` : undefined;
+    if (progressToken) this.progress.set(progressToken, o.onProgress!);
     try {
-      return (await client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: CALL_TIMEOUT_MS })) as CallToolResult;
+      const meta = { ...(progressToken ? { progressToken } : {}), ...(o.traceparent ? { traceparent: o.traceparent } : {}) };
+      const params = { name: tool, arguments: args, ...(Object.keys(meta).length ? { _meta: meta } : {}) };
+      return (await client.callTool(params, undefined, { signal, timeout: CALL_TIMEOUT_MS })) as CallToolResult;
     } catch (e) {
       if (signal.aborted) throw e;
       // A protocol-level error from a live server is the tool's answer; anything else means the server is gone.
@@ -212,6 +267,10 @@ export class McpConnection {
       const why = this.closedBecause ?? (e instanceof Error ? e.message : String(e));
       if (this.client === client) this.down(why);
       throw new McpUnavailable(`MCP server ${this.name} failed during the call: ${why}`);
+    } finally {
+      if (progressToken) this.progress.delete(progressToken);
+      const i = o.caller ? this.inFlight.indexOf(o.caller) : -1;
+      if (i >= 0) this.inFlight.splice(i, 1);
     }
   }
 

@@ -8,7 +8,9 @@ import type { Logger } from '../logger';
 import { invalidateFunctionTools } from '../orchestrator/model-step';
 import { mainSessionKey } from '../sessions/keys';
 import type { AnyToolDef } from '../tools/types';
+import type { Store } from '../store/store';
 import { McpConnection, type McpState, McpUnavailable } from './connection';
+import { Elicitations } from './elicitation';
 import type { SkippedTool } from './listing';
 import { toToolData } from './results';
 
@@ -35,9 +37,14 @@ export class McpManager {
   /** What the newest listing of each server left out. */
   private readonly skipped = new Map<string, SkippedTool[]>();
 
+  /** Elicitations raised during calls; absent without a store (no session to ask on: the server is declined). */
+  private readonly elicitations?: Elicitations;
+
   constructor(
-    private readonly o: { config: CrosstalkConfig; tools: Map<string, AnyToolDef>; bus: EventBus; log: Logger },
-  ) {}
+    private readonly o: { config: CrosstalkConfig; tools: Map<string, AnyToolDef>; bus: EventBus; log: Logger; store?: Store },
+  ) {
+    if (o.store) this.elicitations = new Elicitations({ store: o.store, bus: o.bus, log: o.log });
+  }
 
   /** Connects to every server in the background: a server that fails never holds up or stops the gateway. */
   start(): void {
@@ -50,6 +57,8 @@ export class McpManager {
         pingIntervalMs,
         onTools: (tools, skipped) => this.setTools(name, tools, skipped),
         onState: (state, error) => this.report(name, state, error),
+        onElicit: async (call, params, signal) =>
+          this.elicitations ? this.elicitations.ask(name, call ? mcpToolName(name, call.tool) : '', call, params, signal) : { action: 'decline' },
       });
       this.conns.set(name, conn);
       void conn.start();
@@ -147,8 +156,12 @@ export class McpManager {
       execute: async (args: Record<string, unknown>, ctx) => {
         const conn = this.conns.get(server);
         if (!conn) return toolError('tool_unavailable', `MCP server ${server} is not configured`);
+        // Progress from the server becomes `tool` `update` events on the card; the run's trace travels in `_meta`.
+        const onProgress = (p: { progress: number; total?: number; message?: string }) =>
+          this.o.bus.emit(ctx.runId, 'tool', { phase: 'update', name, callId: ctx.callId, progress: { progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message !== undefined ? { message: p.message } : {}) } });
         try {
-          return toToolData(await conn.call(t.name, args, ctx.signal));
+          const caller = { runId: ctx.runId, sessionKey: ctx.sessionKey, callId: ctx.callId, tool: t.name, signal: ctx.signal };
+          return toToolData(await conn.call(t.name, args, { signal: ctx.signal, onProgress, traceparent: ctx.traceparent, caller }));
         } catch (e) {
           if (ctx.signal.aborted) return toolError('interrupted', 'run interrupted: the MCP request was cancelled');
           if (e instanceof McpUnavailable) return toolError('tool_unavailable', e.message);

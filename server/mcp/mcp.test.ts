@@ -78,7 +78,7 @@ describe('MCP over stdio', () => {
     // A tool's own failure reaches the model as data.
     const fail = await runTo(srv, key, '/tool mcp__files__fail {}');
     await srv.rpc('approvals.resolve', { approvalId: (await pendingApproval(srv, key)).approvalId, decision: 'allow_once' });
-    expect((await wait(srv, fail)).response).toBe('mcp__files__fail: {"status":"error","error":{"code":"internal","message":"it broke"},"content":[{"type":"text","text":"it broke"}]}');
+    expect((await wait(srv, fail)).response).toBe('mcp__files__fail: {"status":"error","error":{"code":"tool_error","message":"it broke"},"content":[{"type":"text","text":"it broke"}]}');
   });
 
   it('a denied call never reaches the server', async () => {

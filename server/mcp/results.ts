@@ -25,7 +25,7 @@ function blockOf(b: Block): Record<string, unknown> {
 
 /**
  * `{status: "ok", content, structuredContent?}` or, when the server flagged the call as failed,
- * `{status: "error", error: {code: "internal", message}, content}`. Text is capped at OUTPUT_CAP in total
+ * `{status: "error", error: {code: "tool_error", message: <the server's text>}, content}` (CONTRACT §6). Text is capped at OUTPUT_CAP in total
  * (the same cap as exec's streams) and `truncated: true` says so.
  */
 export function toToolData(r: CallToolResult): Record<string, unknown> {
@@ -50,7 +50,7 @@ export function toToolData(r: CallToolResult): Record<string, unknown> {
   const extra = { ...(structured !== undefined ? { structuredContent: structured } : {}), ...(truncated ? { truncated: true } : {}) };
   if (r.isError) {
     const message = content.map((c) => (typeof c.text === 'string' ? c.text : '')).join('\n').trim() || 'the MCP tool reported an error';
-    return { status: 'error', error: { code: 'internal', message: message.slice(0, 4096) }, content, ...extra };
+    return { status: 'error', error: { code: 'tool_error', message: message.slice(0, 4096) }, content, ...extra };
   }
   return { status: 'ok', content, ...extra };
 }

@@ -2,6 +2,7 @@
 import crypto from 'node:crypto';
 import type { AgentConfig } from '../config';
 import { CrosstalkError } from '../errors';
+import { checkElicitContent, type ElicitSchema } from '../mcp/elicit-content';
 import type { EventBus } from '../events/bus';
 import type { PendingApproval, Trust } from '../events/types';
 import { policyFor, toolRuleName } from '../trust/policy';
@@ -13,6 +14,9 @@ import { nowIso, type Store } from '../store/store';
 /** `waited`: a person was asked (the call paused on an approval). */
 export type GateResult = ({ allowed: true } | { allowed: false; reason: string }) & { waited?: boolean };
 export type Decision = 'allow_once' | 'allow_always' | 'deny';
+/** The answers to an `elicitation` or `authorization` item (CONTRACT §3 approvals.resolve). */
+export type ElicitDecision = 'accept' | 'decline' | 'cancel';
+const ELICIT_DECISIONS: readonly string[] = ['accept', 'decline', 'cancel'];
 /** Who decided: the operator (room, RPC) or a chat sender (server/channels/approvals.ts). Carried on the resolved event. */
 export type DecidedBy = { type: 'operator' } | { type: 'channel'; channel: string; id: string; name?: string };
 
@@ -32,16 +36,47 @@ export interface GateRequest {
 
 export function toPendingApproval(r: ApprovalRow): PendingApproval {
   const kind = (r.kind ?? 'tool') as PendingApproval['kind'];
-  return { approvalId: r.id, kind, sessionKey: r.session_key, runId: r.run_id, callId: r.call_id, tool: r.tool, args: JSON.parse(r.args), requestedAt: r.requested_at, trust: trustOfRow(r) };
+  const args = JSON.parse(r.args) as Record<string, unknown>;
+  const base: PendingApproval = { approvalId: r.id, kind, sessionKey: r.session_key, runId: r.run_id, callId: r.call_id, tool: r.tool, args, requestedAt: r.requested_at, trust: trustOfRow(r) };
+  if (kind !== 'elicitation') return base;
+  // An elicitation shows what the server asks at the top level (CONTRACT §5 "MCP elicitation").
+  const { server, message, mode, requestedSchema, url } = args as { server: string; message: string; mode: 'form' | 'url'; requestedSchema?: Record<string, unknown>; url?: string };
+  return { ...base, server, message, mode, ...(requestedSchema ? { requestedSchema } : {}), ...(url ? { url } : {}) };
 }
 
-const trustOfRow = (r: Pick<ApprovalRow, 'trust'>): Trust => (r.trust ? (JSON.parse(r.trust) as Trust) : OPERATOR);
+/**
+ * Whether a pending item outlives its process: a tool or budget item waits for its decision across a restart; an MCP
+ * elicitation dies with the request that raised it (the re-drive of its call closes it, `interrupted`).
+ */
+export const survivesRestart = (r: Pick<ApprovalRow, 'kind'>): boolean => r.kind !== 'elicitation';
+
+export const trustOfRow = (r: Pick<ApprovalRow, 'trust'>): Trust => (r.trust ? (JSON.parse(r.trust) as Trust) : OPERATOR);
 
 // Approval ids sort in request order (time, then a process counter), so "oldest first" is exact within a millisecond.
 let seq = 0;
-function newApprovalId(): string {
+export function newApprovalId(): string {
   seq = (seq + 1) % 36 ** 4;
   return `apr_${Date.now().toString(36).padStart(9, '0')}${seq.toString(36).padStart(4, '0')}_${crypto.randomBytes(6).toString('hex')}`;
+}
+
+/** A new pending item's row — a gated tool call, a budget, an elicitation: one shape, its id in request order. */
+export function pendingRow(o: { sessionKey: string; runId: string; callId: string; tool: string; args: unknown; kind: string; trust?: string | null }): ApprovalRow {
+  return {
+    id: newApprovalId(),
+    session_key: o.sessionKey,
+    run_id: o.runId,
+    call_id: o.callId,
+    tool: o.tool,
+    args: JSON.stringify(o.args ?? null),
+    status: 'pending',
+    decision: null,
+    reason: null,
+    requested_at: nowIso(),
+    resolved_at: null,
+    trust: o.trust ?? null,
+    kind: o.kind,
+    response: null,
+  };
 }
 
 function decisionOf(row: ApprovalRow): GateResult {
@@ -57,7 +92,7 @@ export class Approvals {
     private readonly bus: EventBus,
     private readonly metrics: Metrics,
     /** Called with a settled approval whose run is not waiting in this process (paused before a restart, or elsewhere). */
-    private readonly elsewhere: (row: ApprovalRow) => Promise<void>,
+    private readonly elsewhere: (row: ApprovalRow, by?: DecidedBy) => Promise<void>,
   ) {}
 
   async gate(q: GateRequest): Promise<GateResult> {
@@ -83,9 +118,13 @@ export class Approvals {
         resolved_at: null,
         trust: JSON.stringify(trust),
         kind: 'tool',
+        response: null,
       };
-      await this.store.insertApproval(row);
-      this.bus.emit(q.runId, 'approval', { phase: 'requested', approvalId: row.id, tool: q.tool, args: q.args ?? null, callId: q.callId, requestedAt: row.requested_at, trust, ...(q.source ? { source: q.source } : {}) });
+      const stored = await this.store.insertApproval(row);
+      row = stored.row;
+      if (!stored.inserted && row.status !== 'pending') return decisionOf(row);
+      if (stored.inserted)
+        this.bus.emit(q.runId, 'approval', { phase: 'requested', approvalId: row.id, tool: q.tool, args: q.args ?? null, callId: q.callId, requestedAt: row.requested_at, trust, ...(q.source ? { source: q.source } : {}) });
     }
     const approvalId = row.id;
     const decided = new Promise<GateResult>((resolve, reject) => {
@@ -109,37 +148,52 @@ export class Approvals {
     // A decision may have landed while the waiter was not registered yet: read it back once.
     const fresh = await this.store.getApproval(approvalId);
     if (fresh && fresh.status !== 'pending') this.waiters.get(approvalId)?.(decisionOf(fresh));
-    else await this.store.updateRun(q.runId, { status: 'waiting_approval' });
+    else await this.store.updateRunFenced(q.runId, q.sessionKey, { status: 'waiting_approval' });
     const result = await decided;
-    if (!q.signal.aborted) await this.store.updateRun(q.runId, { status: 'running' });
+    if (!q.signal.aborted) await this.store.updateRunFenced(q.runId, q.sessionKey, { status: 'running' });
     return { ...result, waited: true };
   }
 
-  async resolve(approvalId: string, decision: Decision, reason?: string, by?: DecidedBy): Promise<void> {
+  async resolve(approvalId: string, decision: Decision | ElicitDecision, reason?: string, by?: DecidedBy, content?: unknown): Promise<void> {
     const row = await this.store.getApproval(approvalId);
     if (!row) throw new CrosstalkError('unknown_approval', `no approval ${approvalId}`);
-    const status = decision === 'deny' ? 'denied' : 'allowed';
-    const settled = await this.store.settleApproval(approvalId, status, decision, reason ?? null);
+    const kind = row.kind ?? 'tool';
+    if (row.status !== 'pending') throw new CrosstalkError('already_resolved', `approval ${approvalId} is already ${row.status}`);
+    const answers = kind === 'elicitation' || kind === 'authorization';
+    if (answers !== ELICIT_DECISIONS.includes(decision))
+      throw new CrosstalkError('invalid_request', `a ${kind} item is answered with ${answers ? 'accept, decline or cancel' : 'allow_once, allow_always or deny'}`, [{ path: 'decision', message: `does not answer a ${kind} item` }]);
+    // An accepted form is checked against the server's schema, its omitted fields filled from the schema's defaults.
+    let response: string | null = null;
+    if (kind === 'elicitation' && decision === 'accept') {
+      const args = JSON.parse(row.args) as { mode?: string; requestedSchema?: ElicitSchema };
+      if (args.mode !== 'url') {
+        const checked = checkElicitContent(args.requestedSchema, content);
+        if (!checked.ok) throw new CrosstalkError('invalid_request', `content does not fit the requested schema: ${checked.issues.map((i) => `${i.path} ${i.message}`).join('; ')}`, checked.issues);
+        response = JSON.stringify(checked.content);
+      }
+    } else if (content !== undefined) throw new CrosstalkError('invalid_request', 'content goes only with accept of an elicitation form', [{ path: 'content', message: 'not expected here' }]);
+    const status = decision === 'deny' || decision === 'decline' ? 'denied' : decision === 'cancel' ? 'cancelled' : 'allowed';
+    const settled = await this.store.settleApproval(approvalId, status, decision, reason ?? null, response);
     if (!settled) throw new CrosstalkError('already_resolved', `approval ${approvalId} is already ${row.status}`);
     // (A budget item's allow_always lifts the tree's cap: budget.ts reads the decision; no tool rule.)
     if (decision === 'allow_always' && (row.kind ?? 'tool') === 'tool') await this.store.addToolRule(row.session_key, toolRuleName(row.tool, trustOfRow(row)));
     this.metrics.approvalWait.observe((Date.now() - Date.parse(row.requested_at)) / 1000);
-    if (by) this.decidedBy.set(approvalId, by);
-    await this.deliver(approvalId);
+    await this.deliver(approvalId, by);
   }
 
-  /** Who decided (a chat sender), for the resolved event written in this process. */
-  private readonly decidedBy = new Map<string, DecidedBy>();
-
-  /** Hands a settled decision to the run waiting for it: in this process, or wherever it runs (`elsewhere`). */
-  async deliver(approvalId: string): Promise<void> {
+  /**
+   * Hands a settled decision to the run waiting for it: in this process, or wherever it runs (`elsewhere`). Who
+   * decided (`by`, a chat sender) travels with it, so no per-approval state is kept here for a run elsewhere.
+   */
+  async deliver(approvalId: string, by?: DecidedBy): Promise<void> {
     const row = await this.store.getApproval(approvalId);
     if (!row || row.status === 'pending') return;
-    const waiter = this.waiters.get(approvalId);
-    if (!waiter) return this.elsewhere(row); // the run keeps its bus registration (and seq) for the resume
+    let waiter = this.waiters.get(approvalId);
+    // A run waiting here whose session's lease this process has lost (declared dead, not told yet) must not run the
+    // tool: the decision goes to whoever holds the lease now (the re-driver), as for a run waiting elsewhere.
+    if (waiter && !(await this.store.holdsLease(row.session_key))) waiter = undefined;
+    if (!waiter) return this.elsewhere(row, by); // the run keeps its bus registration (and seq) for the resume
     const decision = row.decision ?? row.status;
-    const by = this.decidedBy.get(approvalId);
-    this.decidedBy.delete(approvalId);
     this.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId, decision, ...(row.reason ? { reason: row.reason } : {}), ...(by ? { by } : {}) });
     waiter(decision === 'deny' ? { allowed: false, reason: row.reason || 'denied by user' } : { allowed: true });
   }

@@ -1,12 +1,12 @@
 // Budgets (CONTRACT §5): a request tree — a run started from outside and everything it starts (delegates, sends,
 // callbacks) — spends against its root agent's cap; past it, each run of the tree waits before its next model step on
 // one pending `budget` item per tree. allow_once grants one more cap; deny ends the tree's runs `budget_exceeded`.
-import crypto from 'node:crypto';
 import { sql } from 'kysely';
 import type { AgentConfig } from '../config';
 import { CrosstalkError } from '../errors';
 import type { EventBus } from '../events/bus';
-import { nowIso, type Store } from '../store/store';
+import type { Store } from '../store/store';
+import { pendingRow } from './approvals';
 
 /** A run's request tree: its root run and the agent whose budget applies. */
 export interface TreeRef {
@@ -83,21 +83,7 @@ export class Budgets {
 
   /** The tree's pending item for this allowance: inserted by the first run that gets here, joined by the rest. */
   private async raise(run: { id: string; sessionKey: string }, callId: string, args: BudgetArgs): Promise<string> {
-    const row = {
-      id: `apr_${Date.now().toString(36).padStart(9, '0')}b_${crypto.randomBytes(6).toString('hex')}`,
-      session_key: run.sessionKey,
-      run_id: run.id,
-      call_id: callId,
-      tool: 'budget',
-      args: JSON.stringify(args),
-      status: 'pending',
-      decision: null,
-      reason: null,
-      requested_at: nowIso(),
-      resolved_at: null,
-      trust: null,
-      kind: 'budget',
-    };
+    const row = pendingRow({ sessionKey: run.sessionKey, runId: run.id, callId, tool: 'budget', args, kind: 'budget' });
     const inserted = await this.d.store.db
       .insertInto('approvals')
       .values(row)

@@ -39,25 +39,8 @@ export interface DelegateRequest {
   cwd?: string;
 }
 
-export interface DelegateRunResult {
-  status: 'ok' | 'accepted' | 'error';
-  run_id: string;
-  conversation_id: string;
-  agent_id: string;
-  response?: string;
-  error?: { code: string; message: string };
-}
-
-export interface DelegateSummary {
-  conversation_id: string;
-  agent_id: string;
-  mode: string;
-  cwd: string | null;
-  last_interacted_at: string;
-  status: 'running' | 'idle';
-  turns: number;
-  bytes: number;
-}
+import type { DelegateRunResult, DelegateSummary } from '../gateway/types';
+export type { DelegateRunResult, DelegateSummary };
 
 const STANDARD_WAIT_MS = 30 * 60_000;
 const isDelegateKey = (k: string) => k.includes(':subagent:');

@@ -7,7 +7,9 @@ import type { AgentResult, WaitResult } from '../gateway/types';
 import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import { messageValues } from '../store/run-writes';
 import { inputToMessage } from './run-loop';
+import { survivesRestart } from './approvals';
 import type { ApprovalRow, RunRow } from '../store/schema';
+import type { DecidedBy } from './approvals';
 import { nowIso } from '../store/store';
 import { sameTrust, trustOf } from '../trust/trust';
 import { mergeInputs, parseOrigin, type QueueItem, SHUTDOWN, type SessionState, type SubmitOptions, TERMINAL, waitResultOf } from './queue';
@@ -25,7 +27,7 @@ export class Orchestrator extends RunQueues {
       session: { key: sessionKey, agentId: agent.id, kind: sessionKindOf(sessionKey) },
       mode: { asked: opts.queueMode ?? null, fallback: this.o.config.session.queueMode, neverRefuse: !!opts.neverRefuse },
       start,
-    });
+    }, opts.claim);
     const effective = (row.queue_mode = r.mode) as QueueMode;
     if (!r.inserted) throw new CrosstalkError('agent_busy', `session ${sessionKey} is busy${r.active ? ` with run ${r.active}` : ''}`);
     if (r.started) {
@@ -83,7 +85,7 @@ export class Orchestrator extends RunQueues {
         // Trust follows the run: a message is steered only into a run of the same trust (else it runs after).
         if (!st.active.closing && sameTrust(trust, trustOf(st.active.row ? parseOrigin(st.active.row.origin) : st.active.origin))) {
           const origin = JSON.stringify({ ...(row.origin ? JSON.parse(row.origin) : {}), steerInto: st.active.id });
-          st.active.inbox.push({ runId: row.id, input, persisted: this.o.store.updateRun(row.id, { origin }) });
+          st.active.inbox.push({ runId: row.id, input, persisted: this.o.store.updateRunFenced(row.id, st.key, { origin }) });
           return { runId: st.active.id, status: 'steered' };
         }
         break;
@@ -93,8 +95,8 @@ export class Orchestrator extends RunQueues {
           open.inputs.push(input);
           const merged = JSON.stringify(open.inputs);
           open.persisted = open.persisted
-            .then(() => this.o.store.updateRun(open.runId, { input: merged }))
-            .then(() => this.o.store.updateRun(row.id, { status: 'merged', merged_into: open.runId }));
+            .then(() => this.o.store.updateRunFenced(open.runId, st.key, { input: merged }))
+            .then(() => this.o.store.updateRunFenced(row.id, st.key, { status: 'merged', merged_into: open.runId }));
           return { runId: open.runId, status: 'queued' };
         }
         st.queue.push(item);
@@ -132,7 +134,7 @@ export class Orchestrator extends RunQueues {
         if (st.known.has(row.id)) continue;
         st.known.add(row.id);
         if (!this.agents.has(agentIdOf(row.session_key) ?? '')) {
-          await store.updateRun(row.id, { status: 'interrupted', error: 'agent no longer configured', ended_at: nowIso() });
+          await store.updateRunFenced(row.id, key, { status: 'interrupted', error: 'agent no longer configured', ended_at: nowIso() });
           continue;
         }
         if (row.status === 'queued') {
@@ -155,7 +157,7 @@ export class Orchestrator extends RunQueues {
         }
         if (row.status === 'waiting_approval') {
           st.parked = true;
-          const pending = await store.pendingApprovals({ runId: row.id });
+          const pending = (await store.pendingApprovals({ runId: row.id })).filter(survivesRestart);
           if (pending.length) continue;
         } else log.warn({ runId: row.id, sessionKey: key }, 're-driving a run whose process stopped');
         st.parked = true;
@@ -173,7 +175,7 @@ export class Orchestrator extends RunQueues {
         }
         if (active && st.parked) {
           void this.o.store.pendingApprovals({ runId: active.id }).then((p) => {
-            if (!p.length) this.resumeRun(active.id);
+            if (!p.filter(survivesRestart).length) this.resumeRun(active.id);
           });
           return;
         }
@@ -188,7 +190,7 @@ export class Orchestrator extends RunQueues {
 
   /** Control messages from other processes, for sessions this process drives. */
   async onControl(msg: ControlMessage): Promise<void> {
-    if (msg.kind === 'events') return;
+    if (msg.kind === 'events' || msg.kind === 'orphans') return;
     const st = this.sessions.get(msg.sessionKey);
     if (!st) {
       // Not ours (any more): if no one holds it, take it.
@@ -210,7 +212,7 @@ export class Orchestrator extends RunQueues {
         return;
       }
       case 'approval':
-        return this.approvals.deliver(msg.approvalId);
+        return this.approvals.deliver(msg.approvalId, msg.by);
     }
   }
 
@@ -278,8 +280,12 @@ export class Orchestrator extends RunQueues {
 
   /** This process was declared dead by the others: everything it drove is someone else's now. */
   fenced(): void {
-    for (const st of this.sessions.values()) st.active?.abort.abort(SHUTDOWN);
-    for (const key of this.sessions.keys()) this.o.store.clearFence(key);
+    for (const st of this.sessions.values()) {
+      st.active?.abort.abort(SHUTDOWN);
+      // A run still executing keeps its stale epoch until it is abandoned (its last writes are refused, not let
+      // through unfenced); a session with nothing executing here lets it go now.
+      if (!st.active || st.parked) this.o.store.clearFence(st.key, st.epoch);
+    }
     this.sessions.clear();
   }
 
@@ -304,30 +310,32 @@ export class Orchestrator extends RunQueues {
    * An approval was decided where its run is not waiting in this process's memory: resume a run parked here,
    * tell the process that drives it, or take the session over when no one does.
    */
-  protected async decisionElsewhere(row: ApprovalRow): Promise<void> {
-    const st = [...this.sessions.values()].find((s) => s.active?.id === row.run_id);
+  protected async decisionElsewhere(row: ApprovalRow, by?: DecidedBy): Promise<void> {
+    let st = [...this.sessions.values()].find((s) => s.active?.id === row.run_id);
+    // Driven here under a lease this process has lost (declared dead, not told yet): not ours to resume.
+    if (st && this.cluster && !(await this.o.store.holdsLease(st.key))) st = undefined;
     if (st || !this.cluster) {
-      await this.emitResolved(row);
+      await this.emitResolved(row, by);
       if (st?.parked) this.resumeRun(row.run_id);
       return;
     }
     const owner = await this.cluster.ownerOf(row.session_key);
-    if (owner && owner !== this.cluster.id) return this.cluster.notify({ kind: 'approval', to: owner, sessionKey: row.session_key, approvalId: row.id });
+    if (owner && owner !== this.cluster.id) return this.cluster.notify({ kind: 'approval', to: owner, sessionKey: row.session_key, approvalId: row.id, ...(by ? { by } : {}) });
     if (!owner) {
       const epoch = await this.cluster.claim(row.session_key);
       if (epoch !== null) {
-        await this.emitResolved(row);
+        await this.emitResolved(row, by);
         await this.adopt(row.session_key, epoch);
       } else {
         const now = await this.cluster.ownerOf(row.session_key);
-        if (now && now !== this.cluster.id) await this.cluster.notify({ kind: 'approval', to: now, sessionKey: row.session_key, approvalId: row.id });
+        if (now && now !== this.cluster.id) await this.cluster.notify({ kind: 'approval', to: now, sessionKey: row.session_key, approvalId: row.id, ...(by ? { by } : {}) });
       }
     }
   }
 
-  private async emitResolved(row: ApprovalRow): Promise<void> {
+  private async emitResolved(row: ApprovalRow, by?: DecidedBy): Promise<void> {
     this.o.bus.registerRun(row.run_id, row.session_key, await this.o.store.maxSeq(row.run_id));
-    this.o.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId: row.id, decision: row.decision ?? row.status, ...(row.reason ? { reason: row.reason } : {}) });
+    this.o.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId: row.id, decision: row.decision ?? row.status, ...(row.reason ? { reason: row.reason } : {}), ...(by ? { by } : {}) });
   }
 
   /** A session is being deleted: its queued messages end as errors (nothing runs against a missing session), the active run is aborted. */
@@ -335,10 +343,16 @@ export class Orchestrator extends RunQueues {
     const st = this.sessions.get(key);
     if (!st && this.cluster) {
       // Driven by another process (or none): end what is queued, cancel what runs, wherever it runs.
+      const ending: string[] = [];
       for (const row of await this.o.store.unfinishedRuns(key)) {
         if (row.status === 'queued') await this.endUnstarted(row.id, key, 'session deleted');
-        else await this.cancel(row.id, 'session deleted').catch(() => undefined);
+        else {
+          await this.cancel(row.id, 'session deleted').catch(() => undefined);
+          ending.push(row.id);
+        }
       }
+      // As for a run here: the caller deletes once they have ended (bounded), so none of their writes come after.
+      for (const id of ending) await this.wait(id, 30_000).catch(() => undefined);
       return;
     }
     if (!st) return;
@@ -468,17 +482,39 @@ export class Orchestrator extends RunQueues {
     await this.o.bus.drain();
   }
 
+  private stopped: Promise<void> | null = null;
+
   /**
-   * A graceful stop: runs are stopped where they are and left for a re-drive (pending approvals stay pending);
-   * on PostgreSQL the leases are released so the other processes take the sessions over at once.
+   * A graceful stop. No new work starts here (queued runs stay queued); runs that end within `graceMs` finish here;
+   * the rest are stopped where they are and left for a re-drive (pending approvals stay pending). On PostgreSQL the
+   * leases are then released and the others told, so they take the sessions over at once; on SQLite the next start
+   * picks them up.
    */
-  async shutdown(): Promise<void> {
+  shutdown(o: { graceMs?: number } = {}): Promise<void> {
+    if (this.stopped) return this.stopped;
     this.stopping = true;
-    await this.orphanSweep;
-    const keys = [...this.sessions.keys()];
-    for (const st of this.sessions.values()) st.active?.abort.abort(SHUTDOWN);
-    await this.idle();
-    if (this.cluster) for (const key of keys) await this.cluster.release(key).catch(() => undefined);
-    this.sessions.clear();
+    this.stopped = (async () => {
+      await this.orphanSweep;
+      const end = Date.now() + (o.graceMs ?? 0);
+      while (this.live.size && Date.now() < end) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([Promise.allSettled([...this.live]), new Promise((r) => (timer = setTimeout(r, Math.max(0, end - Date.now()))))]);
+        clearTimeout(timer);
+      }
+      for (const st of this.sessions.values()) st.active?.abort.abort(SHUTDOWN);
+      await this.idle();
+      const keys = [...this.sessions.keys()];
+      this.sessions.clear();
+      if (this.cluster) {
+        for (const key of keys) await this.cluster.release(key).catch(() => undefined);
+        await this.cluster.notify({ kind: 'orphans' }).catch(() => undefined);
+      }
+    })();
+    return this.stopped;
+  }
+
+  /** The last step of a graceful stop: whoever still waits here for a run (it goes on elsewhere) is answered `timeout`. */
+  endWaits(): void {
+    for (const ws of this.waiters.values()) for (const w of ws) w({ status: 'timeout' });
   }
 }

@@ -17,6 +17,11 @@ export interface SubmitOptions {
   neverRefuse?: boolean;
   /** A caller-chosen run id: a second submit with the same id is a no-op (exactly-once delivery). */
   runId?: string;
+  /**
+   * The request's idempotency key, claimed by the write that accepts the message (ClaimTaken when it was claimed
+   * first). `settled` is set when that write recorded the final answer too (else the caller settles it).
+   */
+  claim?: { key: string; owner: string; settled?: boolean };
 }
 
 export interface QueueItem {

@@ -8,7 +8,7 @@ import type { TranscriptMessage } from '../events/types';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import type { RunRow } from '../store/schema';
-import { type NewMessage, type StartedRun, type Store } from '../store/store';
+import { FencedError, type NewMessage, type StartedRun, type Store } from '../store/store';
 import { deliveredKey, isMessagingTool, postsInOrder } from '../tools/messaging';
 import type { AnyToolDef } from '../tools/types';
 import type { Approvals } from './approvals';
@@ -101,7 +101,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
     session = started.session;
     markStarted(run);
   } else {
-    await store.updateRun(run.id, { status: 'running' });
+    await store.updateRunFenced(run.id, run.sessionKey, { status: 'running' });
   }
   session ??= await store.getSession(run.sessionKey);
   const sessionCwd = (session?.meta ? (JSON.parse(session.meta) as { cwd?: unknown }).cwd : undefined) as string | undefined;
@@ -190,10 +190,19 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
     if (signal.aborted) throw new RunAborted();
     return { status: 'ok', response: lastText };
   } catch (e) {
+    // Fenced: another process drives the run now; this copy ends quietly (no end, event or webhook of its own).
+    if (e instanceof FencedError) throw e;
     if (signal.aborted || e instanceof RunAborted) return { status: 'interrupted', error: 'run interrupted', response: lastText };
     deps.log.warn({ runId: run.id, err: errorMessage(e) }, 'run failed');
     return { status: 'error', error: errorMessage(e), response: lastText };
   }
+}
+
+/** Items raised during a call that died with its process (an MCP elicitation, `<callId>:…`) are closed, never left pending. */
+async function closeCallItems(deps: RunDeps, runId: string, callId: string) {
+  const reason = 'interrupted: the process running the call stopped';
+  for (const r of await deps.store.pendingApprovals({ runId }))
+    if (r.call_id.startsWith(`${callId}:`) && (await deps.store.settleApproval(r.id, 'cancelled', 'cancel', reason))) deps.bus.emit(runId, 'approval', { phase: 'resolved', approvalId: r.id, decision: 'cancel', reason });
 }
 
 function pushToolCalls(messages: PromptMessage[], calls: ToolCall[]) {
@@ -263,11 +272,17 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
   let result: unknown;
   let outcome = 'ok';
   const def = deps.tools.get(call.toolName);
+  // A call re-driven after its process stopped: what it raised and left pending (an MCP elicitation) died with it.
+  if (call.redrive) await closeCallItems(deps, run.id, call.toolCallId);
   if (call.limitError) {
     result = toolError('limit_exceeded', call.limitError);
   } else if (!def || def.visibleTo?.(run.agent) === false) {
     // An MCP server that never came up has no tool list yet: its tools are unavailable rather than unknown.
-    result = !def && call.toolName.startsWith('mcp__') ? toolError('tool_unavailable', `${call.toolName} is not available (its MCP server is down or does not offer it)`) : toolError('invalid_request', `unknown tool ${call.toolName}`);
+    // A started call re-driven before its MCP server is back is still the call that was in flight: `interrupted`.
+    const inFlight = call.redrive && !def && (await deps.store.toolStarted(run.id, call.toolCallId));
+    result = inFlight
+      ? toolError('interrupted', `${call.toolName} was in flight when its process stopped; it was not run again (its effect is unknown)`)
+      : !def && call.toolName.startsWith('mcp__') ? toolError('tool_unavailable', `${call.toolName} is not available (its MCP server is down or does not offer it)`) : toolError('invalid_request', `unknown tool ${call.toolName}`);
   } else if (call.invalidError) {
     result = toolError('invalid_request', `invalid arguments for ${call.toolName}: ${call.invalidError}`);
   } else {
@@ -281,12 +296,13 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
       if (!gate.allowed) {
         result = { status: 'denied', reason: gate.reason };
         outcome = 'denied';
-      } else if (call.redrive && !IDEMPOTENT_TOOLS.has(def.name) && (await deps.store.toolStarted(run.id, call.toolCallId))) {
+      } else if (!IDEMPOTENT_TOOLS.has(def.name) && !(await deps.store.markToolStarted(run.id, call.toolCallId, run.sessionKey))) {
+        // The call's start is a claim, fenced by the lease: only the process that wins it runs the tool. Lost: it
+        // had started before (in a process that died, or in a zombie still holding a stale lease), so it is not
+        // run again (its effect is unknown). A fenced claim throws: this process no longer drives the run.
         result = toolError('interrupted', `${def.name} was in flight when its process stopped; it was not run again (its effect is unknown)`);
         outcome = 'error';
       } else {
-        // A durable mark first: if this process dies mid-call, the re-drive answers `interrupted` instead of repeating it.
-        if (!IDEMPOTENT_TOOLS.has(def.name)) await deps.store.markToolStarted(run.id, call.toolCallId);
         try {
           // Aborted while the call was being approved or marked: it does not start (a tool listens for the abort from
           // its start on; an abort that came before would never reach it, and the tool would run to its end).

@@ -13,7 +13,7 @@ import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { ApprovalRow, CallbackRow, RunRow } from '../store/schema';
 import { FencedError, nowIso, type Store } from '../store/store';
 import type { AnyToolDef } from '../tools/types';
-import { Approvals } from './approvals';
+import { Approvals, type DecidedBy } from './approvals';
 import { planDeliveries } from './callbacks';
 import { executeRun, type RunDeps } from './run-loop';
 import { markStarted } from './started';
@@ -42,7 +42,7 @@ export abstract class RunQueues {
     protected readonly o: { store: Store; bus: EventBus; metrics: Metrics; log: Logger; config: CrosstalkConfig; tools: Map<string, AnyToolDef> } & RunHookDeps,
   ) {
     this.agents = new Map(o.config.agents.map((a) => [a.id, a]));
-    this.approvals = new Approvals(o.store, o.bus, o.metrics, (row) => this.decisionElsewhere(row));
+    this.approvals = new Approvals(o.store, o.bus, o.metrics, (row, by) => this.decisionElsewhere(row, by));
     this.deps = {
       ...o,
       approvals: this.approvals,
@@ -50,7 +50,7 @@ export abstract class RunQueues {
       modelFor: (run, sessionModel) => this.modelFor(run, sessionModel),
       onInjected: async (runId, into) => {
         into.injected = true;
-        await o.store.updateRun(runId, { status: 'merged', ended_at: nowIso(), merged_into: into.id });
+        await o.store.updateRunFenced(runId, into.sessionKey, { status: 'merged', ended_at: nowIso(), merged_into: into.id });
       },
     };
   }
@@ -142,10 +142,12 @@ export abstract class RunQueues {
     const session = await this.o.store.ensureSession({ key: sessionKey, agentId: agent.id, kind: sessionKindOf(sessionKey) });
     const mode = (opts.queueMode ?? (session.queue_mode as QueueMode | null) ?? this.o.config.session.queueMode) as QueueMode;
     const st = this.state(sessionKey);
+    // One process: the answer is known before the write, so the idempotency key is claimed with it, settled.
+    const claim = (result: AgentResult, row = runId) => opts.claim && { ...opts.claim, runId: row, result, settled: true };
 
     // Everything below up to the first await is synchronous, so the session's state cannot change under us.
     if (!st.active) {
-      const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts)), collect: false };
+      const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts), claim({ runId, status: 'started' })), collect: false };
       const active = this.start(st, item, false);
       await item.persisted;
       // Answer once the message is in the transcript, so a history read right after `agent` sees it.
@@ -164,7 +166,7 @@ export abstract class RunQueues {
           const item: InboxItem = {
             runId,
             input,
-            persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts, { steerInto: active.id })),
+            persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts, { steerInto: active.id }), claim({ runId: active.id, status: 'steered' })),
           };
           active.inbox.push(item);
           await item.persisted;
@@ -178,17 +180,17 @@ export abstract class RunQueues {
         if (open && open === st.queue[st.queue.length - 1] && open.trustKey === trustKey) {
           open.inputs.push(input);
           const inputs = JSON.stringify(open.inputs);
-          open.persisted = open.persisted.then(() => this.o.store.updateRun(open.runId, { input: inputs }));
+          open.persisted = open.persisted.then(() => this.o.store.mergeInput(open.runId, inputs, claim({ runId: open.runId, status: 'queued' }, open.runId)));
           await open.persisted;
           return { runId: open.runId, status: 'queued' };
         }
-        const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts)), collect: true, trustKey };
+        const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts), claim({ runId, status: 'queued' })), collect: true, trustKey };
         st.queue.push(item);
         await item.persisted;
         return { runId, status: 'queued' };
       }
       case 'interrupt': {
-        const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts)), collect: false };
+        const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts), claim({ runId, status: 'started' })), collect: false };
         st.queue.unshift(item);
         this.abortActive(st);
         await item.persisted;
@@ -197,7 +199,7 @@ export abstract class RunQueues {
       default:
         break;
     }
-    const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts)), collect: false };
+    const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts), claim({ runId, status: 'queued' })), collect: false };
     st.queue.push(item);
     await item.persisted;
     return { runId, status: 'queued' };
@@ -306,15 +308,16 @@ export abstract class RunQueues {
     st.known.delete(active.id);
     if (st.active === active) st.active = null;
     if (why === 'skipped' && !this.stopping) return this.startNext(st);
-    if (this.sessions.get(st.key) === st) {
-      this.sessions.delete(st.key);
-      this.o.store.clearFence(st.key, st.epoch);
-    }
+    if (this.sessions.get(st.key) === st) this.sessions.delete(st.key);
+    // The run is over here: its stale epoch (kept by `fenced()` while it was ending) goes; a newer claim's stays.
+    this.o.store.clearFence(st.key, st.epoch);
   }
 
   protected async finish(st: SessionState, active: ActiveRun, outcome: RunOutcome): Promise<void> {
     const { store, bus, metrics, log } = this.o;
-    if (outcome.status === 'abandoned' || (this.stopping && active.abort.signal.reason === SHUTDOWN)) return this.abandon(st, active, outcome.error === 'skipped' ? 'skipped' : 'stopped');
+    // Aborted with SHUTDOWN (a graceful stop, or this process was told it is dead): whatever the run reached, it is
+    // someone else's to finish (re-driven from its last step); nothing of its end is written here.
+    if (outcome.status === 'abandoned' || active.abort.signal.reason === SHUTDOWN) return this.abandon(st, active, outcome.error === 'skipped' ? 'skipped' : 'stopped');
     if (active.cancelled && outcome.status === 'interrupted') outcome = { status: 'error', error: 'cancelled', response: outcome.response };
     let released = false;
     const epoch = st.epoch;
@@ -409,7 +412,8 @@ export abstract class RunQueues {
   }
 
   protected startNext(st: SessionState): void {
-    if (st.active || st.loading) return;
+    // A stopping process starts nothing new: what is queued stays queued in the store for whoever takes the session.
+    if (st.active || st.loading || this.stopping) return;
     const next = st.queue.shift();
     if (next) {
       this.start(st, next, false);
@@ -487,6 +491,6 @@ export abstract class RunQueues {
   protected abstract submitShared(sessionKey: string, agent: AgentConfig, input: RunInput, runId: string, opts: SubmitOptions): Promise<AgentResult>;
   protected abstract placeStored(st: SessionState, row: RunRow): AgentResult;
   protected abstract releaseIdle(st: SessionState): Promise<void>;
-  protected abstract decisionElsewhere(row: ApprovalRow): Promise<void>;
+  protected abstract decisionElsewhere(row: ApprovalRow, by?: DecidedBy): Promise<void>;
   abstract claimOrphan(key: string): Promise<void>;
 }

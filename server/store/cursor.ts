@@ -23,6 +23,7 @@ export function decodeCursor(cursor: string, list: string, scope: string, arity:
     if (want === 'id') return typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
     if (want === 'time') return typeof v === 'string' && v.length <= 64 && !Number.isNaN(Date.parse(v));
     if (want === 'key') return typeof v === 'string' && v.length > 0 && v.length <= 512;
+    if (want === 'offset') return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
     return typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
   };
   // Each position is checked for what it holds: a forged value never reaches a query (PostgreSQL would refuse its type).
@@ -30,8 +31,9 @@ export function decodeCursor(cursor: string, list: string, scope: string, arity:
   return p.k as Array<string | number>;
 }
 
-/** What each position of a known list's cursor holds: a row id, a timestamp, a key. */
-const SHAPES: Record<string, ReadonlyArray<'id' | 'time' | 'key'>> = {
+/** What each position of a known list's cursor holds: a row id, a timestamp, a key, a row offset. */
+const SHAPES: Record<string, ReadonlyArray<'id' | 'time' | 'key' | 'offset'>> = {
+  search: ['offset'],
   sessions: ['time', 'key'],
   history: ['id'],
   delegates: ['time', 'key'],

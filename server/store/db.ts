@@ -6,6 +6,8 @@ import path from 'node:path';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import type { Database, DialectName } from './schema';
 import { migrateToLatest } from './migrations';
+import { lockDataDir } from './data-dir-lock';
+export { DataDirInUseError } from './data-dir-lock';
 
 export interface DbHandle {
   db: Kysely<Database>;
@@ -30,14 +32,20 @@ export async function openDatabase(opts: OpenDbOptions): Promise<DbHandle> {
 async function openSqlite(dataDir: string): Promise<DbHandle> {
   const { default: BetterSqlite3 } = await import('better-sqlite3');
   fs.mkdirSync(/* turbopackIgnore: true */ dataDir, { recursive: true });
-  const unlock = lockDataDir(dataDir);
-  const sqlite = new BetterSqlite3(path.join(/* turbopackIgnore: true */ dataDir, 'crosstalk.sqlite'));
-  sqlite.pragma('journal_mode = WAL');
-  // WAL + NORMAL: commits do not fsync; the WAL is synced at checkpoints (durable across process crashes).
-  sqlite.pragma('synchronous = NORMAL');
-  sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
-  await migrateToLatest(db, 'sqlite');
+  const unlock = lockDataDir(BetterSqlite3, dataDir);
+  let db: Kysely<Database>;
+  try {
+    const sqlite = new BetterSqlite3(path.join(/* turbopackIgnore: true */ dataDir, 'crosstalk.sqlite'));
+    sqlite.pragma('journal_mode = WAL');
+    // WAL + NORMAL: commits do not fsync; the WAL is synced at checkpoints (durable across process crashes).
+    sqlite.pragma('synchronous = NORMAL');
+    sqlite.pragma('busy_timeout = 5000');
+    db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+    await migrateToLatest(db, 'sqlite');
+  } catch (e) {
+    unlock();
+    throw e;
+  }
   return {
     db,
     dialect: 'sqlite',
@@ -46,43 +54,6 @@ async function openSqlite(dataDir: string): Promise<DbHandle> {
       unlock();
     },
   };
-}
-
-export class DataDirInUseError extends Error {}
-
-/**
- * SQLite is one process per data dir: a second start refuses with a clear message (its in-memory leases and
- * recovery assume it is the only writer). A lock file names the holder's pid; a stale one (dead pid) is taken over.
- */
-function lockDataDir(dataDir: string): () => void {
-  const file = path.join(/* turbopackIgnore: true */ dataDir, 'crosstalk.lock');
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      fs.writeFileSync(file, String(process.pid), { flag: 'wx' });
-      return () => fs.rmSync(file, { force: true });
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    }
-    const pid = Number(fs.readFileSync(file, 'utf8').trim());
-    // The same process (a test restarting its runtime in place) may take its own lock again.
-    if (pid && pid !== process.pid && isAlive(pid)) {
-      throw new DataDirInUseError(
-        `crosstalk: another crosstalk process (pid ${pid}) is using the data dir ${path.resolve(dataDir)}. ` +
-          'SQLite is one process per data dir; stop it first, or share a PostgreSQL (DATABASE_URL=postgres://…) to run several.',
-      );
-    }
-    fs.rmSync(file, { force: true });
-  }
-  throw new Error(`crosstalk: could not lock the data dir ${dataDir}`);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**

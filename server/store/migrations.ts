@@ -314,6 +314,13 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         await sql`create unique index approvals_budget_call on approvals (call_id) where kind = 'budget'`.execute(db);
       },
     },
+    '0014_mcp': {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      async up(db: Kysely<any>) {
+        // The content an `elicitation` item was accepted with (CONTRACT §5 "MCP elicitation"), for the waiting call.
+        await db.schema.alterTable('approvals').addColumn('response', 'text').execute();
+      },
+    },
     '0009_one_running': {
       // eslint-disable-next-line @typescript-eslint/no-explicit-any
       async up(db: Kysely<any>) {
@@ -327,6 +334,44 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         await sql`create unique index runs_one_running on runs (session_key) where status = 'running'`.execute(db);
       },
     },
+    '0010_idempotency_claims': {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      async up(db: Kysely<any>) {
+        // An idempotency key is a claim (CONTRACT §3): `pending` while its request is being answered (by `owner`, a
+        // process id), `done` with the first answer in `result`. `run_id`: the run an `agent` key accepted.
+        await db.schema.alterTable('idempotency').addColumn('state', 'text', (c) => c.notNull().defaultTo('done')).execute();
+        await db.schema.alterTable('idempotency').addColumn('owner', 'text').execute();
+        await db.schema.alterTable('idempotency').addColumn('run_id', 'text').execute();
+        // Keys expire (server/store/retention.ts): the sweep finds old ones by age.
+        await db.schema.createIndex('idempotency_created').on('idempotency').columns(['created_at']).execute();
+        // Pending pairing requests expire too.
+        await db.schema.createIndex('channel_senders_pending').on('channel_senders').columns(['status', 'requested_at']).execute();
+      },
+    },
+    '0011_fencing': {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      async up(db: Kysely<any>) {
+        // Lease epochs never repeat, not even for a session deleted and created again under the same key: a late
+        // write of the old session's run must not pass the new one's fence. PostgreSQL: one sequence for every
+        // epoch (a new session's default, each claim, release and takeover). SQLite: a counter row, bumped by a
+        // trigger for each new session.
+        const start = Number((await sql<{ m: number | null }>`select max(epoch) as m from sessions`.execute(db)).rows[0]?.m ?? 0) + 1;
+        if (dialect === 'postgres') {
+          await sql`create sequence session_epochs start with ${sql.lit(start)}`.execute(db);
+          await sql`alter table sessions alter column epoch set default nextval('session_epochs')`.execute(db);
+        } else {
+          await sql`create table epoch_counter (id integer primary key check (id = 1), n integer not null)`.execute(db);
+          await sql`insert into epoch_counter (id, n) values (1, ${start})`.execute(db);
+          await sql`create trigger sessions_epoch after insert on sessions begin
+              update epoch_counter set n = n + 1 where id = 1;
+              update sessions set epoch = (select n from epoch_counter where id = 1) where rowid = new.rowid;
+            end`.execute(db);
+        }
+        // An approval is one per tool call, whichever process (a zombie, the re-driver) asks for it first.
+        await sql`delete from approvals where exists (select 1 from approvals o where o.run_id = approvals.run_id and o.call_id = approvals.call_id and o.id < approvals.id)`.execute(db);
+        await db.schema.createIndex('approvals_call').unique().on('approvals').columns(['run_id', 'call_id']).execute();
+      },
+    },
   };
 }
 
@@ -334,6 +379,8 @@ function migrations(dialect: DialectName): Record<string, Migration> {
 export async function migrateToLatest(db: Kysely<any>, dialect: DialectName, schema?: string): Promise<void> {
   const provider: MigrationProvider = { getMigrations: async () => migrations(dialect) };
   // With a schema of our own, the migration tables live there too (otherwise another schema's tables would be taken for ours).
+  // Unordered: migrations are named by the branch that adds them, so a store may have run a later name (0011) before
+  // an earlier one lands (0010); each runs once whatever the order.
   const migrator = new Migrator({ db, provider, migrationTableName: 'crosstalk_migrations', migrationLockTableName: 'crosstalk_migrations_lock', allowUnorderedMigrations: true, ...(schema ? { migrationTableSchema: schema } : {}) });
   for (let attempt = 1; ; attempt++) {
     const { error, results } = await migrator.migrateToLatest();

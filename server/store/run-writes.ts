@@ -245,7 +245,7 @@ export async function enqueuePg(db: Kysely<Database>, o: EnqueuePg): Promise<Enq
     bytes: go(sql`${bytes}::bigint`, 0),
     status: go('running', 'idle'),
     owner: sql`${o.me}`,
-    epoch: sql`1`,
+    epoch: sql`nextval('session_epochs')`, // epochs never repeat (0011_fencing): a re-created session's too
   };
   const r = await sql<{ claimed: number | null; started: boolean; session: SessionRow | null; mode: string; owner: string | null; inserted: number; ids: Array<number | string> | null; active: string | null; active_origin: string | null; unfinished: RunRow[] | null }>`
     with q as (select queue_mode from sessions where key = ${k}),
@@ -257,7 +257,7 @@ export async function enqueuePg(db: Kysely<Database>, o: EnqueuePg): Promise<Enq
       insert into sessions as s (${sql.join(Object.keys(cols).map((c) => sql.ref(c)))})
       select ${sql.join(Object.values(cols))}
       from fr
-      on conflict (key) do update set owner = excluded.owner, epoch = s.epoch + 1,
+      on conflict (key) do update set owner = excluded.owner, epoch = excluded.epoch,
         status = case when excluded.status = 'running' then 'running' else s.status end,
         message_count = s.message_count + excluded.message_count, bytes = s.bytes + excluded.bytes,
         last_activity_at = case when excluded.message_count > 0 then excluded.last_activity_at else s.last_activity_at end

@@ -109,6 +109,8 @@ export interface ApprovalsTable {
   trust: string | null;
   /** `tool` (a gated call), `budget` (a request tree past its cap; 0013_budgets). */
   kind: Generated<string>;
+  /** JSON answer of an `elicitation` item accepted with content (0014_mcp): what the MCP server gets. */
+  response: Generated<string | null>;
 }
 
 export interface SessionToolRulesTable {
@@ -119,8 +121,15 @@ export interface SessionToolRulesTable {
 
 export interface IdempotencyTable {
   key: string;
+  /** JSON: the first answer (`done`), or the answer known so far (`pending`). */
   result: string;
   created_at: string;
+  /** 0010_idempotency_claims: `pending` while the claimant answers, then `done`. */
+  state: Generated<string>;
+  /** The claimant process (cluster process id, or this SQLite process's instance id) while `pending`. */
+  owner: Generated<string | null>;
+  /** The run an `agent` key accepted. */
+  run_id: Generated<string | null>;
 }
 
 export interface CallbacksTable {

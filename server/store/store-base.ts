@@ -280,8 +280,11 @@ export class StoreBase {
 
   // ── approvals ───────────────────────────────────────────────────────────
 
-  async insertApproval(a: Omit<ApprovalRow, 'trust' | 'kind'> & { trust?: string | null; kind?: string }): Promise<void> {
-    await this.db.insertInto('approvals').values(a).execute();
+  /** Asks for a tool call's approval once: the stored row of that call (ours when `inserted`, else the first one's). */
+  async insertApproval(a: Omit<ApprovalRow, 'trust' | 'kind' | 'response'> & { trust?: string | null; kind?: string }): Promise<{ row: ApprovalRow; inserted: boolean }> {
+    const r = await this.db.insertInto('approvals').values(a).onConflict((oc) => oc.columns(['run_id', 'call_id']).doNothing()).returning('id').executeTakeFirst();
+    const row = r ? undefined : await this.approvalForCall(a.run_id, a.call_id);
+    return row ? { row, inserted: false } : { row: { trust: null, kind: 'tool', response: null, ...a } as ApprovalRow, inserted: true };
   }
 
   getApproval(id: string): Promise<ApprovalRow | undefined> {
@@ -289,10 +292,10 @@ export class StoreBase {
   }
 
   /** Settles a pending approval; false when it was not pending (already resolved or cancelled). */
-  async settleApproval(id: string, status: string, decision: string | null, reason: string | null): Promise<boolean> {
+  async settleApproval(id: string, status: string, decision: string | null, reason: string | null, response?: string | null): Promise<boolean> {
     const res = await this.db
       .updateTable('approvals')
-      .set({ status, decision, reason, resolved_at: nowIso() })
+      .set({ status, decision, reason, resolved_at: nowIso(), ...(response != null ? { response } : {}) })
       .where('id', '=', id)
       .where('status', '=', 'pending')
       .executeTakeFirst();

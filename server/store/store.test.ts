@@ -178,6 +178,11 @@ describe('migration 0009 on SQLite', () => {
     // The store as an older version left it: no index, and two running runs in one session.
     await sql`drop index runs_one_running`.execute(store.db);
     await sql`delete from crosstalk_migrations where name = '0009_one_running'`.execute(store.db);
+    // …and none of the later migrations (they run again after 0009).
+    await sql`delete from crosstalk_migrations where name = '0010_idempotency_claims'`.execute(store.db);
+    await sql`drop index idempotency_created`.execute(store.db);
+    await sql`drop index channel_senders_pending`.execute(store.db);
+    for (const c of ['state', 'owner', 'run_id']) await sql`alter table idempotency drop column ${sql.raw(c)}`.execute(store.db);
     const run = (id: string, created: string) => ({
       id, session_key: 'agent:main:old', status: 'running', input: '[]', queue_mode: 'followup', response: null, error: null, created_at: created,
       started_at: created, ended_at: null, origin: null, webhook: null, last_seq: 0, merged_into: null, cancel_requested: null,

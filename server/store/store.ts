@@ -1,11 +1,14 @@
 // Repositories over the Kysely database: every query the gateway runs, keyset-paged and bounded. Sessions,
-// transcripts and runs here; the event log, approvals, callbacks, webhooks and idempotency in StoreBase.
+// transcripts and runs here; fencing (leases' epochs, fenced run writes) in FencedStore; the event log, approvals,
+// callbacks, webhooks and idempotency in StoreBase.
 import { type ExpressionBuilder, type Kysely, type UpdateObject } from 'kysely';
 import type { PendingEvent, TranscriptMessage } from '../events/types';
 import type { DbHandle } from './db';
+import { ClaimTaken, type IdempotencyClaim, insertClaim } from './idempotency';
 import { appendPg, type FinishPg, finishPg, finishPgOne, type MessageValues, messageValues, rowBytes, type UsageValues } from './run-writes';
 import type { CallbackRow, Database, MessageRow, RunRow, SessionRow, WebhookRow } from './schema';
-import { FencedError, type NewMessage, type NewSession, nowIso, sessionValues, StoreBase, toTranscriptMessage } from './store-base';
+import { FencedStore } from './fences';
+import { FencedError, type NewMessage, type NewSession, nowIso, sessionValues, toTranscriptMessage } from './store-base';
 
 export { FencedError, type NewMessage, type NewSession, nowIso, toTranscriptMessage } from './store-base';
 
@@ -15,32 +18,13 @@ export interface StartedRun {
   session?: SessionRow;
 }
 
-export class Store extends StoreBase {
+export class Store extends FencedStore {
   /** In-memory recent rows are only safe while this process is the store's only writer (the embedded SQLite). */
   private readonly cacheRecent: boolean;
 
   constructor(handle: DbHandle) {
     super(handle);
     this.cacheRecent = handle.dialect === 'sqlite';
-  }
-
-  // ── fencing ─────────────────────────────────────────────────────────────
-  // The epochs of the sessions this process holds leases on (PostgreSQL). Every write that touches such a
-  // session's row checks the epoch in the same statement, so a process that lost its lease writes nothing.
-
-  private readonly fences = new Map<string, number>();
-
-  setFence(key: string, epoch: number) {
-    this.fences.set(key, epoch);
-  }
-
-  /** Forgets a fence; with `epoch`, only when it is still that one (a newer claim's fence stays). */
-  clearFence(key: string, epoch?: number) {
-    if (epoch === undefined || this.fences.get(key) === epoch) this.fences.delete(key);
-  }
-
-  fenceOf(key: string): number | undefined {
-    return this.fences.get(key);
   }
 
   private async touchSession(
@@ -153,15 +137,6 @@ export class Store extends StoreBase {
     });
     this.remember(out);
     return out;
-  }
-
-  /** A fenced write found the session row missing or held by a newer lease. */
-  private async lostSession(key: string, allowMissing = false): Promise<void> {
-    if (!(await this.getSession(key))) {
-      if (allowMissing) return;
-      throw new Error(`session ${key} was deleted`);
-    }
-    throw new FencedError(key);
   }
 
   private async appendIn(tx: Kysely<Database>, msgs: NewMessage[]): Promise<TranscriptMessage[]> {
@@ -294,16 +269,32 @@ export class Store extends StoreBase {
 
   // ── runs ────────────────────────────────────────────────────────────────
 
-  async insertRun(r: RunRow): Promise<void> {
-    await this.db.insertInto('runs').values(r).execute();
+  /** With `claim`, the request's idempotency key is claimed in the same transaction (ClaimTaken: nothing written). */
+  async insertRun(r: RunRow, claim?: IdempotencyClaim): Promise<void> {
+    if (!claim) {
+      await this.db.insertInto('runs').values(r).execute();
+      return;
+    }
+    await this.db.transaction().execute(async (tx) => {
+      if (!(await insertClaim(tx, claim))) throw new ClaimTaken(claim.key);
+      await tx.insertInto('runs').values(r).execute();
+    });
+  }
+
+  /** A `collect` message joins a queued run's input; with `claim`, its idempotency key is claimed in the same transaction. */
+  async mergeInput(runId: string, input: string, claim?: IdempotencyClaim): Promise<void> {
+    if (!claim) {
+      await this.db.updateTable('runs').set({ input }).where('id', '=', runId).execute();
+      return;
+    }
+    await this.db.transaction().execute(async (tx) => {
+      if (!(await insertClaim(tx, claim))) throw new ClaimTaken(claim.key);
+      await tx.updateTable('runs').set({ input }).where('id', '=', runId).execute();
+    });
   }
 
   getRun(id: string): Promise<RunRow | undefined> {
     return this.db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirst();
-  }
-
-  async updateRun(id: string, fields: Partial<Omit<RunRow, 'id'>>): Promise<void> {
-    await this.db.updateTable('runs').set(fields).where('id', '=', id).execute();
   }
 
   /**
@@ -369,11 +360,18 @@ export class Store extends StoreBase {
           ids = r.events;
         } else {
           await this.lostSession(session.key, true); // FencedError unless the session was deleted under the run
-          // Deleted: the run's end and its events are logged, its last rows (and their events) are not.
+          // Deleted: the run's end and its events are logged, its last rows (and their events) are not; only while
+          // the run is unfinished (a zombie's late end must not overwrite the end its re-driver wrote).
           events = first ? withoutRowEvents(first.events, first.messageOf) : (o.events?.([]) ?? []);
           const last = events.findLast((e) => e.runId === id)?.seq;
-          await tx.updateTable('runs').set(last === undefined ? fields : { ...fields, last_seq: last }).where('id', '=', id).execute();
-          ids = await this.insertEventsIn(tx, events, { notify: true });
+          const ended = await tx
+            .updateTable('runs')
+            .set(last === undefined ? fields : { ...fields, last_seq: last })
+            .where('id', '=', id)
+            .where('status', 'in', ['running', 'waiting_approval', 'queued'])
+            .executeTakeFirst();
+          if (Number(ended.numUpdatedRows) === 1) ids = await this.insertEventsIn(tx, events, { notify: true });
+          else events = [];
         }
       } else {
         await tx.updateTable('runs').set(fields).where('id', '=', id).execute();
@@ -425,12 +423,10 @@ export class Store extends StoreBase {
     });
   }
 
-  async markToolStarted(runId: string, callId: string): Promise<void> {
-    await this.db.insertInto('tool_starts').values({ run_id: runId, call_id: callId, started_at: nowIso() }).onConflict((oc) => oc.columns(['run_id', 'call_id']).doNothing()).execute();
-  }
-
-  async toolStarted(runId: string, callId: string): Promise<boolean> {
-    return !!(await this.db.selectFrom('tool_starts').select('call_id').where('run_id', '=', runId).where('call_id', '=', callId).executeTakeFirst());
+  /** The session's run in flight (running, or paused on an approval), on whichever process drives it. */
+  async activeRunOf(sessionKey: string): Promise<string | undefined> {
+    const r = await this.db.selectFrom('runs').select('id').where('session_key', '=', sessionKey).where('status', 'in', ['running', 'waiting_approval']).limit(1).executeTakeFirst();
+    return r?.id;
   }
 }
 

@@ -128,8 +128,9 @@ export async function readSse(
 
 /** Starts `child-server.ts` in its own process (so a test can SIGKILL it); resolves with its URL. */
 export async function startChildServer(o: { dataDir: string; configFile?: string; env?: Record<string, string> }) {
-  const { spawn } = await import('node:child_process');
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'child-server.ts')], {
+  // Like a launcher: the secrets (the token, DATABASE_URL) go over a pipe, never into the server's environment block.
+  const { spawnWithSecrets } = await import('../../scripts/secrets.mjs');
+  const child = spawnWithSecrets(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'child-server.ts')], {
     env: {
       ...process.env,
       CROSSTALK_DATA_DIR: o.dataDir,

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../config';
 import { startTestServer, tmpDataDir, type TestServer, until } from '../testing/harness';
-import { OUTPUT_CAP, utf8Prefix } from './exec';
+import { createExecTool, DEFAULT_TIMEOUT_S, OUTPUT_CAP, utf8Prefix } from './exec';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -35,12 +35,34 @@ describe('exec environment', () => {
     expect(names.every((n) => ['PATH', 'HOME', 'LANG', 'CROSSTALK_TEST_PASSED', 'PWD', 'SHLVL', '_', 'OLDPWD'].includes(n!))).toBe(true);
   });
 
-  it('runs in a workspace outside the data dir: the token file is not next door', async () => {
+  it('runs in a workspace outside the data dir, and cannot read the token file there by its real paths', async () => {
     const ws = s.rt.config.agents[0]!.workspace;
     expect(ws.startsWith(s.dataDir + path.sep)).toBe(false);
-    const out = await exec({ command: 'pwd; ls ../../token 2>&1; ls ../token 2>&1' });
-    expect(out.stdout!.split('\n')[0]).toBe(ws);
-    expect(out.stdout).not.toMatch(/^\.\.\/(\.\.\/)?token$/m);
+    // The harness passes CROSSTALK_TOKEN, so write the file a first start generates, where it generates it.
+    const tokenFile = path.join(s.dataDir, 'token');
+    fs.writeFileSync(tokenFile, 'generated-token-secret\n', { mode: 0o600 });
+    const rel = path.relative(ws, tokenFile); // ../../crosstalk-test-…/token
+    expect(path.resolve(ws, rel)).toBe(tokenFile);
+    const out = await exec({ command: `pwd; cat ${rel} 2>&1; echo rc=$?; cat ${tokenFile} 2>&1; echo rc=$?` });
+    const lines = out.stdout!.split('\n');
+    expect(lines[0]).toBe(ws);
+    expect(out.stdout).not.toContain('generated-token-secret');
+    expect(out.stdout!.match(/^rc=1$/gm)).toHaveLength(2);
+    expect(out.stdout!.match(/Permission denied/g)).toHaveLength(2);
+  });
+
+  // Isolation needs root (README, Security); a server that is not root says so at start (exec-isolation.test.ts).
+  it.skipIf(process.getuid?.() !== 0)('as root, runs as nobody with the workspace as HOME: it cannot read the server’s environ or write the store', async () => {
+    const store = path.join(s.dataDir, 'crosstalk.sqlite');
+    const out = await exec({ command: `id -u; echo "$HOME"; cat /proc/$PPID/environ 2>&1; echo rc=$?; echo pwned >> ${store}; echo rc=$?; ls ${s.dataDir} 2>&1; echo rc=$?` });
+    const [uid, home] = out.stdout!.split('\n');
+    expect(Number(uid)).toBe(65534);
+    expect(home).toBe(fs.realpathSync(s.rt.config.agents[0]!.workspace));
+    expect(out.stdout!.match(/^rc=[12]$/gm)).toHaveLength(3);
+    expect(out.stdout).not.toContain('rc=0');
+    expect(out.stdout + out.stderr!).not.toContain('test-token');
+    expect(fs.existsSync(store) && fs.readFileSync(store).includes('pwned')).toBe(false); // PostgreSQL: no store file, the data dir still refuses it
+    expect(fs.statSync(s.dataDir).mode & 0o777).toBe(0o700);
   });
 
   it('defaults workspaces to ./workspaces/<agentId> in the start directory, and refuses one inside the data dir', () => {
@@ -72,9 +94,10 @@ describe('exec settles', () => {
     const { store, orchestrator } = s.rt;
     const mark = store.markToolStarted.bind(store);
     // The cancel lands between the call's durable start mark and the tool's own start.
-    (store as any).markToolStarted = async (runId: string, callId: string) => {
-      await mark(runId, callId);
+    (store as any).markToolStarted = async (runId: string, callId: string, sessionKey: string) => {
+      const won = await mark(runId, callId, sessionKey);
       await orchestrator.cancel(runId);
+      return won;
     };
     try {
       const r = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/tool exec {"command":"sleep 30"}' });
@@ -97,6 +120,63 @@ describe('exec settles', () => {
     // The session is free again.
     const next = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: 'after' });
     expect((await s.rpc<{ response: string }>('agent.wait', { runId: next.runId })).response).toBe('echo: after');
+  });
+});
+
+describe('exec ends its whole process tree', () => {
+  const ws = () => s.rt.config.agents[0]!.workspace;
+  /** A grandchild in a session of its own, output elsewhere: neither its group, nor its session, nor the pipes hold it. */
+  const escapee = (file: string) => `setsid sh -c 'echo $$ > ${file}; exec sleep 45' >/dev/null 2>&1 & while [ ! -s ${file} ]; do sleep 0.05; done`;
+  const alive = (pid: number) => {
+    try {
+      return !/^\S+ \(.*\) [ZX] /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    } catch {
+      return false;
+    }
+  };
+  const pidIn = (file: string) => Number(fs.readFileSync(path.join(ws(), file), 'utf8'));
+
+  it('when the command exits: a setsid grandchild does not outlive it', async () => {
+    const out = await exec({ command: `${escapee('exit.pid')}; echo started` });
+    expect(out).toMatchObject({ status: 'ok', exitCode: 0, stdout: 'started\n' });
+    const pid = pidIn('exit.pid');
+    expect(pid).toBeGreaterThan(1);
+    await until(() => !alive(pid));
+  });
+
+  it('on timeout', async () => {
+    const out = await exec({ command: `${escapee('timeout.pid')}; sleep 45`, timeoutSeconds: 1 });
+    expect(out).toMatchObject({ status: 'error', error: { code: 'timeout' } });
+    const pid = pidIn('timeout.pid');
+    await until(() => !alive(pid));
+  });
+
+  it('on agent.cancel (the run ends with it)', async () => {
+    const key = 'agent:main:exec-tree-cancel';
+    const r = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: `/tool exec ${JSON.stringify({ command: `${escapee('cancel.pid')}; sleep 45` })}` });
+    await until(() => fs.existsSync(path.join(ws(), 'cancel.pid')) && pidIn('cancel.pid') > 1);
+    const pid = pidIn('cancel.pid');
+    expect(alive(pid)).toBe(true);
+    await s.rpc('agent.cancel', { runId: r.runId });
+    expect(await s.rpc('agent.wait', { runId: r.runId, timeoutMs: 20_000 })).toMatchObject({ status: 'error', error: 'cancelled' });
+    await until(() => !alive(pid));
+  });
+});
+
+describe('exec cwd', () => {
+  it('is checked by real path: a symlink out of the workspace is refused, one inside it is followed', async () => {
+    expect(await exec({ command: 'ln -s / escape; ln -s .. up; mkdir -p real/sub; ln -s real/sub inner' })).toMatchObject({ status: 'ok', exitCode: 0 });
+    expect(await exec({ command: 'pwd', cwd: 'escape' })).toMatchObject({ status: 'error', error: { code: 'forbidden' } });
+    expect(await exec({ command: 'pwd', cwd: 'up' })).toMatchObject({ status: 'error', error: { code: 'forbidden' } });
+    expect(await exec({ command: 'pwd', cwd: 'escape/tmp' })).toMatchObject({ status: 'error', error: { code: 'forbidden' } });
+    expect(await exec({ command: 'pwd', cwd: 'inner' })).toMatchObject({ status: 'ok', stdout: `${path.join(fs.realpathSync(s.rt.config.agents[0]!.workspace), 'real', 'sub')}\n` });
+  });
+
+  it('the description’s default timeout is the one the code uses', () => {
+    const tool = createExecTool();
+    expect(DEFAULT_TIMEOUT_S).toBe(120);
+    expect(tool.description).toContain(`default ${DEFAULT_TIMEOUT_S})`);
+    expect((tool.inputSchema as any).shape.timeoutSeconds.description).toContain(`Default ${DEFAULT_TIMEOUT_S}.`);
   });
 });
 

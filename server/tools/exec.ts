@@ -1,4 +1,5 @@
-// exec: runs a shell command in the agent's workspace folder, output capped; the canonical approval case. Not a sandbox.
+// exec: runs a shell command in the agent's workspace folder, output capped; the canonical approval case. Not a sandbox:
+// as root it runs the command as an unprivileged user (exec-isolation.ts), and ends its whole process tree (exec-tree.ts).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -6,6 +7,11 @@ import { z } from 'zod';
 import { toolError } from '../errors';
 import type { ToolDef } from './types';
 import { described } from './describe';
+import { blockedFor, execIdentity, mkdirFor } from './exec-isolation';
+import { ProcessTree } from './exec-tree';
+
+/** Seconds a command may run when the call names no timeout. */
+export const DEFAULT_TIMEOUT_S = 120;
 
 /** Per stream, in bytes of UTF-8. */
 export const OUTPUT_CAP = 64 * 1024;
@@ -22,7 +28,7 @@ const input = described(
   {
     command: 'The shell command line to run (sh -c), e.g. "ls -la".',
     cwd: 'Folder to run in, relative to your workspace folder; must stay inside it. Default: the workspace (or the delegate\'s cwd).',
-    timeoutSeconds: 'Kill the command after this many seconds (1-3600). Default 60.',
+    timeoutSeconds: `Kill the command (and everything it started) after this many seconds (1-3600). Default ${DEFAULT_TIMEOUT_S}.`,
   },
 );
 
@@ -70,60 +76,88 @@ class Capped {
   }
 }
 
+/** `p` with symlinks resolved as far as it exists (the rest appended as written). */
+function realPrefix(p: string): string {
+  const rest: string[] = [];
+  for (let d = p; ; d = path.dirname(d)) {
+    try {
+      return path.join(fs.realpathSync(/* turbopackIgnore: true */ d), ...rest.reverse());
+    } catch {
+      if (d === path.dirname(d)) return p;
+      rest.push(path.basename(d));
+    }
+  }
+}
+
 export function createExecTool(): ToolDef<z.infer<typeof input>> {
   return {
     name: 'exec',
-    description:
-      'Run a shell command in your workspace folder. Returns {status, exitCode, stdout, stderr}; output is capped at 64 KiB per stream. Needs approval by default.',
+    description: `Run a shell command in your workspace folder. Returns {status, exitCode, stdout, stderr}; output is capped at 64 KiB per stream; the command and everything it started are killed after timeoutSeconds (default ${DEFAULT_TIMEOUT_S}). Needs approval by default.`,
     inputSchema: input,
     async execute({ command, cwd, timeoutSeconds }, ctx) {
+      const id = execIdentity(ctx.agent.execUser ?? 'nobody');
       const root = ctx.agent.workspace;
-      fs.mkdirSync(/* turbopackIgnore: true */ root, { recursive: true });
+      mkdirFor(root, id);
+      const realRoot = fs.realpathSync(/* turbopackIgnore: true */ root);
       // A delegate started with a `cwd` works there by default; an explicit cwd is relative to that.
       const base = path.resolve(/* turbopackIgnore: true */ root, ctx.sessionCwd ?? '.');
       const dir = path.resolve(/* turbopackIgnore: true */ base, cwd ?? '.');
-      const inside = (d: string) => d === root || d.startsWith(root + path.sep);
+      // Inside by name and by real path: a symlink in the workspace does not lead out of it.
+      const within = (r: string, d: string) => d === r || d.startsWith(r + path.sep);
+      const inside = (d: string) => within(root, d) && within(realRoot, realPrefix(d));
       if (!inside(base) || !inside(dir)) return toolError('forbidden', 'cwd must stay inside the workspace');
-      if (!cwd && ctx.sessionCwd) fs.mkdirSync(/* turbopackIgnore: true */ base, { recursive: true });
+      if (!cwd && ctx.sessionCwd) mkdirFor(base, id);
       if (!fs.existsSync(/* turbopackIgnore: true */ dir)) return toolError('invalid_request', `cwd ${cwd} does not exist`);
-      const limitS = timeoutSeconds ?? 120;
+      const blocked = id.isolated ? blockedFor(dir, id, 1) : null;
+      if (blocked) return toolError('forbidden', `exec runs as ${id.isolated && id.user}, who cannot enter ${blocked}`);
+      const limitS = timeoutSeconds ?? DEFAULT_TIMEOUT_S;
+      const env = execEnv(ctx.agent.execEnv ?? []);
+      if (id.isolated) env.HOME = realRoot; // the server's HOME is not the user's to read
+      const tree = new ProcessTree();
       return new Promise((resolve) => {
-        // Its own process group: a timeout or an abort kills the shell and everything it started in that group.
-        const child = spawn('/bin/sh', ['-c', command], { cwd: dir, env: execEnv(ctx.agent.execEnv ?? []), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+        // Its own session and process group; fd 3 marks every process it starts (exec-tree.ts).
+        let child: ReturnType<typeof spawn>;
+        try {
+          child = spawn('/bin/sh', ['-c', command], {
+            cwd: dir,
+            env,
+            stdio: ['ignore', 'pipe', 'pipe', tree.markerFd],
+            detached: true,
+            ...(id.isolated ? { uid: id.uid, gid: id.gid } : {}),
+          });
+        } catch (e) {
+          tree.close();
+          return resolve(toolError('internal', `exec failed: ${(e as Error).message}`));
+        }
+        if (child.pid) tree.started(child.pid);
         const out = new Capped();
         const err = new Capped();
-        child.stdout.on('data', (c: Buffer) => out.push(c));
-        child.stderr.on('data', (c: Buffer) => err.push(c));
+        child.stdout!.on('data', (c: Buffer) => out.push(c));
+        child.stderr!.on('data', (c: Buffer) => err.push(c));
         let timedOut = false;
         let settled = false;
-        const killGroup = () => {
-          try {
-            process.kill(-child.pid!, 'SIGKILL');
-          } catch {
-            /* already gone */
-          }
-        };
         const timer = setTimeout(() => {
           timedOut = true;
-          killGroup();
+          tree.kill();
         }, limitS * 1000);
-        const onAbort = () => killGroup();
+        const onAbort = () => tree.kill();
         ctx.signal.addEventListener('abort', onAbort, { once: true });
         const settle = (value: unknown) => {
           if (settled) return;
           settled = true;
           clearTimeout(timer);
           ctx.signal.removeEventListener('abort', onAbort);
+          tree.close(); // whatever the command left running ends with it
           resolve(value);
         };
         child.on('error', (e) => settle(toolError('internal', `exec failed: ${e.message}`)));
         // Settle on the shell's exit, not on the pipes closing: a grandchild (`setsid sleep 600 &`) may hold them.
         child.on('exit', (code, sig) => {
-          killGroup(); // background jobs left in the group
+          tree.kill(); // background jobs, in the group or not
           const finish = () => {
             if (settled) return;
-            child.stdout.destroy();
-            child.stderr.destroy();
+            child.stdout!.destroy();
+            child.stderr!.destroy();
             if (timedOut) return settle(toolError('timeout', `command timed out after ${limitS}s`));
             if (ctx.signal.aborted) return settle(toolError('interrupted', 'run interrupted'));
             const stdout = out.text();
@@ -132,8 +166,8 @@ export function createExecTool(): ToolDef<z.infer<typeof input>> {
           };
           let pending = 2;
           const closed = () => --pending === 0 && finish();
-          child.stdout.once('close', closed);
-          child.stderr.once('close', closed);
+          child.stdout!.once('close', closed);
+          child.stderr!.once('close', closed);
           setTimeout(finish, PIPE_DRAIN_MS).unref();
         });
       });

@@ -16,7 +16,7 @@ import type { Usage } from '../usage/usage';
 
 const webhookInput = described(webhookSchema, {
   url: 'http(s) URL that gets a POST of {runId, sessionKey, status, response} when the target run ends.',
-  secret: 'When given, the POST is signed: X-Crosstalk-Signature: sha256=<hex HMAC of the body>.',
+  secret: 'When given, the POST is signed: X-Crosstalk-Timestamp: <unix seconds> and X-Crosstalk-Signature: sha256=<hex HMAC of "<timestamp>.<body>">.',
 });
 const common = {
   message: toolText(MAX_MESSAGE_BYTES),

@@ -55,6 +55,13 @@ const DOMAIN_CODE_FOR: Partial<Record<TRPC_ERROR_CODE_KEY, ErrorCode>> = {
   PAYLOAD_TOO_LARGE: 'payload_too_large',
   TIMEOUT: 'timeout',
   TOO_MANY_REQUESTS: 'rate_limited',
+  // tRPC's own refusals of a malformed call (a query POSTed, a body that is not JSON, …): the caller's error, not ours.
+  METHOD_NOT_SUPPORTED: 'invalid_request',
+  UNSUPPORTED_MEDIA_TYPE: 'invalid_request',
+  NOT_IMPLEMENTED: 'invalid_request',
+  UNPROCESSABLE_CONTENT: 'invalid_request',
+  PRECONDITION_FAILED: 'invalid_request',
+  CLIENT_CLOSED_REQUEST: 'invalid_request',
 };
 
 /** The one mapping from anything thrown by the service layer to a TRPCError (cause kept for the formatter). */

@@ -1,36 +1,18 @@
 // Channel senders admitted by `dmPolicy` (CONTRACT §5 "Trust"): pairing codes, held messages, pairings.list / resolve.
 import crypto from 'node:crypto';
 import { z } from 'zod';
+import { channelTrustSchema, type DmPolicy } from './channel-config';
 import type { CrosstalkConfig } from '../config';
 import { CrosstalkError } from '../errors';
 import type { Logger } from '../logger';
 import type { InboundMessage } from '../channels/types';
 import { nowIso, type Store } from '../store/store';
-
-export const dmPolicySchema = z.enum(['pairing', 'allowlist', 'open']);
-export type DmPolicy = z.infer<typeof dmPolicySchema>;
-
-/** The trust keys of `channels.<name>` (and of its `accounts.<id>`); the channel's own schema checks the rest. */
-const channelTrustSchema = z.object({
-  dmPolicy: dmPolicySchema.optional(),
-  allowFrom: z.array(z.union([z.string().min(1).max(256), z.number().int()]).transform(String)).max(10_000).optional(),
-});
+import { expirePairings, pairingCutoff } from '../store/retention';
+import { idempotencyTtlMs } from '../store/idempotency';
 
 /** Held messages kept per sender, and senders waiting per channel: beyond these, more is dropped (and logged). */
 export const MAX_HELD_PER_SENDER = 20;
 export const MAX_PENDING_PER_CHANNEL = 200;
-
-/** Checks the trust keys of every configured channel; the message names the bad key (a config error at start). */
-export function checkChannelTrustConfig(channels: Record<string, Record<string, unknown>>): string | null {
-  for (const [id, c] of Object.entries(channels)) {
-    const r = channelTrustSchema.safeParse(c);
-    if (!r.success) {
-      const issue = r.error.issues[0]!;
-      return `bad key "channels.${id}.${issue.path.join('.')}": ${issue.message}`;
-    }
-  }
-  return null;
-}
 
 export interface SenderRule {
   policy: DmPolicy;
@@ -41,6 +23,12 @@ export function senderRule(config: CrosstalkConfig, channel: string): SenderRule
   const raw = channelTrustSchema.safeParse(config.channels[channel] ?? {});
   const c = raw.success ? raw.data : {};
   return { policy: c.dmPolicy ?? 'pairing', allowFrom: new Set((c.allowFrom ?? []).map((s) => s.toLowerCase())) };
+}
+
+/** `channels.<name>.approvers` as configured (the platform's ids, compared case-insensitively); empty when none are. */
+export function approversOf(config: CrosstalkConfig, channel: string): string[] {
+  const raw = channelTrustSchema.safeParse(config.channels[channel] ?? {});
+  return raw.success ? (raw.data.approvers ?? []) : [];
 }
 
 // No 0/O, 1/I/L: read aloud or typed from a phone without mistakes.
@@ -66,8 +54,21 @@ export async function admit(store: Store, log: Logger, rule: SenderRule, channel
   if (sender?.status === 'approved') return { kind: 'admit' };
   if (sender?.status === 'denied') return { kind: 'drop', reason: 'sender was denied' };
   let firstRequest = false;
+  const live = pairingCutoff();
+  if (sender?.status === 'pending' && sender.requested_at < live) {
+    // Their request expired (with the messages held for it): this message asks again, with a new code.
+    await expirePairings(store, live, { channel, peer });
+    sender = undefined;
+  }
   if (!sender) {
-    const waiting = await db.selectFrom('channel_senders').select((eb) => eb.fn.countAll<string | number>().as('n')).where('channel', '=', channel).where('status', '=', 'pending').executeTakeFirst();
+    // Only live requests count: expired ones cannot block new senders.
+    const waiting = await db
+      .selectFrom('channel_senders')
+      .select((eb) => eb.fn.countAll<string | number>().as('n'))
+      .where('channel', '=', channel)
+      .where('status', '=', 'pending')
+      .where('requested_at', '>=', live)
+      .executeTakeFirst();
     if (Number(waiting?.n ?? 0) >= MAX_PENDING_PER_CHANNEL) return { kind: 'drop', reason: 'too many pairing requests pending' };
     // Insert-if-absent is the claim: of two first messages at once, one records the request and sends the code.
     const res = await db
@@ -101,7 +102,7 @@ export interface PairingInfo {
 }
 
 export async function listPairings(store: Store): Promise<PairingInfo[]> {
-  const rows = await store.db.selectFrom('channel_senders').selectAll().where('status', '=', 'pending').orderBy('requested_at').orderBy('channel').orderBy('peer').limit(1000).execute();
+  const rows = await store.db.selectFrom('channel_senders').selectAll().where('status', '=', 'pending').where('requested_at', '>=', pairingCutoff()).orderBy('requested_at').orderBy('channel').orderBy('peer').limit(1000).execute();
   return rows.map((r) => ({ channel: r.channel, peer: r.peer, code: r.code, firstMessage: r.first_message, requestedAt: r.requested_at }));
 }
 
@@ -128,8 +129,12 @@ export async function resolvePairing(store: Store, p: z.output<typeof pairingsRe
     .where('channel', '=', row.channel)
     .where('peer', '=', row.peer)
     .where('status', '=', 'pending')
+    .where('requested_at', '>=', pairingCutoff())
     .executeTakeFirst();
-  if (Number(res.numUpdatedRows) !== 1) throw new CrosstalkError('already_resolved', `pairing ${p.code} is already ${row.status}`);
+  if (Number(res.numUpdatedRows) !== 1) {
+    if (row.status === 'pending') throw new CrosstalkError('invalid_request', `pairing request ${p.code} on channel ${p.channel} has expired`, [{ path: 'code', message: 'pairing request expired' }]);
+    throw new CrosstalkError('already_resolved', `pairing ${p.code} is already ${row.status}`);
+  }
   if (p.decision === 'deny') {
     await db.deleteFrom('channel_held').where('channel', '=', row.channel).where('peer', '=', row.peer).execute();
     return { channel: row.channel, peer: row.peer, held: [] };
@@ -153,7 +158,8 @@ export async function claimOnce(store: Store, key: string, at: string): Promise<
   const res = await store.db
     .insertInto('idempotency')
     .values({ key, result: JSON.stringify({ at }), created_at: nowIso() })
-    .onConflict((oc) => oc.column('key').doNothing())
+    // A key older than the TTL is gone (server/store/retention.ts) or about to be: claimed again.
+    .onConflict((oc) => oc.column('key').doUpdateSet({ result: JSON.stringify({ at }), created_at: nowIso() }).where('idempotency.created_at', '<', new Date(Date.now() - idempotencyTtlMs()).toISOString()))
     .executeTakeFirst();
   return Number(res.numInsertedOrUpdatedRows ?? 0) === 1;
 }

@@ -1,9 +1,9 @@
 // Trust follows the run (CONTRACT §5): channel senders get `channelTools`, every run they start inherits it; dmPolicy pairing.
-import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FAKES } from '../channels/testing/fake-apis';
 import { startFakePlatform, type FakePlatform } from '../channels/testing/fake-platform';
 import { readSse, startTestServer, type TestServer, until } from '../testing/harness';
+import { signWebhook } from '../webhooks/signature';
 
 const SECRET = 'trust-hook-secret';
 let hook: FakePlatform;
@@ -23,7 +23,7 @@ async function inbound(s: TestServer, from: string, text: string, messageId = `m
   const body = JSON.stringify({ from, text, messageId });
   const res = await fetch(`${s.url}/api/channels/webhook`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-crosstalk-signature': `sha256=${crypto.createHmac('sha256', SECRET).update(body).digest('hex')}` },
+    headers: { 'content-type': 'application/json', ...signWebhook(SECRET, body) },
     body,
   });
   return { status: res.status, body: await res.json() };
@@ -68,7 +68,7 @@ describe('channel trust', () => {
     expect(requested.data).toMatchObject({ phase: 'requested', tool: 'sessions_history', trust: { kind: 'channel', channel: 'webhook', peer: 'mallory' } });
     // JSON-RPC approvals.list keeps exactly the CONTRACT §3 shape.
     const listed = await s.rpc<{ approvals: Array<Record<string, unknown>> }>('approvals.list', { sessionKey: key });
-    expect(Object.keys(listed.approvals[0]!).sort()).toEqual(['approvalId', 'args', 'requestedAt', 'runId', 'sessionKey', 'tool']);
+    expect(Object.keys(listed.approvals[0]!).sort()).toEqual(['approvalId', 'args', 'kind', 'parentChain', 'requestedAt', 'runId', 'sessionKey', 'tool']);
 
     await s.rpc('approvals.resolve', { approvalId: approval!.approvalId, decision: 'deny' });
     await s.rt.orchestrator.wait(approval!.runId, 10_000);
@@ -93,8 +93,10 @@ describe('channel trust', () => {
     expect(w.response).toContain('sessions_list: {"sessions"');
   });
 
-  it('an operator allow_always does not open the tool to a channel sender, and the reverse', async () => {
+  it('an allow_always from a channel sender opens the tool to that sender only; the operator\'s opens it to the operator only', async () => {
     const key = 'agent:main:webhook:direct:tess';
+    const waitRun = (runId: string) => s.rpc<{ status: string; response?: string }>('agent.wait', { runId, timeoutMs: 10_000 });
+    const pendingFor = (runId: string) => until(async () => (await pendingIn(s, key)).find((p) => p.runId === runId));
     await inbound(s, 'tess', '/tool exec {"command":"echo one"}');
     const [first] = await until(async () => {
       const p = await pendingIn(s, key);
@@ -102,16 +104,27 @@ describe('channel trust', () => {
     });
     await s.rpc('approvals.resolve', { approvalId: first!.approvalId, decision: 'allow_always' });
     await s.rt.orchestrator.wait(first!.runId, 10_000);
-    // The rule holds for tess's runs in this session…
+    // The rule holds for tess's next run in this session: it runs without asking.
     await inbound(s, 'tess', '/tool exec {"command":"echo two"}');
-    const runs = await until(async () => {
-      const r = await runsOf(s, key);
-      return r.length === 2 && r[1]!.status === 'ok' ? r : null;
-    });
-    expect(runs).toHaveLength(2);
-    // …but not for an operator run's session rule lookup under the operator's name: the rule is scoped to the sender.
-    const rules = await s.rt.store.db.selectFrom('session_tool_rules').select('tool').where('session_key', '=', key).execute();
-    expect(rules.map((r) => r.tool)).toEqual(['exec@webhook:tess']);
+    const second = await until(async () => (await runsOf(s, key))[1]);
+    expect(await waitRun(second.id)).toMatchObject({ status: 'ok', response: expect.stringContaining('two') });
+
+    // The operator, in the same session, is still asked: tess's rule is not the operator's.
+    const op = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/tool exec {"command":"echo operator"}' });
+    const opAsk = await pendingFor(op.runId);
+    expect(opAsk.trust).toEqual({ kind: 'operator' });
+    await s.rpc('approvals.resolve', { approvalId: opAsk.approvalId, decision: 'allow_always' });
+    expect(await waitRun(op.runId)).toMatchObject({ status: 'ok', response: expect.stringContaining('operator') });
+    const op2 = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/tool exec {"command":"echo operator again"}' });
+    expect(await waitRun(op2.runId)).toMatchObject({ status: 'ok', response: expect.stringContaining('operator again') });
+
+    // The reverse: another channel sender's call in this session (through sessions_send) is asked, despite both rules.
+    const inner = JSON.stringify('/tool exec {"command":"echo friend"}');
+    await inbound(s, 'tess-friend', `/tool sessions_send {"sessionKey":"${key}","message":${inner},"mode":"async"}`);
+    const friendAsk = await until(async () => (await pendingIn(s, key)).find((p) => p.trust?.kind === 'channel' && p.trust.peer === 'tess-friend'));
+    expect(friendAsk.tool).toBe('exec');
+    await s.rpc('approvals.resolve', { approvalId: friendAsk.approvalId, decision: 'deny' });
+    await s.rt.orchestrator.wait(friendAsk.runId, 10_000);
   });
 
   it('every run a channel run starts inherits its trust: agents_message, sessions_send, delegate_agent and the callback turn', async () => {
@@ -151,10 +164,11 @@ describe('channel trust', () => {
     const inner = JSON.stringify('channel words');
     await inbound(s, 'sid', `/tool sessions_send {"sessionKey":"agent:writer:main","message":${inner},"mode":"async"}`);
     const sent = await until(async () => (await runsOf(s, 'agent:writer:main')).find((x) => x.origin?.includes('"peer":"sid"')));
-    await s.rpc('agent.wait', { runId: r.runId });
+    expect(await s.rpc('agent.wait', { runId: r.runId })).toMatchObject({ status: 'ok', response: 'operator turn' });
+    // It ran as its own run after the operator's (its own trust), not merged into it: it ended ok with its own answer.
+    expect(await s.rpc('agent.wait', { runId: sent.id, timeoutMs: 10_000 })).toMatchObject({ status: 'ok', response: 'echo: channel words' });
     const after = (await runsOf(s, 'agent:writer:main')).find((x) => x.id === sent.id)!;
-    // It ran as its own run (its own trust), not merged into the operator's.
-    expect(after.status).not.toBe('merged');
+    expect(after.status).toBe('ok');
   });
 });
 

@@ -3,19 +3,15 @@
 // (status pending/delivered/dead, attempts, last_error): that table stays the user-visible record.
 import type { Kysely } from 'kysely';
 import { fetch as undiciFetch } from 'undici';
-import { hmacHex } from '../auth';
 import type { CrosstalkConfig } from '../config';
 import type { Logger } from '../logger';
 import type { Database, WebhookRow } from '../store/schema';
 import { nowIso, type Store } from '../store/store';
 import { SpanKind, type Telemetry, traceparentOf } from '../telemetry/tracing';
 import { checkWebhookUrl, guardedDispatcher } from './guard';
+import { signWebhook } from './signature';
 
-export const SIGNATURE_HEADER = 'X-Crosstalk-Signature';
-
-export function signBody(body: string, secret: string): string {
-  return `sha256=${hmacHex(secret, body)}`;
-}
+export { SIGNATURE_HEADER, TIMESTAMP_HEADER, signWebhook } from './signature';
 
 export function webhookRow(runId: string, hook: { url: string; secret?: string }, payload: unknown, key: string, traceparent?: string): WebhookRow {
   const ts = nowIso();
@@ -101,7 +97,8 @@ export class WebhookDelivery {
     if (refused) return refused;
     const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'crosstalk-webhook/1', 'x-crosstalk-delivery': row.id };
     if (row.headers) Object.assign(headers, JSON.parse(row.headers) as Record<string, string>);
-    if (row.secret) headers[SIGNATURE_HEADER] = signBody(row.body, row.secret);
+    // Signed at each attempt: the timestamp says when this POST was made, so a retry is not refused as a replay.
+    if (row.secret) Object.assign(headers, signWebhook(row.secret, row.body));
     // The run's trace goes on to the receiver (W3C Trace Context), through a span of this delivery when tracing is on.
     const span = row.traceparent ? this.telemetry?.start('webhook POST', row.traceparent, { 'http.request.method': 'POST', 'url.full': row.url, 'crosstalk.webhook.attempt': attempt }, { kind: SpanKind.CLIENT }) : undefined;
     const traceparent = span ? traceparentOf(span) : row.traceparent;

@@ -8,7 +8,7 @@ import { nowIso, type Store } from '../store/store';
 import type { Telemetry } from '../telemetry/tracing';
 import { type Outcome, WebhookDelivery, type WebhookDispatcher } from './deliver';
 
-export { SIGNATURE_HEADER, signBody, webhookRow, type WebhookDispatcher } from './deliver';
+export { SIGNATURE_HEADER, TIMESTAMP_HEADER, signWebhook, webhookRow, type WebhookDispatcher } from './deliver';
 
 export class WebhookOutbox implements WebhookDispatcher {
   private timer: NodeJS.Timeout | null = null;

@@ -13,7 +13,7 @@ type Behaviour = 'ok' | '500' | 'hang' | 'close';
 interface Receiver {
   url: string;
   port: number;
-  hits: Array<{ body: string; signature?: string; at: number }>;
+  hits: Array<{ body: string; signature?: string; ts?: string; at: number }>;
   behave: Behaviour[];
   close(): Promise<void>;
   listen(): Promise<void>;
@@ -28,7 +28,7 @@ async function receiver(port = 0): Promise<Receiver> {
       const b = r.behave.shift() ?? 'ok';
       if (b === 'hang') return; // never answers
       if (b === 'close') return req.socket.destroy();
-      r.hits.push({ body, signature: req.headers['x-crosstalk-signature'] as string | undefined, at: Date.now() });
+      r.hits.push({ body, signature: req.headers['x-crosstalk-signature'] as string | undefined, ts: req.headers['x-crosstalk-timestamp'] as string | undefined, at: Date.now() });
       res.writeHead(b === '500' ? 500 : 200).end();
     });
   });
@@ -38,7 +38,11 @@ async function receiver(port = 0): Promise<Receiver> {
   return r;
 }
 
-const sign = (body: string, secret: string) => `sha256=${crypto.createHmac('sha256', secret).update(body).digest('hex')}`;
+/** CONTRACT §5: the HMAC of "<X-Crosstalk-Timestamp>.<body>", stamped within 5 minutes of now. */
+const sign = (hit: { body: string; ts?: string }, secret: string) => {
+  expect(Math.abs(Number(hit.ts) - Date.now() / 1000)).toBeLessThanOrEqual(300);
+  return `sha256=${crypto.createHmac('sha256', secret).update(`${hit.ts}.${hit.body}`).digest('hex')}`;
+};
 
 const PG = process.env.TEST_STORE === 'postgres';
 /** The first retry's delay: `retryBaseMs` on SQLite; whole seconds (at least 1) on PostgreSQL's job engine. */
@@ -62,7 +66,7 @@ describe('webhooks', () => {
       await until(() => rec.hits.length === 1);
       const hit = rec.hits[0]!;
       expect(JSON.parse(hit.body)).toEqual({ runId, sessionKey: 'agent:main:hook', status: 'ok', response: '42' });
-      expect(hit.signature).toBe(sign(hit.body, 's3cret'));
+      expect(hit.signature).toBe(sign(hit, 's3cret'));
       await new Promise((r) => setTimeout(r, 150));
       expect(rec.hits.length).toBe(1);
     } finally {
@@ -115,7 +119,7 @@ describe('webhooks', () => {
     try {
       await until(() => rec.hits.length === 1, 20_000);
       expect(JSON.parse(rec.hits[0]!.body)).toMatchObject({ runId, status: 'ok', response: 'echo: y' });
-      expect(rec.hits[0]!.signature).toBe(sign(rec.hits[0]!.body, 'k'));
+      expect(rec.hits[0]!.signature).toBe(sign(rec.hits[0]!, 'k'));
     } finally {
       await rec.close();
     }
@@ -149,5 +153,32 @@ describe('webhooks', () => {
   it('private and loopback addresses are recognised', () => {
     for (const ip of ['127.0.0.1', '10.1.2.3', '192.168.0.1', '172.20.0.1', '169.254.1.1', '::1', 'fd00::1', '::ffff:127.0.0.1', '0.0.0.0']) expect(isPrivateAddress(ip), ip).toBe(true);
     for (const ip of ['93.184.216.34', '8.8.8.8', '2606:4700::1111']) expect(isPrivateAddress(ip), ip).toBe(false);
+  });
+});
+
+describe('SSRF through a delivery', () => {
+  it('a name that passes the URL check but resolves to loopback when the POST connects (DNS rebinding) is refused by the connection itself', async () => {
+    const rec = await receiver();
+    const srv = await startTestServer({ config: { webhooks: { ...webhooks, allowPrivateNetwork: false, maxAttempts: 1 } } });
+    // The rebinding: every URL check (at `agent`, and before the POST) is answered with a public address for
+    // "localhost"; the connection's own lookup sees the real one, 127.0.0.1.
+    const promises = (await import('node:dns/promises')).default;
+    const realLookup = promises.lookup;
+    promises.lookup = (async (host: string, o: unknown) => (host === 'localhost' ? [{ address: '93.184.216.34', family: 4 }] : realLookup(host, o as never))) as typeof promises.lookup;
+    try {
+      const url = `http://localhost:${rec.port}/hook`;
+      const { runId } = await srv.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:rebind', message: 'x', webhook: { url, secret: 'k' } });
+      const row = await until(async () => {
+        const r = await srv.rt.store.db.selectFrom('webhook_outbox').selectAll().where('run_id', '=', runId).executeTakeFirst();
+        return r && r.status !== 'pending' ? r : null;
+      }, 20_000);
+      expect(row).toMatchObject({ status: 'dead', attempts: 1 });
+      expect(row.last_error).toMatch(/EPRIVATEADDR|private or loopback/);
+      expect(rec.hits).toEqual([]);
+    } finally {
+      promises.lookup = realLookup;
+      await srv.close();
+      await rec.close();
+    }
   });
 });

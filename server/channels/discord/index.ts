@@ -7,7 +7,8 @@ import { discordDecision } from '../approval-wire';
 import { baseChannelConfig, DeliveryFailure, failureForStatus, safeEqual } from '../delivery';
 import { invalidTarget, nonEmpty, stripChannelPrefix, typedTarget } from '../targets';
 import type { ChannelPlugin, InboundMessage, InboundRequest, InboundResult, ResolvedTarget } from '../types';
-import { SIGNATURE_HEADER, verifyHmac } from '../webhook';
+import { MAX_AGE_S } from '../../webhooks/signature';
+import { verifyHmac } from '../webhook';
 
 const configSchema = z.object({
   ...baseChannelConfig,
@@ -47,14 +48,15 @@ function classify(e: unknown): DeliveryFailure {
 
 const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 
-/** Discord's interactions signature: Ed25519 over `timestamp + body` with the application's public key. */
-export function verifyDiscordInteraction(publicKeyHex: string | undefined, headers: Headers, rawBody: string): void {
+/** Discord's interactions signature: Ed25519 over `timestamp + body` with the application's public key; the timestamp within 5 minutes of now (no replay). */
+export function verifyDiscordInteraction(publicKeyHex: string | undefined, headers: Headers, rawBody: string, nowMs = Date.now()): void {
   if (!publicKeyHex) throw new CrosstalkError('unauthorized', 'discord interactions are disabled: no publicKey configured');
   const sig = headers.get('x-signature-ed25519') ?? '';
   const ts = headers.get('x-signature-timestamp') ?? '';
   if (!/^[0-9a-f]{128}$/i.test(sig) || !ts) throw new CrosstalkError('unauthorized', 'discord inbound: missing signature headers');
   const key = crypto.createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, Buffer.from(publicKeyHex, 'hex')]), format: 'der', type: 'spki' });
   if (!crypto.verify(null, Buffer.from(ts + rawBody), key, Buffer.from(sig, 'hex'))) throw new CrosstalkError('unauthorized', 'discord inbound: bad signature');
+  if (!/^\d{1,12}$/.test(ts) || Math.abs(nowMs / 1000 - Number(ts)) > MAX_AGE_S) throw new CrosstalkError('unauthorized', 'discord inbound: X-Signature-Timestamp is more than 5 minutes away from now');
 }
 
 const interactionSchema = z.object({
@@ -100,7 +102,7 @@ function fromInteraction(rawBody: string): InboundResult & { response: { body: u
 }
 
 function fromRelay(cfg: DiscordConfig, req: InboundRequest): { messages: InboundMessage[] } {
-  verifyHmac(cfg.relaySecret, req.headers.get(SIGNATURE_HEADER), req.rawBody, 'discord relay');
+  verifyHmac(cfg.relaySecret, req, 'discord relay');
   const body = JSON.parse(req.rawBody || 'null') as { t?: string; d?: unknown } | null;
   const parsed = relayMessageSchema.safeParse(body && typeof body === 'object' && 'd' in body ? body.d : body);
   if (!parsed.success) throw new CrosstalkError('invalid_request', 'discord relay: expected a MESSAGE_CREATE payload');
@@ -156,7 +158,7 @@ export function createDiscordChannel(): ChannelPlugin<DiscordConfig> {
     },
     inbound(cfg, req) {
       if (req.headers.get('x-signature-ed25519')) {
-        verifyDiscordInteraction(cfg.publicKey, req.headers, req.rawBody);
+        verifyDiscordInteraction(cfg.publicKey, req.headers, req.rawBody, req.now);
         return fromInteraction(req.rawBody);
       }
       return fromRelay(cfg, req);

@@ -31,8 +31,10 @@ const nextId = () => ++seq;
 export const FAKES: Record<string, PlatformFake> = {
   slack: {
     handler: (r) => {
-      if (!['/api/chat.postMessage', '/api/chat.update', '/api/chat.postEphemeral'].includes(r.path)) return { body: { ok: false, error: 'unknown_method' } };
+      if (!['/api/chat.postMessage', '/api/chat.update', '/api/chat.postEphemeral', '/api/conversations.open'].includes(r.path)) return { body: { ok: false, error: 'unknown_method' } };
       if (!bearer(r.headers, CREDS.slackToken)) return { body: { ok: false, error: 'invalid_auth' } };
+      // A bot's DM with a user: its id is D + the user id, here.
+      if (r.path === '/api/conversations.open') return { body: { ok: true, channel: { id: `D${String(r.body.users).replace(/^U/, '')}` } } };
       if (r.path === '/api/chat.update') return { body: { ok: true, channel: r.body.channel, ts: r.body.ts, text: r.body.text, message: { text: r.body.text } } };
       if (r.path === '/api/chat.postEphemeral') return { body: { ok: true, message_ts: `1700000002.${String(nextId()).padStart(6, '0')}` } };
       const ts = `1700000001.${String(nextId()).padStart(6, '0')}`;

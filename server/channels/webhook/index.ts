@@ -1,17 +1,17 @@
 // The generic webhook channel: outbound JSON POST to a configured URL (signed, idempotent), inbound POST checked by HMAC.
 import { z } from 'zod';
 import { CrosstalkError } from '../../errors';
-import { baseChannelConfig, hmacHex, httpJson, safeEqual } from '../delivery';
+import { signWebhook, webhookRefusal } from '../../webhooks/signature';
+import { baseChannelConfig, httpJson } from '../delivery';
 import { invalidTarget, nonEmpty, stripChannelPrefix, typedTarget } from '../targets';
-import type { ChannelPlugin, ChatType, DeliveryRequest, DeliveryResult, ResolvedTarget } from '../types';
+import type { ChannelPlugin, ChatType, DeliveryRequest, DeliveryResult, InboundRequest, ResolvedTarget } from '../types';
 
-export const SIGNATURE_HEADER = 'x-crosstalk-signature';
 
 const configSchema = z.object({
   ...baseChannelConfig,
   /** Where outbound messages are POSTed. */
   url: z.string().url().optional(),
-  /** Signs outbound bodies and verifies inbound ones: `X-Crosstalk-Signature: sha256=<hex HMAC>`. */
+  /** Signs outbound bodies and verifies inbound ones: `X-Crosstalk-Timestamp` and `X-Crosstalk-Signature: sha256=<hex HMAC of "<ts>.<body>">`. */
   secret: z.string().min(1).optional(),
 });
 export type WebhookConfig = z.infer<typeof configSchema>;
@@ -55,7 +55,7 @@ export async function postSignedJson(channel: string, cfg: { url?: string; secre
     headers: {
       'content-type': 'application/json',
       'idempotency-key': req.idempotencyKey,
-      ...(cfg.secret ? { [SIGNATURE_HEADER]: `sha256=${hmacHex(cfg.secret, body)}` } : {}),
+      ...(cfg.secret ? signWebhook(cfg.secret, body) : {}),
     },
     timeoutMs: cfg.timeoutMs,
     signal: req.signal,
@@ -77,10 +77,11 @@ const inboundSchema = z.object({
   accountId: z.string().min(1).max(128).optional(),
 });
 
-export function verifyHmac(secret: string | undefined, header: string | null, rawBody: string, channel: string): void {
+/** The signed-webhook check (CONTRACT §5): signature over "<timestamp>.<body>", timestamp within 5 minutes; else `unauthorized` (401). */
+export function verifyHmac(secret: string | undefined, req: Pick<InboundRequest, 'headers' | 'rawBody' | 'now'>, channel: string): void {
   if (!secret) throw new CrosstalkError('unauthorized', `${channel} inbound is disabled: no secret configured`);
-  const want = `sha256=${hmacHex(secret, rawBody)}`;
-  if (!header || !safeEqual(header.trim().toLowerCase(), want)) throw new CrosstalkError('unauthorized', `${channel} inbound: bad or missing ${SIGNATURE_HEADER}`);
+  const refused = webhookRefusal(secret, req.headers, req.rawBody, req.now);
+  if (refused) throw new CrosstalkError('unauthorized', `${channel} inbound: ${refused}`);
 }
 
 export function createWebhookChannel(): ChannelPlugin<WebhookConfig> {
@@ -92,7 +93,7 @@ export function createWebhookChannel(): ChannelPlugin<WebhookConfig> {
     resolveTarget: (t) => resolveGenericTarget('webhook', t),
     deliver: (cfg, req) => postSignedJson('webhook', cfg, req),
     inbound(cfg, req) {
-      verifyHmac(cfg.secret, req.headers.get(SIGNATURE_HEADER), req.rawBody, 'webhook');
+      verifyHmac(cfg.secret, req, 'webhook');
       const parsed = inboundSchema.safeParse(JSON.parse(req.rawBody || 'null'));
       if (!parsed.success) throw new CrosstalkError('invalid_request', `webhook inbound: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
       const m = parsed.data;

@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
 const log = (line) => process.env.MCP_TEST_LOG && fs.appendFileSync(process.env.MCP_TEST_LOG, `${line}\n`);
@@ -39,6 +40,24 @@ server.registerTool('slow', { description: 'Waits ms milliseconds (cancellable)'
 server.registerTool('add_tool', { description: 'Adds a tool named name (the server announces the list change)', inputSchema: { name: z.string() } }, async ({ name }) => {
   server.registerTool(name, { description: `added at runtime: ${name}`, inputSchema: {} }, async () => ({ content: [{ type: 'text', text: `${name} ran` }] }));
   return { content: [{ type: 'text', text: `added ${name}` }] };
+});
+
+server.registerTool('progress', { description: 'Reports 3 progress steps when the client asked for progress', inputSchema: {} }, async (_args, extra) => {
+  const token = extra._meta?.progressToken;
+  log(`progress token ${token === undefined ? 'none' : 'given'}`);
+  for (let i = 1; i <= 3 && token !== undefined; i++) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: i, total: 3, message: `step ${i}` } });
+  return { content: [{ type: 'text', text: 'progressed' }] };
+});
+server.registerTool('trace', { description: 'Answers the traceparent the request carried in _meta', inputSchema: {} }, async (_args, extra) => ({
+  content: [{ type: 'text', text: `traceparent ${extra._meta?.traceparent ?? 'none'}` }],
+}));
+
+server.registerTool('confirm', { description: 'Asks one yes/no question by elicitation and answers what it got', inputSchema: {} }, async (_args, extra) => {
+  const r = await extra.sendRequest(
+    { method: 'elicitation/create', params: { message: 'Really do it?', requestedSchema: { type: 'object', properties: { sure: { type: 'boolean', title: 'Sure' } }, required: ['sure'] } } },
+    ElicitResultSchema,
+  );
+  return { content: [{ type: 'text', text: `answer ${JSON.stringify(r)}` }] };
 });
 
 server.registerTool('flood', { description: 'Answers 6 MiB of text (over the message cap)', inputSchema: {} }, async () => ({ content: [{ type: 'text', text: 'z'.repeat(6 * 1024 * 1024) }] }));

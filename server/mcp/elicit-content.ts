@@ -1,0 +1,111 @@
+// An elicitation answer checked against the server's requestedSchema (MCP's flat form schema): defaults for omitted
+// fields (SEP-1034), titled/untitled/multi-select enums (SEP-1330), so the server gets exactly a valid answer.
+import type { ValidationIssue } from '../errors';
+
+type Prop = {
+  type?: string;
+  title?: string;
+  enum?: unknown[];
+  oneOf?: { const?: unknown }[];
+  anyOf?: { const?: unknown }[];
+  items?: { enum?: unknown[]; anyOf?: { const?: unknown }[]; oneOf?: { const?: unknown }[] };
+  default?: unknown;
+  minimum?: number;
+  maximum?: number;
+  minLength?: number;
+  maxLength?: number;
+  minItems?: number;
+  maxItems?: number;
+  format?: string;
+};
+
+export interface ElicitSchema {
+  type?: string;
+  properties?: Record<string, Prop>;
+  required?: string[];
+}
+
+export type ElicitValue = string | number | boolean | string[];
+
+/** The values a single- or multi-select enum allows (`enum`, or the `const`s of `oneOf`/`anyOf`), or undefined. */
+export function enumValues(p: Prop): unknown[] | undefined {
+  if (p.type === 'array') {
+    const i = p.items ?? {};
+    return i.enum ?? (i.anyOf ?? i.oneOf)?.map((o) => o.const);
+  }
+  return p.enum ?? (p.oneOf ?? p.anyOf)?.map((o) => o.const);
+}
+
+const FORMATS: Record<string, RegExp> = {
+  email: /^[^\s@]+@[^\s@]+\.[^\s@]+$/,
+  date: /^\d{4}-\d{2}-\d{2}$/,
+  'date-time': /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/,
+};
+
+function checkOne(p: Prop, v: unknown): string | null {
+  const allowed = enumValues(p);
+  switch (p.type) {
+    case 'boolean':
+      return typeof v === 'boolean' ? null : 'must be a boolean';
+    case 'integer':
+    case 'number':
+      if (typeof v !== 'number' || !Number.isFinite(v)) return `must be a ${p.type}`;
+      if (p.type === 'integer' && !Number.isInteger(v)) return 'must be an integer';
+      if (p.minimum !== undefined && v < p.minimum) return `must be at least ${p.minimum}`;
+      if (p.maximum !== undefined && v > p.maximum) return `must be at most ${p.maximum}`;
+      return null;
+    case 'array': {
+      if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) return 'must be a list of strings';
+      if (allowed && v.some((x) => !allowed.includes(x))) return `each must be one of ${allowed.join(', ')}`;
+      if (p.minItems !== undefined && v.length < p.minItems) return `must have at least ${p.minItems} items`;
+      if (p.maxItems !== undefined && v.length > p.maxItems) return `must have at most ${p.maxItems} items`;
+      return null;
+    }
+    case 'string':
+    default: {
+      if (typeof v !== 'string') return 'must be a string';
+      if (allowed) return allowed.includes(v) ? null : `must be one of ${allowed.join(', ')}`;
+      if (p.minLength !== undefined && v.length < p.minLength) return `must be at least ${p.minLength} characters`;
+      if (p.maxLength !== undefined && v.length > p.maxLength) return `must be at most ${p.maxLength} characters`;
+      if (p.format === 'uri' && !URL.canParse(v)) return 'must be a URI';
+      const re = p.format ? FORMATS[p.format] : undefined;
+      if (re && !re.test(v)) return `must be a ${p.format}`;
+      return null;
+    }
+  }
+}
+
+/**
+ * The content to send for an `accept`: the given values, plus the schema's default for every omitted field that has
+ * one; `issues` (for a -32602) when a value does not fit, a field is unknown, or a required one is missing.
+ */
+export function checkElicitContent(schema: ElicitSchema | undefined, content: unknown): { ok: true; content: Record<string, ElicitValue> } | { ok: false; issues: ValidationIssue[] } {
+  const props = schema?.properties ?? {};
+  const given = content === undefined || content === null ? {} : content;
+  if (typeof given !== 'object' || Array.isArray(given)) return { ok: false, issues: [{ path: 'content', message: 'must be an object' }] };
+  const issues: ValidationIssue[] = [];
+  const out: Record<string, ElicitValue> = {};
+  for (const [k, v] of Object.entries(given as Record<string, unknown>)) {
+    const p = props[k];
+    if (!p) {
+      issues.push({ path: `content.${k}`, message: 'is not a field of the requested schema' });
+      continue;
+    }
+    const why = checkOne(p, v);
+    if (why) issues.push({ path: `content.${k}`, message: why });
+    else out[k] = v as ElicitValue;
+  }
+  for (const [k, p] of Object.entries(props)) {
+    if (k in out || issues.some((i) => i.path === `content.${k}`)) continue;
+    if (p.default !== undefined && !checkOne(p, p.default)) out[k] = p.default as ElicitValue;
+    else if (schema?.required?.includes(k)) issues.push({ path: `content.${k}`, message: 'is required' });
+  }
+  return issues.length ? { ok: false, issues } : { ok: true, content: out };
+}
+
+/** Defaults only (an answer with no person: the conformance client, SEP-1034). */
+export function elicitDefaults(schema: ElicitSchema | undefined): Record<string, ElicitValue> {
+  const out: Record<string, ElicitValue> = {};
+  for (const [k, p] of Object.entries(schema?.properties ?? {})) if (p.default !== undefined) out[k] = p.default as ElicitValue;
+  return out;
+}

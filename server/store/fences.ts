@@ -1,0 +1,102 @@
+// The store's fencing (PostgreSQL leases): the epochs this process holds, and the fenced or idempotent writes of a
+// run that are not part of its transcript (status, tool-start claims). Store (store.ts) builds on it.
+import { sql } from 'kysely';
+import type { RunRow } from './schema';
+import { FencedError, nowIso, StoreBase } from './store-base';
+
+export class FencedStore extends StoreBase {
+  // ── fencing ─────────────────────────────────────────────────────────────
+  // The epochs of the sessions this process holds leases on (PostgreSQL). Epochs never repeat (0011_fencing: one
+  // sequence), so a session deleted and created again is not fenced by its predecessor's epoch. A fence stays set
+  // until the run holding it has ended or been abandoned: a process told it is dead keeps its stale epochs while
+  // its runs stop, so their last writes are refused, never let through unchecked. Every write a run makes is
+  // either FENCED (the session's epoch is checked under its row lock in the same statement; a process that lost
+  // the lease writes nothing and gets FencedError, which ends the run quietly):
+  //   the run's start and appends (`startRun`, `appendMessages`), its end with the callbacks and webhooks it owes
+  //   (`finishRun`), the tool-started claim (`markToolStarted`), its own status while it runs and the queued runs
+  //   its lease holder merges or steers (`updateRunFenced`), and its events (`insertEvents`, by each one's epoch);
+  // or IDEMPOTENT BY ITS ID (a zombie's second write and the re-driver's land once):
+  //   approvals (one row per run and call, `insertApproval`; settled only from pending, `settleApproval`),
+  //   callbacks (ids derive from the target run; `settleCallback` after the caller turn, whose run id derives from
+  //   the callback id), webhook deliveries (ids derive from what they report, inserted if absent), idempotency
+  //   keys (inserted if absent), tool rules (inserted if absent); and `updateRun` from outside a run (a cancel
+  //   request, a queued run ended only while still queued, a follow-up pointer), which a zombie does not make.
+
+  protected readonly fences = new Map<string, number>();
+
+  setFence(key: string, epoch: number) {
+    this.fences.set(key, epoch);
+  }
+
+  /** Forgets a fence; with `epoch`, only when it is still that one (a newer claim's fence stays). */
+  clearFence(key: string, epoch?: number) {
+    if (epoch === undefined || this.fences.get(key) === epoch) this.fences.delete(key);
+  }
+
+  fenceOf(key: string): number | undefined {
+    return this.fences.get(key);
+  }
+
+  /** A fenced write found the session row missing or held by a newer lease. */
+  protected async lostSession(key: string, allowMissing = false): Promise<void> {
+    if (!(await this.db.selectFrom('sessions').select('key').where('key', '=', key).executeTakeFirst())) {
+      if (allowMissing) return;
+      throw new Error(`session ${key} was deleted`);
+    }
+    throw new FencedError(key);
+  }
+
+  async updateRun(id: string, fields: Partial<Omit<RunRow, 'id'>>): Promise<void> {
+    await this.db.updateTable('runs').set(fields).where('id', '=', id).execute();
+  }
+
+  /** A run's write to a run row of its session, fenced by the session's lease epoch (FencedError when lost). */
+  async updateRunFenced(id: string, sessionKey: string, fields: Partial<Omit<RunRow, 'id'>>): Promise<void> {
+    const fence = this.fences.get(sessionKey);
+    if (fence === undefined || this.dialect !== 'postgres') return this.updateRun(id, fields);
+    const cols = Object.keys(fields) as Array<keyof typeof fields>;
+    if (!cols.length) return;
+    const r = await sql<{ held: number }>`
+      with f as (select key from sessions where key = ${sessionKey} and epoch = ${fence} for share),
+      u as (update runs set ${sql.join(cols.map((c) => sql`${sql.ref(c)} = ${fields[c] ?? null}`))} where id = ${id} and exists (select 1 from f) returning id)
+      select (select count(*) from f)::int as held, (select count(*) from u)::int as n`.execute(this.db);
+    if (!r.rows[0]!.held) await this.lostSession(sessionKey);
+  }
+
+  /** Whether this process still holds the session's lease (true where there is no lease: SQLite, or not held here). */
+  async holdsLease(sessionKey: string): Promise<boolean> {
+    const fence = this.fences.get(sessionKey);
+    if (fence === undefined) return true;
+    const r = await this.db.selectFrom('sessions').select('epoch').where('key', '=', sessionKey).executeTakeFirst();
+    return !!r && Number(r.epoch) === fence;
+  }
+
+  /**
+   * Claims a tool call's start: inserted if absent, under the session's lease epoch in the same statement (fenced).
+   * True: this process won and may run the tool; false: the call had started before (here, in a zombie, or in a
+   * process that died), so it must not run again. FencedError when the lease is lost: nothing was claimed.
+   */
+  async markToolStarted(runId: string, callId: string, sessionKey: string): Promise<boolean> {
+    const fence = this.fences.get(sessionKey);
+    if (fence !== undefined && this.dialect === 'postgres') {
+      const r = await sql<{ held: number; won: number }>`
+        with f as (select key from sessions where key = ${sessionKey} and epoch = ${fence} for share),
+        i as (insert into tool_starts (run_id, call_id, started_at) select ${runId}, ${callId}, ${nowIso()} where exists (select 1 from f)
+              on conflict (run_id, call_id) do nothing returning call_id)
+        select (select count(*) from f)::int as held, (select count(*) from i)::int as won`.execute(this.db);
+      if (!r.rows[0]!.held) await this.lostSession(sessionKey);
+      return r.rows[0]!.won > 0;
+    }
+    const r = await this.db
+      .insertInto('tool_starts')
+      .values({ run_id: runId, call_id: callId, started_at: nowIso() })
+      .onConflict((oc) => oc.columns(['run_id', 'call_id']).doNothing())
+      .returning('call_id')
+      .executeTakeFirst();
+    return !!r;
+  }
+
+  async toolStarted(runId: string, callId: string): Promise<boolean> {
+    return !!(await this.db.selectFrom('tool_starts').select('call_id').where('run_id', '=', runId).where('call_id', '=', callId).executeTakeFirst());
+  }
+}

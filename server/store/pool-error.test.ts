@@ -1,0 +1,43 @@
+// PostgreSQL: a pool connection that drops while idle (a server restart, a failover, pg_terminate_backend) is logged, not fatal; the next query reconnects.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import pg from 'pg';
+import { expect, it } from 'vitest';
+import { pgConnectConfig } from './db';
+import { tmpDataDir } from '../testing/harness';
+
+const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+it("an idle pool connection killed by the server emits the pool's 'error': the process logs it, lives on and its next query works", async () => {
+  const schema = `t_pool_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'testing', 'pool-child.ts')], {
+    env: { ...process.env, TEST_DATABASE_URL: PG_URL, CROSSTALK_DATA_DIR: tmpDataDir(), CROSSTALK_TEST_PG_SCHEMA: schema },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (b) => (out += b));
+  child.stderr.on('data', (b) => (err += b));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  const admin = new pg.Client(pgConnectConfig(PG_URL));
+  await admin.connect();
+  try {
+    const until = async (what: RegExp) => {
+      for (let i = 0; i < 3000 && !what.test(out) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 10));
+      return what.exec(out);
+    };
+    const pid = Number((await until(/pid (\d+)/))?.[1]);
+    expect(pid, err).toBeGreaterThan(0);
+    // The server ends the idle connection: the pool's client errors while nobody is querying.
+    await admin.query('select pg_terminate_backend($1)', [pid]);
+    for (let i = 0; i < 3000 && !/connection lost/.test(err) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(err).toMatch(/PostgreSQL connection lost .*the pool reconnects on the next query/);
+    child.stdin.write('go\n');
+    expect(await until(/answer (\d+)/), `stdout: ${out}\nstderr: ${err}`).toBeTruthy();
+    expect(await exited).toBe(0);
+  } finally {
+    child.kill();
+    await admin.query(`drop schema if exists ${schema} cascade`).catch(() => undefined);
+    await admin.end();
+  }
+});

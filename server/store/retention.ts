@@ -1,0 +1,65 @@
+// Limits on tables that would otherwise only grow: expired idempotency keys, the tool-start marks of ended runs, and
+// expired pairing requests (with the messages held for them) are deleted by a periodic sweep in every process.
+import type { Logger } from '../logger';
+import { EXPIRING_PREFIXES, idempotencyTtlMs } from './idempotency';
+import type { Store } from './store';
+
+/** How long a pairing request stays pending (default 1 hour): `CROSSTALK_PAIRING_TTL_MS`. */
+export function pairingTtlMs(env: Record<string, string | undefined> = process.env): number {
+  const v = Number(env.CROSSTALK_PAIRING_TTL_MS);
+  return Number.isFinite(v) && v > 0 ? v : 3600_000;
+}
+
+/** The oldest `requested_at` a pending pairing request may have and still count. */
+export const pairingCutoff = (ttlMs = pairingTtlMs()) => new Date(Date.now() - ttlMs).toISOString();
+
+const ENDED = ['ok', 'error', 'interrupted', 'merged'];
+
+/** One sweep; the counts deleted. Safe on several processes at once (every statement is an idempotent delete). */
+export async function sweepRetention(store: Store, o: { idempotencyTtlMs?: number; pairingTtlMs?: number } = {}): Promise<{ idempotency: number; toolStarts: number; pairings: number }> {
+  const db = store.db;
+  const keysBefore = new Date(Date.now() - (o.idempotencyTtlMs ?? idempotencyTtlMs())).toISOString();
+  const keys = await db
+    .deleteFrom('idempotency')
+    .where('created_at', '<', keysBefore)
+    .where((eb) => eb.or(EXPIRING_PREFIXES.map((p) => eb('key', 'like', `${p}%`))))
+    .executeTakeFirst();
+  const starts = await db
+    .deleteFrom('tool_starts')
+    .where('run_id', 'in', (eb) => eb.selectFrom('runs').select('id').where('status', 'in', ENDED))
+    .executeTakeFirst();
+  const pairings = await expirePairings(store, pairingCutoff(o.pairingTtlMs));
+  return { idempotency: Number(keys.numDeletedRows), toolStarts: Number(starts.numDeletedRows), pairings };
+}
+
+/** Deletes pending pairing requests older than `before` and the messages held for them (one transaction). */
+export async function expirePairings(store: Store, before: string, only?: { channel: string; peer: string }): Promise<number> {
+  return store.db.transaction().execute(async (tx) => {
+    let q = tx.selectFrom('channel_senders').select(['channel', 'peer']).where('status', '=', 'pending').where('requested_at', '<', before);
+    if (only) q = q.where('channel', '=', only.channel).where('peer', '=', only.peer);
+    const old = await q.limit(1000).execute();
+    for (const s of old) {
+      const r = await tx.deleteFrom('channel_senders').where('channel', '=', s.channel).where('peer', '=', s.peer).where('status', '=', 'pending').where('requested_at', '<', before).executeTakeFirst();
+      if (Number(r.numDeletedRows)) await tx.deleteFrom('channel_held').where('channel', '=', s.channel).where('peer', '=', s.peer).execute();
+    }
+    return old.length;
+  });
+}
+
+/** Sweeps now and then every `everyMs` (default 10 minutes) until stopped. */
+export function startRetention(store: Store, log: Logger, everyMs = Number(process.env.CROSSTALK_RETENTION_SWEEP_MS ?? 600_000)): { stop(): Promise<void> } {
+  let running: Promise<unknown> = Promise.resolve();
+  const run = () =>
+    (running = sweepRetention(store)
+      .then((n) => (n.idempotency || n.toolStarts || n.pairings) && log.info(n, 'retention: expired rows deleted'))
+      .catch((e) => log.warn({ err: (e as Error).message }, 'retention: sweep failed')));
+  run();
+  const timer = setInterval(run, everyMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

@@ -1,0 +1,236 @@
+// exec isolation with real processes: the launcher keeps secrets out of the server's environ, and an approved `exec` reaches none of them.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseRawConfig, resolveConfig } from '../config';
+import { tmpDataDir, until } from '../testing/harness';
+import { createExecTool } from './exec';
+import { blockedFor, prepareExecIsolation } from './exec-isolation';
+
+const root = path.resolve(import.meta.dirname, '../..');
+const PG = process.env.TEST_STORE === 'postgres';
+const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const SECRETS = {
+  OPENAI_API_KEY: 'sk-openai-secret-value',
+  ANTHROPIC_API_KEY: 'sk-anthropic-secret-value',
+  TELEGRAM_BOT_TOKEN: 'telegram-secret-value',
+  ...(PG ? { DATABASE_URL: PG_URL } : {}),
+};
+const environ = (pid: number) => fs.readFileSync(`/proc/${pid}/environ`, 'utf8');
+const childrenOf = (pid: number) =>
+  fs
+    .readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n))
+    .filter((n) => {
+      try {
+        const s = fs.readFileSync(`/proc/${n}/stat`, 'utf8');
+        return Number(s.slice(s.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+
+const gone = (pid: number) => !fs.existsSync(`/proc/${pid}`) || /\) [ZX] /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+
+describe('the launcher (scripts/secrets.mjs)', () => {
+  const secretsModule = JSON.stringify(path.join(root, 'scripts/secrets.mjs'));
+  // Quotes, backslashes, a dollar, a backtick and a newline: the handoff must not reinterpret any of them.
+  const awkward = `sk-"a'b\\c$d\`e\nf`;
+  const report = `console.log(JSON.stringify({ pid: process.pid, token: process.env.CROSSTALK_TOKEN, key: process.env.OPENAI_API_KEY, db: process.env.DATABASE_URL, fd: process.env.CROSSTALK_SECRETS_FD ?? null }));
+setInterval(() => {}, 1000);`;
+  const env = { NODE_ENV: 'test' as const, PATH: process.env.PATH, CROSSTALK_TOKEN: 'launcher-token-secret', OPENAI_API_KEY: awkward, DATABASE_URL: 'postgres://u:pw@db/x', HARMLESS: 'kept' };
+  type Line = { pid: number; token: string; key: string; db: string; fd: null };
+  const firstLine = async (child: ReturnType<typeof spawn>) => {
+    let buf = '';
+    child.stdout!.on('data', (d: Buffer) => (buf += d));
+    return until(() => buf.includes('\n') && (JSON.parse(buf.split('\n')[0]!) as Line));
+  };
+
+  it('re-executes the server in place (same pid) without the secrets in its environment block, and hands them over', async () => {
+    const script = `import { launchWithoutSecrets } from ${secretsModule};\nawait launchWithoutSecrets();\n${report}`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      const line = await firstLine(child);
+      expect(line).toEqual({ pid: child.pid, token: 'launcher-token-secret', key: awkward, db: 'postgres://u:pw@db/x', fd: null });
+      const block = environ(line.pid);
+      expect(block).toContain('HARMLESS=kept');
+      for (const secret of ['launcher-token-secret', 'sk-"a', 'u:pw@db', 'CROSSTALK_SECRETS_JSON']) expect(block).not.toContain(secret);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
+  it('a launcher that stays (spawnWithSecrets) hands them over too, and when it is SIGKILLed its server ends with it', async () => {
+    const server = `import { receiveSecrets } from ${secretsModule};\nreceiveSecrets();\n${report}`;
+    const launcher = `import { spawnWithSecrets } from ${secretsModule};
+spawnWithSecrets(process.execPath, ['--input-type=module', '-e', ${JSON.stringify(server)}]);
+setInterval(() => {}, 1000);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', launcher], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    let pid = 0;
+    try {
+      const line = await firstLine(child);
+      pid = line.pid;
+      expect(line).toMatchObject({ token: 'launcher-token-secret', key: awkward, db: 'postgres://u:pw@db/x', fd: null });
+      expect(pid).not.toBe(child.pid);
+      for (const secret of ['launcher-token-secret', 'sk-"a', 'u:pw@db']) expect(environ(pid)).not.toContain(secret);
+      child.kill('SIGKILL');
+      await until(() => gone(pid));
+    } finally {
+      child.kill('SIGKILL');
+      if (pid && !gone(pid)) process.kill(pid, 'SIGKILL');
+    }
+  });
+});
+
+describe('an approved exec in a real server (npm run worker)', () => {
+  let launcher: ChildProcess;
+  let serverPid = 0;
+  let url = '';
+  let token = '';
+  const dataDir = tmpDataDir();
+  beforeAll(async () => {
+    fs.chmodSync(dataDir, 0o755); // as `mkdir data` leaves it: the server closes it
+    const configFile = path.join(`${dataDir}-cfg.json`);
+    fs.writeFileSync(configFile, JSON.stringify({ agents: [{ id: 'main', tools: { exec: 'ask' } }, { id: 'helper', tools: { exec: 'auto' }, exec: { env: ['ANTHROPIC_API_KEY'] } }] }));
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !/TOKEN|_KEY|DATABASE_URL/.test(k)) env[k] = v;
+    launcher = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'server/worker.ts')], {
+      cwd: root,
+      env: {
+        ...env,
+        ...SECRETS,
+        ...(PG ? { CROSSTALK_PG_SCHEMA: `t_${path.basename(dataDir).replace(/[^a-z0-9]/gi, '').toLowerCase()}` } : {}),
+        NODE_ENV: 'test',
+        CROSSTALK_DATA_DIR: dataDir,
+        CROSSTALK_WORKSPACES: `${dataDir}-ws`,
+        CROSSTALK_CONFIG: configFile,
+        CROSSTALK_LOG_LEVEL: 'info',
+        PORT: '0',
+        HOST: '127.0.0.1',
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let buf = '';
+    launcher.stdout!.on('data', (d: Buffer) => (buf += d));
+    url = await until(() => /"url":"(http:[^"]+)","msg":"crosstalk worker listening"/.exec(buf)?.[1], 60_000);
+    // The launcher's child that runs worker.ts (tsx gives it an esbuild child as well).
+    // It listens by now; with no such child the launcher is the server itself.
+    serverPid = childrenOf(launcher.pid!).find((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('server/worker.ts')) ?? launcher.pid!;
+    token = fs.readFileSync(path.join(dataDir, 'token'), 'utf8').trim();
+  }, 90_000);
+  afterAll(async () => {
+    launcher?.kill('SIGTERM');
+    if (serverPid) await until(() => gone(serverPid), 20_000).catch(() => process.kill(serverPid, 'SIGKILL'));
+  });
+
+  const rpc = async <T,>(method: string, params: unknown): Promise<T> => {
+    const res = await fetch(`${url}/api/gateway`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+    const body = await res.json();
+    if (body.error) throw new Error(`${method}: ${body.error.message}`);
+    return body.result as T;
+  };
+
+  it('the server’s environ holds none of the secrets it was started with, while the server has them', async () => {
+    expect(serverPid).toBe(launcher.pid); // re-executed in place
+    for (const value of Object.values(SECRETS)) expect(environ(serverPid)).not.toContain(value);
+    // The server has them: an agent configured to pass one to exec (agents[].exec.env) gets it.
+    const started = await rpc<{ runId: string }>('agent', { sessionKey: 'agent:helper:env', message: '/tool exec {"command":"printenv ANTHROPIC_API_KEY"}' });
+    const w = await rpc<{ response: string }>('agent.wait', { runId: started.runId, timeoutMs: 60_000 });
+    expect(JSON.parse(w.response.slice('exec: '.length))).toMatchObject({ status: 'ok', stdout: `${SECRETS.ANTHROPIC_API_KEY}\n` });
+    expect(fs.statSync(dataDir).mode & 0o777).toBe(0o700);
+    expect(fs.statSync(path.join(dataDir, 'token')).mode & 0o777).toBe(0o600);
+  });
+
+  it.skipIf(process.getuid?.() !== 0)('cannot read the server’s environ (by $PPID and by its pid), the token file, nor write the store', async () => {
+    const ws = path.join(`${dataDir}-ws`, 'main');
+    const tokenFile = path.join(dataDir, 'token');
+    const store = path.join(dataDir, 'crosstalk.sqlite');
+    const probes = [
+      'echo ppid=$PPID',
+      `cat /proc/$PPID/environ`,
+      `cat /proc/${serverPid}/environ`,
+      `cat ${path.relative(ws, tokenFile)}`,
+      `cat ${tokenFile}`,
+      `echo "UPDATE approvals SET status = 'allowed'" >> ${store}`,
+      `touch ${path.join(dataDir, 'planted')}`,
+    ];
+    const command = probes.map((p, i) => `${p} 2>&1; echo "probe${i}=$?"`).join('; ');
+    const key = 'agent:main:isolation';
+    const started = await rpc<{ runId: string }>('agent', { sessionKey: key, message: `/tool exec ${JSON.stringify({ command })}` });
+    const pending = await until(async () => (await rpc<{ approvals: Array<{ approvalId: string; runId: string }> }>('approvals.inbox', {})).approvals.find((a) => a.runId === started.runId));
+    await rpc('approvals.resolve', { approvalId: pending.approvalId, decision: 'allow_once' });
+    const w = await rpc<{ status: string; response: string }>('agent.wait', { runId: started.runId, timeoutMs: 60_000 });
+    expect(w.status).toBe('ok');
+    const result = JSON.parse(w.response.slice('exec: '.length)) as { status: string; stdout: string };
+    expect(result.status).toBe('ok');
+    expect(result.stdout).toContain(`ppid=${serverPid}`); // $PPID is the server itself
+    expect(result.stdout).toContain('probe0=0');
+    for (let i = 1; i < probes.length; i++) expect(result.stdout).toMatch(new RegExp(`^probe${i}=[1-9]`, 'm'));
+    for (const value of [...Object.values(SECRETS), token]) expect(result.stdout).not.toContain(value);
+    expect(fs.existsSync(store) && fs.readFileSync(store).includes('UPDATE approvals')).toBe(false);
+    expect(fs.existsSync(path.join(dataDir, 'planted'))).toBe(false);
+  });
+});
+
+describe('a server that cannot isolate exec', () => {
+  it('says so at start, naming the reason', () => {
+    const lines: string[] = [];
+    const log = pino({ level: 'info' }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
+    const dataDir = tmpDataDir();
+    const config = resolveConfig(parseRawConfig({ agents: [{ id: 'main', exec: { user: 'no-such-user-here' } }] }), { CROSSTALK_DATA_DIR: dataDir, CROSSTALK_WORKSPACES: `${dataDir}-ws` });
+    prepareExecIsolation(config, log);
+    const warning = lines.map((l) => JSON.parse(l) as { level: number; msg: string; agents?: string[] }).find((l) => l.msg.startsWith('exec is not isolated'));
+    expect(warning).toMatchObject({ level: 40, agents: ['main'] });
+    expect(warning!.msg).toMatch(process.getuid?.() === 0 ? /no user "no-such-user-here"/ : /not root/);
+  });
+});
+
+describe.skipIf(process.getuid?.() !== 0)('the workspace, as root', () => {
+  const nobody = { isolated: true as const, user: 'nobody', uid: 65534, gid: 65534 };
+  const capture = () => {
+    const lines: string[] = [];
+    const log = pino({ level: 'info' }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
+    return { log, warnings: () => lines.map((l) => JSON.parse(l) as { level: number; msg: string; blocked?: string }).filter((l) => l.level === 40) };
+  };
+
+  it('is handed to the exec user once: root’s files become theirs; links and other users’ files do not', () => {
+    const dataDir = tmpDataDir();
+    const ws = path.join(`${dataDir}-ws`, 'main');
+    fs.mkdirSync(path.join(ws, 'src'), { recursive: true });
+    fs.writeFileSync(path.join(ws, 'src', 'a.txt'), 'a');
+    const outside = path.join(dataDir, 'outside.txt');
+    fs.writeFileSync(outside, 'not theirs');
+    fs.symlinkSync(outside, path.join(ws, 'link'));
+    fs.linkSync(outside, path.join(ws, 'hard')); // a second name of a file outside
+    fs.writeFileSync(path.join(ws, 'theirs.txt'), 'b');
+    fs.chownSync(path.join(ws, 'theirs.txt'), 1234, 1234);
+    const config = resolveConfig(parseRawConfig({ agents: [{ id: 'main' }] }), { CROSSTALK_DATA_DIR: dataDir, CROSSTALK_WORKSPACES: `${dataDir}-ws` });
+    const { log, warnings } = capture();
+    prepareExecIsolation(config, log);
+    expect(warnings()).toEqual([]);
+    const owner = (p: string) => fs.lstatSync(path.join(ws, p)).uid;
+    expect([owner('.'), owner('src'), owner('src/a.txt'), owner('link')]).toEqual([65534, 65534, 65534, 65534]);
+    expect(fs.statSync(outside).uid).toBe(0); // neither through the symlink nor through the hard link
+    expect(owner('theirs.txt')).toBe(1234);
+    // Once: a file root adds later stays root's.
+    fs.writeFileSync(path.join(ws, 'later.txt'), 'c');
+    prepareExecIsolation(config, log);
+    expect(owner('later.txt')).toBe(0);
+  });
+
+  it('out of the exec user’s reach: a warning at start, and `forbidden` from the call', async () => {
+    const dataDir = tmpDataDir();
+    const closed = fs.mkdtempSync(path.join(dataDir, '..', 'closed-')); // mode 0700, root's
+    const config = resolveConfig(parseRawConfig({ agents: [{ id: 'main', workspace: path.join(closed, 'ws') }] }), { CROSSTALK_DATA_DIR: dataDir });
+    const { log, warnings } = capture();
+    prepareExecIsolation(config, log);
+    expect(warnings()).toMatchObject([{ blocked: closed }]);
+    expect(blockedFor(path.join(closed, 'ws'), nobody)).toBe(closed);
+    const ctx = { agent: config.agents[0]!, signal: new AbortController().signal, runId: 'r', sessionKey: 'agent:main:main', callId: 'c' };
+    expect(await createExecTool().execute({ command: 'id' }, ctx as never)).toMatchObject({ status: 'error', error: { code: 'forbidden', message: expect.stringContaining(closed) } });
+  });
+});

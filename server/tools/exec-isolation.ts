@@ -1,0 +1,130 @@
+// Who `exec` runs as: an unprivileged user when the server is root (CONTRACT §5 "exec isolation"), and the start-up steps that make it hold.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { CrosstalkConfig } from '../config';
+import type { Logger } from '../logger';
+
+/** `exec` as another user (uid/gid), or as the server's own user with the reason it cannot be isolated. */
+export type ExecIdentity = { isolated: true; user: string; uid: number; gid: number } | { isolated: false; reason: string };
+
+/** A user's uid and gid from /etc/passwd, else from `getent passwd` (NSS); null when there is no such user. */
+export function lookupUser(name: string): { uid: number; gid: number } | null {
+  const parse = (text: string) => {
+    for (const line of text.split('\n')) {
+      const f = line.split(':');
+      if (f[0] === name && f.length >= 4 && /^\d+$/.test(f[2]!) && /^\d+$/.test(f[3]!)) return { uid: Number(f[2]), gid: Number(f[3]) };
+    }
+    return null;
+  };
+  try {
+    const found = parse(fs.readFileSync('/etc/passwd', 'utf8'));
+    if (found) return found;
+  } catch {
+    /* no /etc/passwd: ask NSS */
+  }
+  const r = spawnSync('getent', ['passwd', name], { encoding: 'utf8', timeout: 5000 });
+  return r.status === 0 ? parse(r.stdout) : null;
+}
+
+const identities = new Map<string, ExecIdentity>();
+
+/** Who `exec` runs as for an agent whose `exec.user` is `user` (looked up once per name). */
+export function execIdentity(user: string): ExecIdentity {
+  const known = identities.get(user);
+  if (known) return known;
+  const uid = process.getuid?.();
+  let id: ExecIdentity;
+  if (uid !== 0) id = { isolated: false, reason: `the server runs as uid ${uid ?? '?'}, not root, so exec runs as the server's own user` };
+  else {
+    const u = lookupUser(user);
+    if (!u) id = { isolated: false, reason: `there is no user "${user}" (agents[].exec.user), so exec runs as root` };
+    else if (u.uid === 0) id = { isolated: false, reason: `exec.user "${user}" is root` };
+    else id = { isolated: true, user, ...u };
+  }
+  identities.set(user, id);
+  return id;
+}
+
+/** The first directory on the way to `dir` that the user cannot enter (or `dir` itself lacking `last`, rwx by default); null when none. */
+export function blockedFor(dir: string, id: { uid: number; gid: number }, last = 7): string | null {
+  const real = fs.realpathSync(/* turbopackIgnore: true */ dir);
+  const parts = real.split(path.sep).filter(Boolean);
+  for (let i = 0; i <= parts.length; i++) {
+    const p = path.sep + parts.slice(0, i).join(path.sep);
+    const st = fs.statSync(/* turbopackIgnore: true */ p);
+    const bits = st.uid === id.uid ? (st.mode >> 6) & 7 : st.gid === id.gid ? (st.mode >> 3) & 7 : st.mode & 7;
+    const need = i === parts.length ? last : 1;
+    if ((bits & need) !== need) return p;
+  }
+  return null;
+}
+
+/** `mkdir -p` whose new directories belong to the exec user (the server, as root, creates them for it). */
+export function mkdirFor(dir: string, id: ExecIdentity): void {
+  const missing: string[] = [];
+  for (let d = path.resolve(/* turbopackIgnore: true */ dir); !fs.existsSync(/* turbopackIgnore: true */ d); d = path.dirname(d)) missing.unshift(d);
+  fs.mkdirSync(/* turbopackIgnore: true */ dir, { recursive: true });
+  if (id.isolated) for (const d of missing) fs.lchownSync(/* turbopackIgnore: true */ d, id.uid, id.gid);
+}
+
+/**
+ * Hands an agent's workspace to its exec user, once (while its top folder is not theirs yet): what root owns in
+ * it becomes the user's, so commands can edit the files there. Files of other users keep their owner; symlinks
+ * are not followed and a file with more than one hard link is left alone (it may be a link to a file outside).
+ */
+export function handOverWorkspace(workspace: string, id: Extract<ExecIdentity, { isolated: true }>): void {
+  const root = fs.realpathSync(/* turbopackIgnore: true */ workspace);
+  const top = fs.lstatSync(/* turbopackIgnore: true */ root);
+  if (top.uid === id.uid) return;
+  const walk = (dir: string) => {
+    for (const e of fs.readdirSync(/* turbopackIgnore: true */ dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      const st = fs.lstatSync(/* turbopackIgnore: true */ p);
+      if (st.uid !== 0 || (st.isFile() && st.nlink > 1)) continue;
+      fs.lchownSync(/* turbopackIgnore: true */ p, id.uid, id.gid);
+      if (st.isDirectory()) walk(p);
+    }
+  };
+  walk(root);
+  if (top.uid === 0) fs.lchownSync(/* turbopackIgnore: true */ root, id.uid, id.gid);
+}
+
+/**
+ * At start: the data dir (token, store) mode 0700 and the token file 0600, every exec-capable agent's workspace
+ * made and handed to its exec user; a warning for each agent whose commands cannot be isolated or cannot reach
+ * their workspace. Never fails the start.
+ */
+export function prepareExecIsolation(config: CrosstalkConfig, log: Logger): void {
+  try {
+    fs.mkdirSync(/* turbopackIgnore: true */ config.dataDir, { recursive: true, mode: 0o700 });
+    const st = fs.statSync(/* turbopackIgnore: true */ config.dataDir);
+    // A shared folder (sticky /tmp) is not ours to close: say so instead.
+    if (st.mode & 0o1000) log.warn({ dataDir: config.dataDir }, 'the data dir is a shared (sticky) folder: give crosstalk a folder of its own (CROSSTALK_DATA_DIR)');
+    else if ((st.mode & 0o777) !== 0o700) fs.chmodSync(/* turbopackIgnore: true */ config.dataDir, 0o700);
+    const token = path.join(config.dataDir, 'token');
+    if (fs.existsSync(/* turbopackIgnore: true */ token)) fs.chmodSync(/* turbopackIgnore: true */ token, 0o600);
+  } catch (e) {
+    log.warn({ err: e, dataDir: config.dataDir }, 'cannot make the data dir private (mode 0700)');
+  }
+  const notIsolated = new Map<string, string[]>();
+  for (const agent of config.agents) {
+    if (agent.a2a) continue; // its turns run elsewhere
+    const id = execIdentity(agent.execUser);
+    if (!id.isolated) {
+      notIsolated.set(id.reason, [...(notIsolated.get(id.reason) ?? []), agent.id]);
+      continue;
+    }
+    try {
+      mkdirFor(agent.workspace, id);
+      handOverWorkspace(agent.workspace, id);
+      const blocked = blockedFor(agent.workspace, id);
+      if (blocked) log.warn({ agent: agent.id, workspace: agent.workspace, blocked }, `exec runs as ${id.user}, who cannot use ${blocked} on the way to the workspace: its commands will fail`);
+    } catch (e) {
+      log.warn({ err: e, agent: agent.id, workspace: agent.workspace }, `cannot prepare the workspace for exec as ${id.user}`);
+    }
+  }
+  for (const [reason, agents] of notIsolated) {
+    log.warn({ agents }, `exec is not isolated: ${reason}; a command can read the token, the store and the data dir (README, Security)`);
+  }
+}
