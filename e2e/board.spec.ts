@@ -38,8 +38,9 @@ test('the board follows a delegate tree live; Next needing input opens the waiti
   const childItem = parentItem.getByRole('treeitem', { name: delegateKey.replace(/^agent:researcher:/, '') });
   await expect(childItem).toBeVisible({ timeout: 20_000 });
   await expect(childItem).toHaveAttribute('aria-level', '2');
-  await expect(parentItem.locator(':scope > [data-testid="session-item"]')).toHaveAttribute('data-attention', 'true', { timeout: 20_000 });
-  await expect(childItem.locator(':scope > [data-testid="session-item"]')).toHaveAttribute('data-attention', 'true');
+  const row = (key: string) => room.sidebar.locator(`[data-testid="session-item"][data-session-key="${key}"]`);
+  await expect(row(freshSession)).toHaveAttribute('data-attention', 'true', { timeout: 20_000 });
+  await expect(row(delegateKey)).toHaveAttribute('data-attention', 'true');
 
   // "Next needing input" opens the waiting delegate; key n does the same from another session.
   await page.getByRole('button', { name: 'Next needing input' }).click();

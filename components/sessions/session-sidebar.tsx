@@ -207,7 +207,7 @@ function AgentHeader({ agentId, agent, active, onSelect }: { agentId: string; ag
 function SessionTreeItem({ node, level, selected, seen }: { node: SessionNode; level: number; selected: string; seen: Record<string, number> }) {
   const s = node.session;
   return (
-    <li role="treeitem" aria-level={level} aria-selected={s.sessionKey === selected} aria-expanded={node.children.length > 0 ? true : undefined} aria-label={s.label || s.sessionKey.replace(/^agent:[^:]+:/, '')} data-testid="session-tree-item" data-session-key={s.sessionKey}>
+    <li role="treeitem" aria-level={level} aria-selected={s.sessionKey === selected} aria-expanded={node.children.length > 0 ? true : undefined} aria-label={s.label || s.sessionKey.replace(/^agent:[^:]+:/, '')} data-testid="session-tree-item" data-tree-key={s.sessionKey}>
       <SessionItem session={s} active={s.sessionKey === selected} unread={isUnread(s, seen, selected)} />
       {node.children.length > 0 && (
         <ul role="group" className="mt-0.5 space-y-0.5 border-l border-zinc-200 pl-2 dark:border-zinc-800">
