@@ -158,7 +158,7 @@ function InboxItem({ approval: a, onOpenSession }: { approval: PendingApproval; 
         <>
           <CodeBlock text={prettyJson(a.args)} label="Tool arguments" maxHeight="max-h-32" />
           <TextInput aria-label="Reason" placeholder="Reason (optional, sent with a denial)" value={reason} onChange={(e) => setReason(e.target.value)} />
-          <DecisionButtons busy={busy} decide={decide}>
+          <DecisionButtons busy={busy} decide={decide} always={a.kind !== 'budget'}>
             {stale && <span className="text-xs text-zinc-500">Already decided elsewhere.</span>}
           </DecisionButtons>
         </>

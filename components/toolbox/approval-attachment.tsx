@@ -77,7 +77,7 @@ function ApprovalForm({ pending, resolve }: Props) {
         value={reason}
         onChange={(e) => setReason(e.target.value)}
       />
-      <DecisionButtons busy={busy} decide={decide} />
+      <DecisionButtons busy={busy} decide={decide} always={current.kind !== 'budget'} />
       {resolve.isError && !staleError && (
         <p role="alert" className="text-xs text-rose-600">
           Could not resolve: {resolve.error.message}

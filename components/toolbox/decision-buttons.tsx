@@ -5,15 +5,18 @@ import { Button } from '../ui/button';
 
 export type ApprovalDecision = 'allow_once' | 'allow_always' | 'deny';
 
-export function DecisionButtons({ busy, decide, children }: { busy: boolean; decide: (d: ApprovalDecision) => void; children?: ReactNode }) {
+/** `always: false` for a `budget` item (CONTRACT §7: "Allow once" and "Deny" only). */
+export function DecisionButtons({ busy, decide, always = true, children }: { busy: boolean; decide: (d: ApprovalDecision) => void; always?: boolean; children?: ReactNode }) {
   return (
     <div className="flex flex-wrap gap-2">
       <Button size="sm" variant="primary" disabled={busy} onClick={() => decide('allow_once')}>
         Allow once
       </Button>
-      <Button size="sm" disabled={busy} onClick={() => decide('allow_always')}>
-        Allow always
-      </Button>
+      {always && (
+        <Button size="sm" disabled={busy} onClick={() => decide('allow_always')}>
+          Allow always
+        </Button>
+      )}
       <Button size="sm" variant="danger" disabled={busy} onClick={() => decide('deny')}>
         Deny
       </Button>
