@@ -119,7 +119,7 @@ function SessionPane({ sessionKey }: { sessionKey: string }) {
             {sessionKey}
           </h1>
           <SessionUsage sessionKey={sessionKey} running={running} />
-          <div className="ml-auto flex shrink-0 items-center gap-1">
+          <div className="ml-auto flex min-w-0 items-center gap-1 overflow-x-auto">
             <StopButton sessionKey={sessionKey} />
             <ApprovalsButton />
             <NextNeedingInputButton />
