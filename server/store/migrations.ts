@@ -2,15 +2,23 @@
 import { type Kysely, sql } from 'kysely';
 import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
 import type { DialectName } from './schema';
+import type { MigrationSet, SerialId } from './migration-kit';
 import { roomSearchMigration } from './search';
+
+// Later capabilities keep their migrations in modules of their own (server/store/migrations-<name>.ts): add the set here.
+const sets: MigrationSet[] = [];
 
 function migrations(dialect: DialectName): Record<string, Migration> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const serialId = (db: Kysely<any>, table: string) =>
+  const serialId: SerialId = (db: Kysely<any>, table: string) =>
     dialect === 'postgres'
       ? db.schema.createTable(table).addColumn('id', 'bigserial', (c) => c.primaryKey())
       : db.schema.createTable(table).addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement());
 
+  return Object.assign(base(dialect, serialId), ...sets.map((set) => set(dialect, serialId)));
+}
+
+function base(dialect: DialectName, serialId: SerialId): Record<string, Migration> {
   return {
     '0001_foundation': {
       // eslint-disable-next-line @typescript-eslint/no-explicit-any
