@@ -88,6 +88,36 @@ describe.skipIf(onPgPass)('handovers drive a run once (PostgreSQL)', () => {
     }
   }, 60_000);
 
+  it('a session state this process let go starts nothing: a queued run placed late into it runs once, where the lease is', async () => {
+    const schema = newSchema();
+    const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    const b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    try {
+      const key = 'agent:main:late-place';
+      const o = a.rt.orchestrator as any;
+      const r1 = await a.rpc<Started>('agent', { sessionKey: key, message: '/reply one' });
+      const st = o.sessions.get(key);
+      expect(st).toBeTruthy();
+      expect(await a.rpc('agent.wait', { runId: r1.runId, timeoutMs: 20_000 })).toMatchObject({ status: 'ok' });
+      // A's run ended and A let the session go (its state is dropped, its fence cleared) …
+      await until(() => o.sessions.get(key) !== st);
+      // … and B drives it now, with a run in flight and one queued behind it.
+      const r2 = await b.rpc<Started>('agent', { sessionKey: key, message: '/sleep 1500\n/reply two' });
+      const r3 = await b.rpc<Started>('agent', { sessionKey: key, message: '/reply three', queueMode: 'followup' });
+      expect([r2.status, r3.status]).toEqual(['started', 'queued']);
+      // A continuation of A's old state that was still in flight (a look for queued work after its run's end, a
+      // 'work' message) places the queued run into that state.
+      o.placeStored(st, await a.rt.store.getRun(r3.runId));
+      expect(await b.rpc('agent.wait', { runId: r2.runId, timeoutMs: 20_000 })).toMatchObject({ status: 'ok', response: 'two' });
+      expect(await b.rpc('agent.wait', { runId: r3.runId, timeoutMs: 20_000 })).toMatchObject({ status: 'ok', response: 'three' });
+      const h = (await b.rpc<{ messages: any[] }>('chat.history', { sessionKey: key })).messages;
+      expect(h.filter((m) => m.content === 'three').length).toBe(1);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
   it('a stopping process takes no lease: a message reaching it during its stop is queued, and another process runs it', async () => {
     const schema = newSchema();
     const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
