@@ -160,11 +160,11 @@ async function main(): Promise<number> {
     const allowed = (k: FaultKind) => !only || only.has(k);
     const pgFaults = (['sigkill', 'sigstop', 'liveness', 'webhook_hang', 'sigterm', ...(PG_RESTART ? (['pg_restart'] as const) : [])] as FaultKind[]).filter(allowed);
     const sqFaults = (['sigkill', 'sigterm', 'webhook_hang'] as FaultKind[]).filter(allowed);
-    if (!pgFaults.length || !sqFaults.length) throw new Error(`FAULTS_KINDS=${env.FAULTS_KINDS} leaves no fault to draw for ${pgFaults.length ? 'SQLite' : 'PostgreSQL'}`);
+    if ((pgc && !pgFaults.length) || (sq && !sqFaults.length)) throw new Error(`FAULTS_KINDS=${env.FAULTS_KINDS} leaves no fault to draw for ${pgc && !pgFaults.length ? 'PostgreSQL' : 'SQLite'}`);
     if (!PG_RESTART) say('FAULTS_PG_RESTART is unset: PostgreSQL restarts are not injected');
     for (let i = 0; i < COUNT; i++) {
       await sleep(300 + r.int(1200));
-      const onSqlite = sq && (!pgc || r.next() < 0.25);
+      const onSqlite = sq && (!pgc || (sqFaults.length > 0 && r.next() < 0.25));
       await fault(onSqlite ? sq : pgc!, r.pick(onSqlite ? sqFaults : pgFaults), onSqlite ? null : schema);
     }
   }
