@@ -70,6 +70,16 @@ export class Orchestrator extends RunQueues {
 
   /** Takes a stored queued run into a session this process drives, by its queue mode (as `submit` does locally). */
   protected placeStored(st: SessionState, row: RunRow): AgentResult {
+    const current = this.sessions.get(st.key);
+    if (this.cluster && current !== st) {
+      // The caller held a state this process stopped driving while it awaited (its run ended and let the lease go,
+      // or the session was taken in afresh): nothing may run on it, or two runs of one session would run at once
+      // ("duplicate key … runs_one_running"). The session's current state here takes the run; with none, whoever
+      // holds or claims the session runs it (the row is queued in the store).
+      if (current) return this.placeStored(current, row);
+      void this.claimOrphan(st.key).catch((e) => this.o.log.warn({ err: (e as Error).message, sessionKey: st.key }, 'could not claim a session'));
+      return { runId: row.id, status: 'queued' };
+    }
     st.known.add(row.id);
     const inputs = JSON.parse(row.input) as RunInput[];
     const input = inputs.length > 1 ? mergeInputs(inputs) : inputs[0]!;

@@ -427,6 +427,9 @@ export abstract class RunQueues {
   protected startNext(st: SessionState): void {
     // A stopping process starts nothing new: what is queued stays queued in the store for whoever takes the session.
     if (st.active || st.loading || this.stopping) return;
+    // A state this process no longer drives (let go or replaced while a caller awaited) starts nothing: its queued
+    // runs are in the store, for the session's current holder.
+    if (this.cluster && this.sessions.get(st.key) !== st) return;
     const next = st.queue.shift();
     if (next) {
       this.start(st, next, false);
