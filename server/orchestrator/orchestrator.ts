@@ -83,8 +83,16 @@ export class Orchestrator extends RunQueues {
 
   /** Takes a stored queued run into a session this process drives, by its queue mode (as `submit` does locally). */
   protected placeStored(st: SessionState, row: RunRow): AgentResult {
-    // A state dropped meanwhile (declared dead, stopping) takes nothing in: the row stays queued for the lease holder.
-    if (!this.current(st)) return { runId: row.id, status: 'queued' };
+    const current = this.sessions.get(st.key);
+    if (this.cluster && current !== st) {
+      // The caller held a state this process stopped driving while it awaited (its run ended and let the lease go,
+      // or the session was taken in afresh): nothing may run on it, or two runs of one session would run at once
+      // ("duplicate key … runs_one_running"). The session's current state here takes the run; with none, whoever
+      // holds or claims the session runs it (the row is queued in the store).
+      if (current) return this.placeStored(current, row);
+      void this.claimOrphan(st.key).catch((e) => this.o.log.warn({ err: (e as Error).message, sessionKey: st.key }, 'could not claim a session'));
+      return { runId: row.id, status: 'queued' };
+    }
     st.known.add(row.id);
     const inputs = JSON.parse(row.input) as RunInput[];
     const input = inputs.length > 1 ? mergeInputs(inputs) : inputs[0]!;
@@ -206,6 +214,12 @@ export class Orchestrator extends RunQueues {
       (e) => {
         if (st.loading === loading) st.loading = undefined;
         this.o.log.error({ err: e, sessionKey: key }, 'could not load a session after claiming it');
+        // Not loaded, so not driven: forget it here (the lease stays) and let the orphan sweep's backstop take it in
+        // again, rather than keep an empty state that makes the session look driven.
+        if (this.cluster && this.sessions.get(key) === st && !st.active && !st.queue.length) {
+          this.sessions.delete(key);
+          this.o.store.clearFence(key, st.epoch);
+        }
       },
     );
   }
@@ -256,9 +270,10 @@ export class Orchestrator extends RunQueues {
     this.orphanSweep = (async () => {
       try {
         for (const key of await this.cluster!.orphans()) await this.claimOrphan(key);
-        // A backstop: queued work on a session this process holds must be in its queue (a message that met a
-        // release in flight is otherwise only picked up here).
-        for (const { key, epoch } of await this.cluster!.ownQueued()) await this.takeInQueued(key, epoch);
+        // A backstop: unfinished work on a session this process holds must be driven here (a message that met a
+        // release in flight, a run dropped when PostgreSQL went away, a load that failed are otherwise only picked
+        // up here).
+        await this.takeInOwn();
         for (const cb of await this.o.store.pendingCallbacks(2000)) await this.deliverCallback(cb);
       } catch (e) {
         this.o.log.warn({ err: (e as Error).message }, 'cluster: orphan sweep failed');
@@ -268,16 +283,42 @@ export class Orchestrator extends RunQueues {
     })();
   }
 
-  /** Sweep backstop: a session held here with queued runs that nothing here drives is taken in (or its runs placed). */
-  private async takeInQueued(key: string, epoch: number): Promise<void> {
-    const st = this.sessions.get(key);
-    if (!st) {
-      if (this.stopping) return;
-      this.o.log.warn({ sessionKey: key }, 'cluster: queued work on a session held here was not being driven; taking it in');
+  /** Sessions held here with unfinished runs that looked undriven, the epoch they had and when first seen so. */
+  private undriven = new Map<string, { epoch: number; since: number }>();
+
+  /**
+   * Sweep backstop: a session held here whose unfinished runs nothing here drives is taken in again (its run in
+   * flight re-driven from its last written step, its queue run). A run in flight only when it has looked so for a
+   * second under the same epoch, so a claim whose load is just starting is not taken for one.
+   */
+  private async takeInOwn(): Promise<void> {
+    const seen = new Map<string, { epoch: number; since: number }>();
+    const now = Date.now();
+    for (const { key, epoch, queuedOnly } of await this.cluster!.ownUnfinished()) {
+      const st = this.sessions.get(key);
+      if (st && (st.loading || st.active || st.queue.length)) continue;
+      if (st && queuedOnly) {
+        await this.placeQueued(st); // idle here with runs queued in the store: place them
+        continue;
+      }
+      const was = this.undriven.get(key);
+      const since = was?.epoch === epoch ? was.since : now;
+      seen.set(key, { epoch, since });
+      if (this.stopping || (!queuedOnly && now - since < 1000)) continue;
+      if (st) {
+        // An idle state with a run in flight in the store: that run is driven nowhere. Start the session afresh.
+        if (this.sessions.get(key) === st) this.sessions.delete(key);
+      }
+      this.o.log.warn({ sessionKey: key }, 'cluster: unfinished work on a session held here was not being driven; taking it in');
+      seen.delete(key);
       await this.adopt(key, epoch);
-      return;
     }
-    if (st.loading || st.active || st.queue.length) return;
+    this.undriven = seen;
+  }
+
+  /** An idle session driven here with queued runs in the store that are not in its queue: place them. */
+  private async placeQueued(st: SessionState): Promise<void> {
+    const key = st.key;
     const rows = await this.o.store.queuedRuns(key);
     if (st.loading || st.active || st.queue.length || !rows.length) return;
     this.o.log.warn({ sessionKey: key, runs: rows.length }, 'cluster: queued runs of a session driven here were not in its queue; placing them');

@@ -12,6 +12,7 @@ import { createModelChain, FallbackTracker } from '../models/fallback';
 import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { ApprovalRow, CallbackRow, RunRow } from '../store/schema';
 import { FencedError, nowIso, type Store } from '../store/store';
+import { isConnectionLoss } from '../store/pg-errors';
 import type { AnyToolDef } from '../tools/types';
 import { Approvals, type DecidedBy } from './approvals';
 import { planDeliveries } from './callbacks';
@@ -48,11 +49,6 @@ export abstract class RunQueues {
   /** A session's run still stopping here under a lost lease, if any (see `zombies`). */
   protected zombiesOf(key: string): Promise<void> | undefined {
     return this.zombies.get(key);
-  }
-
-  /** Whether a session state is the one this process drives the session with (not one dropped by a fence or a stop). */
-  protected current(st: SessionState): boolean {
-    return this.sessions.get(st.key) === st;
   }
 
   constructor(
@@ -301,7 +297,12 @@ export abstract class RunQueues {
       outcome = process.env.CROSSTALK_BENCH_GLOBAL_LOCK ? await this.underGlobalLock(run) : await run();
     } catch (e) {
       if (e instanceof FencedError || active.abort.signal.reason === SHUTDOWN) outcome = { status: 'abandoned', error: 'fenced' };
-      else {
+      else if (this.cluster && isConnectionLoss(e)) {
+        // PostgreSQL went away mid-run: nothing says the run is over. It is dropped here (the lease stays) and the
+        // orphan sweep's backstop takes the session in again and re-drives it once the database answers.
+        this.o.log.warn({ runId: active.id, err: (e as Error).message }, 'run lost its database connection; it will be re-driven');
+        outcome = { status: 'abandoned', error: 'connection lost' };
+      } else {
         this.o.log.error({ err: e, runId: active.id }, 'run crashed');
         outcome = { status: 'error', error: e instanceof Error ? e.message : String(e) };
       }
@@ -381,6 +382,13 @@ export abstract class RunQueues {
       if (deliveries.callbacks.length) failpoint('callback.recorded');
     } catch (e) {
       if (e instanceof FencedError) return this.abandon(st, active, 'stopped');
+      if (this.cluster && isConnectionLoss(e)) {
+        // The end was not recorded (or not known to be): the run stays unfinished in the store, and the backstop of
+        // the orphan sweep re-drives it from its last written step. Ending it here in memory would leave it owned
+        // by this process but driven by none.
+        log.warn({ runId: active.id, err: (e as Error).message }, 'could not record run end: the database connection was lost; it will be re-driven');
+        return this.abandon(st, active, 'stopped');
+      }
       log.error({ err: e, runId: active.id }, 'could not record run end');
     }
     bus.unregisterRun(active.id);
@@ -452,9 +460,10 @@ export abstract class RunQueues {
 
   protected startNext(st: SessionState): void {
     // A stopping process starts nothing new: what is queued stays queued in the store for whoever takes the session.
-    // Nor does a state this process no longer drives the session with (dropped when it was declared dead, or by a
-    // stop): its queued runs are in the store, and whoever holds the lease now (maybe a new state here) runs them.
-    if (st.active || st.loading || this.stopping || !this.current(st)) return;
+    if (st.active || st.loading || this.stopping) return;
+    // A state this process no longer drives (let go or replaced while a caller awaited) starts nothing: its queued
+    // runs are in the store, for the session's current holder.
+    if (this.cluster && this.sessions.get(st.key) !== st) return;
     const next = st.queue.shift();
     if (next) {
       this.start(st, next, false);
