@@ -44,7 +44,7 @@ describe.skipIf(onPgPass)('handovers drive a run once (PostgreSQL)', () => {
     } finally {
       await b.close();
     }
-  });
+  }, 180_000);
 
   it('a process declared dead that claims its session back: the old copy of its run writes nothing under the new lease, and the run ends once', async () => {
     const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: newSchema(), config });
@@ -86,7 +86,7 @@ describe.skipIf(onPgPass)('handovers drive a run once (PostgreSQL)', () => {
     } finally {
       await a.close();
     }
-  }, 60_000);
+  }, 180_000);
 
   it('a session state this process let go starts nothing: a queued run placed late into it runs once, where the lease is', async () => {
     const schema = newSchema();
@@ -116,7 +116,7 @@ describe.skipIf(onPgPass)('handovers drive a run once (PostgreSQL)', () => {
       await a.close();
       await b.close();
     }
-  });
+  }, 180_000);
 
   it('a stopping process takes no lease: a message reaching it during its stop is queued, and another process runs it', async () => {
     const schema = newSchema();
@@ -137,7 +137,7 @@ describe.skipIf(onPgPass)('handovers drive a run once (PostgreSQL)', () => {
       await a.close();
       await b.close();
     }
-  });
+  }, 180_000);
 
   it('SIGTERM: a run waiting on an approval is handed over at once (not held through the grace); approved on the other process, its tool runs once', async () => {
     const schema = newSchema();
@@ -167,5 +167,5 @@ describe.skipIf(onPgPass)('handovers drive a run once (PostgreSQL)', () => {
       a.kill();
       await b.close();
     }
-  }, 120_000);
+  }, 300_000);
 });
