@@ -404,7 +404,7 @@ export class Cluster {
       // go too: nobody sweeps the sessions of a process that stopped rather than died.
       const r = await this.db
         .updateTable('sessions')
-        .set((eb) => ({ owner: null, epoch: eb('epoch', '+', 1) }))
+        .set({ owner: null, epoch: NEXT_EPOCH })
         .where('owner', '=', this.id)
         .executeTakeFirst();
       if (Number(r.numUpdatedRows)) await this.notify({ kind: 'orphans' });

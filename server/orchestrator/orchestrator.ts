@@ -27,6 +27,9 @@ export class Orchestrator extends RunQueues {
       session: { key: sessionKey, agentId: agent.id, kind: sessionKindOf(sessionKey) },
       mode: { asked: opts.queueMode ?? null, fallback: this.o.config.session.queueMode, neverRefuse: !!opts.neverRefuse },
       start,
+      // A stopping process takes no lease (a request or a callback turn that arrives during the grace): the run is
+      // queued for whoever takes the session, never started here after the stop has let its sessions go.
+      claim: !this.stopping,
     }, opts.claim);
     const effective = (row.queue_mode = r.mode) as QueueMode;
     if (!r.inserted) throw new CrosstalkError('agent_busy', `session ${sessionKey} is busy${r.active ? ` with run ${r.active}` : ''}`);
@@ -37,6 +40,14 @@ export class Orchestrator extends RunQueues {
       if (old && (old.active || old.loading || old.queue.length)) this.sessions.delete(sessionKey);
       const st = this.state(sessionKey);
       st.epoch = r.claimed!;
+      // A copy of this session's runs still ending here under an older lease (this process was declared dead) keeps
+      // its stale fence until it has stopped: the new lease's fence must not let its last writes through.
+      const zombies = this.zombiesOf(sessionKey);
+      if (zombies) {
+        st.loading = zombies;
+        await zombies;
+        if (st.loading === zombies) st.loading = undefined;
+      }
       this.o.store.setFence(sessionKey, r.claimed!);
       st.known.add(runId);
       const startedWith = { rows: this.o.store.writtenRows(start, r.ids), ...(r.session ? { session: r.session } : {}) };
@@ -47,6 +58,8 @@ export class Orchestrator extends RunQueues {
     if (r.claimed !== null) {
       await this.adopt(sessionKey, r.claimed, r.unfinished ? [...r.unfinished, row] : undefined);
       owner = cluster.id;
+    } else if (owner === null && this.stopping) {
+      await cluster.notify({ kind: 'orphans' }).catch(() => undefined);
     } else if (owner === null) {
       const epoch = await cluster.claim(sessionKey);
       if (epoch !== null) {
@@ -70,14 +83,14 @@ export class Orchestrator extends RunQueues {
 
   /** Takes a stored queued run into a session this process drives, by its queue mode (as `submit` does locally). */
   protected placeStored(st: SessionState, row: RunRow): AgentResult {
-    const current = this.sessions.get(st.key);
-    if (this.cluster && current !== st) {
-      // The caller held a state this process stopped driving while it awaited (its run ended and let the lease go,
-      // or the session was taken in afresh): nothing may run on it, or two runs of one session would run at once
-      // ("duplicate key … runs_one_running"). The session's current state here takes the run; with none, whoever
-      // holds or claims the session runs it (the row is queued in the store).
+    if (!this.current(st)) {
+      // A state dropped meanwhile (declared dead, stopping, or its run ended and let the lease go while the caller
+      // awaited) takes nothing in, or two runs of one session could run at once ("duplicate key … runs_one_running").
+      // The session's current state here takes the run; with none, the row stays queued for the lease holder (a
+      // free session is claimed).
+      const current = this.sessions.get(st.key);
       if (current) return this.placeStored(current, row);
-      void this.claimOrphan(st.key).catch((e) => this.o.log.warn({ err: (e as Error).message, sessionKey: st.key }, 'could not claim a session'));
+      if (this.cluster && !this.stopping) void this.claimOrphan(st.key).catch((e) => this.o.log.warn({ err: (e as Error).message, sessionKey: st.key }, 'could not claim a session'));
       return { runId: row.id, status: 'queued' };
     }
     st.known.add(row.id);
@@ -133,12 +146,19 @@ export class Orchestrator extends RunQueues {
     if (existing?.loading) return existing.loading;
     if (existing && epoch === undefined) return Promise.resolve();
     const st = existing ?? this.state(key);
+    // A copy of this session's runs still ending here under an older lease (this process was declared dead, then
+    // claimed the session again): the new fence waits until it has stopped, so none of its writes pass under it.
+    const zombies = epoch !== undefined ? this.zombiesOf(key) : undefined;
     if (epoch !== undefined) {
       st.epoch = epoch;
-      this.o.store.setFence(key, epoch);
+      if (!zombies) this.o.store.setFence(key, epoch);
     }
     st.loading = (async () => {
       const { store, log } = this.o;
+      if (zombies) {
+        await zombies;
+        if (st.epoch === epoch) this.o.store.setFence(key, epoch!);
+      }
       const rows = unfinished ?? (await store.unfinishedRuns(key));
       for (const row of rows) {
         if (st.known.has(row.id)) continue;
@@ -325,6 +345,8 @@ export class Orchestrator extends RunQueues {
   fenced(): void {
     for (const st of this.sessions.values()) {
       st.active?.abort.abort(SHUTDOWN);
+      const executing = st.active && this.executions.get(st.active.id);
+      if (executing) this.zombies.set(st.key, executing);
       // A run still executing keeps its stale epoch until it is abandoned (its last writes are refused, not let
       // through unfenced); a session with nothing executing here lets it go now.
       if (!st.active || st.parked) this.o.store.clearFence(st.key, st.epoch);
@@ -364,6 +386,7 @@ export class Orchestrator extends RunQueues {
     }
     const owner = await this.cluster.ownerOf(row.session_key);
     if (owner && owner !== this.cluster.id) return this.cluster.notify({ kind: 'approval', to: owner, sessionKey: row.session_key, approvalId: row.id, ...(by ? { by } : {}) });
+    if (!owner && this.stopping) return this.cluster.notify({ kind: 'orphans' });
     if (!owner) {
       const epoch = await this.cluster.claim(row.session_key);
       if (epoch !== null) {
@@ -537,6 +560,8 @@ export class Orchestrator extends RunQueues {
     if (this.stopped) return this.stopped;
     this.stopping = true;
     this.stopped = (async () => {
+      // Runs waiting for an approval are handed over at once (and any that starts waiting during the grace).
+      for (const runId of this.approvals.waiting) this.handOver(runId);
       await this.orphanSweep;
       const end = Date.now() + (o.graceMs ?? 0);
       while (this.live.size && Date.now() < end) {
