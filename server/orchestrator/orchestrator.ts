@@ -15,10 +15,22 @@ import { sameTrust, trustOf } from '../trust/trust';
 import { mergeInputs, parseOrigin, type QueueItem, SHUTDOWN, type SessionState, type SubmitOptions, TERMINAL, waitResultOf } from './queue';
 import type { ActiveRun, RunInput } from './types';
 import { RunQueues } from './run-queues';
+import { Backstop } from './backstop';
 
 export { derivedId, newRunId, SHUTDOWN, type SubmitOptions, waitResultOf } from './queue';
 
 export class Orchestrator extends RunQueues {
+  /** The orphan sweep's backstop: sessions held here whose unfinished runs nothing here drives are taken in again. */
+  private readonly backstop = new Backstop({
+    cluster: () => this.cluster!,
+    sessions: this.sessions,
+    stopping: () => this.stopping,
+    store: this.o.store,
+    log: this.o.log,
+    adopt: (key, epoch) => this.adopt(key, epoch),
+    placeStored: (st, row) => this.placeStored(st, row),
+  });
+
   protected async submitShared(sessionKey: string, agent: AgentConfig, input: RunInput, runId: string, opts: SubmitOptions): Promise<AgentResult> {
     const cluster = this.cluster!;
     const row = this.runRow(runId, sessionKey, [input], opts.queueMode ?? 'followup', opts);
@@ -83,14 +95,14 @@ export class Orchestrator extends RunQueues {
 
   /** Takes a stored queued run into a session this process drives, by its queue mode (as `submit` does locally). */
   protected placeStored(st: SessionState, row: RunRow): AgentResult {
-    const current = this.sessions.get(st.key);
-    if (this.cluster && current !== st) {
-      // The caller held a state this process stopped driving while it awaited (its run ended and let the lease go,
-      // or the session was taken in afresh): nothing may run on it, or two runs of one session would run at once
-      // ("duplicate key … runs_one_running"). The session's current state here takes the run; with none, whoever
-      // holds or claims the session runs it (the row is queued in the store).
+    if (!this.current(st)) {
+      // A state dropped meanwhile (declared dead, stopping, or its run ended and let the lease go while the caller
+      // awaited) takes nothing in, or two runs of one session could run at once ("duplicate key … runs_one_running").
+      // The session's current state here takes the run; with none, the row stays queued for the lease holder (a
+      // free session is claimed).
+      const current = this.sessions.get(st.key);
       if (current) return this.placeStored(current, row);
-      void this.claimOrphan(st.key).catch((e) => this.o.log.warn({ err: (e as Error).message, sessionKey: st.key }, 'could not claim a session'));
+      if (this.cluster && !this.stopping) void this.claimOrphan(st.key).catch((e) => this.o.log.warn({ err: (e as Error).message, sessionKey: st.key }, 'could not claim a session'));
       return { runId: row.id, status: 'queued' };
     }
     st.known.add(row.id);
@@ -273,7 +285,7 @@ export class Orchestrator extends RunQueues {
         // A backstop: unfinished work on a session this process holds must be driven here (a message that met a
         // release in flight, a run dropped when PostgreSQL went away, a load that failed are otherwise only picked
         // up here).
-        await this.takeInOwn();
+        await this.backstop.run();
         for (const cb of await this.o.store.pendingCallbacks(2000)) await this.deliverCallback(cb);
       } catch (e) {
         this.o.log.warn({ err: (e as Error).message }, 'cluster: orphan sweep failed');
@@ -281,51 +293,6 @@ export class Orchestrator extends RunQueues {
         this.orphanSweep = null;
       }
     })();
-  }
-
-  /** Sessions held here with unfinished runs that looked undriven, the epoch they had and when first seen so. */
-  private undriven = new Map<string, { epoch: number; since: number }>();
-
-  /**
-   * Sweep backstop: a session held here whose unfinished runs nothing here drives is taken in again (its run in
-   * flight re-driven from its last written step, its queue run). A run in flight only when it has looked so for a
-   * second under the same epoch, so a claim whose load is just starting is not taken for one.
-   */
-  private async takeInOwn(): Promise<void> {
-    const seen = new Map<string, { epoch: number; since: number }>();
-    const now = Date.now();
-    for (const { key, epoch, queuedOnly } of await this.cluster!.ownUnfinished()) {
-      const st = this.sessions.get(key);
-      if (st && (st.loading || st.active || st.queue.length)) continue;
-      if (st && queuedOnly) {
-        await this.placeQueued(st); // idle here with runs queued in the store: place them
-        continue;
-      }
-      const was = this.undriven.get(key);
-      const since = was?.epoch === epoch ? was.since : now;
-      seen.set(key, { epoch, since });
-      if (this.stopping || (!queuedOnly && now - since < 1000)) continue;
-      if (st) {
-        // An idle state with a run in flight in the store: that run is driven nowhere. Start the session afresh.
-        if (this.sessions.get(key) === st) this.sessions.delete(key);
-      }
-      this.o.log.warn({ sessionKey: key }, 'cluster: unfinished work on a session held here was not being driven; taking it in');
-      seen.delete(key);
-      await this.adopt(key, epoch);
-    }
-    this.undriven = seen;
-  }
-
-  /** An idle session driven here with queued runs in the store that are not in its queue: place them. */
-  private async placeQueued(st: SessionState): Promise<void> {
-    const key = st.key;
-    const rows = await this.o.store.queuedRuns(key);
-    if (st.loading || st.active || st.queue.length || !rows.length) return;
-    this.o.log.warn({ sessionKey: key, runs: rows.length }, 'cluster: queued runs of a session driven here were not in its queue; placing them');
-    for (const row of rows) {
-      st.known.delete(row.id); // idle with nothing queued: whatever is queued in the store is not running here
-      this.placeStored(st, row);
-    }
   }
 
   /** An idle session with nothing queued lets its lease go (unless work arrived: then it runs it). */

@@ -51,6 +51,11 @@ export abstract class RunQueues {
     return this.zombies.get(key);
   }
 
+  /** Whether a session state is the one this process drives the session with (not one dropped by a fence or a stop). */
+  protected current(st: SessionState): boolean {
+    return this.sessions.get(st.key) === st;
+  }
+
   constructor(
     protected readonly o: { store: Store; bus: EventBus; metrics: Metrics; log: Logger; config: CrosstalkConfig; tools: Map<string, AnyToolDef> } & RunHookDeps,
   ) {
@@ -460,10 +465,9 @@ export abstract class RunQueues {
 
   protected startNext(st: SessionState): void {
     // A stopping process starts nothing new: what is queued stays queued in the store for whoever takes the session.
-    if (st.active || st.loading || this.stopping) return;
-    // A state this process no longer drives (let go or replaced while a caller awaited) starts nothing: its queued
-    // runs are in the store, for the session's current holder.
-    if (this.cluster && this.sessions.get(st.key) !== st) return;
+    // Nor does a state this process no longer drives the session with (dropped when it was declared dead, or by a
+    // stop): its queued runs are in the store, and whoever holds the lease now (maybe a new state here) runs them.
+    if (st.active || st.loading || this.stopping || !this.current(st)) return;
     const next = st.queue.shift();
     if (next) {
       this.start(st, next, false);
