@@ -88,6 +88,23 @@ describe('an MCP server behind OAuth', () => {
     expect((await srv.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: KEY })).approvals).toEqual([]);
   }, 60_000);
 
+  it('an item left pending by a stopped gateway is closed at the next start, which asks again; the old URL is refused', async () => {
+    remote = await startOAuthMcpServer();
+    const dataDir = tmpDataDir();
+    let srv = await start(dataDir);
+    const old = await authorizationItem(srv);
+    await srv.close();
+    s = undefined;
+
+    srv = await start(dataDir);
+    const fresh = await authorizationItem(srv, old.approvalId);
+    expect(await srv.rt.store.getApproval(old.approvalId)).toMatchObject({ status: 'cancelled', decision: 'cancel' });
+    expect((await srv.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: KEY })).approvals.map((a) => a.approvalId)).toEqual([fresh.approvalId]);
+    expect((await openAndComeBack(srv, old)).status).toBe(400);
+    expect((await openAndComeBack(srv, fresh)).status).toBe(200);
+    await ready(srv);
+  }, 60_000);
+
   it('refreshes the access token before it expires', async () => {
     remote = await startOAuthMcpServer({ expiresIn: 4 });
     const srv = await start();
