@@ -11,7 +11,7 @@ import type { McpServerConfig } from '../config';
 import type { Logger } from '../logger';
 import { cappedFetch, MAX_MESSAGE_BYTES } from './limits';
 import { listTools, type SkippedTool } from './listing';
-import type { McpOAuth } from './oauth';
+import { type McpOAuth, OAuthDeclined } from './oauth';
 
 export type McpState = 'connecting' | 'ready' | 'failed';
 
@@ -136,12 +136,28 @@ export class McpConnection {
       requestInit: this.cfg.headers ? { headers: this.cfg.headers } : undefined,
       // OAuth (CONTRACT §5) by the SDK: a 401 or an insufficient_scope 403 runs its flow through our provider.
       ...(this.o.oauth ? { authProvider: this.o.oauth } : {}),
-      fetch: cappedFetch(MAX_MESSAGE_BYTES, () => {
-        this.oversize();
-        void t.close().catch(() => undefined);
-      }),
+      fetch: this.withStepUp(
+        cappedFetch(MAX_MESSAGE_BYTES, () => {
+          this.oversize();
+          void t.close().catch(() => undefined);
+        }),
+      ),
     });
     return t;
+  }
+
+  /**
+   * A 403 `insufficient_scope` for a scope the token lacks drops the token before the SDK sees the answer: its step-up
+   * would otherwise refresh (a refresh asks for no new scope) and be refused again; without one it asks the person.
+   */
+  private withStepUp(f: typeof fetch): typeof fetch {
+    const oauth = this.o.oauth;
+    if (!oauth) return f;
+    return (async (input: RequestInfo | URL, init?: RequestInit) => {
+      const res = await f(input, init);
+      if (res.status === 403) await oauth.stepUp(res);
+      return res;
+    }) as typeof fetch;
   }
 
   private async connect(): Promise<void> {
@@ -328,6 +344,10 @@ export class McpConnection {
     } catch (e) {
       if (signal.aborted) throw e;
       if (e instanceof Error && e.name === 'OAuthDeclined') throw e;
+      // Still refused after the authorizations it asked for (a 401 after a fresh token, a scope never granted): the
+      // call answers `unauthorized`; the server itself is up.
+      if (this.o.oauth && (isUnauthorized(e) || ((e as { code?: unknown }).code === 401 || (e as { code?: unknown }).code === 403)) && this.client === client)
+        throw new OAuthDeclined(`MCP server ${this.name} refused the call after authorization: ${e instanceof Error ? e.message : String(e)}`);
       // A protocol-level error from a live server is the tool's answer; anything else means the server is gone.
       if (e instanceof McpError && e.code !== -32000 && this.client === client) throw e;
       const why = this.closedBecause ?? (e instanceof Error ? e.message : String(e));

@@ -57,12 +57,16 @@ describe('an MCP server behind OAuth', () => {
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('crosstalk can use the MCP server remote now');
     await ready(srv);
-    expect(remote.log.slice(0, 3)).toEqual(['register', `authorize resource=${remote.url}`, 'token code']);
+    expect(remote.log.slice(0, 3)).toEqual(['register', `authorize resource=${remote.url} scope=tools`, 'token code']);
 
     const { done } = await call(srv);
     expect((await done).response).toMatch(/hello client-/);
     // The item is closed as accepted, and the callback URL cannot be used twice.
     expect(await srv.rt.store.getApproval(item.approvalId)).toMatchObject({ kind: 'authorization', status: 'allowed', decision: 'accept' });
+    // Kept in the store per server, URL and authorization server; the verifier and state are spent.
+    const rows = await (srv.rt.store.db as any).selectFrom('mcp_oauth').selectAll().execute();
+    expect(rows).toMatchObject([{ server: 'remote', url: remote.url, issuer: `${new URL(remote.url).origin}/`, code_verifier: null, state: null }]);
+    expect(JSON.parse(rows[0].tokens)).toMatchObject({ access_token: expect.any(String), refresh_token: expect.any(String) });
     const again = await openAndComeBack(srv, item).catch(() => null);
     expect(again?.status ?? 400).toBe(400);
     const replay = await fetch(`${srv.url}/api/mcp/oauth/callback?state=${url.searchParams.get('state')}&code=x`);
@@ -149,6 +153,22 @@ describe('an MCP server behind OAuth', () => {
     remote.refuseRefresh = false;
     await openAndComeBack(srv, item);
     expect((await done).response).toMatch(/hello client-/);
+  }, 60_000);
+
+  it('step-up: a call refused for a scope the token lacks authorizes anew with that scope, and goes on', async () => {
+    remote = await startOAuthMcpServer();
+    const srv = await start();
+    const first = await authorizationItem(srv);
+    await openAndComeBack(srv, first);
+    await ready(srv);
+    remote.requiredScopes = ['tools', 'admin'];
+    const { runId, done } = await call(srv);
+    const item = await authorizationItem(srv, first.approvalId);
+    expect(item).toMatchObject({ runId, tool: 'mcp__remote__whoami' });
+    expect(new URL(item.url).searchParams.get('scope')).toBe('tools admin');
+    await openAndComeBack(srv, item);
+    expect((await done).response).toMatch(/hello client-/);
+    expect(remote.log.filter((l) => l.startsWith('authorize')).at(-1)).toBe(`authorize resource=${remote.url} scope=tools admin`);
   }, 60_000);
 
   it('declined, the waiting call answers a clear unauthorized error', async () => {

@@ -1,7 +1,7 @@
 // OAuth for one streamable HTTP MCP server (CONTRACT §5): the SDK's own flow (client/auth.js) over a store-backed
 // OAuthClientProvider; a person authorizes through an `authorization` item, which the callback route completes.
 import crypto from 'node:crypto';
-import { auth, type OAuthClientProvider, type OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
+import { auth, extractWWWAuthenticateParams, type OAuthClientProvider, type OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { McpOAuthConfig } from '../config';
 import type { EventBus } from '../events/bus';
@@ -144,6 +144,17 @@ export class McpOAuth implements OAuthClientProvider {
   }
 
   // ---- crosstalk's side ----
+
+  /** A 403 `insufficient_scope` naming scopes the token was not granted: the token is dropped, so the step-up authorizes anew. */
+  async stepUp(res: Response): Promise<void> {
+    const { error, scope } = extractWWWAuthenticateParams(res);
+    if (error !== 'insufficient_scope' || !scope) return;
+    const tokens = await this.tokens();
+    const granted = new Set((tokens?.scope ?? '').split(' ').filter(Boolean));
+    if (!tokens || scope.split(' ').every((x) => granted.has(x))) return;
+    this.d.log.info({ server: this.d.server, scope, granted: [...granted] }, 'mcp server asks for more scope: authorizing again');
+    await this.invalidateCredentials('tokens');
+  }
 
   /** The server accepted the token (a connection made, a call answered): the count of authorizations in a row restarts. */
   accepted(): void {

@@ -23,6 +23,8 @@ export interface OAuthMcpServer {
   expiresIn: number;
   /** Refuse every refresh (invalid_grant) from now on. */
   refuseRefresh: boolean;
+  /** Scopes /mcp requires from now on (a token without them is 403 insufficient_scope: a step-up). */
+  requiredScopes: string[];
   /** Forgets every access token (the next request carrying one is 401). */
   revokeAll(): void;
   close(): Promise<void>;
@@ -60,7 +62,7 @@ export async function startOAuthMcpServer(o: { expiresIn?: number } = {}): Promi
       // The person consents at once: the browser goes straight back to the client's redirect URI with a code.
       const code = `code-${crypto.randomBytes(12).toString('hex')}`;
       codes.set(code, { clientId: client.client_id, params });
-      log.push(`authorize${params.resource ? ` resource=${params.resource.href}` : ''}`);
+      log.push(`authorize${params.resource ? ` resource=${params.resource.href}` : ''}${params.scopes?.length ? ` scope=${params.scopes.join(' ')}` : ''}`);
       const to = new URL(params.redirectUri);
       to.searchParams.set('code', code);
       if (params.state) to.searchParams.set('state', params.state);
@@ -113,7 +115,8 @@ export async function startOAuthMcpServer(o: { expiresIn?: number } = {}): Promi
       tokenOptions: { rateLimit: false },
     }),
   );
-  const bearer = requireBearerAuth({ verifier: provider, resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(mcpUrl) });
+  const resourceMetadataUrl = getOAuthProtectedResourceMetadataUrl(mcpUrl);
+  const bearer: express.RequestHandler = (req, res, next) => requireBearerAuth({ verifier: provider, resourceMetadataUrl, requiredScopes: fixture.requiredScopes })(req, res, next);
   app.post('/mcp', express.json(), bearer, async (req, res) => {
     // Stateless: one server and transport per request, as the SDK's stateless examples do.
     const mcp = new McpServer({ name: 'oauth-test', version: '1.0.0' });
@@ -133,6 +136,7 @@ export async function startOAuthMcpServer(o: { expiresIn?: number } = {}): Promi
     log,
     expiresIn: o.expiresIn ?? 3600,
     refuseRefresh: false,
+    requiredScopes: [],
     revokeAll: () => access.clear(),
     close: () =>
       new Promise<void>((r) => {
