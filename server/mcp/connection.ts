@@ -214,7 +214,7 @@ export class McpConnection {
   /**
    * The server needs a person's authorization: it is reported down (its tools answer tool_unavailable) while the
    * `authorization` item waits; accepted, the connection is made again at once; declined, it stays down (no new item
-   * is raised by itself: a restart, or a call that finds it down, asks again).
+   * is raised by itself: the next start asks again).
    */
   private async awaitAuthorization(gen: number): Promise<void> {
     const oauth = this.o.oauth!;
