@@ -69,6 +69,7 @@ const postsOf = (r: (PostedRecord & Partial<PostedRequest>) | undefined): Posted
 /** "alice (Telegram)", "the operator (room)". */
 export function describeDecider(by: DecidedBy | undefined, label: (channel: string) => string): string {
   if (!by || by.type === 'operator') return 'the operator (room)';
+  if (by.type === 'push') return 'the operator (notification)';
   return `${by.name ?? by.id} (${label(by.channel)})`;
 }
 

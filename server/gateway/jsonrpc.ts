@@ -7,6 +7,7 @@ import type { Gateway } from './types';
 import type { SessionSummary } from '../events/types';
 import { sendParams } from './schemas';
 import { pairingsResolveParams } from '../trust/pairing';
+import { pushSubscribeParams, pushUnsubscribeParams, pushVapidKeyParams } from '../push/schemas';
 import { nulPath } from './nul';
 import { jsonTooDeep, TOO_DEEP_MESSAGE } from '../http/json-depth';
 
@@ -74,6 +75,9 @@ const methods: Record<string, Method> = {
   'webhooks.list': { params: s.webhooksListParams, call: (gw, p) => gw.webhooksList(p) },
   'sessions.compact': { params: s.sessionsCompactParams, call: (gw, p) => gw.sessionsCompact(p) },
   'sessions.usage': { params: s.sessionsUsageParams, call: (gw, p) => gw.sessionsUsage(p) },
+  'push.vapidKey': { params: pushVapidKeyParams, call: (gw) => gw.pushVapidKey() },
+  'push.subscribe': { params: pushSubscribeParams, call: (gw, p) => gw.pushSubscribe(p) },
+  'push.unsubscribe': { params: pushUnsubscribeParams, call: (gw, p) => gw.pushUnsubscribe(p) },
 };
 
 export function rpcError(id: Id, code: number, message: string, data?: RpcError['data']): RpcResponse {

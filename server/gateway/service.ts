@@ -43,6 +43,8 @@ import type { Compactor } from '../orchestrator/compaction';
 import { compactSession } from './compact';
 import { acceptedAnswer, Claimant, ClaimTaken, settleClaim } from '../store/idempotency';
 import { failpoint } from '../failpoints';
+import type { PushService } from '../push/service';
+import type { PushSubscribeParams, PushUnsubscribeParams } from '../push/schemas';
 
 export interface ServiceDeps {
   config: CrosstalkConfig;
@@ -58,6 +60,8 @@ export interface ServiceDeps {
   mcpStatus?: () => McpServerStatus[];
   usage?: Usage;
   compactor?: Compactor;
+  /** Web Push (server/push): subscriptions and the VAPID key. */
+  push?: PushService;
 }
 
 export class GatewayService implements Gateway {
@@ -273,6 +277,23 @@ export class GatewayService implements Gateway {
 
   runsBoard(p: RunsBoardParams) {
     return runsBoard(this.d.store, p);
+  }
+
+  private pushService(): PushService {
+    if (!this.d.push) throw new CrosstalkError('internal', 'push is not running in this process');
+    return this.d.push;
+  }
+
+  pushVapidKey() {
+    return this.pushService().vapidKey();
+  }
+
+  pushSubscribe(p: PushSubscribeParams) {
+    return this.pushService().subscribe(p.subscription);
+  }
+
+  pushUnsubscribe(p: PushUnsubscribeParams) {
+    return this.pushService().unsubscribe(p.endpoint);
   }
 
   async approvalsResolve(p: ApprovalsResolveParams) {

@@ -134,6 +134,11 @@ export interface Gateway {
   sessionsUsage(p: import('./schemas').SessionsUsageParams): Promise<import('../usage/usage').SessionUsage>;
   /** Every session's runs in four groups: needs input, working, done, failed (CONTRACT §3 `runs.board`). */
   runsBoard(p: import('./schemas').RunsBoardParams): Promise<Board>;
+  /** The server's VAPID public key (CONTRACT §3 `push.vapidKey`). */
+  pushVapidKey(): Promise<{ publicKey: string }>;
+  /** Stores a browser's push subscription, one per endpoint (CONTRACT §3 `push.subscribe`). */
+  pushSubscribe(p: import('../push/schemas').PushSubscribeParams): Promise<{ status: 'ok' }>;
+  pushUnsubscribe(p: import('../push/schemas').PushUnsubscribeParams): Promise<{ status: 'ok' }>;
   /** Live + replayed agent events for a session or run. */
   events(o: EventSubscribeOptions): AsyncIterable<AgentEvent>;
 }

@@ -17,8 +17,8 @@ export type Decision = 'allow_once' | 'allow_always' | 'deny';
 /** The answers to an `elicitation` or `authorization` item (CONTRACT §3 approvals.resolve). */
 export type ElicitDecision = 'accept' | 'decline' | 'cancel';
 const ELICIT_DECISIONS: readonly string[] = ['accept', 'decline', 'cancel'];
-/** Who decided: the operator (room, RPC) or a chat sender (server/channels/approvals.ts). Carried on the resolved event. */
-export type DecidedBy = { type: 'operator' } | { type: 'channel'; channel: string; id: string; name?: string };
+/** Who decided: the operator (room, RPC), a chat sender (server/channels/approvals.ts) or a notification's action (server/push). Carried on the resolved event. */
+export type DecidedBy = { type: 'operator' } | { type: 'channel'; channel: string; id: string; name?: string } | { type: 'push' };
 
 export interface GateRequest {
   runId: string;

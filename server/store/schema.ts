@@ -205,6 +205,9 @@ export interface Database {
   a2a_push_configs: A2APushConfigsTable;
   channel_senders: ChannelSendersTable;
   channel_held: ChannelHeldTable;
+  push_keys: PushKeysTable;
+  push_subscriptions: PushSubscriptionsTable;
+  push_actions: PushActionsTable;
 }
 
 /** A2A push notification configs (server/a2a/push.ts): a task's updates go to these URLs through the webhook outbox. */
@@ -236,6 +239,30 @@ export interface ChannelHeldTable {
   peer: string;
   agent_id: string;
   message: string;
+  created_at: string;
+}
+
+/** The server's VAPID key pair (base64url, as web-push makes them), one row `vapid` (0018_push). */
+export interface PushKeysTable {
+  id: string;
+  public_key: string;
+  private_key: string;
+  created_at: string;
+}
+
+/** A browser's push subscription (CONTRACT §3 `push.subscribe`), unique by endpoint. */
+export interface PushSubscriptionsTable {
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A pending item's push: claimed once across processes; `token_hash` (a `tool` item's) lets a notification's action resolve it. */
+export interface PushActionsTable {
+  approval_id: string;
+  token_hash: string | null;
   created_at: string;
 }
 

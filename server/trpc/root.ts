@@ -8,6 +8,7 @@ import { eventsRouter } from './routers/events';
 import { sessionsRouter } from './routers/sessions';
 import { statusRouter } from './routers/status';
 import { pairingsRouter } from './routers/pairings';
+import { pushRouter } from './routers/push';
 
 export const appRouter = createTRPCRouter({
   sessions: sessionsRouter,
@@ -18,6 +19,7 @@ export const appRouter = createTRPCRouter({
   delegates: delegatesRouter,
   status: statusRouter,
   pairings: pairingsRouter,
+  push: pushRouter,
 });
 
 export type AppRouter = typeof appRouter;
