@@ -39,10 +39,14 @@ export function usePush(): { state: PushState; detail: string; toggle: () => voi
     void (async () => {
       try {
         const reg = await navigator.serviceWorker.register(SW_URL, { scope: '/' });
+        if (Notification.permission !== 'granted') {
+          // Never granted: no subscription to look for (and the Push API is not touched until the button is used).
+          if (live && Notification.permission === 'denied') setState('denied');
+          return;
+        }
         const sub = await reg.pushManager.getSubscription();
         if (!live) return;
-        if (Notification.permission === 'denied') setState('denied');
-        else if (sub) {
+        if (sub) {
           setState('on');
           await client.push.subscribe.mutate(subscriptionParams(sub)).catch(() => undefined);
         }
