@@ -20,6 +20,7 @@ export function createMetrics() {
     modelSteps: new Counter({ name: 'crosstalk_model_steps_total', help: 'Model steps, by outcome', labelNames: ['outcome'] as const, registers: [registry] }),
     modelTokens: new Counter({ name: 'crosstalk_model_tokens_total', help: 'Model tokens, by agent, model spec and type (input, output, cached)', labelNames: ['agent', 'model', 'type'] as const, registers: [registry] }),
     modelCost: new Counter({ name: 'crosstalk_model_cost_usd_total', help: 'Model cost in USD from models.<spec> prices (0 for an unpriced model), by agent and model spec', labelNames: ['agent', 'model'] as const, registers: [registry] }),
+    reviewerDecisions: new Counter({ name: 'crosstalk_reviewer_decisions_total', help: 'Decisions of agents\' reviewer models, by outcome (allow, deny, escalate) and cause (model: its own answer; malformed, error, streak: escalated for it)', labelNames: ['outcome', 'cause'] as const, registers: [registry] }),
     compactions: new Counter({ name: 'crosstalk_compactions_total', help: 'Session compactions, by agent and outcome (ok, error)', labelNames: ['agent', 'outcome'] as const, registers: [registry] }),
   };
   return m;

@@ -101,7 +101,7 @@ function InboxItem({ approval: a, onOpenSession }: { approval: PendingApproval; 
   const chain = (a as { chain?: string[] }).chain ?? [a.sessionKey];
   const decide = (decision: Decision) => {
     const text = reason.trim();
-    resolve.mutate({ approvalId: a.approvalId, decision, ...(text ? { reason: text } : {}) });
+    resolve.mutate({ approvalId: a.approvalId, decision, via: 'inbox', ...(text ? { reason: text } : {}) });
   };
   const busy = resolve.isPending || resolve.isSuccess;
   const stale = resolve.isError && ['already_resolved', 'unknown_approval'].includes(errorCode(resolve.error) ?? '');
@@ -153,7 +153,7 @@ function InboxItem({ approval: a, onOpenSession }: { approval: PendingApproval; 
         <span data-testid="inbox-trust">trust: {trustText(a)}</span>
       </div>
       {a.kind === 'elicitation' ? (
-        <ElicitationForm approval={a} busy={busy} decide={(decision, content) => resolve.mutate({ approvalId: a.approvalId, decision, ...(content ? { content } : {}) })} />
+        <ElicitationForm approval={a} busy={busy} decide={(decision, content) => resolve.mutate({ approvalId: a.approvalId, decision, via: 'inbox', ...(content ? { content } : {}) })} />
       ) : (
         <>
           <CodeBlock text={prettyJson(a.args)} label="Tool arguments" maxHeight="max-h-32" />

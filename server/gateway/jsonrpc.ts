@@ -59,7 +59,8 @@ const methods: Record<string, Method> = {
   }) },
   // Beyond CONTRACT §3 (an operator's view, as the room's inbox and the CLI show it): with each one's parent chain and trust.
   'approvals.inbox': { params: s.approvalsListParams, call: (gw, p) => gw.approvalsList(p) },
-  'approvals.resolve': { params: s.approvalsResolveParams, call: (gw, p) => gw.approvalsResolve(p) },
+  'approvals.resolve': { params: s.approvalsResolveParams, call: (gw, p) => gw.approvalsResolve(p, { type: 'user', id: 'jsonrpc' }) },
+  'approvals.history': { params: s.approvalsHistoryParams, call: (gw, p) => gw.approvalsHistory(p) },
   'agents.list': { params: s.agentsListParams, call: async (gw) => ({
     agents: (await gw.agentsList()).agents.map(({ agentId, name, model, tools, mcpTools, remote }) => ({ agentId, name, model, tools, ...(mcpTools?.length ? { mcpTools } : {}), ...(remote ? { remote } : {}) })),
   }) },

@@ -97,6 +97,8 @@ export const approvalsResolveParams = z
   })
   .strict();
 
+export const approvalsHistoryParams = z.object({ sessionKey: sessionKeySchema.optional(), limit: limitSchema.optional(), cursor: cursorSchema.optional() }).strict();
+
 export const agentsListParams = z.object({}).strict();
 
 export const sessionsSearchParams = z
@@ -144,6 +146,7 @@ export type SessionsDeleteParams = z.infer<typeof sessionsDeleteParams>;
 export type ChatHistoryParams = z.infer<typeof chatHistoryParams>;
 export type ApprovalsListParams = z.infer<typeof approvalsListParams>;
 export type ApprovalsResolveParams = z.infer<typeof approvalsResolveParams>;
+export type ApprovalsHistoryParams = z.infer<typeof approvalsHistoryParams>;
 
 export const runsBoardParams = z.object({ limit: limitSchema.optional() }).strict();
 export type RunsBoardParams = z.infer<typeof runsBoardParams>;

@@ -116,7 +116,10 @@ export interface Gateway {
   /** The ids of a session's runs going now (the room's Stop). */
   sessionActiveRuns(sessionKey: string): Promise<{ runIds: string[] }>;
   approvalsList(p: ApprovalsListParams): Promise<{ approvals: PendingApproval[] }>;
-  approvalsResolve(p: ApprovalsResolveParams): Promise<{ status: 'ok' }>;
+  /** Decides a pending item; `by` is who and where (the room, JSON-RPC, chat, push …), kept in the record. */
+  approvalsResolve(p: ApprovalsResolveParams, by: import('../events/types').DecidedBy): Promise<{ status: 'ok' }>;
+  /** Decided items, newest decision first (CONTRACT §3 `approvals.history`). */
+  approvalsHistory(p: import('./schemas').ApprovalsHistoryParams): Promise<{ approvals: import('../events/types').ApprovalRecord[]; next_cursor: string | null }>;
   agentsList(): Promise<{ agents: AgentInfo[] }>;
   delegatesList(p: DelegatesListParams): Promise<{ sessions: DelegateSummary[]; next_cursor: string | null }>;
   delegatesMessages(p: DelegatesMessagesParams): Promise<{ messages: TranscriptMessage[]; next_cursor: string | null }>;

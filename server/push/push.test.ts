@@ -90,6 +90,9 @@ describe('push (CONTRACT §3 push.*, §7 Notifications)', () => {
     expect(row).toMatchObject({ status: 'allowed', decision: 'allow_once' });
     const resolved = await until(async () => (await s.rt.store.db.selectFrom('events').select('data').where('stream', '=', 'approval').where('session_key', '=', 'agent:main:push-act').execute()).map((e) => JSON.parse(e.data)).find((d) => d.phase === 'resolved'));
     expect(resolved).toMatchObject({ approvalId, decision: 'allow_once', by: { type: 'push' } });
+    // The record (CONTRACT §3 approvals.history) says a notification decided it.
+    const { approvals } = await s.rpc<{ approvals: Array<{ approvalId: string; decision: string; decidedBy: unknown }> }>('approvals.history', { sessionKey: 'agent:main:push-act' });
+    expect(approvals.find((a) => a.approvalId === approvalId)).toMatchObject({ decision: 'allow_once', decidedBy: { type: 'push' } });
     // Spent: the same token again decides nothing.
     const again = await action(s, { approvalId, token, decision: 'deny' });
     expect(again.status).toBeGreaterThanOrEqual(400);

@@ -111,6 +111,10 @@ export interface ApprovalsTable {
   kind: Generated<string>;
   /** JSON answer of an `elicitation` item accepted with content (0014_mcp): what the MCP server gets. */
   response: Generated<string | null>;
+  /** JSON DecidedBy of a decided item (0017_approval_history); null while pending or for a cancelled one. */
+  decided_by: Generated<string | null>;
+  /** DecidedBy's `type` alone (the reviewer's streak query). */
+  decided_by_type: Generated<string | null>;
 }
 
 export interface SessionToolRulesTable {
