@@ -15,6 +15,7 @@ import type { AnyToolDef } from '../tools/types';
 import { checkWebhookUrl } from '../webhooks/guard';
 import { activeRunIds, parentChains, searchSessions } from './room';
 import { runsBoard } from './board';
+import { deliveriesGet, deliveriesList, deliveriesRetry } from './deliveries';
 import type {
   SessionsSearchParams,
   AgentParams,
@@ -24,6 +25,9 @@ import type {
   ApprovalsResolveParams,
   ApprovalsHistoryParams,
   RunsBoardParams,
+  DeliveriesGetParams,
+  DeliveriesListParams,
+  DeliveriesRetryParams,
   ChatHistoryParams,
   SessionsDeleteParams,
   SessionsListParams,
@@ -279,6 +283,18 @@ export class GatewayService implements Gateway {
 
   runsBoard(p: RunsBoardParams) {
     return runsBoard(this.d.store, p);
+  }
+
+  deliveriesGet(p: DeliveriesGetParams) {
+    return deliveriesGet(this.d.store, p);
+  }
+
+  deliveriesList(p: DeliveriesListParams) {
+    return deliveriesList(this.d.store, p);
+  }
+
+  deliveriesRetry(p: DeliveriesRetryParams) {
+    return deliveriesRetry(this.d.store, p);
   }
 
   private pushService(): PushService {

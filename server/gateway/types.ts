@@ -142,6 +142,12 @@ export interface Gateway {
   /** Stores a browser's push subscription, one per endpoint (CONTRACT §3 `push.subscribe`). */
   pushSubscribe(p: import('../push/schemas').PushSubscribeParams): Promise<{ status: 'ok' }>;
   pushUnsubscribe(p: import('../push/schemas').PushUnsubscribeParams): Promise<{ status: 'ok' }>;
+  /** One delivery record (CONTRACT §9); `unknown_delivery`. */
+  deliveriesGet(p: import('./schemas').DeliveriesGetParams): Promise<import('../store/deliveries').Delivery>;
+  /** Delivery records newest first; `sessionKey` matches either end. */
+  deliveriesList(p: import('./schemas').DeliveriesListParams): Promise<{ deliveries: import('../store/deliveries').Delivery[]; next_cursor: string | null }>;
+  /** A `dead` delivery attempted again under the same id; otherwise `not_retryable`. */
+  deliveriesRetry(p: import('./schemas').DeliveriesRetryParams): Promise<{ status: 'ok' }>;
   /** Live + replayed agent events for a session or run. */
   events(o: EventSubscribeOptions): AsyncIterable<AgentEvent>;
 }
@@ -152,6 +158,8 @@ export interface DelegateRunResult {
   run_id: string;
   conversation_id: string;
   agent_id: string;
+  /** This run's delivery record (CONTRACT §9). */
+  delivery_id?: string;
   response?: string;
   error?: { code: string; message: string };
 }
