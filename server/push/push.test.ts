@@ -37,6 +37,14 @@ async function pendingItem(t: TestServer, session: string): Promise<string> {
 const action = (t: TestServer, body: unknown) =>
   fetch(`${t.url}/api/push/action`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, body: await r.json() }));
 
+type DeliveryInfo = { deliveryId: string; kind: string; state: string; attempts: number; from: { sessionKey?: string }; to: { url?: string }; error?: { code: string; message: string } };
+/** The push deliveries of one pending item (its run's). */
+const pushDeliveries = async (t: TestServer, approvalId: string): Promise<DeliveryInfo[]> => {
+  const row = await t.rt.store.getApproval(approvalId);
+  const { deliveries } = await t.rpc<{ deliveries: DeliveryInfo[] }>('deliveries.list', { kind: 'push', sessionKey: row!.session_key });
+  return deliveries;
+};
+
 const subscriptions = async (t: TestServer) => (await t.rt.store.db.selectFrom('push_subscriptions').select('endpoint').execute()).map((r) => r.endpoint);
 
 describe('push (CONTRACT §3 push.*, §7 Notifications)', () => {
@@ -104,7 +112,9 @@ describe('push (CONTRACT §3 push.*, §7 Notifications)', () => {
     const approvalId = await pendingItem(s, 'agent:main:push-elsewhere');
     const msg = await until(() => rcv.received.find((r) => (r.json as { approvalId: string }).approvalId === approvalId));
     await s.rpc('approvals.resolve', { approvalId, decision: 'deny' });
-    expect(await action(s, { approvalId, token: (msg.json as { token: string }).token, decision: 'allow_once' })).toMatchObject({ status: 409, body: { error: { code: 'already_resolved' } } });
+    // Its tokens are forgotten once the decision is known, wherever it was made.
+    await until(async () => !(await s.rt.store.db.selectFrom('push_tokens').select('approval_id').where('approval_id', '=', approvalId).executeTakeFirst()));
+    expect(await action(s, { approvalId, token: (msg.json as { token: string }).token, decision: 'allow_once' })).toMatchObject({ status: 403, body: { error: { code: 'forbidden' } } });
     expect((await s.rt.store.getApproval(approvalId))?.status).toBe('denied');
   });
 
@@ -122,6 +132,11 @@ describe('push (CONTRACT §3 push.*, §7 Notifications)', () => {
     });
     expect(rcv.attempts.filter((x) => x.browser.startsWith('gone-'))).toEqual(expect.arrayContaining([{ browser: 'gone-404', status: 404 }, { browser: 'gone-410', status: 410 }]));
     expect(rcv.attempts.filter((x) => x.browser.startsWith('gone-'))).toHaveLength(2); // never retried
+    const gone = (await pushDeliveries(s, approvalId)).filter((d) => d.to.url === g404.subscription.endpoint || d.to.url === g410.subscription.endpoint);
+    expect(gone.map((d) => [d.state, d.attempts, d.error?.message.slice(0, 25)]).sort()).toEqual([
+      ['dead', 1, 'push service answered 404'],
+      ['dead', 1, 'push service answered 410'],
+    ]);
     await s.rpc('approvals.resolve', { approvalId, decision: 'deny' });
   });
 
@@ -133,7 +148,25 @@ describe('push (CONTRACT §3 push.*, §7 Notifications)', () => {
     await until(() => rcv.received.find((r) => r.browser === 'flaky' && (r.json as { approvalId: string }).approvalId === approvalId));
     expect(rcv.attempts.filter((x) => x.browser === 'flaky').map((x) => x.status)).toEqual([500, 503, 201]);
     expect(await subscriptions(s)).toContain(flaky.subscription.endpoint);
+    // The push is a delivery of kind push (CONTRACT §9): three attempts, delivered.
+    const [d] = (await pushDeliveries(s, approvalId)).filter((x) => x.to.url === flaky.subscription.endpoint);
+    expect(d).toMatchObject({ kind: 'push', state: 'delivered', attempts: 3, from: { sessionKey: 'agent:main:push-retry' }, to: { url: flaky.subscription.endpoint } });
     await s.rpc('approvals.resolve', { approvalId, decision: 'deny' });
+  });
+
+  it('a push that runs out of attempts is a dead delivery; deliveries.retry sends it again with a fresh token', async () => {
+    const down = rcv.browser('down');
+    await s.rpc('push.subscribe', { subscription: down.subscription });
+    rcv.answer('down', 500, 502, 503, 504); // webhooks.maxAttempts is 4
+    const approvalId = await pendingItem(s, 'agent:main:push-dead');
+    const dead = await until(async () => (await pushDeliveries(s, approvalId)).find((x) => x.to.url === down.subscription.endpoint && x.state === 'dead'));
+    expect(dead).toMatchObject({ attempts: 4, error: { code: 'channel_error', message: expect.stringMatching(/^push service answered 504/) } });
+    expect(rcv.received.filter((r) => r.browser === 'down')).toEqual([]);
+    expect(await s.rpc('deliveries.retry', { deliveryId: dead.deliveryId })).toEqual({ status: 'ok' });
+    const got = await until(() => rcv.received.find((r) => r.browser === 'down'));
+    expect(await until(async () => (await s.rpc<{ state: string; attempts: number }>('deliveries.get', { deliveryId: dead.deliveryId })).state === 'delivered' || null)).toBe(true);
+    // The fresh token works.
+    expect(await action(s, { approvalId, token: (got.json as { token: string }).token, decision: 'deny' })).toEqual({ status: 200, body: { status: 'ok' } });
   });
 
   it('push.unsubscribe removes the browser; bad subscriptions are -32602', async () => {
@@ -205,6 +238,7 @@ describe('push endpoints pass the SSRF rules', () => {
     await strict.rt.push.idle();
     expect(rcv.attempts.filter((x) => x.browser === 'private')).toEqual([]);
     expect(strict.rt.push.waitingRetries()).toBe(0);
+    expect(await pushDeliveries(strict, approvalId)).toMatchObject([{ state: 'dead', attempts: 1, error: { code: 'forbidden', message: expect.stringMatching(/private or loopback/) } }]);
     await strict.rpc('approvals.resolve', { approvalId, decision: 'deny' });
   });
 });

@@ -1,45 +1,43 @@
-// Retries of failed pushes (a 5xx, a timeout, a refused connection): the seam where pushes become deliveries of kind
-// `push` (CONTRACT §9). Until the deliveries record exists this is an in-process timer queue: attempts double from
-// webhooks.retryBaseMs and stop, `dead`, after webhooks.maxAttempts; a restart forgets what was waiting.
+// When failed pushes (a 5xx, a timeout, a refused connection) are tried again: attempts double from
+// webhooks.retryBaseMs and stop after webhooks.maxAttempts. Each attempt is recorded on the push's delivery (CONTRACT
+// §9, kind `push`) by the caller; the waiting itself is an in-process timer (a restart leaves the delivery where it
+// was, and deliveries.retry of a dead one starts a fresh round).
 import type { PushOutcome } from './send';
-
-export interface PushAttempt {
-  approvalId: string;
-  endpoint: string;
-  /** Sends once; the retry keeps calling it until it is ok, gone, refused or out of attempts. */
-  send(): Promise<PushOutcome>;
-}
 
 export type PushState = 'delivered' | 'gone' | 'refused' | 'dead';
 
+export interface PushAttempt {
+  /** Sends once. */
+  send(): Promise<PushOutcome>;
+  /** Told after each attempt; `end` is set on the last one (no retry follows). */
+  record(outcome: PushOutcome, attempt: number, end: PushState | null): Promise<void>;
+}
+
 export interface PushRetries {
-  /** Runs the first attempt now and the rest later; resolves with the first attempt's outcome. */
-  start(a: PushAttempt, done: (state: PushState, attempts: number, last: PushOutcome) => void): Promise<PushOutcome>;
+  /** Runs the first attempt now and the rest later; resolves once the first attempt is recorded. */
+  start(a: PushAttempt): Promise<void>;
   stop(): void;
   /** Attempts waiting for their next try. */
   waiting(): number;
 }
 
-export function inProcessRetries(o: { retryBaseMs: number; maxAttempts: number }): PushRetries {
+export function inProcessRetries(o: { retryBaseMs: number; maxAttempts: number }, onError: (e: unknown) => void): PushRetries {
   const timers = new Set<NodeJS.Timeout>();
   let stopped = false;
-  const stateOf = (r: PushOutcome): PushState | null => (r.ok ? 'delivered' : r.gone ? 'gone' : r.refused ? 'refused' : null);
+  const endOf = (r: PushOutcome): PushState | null => (r.ok ? 'delivered' : r.gone ? 'gone' : r.refused ? 'refused' : null);
   return {
-    async start(a, done) {
-      const attempt = async (n: number): Promise<PushOutcome> => {
+    async start(a) {
+      const attempt = async (n: number): Promise<void> => {
         const r = await a.send();
-        const end = stateOf(r);
-        if (end) done(end, n, r);
-        else if (n >= o.maxAttempts || stopped) done('dead', n, r);
-        else {
-          const t = setTimeout(() => {
-            timers.delete(t);
-            if (!stopped) void attempt(n + 1);
-          }, o.retryBaseMs * 2 ** (n - 1));
-          t.unref?.();
-          timers.add(t);
-        }
-        return r;
+        const end = endOf(r) ?? (n >= o.maxAttempts ? 'dead' : null);
+        await a.record(r, n, end);
+        if (end || stopped) return;
+        const t = setTimeout(() => {
+          timers.delete(t);
+          if (!stopped) attempt(n + 1).catch(onError);
+        }, o.retryBaseMs * 2 ** (n - 1));
+        t.unref?.();
+        timers.add(t);
       };
       return attempt(1);
     },

@@ -13,7 +13,7 @@ export interface PushTarget {
 export type PushOutcome =
   | { ok: true; status: number }
   /** `gone`: the push service answered 404 or 410, the subscription is dead (drop it); otherwise worth a retry unless `refused`. */
-  | { ok: false; status?: number; gone: boolean; refused?: boolean; error: string };
+  | { ok: false; status?: number; gone: boolean; refused?: boolean; error: string; code?: string };
 
 export interface PushSendOptions {
   vapid: VapidKeys;
@@ -27,7 +27,7 @@ export interface PushSendOptions {
 
 export async function sendPush(target: PushTarget, payload: string, o: PushSendOptions): Promise<PushOutcome> {
   const refused = await checkWebhookUrl(target.endpoint, o.allowPrivateNetwork);
-  if (refused) return { ok: false, gone: false, refused: true, error: refused.replace(/^webhook/, 'push endpoint') };
+  if (refused) return { ok: false, gone: false, refused: true, code: 'forbidden', error: refused.replace(/^webhook/, 'push endpoint') };
   let details: ReturnType<typeof webpush.generateRequestDetails>;
   try {
     details = webpush.generateRequestDetails(target, payload, {
@@ -58,7 +58,7 @@ export async function sendPush(target: PushTarget, payload: string, o: PushSendO
     return { ok: false, status: res.status, gone, error: `push service answered ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}` };
   } catch (e) {
     const err = e as Error & { cause?: { code?: string; message?: string } };
-    if (err.cause?.code === 'EPRIVATEADDR') return { ok: false, gone: false, refused: true, error: err.cause.message ?? 'push endpoint resolved to a private address' };
+    if (err.cause?.code === 'EPRIVATEADDR') return { ok: false, gone: false, refused: true, code: 'forbidden', error: err.cause.message ?? 'push endpoint resolved to a private address' };
     return { ok: false, gone: false, error: `push failed: ${err.cause?.message ?? err.message}` };
   }
 }

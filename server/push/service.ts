@@ -45,6 +45,9 @@ export const DEFAULT_VAPID_SUBJECT = 'mailto:crosstalk@localhost.invalid';
 
 const hashToken = (t: string) => crypto.createHash('sha256').update(t).digest('hex');
 
+/** One delivery per item and browser: a repeat of the same push records nothing new. */
+export const pushDeliveryId = (approvalId: string, endpoint: string) => `dlv_push_${approvalId}_${crypto.createHash('sha256').update(endpoint).digest('hex').slice(0, 16)}`;
+
 export class PushService {
   private keys: VapidKeys | null = null;
   private off: (() => void) | null = null;
@@ -53,7 +56,7 @@ export class PushService {
   private dispatcher?: ReturnType<typeof guardedDispatcher>;
 
   constructor(private readonly d: PushDeps) {
-    this.retries = d.retries ?? inProcessRetries({ retryBaseMs: d.config.webhooks.retryBaseMs, maxAttempts: d.config.webhooks.maxAttempts });
+    this.retries = d.retries ?? inProcessRetries({ retryBaseMs: d.config.webhooks.retryBaseMs, maxAttempts: d.config.webhooks.maxAttempts }, (e) => d.log.warn({ err: errorMessage(e) }, 'push retry failed'));
   }
 
   /** Loads (or makes, once) the VAPID keys and starts pushing each new pending item this process records. */
@@ -62,7 +65,10 @@ export class PushService {
     this.off = this.d.bus.onEvent((ev) => {
       if (ev.stream !== 'approval' || typeof ev.data.approvalId !== 'string') return;
       if (ev.data.phase === 'requested') this.track(this.notify(ev.data.approvalId));
+      // Decided anywhere (the room, chat, the reviewer, a run's end): its tokens are spent.
+      else if (ev.data.phase === 'resolved') this.track(this.forget(ev.data.approvalId));
     });
+    this.d.store.deliveryRetry.set('push', (row) => this.retryDead(row));
   }
 
   stop(): void {
@@ -122,27 +128,54 @@ export class PushService {
 
   /**
    * Pushes a new pending item to every subscription, once across the cluster: the item's push_actions row is the claim
-   * (the process that inserts it sends), and holds the hash of a `tool` item's action token.
+   * (the process that inserts it sends). Each browser's push is a delivery of kind `push` (CONTRACT §9).
    */
   async notify(approvalId: string): Promise<void> {
     const row = await this.d.store.getApproval(approvalId);
     if (!row || row.status !== 'pending') return;
-    const item = toPendingApproval(row);
-    const token = item.kind === 'tool' ? crypto.randomBytes(32).toString('base64url') : undefined;
     const claimed = await this.d.store.db
       .insertInto('push_actions')
-      .values({ approval_id: approvalId, token_hash: token ? hashToken(token) : null, created_at: nowIso() })
+      .values({ approval_id: approvalId, created_at: nowIso() })
       .onConflict((oc) => oc.column('approval_id').doNothing())
       .returning('approval_id')
       .executeTakeFirst();
     if (!claimed) return; // pushed already (a resumed run asks again)
     const subs = await this.d.store.db.selectFrom('push_subscriptions').selectAll().orderBy('created_at').execute();
     if (!subs.length) return;
+    const payload = await this.payload(approvalId);
+    if (!payload) return;
+    await Promise.all(
+      subs.map(async (sub) => {
+        const deliveryId = await this.d.store.createPush({
+          id: pushDeliveryId(approvalId, sub.endpoint),
+          from: { sessionKey: row.session_key, runId: row.run_id },
+          to: { url: sub.endpoint },
+          source: `push:${approvalId}:${sub.endpoint}`,
+        });
+        await this.deliver(deliveryId, approvalId, sub.endpoint, payload);
+      }),
+    );
+  }
+
+  /** The item's §7 JSON, with a fresh action token for a `tool` item (its hash stored); null once it is not pending. */
+  private async payload(approvalId: string): Promise<string | null> {
+    const row = await this.d.store.getApproval(approvalId);
+    if (!row || row.status !== 'pending') return null;
+    const item = toPendingApproval(row);
+    let token: string | undefined;
+    if (item.kind === 'tool') {
+      token = crypto.randomBytes(32).toString('base64url');
+      await this.d.store.db.insertInto('push_tokens').values({ token_hash: hashToken(token), approval_id: approvalId, created_at: nowIso() }).execute();
+    }
     const chain = (await parentChains(this.d.store, [item.sessionKey])).get(item.sessionKey) ?? [item.sessionKey];
     let body = approvalPush(item, chain, token);
     // A deep chain is shortened in the middle so the message fits one push.
     while (JSON.stringify(body).length > MAX_PLAINTEXT && body.parentChain.length > 2) body = { ...body, parentChain: [body.parentChain[0]!, ...body.parentChain.slice(2)] };
-    const payload = JSON.stringify(body);
+    return JSON.stringify(body);
+  }
+
+  /** A round of attempts of one push delivery (the first now, retries later), each recorded on the delivery. */
+  private async deliver(deliveryId: string, approvalId: string, endpoint: string, payload: string): Promise<void> {
     const vapid = await this.vapid();
     const opts = {
       vapid,
@@ -151,26 +184,23 @@ export class PushService {
       timeoutMs: this.d.config.webhooks.timeoutMs,
       dispatcher: (this.dispatcher ??= guardedDispatcher(this.d.config.webhooks.allowPrivateNetwork)),
     };
-    await Promise.all(
-      subs.map((s) =>
-        this.retries.start({ approvalId, endpoint: s.endpoint, send: () => this.attempt(approvalId, s.endpoint, { endpoint: s.endpoint, keys: { p256dh: s.p256dh, auth: s.auth } }, payload, opts) }, (state, attempts, last) =>
-          this.ended(state, approvalId, s.endpoint, attempts, last),
-        ),
-      ),
-    );
+    await this.retries.start({
+      send: () => this.attempt(approvalId, endpoint, payload, opts),
+      record: (r, n, end) => this.record(deliveryId, approvalId, endpoint, r, n, end),
+    });
   }
 
-  private async attempt(approvalId: string, endpoint: string, target: PushSubscriptionInput, payload: string, opts: Parameters<typeof sendPush>[2]): Promise<PushOutcome> {
+  private async attempt(approvalId: string, endpoint: string, payload: string, opts: Parameters<typeof sendPush>[2]): Promise<PushOutcome> {
     // A retry of an item that is no longer pending has nothing left to say.
     const row = await this.d.store.getApproval(approvalId);
-    if (!row || row.status !== 'pending') return { ok: false, gone: false, refused: true, error: 'no longer pending' };
+    if (!row || row.status !== 'pending') return { ok: false, gone: false, refused: true, code: 'already_resolved', error: `approval ${approvalId} is no longer pending` };
     // Nor one to a browser that unsubscribed (or was dropped) since.
-    const sub = await this.d.store.db.selectFrom('push_subscriptions').select('endpoint').where('endpoint', '=', endpoint).executeTakeFirst();
-    if (!sub) return { ok: false, gone: false, refused: true, error: 'unsubscribed' };
-    return sendPush(target, payload, opts);
+    const sub = await this.d.store.db.selectFrom('push_subscriptions').selectAll().where('endpoint', '=', endpoint).executeTakeFirst();
+    if (!sub) return { ok: false, gone: false, refused: true, code: 'unknown_delivery', error: 'the browser unsubscribed' };
+    return sendPush({ endpoint, keys: { p256dh: sub.p256dh, auth: sub.auth } }, payload, opts);
   }
 
-  private ended(state: PushState, approvalId: string, endpoint: string, attempts: number, last: PushOutcome) {
+  private async record(deliveryId: string, approvalId: string, endpoint: string, r: PushOutcome, attempts: number, end: PushState | null): Promise<void> {
     const origin = (() => {
       try {
         return new URL(endpoint).origin;
@@ -178,13 +208,28 @@ export class PushService {
         return '?';
       }
     })();
-    if (state === 'gone') {
+    if (r.ok) await this.d.store.markAttempt(deliveryId, { ok: true });
+    else await this.d.store.markAttempt(deliveryId, { ok: false, final: end !== null, error: { code: r.code ?? (r.refused ? 'forbidden' : 'channel_error'), message: r.error } });
+    if (end === 'gone') {
       // 404/410: the browser unsubscribed or the subscription expired (RFC 8030 §7.3): it is dropped.
-      this.track(this.d.store.db.deleteFrom('push_subscriptions').where('endpoint', '=', endpoint).execute());
-      this.d.log.info({ approvalId, push: origin, status: last.ok ? undefined : last.status }, 'push subscription gone: dropped');
-    } else if (state === 'delivered') this.d.log.debug({ approvalId, push: origin, attempts }, 'push delivered');
-    else this.d.log.warn({ approvalId, push: origin, attempts, state, error: last.ok ? undefined : last.error }, 'push not delivered');
-    this.d.onOutcome?.(state, approvalId, endpoint);
+      await this.d.store.db.deleteFrom('push_subscriptions').where('endpoint', '=', endpoint).execute();
+      this.d.log.info({ approvalId, deliveryId, push: origin, status: r.ok ? undefined : r.status }, 'push subscription gone: dropped');
+    } else if (end === 'delivered') this.d.log.debug({ approvalId, deliveryId, push: origin, attempts }, 'push delivered');
+    else if (end) this.d.log.warn({ approvalId, deliveryId, push: origin, attempts, state: end, error: r.ok ? undefined : r.error }, 'push not delivered');
+    if (end) this.d.onOutcome?.(end, approvalId, endpoint);
+  }
+
+  /** deliveries.retry of a dead push: a fresh round of attempts under the same id, with a fresh action token. */
+  private async retryDead(row: { id: string; source: string | null }): Promise<void> {
+    const m = /^push:([^:]+):(.+)$/.exec(row.source ?? '');
+    if (!m) throw new CrosstalkError('not_retryable', `delivery ${row.id} keeps no push to send again`);
+    const [, approvalId, endpoint] = m as unknown as [string, string, string];
+    const payload = await this.payload(approvalId);
+    if (!payload) {
+      await this.d.store.markAttempt(row.id, { ok: false, final: true, error: { code: 'already_resolved', message: `approval ${approvalId} is no longer pending` } });
+      return;
+    }
+    this.track(this.deliver(row.id, approvalId, endpoint, payload));
   }
 
   /**
@@ -192,10 +237,11 @@ export class PushService {
    * (`decidedBy: {type: "push"}`). A wrong token is `forbidden`; an item resolved anywhere else is `already_resolved`.
    */
   async act(approvalId: string, token: string, decision: PushDecision): Promise<{ status: 'ok' }> {
-    const row = await this.d.store.db.selectFrom('push_actions').select('token_hash').where('approval_id', '=', approvalId).executeTakeFirst();
-    const given = Buffer.from(hashToken(token), 'hex');
-    const stored = row?.token_hash ? Buffer.from(row.token_hash, 'hex') : null;
-    if (!stored || stored.length !== given.length || !crypto.timingSafeEqual(stored, given)) throw new CrosstalkError('forbidden', 'this action token does not answer that approval');
+    const row = await this.d.store.db.selectFrom('push_tokens').select(['approval_id', 'token_hash']).where('token_hash', '=', hashToken(token)).executeTakeFirst();
+    // Looked up by its hash, then compared in constant time with the approval it names.
+    const a = Buffer.from(row?.approval_id ?? '');
+    const b = Buffer.from(approvalId);
+    if (!row || a.length !== b.length || !crypto.timingSafeEqual(a, b)) throw new CrosstalkError('forbidden', 'this action token does not answer that approval');
     const approval = await this.d.store.getApproval(approvalId);
     if (!approval || approval.status !== 'pending') {
       await this.forget(approvalId);
@@ -206,8 +252,8 @@ export class PushService {
     return { status: 'ok' };
   }
 
-  /** The token is spent: its hash goes (the row stays, so the item is never pushed twice). */
+  /** The item is decided: every token pushed for it goes. */
   private async forget(approvalId: string) {
-    await this.d.store.db.updateTable('push_actions').set({ token_hash: null }).where('approval_id', '=', approvalId).execute();
+    await this.d.store.db.deleteFrom('push_tokens').where('approval_id', '=', approvalId).execute();
   }
 }

@@ -23,13 +23,20 @@ export const pushMigrations: MigrationSet = () => ({
         .addColumn('created_at', 'text', (c) => c.notNull())
         .addColumn('updated_at', 'text', (c) => c.notNull())
         .execute();
-      // The action token pushed with a pending item (its SHA-256 only); the row's insert also claims the item's push.
+      // A pending item's push, claimed once across the cluster (the process that inserts the row sends it).
       await db.schema
         .createTable('push_actions')
         .addColumn('approval_id', 'text', (c) => c.primaryKey())
-        .addColumn('token_hash', 'text')
         .addColumn('created_at', 'text', (c) => c.notNull())
         .execute();
+      // The action tokens pushed with a `tool` item (their SHA-256 only); a retried push carries a fresh one.
+      await db.schema
+        .createTable('push_tokens')
+        .addColumn('token_hash', 'text', (c) => c.primaryKey())
+        .addColumn('approval_id', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('push_tokens_approval').on('push_tokens').column('approval_id').execute();
     },
   },
 });

@@ -236,6 +236,7 @@ export interface Database {
   push_keys: PushKeysTable;
   push_subscriptions: PushSubscriptionsTable;
   push_actions: PushActionsTable;
+  push_tokens: PushTokensTable;
 }
 
 /** A2A push notification configs (server/a2a/push.ts): a task's updates go to these URLs through the webhook outbox. */
@@ -287,10 +288,16 @@ export interface PushSubscriptionsTable {
   updated_at: string;
 }
 
-/** A pending item's push: claimed once across processes; `token_hash` (a `tool` item's) lets a notification's action resolve it. */
+/** A pending item's push, claimed once across processes (0018_push). */
 export interface PushActionsTable {
   approval_id: string;
-  token_hash: string | null;
+  created_at: string;
+}
+
+/** A one-time action token of a `tool` item's push (its SHA-256): a notification's action resolves that item with it. */
+export interface PushTokensTable {
+  token_hash: string;
+  approval_id: string;
   created_at: string;
 }
 
