@@ -5,9 +5,11 @@ import { createTRPCRouter, protectedProcedure } from '../init';
 
 /** Where in the room the person decided: the approval row under the transcript (`room`) or the Approvals dialog (`inbox`). */
 const resolveInput = approvalsResolveParams.extend({ via: z.enum(['room', 'inbox']).optional() });
+// tRPC infinite queries send `direction` next to `cursor`; the gateway schema is strict, so accept it here and drop it.
+const historyInput = approvalsHistoryParams.extend({ direction: z.enum(['forward', 'backward']).optional() });
 
 export const approvalsRouter = createTRPCRouter({
   list: protectedProcedure.input(approvalsListParams).query(({ ctx, input }) => ctx.gateway.approvalsList(input)),
   resolve: protectedProcedure.input(resolveInput).mutation(({ ctx, input: { via, ...p } }) => ctx.gateway.approvalsResolve(p, { type: 'user', id: via ?? 'room' })),
-  history: protectedProcedure.input(approvalsHistoryParams).query(({ ctx, input }) => ctx.gateway.approvalsHistory(input)),
+  history: protectedProcedure.input(historyInput).query(({ ctx, input: { direction: _direction, ...p } }) => ctx.gateway.approvalsHistory(p)),
 });
