@@ -85,6 +85,9 @@ describe('deliveries', () => {
     }, 30_000);
     expect(dead).toMatchObject({ kind: 'webhook', state: 'dead', attempts: 2, to: { url: hook.url }, from: { sessionKey: key, runId }, error: { code: 'channel_error', message: expect.stringContaining('500') } });
     expect((await s.rpc<any>('status')).webhooksDead).toBeGreaterThanOrEqual(1);
+    // Dead deliveries are on the board under "Failed" (CONTRACT §7), with what Retry needs.
+    const board = await s.rpc<any>('runs.board', {});
+    expect(board.failed.find((i: any) => i.delivery?.deliveryId === dead.deliveryId)).toMatchObject({ status: 'dead', sessionKey: key, agentId: 'main', parentChain: [key], delivery: { kind: 'webhook', to: hook.url, attempts: 2 } });
     hook.status = 200;
     expect(await s.rpc('deliveries.retry', { deliveryId: dead.deliveryId })).toEqual({ status: 'ok' });
     const again = await until(async () => {
@@ -126,5 +129,23 @@ describe('deliveries', () => {
     expect(new Set(seen).size).toBe(seen.length);
     const times = all.map((d) => d.createdAt);
     expect([...times].sort().reverse()).toEqual(times);
+  });
+});
+
+describe('the board and budgets', () => {
+  it('a board item of a budgeted agent shows its tree spend against the cap', async () => {
+    const b = await startTestServer({ config: { agents: [{ id: 'main', budget: { tokens: 1_000_000, usd: 5 } }, { id: 'researcher' }] } });
+    try {
+      const { runId } = await b.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:budgeted', message: '/reply spent' });
+      await b.rpc('agent.wait', { runId });
+      const item = (await b.rpc<any>('runs.board', {})).done.find((i: any) => i.runId === runId);
+      expect(item.budget).toMatchObject({ rootRunId: runId, capTokens: 1_000_000, capUsd: 5, spentUsd: 0 });
+      expect(item.budget.spentTokens).toBeGreaterThan(0);
+      const other = await b.rpc<{ runId: string }>('agent', { sessionKey: 'agent:researcher:unbudgeted', message: '/reply x' });
+      await b.rpc('agent.wait', { runId: other.runId });
+      expect((await b.rpc<any>('runs.board', {})).done.find((i: any) => i.runId === other.runId).budget).toBeUndefined();
+    } finally {
+      await b.close();
+    }
   });
 });

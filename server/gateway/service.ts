@@ -15,7 +15,7 @@ import type { AnyToolDef } from '../tools/types';
 import { checkWebhookUrl } from '../webhooks/guard';
 import { activeRunIds, parentChains, searchSessions } from './room';
 import { runsBoard } from './board';
-import { deliveriesGet, deliveriesList, deliveriesRetry } from './deliveries';
+import { deliveriesForCall, deliveriesGet, deliveriesList, deliveriesRetry } from './deliveries';
 import type {
   SessionsSearchParams,
   AgentParams,
@@ -282,7 +282,7 @@ export class GatewayService implements Gateway {
   }
 
   runsBoard(p: RunsBoardParams) {
-    return runsBoard(this.d.store, p);
+    return runsBoard(this.d.store, p, (agentId) => this.d.config.agents.find((a) => a.id === agentId)?.budget);
   }
 
   deliveriesGet(p: DeliveriesGetParams) {
@@ -291,6 +291,10 @@ export class GatewayService implements Gateway {
 
   deliveriesList(p: DeliveriesListParams) {
     return deliveriesList(this.d.store, p);
+  }
+
+  deliveriesForCall(p: { runId: string; callId: string }) {
+    return deliveriesForCall(this.d.store, p);
   }
 
   deliveriesRetry(p: DeliveriesRetryParams) {

@@ -146,6 +146,8 @@ export interface Gateway {
   deliveriesGet(p: import('./schemas').DeliveriesGetParams): Promise<import('../store/deliveries').Delivery>;
   /** Delivery records newest first; `sessionKey` matches either end. */
   deliveriesList(p: import('./schemas').DeliveriesListParams): Promise<{ deliveries: import('../store/deliveries').Delivery[]; next_cursor: string | null }>;
+  /** The deliveries one tool call started (the room's tool card). */
+  deliveriesForCall(p: { runId: string; callId: string }): Promise<{ deliveries: import('../store/deliveries').Delivery[] }>;
   /** A `dead` delivery attempted again under the same id; otherwise `not_retryable`. */
   deliveriesRetry(p: import('./schemas').DeliveriesRetryParams): Promise<{ status: 'ok' }>;
   /** Live + replayed agent events for a session or run. */
@@ -192,6 +194,10 @@ export interface BoardItem {
   startedAt: string;
   endedAt?: string;
   costUsd: number;
+  /** The run's request tree spend against its agent's `budget` (CONTRACT §5), when it has one. */
+  budget?: { rootRunId: string; spentUsd: number; capUsd: number | null; spentTokens: number; capTokens: number | null };
+  /** A dead delivery on the board under "Failed" (CONTRACT §7, §9): what to retry. */
+  delivery?: { deliveryId: string; kind: string; to: string; attempts: number; error?: string };
 }
 
 export interface Board {
