@@ -6,6 +6,7 @@ import { startTestServer, type TestServer, until } from '../testing/harness';
 import { startPushReceiver, type PushReceiver } from '../testing/push-receiver';
 import webpush from 'web-push';
 import { loadVapidKeys } from './keys';
+import { approvalPush } from './payload';
 
 const webhooks = { allowPrivateNetwork: true, retryBaseMs: 30, maxAttempts: 4, timeoutMs: 2000 };
 const agents = [{ id: 'main', tools: { sessions_list: 'ask' } }];
@@ -184,6 +185,19 @@ describe('push (CONTRACT §3 push.*, §7 Notifications)', () => {
       const r = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'push.subscribe', params: bad });
       expect(r.body.error).toMatchObject({ code: -32602, data: { code: 'invalid_request' } });
     }
+  });
+});
+
+describe('what a push says about each kind of item', () => {
+  const base = { approvalId: 'apr_1', sessionKey: 'agent:main:subagent:x', runId: 'r', callId: 'c', requestedAt: 't' };
+  it('a one-line summary for every kind; only tool items carry a token', () => {
+    expect(approvalPush({ ...base, kind: 'tool', tool: 'exec', args: { command: 'ls -la\n  /tmp' } }, ['agent:main:main', 'agent:main:subagent:x'], 'tok')).toEqual({
+      type: 'approval', approvalId: 'apr_1', kind: 'tool', sessionKey: 'agent:main:subagent:x', tool: 'exec', parentChain: ['agent:main:main', 'agent:main:subagent:x'], summary: 'exec: ls -la /tmp', token: 'tok',
+    });
+    expect(approvalPush({ ...base, kind: 'elicitation', tool: 'mcp__files__ask', args: { server: 'files', message: 'Which folder?' } }, ['k']).summary).toBe('files asks: Which folder?');
+    expect(approvalPush({ ...base, kind: 'budget', tool: 'budget', args: { spentUsd: 1.234, capUsd: 1 } }, ['k'])).not.toHaveProperty('token');
+    expect(approvalPush({ ...base, kind: 'budget', tool: 'budget', args: { spentUsd: 1.234, capUsd: 1 } }, ['k']).summary).toBe('budget reached: $1.23 of $1.00');
+    expect(approvalPush({ ...base, kind: 'tool', tool: 'write', args: { text: 'x'.repeat(500) } }, ['k']).summary).toHaveLength(140);
   });
 });
 

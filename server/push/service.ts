@@ -131,6 +131,8 @@ export class PushService {
    * (the process that inserts it sends). Each browser's push is a delivery of kind `push` (CONTRACT §9).
    */
   async notify(approvalId: string): Promise<void> {
+    const subs = await this.d.store.db.selectFrom('push_subscriptions').selectAll().orderBy('created_at').execute();
+    if (!subs.length) return; // no browser asked: nothing to claim or record
     const row = await this.d.store.getApproval(approvalId);
     if (!row || row.status !== 'pending') return;
     const claimed = await this.d.store.db
@@ -140,8 +142,6 @@ export class PushService {
       .returning('approval_id')
       .executeTakeFirst();
     if (!claimed) return; // pushed already (a resumed run asks again)
-    const subs = await this.d.store.db.selectFrom('push_subscriptions').selectAll().orderBy('created_at').execute();
-    if (!subs.length) return;
     const payload = await this.payload(approvalId);
     if (!payload) return;
     await Promise.all(
