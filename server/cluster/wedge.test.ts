@@ -24,7 +24,7 @@ afterAll(async () => {
 const LEASE_ENV = { CROSSTALK_HEARTBEAT_MS: '200', CROSSTALK_DEAD_AFTER_MS: '1500', CROSSTALK_SWEEP_MS: '100', CROSSTALK_PG_POOL: '4' };
 
 /** `n` gateway processes on one schema, each with its own model server (answers "<name>-<n>", held while `hold`). */
-async function processes(names: string[]) {
+async function processes(names: string[], extraEnv: Record<string, string> = {}) {
   const schema = `t_wedge_${crypto.randomBytes(4).toString('hex')}`;
   const dataDir = tmpDataDir('crosstalk-wedge-');
   const configFile = path.join(dataDir, 'config.json');
@@ -46,7 +46,7 @@ async function processes(names: string[]) {
     const child = await startChildServer({
       dataDir: procs.length ? tmpDataDir() : dataDir,
       configFile,
-      env: { ...LEASE_ENV, DATABASE_URL: PG_URL, CROSSTALK_TEST_PG_SCHEMA: schema, OPENAI_BASE_URL: model.baseURL, OPENAI_API_KEY: 'sk-test', PGAPPNAME: app, ...(process.env.WEDGE_LOG ? { CROSSTALK_LOG_LEVEL: 'warn' } : {}) },
+      env: { ...LEASE_ENV, DATABASE_URL: PG_URL, CROSSTALK_TEST_PG_SCHEMA: schema, OPENAI_BASE_URL: model.baseURL, OPENAI_API_KEY: 'sk-test', PGAPPNAME: app, ...extraEnv, ...(process.env.WEDGE_LOG ? { CROSSTALK_LOG_LEVEL: 'warn' } : {}) },
     });
     if (process.env.WEDGE_LOG) child.child.stdout!.on('data', (d: Buffer) => process.stderr.write(`${name}: ${d}`));
     cleanups.push(async () => {
@@ -103,6 +103,25 @@ describe.skipIf(onPgPass)('a session is never left owned but not driven', () => 
     const r2 = await a!.child.rpc<{ runId: string }>('agent', { sessionKey: key, message: 'again' });
     expect(await a!.child.rpc('agent.wait', { runId: r2.runId, timeoutMs: 30_000 })).toMatchObject({ status: 'ok' });
     expect(await history(a!.child.rpc, key)).toHaveLength(4);
+  }, 120_000);
+
+  it('a run whose end is refused (its lease taken) with every pooled connection in use: the process does not deadlock on its own pool', async () => {
+    // One pooled connection: the end of a run that lost its lease is a transaction, and telling a lost lease from a
+    // deleted session inside it used to ask the pool for a second connection — with all of them held, forever.
+    const { db, procs } = await processes(['pool1'], { CROSSTALK_PG_POOL: '1' });
+    const [a] = procs;
+    const key = 'agent:main:fenced-end';
+    a!.gate.hold = true;
+    const r = await a!.child.rpc<{ runId: string }>('agent', { sessionKey: key, message: 'hello', webhook: { url: 'http://127.0.0.1:9/hook' } });
+    await until(() => a!.model.requests.length > 0);
+    // Another process took the lease meanwhile (a new epoch): this process's end of the run is refused.
+    await db.query(`update sessions set epoch = nextval('session_epochs') where key = $1`, [key]);
+    a!.gate.hold = false;
+    a!.release();
+    // The process goes on: the run is re-driven under the lease it holds (the backstop) and ends, and a new session works.
+    expect(await a!.child.rpc('agent.wait', { runId: r.runId, timeoutMs: 30_000 })).toMatchObject({ status: 'ok' });
+    const r2 = await a!.child.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:after', message: 'again' });
+    expect(await a!.child.rpc('agent.wait', { runId: r2.runId, timeoutMs: 30_000 })).toMatchObject({ status: 'ok' });
   }, 120_000);
 
   it('a session held under an identity already declared dead (a zombie’s late claim) is freed and its run taken over', async () => {

@@ -1,6 +1,6 @@
 // Agent events and transcript shapes of CONTRACT §4, shared by the server, the tRPC client and the tests.
 
-export type EventStream = 'lifecycle' | 'tool' | 'assistant' | 'approval' | 'message' | 'compaction' | 'error';
+export type EventStream = 'lifecycle' | 'tool' | 'assistant' | 'approval' | 'message' | 'compaction' | 'delivery' | 'error';
 
 export interface AgentEvent {
   /** Global, increasing id assigned by the event log (the SSE id). */
@@ -98,6 +98,32 @@ export interface PendingApproval {
   url?: string;
   /** The session's ancestors, root first (main → delegate → …), ending with this session; the room's inbox shows it. */
   chain?: string[];
+}
+
+/**
+ * Who decided an approval, and where (CONTRACT §3 `approvals.history`): a person (`user`, `id` says where: `room`, `inbox`,
+ * `jsonrpc`), a chat approver (`chat`, `id` the peer, with its channel), a notification action (`push`), the agent's
+ * reviewer model (`reviewer`, `id` its model spec) or an `allow_always` rule (`rule`).
+ */
+export type DecidedBy =
+  | { type: 'user'; id?: string }
+  | { type: 'chat'; id: string; channel: string; name?: string }
+  | { type: 'push'; id?: string }
+  | { type: 'reviewer'; id?: string }
+  | { type: 'rule'; id?: string };
+
+/** One decided item as `approvals.history` returns it (CONTRACT §3). */
+export interface ApprovalRecord {
+  approvalId: string;
+  sessionKey: string;
+  runId: string;
+  kind: PendingApproval['kind'];
+  tool: string;
+  decision: string;
+  decidedBy: DecidedBy;
+  reason?: string;
+  requestedAt: string;
+  decidedAt: string;
 }
 
 /** The trust a run carries: the operator's (the API token), or a channel sender's (their `channelTools` policy). */

@@ -4,7 +4,8 @@ import { CrosstalkError } from '../errors';
 import type { EventBus } from '../events/bus';
 import type { SessionKind, SessionSummary } from '../events/types';
 import { validateModelSpec } from '../models/registry';
-import { toPendingApproval } from '../orchestrator/approvals';
+import { toApprovalRecord, toPendingApproval } from '../orchestrator/approvals';
+import type { DecidedBy } from '../events/types';
 import type { Orchestrator } from '../orchestrator/orchestrator';
 import { toolPolicyFor } from '../config';
 import { decodeCursor, encodeCursor } from '../store/cursor';
@@ -14,6 +15,7 @@ import type { AnyToolDef } from '../tools/types';
 import { checkWebhookUrl } from '../webhooks/guard';
 import { activeRunIds, parentChains, searchSessions } from './room';
 import { runsBoard } from './board';
+import { deliveriesForCall, deliveriesGet, deliveriesList, deliveriesRetry } from './deliveries';
 import type {
   SessionsSearchParams,
   AgentParams,
@@ -21,7 +23,11 @@ import type {
   AgentCancelParams,
   ApprovalsListParams,
   ApprovalsResolveParams,
+  ApprovalsHistoryParams,
   RunsBoardParams,
+  DeliveriesGetParams,
+  DeliveriesListParams,
+  DeliveriesRetryParams,
   ChatHistoryParams,
   SessionsDeleteParams,
   SessionsListParams,
@@ -43,6 +49,8 @@ import type { Compactor } from '../orchestrator/compaction';
 import { compactSession } from './compact';
 import { acceptedAnswer, Claimant, ClaimTaken, settleClaim } from '../store/idempotency';
 import { failpoint } from '../failpoints';
+import type { PushService } from '../push/service';
+import type { PushSubscribeParams, PushUnsubscribeParams } from '../push/schemas';
 
 export interface ServiceDeps {
   config: CrosstalkConfig;
@@ -58,6 +66,8 @@ export interface ServiceDeps {
   mcpStatus?: () => McpServerStatus[];
   usage?: Usage;
   compactor?: Compactor;
+  /** Web Push (server/push): subscriptions and the VAPID key. */
+  push?: PushService;
 }
 
 export class GatewayService implements Gateway {
@@ -272,12 +282,59 @@ export class GatewayService implements Gateway {
   }
 
   runsBoard(p: RunsBoardParams) {
-    return runsBoard(this.d.store, p);
+    return runsBoard(this.d.store, p, (agentId) => this.d.config.agents.find((a) => a.id === agentId)?.budget);
   }
 
-  async approvalsResolve(p: ApprovalsResolveParams) {
-    await this.d.orchestrator.approvals.resolve(p.approvalId, p.decision, p.reason, undefined, p.content);
+  deliveriesGet(p: DeliveriesGetParams) {
+    return deliveriesGet(this.d.store, p);
+  }
+
+  deliveriesList(p: DeliveriesListParams) {
+    return deliveriesList(this.d.store, p);
+  }
+
+  deliveriesForCall(p: { runId: string; callId: string }) {
+    return deliveriesForCall(this.d.store, p);
+  }
+
+  deliveriesRetry(p: DeliveriesRetryParams) {
+    return deliveriesRetry(this.d.store, p);
+  }
+
+  private pushService(): PushService {
+    if (!this.d.push) throw new CrosstalkError('internal', 'push is not running in this process');
+    return this.d.push;
+  }
+
+  pushVapidKey() {
+    return this.pushService().vapidKey();
+  }
+
+  pushSubscribe(p: PushSubscribeParams) {
+    return this.pushService().subscribe(p.subscription);
+  }
+
+  pushUnsubscribe(p: PushUnsubscribeParams) {
+    return this.pushService().unsubscribe(p.endpoint);
+  }
+
+  async approvalsResolve(p: ApprovalsResolveParams, by: DecidedBy) {
+    await this.d.orchestrator.approvals.resolve(p.approvalId, p.decision, p.reason, by, p.content);
     return { status: 'ok' as const };
+  }
+
+  async approvalsHistory(p: ApprovalsHistoryParams) {
+    const limit = p.limit ?? 50;
+    const scope = p.sessionKey ?? '*';
+    // Validation before lookup: a cursor of another list (or scope) is invalid_cursor.
+    const before = p.cursor ? (decodeCursor(p.cursor, 'approvals_history', scope, 2) as [string, string]) : undefined;
+    const rows = await this.d.store.approvalHistory({ sessionKey: p.sessionKey, limit: limit + 1, ...(before ? { before } : {}) });
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    return {
+      approvals: page.map(toApprovalRecord),
+      next_cursor: rows.length > limit && last ? encodeCursor('approvals_history', scope, [last.resolved_at!, last.id]) : null,
+    };
   }
 
   async agentsList(): Promise<{ agents: AgentInfo[] }> {

@@ -38,9 +38,8 @@ export class FencedStore extends StoreBase {
   }
 
   /**
-   * A fenced write found the session row missing or held by a newer lease. Inside a transaction, pass it (`db`): a
-   * second pool connection taken while the transaction holds one deadlocks once the pool is exhausted (a process
-   * declared dead ends many runs fenced at once).
+   * A fenced write found the session row missing or held by a newer lease. Inside a transaction, pass it as `db`:
+   * asking the pool for a second connection while holding one deadlocks once every connection is held so.
    */
   protected async lostSession(key: string, allowMissing = false, db: Kysely<Database> = this.db): Promise<void> {
     if (!(await db.selectFrom('sessions').select('key').where('key', '=', key).executeTakeFirst())) {

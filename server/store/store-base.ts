@@ -2,10 +2,11 @@
 // one Kysely database (SQLite or PostgreSQL). Store (store.ts) adds sessions, transcripts and runs on top.
 import { type Kysely, sql } from 'kysely';
 import { type EventCursor, START } from '../events/cursor';
-import type { Author, MessageKind, MessageRole, PendingEvent, TranscriptMessage } from '../events/types';
+import type { Author, DecidedBy, MessageKind, MessageRole, PendingEvent, TranscriptMessage } from '../events/types';
 import type { DbHandle } from './db';
-import type { ApprovalRow, CallbackRow, Database, EventRow, MessageRow, RunRow, WebhookRow } from './schema';
+import type { ApprovalRow, CallbackRow, Database, DeliveryRow, EventRow, MessageRow, RunRow, WebhookRow } from './schema';
 import { insertEventsSql, wakeEventsSql } from './event-sql';
+import { advanceDeliveries, type DeliveryChange, failedAttempt, insertDeliveries, type NewDelivery, newDeliveryId } from './deliveries';
 
 export interface NewMessage {
   sessionKey: string;
@@ -29,6 +30,9 @@ export interface NewSession {
 }
 
 export const nowIso = () => new Date().toISOString();
+
+/** The delivery of a webhook outbox row (webhooks and A2A pushes). */
+export const webhookDeliveryId = (rowId: string) => `dlv_${rowId}`;
 
 /** Events per insert statement (one jsonb parameter, or a multi-row insert on SQLite). */
 const EVENT_CHUNK = 500;
@@ -116,17 +120,87 @@ export class StoreBase {
   }
 
   async settleCallback(id: string, status: 'delivered' | 'dropped', error?: string): Promise<void> {
-    await this.db.updateTable('callbacks').set({ status, error: error ?? null, delivered_at: nowIso() }).where('id', '=', id).execute();
+    const changes = await this.db.transaction().execute(async (tx) => {
+      await tx.updateTable('callbacks').set({ status, error: error ?? null, delivered_at: nowIso() }).where('id', '=', id).execute();
+      // Dropped: the caller is gone, its callback delivery fails with it (delivered is recorded with the caller's row).
+      return status === 'dropped' ? advanceDeliveries(tx, [`dlv_${id}`], 'failed', { error: { code: error ?? 'unknown_session', message: 'the caller session is gone' } }) : [];
+    });
+    this.announce(changes);
+  }
+
+  // ── deliveries (CONTRACT §9; the rows and their SQL in ./deliveries) ────
+
+  /**
+   * How a `dead` delivery is attempted again (deliveries.retry), by what it records (its `source` up to the first
+   * colon: `webhook_outbox`, `channel`, …): each sender registers its own. Called once the record is `accepted` again.
+   */
+  readonly deliveryRetry = new Map<string, (row: DeliveryRow) => Promise<void>>();
+
+  /** Set by boot: hands changed deliveries on as `delivery` events on both ends' streams, once their write committed. */
+  onDeliveries?: (changes: DeliveryChange[]) => void;
+
+  announce(changes: DeliveryChange[]): void {
+    if (changes.length) this.onDeliveries?.(changes);
+  }
+
+  /** New deliveries (an id seen before is kept as it is: a re-driven call finds its own), announced. */
+  async createDeliveries(list: NewDelivery[]): Promise<DeliveryChange[]> {
+    const changes = await this.db.transaction().execute((tx) => insertDeliveries(tx, list));
+    this.announce(changes);
+    return changes;
+  }
+
+  /** Moves deliveries forward (never back; a late or repeated step changes nothing), announced. */
+  async advanceDeliveries(ids: string[], to: Parameters<typeof advanceDeliveries>[2], o: Parameters<typeof advanceDeliveries>[3] = {}): Promise<DeliveryChange[]> {
+    const changes = await this.db.transaction().execute((tx) => advanceDeliveries(tx, ids, to, o));
+    this.announce(changes);
+    return changes;
+  }
+
+  /**
+   * A push delivery (CONTRACT §9 `push`: §7 notifications, A2A pushes outside the outbox), `accepted`; its id is the
+   * caller's when it derives from what it pushes (an approval and a subscription), so a repeat records nothing new.
+   * Then one `markAttempt` per attempt. A retry of a dead one calls `deliveryRetry.get('push')` (register it).
+   */
+  async createPush(p: { id?: string; from?: { sessionKey?: string | null; runId?: string | null }; to: { url: string; sessionKey?: string | null }; source?: string }): Promise<string> {
+    const id = p.id ?? newDeliveryId();
+    await this.createDeliveries([{ id, kind: 'push', from: p.from ?? {}, to: { url: p.to.url, sessionKey: p.to.sessionKey ?? null }, source: p.source ?? `push:${id}` }]);
+    return id;
+  }
+
+  /**
+   * One attempt of a delivery to the outside (a channel send, a push), recorded: `ok` moves it to `delivered`,
+   * else its attempts count up and with `final` it is `dead`.
+   */
+  async markAttempt(id: string, o: { ok: true } | { ok: false; error: { code: string; message: string }; final: boolean }): Promise<DeliveryChange[]> {
+    const changes = await this.db.transaction().execute(async (tx) => {
+      if (o.ok) return advanceDeliveries(tx, [id], 'delivered', { attempt: true, error: null });
+      if (o.final) return advanceDeliveries(tx, [id], 'dead', { attempt: true, error: o.error });
+      await failedAttempt(tx, id, o.error);
+      return [];
+    });
+    this.announce(changes);
+    return changes;
   }
 
   /** Set by boot: what makes webhook rows run once their transaction commits (PostgreSQL: the job engine's jobs). */
   webhookJobs?: (tx: Kysely<Database>, rows: WebhookRow[]) => Promise<void>;
 
   /** Webhook rows (ids derive from what they report: an id written before is skipped), with their jobs, in `tx`. */
-  async insertWebhooks(tx: Kysely<Database>, rows: WebhookRow[]): Promise<void> {
+  async insertWebhooks(tx: Kysely<Database>, rows: WebhookRow[]): Promise<DeliveryChange[]> {
     const fresh = await tx.insertInto('webhook_outbox').values(rows).onConflict((oc) => oc.column('id').doNothing()).returning('id').execute();
     const ids = new Set(fresh.map((r) => r.id));
-    if (ids.size) await this.webhookJobs?.(tx, rows.filter((r) => ids.has(r.id)));
+    if (!ids.size) return [];
+    const added = rows.filter((r) => ids.has(r.id));
+    // Each row is a delivery of its own (`webhook`, or `push` for an A2A push notification), in the same transaction.
+    const froms = await tx.selectFrom('runs').select(['id', 'session_key']).where('id', 'in', [...new Set(added.map((r) => r.run_id))]).execute();
+    const sessionOf = new Map(froms.map((r) => [r.id, r.session_key]));
+    const changes = await insertDeliveries(
+      tx,
+      added.map((r) => ({ id: webhookDeliveryId(r.id), kind: r.headers ? 'push' : 'webhook', from: { sessionKey: sessionOf.get(r.run_id) ?? null, runId: r.run_id }, to: { url: r.url }, runId: r.run_id, source: `webhook_outbox:${r.id}` })),
+    );
+    await this.webhookJobs?.(tx, added);
+    return changes;
   }
 
   /** SQLite's dispatcher (PostgreSQL's webhooks are the job engine's). */
@@ -139,8 +213,31 @@ export class StoreBase {
     return (r?.m as string | null) ?? undefined;
   }
 
+  /** An attempt's outcome on the outbox row and its delivery, in one transaction (2xx: delivered; the last failure: dead). */
   async updateWebhook(id: string, fields: Partial<Omit<WebhookRow, 'id'>>): Promise<void> {
-    await this.db.updateTable('webhook_outbox').set(fields).where('id', '=', id).execute();
+    const changes = await this.db.transaction().execute(async (tx) => {
+      await tx.updateTable('webhook_outbox').set(fields).where('id', '=', id).execute();
+      // Each recorded attempt counts once on the delivery (a retried dead one keeps counting under the same id).
+      const did = webhookDeliveryId(id);
+      const attempt = fields.attempts !== undefined;
+      const error = { code: 'channel_error', message: fields.last_error ?? 'retries exhausted' };
+      if (fields.status === 'delivered') return advanceDeliveries(tx, [did], 'delivered', { error: null, attempt });
+      if (fields.status === 'dead') return advanceDeliveries(tx, [did], 'dead', { error, attempt });
+      if (attempt) await failedAttempt(tx, did, error);
+      return [];
+    });
+    this.announce(changes);
+  }
+
+  /** A row whose attempts ran out without one reporting: dead, if still pending (and its delivery with it). */
+  async webhookDead(id: string, error: string): Promise<boolean> {
+    const r = await this.db.transaction().execute(async (tx) => {
+      const u = await tx.updateTable('webhook_outbox').set({ status: 'dead', last_error: error }).where('id', '=', id).where('status', '=', 'pending').executeTakeFirst();
+      if (Number(u.numUpdatedRows) !== 1) return null;
+      return advanceDeliveries(tx, [webhookDeliveryId(id)], 'dead', { error: { code: 'channel_error', message: error } });
+    });
+    if (r) this.announce(r);
+    return r !== null;
   }
 
   listWebhooks(o: { status?: string; limit: number }): Promise<WebhookRow[]> {
@@ -281,10 +378,10 @@ export class StoreBase {
   // ── approvals ───────────────────────────────────────────────────────────
 
   /** Asks for a tool call's approval once: the stored row of that call (ours when `inserted`, else the first one's). */
-  async insertApproval(a: Omit<ApprovalRow, 'trust' | 'kind' | 'response'> & { trust?: string | null; kind?: string }): Promise<{ row: ApprovalRow; inserted: boolean }> {
+  async insertApproval(a: Omit<ApprovalRow, 'trust' | 'kind' | 'response' | 'decided_by' | 'decided_by_type'> & { trust?: string | null; kind?: string; decided_by?: string | null; decided_by_type?: string | null }): Promise<{ row: ApprovalRow; inserted: boolean }> {
     const r = await this.db.insertInto('approvals').values(a).onConflict((oc) => oc.columns(['run_id', 'call_id']).doNothing()).returning('id').executeTakeFirst();
     const row = r ? undefined : await this.approvalForCall(a.run_id, a.call_id);
-    return row ? { row, inserted: false } : { row: { trust: null, kind: 'tool', response: null, ...a } as ApprovalRow, inserted: true };
+    return row ? { row, inserted: false } : { row: { trust: null, kind: 'tool', response: null, decided_by: null, decided_by_type: null, ...a } as ApprovalRow, inserted: true };
   }
 
   getApproval(id: string): Promise<ApprovalRow | undefined> {
@@ -292,10 +389,10 @@ export class StoreBase {
   }
 
   /** Settles a pending approval; false when it was not pending (already resolved or cancelled). */
-  async settleApproval(id: string, status: string, decision: string | null, reason: string | null, response?: string | null): Promise<boolean> {
+  async settleApproval(id: string, status: string, decision: string | null, reason: string | null, response?: string | null, by?: DecidedBy): Promise<boolean> {
     const res = await this.db
       .updateTable('approvals')
-      .set({ status, decision, reason, resolved_at: nowIso(), ...(response != null ? { response } : {}) })
+      .set({ status, decision, reason, resolved_at: nowIso(), ...(response != null ? { response } : {}), ...(by ? { decided_by: JSON.stringify(by), decided_by_type: by.type } : {}) })
       .where('id', '=', id)
       .where('status', '=', 'pending')
       .executeTakeFirst();
@@ -311,6 +408,34 @@ export class StoreBase {
     if (o.sessionKey) q = q.where('session_key', '=', o.sessionKey);
     if (o.runId) q = q.where('run_id', '=', o.runId);
     return q.orderBy('requested_at').orderBy('id').limit(500).execute();
+  }
+
+  /**
+   * Decided items, newest decision first (CONTRACT §3 `approvals.history`): after `before` (the last page's
+   * `[decidedAt, id]`), `limit` of them. A cancelled item (its run ended) was decided by no one and is left out.
+   */
+  approvalHistory(o: { sessionKey?: string; limit: number; before?: [string, string] }): Promise<ApprovalRow[]> {
+    let q = this.db.selectFrom('approvals').selectAll().where('resolved_at', 'is not', null).where('decision', 'is not', null).where('status', '<>', 'pending');
+    if (o.sessionKey) q = q.where('session_key', '=', o.sessionKey);
+    if (o.before) {
+      const [at, id] = o.before;
+      q = q.where((eb) => eb.or([eb('resolved_at', '<', at), eb.and([eb('resolved_at', '=', at), eb('id', '<', id)])]));
+    }
+    return q.orderBy('resolved_at', 'desc').orderBy('id', 'desc').limit(o.limit).execute();
+  }
+
+  /** The decisions of a session's reviewer, newest first (its streak of denials, CONTRACT §5 "Reviewer"). */
+  async reviewerDecisions(sessionKey: string, limit: number): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('approvals')
+      .select('decision')
+      .where('session_key', '=', sessionKey)
+      .where('decided_by_type', '=', 'reviewer')
+      .orderBy('resolved_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => r.decision ?? '');
   }
 
   async addToolRule(sessionKey: string, tool: string): Promise<void> {
