@@ -5,9 +5,10 @@ import type { DialectName } from './schema';
 import type { MigrationSet, SerialId } from './migration-kit';
 import { roomSearchMigration } from './search';
 import { approvalHistoryMigrations } from './migrations-approval-history';
+import { oauthMigrations } from './migrations-oauth';
 
 // Later capabilities keep their migrations in modules of their own (server/store/migrations-<name>.ts): add the set here.
-const sets: MigrationSet[] = [approvalHistoryMigrations];
+const sets: MigrationSet[] = [oauthMigrations, approvalHistoryMigrations];
 
 function migrations(dialect: DialectName): Record<string, Migration> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
