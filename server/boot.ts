@@ -8,6 +8,8 @@ import { handleTrpc } from './http/trpc';
 import { handleMcp } from './mcp-server/http';
 import { ConfigError, type CrosstalkConfig, loadConfig } from './config';
 import { EventBus } from './events/bus';
+import { deliveryEmitter } from './events/delivery-events';
+import { registerWebhookRetry } from './gateway/deliveries';
 import { GatewayService } from './gateway/service';
 import type { Gateway } from './gateway/types';
 import { createLogger, type Logger } from './logger';
@@ -32,6 +34,7 @@ import { startRetention } from './store/retention';
 import { Compactor } from './orchestrator/compaction';
 import { Telemetry } from './telemetry/tracing';
 import { Usage } from './usage/usage';
+import { PushService } from './push/service';
 
 export interface CreateRuntimeOptions {
   config: CrosstalkConfig;
@@ -49,6 +52,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   const store = new Store(handle);
   const bus = new EventBus(store, log);
   bus.head = await store.logHead();
+  store.onDeliveries = deliveryEmitter(bus, (e) => log.error({ err: e }, 'could not emit a delivery event'));
   // PostgreSQL: this process joins the cluster; events reach subscribers through the feed, in log order.
   const cluster = handle.pg ? new Cluster(store.db, handle.pg, log) : null;
   const feed = cluster ? new EventFeed(store, bus, log) : null;
@@ -76,9 +80,20 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     ? new PgWebhookDispatcher({ store, config: config.webhooks, log, pool: handle.pg.pool, pgSchema: handle.pg.schema, listener: cluster ?? undefined, onOutcome, telemetry })
     : new WebhookOutbox(store, config.webhooks, log, onOutcome, telemetry);
   store.webhookJobs = webhooks.enqueueIn?.bind(webhooks);
+  registerWebhookRetry(store, webhooks);
   orchestrator.webhooks = webhooks;
   const mcp = new McpManager({ config, tools, bus, log, store });
-  gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates, metrics, channels, cluster, mcpStatus: () => mcp.status(), usage, compactor });
+  // Web Push: the VAPID keys are made (once, race-safe) before anything can ask for them; new pending items are pushed.
+  const push = new PushService({
+    store,
+    bus,
+    log,
+    config,
+    resolve: (approvalId, decision, reason, by) => orchestrator.approvals.resolve(approvalId, decision, reason, by),
+    onOutcome: (state) => metrics.pushes.inc({ outcome: state }),
+  });
+  await push.start();
+  gateway = new GatewayService({ push,  config, store, bus, orchestrator, tools, delegates, metrics, channels, cluster, mcpStatus: () => mcp.status(), usage, compactor });
   mcp.start(); // in the background, before recovery re-drives runs that may call MCP tools
   if (cluster && feed) {
     orchestrator.cluster = cluster;
@@ -119,6 +134,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     telemetry,
     compactor,
     tools,
+    push,
     nodeGateway(req, res) {
       handleGatewayNode(rt, req, res);
     },
@@ -130,6 +146,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     },
     async close() {
       await mcp.stop();
+      push.stop();
       await orchestrator.shutdown();
       await channels.idle();
       channels.stop();

@@ -7,6 +7,7 @@ import type { Gateway } from './types';
 import type { SessionSummary } from '../events/types';
 import { sendParams } from './schemas';
 import { pairingsResolveParams } from '../trust/pairing';
+import { pushSubscribeParams, pushUnsubscribeParams, pushVapidKeyParams } from '../push/schemas';
 import { nulPath } from './nul';
 import { jsonTooDeep, TOO_DEEP_MESSAGE } from '../http/json-depth';
 
@@ -64,6 +65,9 @@ const methods: Record<string, Method> = {
     agents: (await gw.agentsList()).agents.map(({ agentId, name, model, tools, mcpTools, remote }) => ({ agentId, name, model, tools, ...(mcpTools?.length ? { mcpTools } : {}), ...(remote ? { remote } : {}) })),
   }) },
   'runs.board': { params: s.runsBoardParams, call: (gw, p) => gw.runsBoard(p) },
+  'deliveries.get': { params: s.deliveriesGetParams, call: (gw, p) => gw.deliveriesGet(p) },
+  'deliveries.list': { params: s.deliveriesListParams, call: (gw, p) => gw.deliveriesList(p) },
+  'deliveries.retry': { params: s.deliveriesRetryParams, call: (gw, p) => gw.deliveriesRetry(p) },
   'delegates.list': { params: s.delegatesListParams, call: (gw, p) => gw.delegatesList(p) },
   'delegates.messages': { params: s.delegatesMessagesParams, call: (gw, p) => gw.delegatesMessages(p) },
   'delegates.dismiss': { params: s.delegatesDismissParams, call: (gw, p) => gw.delegatesDismiss(p) },
@@ -75,6 +79,9 @@ const methods: Record<string, Method> = {
   'webhooks.list': { params: s.webhooksListParams, call: (gw, p) => gw.webhooksList(p) },
   'sessions.compact': { params: s.sessionsCompactParams, call: (gw, p) => gw.sessionsCompact(p) },
   'sessions.usage': { params: s.sessionsUsageParams, call: (gw, p) => gw.sessionsUsage(p) },
+  'push.vapidKey': { params: pushVapidKeyParams, call: (gw) => gw.pushVapidKey() },
+  'push.subscribe': { params: pushSubscribeParams, call: (gw, p) => gw.pushSubscribe(p) },
+  'push.unsubscribe': { params: pushUnsubscribeParams, call: (gw, p) => gw.pushUnsubscribe(p) },
 };
 
 export function rpcError(id: Id, code: number, message: string, data?: RpcError['data']): RpcResponse {

@@ -15,6 +15,7 @@ import type { AnyToolDef } from '../tools/types';
 import { checkWebhookUrl } from '../webhooks/guard';
 import { activeRunIds, parentChains, searchSessions } from './room';
 import { runsBoard } from './board';
+import { deliveriesForCall, deliveriesGet, deliveriesList, deliveriesRetry } from './deliveries';
 import type {
   SessionsSearchParams,
   AgentParams,
@@ -24,6 +25,9 @@ import type {
   ApprovalsResolveParams,
   ApprovalsHistoryParams,
   RunsBoardParams,
+  DeliveriesGetParams,
+  DeliveriesListParams,
+  DeliveriesRetryParams,
   ChatHistoryParams,
   SessionsDeleteParams,
   SessionsListParams,
@@ -45,6 +49,8 @@ import type { Compactor } from '../orchestrator/compaction';
 import { compactSession } from './compact';
 import { acceptedAnswer, Claimant, ClaimTaken, settleClaim } from '../store/idempotency';
 import { failpoint } from '../failpoints';
+import type { PushService } from '../push/service';
+import type { PushSubscribeParams, PushUnsubscribeParams } from '../push/schemas';
 
 export interface ServiceDeps {
   config: CrosstalkConfig;
@@ -60,6 +66,8 @@ export interface ServiceDeps {
   mcpStatus?: () => McpServerStatus[];
   usage?: Usage;
   compactor?: Compactor;
+  /** Web Push (server/push): subscriptions and the VAPID key. */
+  push?: PushService;
 }
 
 export class GatewayService implements Gateway {
@@ -274,7 +282,40 @@ export class GatewayService implements Gateway {
   }
 
   runsBoard(p: RunsBoardParams) {
-    return runsBoard(this.d.store, p);
+    return runsBoard(this.d.store, p, (agentId) => this.d.config.agents.find((a) => a.id === agentId)?.budget);
+  }
+
+  deliveriesGet(p: DeliveriesGetParams) {
+    return deliveriesGet(this.d.store, p);
+  }
+
+  deliveriesList(p: DeliveriesListParams) {
+    return deliveriesList(this.d.store, p);
+  }
+
+  deliveriesForCall(p: { runId: string; callId: string }) {
+    return deliveriesForCall(this.d.store, p);
+  }
+
+  deliveriesRetry(p: DeliveriesRetryParams) {
+    return deliveriesRetry(this.d.store, p);
+  }
+
+  private pushService(): PushService {
+    if (!this.d.push) throw new CrosstalkError('internal', 'push is not running in this process');
+    return this.d.push;
+  }
+
+  pushVapidKey() {
+    return this.pushService().vapidKey();
+  }
+
+  pushSubscribe(p: PushSubscribeParams) {
+    return this.pushService().subscribe(p.subscription);
+  }
+
+  pushUnsubscribe(p: PushUnsubscribeParams) {
+    return this.pushService().unsubscribe(p.endpoint);
   }
 
   async approvalsResolve(p: ApprovalsResolveParams, by: DecidedBy) {

@@ -137,6 +137,19 @@ export interface Gateway {
   sessionsUsage(p: import('./schemas').SessionsUsageParams): Promise<import('../usage/usage').SessionUsage>;
   /** Every session's runs in four groups: needs input, working, done, failed (CONTRACT §3 `runs.board`). */
   runsBoard(p: import('./schemas').RunsBoardParams): Promise<Board>;
+  /** The server's VAPID public key (CONTRACT §3 `push.vapidKey`). */
+  pushVapidKey(): Promise<{ publicKey: string }>;
+  /** Stores a browser's push subscription, one per endpoint (CONTRACT §3 `push.subscribe`). */
+  pushSubscribe(p: import('../push/schemas').PushSubscribeParams): Promise<{ status: 'ok' }>;
+  pushUnsubscribe(p: import('../push/schemas').PushUnsubscribeParams): Promise<{ status: 'ok' }>;
+  /** One delivery record (CONTRACT §9); `unknown_delivery`. */
+  deliveriesGet(p: import('./schemas').DeliveriesGetParams): Promise<import('../store/deliveries').Delivery>;
+  /** Delivery records newest first; `sessionKey` matches either end. */
+  deliveriesList(p: import('./schemas').DeliveriesListParams): Promise<{ deliveries: import('../store/deliveries').Delivery[]; next_cursor: string | null }>;
+  /** The deliveries one tool call started (the room's tool card). */
+  deliveriesForCall(p: { runId: string; callId: string }): Promise<{ deliveries: import('../store/deliveries').Delivery[] }>;
+  /** A `dead` delivery attempted again under the same id; otherwise `not_retryable`. */
+  deliveriesRetry(p: import('./schemas').DeliveriesRetryParams): Promise<{ status: 'ok' }>;
   /** Live + replayed agent events for a session or run. */
   events(o: EventSubscribeOptions): AsyncIterable<AgentEvent>;
 }
@@ -147,6 +160,8 @@ export interface DelegateRunResult {
   run_id: string;
   conversation_id: string;
   agent_id: string;
+  /** This run's delivery record (CONTRACT §9). */
+  delivery_id?: string;
   response?: string;
   error?: { code: string; message: string };
 }
@@ -179,6 +194,10 @@ export interface BoardItem {
   startedAt: string;
   endedAt?: string;
   costUsd: number;
+  /** The run's request tree spend against its agent's `budget` (CONTRACT §5), when it has one. */
+  budget?: { rootRunId: string; spentUsd: number; capUsd: number | null; spentTokens: number; capTokens: number | null };
+  /** A dead delivery on the board under "Failed" (CONTRACT §7, §9): what to retry. */
+  delivery?: { deliveryId: string; kind: string; to: string; attempts: number; error?: string };
 }
 
 export interface Board {

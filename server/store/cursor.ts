@@ -39,4 +39,5 @@ const SHAPES: Record<string, ReadonlyArray<'id' | 'time' | 'key' | 'offset'>> = 
   delegates: ['time', 'key'],
   delegate_messages: ['id'],
   approvals_history: ['time', 'key'],
+  deliveries: ['time', 'key'],
 };

@@ -192,7 +192,31 @@ export interface SessionLinksTable {
   created_at: string;
 }
 
+/** A hand-off's durable record (CONTRACT §9; 0015_deliveries): server/store/deliveries.ts. */
+export interface DeliveriesTable {
+  id: string;
+  kind: string;
+  from_session: string | null;
+  from_run: string | null;
+  /** The sender's tool call (the room links the target's row back to it). */
+  from_call: string | null;
+  to_session: string | null;
+  to_channel: string | null;
+  to_target: string | null;
+  to_url: string | null;
+  state: string;
+  run_id: string | null;
+  attempts: number;
+  error_code: string | null;
+  error_message: string | null;
+  /** What it records elsewhere: `webhook_outbox:<id>`, `callbacks:<id>`, `channel:<json of the send>`. */
+  source: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface Database {
+  deliveries: DeliveriesTable;
   model_usage: ModelUsageTable;
   session_links: SessionLinksTable;
   callbacks: CallbacksTable;
@@ -209,6 +233,10 @@ export interface Database {
   a2a_push_configs: A2APushConfigsTable;
   channel_senders: ChannelSendersTable;
   channel_held: ChannelHeldTable;
+  push_keys: PushKeysTable;
+  push_subscriptions: PushSubscriptionsTable;
+  push_actions: PushActionsTable;
+  push_tokens: PushTokensTable;
 }
 
 /** A2A push notification configs (server/a2a/push.ts): a task's updates go to these URLs through the webhook outbox. */
@@ -243,6 +271,36 @@ export interface ChannelHeldTable {
   created_at: string;
 }
 
+/** The server's VAPID key pair (base64url, as web-push makes them), one row `vapid` (0018_push). */
+export interface PushKeysTable {
+  id: string;
+  public_key: string;
+  private_key: string;
+  created_at: string;
+}
+
+/** A browser's push subscription (CONTRACT §3 `push.subscribe`), unique by endpoint. */
+export interface PushSubscriptionsTable {
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A pending item's push, claimed once across processes (0018_push). */
+export interface PushActionsTable {
+  approval_id: string;
+  created_at: string;
+}
+
+/** A one-time action token of a `tool` item's push (its SHA-256): a notification's action resolves that item with it. */
+export interface PushTokensTable {
+  token_hash: string;
+  approval_id: string;
+  created_at: string;
+}
+
 export type SessionRow = Selectable<SessionsTable>;
 export type MessageRow = Selectable<MessagesTable>;
 export type NewMessageRow = Insertable<MessagesTable>;
@@ -251,3 +309,4 @@ export type EventRow = Selectable<EventsTable>;
 export type ApprovalRow = Selectable<ApprovalsTable>;
 export type CallbackRow = Selectable<CallbacksTable>;
 export type WebhookRow = Selectable<WebhookOutboxTable>;
+export type DeliveryRow = Selectable<DeliveriesTable>;

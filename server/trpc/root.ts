@@ -4,10 +4,12 @@ import { agentsRouter } from './routers/agents';
 import { approvalsRouter } from './routers/approvals';
 import { chatRouter } from './routers/chat';
 import { delegatesRouter } from './routers/delegates';
+import { deliveriesRouter } from './routers/deliveries';
 import { eventsRouter } from './routers/events';
 import { sessionsRouter } from './routers/sessions';
 import { statusRouter } from './routers/status';
 import { pairingsRouter } from './routers/pairings';
+import { pushRouter } from './routers/push';
 
 export const appRouter = createTRPCRouter({
   sessions: sessionsRouter,
@@ -16,8 +18,10 @@ export const appRouter = createTRPCRouter({
   agents: agentsRouter,
   events: eventsRouter,
   delegates: delegatesRouter,
+  deliveries: deliveriesRouter,
   status: statusRouter,
   pairings: pairingsRouter,
+  push: pushRouter,
 });
 
 export type AppRouter = typeof appRouter;
