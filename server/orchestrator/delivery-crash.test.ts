@@ -17,7 +17,7 @@ describe.each(['sqlite', 'postgres'])('deliveries across a hard kill on %s', (st
 
     const b = await startChildServer({ dataDir, env });
     try {
-      const w = await b.rpc<{ status: string; response: string }>('agent.wait', { runId, timeoutMs: 20_000 });
+      const w = await b.rpc<{ status: string; response: string }>('agent.wait', { runId, timeoutMs: 60_000 });
       expect(w.status).toBe('ok');
       const out = JSON.parse(w.response.replace(/^sessions_send: /, ''));
       expect(out).toMatchObject({ status: 'ok', response: '42', deliveryId: expect.stringMatching(/^dlv_/) });
@@ -30,7 +30,7 @@ describe.each(['sqlite', 'postgres'])('deliveries across a hard kill on %s', (st
       b.kill();
       await b.exited;
     }
-  }, 60_000);
+  }, 180_000);
 
   it('killed right after the target answered and the callback was recorded: the callback delivery resumes to answered, its row written once', async () => {
     const dataDir = tmpDataDir();
@@ -45,7 +45,7 @@ describe.each(['sqlite', 'postgres'])('deliveries across a hard kill on %s', (st
       const done = await until(async () => {
         const l = await list();
         return l.length === 2 && l.every((d) => d.state === 'answered') ? l : null;
-      }, 20_000);
+      }, 60_000);
       expect(done.map((d) => d.kind).sort()).toEqual(['callback', 'session_message']);
       const main = (await b.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:main', limit: 50 })).messages;
       expect(main.filter((m) => m.kind === 'agent_callback_result').map((m) => m.meta.deliveryId)).toEqual([done.find((d) => d.kind === 'callback').deliveryId]);
@@ -53,5 +53,5 @@ describe.each(['sqlite', 'postgres'])('deliveries across a hard kill on %s', (st
       b.kill();
       await b.exited;
     }
-  }, 60_000);
+  }, 180_000);
 });
