@@ -4,10 +4,11 @@ import { type Migration, type MigrationProvider, Migrator } from 'kysely/migrati
 import type { DialectName } from './schema';
 import type { MigrationSet, SerialId } from './migration-kit';
 import { roomSearchMigration } from './search';
+import { oauthMigrations } from './migrations-oauth';
 import { deliveriesMigrations } from './migrations-deliveries';
 
 // Later capabilities keep their migrations in modules of their own (server/store/migrations-<name>.ts): add the set here.
-const sets: MigrationSet[] = [deliveriesMigrations];
+const sets: MigrationSet[] = [oauthMigrations, deliveriesMigrations];
 
 function migrations(dialect: DialectName): Record<string, Migration> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
