@@ -4,11 +4,13 @@ import { type Migration, type MigrationProvider, Migrator } from 'kysely/migrati
 import type { DialectName } from './schema';
 import type { MigrationSet, SerialId } from './migration-kit';
 import { roomSearchMigration } from './search';
-import { oauthMigrations } from './migrations-oauth';
+import { approvalHistoryMigrations } from './migrations-approval-history';
 import { deliveriesMigrations } from './migrations-deliveries';
+import { oauthMigrations } from './migrations-oauth';
+import { pushMigrations } from './migrations-push';
 
 // Later capabilities keep their migrations in modules of their own (server/store/migrations-<name>.ts): add the set here.
-const sets: MigrationSet[] = [oauthMigrations, deliveriesMigrations];
+const sets: MigrationSet[] = [oauthMigrations, approvalHistoryMigrations, deliveriesMigrations, pushMigrations];
 
 function migrations(dialect: DialectName): Record<string, Migration> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
