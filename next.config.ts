@@ -1,6 +1,10 @@
 // Next.js config: native and server-only packages stay out of the bundle; framing headers on every response.
 import type { NextConfig } from 'next';
-import { FRAME_HEADERS } from './lib/security/headers';
+
+// No relative imports here: Next resolves them from the process's cwd, not from this file (its legacy TS config
+// loader compiles this file into a module without a filename), so `npm start` / `crosstalk` run from any other
+// directory failed to load the config. These must equal lib/security/headers.ts FRAME_HEADERS (next-config.test.ts).
+const FRAME_HEADERS = { 'X-Frame-Options': 'DENY', 'X-Content-Type-Options': 'nosniff' } as const;
 
 const nextConfig: NextConfig = {
   serverExternalPackages: ['better-sqlite3', 'pg', 'pino', 'prom-client', 'kysely', '@slack/web-api', 'grammy', '@discordjs/rest', 'nostr-tools', 'ws'],
