@@ -11,6 +11,9 @@ const nextConfig: NextConfig = {
   poweredByHeader: false,
   reactStrictMode: true,
   devIndicators: false,
+  // Next loads every page and route module at start by default; crosstalk's gateway is up (instrumentation.ts) before
+  // them, and the room's page, /mcp, A2A and the rest load on their first request instead (issue 24.5: start to ready).
+  experimental: { preloadEntriesOnStart: false },
   // Every response, assets and API included (pages also get their CSP from proxy.ts).
   async headers() {
     return [{ source: '/:path*', headers: Object.entries(FRAME_HEADERS).map(([key, value]) => ({ key, value })) }];
