@@ -4,7 +4,6 @@ import { resolveToken } from './auth';
 import { type ChannelService, createChannels } from './channels';
 import { handleGatewayNode } from './http/node-gateway';
 import { serveFetch } from './http/node-fetch';
-import { handleTrpc } from './http/trpc';
 import { ConfigError, type CrosstalkConfig, loadConfig } from './config';
 import { EventBus } from './events/bus';
 import { GatewayService } from './gateway/service';
@@ -125,7 +124,8 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
       handleGatewayNode(rt, req, res);
     },
     nodeTrpc(req, res) {
-      serveFetch(req, res, (r) => handleTrpc(r, rt), { gzip: true });
+      // The room's API (tRPC) loads with its first request: the gateway is ready without it.
+      serveFetch(req, res, async (r) => (await import('./http/trpc')).handleTrpc(r, rt), { gzip: true });
     },
     nodeMcp(req, res) {
       // The MCP server (and its SDK) loads with the first request to /mcp.

@@ -46,8 +46,9 @@ export interface McpCallOptions {
   caller?: McpCallInfo;
 }
 
-/** Thrown by `call` when the server cannot answer (down, crashed mid-call, unreachable). */
-export class McpUnavailable extends Error {}
+import { McpUnavailable } from './unavailable';
+
+export { McpUnavailable };
 
 const CLIENT_INFO = { name: 'crosstalk', version: '0.1.0' };
 /** Elicitation in both modes (CONTRACT §5): servers that gate on it (server-everything) offer their tools. */

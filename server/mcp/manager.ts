@@ -9,7 +9,8 @@ import { invalidateFunctionTools } from '../orchestrator/model-step';
 import { mainSessionKey } from '../sessions/keys';
 import type { AnyToolDef } from '../tools/types';
 import type { Store } from '../store/store';
-import { McpConnection, type McpState, McpUnavailable } from './connection';
+import type { McpConnection, McpState } from './connection';
+import { McpUnavailable } from './unavailable';
 import { Elicitations } from './elicitation';
 import type { SkippedTool } from './listing';
 import { toToolData } from './results';
@@ -32,6 +33,8 @@ export function mcpToolName(server: string, tool: string): string {
 
 export class McpManager {
   private readonly conns = new Map<string, McpConnection>();
+  /** The SDK client (./connection) loads only when servers are configured, in the background like the connections. */
+  private loading: Promise<void> | undefined;
   /** Registry names each server currently owns, so a list change can drop the tools that left. */
   private readonly owned = new Map<string, Set<string>>();
   /** What the newest listing of each server left out. */
@@ -48,9 +51,18 @@ export class McpManager {
 
   /** Connects to every server in the background: a server that fails never holds up or stops the gateway. */
   start(): void {
+    const { servers } = this.o.config.mcp;
+    if (Object.keys(servers).length === 0) return;
+    this.loading = import('./connection').then(
+      ({ McpConnection }) => this.connect(McpConnection),
+      (e) => this.o.log.error({ err: e }, 'could not load the MCP client'),
+    );
+  }
+
+  private connect(Connection: typeof McpConnection): void {
     const { servers, reconnectBaseMs, reconnectMaxMs, pingIntervalMs } = this.o.config.mcp;
     for (const [name, cfg] of Object.entries(servers)) {
-      const conn = new McpConnection(name, cfg, {
+      const conn = new Connection(name, cfg, {
         log: this.o.log,
         reconnectBaseMs,
         reconnectMaxMs,
@@ -68,10 +80,13 @@ export class McpManager {
   /** Resolves once every server has been tried at least once (tests, and a start that wants its tools listed). */
   async ready(timeoutMs = 10_000): Promise<void> {
     const end = Date.now() + timeoutMs;
+    await this.loading;
     while ([...this.conns.values()].some((c) => c.state === 'connecting') && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
   }
 
   status(): McpServerStatus[] {
+    // While the client loads, every configured server is still connecting.
+    if (this.loading && this.conns.size === 0) return Object.keys(this.o.config.mcp.servers).map((server) => ({ server, state: 'connecting' as const, tools: 0 }));
     return [...this.conns.values()].map((c) => ({
       server: c.name,
       state: c.state,
@@ -82,6 +97,7 @@ export class McpManager {
   }
 
   async stop(): Promise<void> {
+    await this.loading;
     await Promise.all([...this.conns.values()].map((c) => c.stop()));
   }
 
