@@ -18,7 +18,7 @@ import { writeMarked } from './lib/sections';
 import { makeTempDir, repoRoot, type ServerHandle, startServer } from './lib/server';
 import { sleep, summarize, type Summary } from './lib/stats';
 import { pgCapacity, pgStatementsPerTurn, type CapacityPoint, type StatementCount } from './lib/pg-capacity';
-import { renderTurns } from './lib/turns-report';
+import { putSummaryRows, renderTurns, summaryRows } from './lib/turns-report';
 
 const quick = process.argv.includes('--quick');
 const S = quick
@@ -321,7 +321,11 @@ async function main() {
   fs.writeFileSync(path.join(out, quick ? 'turns.quick.json' : 'turns.json'), JSON.stringify(results, null, 2) + '\n');
   const md = renderTurns(results, { clkTck: CLK_TCK });
   console.log(md);
-  if (!process.argv.includes('--no-md') && !quick) writeMarked(path.join(repoRoot, 'BENCHMARKS.md'), 'turns', md);
+  if (!process.argv.includes('--no-md') && !quick) {
+    const file = path.join(repoRoot, 'BENCHMARKS.md');
+    writeMarked(file, 'turns', md);
+    fs.writeFileSync(file, putSummaryRows(fs.readFileSync(file, 'utf8'), summaryRows(results)));
+  }
   if (Object.keys(results.errors).length) log(`failed: ${Object.keys(results.errors).join(', ')}`);
 }
 

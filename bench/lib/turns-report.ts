@@ -6,6 +6,42 @@ const x = (a: number | undefined, b: number | undefined) => (a !== undefined && 
 const ratio = (v: number) => (Number.isFinite(v) ? `${v.toFixed(2)}×` : 'n/a');
 const verdict = (ok: boolean | undefined) => (ok === undefined ? 'n/a' : ok ? 'met' : 'not met');
 
+/** The Summary table's rows for these goals (columns: metric | target | crosstalk | vs target | peer). */
+export function summaryRows(r: TurnsResults): string[] {
+  const conc = x(r.sqliteConc?.p50, r.floorConc?.p50);
+  const p50 = x(r.sqliteTurns?.p50, r.floorTurns?.p50);
+  const p95 = x(r.sqliteTurns?.p95, r.floorTurns?.p95);
+  const pgRatio = x(r.pgTurns?.p50, r.sqliteTurns?.p50);
+  const idle = r.idleRssKb?.length ? median(r.idleRssKb) : undefined;
+  const start = r.starts?.length ? median(r.starts) : undefined;
+  const load = `load ${r.load.begin}`;
+  const why = (met: boolean | undefined, reason: string) => (met === undefined ? 'n/a' : met ? 'met' : `not met: ${reason}`);
+  const tag = (s: string) => `${s} (turns.ts)`;
+  return [
+    `| ${tag('24.3 inbound channel message → provider request p95')} | ≤ 50 ms | ${ms(r.inbound?.p95)} (p50 ${ms(r.inbound?.p50)}; ${load}) | ${why(r.inbound ? r.inbound.p95 <= 50 : undefined, 'see "Latency budgets"')} |  |`,
+    `| ${tag('24.4 50 concurrent sessions over the floor (interleaved)')} | ≤ 3× | ${ratio(conc)} (${ms(r.sqliteConc?.p50)} vs ${ms(r.floorConc?.p50)}; ${load}) | ${why(Number.isFinite(conc) ? conc <= 3 : undefined, 'per-turn store and run work × 50 on a loaded 2-core machine; see "Latency budgets"')} |  |`,
+    `| ${tag('24.4 turn p50 / p95 over the floor (interleaved)')} | ≤ 2× / ≤ 3× | ${ratio(p50)} / ${ratio(p95)} (${load}) | ${why(Number.isFinite(p50) && Number.isFinite(p95) ? p50 <= 2 && p95 <= 3 : undefined, 'see "Latency budgets"')} |  |`,
+    `| ${tag('24.5 RSS after the load / idle')} | ≤ 200 MB / ≤ 150 MB | ${mb(r.afterLoadRssKb)} / ${mb(idle)} (${load}) | ${why(r.afterLoadRssKb !== undefined && idle !== undefined ? r.afterLoadRssKb <= 200 * 1024 && idle <= 150 * 1024 : undefined, 'see "Latency budgets" and bench/profile-start.ts')} |  |`,
+    `| ${tag('24.5 start to ready (median)')} | ≤ 0.8 s | ${ms(start)} (${load}) | ${why(start !== undefined ? start <= 800 : undefined, 'measured under load; bench/profile-start.ts')} |  |`,
+    `| ${tag('24.6 PostgreSQL turn p50 over SQLite (interleaved)')} | ≤ 1.5× | ${ratio(pgRatio)} (${load}) | ${why(Number.isFinite(pgRatio) ? pgRatio <= 1.5 : undefined, 'about 2 round trips a turn already; each costs a PostgreSQL wake-up on the loaded cores; see the capacity model')} |  |`,
+    `| ${tag('22.6 steer callback beyond the model, p50 / p99')} | p99 ≤ 1 s | ${ms(r.steer?.beyond.p50)} / ${ms(r.steer?.beyond.p99)} (${load}) | ${why(r.steer?.beyond.n ? r.steer.beyond.p99 <= 1000 : undefined, 'see "Latency budgets"')} | 5–62 min (a peer's users) |`,
+  ];
+}
+
+/** Puts the rows at the end of the `## Summary` table, replacing the rows an earlier run of this bench put there. */
+export function putSummaryRows(doc: string, rows: string[]): string {
+  const lines = doc.split('\n');
+  const head = lines.findIndex((l) => l.trim() === '## Summary');
+  if (head < 0) return doc;
+  let start = head + 1;
+  while (start < lines.length && !lines[start]!.startsWith('|')) start++;
+  let end = start;
+  while (end < lines.length && lines[end]!.startsWith('|')) end++;
+  if (start >= lines.length) return doc;
+  const kept = lines.slice(start, end).filter((l) => !l.includes(' (turns.ts) |'));
+  return [...lines.slice(0, start), ...kept, ...rows, ...lines.slice(end)].join('\n');
+}
+
 export function renderTurns(r: TurnsResults, _o: { clkTck: number }): string {
   const L: string[] = [];
   const conc = x(r.sqliteConc?.p50, r.floorConc?.p50);
