@@ -4,6 +4,7 @@ import { resolveToken } from './auth';
 import { type ChannelService, createChannels } from './channels';
 import { handleGatewayNode } from './http/node-gateway';
 import { serveFetch } from './http/node-fetch';
+import { channelOf, handleChannelInbound } from './http/channel-inbound';
 import { ConfigError, type CrosstalkConfig, loadConfig } from './config';
 import { EventBus } from './events/bus';
 import { GatewayService } from './gateway/service';
@@ -126,6 +127,9 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     nodeTrpc(req, res) {
       // The room's API (tRPC) loads with its first request: the gateway is ready without it.
       serveFetch(req, res, async (r) => (await import('./http/trpc')).handleTrpc(r, rt), { gzip: true });
+    },
+    nodeChannels(req, res) {
+      serveFetch(req, res, (r) => handleChannelInbound(rt, channelOf(new URL(r.url).pathname), r));
     },
     nodeMcp(req, res) {
       // The MCP server (and its SDK) loads with the first request to /mcp.
