@@ -51,11 +51,28 @@ const agentSchema = z
   })
   .strict();
 
+/**
+ * `mcp.servers.<name>.oauth` (streamable HTTP): what crosstalk presents to the server's authorization server. Every key is
+ * optional: without them crosstalk registers itself (dynamic registration) or uses a client-ID metadata document.
+ */
+const mcpOAuthSchema = z
+  .object({
+    /** Pre-registered client credentials, for an authorization server without registration. */
+    clientId: z.string().min(1).optional(),
+    clientSecret: z.string().min(1).optional(),
+    /** Scopes asked for when neither the server's WWW-Authenticate nor its metadata names any. */
+    scope: z.string().min(1).optional(),
+    /** An HTTPS URL of crosstalk's client-ID metadata document, used as the client id where the authorization server takes one. */
+    clientMetadataUrl: z.string().url().optional(),
+  })
+  .strict();
+
 const mcpServerSchema = z.union([
   z.object({ command: z.string().min(1), args: z.array(z.string()).optional(), env: z.record(z.string(), z.string()).optional(), cwd: z.string().optional() }).strict(),
-  z.object({ url: z.string().url(), headers: z.record(z.string(), z.string()).optional() }).strict(),
+  z.object({ url: z.string().url(), headers: z.record(z.string(), z.string()).optional(), oauth: mcpOAuthSchema.optional() }).strict(),
 ]);
 export type McpServerConfig = z.infer<typeof mcpServerSchema>;
+export type McpOAuthConfig = z.infer<typeof mcpOAuthSchema>;
 /** `models.<spec>`: context window and prices (USD per million tokens) of one model spec (CONTRACT §1). */
 const modelSettingsSchema = z
   .object({
@@ -102,6 +119,8 @@ const configSchema = z
         reconnectMaxMs: z.number().int().min(1).default(30_000),
         /** How often a connected server is pinged, so one that died while idle is reported before the next call (0: never). */
         pingIntervalMs: z.number().int().min(0).default(30_000),
+        /** The OAuth redirect URI: crosstalk's own `/api/mcp/oauth/callback` as the browser reaches it (default: the listen address). */
+        callbackUrl: z.string().url().optional(),
       })
       .strict()
       .default({ servers: {}, reconnectBaseMs: 500, reconnectMaxMs: 30_000, pingIntervalMs: 30_000 }),

@@ -114,7 +114,7 @@ function InboxItem({ approval: a, onOpenSession }: { approval: PendingApproval; 
       aria-label={`${a.tool} in ${a.sessionKey}`}
       aria-keyshortcuts="a d"
       onKeyDown={(e) => {
-        if (a.kind === 'elicitation' || !decisionKey(e, busy, decide)) return; // an elicitation is answered by its form
+        if (a.kind === 'elicitation' || a.kind === 'authorization' || !decisionKey(e, busy, decide)) return; // an elicitation is answered by its form
         // Keep the keyboard in the list: the next one takes the focus.
         const next = (e.currentTarget.nextElementSibling ?? e.currentTarget.previousElementSibling) as HTMLElement | null;
         next?.focus();
@@ -152,7 +152,7 @@ function InboxItem({ approval: a, onOpenSession }: { approval: PendingApproval; 
         <span aria-hidden>·</span>
         <span data-testid="inbox-trust">trust: {trustText(a)}</span>
       </div>
-      {a.kind === 'elicitation' ? (
+      {a.kind === 'elicitation' || a.kind === 'authorization' ? (
         <ElicitationForm approval={a} busy={busy} decide={(decision, content) => resolve.mutate({ approvalId: a.approvalId, decision, ...(content ? { content } : {}) })} />
       ) : (
         <>

@@ -130,8 +130,8 @@ export function startChatApprovals(d: ChatApprovalDeps): ChatApprovals {
     }
     const cfg = wireConfig(chat.id, chat.accountId);
     const args = clip(JSON.stringify(ev.data.args ?? null), 600);
-    // An MCP elicitation asks its own question, with its own buttons (or the room).
-    const elicit = ev.data.kind === 'elicitation' ? elicitationRequest(ev.sessionKey, (ev.data.args ?? {}) as Record<string, unknown>) : undefined;
+    // An MCP elicitation asks its own question, with its own buttons (or the room); an MCP authorization is opened in the room.
+    const elicit = ev.data.kind === 'elicitation' || ev.data.kind === 'authorization' ? elicitationRequest(ev.sessionKey, (ev.data.args ?? {}) as Record<string, unknown>) : undefined;
     const text = elicit?.text ?? `Approval needed: ${ev.sessionKey} wants to run ${String(ev.data.tool)} ${args}`;
     const inChat = chat.chatType === 'group' || chat.chatType === 'channel';
     const targets = inChat

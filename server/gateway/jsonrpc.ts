@@ -53,7 +53,7 @@ const methods: Record<string, Method> = {
   'approvals.list': { params: s.approvalsListParams, call: async (gw, p) => ({
     approvals: (await gw.approvalsList(p)).approvals.map(({ approvalId, kind, sessionKey, runId, tool, args, requestedAt, chain, server, message, mode, requestedSchema, url }) => ({
       approvalId, kind, sessionKey, runId, tool, args, requestedAt, parentChain: chain ?? [sessionKey],
-      ...(kind === 'elicitation' ? { server, message, mode, ...(requestedSchema ? { requestedSchema } : {}), ...(url ? { url } : {}) } : {}),
+      ...(kind === 'elicitation' || kind === 'authorization' ? { server, message, mode, ...(requestedSchema ? { requestedSchema } : {}), ...(url ? { url } : {}) } : {}),
     })),
   }) },
   // Beyond CONTRACT §3 (an operator's view, as the room's inbox and the CLI show it): with each one's parent chain and trust.

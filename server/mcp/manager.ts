@@ -1,7 +1,7 @@
 // The MCP client side (CONTRACT §5 "MCP tools"): every configured server's tools enter the tool registry as `mcp__<server>__<tool>`.
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { CrosstalkConfig } from '../config';
+import type { CrosstalkConfig, McpOAuthConfig } from '../config';
 import { errorMessage, toolError } from '../errors';
 import type { EventBus } from '../events/bus';
 import type { Logger } from '../logger';
@@ -14,6 +14,8 @@ import { McpUnavailable } from './unavailable';
 import { Elicitations } from './elicitation';
 import type { SkippedTool } from './listing';
 import { toToolData } from './results';
+import type { CallbackOutcome, McpOAuth, OAuthDeclined } from './oauth';
+import { McpOAuthStore } from './oauth-store';
 
 export interface McpServerStatus {
   server: string;
@@ -33,8 +35,9 @@ export function mcpToolName(server: string, tool: string): string {
 
 export class McpManager {
   private readonly conns = new Map<string, McpConnection>();
-  /** The SDK client (./connection) loads only when servers are configured, in the background like the connections. */
+  /** The SDK client (./connection, ./oauth) loads only when servers are configured, in the background like the connections. */
   private loading: Promise<void> | undefined;
+  private sdk?: { McpConnection: typeof McpConnection; McpOAuth: typeof McpOAuth; OAuthDeclined: typeof OAuthDeclined };
   /** Registry names each server currently owns, so a list change can drop the tools that left. */
   private readonly owned = new Map<string, Set<string>>();
   /** What the newest listing of each server left out. */
@@ -51,18 +54,23 @@ export class McpManager {
 
   /** Connects to every server in the background: a server that fails never holds up or stops the gateway. */
   start(): void {
-    const { servers } = this.o.config.mcp;
-    if (Object.keys(servers).length === 0) return;
-    this.loading = import('./connection').then(
-      ({ McpConnection }) => this.connect(McpConnection),
+    if (Object.keys(this.o.config.mcp.servers).length === 0) return;
+    this.loading = Promise.all([import('./connection'), import('./oauth')]).then(
+      ([c, o]) => {
+        this.sdk = { McpConnection: c.McpConnection, McpOAuth: o.McpOAuth, OAuthDeclined: o.OAuthDeclined };
+        this.connect();
+      },
       (e) => this.o.log.error({ err: e }, 'could not load the MCP client'),
     );
   }
 
-  private connect(Connection: typeof McpConnection): void {
+  private connect(): void {
     const { servers, reconnectBaseMs, reconnectMaxMs, pingIntervalMs } = this.o.config.mcp;
+    const { McpConnection: Connection } = this.sdk!;
     for (const [name, cfg] of Object.entries(servers)) {
-      const conn = new Connection(name, cfg, {
+      const oauth = 'url' in cfg ? this.oauthFor(name, cfg.url, cfg.oauth, () => conn) : undefined;
+      const conn: McpConnection = new Connection(name, cfg, {
+        oauth,
         log: this.o.log,
         reconnectBaseMs,
         reconnectMaxMs,
@@ -73,7 +81,10 @@ export class McpManager {
           this.elicitations ? this.elicitations.ask(name, call ? mcpToolName(name, call.tool) : '', call, params, signal) : { action: 'decline' },
       });
       this.conns.set(name, conn);
-      void conn.start();
+      void (async () => {
+        await oauth?.closeStale().catch((e: unknown) => this.o.log.warn({ server: name, err: errorMessage(e) }, 'could not close stale authorization items'));
+        await conn.start();
+      })();
     }
   }
 
@@ -82,6 +93,39 @@ export class McpManager {
     const end = Date.now() + timeoutMs;
     await this.loading;
     while ([...this.conns.values()].some((c) => c.state === 'connecting') && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+  }
+
+  /** A streamable HTTP server's OAuth provider (store-backed: needs the store; without one a 401 is an error). */
+  private oauthFor(server: string, url: string, cfg: McpOAuthConfig | undefined, conn: () => McpConnection): McpOAuth | undefined {
+    const { store, config, bus, log } = this.o;
+    if (!store || !this.sdk) return undefined;
+    const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+    return new this.sdk.McpOAuth({
+      server,
+      url,
+      cfg,
+      store,
+      bus,
+      log,
+      callbackUrl: config.mcp.callbackUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${config.port}/api/mcp/oauth/callback`,
+      homeSession: mainSessionKey(config.defaultAgentId),
+      caller: () => conn().currentCall(),
+      toolName: (call) => mcpToolName(server, call.tool),
+    });
+  }
+
+  /**
+   * The OAuth callback (`GET /api/mcp/oauth/callback`): public, bound to the `state` of a pending authorization; it
+   * exchanges the code and completes the item, and the waiting call or connection goes on.
+   */
+  async oauthCallback(q: { state?: string | null; code?: string | null; error?: string | null; errorDescription?: string | null }): Promise<CallbackOutcome> {
+    if (!q.state) return { ok: false, status: 400, message: 'The callback carries no state.' };
+    if (!this.o.store) return { ok: false, status: 404, message: 'No authorization is in progress.' };
+    await this.loading;
+    const row = await new McpOAuthStore(this.o.store).byState(q.state);
+    const oauth = row ? this.conns.get(row.server)?.oauth : undefined;
+    if (!row || !oauth) return { ok: false, status: 400, message: 'No authorization is in progress for this state (it was used already, or replaced by a newer one).' };
+    return oauth.complete(row, { code: q.code ?? undefined, error: q.error ?? undefined, errorDescription: q.errorDescription ?? undefined });
   }
 
   status(): McpServerStatus[] {
@@ -181,6 +225,7 @@ export class McpManager {
         } catch (e) {
           if (ctx.signal.aborted) return toolError('interrupted', 'run interrupted: the MCP request was cancelled');
           if (e instanceof McpUnavailable) return toolError('tool_unavailable', e.message);
+          if (this.sdk && e instanceof this.sdk.OAuthDeclined) return toolError('unauthorized', `MCP ${server}/${t.name}: ${e.message}`);
           return toolError('invalid_request', `MCP ${server}/${t.name}: ${errorMessage(e)}`);
         }
       },

@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import type { AgentConfig } from '../config';
 import { CrosstalkError } from '../errors';
 import { checkElicitContent, type ElicitSchema } from '../mcp/elicit-content';
+import { OAUTH_RUN_PREFIX } from '../mcp/oauth-run';
 import type { EventBus } from '../events/bus';
 import type { PendingApproval, Trust } from '../events/types';
 import { policyFor, toolRuleName } from '../trust/policy';
@@ -38,17 +39,18 @@ export function toPendingApproval(r: ApprovalRow): PendingApproval {
   const kind = (r.kind ?? 'tool') as PendingApproval['kind'];
   const args = JSON.parse(r.args) as Record<string, unknown>;
   const base: PendingApproval = { approvalId: r.id, kind, sessionKey: r.session_key, runId: r.run_id, callId: r.call_id, tool: r.tool, args, requestedAt: r.requested_at, trust: trustOfRow(r) };
-  if (kind !== 'elicitation') return base;
-  // An elicitation shows what the server asks at the top level (CONTRACT §5 "MCP elicitation").
+  if (kind !== 'elicitation' && kind !== 'authorization') return base;
+  // An elicitation (and an MCP server's authorization: a URL to open) shows what the server asks at the top level (CONTRACT §5 "MCP elicitation").
   const { server, message, mode, requestedSchema, url } = args as { server: string; message: string; mode: 'form' | 'url'; requestedSchema?: Record<string, unknown>; url?: string };
   return { ...base, server, message, mode, ...(requestedSchema ? { requestedSchema } : {}), ...(url ? { url } : {}) };
 }
 
 /**
  * Whether a pending item outlives its process: a tool or budget item waits for its decision across a restart; an MCP
- * elicitation dies with the request that raised it (the re-drive of its call closes it, `interrupted`).
+ * elicitation dies with the request that raised it (the re-drive of its call closes it, `interrupted`), and so does an
+ * MCP server's authorization (its PKCE flow was the process's; the server asks again).
  */
-export const survivesRestart = (r: Pick<ApprovalRow, 'kind'>): boolean => r.kind !== 'elicitation';
+export const survivesRestart = (r: Pick<ApprovalRow, 'kind'>): boolean => r.kind !== 'elicitation' && r.kind !== 'authorization';
 
 export const trustOfRow = (r: Pick<ApprovalRow, 'trust'>): Trust => (r.trust ? (JSON.parse(r.trust) as Trust) : OPERATOR);
 
@@ -192,6 +194,14 @@ export class Approvals {
     // A run waiting here whose session's lease this process has lost (declared dead, not told yet) must not run the
     // tool: the decision goes to whoever holds the lease now (the re-driver), as for a run waiting elsewhere.
     if (waiter && !(await this.store.holdsLease(row.session_key))) waiter = undefined;
+    // An MCP server's authorization raised outside any tool call has a run id of its own (no such run): its waiter reads
+    // the store, only the event is due.
+    if (!waiter && row.kind === 'authorization' && row.run_id.startsWith(OAUTH_RUN_PREFIX)) {
+      this.bus.registerRun(row.run_id, row.session_key, await this.store.maxSeq(row.run_id));
+      this.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId, decision: row.decision ?? row.status, ...(row.reason ? { reason: row.reason } : {}), ...(by ? { by } : {}) });
+      this.bus.unregisterRun(row.run_id);
+      return;
+    }
     if (!waiter) return this.elsewhere(row, by); // the run keeps its bus registration (and seq) for the resume
     const decision = row.decision ?? row.status;
     this.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId, decision, ...(row.reason ? { reason: row.reason } : {}), ...(by ? { by } : {}) });

@@ -4,9 +4,10 @@ import { type Migration, type MigrationProvider, Migrator } from 'kysely/migrati
 import type { DialectName } from './schema';
 import type { MigrationSet, SerialId } from './migration-kit';
 import { roomSearchMigration } from './search';
+import { oauthMigrations } from './migrations-oauth';
 
 // Later capabilities keep their migrations in modules of their own (server/store/migrations-<name>.ts): add the set here.
-const sets: MigrationSet[] = [];
+const sets: MigrationSet[] = [oauthMigrations];
 
 function migrations(dialect: DialectName): Record<string, Migration> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
