@@ -65,7 +65,22 @@ function pgClientConfig(url: string): pg.ClientConfig {
   return { connectionString: u.toString() };
 }
 
-const ticksOf = (pids: number[]) => pids.reduce((s, pid) => s + (procStat(pid)?.ticks ?? 0), 0);
+/** CPU ticks of each backend now (a backend that is gone is left out). */
+const ticksNow = (pids: number[]) => new Map(pids.flatMap((pid) => {
+  const t = procStat(pid)?.ticks;
+  return t === undefined ? [] : [[pid, t] as const];
+}));
+
+/**
+ * Backend CPU ticks used since `before`, over the backends of `app` then and now: a backend opened meanwhile counts
+ * whole, one that closed meanwhile counts nothing after `before` (a slight undercount, never negative).
+ */
+async function backendTicksSince(url: string, app: string, before: Map<number, number>): Promise<number> {
+  const now = ticksNow([...new Set([...before.keys(), ...(await backendPids(url, app))])]);
+  let sum = 0;
+  for (const [pid, t] of now) sum += Math.max(0, t - (before.get(pid) ?? 0));
+  return sum;
+}
 
 /**
  * One in-process runtime on PostgreSQL (a schema of its own), served over real HTTP; after warm-up, `turns`
@@ -97,7 +112,7 @@ export async function pgStatementsPerTurn(pgUrl: string, turns: number): Promise
     const idlePerSecond = idleCount / ((performance.now() - idle0) / 1000);
     counting = new Map();
     const times: number[] = [];
-    const pg0 = ticksOf(pids);
+    const pg0 = ticksNow(pids);
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     for (let i = 0; i < turns; i++) {
@@ -107,7 +122,7 @@ export async function pgStatementsPerTurn(pgUrl: string, turns: number): Promise
     }
     const seconds = (performance.now() - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
-    const pgTicks = ticksOf(pids) - pg0;
+    const pgTicks = await backendTicksSince(pgUrl, app, pg0);
     const counts = counting;
     counting = null;
     const background = idlePerSecond * seconds;
@@ -188,7 +203,7 @@ export async function pgCapacity(o: { pgUrl: string; token: string; cwd: string;
       for (const [i, rpc] of rpcs.entries()) for (let k = 0; k < 10; k++) await turn(rpc, `agent:main:cap-${i}`, `warm ${k}`);
       const pids = await backendPids(o.pgUrl, app);
       const gwPids = handles.flatMap((h) => processTree(h.pid));
-      const pg0 = ticksOf(pids);
+      const pg0 = ticksNow(pids);
       const gw0 = cpuTicks(gwPids);
       const times: number[] = [];
       const t0 = performance.now();
@@ -203,7 +218,7 @@ export async function pgCapacity(o: { pgUrl: string; token: string; cwd: string;
         }),
       );
       const wall = (performance.now() - t0) / 1000;
-      const pgCpu = (ticksOf(pids) - pg0) / CLK_TCK;
+      const pgCpu = (await backendTicksSince(o.pgUrl, app, pg0)) / CLK_TCK;
       const gwCpu = (cpuTicks(gwPids) - gw0) / CLK_TCK;
       for (const r of rpcs) r.close();
       const s = summarize(times);
