@@ -7,7 +7,7 @@ import type { EventBus } from '../events/bus';
 import type { AgentResult, WaitResult } from '../gateway/types';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
-import { createRemoteA2AModel, remoteContextId } from '../a2a/remote-model';
+import { lazyRemoteA2AModel, lazyRemoteContextId } from '../a2a/remote-lazy';
 import { createModelChain, FallbackTracker } from '../models/fallback';
 import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { ApprovalRow, CallbackRow, RunRow } from '../store/schema';
@@ -91,7 +91,7 @@ export abstract class RunQueues {
     if (run.agent.a2a) {
       // A remote A2A agent (server/a2a): calls under the webhook SSRF rules, with an opaque contextId per session.
       const { allowPrivateNetwork } = this.o.config.webhooks;
-      return createRemoteA2AModel(run.agent.a2a, { allowPrivateNetwork, contextId: () => remoteContextId(this.o.store, run.sessionKey) });
+      return lazyRemoteA2AModel(run.agent.a2a, { allowPrivateNetwork, contextId: () => lazyRemoteContextId(this.o.store, run.sessionKey) });
     }
     const specs = sessionModel ? [sessionModel] : run.agent.models;
     const trackerKey = `${run.agent.id}|${specs.join(',')}`;
