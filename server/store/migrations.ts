@@ -3,10 +3,11 @@ import { type Kysely, sql } from 'kysely';
 import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
 import type { DialectName } from './schema';
 import type { MigrationSet, SerialId } from './migration-kit';
+import { scaleMigrations } from './migrations-scale';
 import { roomSearchMigration } from './search';
 
 // Later capabilities keep their migrations in modules of their own (server/store/migrations-<name>.ts): add the set here.
-const sets: MigrationSet[] = [];
+const sets: MigrationSet[] = [scaleMigrations];
 
 function migrations(dialect: DialectName): Record<string, Migration> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any

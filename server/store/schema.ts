@@ -163,6 +163,13 @@ export interface WebhookOutboxTable {
   traceparent?: string | null;
 }
 
+/** Sums of model_usage kept by triggers (0019_scale): the totals' rows add up to SUM() over model_usage. */
+export interface UsageTotalsTable {
+  shard: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+}
 export interface ModelUsageTable {
   id: Generated<number>;
   run_id: string;
@@ -190,6 +197,7 @@ export interface SessionLinksTable {
 
 export interface Database {
   model_usage: ModelUsageTable;
+  usage_totals: UsageTotalsTable;
   session_links: SessionLinksTable;
   callbacks: CallbacksTable;
   webhook_outbox: WebhookOutboxTable;
