@@ -181,7 +181,9 @@ export async function seedPostgres(url: string, sessions: number, progress: Prog
   await client.connect();
   try {
     await client.query('alter table messages disable trigger messages_search_index');
-    await client.query('drop index if exists message_search_fts');
+    // The search index (GIN) is built once after the load, not row by row: whichever the migrations made.
+    const gin = (await client.query<{ name: string; def: string }>(`select indexname as name, indexdef as def from pg_indexes where tablename = 'message_search' and indexdef ilike '%using gin%'`)).rows;
+    for (const g of gin) await client.query(`drop index ${g.name}`);
     const sessionsRows = function* () {
       for (let s = 0; s < sessions; s++) {
         const ss = sessionOf(s, sessions);
@@ -244,7 +246,7 @@ export async function seedPostgres(url: string, sessions: number, progress: Prog
     await client.query(`select setval(pg_get_serial_sequence('messages', 'id'), (select max(id) from messages))`);
     await client.query(`select setval(pg_get_serial_sequence('model_usage', 'id'), (select max(id) from model_usage))`);
     await client.query("set maintenance_work_mem = '1GB'");
-    await client.query(`CREATE INDEX message_search_fts ON message_search USING gin (to_tsvector('simple', body))`);
+    for (const g of gin) await client.query(g.def);
     await client.query('alter table messages enable trigger messages_search_index');
     await client.query('vacuum analyze');
   } finally {

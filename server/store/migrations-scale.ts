@@ -1,5 +1,6 @@
 // 0019_scale: reads the status panel makes every second stay bounded at 100,000 sessions (issue 24): usage totals kept
-// by triggers (no SUM over every model_usage row), and a covering index for the reusable-delegate count.
+// by triggers (no SUM over every model_usage row), a covering index for the reusable-delegate count, and on PostgreSQL
+// a stored tsvector for search.
 import { sql } from 'kysely';
 import type { MigrationSet } from './migration-kit';
 
@@ -34,6 +35,13 @@ export const scaleMigrations: MigrationSet = (dialect) => ({
           end $$`).execute(db);
         await sql`create trigger model_usage_totals after insert or delete or update of input_tokens, output_tokens, cost_usd on model_usage
           for each row execute function crosstalk_usage_totals()`.execute(db);
+      }
+      if (dialect === 'postgres') {
+        // sessions.search: the words of each indexed row stored beside it (server/store/search.ts), so ranking the newest
+        // matches reads them instead of parsing every body again; the GIN index moves to the stored column.
+        await sql`alter table message_search add column tsv tsvector generated always as (to_tsvector('simple', body)) stored`.execute(db);
+        await sql`create index message_search_tsv on message_search using gin (tsv)`.execute(db);
+        await sql`drop index if exists message_search_fts`.execute(db);
       }
       // status's reusable-delegate count and bytes: read from the index alone, over the subagent sessions only.
       await sql`create index sessions_kind_live on sessions (kind, dismissed_at, bytes)`.execute(db);
