@@ -8,6 +8,8 @@ import { handleTrpc } from './http/trpc';
 import { handleMcp } from './mcp-server/http';
 import { ConfigError, type CrosstalkConfig, loadConfig } from './config';
 import { EventBus } from './events/bus';
+import { deliveryEmitter } from './events/delivery-events';
+import { registerWebhookRetry } from './gateway/deliveries';
 import { GatewayService } from './gateway/service';
 import type { Gateway } from './gateway/types';
 import { createLogger, type Logger } from './logger';
@@ -49,6 +51,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   const store = new Store(handle);
   const bus = new EventBus(store, log);
   bus.head = await store.logHead();
+  store.onDeliveries = deliveryEmitter(bus, (e) => log.error({ err: e }, 'could not emit a delivery event'));
   // PostgreSQL: this process joins the cluster; events reach subscribers through the feed, in log order.
   const cluster = handle.pg ? new Cluster(store.db, handle.pg, log) : null;
   const feed = cluster ? new EventFeed(store, bus, log) : null;
@@ -76,6 +79,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     ? new PgWebhookDispatcher({ store, config: config.webhooks, log, pool: handle.pg.pool, pgSchema: handle.pg.schema, listener: cluster ?? undefined, onOutcome, telemetry })
     : new WebhookOutbox(store, config.webhooks, log, onOutcome, telemetry);
   store.webhookJobs = webhooks.enqueueIn?.bind(webhooks);
+  registerWebhookRetry(store, webhooks);
   orchestrator.webhooks = webhooks;
   const mcp = new McpManager({ config, tools, bus, log, store });
   gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates, metrics, channels, cluster, mcpStatus: () => mcp.status(), usage, compactor });

@@ -11,6 +11,8 @@ import { appendTranscript } from '../orchestrator/transcript';
 import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { Store } from '../store/store';
 import { resolveChannelConfig, withDeliveryRetry, type RetrySettings } from './delivery';
+import { channelDelivery, countedAttempt, parseChannelSource } from './channel-deliveries';
+import { newDeliveryId } from '../store/deliveries';
 import { startChatApprovals, type ChatApprovals } from './approvals';
 import { handleInbound, type InboundOutcome, submitInbound } from './inbound';
 import { claimHeld, listPairings, type PairingInfo, pairingsResolveParams, type PairingsResolveParams, resolvePairing } from '../trust/pairing';
@@ -41,6 +43,8 @@ export interface AgentSend {
   /** The run that sent it (recorded on the mirror row) and its session (recorded in meta, never mirrored into). */
   runId?: string;
   sourceSessionKey?: string;
+  /** Its delivery record's id (CONTRACT §9), derived from the `message` call that sends it. */
+  deliveryId?: string;
   signal?: AbortSignal;
 }
 
@@ -59,7 +63,7 @@ export interface ChannelService {
   /** JSON-RPC `send`: channel delivery with no agent run, mirrored into `sessionKey` or the derived target session. */
   send(params: SendParams): Promise<SendResult>;
   /** The message tool's send: delivery plus a mirror into the target's session (never the sender's). */
-  sendFromAgent(s: AgentSend): Promise<SendResult & { channel: string; to: string; threadId?: string }>;
+  sendFromAgent(s: AgentSend): Promise<SendResult & { channel: string; to: string; threadId?: string; deliveryId?: string }>;
   /** The route a target would take for an agent (no side effects). */
   resolveRoute(o: { agentId: string; channel: string; to: string; threadId?: string; replyTo?: string; accountId?: string }): { route: SessionRoute; target: ResolvedTarget };
   /** Delivers text to a resolved target with the retry policy (no mirror); `channel_error` on failure. */
@@ -104,15 +108,22 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     return resolveOutboundSessionRoute(plugin(o.channel), { to: o.to, threadId: o.threadId, replyTo: o.replyTo, accountId: o.accountId }, { agentId: o.agentId, session: config.session });
   }
 
-  async function deliver(channel: string, target: ResolvedTarget, text: string, o: { idempotencyKey?: string; signal?: AbortSignal } = {}): Promise<string> {
+  async function deliver(channel: string, target: ResolvedTarget, text: string, o: { idempotencyKey?: string; signal?: AbortSignal; deliveryId?: string } = {}): Promise<string> {
     const p = plugin(channel);
     const idempotencyKey = o.idempotencyKey ?? `ct-${crypto.randomUUID()}`;
     if (!p.deliver) return `${p.id}:${idempotencyKey}`; // webchat: the transcript is the delivery
     const cfg = p.configSchema ? resolveChannelConfig(config.channels, p.id, p.configSchema, target.accountId) : (config.channels[p.id] ?? {});
     const c = cfg as Partial<RetrySettings>;
     const settings: RetrySettings = { maxAttempts: c.maxAttempts ?? 3, maxRetryAfterMs: c.maxRetryAfterMs ?? 30_000, retryBaseMs: c.retryBaseMs ?? 500 };
-    const res = await withDeliveryRetry(p.label, settings, () => p.deliver!(cfg, { target, text, idempotencyKey, signal: o.signal }), o.signal);
-    return res.messageId;
+    // With a delivery record: each failed attempt is counted on it, and a send that gives up ends it (CONTRACT §9).
+    const attempt = o.deliveryId ? countedAttempt(store, o.deliveryId, () => p.deliver!(cfg, { target, text, idempotencyKey, signal: o.signal })) : null;
+    try {
+      const res = await withDeliveryRetry(p.label, settings, attempt ? attempt.run : () => p.deliver!(cfg, { target, text, idempotencyKey, signal: o.signal }), o.signal);
+      return res.messageId;
+    } catch (e) {
+      if (attempt) await attempt.end(e);
+      throw e;
+    }
   }
 
   /** Deliver first; only a delivered message is mirrored (and only then is a missing session created). */
@@ -128,8 +139,11 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     sourceSessionKey?: string;
     idempotencyKey?: string;
     signal?: AbortSignal;
+    deliveryId?: string;
   }): Promise<string> {
-    const messageId = await deliver(o.channel, o.target, o.text, { idempotencyKey: o.idempotencyKey, signal: o.signal });
+    // The send's record (CONTRACT §9 `channel`), kept with what a retry needs to send it again.
+    if (o.deliveryId) await store.createDeliveries([channelDelivery(o.deliveryId, o)]);
+    const messageId = await deliver(o.channel, o.target, o.text, { idempotencyKey: o.idempotencyKey, signal: o.signal, deliveryId: o.deliveryId });
     if (o.sessionKey === o.route.sessionKey) await ensureOutboundSessionEntry(store, o.route, o.target);
     else {
       await store.ensureSession({
@@ -157,11 +171,23 @@ export function createChannels(deps: ChannelDeps): ChannelService {
           ...(o.target.replyTo ? { replyTo: o.target.replyTo } : {}),
           ...(o.target.accountId ? { accountId: o.target.accountId } : {}),
           ...(o.sourceSessionKey ? { sourceSessionKey: o.sourceSessionKey } : {}),
+          // The mirror row records the 2xx: its delivery is `delivered` in the same transaction.
+          ...(o.deliveryId ? { deliveryId: o.deliveryId } : {}),
         },
       },
     ]);
     return messageId;
   }
+
+  // A dead channel delivery retried (deliveries.retry): sent again as first asked, under the same id.
+  store.deliveryRetry.set('channel', async (row) => {
+    const send = parseChannelSource(row.source);
+    if (!send) throw new CrosstalkError('not_retryable', `delivery ${row.id} keeps no send to retry`);
+    const { route, target } = resolveRoute({ agentId: send.agentId, channel: send.channel, to: send.to, threadId: send.threadId, replyTo: send.replyTo, accountId: send.accountId });
+    void deliverAndMirror({ agentId: send.agentId, channel: route.channel, route, target, sessionKey: send.sessionKey ?? route.sessionKey, text: send.text, via: send.via, ...(send.runId ? { runId: send.runId } : {}), ...(send.sourceSessionKey ? { sourceSessionKey: send.sourceSessionKey } : {}), deliveryId: row.id }).catch((e) =>
+      log.warn({ err: (e as Error).message, deliveryId: row.id }, 'channel delivery retry failed'),
+    );
+  });
 
   async function sendOnce(p: z.output<typeof sendParams>): Promise<SendResult> {
     const pl = plugin(p.channel);
@@ -173,7 +199,8 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     }
     const { route, target } = resolveOutboundSessionRoute(pl, { to: p.to, threadId: p.threadId, replyTo: p.replyTo, accountId: p.accountId }, { agentId, session: config.session });
     const sessionKey = p.sessionKey ?? route.sessionKey;
-    const messageId = await deliverAndMirror({ agentId, channel: pl.id, route, target, sessionKey, text: p.message, via: 'send', idempotencyKey: p.idempotencyKey ? `send-${p.idempotencyKey}` : undefined });
+    const deliveryId = p.idempotencyKey ? `dlv_send_${crypto.createHash('sha256').update(p.idempotencyKey).digest('hex').slice(0, 32)}` : newDeliveryId();
+    const messageId = await deliverAndMirror({ agentId, channel: pl.id, route, target, sessionKey, text: p.message, via: 'send', idempotencyKey: p.idempotencyKey ? `send-${p.idempotencyKey}` : undefined, deliveryId });
     return { messageId, sessionKey };
   }
 
@@ -236,6 +263,7 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     async sendFromAgent(s) {
       if (!orchestrator.agent(s.agentId)) throw new CrosstalkError('unknown_agent', `unknown agent ${s.agentId}`);
       const { route, target } = resolveRoute(s);
+      const deliveryId = s.deliveryId ?? newDeliveryId();
       const messageId = await deliverAndMirror({
         agentId: s.agentId,
         channel: route.channel,
@@ -247,13 +275,14 @@ export function createChannels(deps: ChannelDeps): ChannelService {
         runId: s.runId,
         sourceSessionKey: s.sourceSessionKey,
         signal: s.signal,
+        deliveryId,
       });
       if (s.runId) {
         let set = delivered.get(s.runId);
         if (!set) delivered.set(s.runId, (set = new Set()));
         set.add(deliveryKey(route.channel, target.to, target.threadId, s.text));
       }
-      return { messageId, sessionKey: route.sessionKey, channel: route.channel, to: target.to, ...(target.threadId ? { threadId: target.threadId } : {}) };
+      return { messageId, sessionKey: route.sessionKey, channel: route.channel, to: target.to, ...(target.threadId ? { threadId: target.threadId } : {}), deliveryId };
     },
     handleInbound: (channel, req) => handleInbound({ config, store, orchestrator, log, plugin, deliver, decide: (ch, ds) => chatApprovals?.decide(ch, ds) ?? Promise.resolve() }, channel, req),
     pairingsList: async () => ({ pairings: await listPairings(store) }),

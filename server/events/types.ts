@@ -1,6 +1,6 @@
 // Agent events and transcript shapes of CONTRACT §4, shared by the server, the tRPC client and the tests.
 
-export type EventStream = 'lifecycle' | 'tool' | 'assistant' | 'approval' | 'message' | 'compaction' | 'error';
+export type EventStream = 'lifecycle' | 'tool' | 'assistant' | 'approval' | 'message' | 'compaction' | 'delivery' | 'error';
 
 export interface AgentEvent {
   /** Global, increasing id assigned by the event log (the SSE id). */

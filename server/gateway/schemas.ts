@@ -145,6 +145,21 @@ export type ChatHistoryParams = z.infer<typeof chatHistoryParams>;
 export type ApprovalsListParams = z.infer<typeof approvalsListParams>;
 export type ApprovalsResolveParams = z.infer<typeof approvalsResolveParams>;
 
+export const deliveriesGetParams = z.object({ deliveryId: z.string().min(1).max(256) }).strict();
+export const deliveriesListParams = z
+  .object({
+    sessionKey: sessionKeySchema.optional(),
+    state: z.enum(['accepted', 'delivered', 'running', 'answered', 'failed', 'dead']).optional(),
+    kind: z.enum(['session_message', 'delegate', 'callback', 'channel', 'webhook', 'push']).optional(),
+    limit: limitSchema.optional(),
+    cursor: cursorSchema.optional(),
+  })
+  .strict();
+export const deliveriesRetryParams = deliveriesGetParams;
+export type DeliveriesGetParams = z.infer<typeof deliveriesGetParams>;
+export type DeliveriesListParams = z.infer<typeof deliveriesListParams>;
+export type DeliveriesRetryParams = z.infer<typeof deliveriesRetryParams>;
+
 export const runsBoardParams = z.object({ limit: limitSchema.optional() }).strict();
 export type RunsBoardParams = z.infer<typeof runsBoardParams>;
 

@@ -14,6 +14,7 @@ import type { AnyToolDef } from '../tools/types';
 import { checkWebhookUrl } from '../webhooks/guard';
 import { activeRunIds, parentChains, searchSessions } from './room';
 import { runsBoard } from './board';
+import { deliveriesGet, deliveriesList, deliveriesRetry } from './deliveries';
 import type {
   SessionsSearchParams,
   AgentParams,
@@ -22,6 +23,9 @@ import type {
   ApprovalsListParams,
   ApprovalsResolveParams,
   RunsBoardParams,
+  DeliveriesGetParams,
+  DeliveriesListParams,
+  DeliveriesRetryParams,
   ChatHistoryParams,
   SessionsDeleteParams,
   SessionsListParams,
@@ -273,6 +277,18 @@ export class GatewayService implements Gateway {
 
   runsBoard(p: RunsBoardParams) {
     return runsBoard(this.d.store, p);
+  }
+
+  deliveriesGet(p: DeliveriesGetParams) {
+    return deliveriesGet(this.d.store, p);
+  }
+
+  deliveriesList(p: DeliveriesListParams) {
+    return deliveriesList(this.d.store, p);
+  }
+
+  deliveriesRetry(p: DeliveriesRetryParams) {
+    return deliveriesRetry(this.d.store, p);
   }
 
   async approvalsResolve(p: ApprovalsResolveParams) {

@@ -134,6 +134,12 @@ export interface Gateway {
   sessionsUsage(p: import('./schemas').SessionsUsageParams): Promise<import('../usage/usage').SessionUsage>;
   /** Every session's runs in four groups: needs input, working, done, failed (CONTRACT §3 `runs.board`). */
   runsBoard(p: import('./schemas').RunsBoardParams): Promise<Board>;
+  /** One delivery record (CONTRACT §9); `unknown_delivery`. */
+  deliveriesGet(p: import('./schemas').DeliveriesGetParams): Promise<import('../store/deliveries').Delivery>;
+  /** Delivery records newest first; `sessionKey` matches either end. */
+  deliveriesList(p: import('./schemas').DeliveriesListParams): Promise<{ deliveries: import('../store/deliveries').Delivery[]; next_cursor: string | null }>;
+  /** A `dead` delivery attempted again under the same id; otherwise `not_retryable`. */
+  deliveriesRetry(p: import('./schemas').DeliveriesRetryParams): Promise<{ status: 'ok' }>;
   /** Live + replayed agent events for a session or run. */
   events(o: EventSubscribeOptions): AsyncIterable<AgentEvent>;
 }
@@ -144,6 +150,8 @@ export interface DelegateRunResult {
   run_id: string;
   conversation_id: string;
   agent_id: string;
+  /** This run's delivery record (CONTRACT §9). */
+  delivery_id?: string;
   response?: string;
   error?: { code: string; message: string };
 }

@@ -15,6 +15,7 @@ import { type Store, toTranscriptMessage } from '../store/store';
 import { DelegateCache } from './delegate-cache';
 import type { MessageOrigin } from './callbacks';
 import { derivedId, type Orchestrator } from './orchestrator';
+import { newDeliveryId } from '../store/deliveries';
 import { appendTranscript } from './transcript';
 
 export interface DelegateCaller {
@@ -159,13 +160,26 @@ export class Delegates {
         ...(caller.runId ? carryTree({ id: caller.runId, agent: caller.agent, origin: caller.origin }) : {}),
         ...(caller.traceparent ? { traceparent: caller.traceparent } : {}),
       };
+      // The hand-off's record (CONTRACT §9 `delegate`): its id, like the run's, derives from the call (and the batch slot).
+      const derived = caller.runId && caller.callId ? derivedId(caller.runId, caller.callId, key) : undefined;
+      const deliveryId = derived ? `dlv_${derived}` : newDeliveryId();
+      const plannedRun = derived ? `run_${derived}` : undefined;
+      await store.createDeliveries([{ id: deliveryId, kind: 'delegate', from: { sessionKey: caller.sessionKey, runId: caller.runId ?? null, callId: caller.callId ?? null }, to: { sessionKey: key }, runId: plannedRun ?? null }]);
+      origin.deliveryId = deliveryId;
       // Live delegate events stream to the parent's tool call while it waits (standard mode).
       const sub = mode === 'standard' && caller.runId && caller.callId ? bus.subscribe({ sessionKey: key }) : null;
-      const res = await orchestrator.submit(
-        key,
-        { content: prompt, kind: 'inter_session', author: { type: 'agent', id: caller.agent.id, name: caller.agent.name }, meta: { fromSessionKey: caller.sessionKey, delegate: true, ...(followUp ? { followUp: true } : {}) } },
-        { origin, queueMode: 'followup', ...(caller.runId && caller.callId ? { runId: `run_${derivedId(caller.runId, caller.callId, key)}` } : {}) },
-      );
+      let res;
+      try {
+        res = await orchestrator.submit(
+          key,
+          { content: prompt, kind: 'inter_session', author: { type: 'agent', id: caller.agent.id, name: caller.agent.name }, meta: { fromSessionKey: caller.sessionKey, ...(caller.runId ? { fromRunId: caller.runId } : {}), ...(caller.callId ? { fromCallId: caller.callId } : {}), deliveryId, delegate: true, ...(followUp ? { followUp: true } : {}) } },
+          { origin, queueMode: 'followup', ...(plannedRun ? { runId: plannedRun } : {}) },
+        );
+      } catch (e) {
+        sub?.close();
+        await store.advanceDeliveries([deliveryId], 'failed', { error: { code: (e as { code?: string }).code ?? 'internal', message: (e as Error).message } });
+        throw e;
+      }
       const runId = res.runId;
       if (followUp) await this.parentRow(caller, 'delegate_follow_up_started', prompt, { conversation_id: key, agent_id: agentId, run_id: runId, mode });
       if (mode === 'detached') {
@@ -173,7 +187,7 @@ export class Delegates {
           release();
           if (followUp) await this.parentRow({ ...caller, runId: undefined }, 'delegate_follow_up_completed', w.response ?? w.error ?? '', { conversation_id: key, agent_id: agentId, run_id: runId, status: w.status, label: '(follow-up)' });
         });
-        return { status: 'accepted', run_id: runId, conversation_id: key, agent_id: agentId };
+        return { status: 'accepted', run_id: runId, conversation_id: key, agent_id: agentId, delivery_id: deliveryId };
       }
       if (sub) void this.forward(sub, caller, runId, key);
       const onAbort = () => orchestrator.abortActive(key);
@@ -183,8 +197,8 @@ export class Delegates {
       sub?.close();
       release();
       if (followUp) await this.parentRow(caller, 'delegate_follow_up_completed', w.response ?? w.error ?? '', { conversation_id: key, agent_id: agentId, run_id: runId, status: w.status, label: '(follow-up)' });
-      if (w.status === 'ok') return { status: 'ok', run_id: runId, conversation_id: key, agent_id: agentId, response: w.response ?? '' };
-      return { status: 'error', run_id: runId, conversation_id: key, agent_id: agentId, error: { code: w.status === 'timeout' ? 'timeout' : 'internal', message: w.error ?? `delegate ${w.status}` } };
+      if (w.status === 'ok') return { status: 'ok', run_id: runId, conversation_id: key, agent_id: agentId, delivery_id: deliveryId, response: w.response ?? '' };
+      return { status: 'error', run_id: runId, conversation_id: key, agent_id: agentId, delivery_id: deliveryId, error: { code: w.status === 'timeout' ? 'timeout' : 'internal', message: w.error ?? `delegate ${w.status}` } };
     } catch (e) {
       release();
       throw e;

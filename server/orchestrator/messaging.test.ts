@@ -46,14 +46,19 @@ describe('sessions_send async', () => {
 
   it('sync returns {status:"ok", runId, response} to the tool', async () => {
     const r = await turn('agent:main:sync', '/tool sessions_send {"sessionKey":"agent:researcher:sync","message":"/reply 42"}');
-    expect(JSON.parse(r.response.replace(/^sessions_send: /, ''))).toEqual({ status: 'ok', runId: expect.any(String), response: '42' });
+    const out = JSON.parse(r.response.replace(/^sessions_send: /, ''));
+    expect(out).toEqual({ status: 'ok', runId: expect.any(String), deliveryId: expect.stringMatching(/^dlv_/), response: '42' });
+    expect(await s.rpc('deliveries.get', { deliveryId: out.deliveryId })).toMatchObject({ kind: 'session_message', state: 'answered', runId: out.runId, from: { sessionKey: 'agent:main:sync' }, to: { sessionKey: 'agent:researcher:sync' } });
     expect((await history('agent:main:sync')).some((m) => m.kind === 'agent_callback_result')).toBe(false);
   });
 
   it('sync times out with delivered:true and the message is still answered', async () => {
     const r = await turn('agent:main:sync-timeout', '/tool sessions_send {"sessionKey":"agent:researcher:slow","message":"/sleep 300\\n/reply late","timeoutSeconds":0.05}');
-    expect(JSON.parse(r.response.replace(/^sessions_send: /, ''))).toEqual({ status: 'timeout', runId: expect.any(String), delivered: true });
+    const out = JSON.parse(r.response.replace(/^sessions_send: /, ''));
+    expect(out).toEqual({ status: 'timeout', runId: expect.any(String), deliveryId: expect.stringMatching(/^dlv_/), delivered: true });
     await until(async () => (await history('agent:researcher:slow')).some((m) => m.content === 'late'));
+    // The timed-out send's delivery goes on to `answered` when the target run ends (CONTRACT §9).
+    await until(async () => (await s.rpc<{ state: string }>('deliveries.get', { deliveryId: out.deliveryId })).state === 'answered');
   });
 
   it('agents_message targets agent:<id>:main on the same mechanism', async () => {

@@ -28,6 +28,7 @@ export class Orchestrator extends RunQueues {
       mode: { asked: opts.queueMode ?? null, fallback: this.o.config.session.queueMode, neverRefuse: !!opts.neverRefuse },
       start,
     }, opts.claim);
+    this.o.store.announceRunning(r.deliveries);
     const effective = (row.queue_mode = r.mode) as QueueMode;
     if (!r.inserted) throw new CrosstalkError('agent_busy', `session ${sessionKey} is busy${r.active ? ` with run ${r.active}` : ''}`);
     if (r.started) {

@@ -14,7 +14,7 @@ import type { ApprovalRow, CallbackRow, RunRow } from '../store/schema';
 import { FencedError, nowIso, type Store } from '../store/store';
 import type { AnyToolDef } from '../tools/types';
 import { Approvals, type DecidedBy } from './approvals';
-import { planDeliveries } from './callbacks';
+import { callbackDeliveryId, planDeliveries } from './callbacks';
 import { executeRun, type RunDeps } from './run-loop';
 import { markStarted } from './started';
 import { failpoint } from '../failpoints';
@@ -60,6 +60,11 @@ export abstract class RunQueues {
   }
 
   /** The agent a session key belongs to; `unknown_agent` when the key names none. */
+  /** The store that keeps delivery records (CONTRACT §9), for the tools that start hand-offs. */
+  deliveryStore(): Store {
+    return this.o.store;
+  }
+
   agentForKey(key: string): AgentConfig {
     const id = agentIdOf(key);
     const agent = id ? this.agents.get(id) : undefined;
@@ -322,7 +327,7 @@ export abstract class RunQueues {
     let released = false;
     const epoch = st.epoch;
     markStarted(active); // a run that failed before writing its input must not hold `agent` up
-    let deliveries: ReturnType<typeof planDeliveries> = { callbacks: [], webhooks: [], failed: [] };
+    let deliveries: ReturnType<typeof planDeliveries> = { callbacks: [], webhooks: [], failed: [], records: { answered: [], failed: [], created: [] } };
     try {
       const own = active.row ?? (await store.getRun(active.id));
       const merged = active.injected ? (await store.mergedInto(active.id)).filter((r) => r.status === 'merged') : []; // not a failed run pointing here (continuedIn)
@@ -341,7 +346,7 @@ export abstract class RunQueues {
         deliveries.callbacks,
         deliveries.webhooks,
         { key: st.key, idle: !st.queue.length && !active.inbox.length, release: !!this.cluster },
-        { messages: finalRows, events: (rows) => [...earlier, ...rows.map((m) => bus.prepare(active.id, 'message', { message: m })), bus.prepare(active.id, 'lifecycle', endData(outcome))] },
+        { messages: finalRows, events: (rows) => [...earlier, ...rows.map((m) => bus.prepare(active.id, 'message', { message: m })), bus.prepare(active.id, 'lifecycle', endData(outcome))], deliveries: deliveries.records },
       );
       // An enqueue in this process may have claimed the session again between the release and here (it took this
       // state over with a new epoch): the session is held then, not let go.
@@ -446,9 +451,9 @@ export abstract class RunQueues {
           content: cb.response,
           kind: 'agent_callback_result',
           author: { type: 'agent', id: meta.fromAgentId ?? 'unknown', ...(meta.fromAgentName ? { name: meta.fromAgentName } : {}) },
-          meta: { fromSessionKey: cb.target_session_key, runId: cb.target_run_id, targetEndedAt: meta.endedAt, ...(meta.delegate ? { delegate: meta.delegate } : {}) },
+          meta: { fromSessionKey: cb.target_session_key, runId: cb.target_run_id, targetEndedAt: meta.endedAt, deliveryId: callbackDeliveryId(cb.id), ...(meta.delegate ? { delegate: meta.delegate } : {}) },
         },
-        { runId: `run_${cb.id}`, neverRefuse: true, origin: { callbackOf: cb.target_run_id, ...carryTrust(meta), ...(meta.tree ? { tree: meta.tree } : {}), ...(meta.traceparent ? { traceparent: meta.traceparent } : {}) } },
+        { runId: `run_${cb.id}`, neverRefuse: true, origin: { callbackOf: cb.target_run_id, deliveryId: callbackDeliveryId(cb.id), ...carryTrust(meta), ...(meta.tree ? { tree: meta.tree } : {}), ...(meta.traceparent ? { traceparent: meta.traceparent } : {}) } },
       );
       await store.settleCallback(cb.id, 'delivered');
     } catch (e) {

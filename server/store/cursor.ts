@@ -38,4 +38,5 @@ const SHAPES: Record<string, ReadonlyArray<'id' | 'time' | 'key' | 'offset'>> = 
   history: ['id'],
   delegates: ['time', 'key'],
   delegate_messages: ['id'],
+  deliveries: ['time', 'key'],
 };

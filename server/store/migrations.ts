@@ -5,9 +5,10 @@ import type { DialectName } from './schema';
 import type { MigrationSet, SerialId } from './migration-kit';
 import { scaleMigrations } from './migrations-scale';
 import { roomSearchMigration } from './search';
+import { deliveriesMigrations } from './migrations-deliveries';
 
 // Later capabilities keep their migrations in modules of their own (server/store/migrations-<name>.ts): add the set here.
-const sets: MigrationSet[] = [scaleMigrations];
+const sets: MigrationSet[] = [deliveriesMigrations, scaleMigrations];
 
 function migrations(dialect: DialectName): Record<string, Migration> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any

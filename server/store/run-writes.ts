@@ -6,6 +6,7 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { PendingEvent } from '../events/types';
 import { insertEventsSql, wakeEventsSql } from './event-sql';
+import { type DeliveryRowJson, deliveryIdOfMeta, runningCte } from './deliveries';
 import { type NewMessage, type NewSession, sessionValues } from './store-base';
 import type { Database, MessageRow, ModelUsageTable, RunRow, SessionRow } from './schema';
 
@@ -45,6 +46,8 @@ interface AppendPg {
   /** Start this queued run in the same statement (its status, and the session's `running`). */
   startRun?: string;
   usage?: UsageValues[];
+  /** Deliveries these rows carry to their target: `running` in the same statement (CONTRACT §9). */
+  deliveryIds?: string[];
 }
 
 interface AppendPgResult {
@@ -55,6 +58,8 @@ interface AppendPgResult {
   ids: number[];
   /** With `startRun`: the session row after the write (the run's model, cwd and count need no second read). */
   session?: SessionRow;
+  /** The deliveries moved to `running`. */
+  deliveries?: DeliveryRowJson[] | null;
 }
 
 /** Appends rows of one session (and with `startRun`, starts its run) in one statement. */
@@ -69,11 +74,11 @@ export async function appendPg(db: Kysely<Database>, o: AppendPg): Promise<Appen
     s as (update sessions set message_count = message_count + ${o.rows.length}, bytes = bytes + ${bytes}, last_activity_at = ${ts}
             ${o.startRun ? sql`, status = 'running'` : sql``}
           where key = ${o.key} and exists (select 1 from ${gate}) returning *)
-    ${messagesCte(o.rows, 's')}${o.usage?.length ? usageCte(o.usage, 's') : sql``}
+    ${messagesCte(o.rows, 's')}${o.usage?.length ? usageCte(o.usage, 's') : sql``}${o.deliveryIds?.length ? runningCte(o.deliveryIds, sql`s`, ts) : sql``}
     select (select count(*) from f)::int as held, (select count(*) from r)::int as started,
-      (select array_agg(id order by id) from m) as ids${o.startRun ? sql`, (select to_jsonb(s) from s) as session` : sql``}`.execute(db);
-  const x = r.rows[0]!;
-  return { held: x.held > 0, started: x.started > 0, ids: (x.ids ?? []).map(Number), ...(x.session ? { session: x.session } : {}) };
+      (select array_agg(id order by id) from m) as ids${o.startRun ? sql`, (select to_jsonb(s) from s) as session` : sql``}${o.deliveryIds?.length ? sql`, (select json_agg(dl) from dl) as deliveries` : sql``}`.execute(db);
+  const x = r.rows[0]! as typeof r.rows[0] & { deliveries?: DeliveryRowJson[] | null };
+  return { held: x.held > 0, started: x.started > 0, ids: (x.ids ?? []).map(Number), ...(x.session ? { session: x.session } : {}), deliveries: x.deliveries ?? null };
 }
 
 export interface FinishPg {
@@ -219,6 +224,8 @@ export interface EnqueuePgResult {
   active: string | null;
   activeOrigin: string | null;
   unfinished: RunRow[] | null;
+  /** The deliveries the started run's input carried, moved to `running` (CONTRACT §9). */
+  deliveries?: DeliveryRowJson[] | null;
 }
 
 /**
@@ -235,6 +242,7 @@ export async function enqueuePg(db: Kysely<Database>, o: EnqueuePg): Promise<Enq
   const ts = start[0]?.created_at ?? row.created_at;
   const n = start.length;
   const bytes = start.reduce((a, r) => a + rowBytes(r), 0);
+  const dids = start.map((v) => deliveryIdOfMeta(v.meta)).filter((x): x is string => !!x);
   // The new session's columns (as `ensureSession` writes them), claimed by this process and, when the run starts
   // here, running with its input rows counted; an existing free session takes the same additions (`excluded`).
   const go = (then: unknown, otherwise: unknown) => sql`case when fr.go then ${then} else ${otherwise} end`;
@@ -272,7 +280,8 @@ export async function enqueuePg(db: Kysely<Database>, o: EnqueuePg): Promise<Enq
       returning id)
     ${n ? messagesCte(start, 'g') : sql`, m as (select null::bigint as id where false)`},
     a as (select id, origin from runs where session_key = ${k} and status in ('running', 'waiting_approval') order by created_at limit 1)
-    select (select epoch from c) as claimed, exists (select 1 from g) as started, (select row from c where exists (select 1 from g)) as session,
+    ${dids.length ? runningCte(dids, sql`g`, ts) : sql``}
+    select ${dids.length ? sql`(select json_agg(dl) from dl) as deliveries, ` : sql``}(select epoch from c) as claimed, exists (select 1 from g) as started, (select row from c where exists (select 1 from g)) as session,
       (select mode from md) as mode, (select owner from sessions where key = ${k}) as owner, (select count(*) from i)::int as inserted,
       (select array_agg(id order by id) from m) as ids, (select id from a) as active, (select origin from a) as active_origin,
       (select json_agg(u order by u.created_at, u.id) from (
@@ -292,5 +301,6 @@ export async function enqueuePg(db: Kysely<Database>, o: EnqueuePg): Promise<Enq
     active: x.active,
     activeOrigin: x.active_origin,
     unfinished: claimed === null ? null : (x.unfinished ?? []),
+    deliveries: (x as { deliveries?: DeliveryRowJson[] | null }).deliveries ?? null,
   };
 }

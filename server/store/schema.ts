@@ -195,7 +195,31 @@ export interface SessionLinksTable {
   created_at: string;
 }
 
+/** A hand-off's durable record (CONTRACT §9; 0015_deliveries): server/store/deliveries.ts. */
+export interface DeliveriesTable {
+  id: string;
+  kind: string;
+  from_session: string | null;
+  from_run: string | null;
+  /** The sender's tool call (the room links the target's row back to it). */
+  from_call: string | null;
+  to_session: string | null;
+  to_channel: string | null;
+  to_target: string | null;
+  to_url: string | null;
+  state: string;
+  run_id: string | null;
+  attempts: number;
+  error_code: string | null;
+  error_message: string | null;
+  /** What it records elsewhere: `webhook_outbox:<id>`, `callbacks:<id>`, `channel:<json of the send>`. */
+  source: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface Database {
+  deliveries: DeliveriesTable;
   model_usage: ModelUsageTable;
   usage_totals: UsageTotalsTable;
   session_links: SessionLinksTable;
@@ -255,3 +279,4 @@ export type EventRow = Selectable<EventsTable>;
 export type ApprovalRow = Selectable<ApprovalsTable>;
 export type CallbackRow = Selectable<CallbacksTable>;
 export type WebhookRow = Selectable<WebhookOutboxTable>;
+export type DeliveryRow = Selectable<DeliveriesTable>;

@@ -4,8 +4,9 @@ import { type Kysely, sql } from 'kysely';
 import { type EventCursor, START } from '../events/cursor';
 import type { Author, MessageKind, MessageRole, PendingEvent, TranscriptMessage } from '../events/types';
 import type { DbHandle } from './db';
-import type { ApprovalRow, CallbackRow, Database, EventRow, MessageRow, RunRow, WebhookRow } from './schema';
+import type { ApprovalRow, CallbackRow, Database, DeliveryRow, EventRow, MessageRow, RunRow, WebhookRow } from './schema';
 import { insertEventsSql, wakeEventsSql } from './event-sql';
+import { advanceDeliveries, type DeliveryChange, failedAttempt, insertDeliveries, type NewDelivery, newDeliveryId } from './deliveries';
 
 export interface NewMessage {
   sessionKey: string;
@@ -29,6 +30,9 @@ export interface NewSession {
 }
 
 export const nowIso = () => new Date().toISOString();
+
+/** The delivery of a webhook outbox row (webhooks and A2A pushes). */
+export const webhookDeliveryId = (rowId: string) => `dlv_${rowId}`;
 
 /** Events per insert statement (one jsonb parameter, or a multi-row insert on SQLite). */
 const EVENT_CHUNK = 500;
@@ -116,17 +120,87 @@ export class StoreBase {
   }
 
   async settleCallback(id: string, status: 'delivered' | 'dropped', error?: string): Promise<void> {
-    await this.db.updateTable('callbacks').set({ status, error: error ?? null, delivered_at: nowIso() }).where('id', '=', id).execute();
+    const changes = await this.db.transaction().execute(async (tx) => {
+      await tx.updateTable('callbacks').set({ status, error: error ?? null, delivered_at: nowIso() }).where('id', '=', id).execute();
+      // Dropped: the caller is gone, its callback delivery fails with it (delivered is recorded with the caller's row).
+      return status === 'dropped' ? advanceDeliveries(tx, [`dlv_${id}`], 'failed', { error: { code: error ?? 'unknown_session', message: 'the caller session is gone' } }) : [];
+    });
+    this.announce(changes);
+  }
+
+  // ── deliveries (CONTRACT §9; the rows and their SQL in ./deliveries) ────
+
+  /**
+   * How a `dead` delivery is attempted again (deliveries.retry), by what it records (its `source` up to the first
+   * colon: `webhook_outbox`, `channel`, …): each sender registers its own. Called once the record is `accepted` again.
+   */
+  readonly deliveryRetry = new Map<string, (row: DeliveryRow) => Promise<void>>();
+
+  /** Set by boot: hands changed deliveries on as `delivery` events on both ends' streams, once their write committed. */
+  onDeliveries?: (changes: DeliveryChange[]) => void;
+
+  announce(changes: DeliveryChange[]): void {
+    if (changes.length) this.onDeliveries?.(changes);
+  }
+
+  /** New deliveries (an id seen before is kept as it is: a re-driven call finds its own), announced. */
+  async createDeliveries(list: NewDelivery[]): Promise<DeliveryChange[]> {
+    const changes = await this.db.transaction().execute((tx) => insertDeliveries(tx, list));
+    this.announce(changes);
+    return changes;
+  }
+
+  /** Moves deliveries forward (never back; a late or repeated step changes nothing), announced. */
+  async advanceDeliveries(ids: string[], to: Parameters<typeof advanceDeliveries>[2], o: Parameters<typeof advanceDeliveries>[3] = {}): Promise<DeliveryChange[]> {
+    const changes = await this.db.transaction().execute((tx) => advanceDeliveries(tx, ids, to, o));
+    this.announce(changes);
+    return changes;
+  }
+
+  /**
+   * A push delivery (CONTRACT §9 `push`: §7 notifications, A2A pushes outside the outbox), `accepted`; its id is the
+   * caller's when it derives from what it pushes (an approval and a subscription), so a repeat records nothing new.
+   * Then one `markAttempt` per attempt. A retry of a dead one calls `deliveryRetry.get('push')` (register it).
+   */
+  async createPush(p: { id?: string; from?: { sessionKey?: string | null; runId?: string | null }; to: { url: string; sessionKey?: string | null }; source?: string }): Promise<string> {
+    const id = p.id ?? newDeliveryId();
+    await this.createDeliveries([{ id, kind: 'push', from: p.from ?? {}, to: { url: p.to.url, sessionKey: p.to.sessionKey ?? null }, source: p.source ?? `push:${id}` }]);
+    return id;
+  }
+
+  /**
+   * One attempt of a delivery to the outside (a channel send, a push), recorded: `ok` moves it to `delivered`,
+   * else its attempts count up and with `final` it is `dead`.
+   */
+  async markAttempt(id: string, o: { ok: true } | { ok: false; error: { code: string; message: string }; final: boolean }): Promise<DeliveryChange[]> {
+    const changes = await this.db.transaction().execute(async (tx) => {
+      if (o.ok) return advanceDeliveries(tx, [id], 'delivered', { attempt: true, error: null });
+      if (o.final) return advanceDeliveries(tx, [id], 'dead', { attempt: true, error: o.error });
+      await failedAttempt(tx, id, o.error);
+      return [];
+    });
+    this.announce(changes);
+    return changes;
   }
 
   /** Set by boot: what makes webhook rows run once their transaction commits (PostgreSQL: the job engine's jobs). */
   webhookJobs?: (tx: Kysely<Database>, rows: WebhookRow[]) => Promise<void>;
 
   /** Webhook rows (ids derive from what they report: an id written before is skipped), with their jobs, in `tx`. */
-  async insertWebhooks(tx: Kysely<Database>, rows: WebhookRow[]): Promise<void> {
+  async insertWebhooks(tx: Kysely<Database>, rows: WebhookRow[]): Promise<DeliveryChange[]> {
     const fresh = await tx.insertInto('webhook_outbox').values(rows).onConflict((oc) => oc.column('id').doNothing()).returning('id').execute();
     const ids = new Set(fresh.map((r) => r.id));
-    if (ids.size) await this.webhookJobs?.(tx, rows.filter((r) => ids.has(r.id)));
+    if (!ids.size) return [];
+    const added = rows.filter((r) => ids.has(r.id));
+    // Each row is a delivery of its own (`webhook`, or `push` for an A2A push notification), in the same transaction.
+    const froms = await tx.selectFrom('runs').select(['id', 'session_key']).where('id', 'in', [...new Set(added.map((r) => r.run_id))]).execute();
+    const sessionOf = new Map(froms.map((r) => [r.id, r.session_key]));
+    const changes = await insertDeliveries(
+      tx,
+      added.map((r) => ({ id: webhookDeliveryId(r.id), kind: r.headers ? 'push' : 'webhook', from: { sessionKey: sessionOf.get(r.run_id) ?? null, runId: r.run_id }, to: { url: r.url }, runId: r.run_id, source: `webhook_outbox:${r.id}` })),
+    );
+    await this.webhookJobs?.(tx, added);
+    return changes;
   }
 
   /** SQLite's dispatcher (PostgreSQL's webhooks are the job engine's). */
@@ -139,8 +213,31 @@ export class StoreBase {
     return (r?.m as string | null) ?? undefined;
   }
 
+  /** An attempt's outcome on the outbox row and its delivery, in one transaction (2xx: delivered; the last failure: dead). */
   async updateWebhook(id: string, fields: Partial<Omit<WebhookRow, 'id'>>): Promise<void> {
-    await this.db.updateTable('webhook_outbox').set(fields).where('id', '=', id).execute();
+    const changes = await this.db.transaction().execute(async (tx) => {
+      await tx.updateTable('webhook_outbox').set(fields).where('id', '=', id).execute();
+      // Each recorded attempt counts once on the delivery (a retried dead one keeps counting under the same id).
+      const did = webhookDeliveryId(id);
+      const attempt = fields.attempts !== undefined;
+      const error = { code: 'channel_error', message: fields.last_error ?? 'retries exhausted' };
+      if (fields.status === 'delivered') return advanceDeliveries(tx, [did], 'delivered', { error: null, attempt });
+      if (fields.status === 'dead') return advanceDeliveries(tx, [did], 'dead', { error, attempt });
+      if (attempt) await failedAttempt(tx, did, error);
+      return [];
+    });
+    this.announce(changes);
+  }
+
+  /** A row whose attempts ran out without one reporting: dead, if still pending (and its delivery with it). */
+  async webhookDead(id: string, error: string): Promise<boolean> {
+    const r = await this.db.transaction().execute(async (tx) => {
+      const u = await tx.updateTable('webhook_outbox').set({ status: 'dead', last_error: error }).where('id', '=', id).where('status', '=', 'pending').executeTakeFirst();
+      if (Number(u.numUpdatedRows) !== 1) return null;
+      return advanceDeliveries(tx, [webhookDeliveryId(id)], 'dead', { error: { code: 'channel_error', message: error } });
+    });
+    if (r) this.announce(r);
+    return r !== null;
   }
 
   listWebhooks(o: { status?: string; limit: number }): Promise<WebhookRow[]> {

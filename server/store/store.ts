@@ -8,9 +8,17 @@ import { ClaimTaken, type IdempotencyClaim, insertClaim } from './idempotency';
 import { appendPg, type FinishPg, finishPg, finishPgOne, type MessageValues, messageValues, rowBytes, type UsageValues } from './run-writes';
 import type { CallbackRow, Database, MessageRow, RunRow, SessionRow, WebhookRow } from './schema';
 import { FencedStore } from './fences';
+import { advanceDeliveries, type DeliveryChange, deliveryIdOfMeta, type DeliveryRowJson, fromJsonRows, insertDeliveries, type NewDelivery } from './deliveries';
 import { FencedError, type NewMessage, type NewSession, nowIso, sessionValues, toTranscriptMessage } from './store-base';
 
 export { FencedError, type NewMessage, type NewSession, nowIso, toTranscriptMessage } from './store-base';
+
+/** What a run's end does to deliveries: those it answered or failed, and the new ones it owes (its callbacks). */
+export interface RunEndDeliveries {
+  answered: string[];
+  failed: Array<{ ids: string[]; error: { code: string; message: string } }>;
+  created: NewDelivery[];
+}
 
 /** A run's start: its input rows in the transcript, and (PostgreSQL) the session row after it. */
 export interface StartedRun {
@@ -129,17 +137,24 @@ export class Store extends FencedStore {
   async appendMessages(msgs: NewMessage[]): Promise<TranscriptMessage[]> {
     if (!msgs.length) return [];
     const key = msgs[0]!.sessionKey;
-    if (this.dialect === 'postgres' && msgs.every((m) => m.sessionKey === key)) return (await this.appendPgRows(key, msgs, { usage: this.takeUsage(msgs) })).rows;
+    const mirrorsDelivery = msgs.some((m) => m.kind === 'mirror' && m.meta?.deliveryId);
+    if (this.dialect === 'postgres' && !mirrorsDelivery && msgs.every((m) => m.sessionKey === key)) return (await this.appendPgRows(key, msgs, { usage: this.takeUsage(msgs) })).rows;
     const usage = this.takeUsage(msgs);
+    const changes: DeliveryChange[] = [];
     const out = await this.db.transaction().execute(async (tx) => {
       if (usage.length) await tx.insertInto('model_usage').values(usage).execute();
-      return this.appendIn(tx, msgs);
+      return this.appendIn(tx, msgs, changes);
     });
     this.remember(out);
+    this.announce(changes);
     return out;
   }
 
-  private async appendIn(tx: Kysely<Database>, msgs: NewMessage[]): Promise<TranscriptMessage[]> {
+  /**
+   * Appends rows (in `tx`); a row a delivery put there (its meta names it) moves that delivery to `running` in the
+   * same transaction: the target has it, and its run is the one taking it in (`changes` collects what moved).
+   */
+  private async appendIn(tx: Kysely<Database>, msgs: NewMessage[], changes?: DeliveryChange[]): Promise<TranscriptMessage[]> {
     const ts = nowIso();
     const out: TranscriptMessage[] = [];
     const perSession = new Map<string, { count: number; bytes: number }>();
@@ -155,6 +170,12 @@ export class Store extends FencedStore {
     for (const [key, agg] of perSession) {
       await this.touchSession(tx, key, (eb) => ({ message_count: eb('message_count', '+', agg.count), bytes: eb('bytes', '+', agg.bytes), last_activity_at: ts }));
     }
+    // A mirror row records a channel's 2xx (delivered); any other row is a message its target's run takes in (running).
+    const dids = (mirror: boolean) => out.filter((m) => (m.kind === 'mirror') === mirror).map((m) => (m.meta?.deliveryId as string | undefined) ?? '').filter(Boolean);
+    const toRun = dids(false);
+    if (toRun.length) changes?.push(...(await advanceDeliveries(tx, toRun, 'running', {}, ['delivered'])));
+    const sent = dids(true);
+    if (sent.length) changes?.push(...(await advanceDeliveries(tx, sent, 'delivered', { attempt: true, error: null })));
     return out;
   }
 
@@ -168,22 +189,31 @@ export class Store extends FencedStore {
       const r = await this.appendPgRows(sessionKey, msgs, { startRun: runId });
       return r.started ? { rows: r.rows, ...(r.session ? { session: r.session } : {}) } : null;
     }
+    const changes: DeliveryChange[] = [];
     const out = await this.db.transaction().execute(async (tx) => {
       const r = await tx.updateTable('runs').set({ status: 'running', started_at: nowIso() }).where('id', '=', runId).where('status', '=', 'queued').executeTakeFirst();
       if (Number(r.numUpdatedRows) !== 1) return null;
       await this.touchSession(tx, sessionKey, { status: 'running' });
-      return this.appendIn(tx, msgs);
+      return this.appendIn(tx, msgs, changes);
     });
     if (out) this.remember(out);
+    this.announce(changes);
     return out && { rows: out };
   }
 
-  /** PostgreSQL: one session's rows in one statement (`appendPg`, fenced), as transcript rows. */
+  /** PostgreSQL: one session's rows in one statement (`appendPg`, fenced, moving their deliveries), as transcript rows. */
   private async appendPgRows(key: string, msgs: NewMessage[], o: { usage?: UsageValues[]; startRun?: string }) {
     const values = msgs.map((m) => messageValues(m, nowIso()));
-    const r = await appendPg(this.db, { key, epoch: this.fences.get(key), rows: values, ...o });
+    const deliveryIds = values.map((v) => deliveryIdOfMeta(v.meta)).filter((x): x is string => !!x);
+    const r = await appendPg(this.db, { key, epoch: this.fences.get(key), rows: values, deliveryIds, ...o });
     if (!r.held) await this.lostSession(key);
+    this.announceRunning(r.deliveries);
     return { ...r, rows: this.writtenRows(values, r.ids) };
+  }
+
+  /** Deliveries a PostgreSQL statement moved to `running` (their target's row written): through `delivered`. */
+  announceRunning(rows: DeliveryRowJson[] | null | undefined): void {
+    if (rows?.length) this.announce(fromJsonRows(rows).map((row) => ({ row, states: ['delivered', 'running'] })));
   }
 
   /** PostgreSQL rows written with these ids (a run's start by `enqueuePg`, an append) as transcript rows, cached. */
@@ -311,14 +341,17 @@ export class Store extends FencedStore {
     callbacks: CallbackRow[],
     webhooks: WebhookRow[],
     session: { key: string; idle: boolean; release?: boolean },
-    o: { messages?: NewMessage[]; events?: (rows: TranscriptMessage[]) => PendingEvent[] } = {},
+    o: { messages?: NewMessage[]; events?: (rows: TranscriptMessage[]) => PendingEvent[]; deliveries?: RunEndDeliveries } = {},
   ): Promise<{ released: boolean; events: PendingEvent[]; ids: Array<{ id: number; tx?: string }> }> {
     const usage = this.takeUsage([id]);
     const msgs = o.messages ?? [];
     const pg = this.dialect === 'postgres' && msgs.every((m) => m.sessionKey === session.key);
+    const dl = o.deliveries;
+    const owesDeliveries = !!dl && (dl.answered.length > 0 || dl.failed.length > 0 || dl.created.length > 0);
+    const changes: DeliveryChange[] = [];
     // The one-statement attempt's events (their seqs are taken): the fallback below reuses them, never prepares twice.
     let first: { events: PendingEvent[]; messageOf: number[] } | undefined;
-    if (pg && !callbacks.length && !webhooks.length) {
+    if (pg && !callbacks.length && !webhooks.length && !owesDeliveries) {
       // The common end (nothing owed to other sessions or URLs): one statement.
       const values = msgs.map((m) => messageValues(m, nowIso()));
       const rows = values.map((v) => toTranscriptMessage({ ...v, id: 0 }));
@@ -385,10 +418,17 @@ export class Store extends FencedStore {
         ids = await this.insertEventsIn(tx, events, { notify: true });
       }
       if (callbacks.length) await tx.insertInto('callbacks').values(callbacks).onConflict((oc) => oc.column('id').doNothing()).execute();
-      if (webhooks.length) await this.insertWebhooks(tx, webhooks);
+      if (webhooks.length) changes.push(...(await this.insertWebhooks(tx, webhooks)));
+      // The deliveries this run answered or failed, and the callbacks it owes, with the run's end (CONTRACT §9).
+      if (dl) {
+        changes.push(...(await advanceDeliveries(tx, dl.answered, 'answered', { error: null })));
+        for (const f of dl.failed) changes.push(...(await advanceDeliveries(tx, f.ids, 'failed', { error: f.error })));
+        changes.push(...(await insertDeliveries(tx, dl.created)));
+      }
       return { released, rows, events, ids };
     });
     this.remember(out.rows);
+    this.announce(changes);
     return out;
   }
 

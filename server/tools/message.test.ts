@@ -52,7 +52,7 @@ describe('message tool', () => {
     await s.rt.store.ensureSession({ key: 'agent:writer:main', agentId: 'writer', kind: 'main' });
     const c = ctx('agent:writer:main');
     const out = await tool.execute({ action: 'send', channel: 'telegram', to: '4242', text: 'Draft is ready.' }, c);
-    expect(out).toEqual({ status: 'ok', messageId: expect.any(String), sessionKey: 'agent:writer:telegram:direct:4242', channel: 'telegram', to: '4242' });
+    expect(out).toEqual({ status: 'ok', messageId: expect.any(String), sessionKey: 'agent:writer:telegram:direct:4242', channel: 'telegram', to: '4242', deliveryId: expect.stringMatching(/^dlv_/) });
     expect(tg.requests.at(-1)!.body).toEqual({ chat_id: 4242, text: 'Draft is ready.' });
 
     const target = await history('agent:writer:telegram:direct:4242');

@@ -5,6 +5,7 @@ import { channelOriginOf } from '../channels/reply-router';
 import { errorMessage, isCrosstalkError, toolError } from '../errors';
 import { agentIdOf } from '../sessions/keys';
 import { deliveredKey } from './messaging';
+import { derivedId } from '../orchestrator/queue';
 import type { ToolDef } from './types';
 import { described, toolText } from './describe';
 import { MAX_MESSAGE_BYTES } from '../gateway/schemas';
@@ -74,10 +75,11 @@ export function createMessageTool(channelsOrGetter: ChannelService | (() => Chan
           runId: ctx.runId,
           sourceSessionKey: ctx.sessionKey,
           signal: ctx.signal,
+          ...(ctx.callId ? { deliveryId: `dlv_${derivedId(ctx.runId, ctx.callId)}` } : {}),
         });
         // Sent into the run's own conversation: the final reply rule must not post the same text again.
         if (r.sessionKey === ctx.sessionKey) ctx.delivered?.add(deliveredKey(a.text));
-        return { status: 'ok', messageId: r.messageId, sessionKey: r.sessionKey, channel: r.channel, to: r.to, ...(r.threadId ? { threadId: r.threadId } : {}) };
+        return { status: 'ok', messageId: r.messageId, sessionKey: r.sessionKey, channel: r.channel, to: r.to, ...(r.threadId ? { threadId: r.threadId } : {}), ...(r.deliveryId ? { deliveryId: r.deliveryId } : {}) };
       } catch (e) {
         if (isCrosstalkError(e)) return toolError(e.code, e.message);
         return toolError('internal', `message failed: ${errorMessage(e)}`);

@@ -1,5 +1,7 @@
 // sessions_send and agents_message (seed 004 + seed 000): one mechanism to message another session, sync or async.
 import { derivedId } from '../orchestrator/orchestrator';
+import { newDeliveryId } from '../store/deliveries';
+import { failpoint } from '../failpoints';
 import { carryTrust } from '../trust/trust';
 import { carryTree } from '../orchestrator/budget';
 import { z } from 'zod';
@@ -74,22 +76,38 @@ export function sendToSession(
       ...carryTree({ id: ctx.runId, agent: ctx.agent, origin: ctx.origin }),
     };
     const fresh = deps.usage ? !(await deps.usage.sessionExists(p.targetKey)) : false;
-    const res = await orch.submit(
-      p.targetKey,
-      {
-        content: p.message,
-        kind: 'inter_session',
-        author: { type: 'agent', id: ctx.agent.id, name: ctx.agent.name },
-        meta: { fromSessionKey: ctx.sessionKey, fromRunId: ctx.runId, fromAgentId: ctx.agent.id },
-      },
-      { origin, webhook: p.webhook, ...(ctx.callId ? { runId: `run_${derivedId(ctx.runId, ctx.callId)}` } : {}) },
-    );
+    // The hand-off's record (CONTRACT §9), stored before anything reaches the target; its id, like the target run's,
+    // derives from the call, so a call re-driven after a crash finds both instead of delivering twice.
+    const derived = ctx.callId ? derivedId(ctx.runId, ctx.callId) : undefined;
+    const deliveryId = derived ? `dlv_${derived}` : newDeliveryId();
+    const store = orch.deliveryStore();
+    await store.createDeliveries([{ id: deliveryId, kind: 'session_message', from: { sessionKey: ctx.sessionKey, runId: ctx.runId, callId: ctx.callId ?? null }, to: { sessionKey: p.targetKey }, runId: derived ? `run_${derived}` : null }]);
+    failpoint('delivery.accepted');
+    origin.deliveryId = deliveryId;
+    let res;
+    try {
+      res = await orch.submit(
+        p.targetKey,
+        {
+          content: p.message,
+          kind: 'inter_session',
+          author: { type: 'agent', id: ctx.agent.id, name: ctx.agent.name },
+          meta: { fromSessionKey: ctx.sessionKey, fromRunId: ctx.runId, fromAgentId: ctx.agent.id, ...(ctx.callId ? { fromCallId: ctx.callId } : {}), deliveryId },
+        },
+        { origin, webhook: p.webhook, ...(derived ? { runId: `run_${derived}` } : {}) },
+      );
+    } catch (e) {
+      // Refused by the target (a `reject` session busy, …): the delivery ends `failed` with the refusal.
+      await store.advanceDeliveries([deliveryId], 'failed', { error: { code: (e as { code?: string }).code ?? 'internal', message: (e as Error).message } });
+      throw e;
+    }
     if (fresh) await deps.usage?.link(ctx.sessionKey, p.targetKey);
-    if (mode === 'async') return { status: 'accepted', runId: res.runId };
+    if (mode === 'async') return { status: 'accepted', runId: res.runId, deliveryId };
     const w = await orch.wait(res.runId, (p.timeoutSeconds ?? DEFAULT_SYNC_TIMEOUT_S) * 1000);
-    if (w.status === 'ok') return { status: 'ok', runId: res.runId, response: w.response ?? '' };
-    if (w.status === 'timeout') return { status: 'timeout', runId: res.runId, delivered: true };
-    return { status: 'error', runId: res.runId, error: { code: 'internal', message: `target run failed: ${w.error ?? 'error'}` } };
+    if (w.status === 'ok') return { status: 'ok', runId: res.runId, deliveryId, response: w.response ?? '' };
+    // Timed out: the delivery stays where it is and goes on to `answered` when the target run ends.
+    if (w.status === 'timeout') return { status: 'timeout', runId: res.runId, deliveryId, delivered: true };
+    return { status: 'error', runId: res.runId, deliveryId, error: { code: 'internal', message: `target run failed: ${w.error ?? 'error'}` } };
   });
 }
 

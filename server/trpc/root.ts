@@ -4,6 +4,7 @@ import { agentsRouter } from './routers/agents';
 import { approvalsRouter } from './routers/approvals';
 import { chatRouter } from './routers/chat';
 import { delegatesRouter } from './routers/delegates';
+import { deliveriesRouter } from './routers/deliveries';
 import { eventsRouter } from './routers/events';
 import { sessionsRouter } from './routers/sessions';
 import { statusRouter } from './routers/status';
@@ -16,6 +17,7 @@ export const appRouter = createTRPCRouter({
   agents: agentsRouter,
   events: eventsRouter,
   delegates: delegatesRouter,
+  deliveries: deliveriesRouter,
   status: statusRouter,
   pairings: pairingsRouter,
 });

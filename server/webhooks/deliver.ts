@@ -41,6 +41,8 @@ export interface WebhookDispatcher {
   kick(): void;
   /** Inside the transaction that writes the rows: whatever makes them run once it commits (PostgreSQL: the jobs). */
   enqueueIn?(tx: Kysely<Database>, rows: WebhookRow[]): Promise<void>;
+  /** A dead row made pending again (deliveries.retry): attempt it again (PostgreSQL: its job again). */
+  retry?(id: string): Promise<void>;
 }
 
 export type Outcome = 'delivered' | 'retry' | 'dead';
@@ -82,8 +84,7 @@ export class WebhookDelivery {
 
   /** A row whose attempts ran out without one reporting (its last attempt's process died): dead, if still pending. */
   async markDead(id: string, error: string): Promise<boolean> {
-    const r = await this.store.db.updateTable('webhook_outbox').set({ status: 'dead', last_error: error }).where('id', '=', id).where('status', '=', 'pending').executeTakeFirst();
-    const dead = Number(r.numUpdatedRows) === 1;
+    const dead = await this.store.webhookDead(id, error);
     if (dead) {
       this.log.warn({ webhookId: id, error }, 'webhook dead-lettered');
       this.onOutcome?.('dead');

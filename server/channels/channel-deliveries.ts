@@ -1,0 +1,82 @@
+// Channel sends as deliveries (CONTRACT §9 `channel`): the record of a `message`/`send`, its attempts, and what a retry re-sends.
+import { isCrosstalkError } from '../errors';
+import type { NewDelivery } from '../store/deliveries';
+import type { Store } from '../store/store';
+import { DeliveryFailure } from './delivery';
+import type { ResolvedTarget } from './types';
+
+/** What a retry needs to send the same message again (kept in the delivery's `source`). */
+export interface ChannelSendSource {
+  agentId: string;
+  channel: string;
+  to: string;
+  text: string;
+  via: 'send' | 'message';
+  sessionKey?: string;
+  threadId?: string;
+  replyTo?: string;
+  accountId?: string;
+  runId?: string;
+  sourceSessionKey?: string;
+}
+
+export function channelDelivery(
+  id: string,
+  o: { agentId: string; channel: string; target: ResolvedTarget; sessionKey: string; text: string; via: 'send' | 'message'; runId?: string; sourceSessionKey?: string },
+): NewDelivery {
+  const src: ChannelSendSource = {
+    agentId: o.agentId,
+    channel: o.channel,
+    to: o.target.to,
+    text: o.text,
+    via: o.via,
+    sessionKey: o.sessionKey,
+    ...(o.target.threadId ? { threadId: o.target.threadId } : {}),
+    ...(o.target.replyTo ? { replyTo: o.target.replyTo } : {}),
+    ...(o.target.accountId ? { accountId: o.target.accountId } : {}),
+    ...(o.runId ? { runId: o.runId } : {}),
+    ...(o.sourceSessionKey ? { sourceSessionKey: o.sourceSessionKey } : {}),
+  };
+  return {
+    id,
+    kind: 'channel',
+    // From the sending session (a `message` call), or the session it is mirrored into (a `send`, which has no sender).
+    from: { sessionKey: o.sourceSessionKey ?? o.sessionKey, runId: o.runId ?? null },
+    to: { sessionKey: o.sessionKey, channel: o.channel, target: o.target.to },
+    source: `channel:${JSON.stringify(src)}`,
+  };
+}
+
+export function parseChannelSource(source: string | null): ChannelSendSource | null {
+  if (!source?.startsWith('channel:')) return null;
+  try {
+    return JSON.parse(source.slice('channel:'.length)) as ChannelSendSource;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Wraps one platform call: every failed attempt counts on the delivery; `end` records how the send ended when it
+ * gave up: `dead` when its retries ran out on failures worth retrying (429, 5xx, the network), else `failed`.
+ */
+export function countedAttempt<T>(store: Store, id: string, fn: () => Promise<T>) {
+  let last: unknown;
+  return {
+    run: async () => {
+      try {
+        return await fn();
+      } catch (e) {
+        last = e;
+        await store.markAttempt(id, { ok: false, final: false, error: { code: 'channel_error', message: (e as Error).message } }).catch(() => undefined);
+        throw e;
+      }
+    },
+    async end(e: unknown) {
+      const f = last instanceof DeliveryFailure ? last : null;
+      const retryable = !!f && (f.kind === 'rate_limited' || f.kind === 'server' || f.kind === 'network');
+      const error = { code: isCrosstalkError(e) ? e.code : 'channel_error', message: (e as Error).message };
+      await store.advanceDeliveries([id], retryable ? 'dead' : 'failed', { error }).catch(() => undefined);
+    },
+  };
+}

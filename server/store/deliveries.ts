@@ -1,0 +1,244 @@
+// Deliveries (CONTRACT §9): the durable record of every hand-off, its states moved forward only, in the caller's transaction.
+import crypto from 'node:crypto';
+import { type Kysely, sql } from 'kysely';
+import { CrosstalkError } from '../errors';
+import { decodeCursor, encodeCursor } from './cursor';
+import type { Database, DeliveryRow } from './schema';
+
+export type DeliveryKind = 'session_message' | 'delegate' | 'callback' | 'channel' | 'webhook' | 'push';
+export type DeliveryState = 'accepted' | 'delivered' | 'running' | 'answered' | 'failed' | 'dead';
+export const DELIVERY_KINDS: readonly DeliveryKind[] = ['session_message', 'delegate', 'callback', 'channel', 'webhook', 'push'];
+export const DELIVERY_STATES: readonly DeliveryState[] = ['accepted', 'delivered', 'running', 'answered', 'failed', 'dead'];
+
+/** The states a delivery may move to `to` from: forward only, and nothing leaves an end (answered, failed, dead). */
+export const EARLIER: Record<DeliveryState, DeliveryState[]> = {
+  accepted: [],
+  delivered: ['accepted'],
+  running: ['accepted', 'delivered'],
+  answered: ['accepted', 'delivered', 'running'],
+  failed: ['accepted', 'delivered', 'running'],
+  dead: ['accepted', 'delivered'],
+};
+
+/** A delivery as the API shows it (CONTRACT §9). */
+export interface Delivery {
+  deliveryId: string;
+  kind: DeliveryKind;
+  from: { sessionKey?: string; runId?: string; callId?: string };
+  to: { sessionKey?: string; channel?: string; target?: string; url?: string };
+  state: DeliveryState;
+  runId?: string;
+  attempts: number;
+  error?: { code: string; message: string };
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** What a new delivery says about itself; the id is the caller's when it derives from a call (exactly once). */
+export interface NewDelivery {
+  id?: string;
+  kind: DeliveryKind;
+  from?: { sessionKey?: string | null; runId?: string | null; callId?: string | null };
+  to: { sessionKey?: string | null; channel?: string | null; target?: string | null; url?: string | null };
+  state?: DeliveryState;
+  runId?: string | null;
+  /** The row this delivery records elsewhere (a webhook outbox row, a callback row), for the migration and retries. */
+  source?: string | null;
+}
+
+/** A change to hand on as `delivery` events: the row after it, and the states it went through (in order). */
+export interface DeliveryChange {
+  row: DeliveryRow;
+  states: DeliveryState[];
+}
+
+export const newDeliveryId = () => `dlv_${crypto.randomUUID()}`;
+
+export function deliveryValues(d: NewDelivery, ts: string): DeliveryRow {
+  return {
+    id: d.id ?? newDeliveryId(),
+    kind: d.kind,
+    from_session: d.from?.sessionKey ?? null,
+    from_run: d.from?.runId ?? null,
+    from_call: d.from?.callId ?? null,
+    to_session: d.to.sessionKey ?? null,
+    to_channel: d.to.channel ?? null,
+    to_target: d.to.target ?? null,
+    to_url: d.to.url ?? null,
+    state: d.state ?? 'accepted',
+    run_id: d.runId ?? null,
+    attempts: 0,
+    error_code: null,
+    error_message: null,
+    source: d.source ?? null,
+    created_at: ts,
+    updated_at: ts,
+  };
+}
+
+export function toDelivery(r: DeliveryRow): Delivery {
+  const from: Delivery['from'] = {};
+  if (r.from_session) from.sessionKey = r.from_session;
+  if (r.from_run) from.runId = r.from_run;
+  if (r.from_call) from.callId = r.from_call;
+  const to: Delivery['to'] = {};
+  if (r.to_session) to.sessionKey = r.to_session;
+  if (r.to_channel) to.channel = r.to_channel;
+  if (r.to_target) to.target = r.to_target;
+  if (r.to_url) to.url = r.to_url;
+  return {
+    deliveryId: r.id,
+    kind: r.kind as DeliveryKind,
+    from,
+    to,
+    state: r.state as DeliveryState,
+    ...(r.run_id ? { runId: r.run_id } : {}),
+    attempts: Number(r.attempts),
+    ...(r.error_code ? { error: { code: r.error_code, message: r.error_message ?? '' } } : {}),
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+/** The delivery id a transcript row carries (in its meta) when it is what a delivery put there. */
+export function deliveryIdOfMeta(meta: string | null | undefined): string | undefined {
+  if (!meta || !meta.includes('"deliveryId"')) return undefined;
+  try {
+    const id = (JSON.parse(meta) as { deliveryId?: unknown }).deliveryId;
+    return typeof id === 'string' ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Inserts deliveries unless their ids exist (a re-driven call finds its own); returns the new ones. */
+export async function insertDeliveries(db: Kysely<Database>, list: NewDelivery[], ts = new Date().toISOString()): Promise<DeliveryChange[]> {
+  if (!list.length) return [];
+  const values = list.map((d) => deliveryValues(d, ts));
+  const ids = await db.insertInto('deliveries').values(values).onConflict((oc) => oc.column('id').doNothing()).returning('id').execute();
+  const fresh = new Set(ids.map((r) => r.id));
+  return values.filter((v) => fresh.has(v.id)).map((row) => ({ row, states: [row.state as DeliveryState] }));
+}
+
+export interface Advance {
+  error?: { code: string; message: string } | null;
+  runId?: string;
+  /** Count one more attempt (webhooks, channel sends, pushes). */
+  attempt?: boolean;
+}
+
+/**
+ * Moves deliveries forward to `to`, only from an earlier state (the UPDATE's own `where`), so a late or repeated
+ * step changes nothing. Returns the rows it changed, with the states they went through (`via` first, when given).
+ */
+export async function advanceDeliveries(db: Kysely<Database>, ids: string[], to: DeliveryState, o: Advance = {}, via: DeliveryState[] = []): Promise<DeliveryChange[]> {
+  if (!ids.length) return [];
+  const ts = new Date().toISOString();
+  const before = await db.selectFrom('deliveries').select(['id', 'state']).where('id', 'in', ids).where('state', 'in', EARLIER[to]).execute();
+  if (!before.length) return [];
+  const rows = await db
+    .updateTable('deliveries')
+    .set((eb) => ({
+      state: to,
+      updated_at: ts,
+      ...(o.error !== undefined ? { error_code: o.error?.code ?? null, error_message: o.error?.message ?? null } : {}),
+      ...(o.runId ? { run_id: o.runId } : {}),
+      ...(o.attempt ? { attempts: eb('attempts', '+', 1) } : {}),
+    }))
+    .where('id', 'in', before.map((b) => b.id))
+    .where('state', 'in', EARLIER[to])
+    .returningAll()
+    .execute();
+  const was = new Map(before.map((b) => [b.id, b.state as DeliveryState]));
+  return rows.map((row) => {
+    const from = was.get(row.id);
+    // The intermediate states the write skipped (accepted → running passes delivered), for the events.
+    const passed = via.filter((s) => from !== undefined && EARLIER[s].includes(from));
+    return { row, states: [...passed, to] };
+  });
+}
+
+/** One more failed attempt of a delivery still on its way (its state stays; the error is the last one). */
+export async function failedAttempt(db: Kysely<Database>, id: string, error: { code: string; message: string }): Promise<void> {
+  await db
+    .updateTable('deliveries')
+    .set((eb) => ({ attempts: eb('attempts', '+', 1), error_code: error.code, error_message: error.message, updated_at: new Date().toISOString() }))
+    .where('id', '=', id)
+    .where('state', 'in', ['accepted', 'delivered'])
+    .execute();
+}
+
+/** A `dead` delivery taken back to `accepted` for another round of attempts, under the same id; false when not dead. */
+export async function reopenDead(db: Kysely<Database>, id: string): Promise<DeliveryChange | null> {
+  const rows = await db
+    .updateTable('deliveries')
+    .set({ state: 'accepted', error_code: null, error_message: null, updated_at: new Date().toISOString() })
+    .where('id', '=', id)
+    .where('state', '=', 'dead')
+    .returningAll()
+    .execute();
+  return rows[0] ? { row: rows[0], states: ['accepted'] } : null;
+}
+
+export function getDeliveryRow(db: Kysely<Database>, id: string): Promise<DeliveryRow | undefined> {
+  return db.selectFrom('deliveries').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export interface ListDeliveries {
+  sessionKey?: string;
+  state?: DeliveryState;
+  kind?: DeliveryKind;
+  limit: number;
+  cursor?: string;
+}
+
+/** Newest first, keyset on (created_at, id); `sessionKey` matches either end (two index scans, merged). */
+export async function listDeliveries(db: Kysely<Database>, o: ListDeliveries): Promise<{ deliveries: Delivery[]; next_cursor: string | null }> {
+  const scope = JSON.stringify([o.sessionKey ?? '', o.state ?? '', o.kind ?? '']);
+  const after = o.cursor ? (decodeCursor(o.cursor, 'deliveries', scope, 2) as [string, string]) : undefined;
+  const page = (end?: 'from_session' | 'to_session') => {
+    let q = db.selectFrom('deliveries').selectAll();
+    if (end) q = q.where(end, '=', o.sessionKey!);
+    if (o.state) q = q.where('state', '=', o.state);
+    if (o.kind) q = q.where('kind', '=', o.kind);
+    if (after) {
+      const [ts, id] = after;
+      q = q.where((eb) => eb.or([eb('created_at', '<', ts), eb.and([eb('created_at', '=', ts), eb('id', '<', id)])]));
+    }
+    return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(o.limit + 1).execute();
+  };
+  let rows: DeliveryRow[];
+  if (o.sessionKey) {
+    const [a, b] = await Promise.all([page('from_session'), page('to_session')]);
+    const seen = new Map<string, DeliveryRow>();
+    for (const r of [...a, ...b]) seen.set(r.id, r);
+    rows = [...seen.values()].sort((x, y) => (x.created_at === y.created_at ? (x.id < y.id ? 1 : -1) : x.created_at < y.created_at ? 1 : -1));
+  } else rows = await page();
+  const more = rows.length > o.limit;
+  rows = rows.slice(0, o.limit);
+  const last = rows[rows.length - 1];
+  return { deliveries: rows.map(toDelivery), next_cursor: more && last ? encodeCursor('deliveries', scope, [last.created_at, last.id]) : null };
+}
+
+/** The newest `dead` deliveries (the board's "Failed" group). */
+export async function deadDeliveries(db: Kysely<Database>, limit: number): Promise<DeliveryRow[]> {
+  return db.selectFrom('deliveries').selectAll().where('state', '=', 'dead').orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+}
+
+export function requireDelivery(row: DeliveryRow | undefined, id: string): DeliveryRow {
+  if (!row) throw new CrosstalkError('unknown_delivery', `no delivery ${id}`);
+  return row;
+}
+
+/** PostgreSQL statements (`appendPg`, `enqueuePg`): a CTE moving the deliveries of the rows written to `running`. */
+export function runningCte(ids: string[], gate: ReturnType<typeof sql>, ts: string) {
+  return sql`, dl as (update deliveries set state = 'running', updated_at = ${ts}
+      where id = any(${ids}::text[]) and state in ('accepted', 'delivered') and exists (select 1 from ${gate}) returning *)`;
+}
+
+/** A delivery row as PostgreSQL's `json_agg` returns it (numbers as numbers, the same columns). */
+export type DeliveryRowJson = DeliveryRow;
+
+export function fromJsonRows(rows: DeliveryRowJson[]): DeliveryRow[] {
+  return rows.map((r) => ({ ...r, attempts: Number(r.attempts) }));
+}
