@@ -15,7 +15,7 @@ import { machineInfo } from './lib/report';
 import { streamLoad } from './lib/room-load';
 import { ROOM_READY_SCRIPT, type RoomReadyMarks, sessionSwitchScript, type SwitchTimes } from './lib/room-ready';
 import { markWord, PER_SESSION, sessionOf, word } from './lib/scale-seed';
-import { ensureSeeded, type ScaleTarget, scaleTarget, type StoreName, storeQuery } from './lib/scale-store';
+import { DELIVERIES_PER_KIND, ensureDeliveries, ensureSeeded, type ScaleTarget, scaleTarget, type StoreName, storeQuery } from './lib/scale-store';
 import { scaleSection, type ScaleResult } from './lib/scale-report';
 import { writeMarked } from './lib/sections';
 import { repoRoot, type ServerHandle, startServer } from './lib/server';
@@ -156,9 +156,17 @@ async function measure(t: ScaleTarget): Promise<ScaleResult> {
     );
     r.rpc.search = await phase('sessions.search', () => timeRpc(rpc, SAMPLES.search, (i) => rpc.call('sessions.search', { query: searchQuery(i), limit: 20 })));
     r.rpc.board = await phase('runs.board', () => timeRpc(rpc, RPC_SAMPLES, () => rpc.call('runs.board', {})));
+    const hasDeliveries = await ensureDeliveries(t, (s) => sessionOf(s, t.sessions).key);
+    if (hasDeliveries) {
+      const kinds: Array<{ deliveries: unknown[] }> = await Promise.all(['session_message', 'delegate', 'callback', 'channel', 'webhook', 'push'].map((kind) => rpc.call('deliveries.list', { kind, limit: 200 })));
+      r.checks.deliveriesSeeded = `${DELIVERIES_PER_KIND.toLocaleString()} deliveries of each of 6 kinds seeded; deliveries.list answers ${kinds.map((k) => k.deliveries.length).join('/')} per kind (limit 200)`;
+    }
+    const treeKey = (i: number) => sessionOf(t.sessions - 1 - ((i * 7) % Math.min(t.sessions, 10_000)), t.sessions).key;
     try {
       await rpc.call('deliveries.list', {});
-      r.rpc.deliveries = await phase('deliveries.list', () => timeRpc(rpc, RPC_SAMPLES, () => rpc.call('deliveries.list', {})));
+      // All, by either end, by state, by kind, in turn.
+      const variants = [{}, { sessionKey: treeKey(0) }, { state: 'dead' }, { kind: 'webhook' }];
+      r.rpc.deliveries = await phase('deliveries.list', () => timeRpc(rpc, RPC_SAMPLES, (i) => rpc.call('deliveries.list', i % 4 === 1 ? { sessionKey: treeKey(i) } : variants[i % 4]!)));
     } catch (e) {
       r.checks.deliveries = `deliveries.list not available here: ${(e as Error).message.slice(0, 80)}`;
     }

@@ -72,3 +72,53 @@ export async function storeQuery<T>(t: ScaleTarget, sqlText: string, params: unk
     db.close();
   }
 }
+
+const DELIVERY_KINDS = ['session_message', 'delegate', 'callback', 'channel', 'webhook', 'push'] as const;
+export const DELIVERIES_PER_KIND = 1_000;
+
+/**
+ * 1,000 deliveries of each kind (CONTRACT §9) between the seeded delegate trees' sessions, written once into a store
+ * the server has migrated (the deliveries table is there); false when the store has no deliveries table.
+ */
+export async function ensureDeliveries(t: ScaleTarget, sessionKeyOf: (s: number) => string): Promise<boolean> {
+  const rows: unknown[][] = [];
+  const base = Date.parse('2026-01-01T00:00:00Z') + t.sessions * 60_000;
+  DELIVERY_KINDS.forEach((kind, k) => {
+    for (let i = 0; i < DELIVERIES_PER_KIND; i++) {
+      const s = t.sessions - 1 - ((i * 7 + k) % Math.min(t.sessions, 10_000));
+      const parent = t.sessions - 10_000 + Math.floor((s - (t.sessions - 10_000)) / 10) * 10;
+      const from = sessionKeyOf(Math.max(0, parent));
+      const sessionEnd = kind === 'session_message' || kind === 'delegate' || kind === 'callback';
+      const state = i % 10 === 9 ? (sessionEnd ? 'failed' : 'dead') : sessionEnd ? 'answered' : 'delivered';
+      const at = new Date(base - (DELIVERY_KINDS.length * DELIVERIES_PER_KIND - (k * DELIVERIES_PER_KIND + i)) * 1000).toISOString();
+      rows.push([`dlv_bench_${kind}_${i}`, kind, from, `bench-${Math.max(0, parent)}-0`, sessionEnd ? sessionKeyOf(s) : null, kind === 'channel' ? 'webhook' : null, kind === 'channel' ? `peer-${i}` : null, kind === 'webhook' || kind === 'push' ? `https://hooks.example/${kind}/${i}` : null, state, sessionEnd ? `bench-${s}-0` : null, kind === 'webhook' || kind === 'push' ? (state === 'dead' ? 5 : 1) : 0, state === 'dead' || state === 'failed' ? 'internal' : null, state === 'dead' || state === 'failed' ? 'seeded failure' : null, at, at]);
+    }
+  });
+  const cols = 'id, kind, from_session, from_run, to_session, to_channel, to_target, to_url, state, run_id, attempts, error_code, error_message, created_at, updated_at';
+  if (t.databaseUrl) {
+    const c = new pg.Client({ connectionString: t.databaseUrl });
+    await c.connect();
+    try {
+      if (!(await c.query(`select 1 from information_schema.tables where table_name = 'deliveries'`)).rowCount) return false;
+      if (Number((await c.query(`select count(*)::int as n from deliveries where id like 'dlv_bench_%'`)).rows[0].n) >= rows.length) return true;
+      await c.query('begin');
+      for (const r of rows) await c.query(`insert into deliveries (${cols}) values (${r.map((_, i) => `$${i + 1}`).join(', ')}) on conflict (id) do nothing`, r);
+      await c.query('commit');
+    } finally {
+      await c.end();
+    }
+    return true;
+  }
+  const db = new Database(path.join(t.dataDir, 'crosstalk.sqlite'));
+  try {
+    db.pragma('busy_timeout = 10000');
+    if (!db.prepare(`select 1 from sqlite_master where name = 'deliveries'`).get()) return false;
+    const ins = db.prepare(`insert or ignore into deliveries (${cols}) values (${cols.split(',').map(() => '?').join(', ')})`);
+    db.transaction(() => {
+      for (const r of rows) ins.run(...r);
+    })();
+    return true;
+  } finally {
+    db.close();
+  }
+}
