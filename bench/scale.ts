@@ -158,7 +158,7 @@ async function measure(t: ScaleTarget): Promise<ScaleResult> {
     r.rpc.board = await phase('runs.board', () => timeRpc(rpc, RPC_SAMPLES, () => rpc.call('runs.board', {})));
     const hasDeliveries = await ensureDeliveries(t, (s) => sessionOf(s, t.sessions).key);
     if (hasDeliveries) {
-      const kinds: Array<{ deliveries: unknown[] }> = await Promise.all(['session_message', 'delegate', 'callback', 'channel', 'webhook', 'push'].map((kind) => rpc.call('deliveries.list', { kind, limit: 200 })));
+      const kinds = await Promise.all(['session_message', 'delegate', 'callback', 'channel', 'webhook', 'push'].map((kind) => rpc.call<{ deliveries: unknown[] }>('deliveries.list', { kind, limit: 200 })));
       r.checks.deliveriesSeeded = `${DELIVERIES_PER_KIND.toLocaleString()} deliveries of each of 6 kinds seeded; deliveries.list answers ${kinds.map((k) => k.deliveries.length).join('/')} per kind (limit 200)`;
     }
     const treeKey = (i: number) => sessionOf(t.sessions - 1 - ((i * 7) % Math.min(t.sessions, 10_000)), t.sessions).key;
