@@ -4,7 +4,7 @@
 import { sql } from 'kysely';
 import type { MigrationSet } from './migration-kit';
 
-/** PostgreSQL spreads the totals over this many rows (the row is picked by the usage row's id), so concurrent turns do not queue on one row lock. */
+/** PostgreSQL spreads the totals and run counts over this many rows (the row is picked by the usage row's id), so concurrent turns do not queue on one row lock. */
 export const USAGE_TOTAL_SHARDS = 16;
 
 export const scaleMigrations: MigrationSet = (dialect) => ({
@@ -42,6 +42,25 @@ export const scaleMigrations: MigrationSet = (dialect) => ({
         await sql`alter table message_search add column tsv tsvector generated always as (to_tsvector('simple', body)) stored`.execute(db);
         await sql`create index message_search_tsv on message_search using gin (tsv)`.execute(db);
         await sql`drop index if exists message_search_fts`.execute(db);
+      }
+      if (dialect === 'postgres') {
+        // status on PostgreSQL (the cluster's run figures): ended runs counted by status, kept by a trigger on the
+        // transitions into and out of an ended status (one upsert per ended run), instead of a GROUP BY over every run.
+        await sql`create table run_counts (status text not null, shard integer not null, n bigint not null default 0, primary key (status, shard))`.execute(db);
+        await sql`insert into run_counts (status, shard, n) select status, 0, count(*) from runs where status in ('ok', 'error', 'interrupted') group by status`.execute(db);
+        await sql.raw(`create or replace function crosstalk_run_counts() returns trigger language plpgsql as $$
+          begin
+            if tg_op in ('UPDATE', 'DELETE') and old.status in ('ok', 'error', 'interrupted') and (tg_op = 'DELETE' or new.status is distinct from old.status) then
+              insert into run_counts (status, shard, n) values (old.status, abs(hashtext(old.id)) % ${USAGE_TOTAL_SHARDS}, -1)
+                on conflict (status, shard) do update set n = run_counts.n - 1;
+            end if;
+            if tg_op in ('INSERT', 'UPDATE') and new.status in ('ok', 'error', 'interrupted') and (tg_op = 'INSERT' or new.status is distinct from old.status) then
+              insert into run_counts (status, shard, n) values (new.status, abs(hashtext(new.id)) % ${USAGE_TOTAL_SHARDS}, 1)
+                on conflict (status, shard) do update set n = run_counts.n + 1;
+            end if;
+            return null;
+          end $$`).execute(db);
+        await sql`create trigger runs_counts after insert or delete or update of status on runs for each row execute function crosstalk_run_counts()`.execute(db);
       }
       // status's reusable-delegate count and bytes: read from the index alone, over the subagent sessions only.
       await sql`create index sessions_kind_live on sessions (kind, dismissed_at, bytes)`.execute(db);

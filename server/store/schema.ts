@@ -170,6 +170,12 @@ export interface UsageTotalsTable {
   output_tokens: number;
   cost_usd: number;
 }
+/** Ended runs by status, kept by a trigger (0019_scale, PostgreSQL only): the rows of a status add up to its count in runs. */
+export interface RunCountsTable {
+  status: string;
+  shard: number;
+  n: number;
+}
 export interface ModelUsageTable {
   id: Generated<number>;
   run_id: string;
@@ -222,6 +228,8 @@ export interface Database {
   deliveries: DeliveriesTable;
   model_usage: ModelUsageTable;
   usage_totals: UsageTotalsTable;
+  /** PostgreSQL only (0019_scale). */
+  run_counts: RunCountsTable;
   session_links: SessionLinksTable;
   callbacks: CallbacksTable;
   webhook_outbox: WebhookOutboxTable;
