@@ -5,7 +5,8 @@ import { formatUsd, relativeTime } from '@/lib/format';
 import { useTRPC } from '@/lib/trpc/client';
 import type { RouterOutputs } from '@/lib/trpc/types';
 import { useRoomStore } from '@/stores/room-store-provider';
-import { useQuery } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { Button } from '../ui/button';
 import { Badge, type BadgeTone } from '../ui/badge';
 
 type Board = RouterOutputs['status']['board'];
@@ -51,8 +52,8 @@ export function AgentBoard() {
               ) : (
                 <ul className="space-y-1">
                   {board.data[g.key].map((item) => (
-                    <li key={item.runId}>
-                      <BoardCard item={item} tone={g.tone} />
+                    <li key={item.delivery?.deliveryId ?? item.runId}>
+                      {item.delivery ? <DeadDeliveryCard item={item} /> : <BoardCard item={item} tone={g.tone} />}
                     </li>
                   ))}
                 </ul>
@@ -86,6 +87,7 @@ function BoardCard({ item, tone }: { item: BoardItem; tone: BadgeTone }) {
         <span>agent {item.agentId}</span>
         <span title={item.startedAt}>{item.endedAt ? `ended ${relativeTime(item.endedAt)}` : `started ${relativeTime(item.startedAt)}`}</span>
         <span>{formatUsd(item.costUsd)}</span>
+        {item.budget && <BudgetSpend budget={item.budget} />}
       </span>
       {chain.length > 0 && (
         <span className="mt-0.5 block truncate text-zinc-400" data-testid="board-chain" title={item.parentChain.join(' → ')}>
@@ -93,5 +95,47 @@ function BoardCard({ item, tone }: { item: BoardItem; tone: BadgeTone }) {
         </span>
       )}
     </button>
+  );
+}
+
+/** A request tree's spend against its agent's cap (CONTRACT §5 "Budgets"). */
+function BudgetSpend({ budget }: { budget: NonNullable<BoardItem['budget']> }) {
+  const parts: string[] = [];
+  if (budget.capUsd !== null) parts.push(`${formatUsd(budget.spentUsd)} of ${formatUsd(budget.capUsd)}`);
+  if (budget.capTokens !== null) parts.push(`${budget.spentTokens} of ${budget.capTokens} tokens`);
+  const over = (budget.capUsd !== null && budget.spentUsd >= budget.capUsd) || (budget.capTokens !== null && budget.spentTokens >= budget.capTokens);
+  return (
+    <span data-testid="board-budget" className={over ? 'font-semibold text-rose-600 dark:text-rose-400' : undefined} title={`request tree ${budget.rootRunId}`}>
+      budget {parts.join(', ')}
+    </span>
+  );
+}
+
+/** A dead delivery under "Failed" (CONTRACT §7, §9): what it was, where to, how often tried, and "Retry". */
+function DeadDeliveryCard({ item }: { item: BoardItem }) {
+  const trpc = useTRPC();
+  const qc = useQueryClient();
+  const selectSession = useRoomStore((s) => s.selectSession);
+  const d = item.delivery!;
+  const retry = useMutation(trpc.deliveries.retry.mutationOptions({ onSettled: () => qc.invalidateQueries({ queryKey: trpc.status.board.pathKey() }) }));
+  return (
+    <div data-testid="board-delivery" data-delivery-id={d.deliveryId} data-kind={d.kind} className="flex items-start gap-2 rounded border border-rose-200 px-2 py-1.5 text-xs dark:border-rose-900">
+      <button type="button" data-testid="board-item" data-run-id={item.runId} data-session-key={item.sessionKey} onClick={() => item.sessionKey && selectSession(item.sessionKey)} className="min-w-0 flex-1 text-left">
+        <span className="flex items-center gap-2">
+          <span className="min-w-0 flex-1 truncate font-mono" title={item.sessionKey}>
+            {item.sessionKey || d.to}
+          </span>
+          <Badge tone="danger">
+            <span data-testid="delivery-state">dead</span>
+          </Badge>
+        </span>
+        <span className="mt-0.5 block truncate text-zinc-500" title={d.error}>
+          {d.kind} to {d.to} · {d.attempts} attempts{d.error ? ` · ${d.error}` : ''}
+        </span>
+      </button>
+      <Button size="sm" variant="secondary" disabled={retry.isPending} onClick={() => retry.mutate({ deliveryId: d.deliveryId })}>
+        Retry
+      </Button>
+    </div>
   );
 }

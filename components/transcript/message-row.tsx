@@ -6,6 +6,7 @@ import type { TranscriptMessage } from '@/lib/trpc/types';
 import { CollapsibleText } from '../ui/collapsible-text';
 import { LocalTime } from '../ui/local-time';
 import { SessionLink } from './session-link';
+import { CallLink } from './delivery-state';
 import { Markdown } from './markdown';
 import { ToolCard } from './tool-card';
 import { useToolCall } from './tool-calls-context';
@@ -92,6 +93,12 @@ function FromSessionCell({ message }: { message: TranscriptMessage }) {
               <>
                 {' '}
                 from <SessionLink sessionKey={from} />
+                {str(message.meta?.fromCallId) && (
+                  <>
+                    {' '}
+                    (<CallLink sessionKey={from} callId={str(message.meta?.fromCallId)!} />)
+                  </>
+                )}
               </>
             )}
             {d?.followUp && <span data-testid="follow-up-mark"> (follow-up)</span>}

@@ -6,6 +6,7 @@ import type { ToolStatus } from '@/lib/room/live-state';
 import type { ToolCallView } from '@/lib/room/tool-calls';
 import { Badge, type BadgeTone } from '../ui/badge';
 import { CodeBlock } from '../ui/code-block';
+import { DELIVERY_TOOLS, DeliveryState } from './delivery-state';
 
 export const STATUS_TONE: Record<ToolStatus, BadgeTone> = {
   running: 'info',
@@ -52,6 +53,7 @@ export function ToolCard({ call, compact = false }: { call: ToolCallView; compac
       data-kind={call.hasResult ? 'tool_result' : 'tool_call'}
       data-has-result={call.hasResult ? 'true' : 'false'}
       data-call-id={call.callId}
+      id={`call-${call.callId}`}
       data-tool={call.name}
       data-status={call.status}
       className={cn(
@@ -80,6 +82,7 @@ export function ToolCard({ call, compact = false }: { call: ToolCallView; compac
         <Badge tone={STATUS_TONE[call.status]}>
           <span data-testid="tool-card-status">{STATUS_LABEL[call.status]}</span>
         </Badge>
+        {DELIVERY_TOOLS.has(call.name) && call.runId && <DeliveryState runId={call.runId} callId={call.callId} />}
       </summary>
       <div className="space-y-2 border-t border-zinc-200 px-3 py-2 dark:border-zinc-700">
         {call.name === 'exec' ? <ExecView call={call} /> : <JsonView call={call} compact={compact} />}

@@ -22,7 +22,7 @@ export interface ChannelSendSource {
 
 export function channelDelivery(
   id: string,
-  o: { agentId: string; channel: string; target: ResolvedTarget; sessionKey: string; text: string; via: 'send' | 'message'; runId?: string; sourceSessionKey?: string },
+  o: { agentId: string; channel: string; target: ResolvedTarget; sessionKey: string; text: string; via: 'send' | 'message'; runId?: string; sourceSessionKey?: string; callId?: string },
 ): NewDelivery {
   const src: ChannelSendSource = {
     agentId: o.agentId,
@@ -41,7 +41,7 @@ export function channelDelivery(
     id,
     kind: 'channel',
     // From the sending session (a `message` call), or the session it is mirrored into (a `send`, which has no sender).
-    from: { sessionKey: o.sourceSessionKey ?? o.sessionKey, runId: o.runId ?? null },
+    from: { sessionKey: o.sourceSessionKey ?? o.sessionKey, runId: o.runId ?? null, callId: o.callId ?? null },
     to: { sessionKey: o.sessionKey, channel: o.channel, target: o.target.to },
     source: `channel:${JSON.stringify(src)}`,
   };

@@ -43,8 +43,9 @@ export interface AgentSend {
   /** The run that sent it (recorded on the mirror row) and its session (recorded in meta, never mirrored into). */
   runId?: string;
   sourceSessionKey?: string;
-  /** Its delivery record's id (CONTRACT §9), derived from the `message` call that sends it. */
+  /** Its delivery record's id (CONTRACT §9), derived from the `message` call that sends it, and that call. */
   deliveryId?: string;
+  callId?: string;
   signal?: AbortSignal;
 }
 
@@ -140,6 +141,7 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     idempotencyKey?: string;
     signal?: AbortSignal;
     deliveryId?: string;
+    callId?: string;
   }): Promise<string> {
     // The send's record (CONTRACT §9 `channel`), kept with what a retry needs to send it again.
     if (o.deliveryId) await store.createDeliveries([channelDelivery(o.deliveryId, o)]);
@@ -276,6 +278,7 @@ export function createChannels(deps: ChannelDeps): ChannelService {
         sourceSessionKey: s.sourceSessionKey,
         signal: s.signal,
         deliveryId,
+        ...(s.callId ? { callId: s.callId } : {}),
       });
       if (s.runId) {
         let set = delivered.get(s.runId);

@@ -2,18 +2,22 @@
 import type { Store } from '../store/store';
 import { agentIdOf } from '../sessions/keys';
 import { parentChains } from './room';
+import { deadDeliveries } from '../store/deliveries';
 import type { Board, BoardItem } from './types';
 
 export type { Board, BoardItem };
 
-type RunPick = { id: string; session_key: string; status: string; created_at: string; started_at: string | null; ended_at: string | null };
+type RunPick = { id: string; session_key: string; status: string; created_at: string; started_at: string | null; ended_at: string | null; origin: string | null };
+
+/** What the board needs of the config: an agent's budget (CONTRACT §5 "Budgets"), to show a tree's spend against it. */
+export type BudgetOf = (agentId: string) => { usd?: number; tokens?: number } | undefined;
 
 const STATUSES = { working: ['queued', 'running'], done: ['ok'], failed: ['error', 'interrupted'] } as const;
 
-export async function runsBoard(store: Store, p: { limit?: number }): Promise<Board> {
+export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: BudgetOf): Promise<Board> {
   const limit = p.limit ?? 50;
   const db = store.db;
-  const pick = ['id', 'session_key', 'status', 'created_at', 'started_at', 'ended_at'] as const;
+  const pick = ['id', 'session_key', 'status', 'created_at', 'started_at', 'ended_at', 'origin'] as const;
   // Waiting on a person: a run marked so, or one with a pending approval (the mark follows the row by a statement).
   const pending = await db
     .selectFrom('approvals')
@@ -50,6 +54,7 @@ export async function runsBoard(store: Store, p: { limit?: number }): Promise<Bo
       .execute();
     for (const r of rows) costs.set(r.run_id, Math.round(Number(r.c ?? 0) * 1e6) / 1e6);
   }
+  const budgets = await treeBudgets(store, all, budgetOf);
   const item = (r: RunPick): BoardItem => {
     const wait = waitingOn.get(r.id);
     return {
@@ -62,7 +67,59 @@ export async function runsBoard(store: Store, p: { limit?: number }): Promise<Bo
       startedAt: r.started_at ?? r.created_at,
       ...(r.ended_at ? { endedAt: r.ended_at } : {}),
       costUsd: costs.get(r.id) ?? 0,
+      ...(budgets.has(r.id) ? { budget: budgets.get(r.id)! } : {}),
     };
   };
-  return { needsInput: groups.needsInput.map(item), working: groups.working.map(item), done: groups.done.map(item), failed: groups.failed.map(item) };
+  // Dead deliveries are failures too (CONTRACT §7): on the board under "Failed", with their id for Retry.
+  const dead = await deadDeliveries(db, limit);
+  const deadChains = await parentChains(store, dead.map((d) => d.from_session ?? d.to_session ?? ''));
+  const deadItems: BoardItem[] = dead.map((d) => {
+    const key = d.from_session ?? d.to_session ?? '';
+    return {
+      runId: d.run_id ?? d.from_run ?? d.id,
+      sessionKey: key,
+      agentId: agentIdOf(key) ?? '',
+      parentChain: deadChains.get(key) ?? [key],
+      status: 'dead',
+      startedAt: d.created_at,
+      endedAt: d.updated_at,
+      costUsd: 0,
+      delivery: { deliveryId: d.id, kind: d.kind, to: d.to_url ?? d.to_target ?? d.to_session ?? '', attempts: Number(d.attempts), ...(d.error_message ? { error: d.error_message } : {}) },
+    };
+  });
+  const failedItems = [...groups.failed.map(item), ...deadItems].sort((a, b) => (b.endedAt ?? b.startedAt).localeCompare(a.endedAt ?? a.startedAt)).slice(0, limit);
+  return { needsInput: groups.needsInput.map(item), working: groups.working.map(item), done: groups.done.map(item), failed: failedItems };
+}
+
+/** Each run's request tree spend against its root agent's cap, for the runs whose tree has a budget. */
+async function treeBudgets(store: Store, runs: RunPick[], budgetOf?: BudgetOf): Promise<Map<string, NonNullable<BoardItem['budget']>>> {
+  const out = new Map<string, NonNullable<BoardItem['budget']>>();
+  if (!budgetOf) return out;
+  const treeOf = new Map<string, { root: string; cap: { usd?: number; tokens?: number } }>();
+  for (const r of runs) {
+    let tree: { root?: unknown; agentId?: unknown } | undefined;
+    try {
+      tree = r.origin ? (JSON.parse(r.origin) as { tree?: { root?: unknown; agentId?: unknown } }).tree : undefined;
+    } catch {
+      tree = undefined;
+    }
+    const root = typeof tree?.root === 'string' ? tree.root : r.id;
+    const agentId = typeof tree?.agentId === 'string' ? tree.agentId : (agentIdOf(r.session_key) ?? '');
+    const cap = budgetOf(agentId);
+    if (cap && (cap.usd !== undefined || cap.tokens !== undefined)) treeOf.set(r.id, { root, cap });
+  }
+  if (!treeOf.size) return out;
+  const roots = [...new Set([...treeOf.values()].map((t) => t.root))];
+  const rows = await store.db
+    .selectFrom('model_usage')
+    .select((eb) => ['root_run_id', eb.fn.sum<number>('cost_usd').as('usd'), eb.fn.sum<number>('input_tokens').as('i'), eb.fn.sum<number>('output_tokens').as('o')])
+    .where('root_run_id', 'in', roots)
+    .groupBy('root_run_id')
+    .execute();
+  const spent = new Map(rows.map((r) => [r.root_run_id as string, { usd: Number(r.usd ?? 0), tokens: Number(r.i ?? 0) + Number(r.o ?? 0) }]));
+  for (const [runId, t] of treeOf) {
+    const s = spent.get(t.root) ?? { usd: 0, tokens: 0 };
+    out.set(runId, { rootRunId: t.root, spentUsd: Math.round(s.usd * 1e6) / 1e6, capUsd: t.cap.usd ?? null, spentTokens: s.tokens, capTokens: t.cap.tokens ?? null });
+  }
+  return out;
 }

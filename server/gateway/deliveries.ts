@@ -9,6 +9,12 @@ export async function deliveriesGet(store: Store, p: DeliveriesGetParams): Promi
   return toDelivery(requireDelivery(await getDeliveryRow(store.db, p.deliveryId), p.deliveryId));
 }
 
+/** The deliveries a tool call started (its card in the room), oldest first (a batch in its order). */
+export async function deliveriesForCall(store: Store, p: { runId: string; callId: string }): Promise<{ deliveries: Delivery[] }> {
+  const rows = await store.db.selectFrom('deliveries').selectAll().where('from_run', '=', p.runId).where('from_call', '=', p.callId).orderBy('created_at').orderBy('id').limit(64).execute();
+  return { deliveries: rows.map(toDelivery) };
+}
+
 export function deliveriesList(store: Store, p: DeliveriesListParams): Promise<{ deliveries: Delivery[]; next_cursor: string | null }> {
   return listDeliveries(store.db, { ...p, limit: p.limit ?? 50 });
 }

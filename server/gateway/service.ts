@@ -14,7 +14,8 @@ import type { AnyToolDef } from '../tools/types';
 import { checkWebhookUrl } from '../webhooks/guard';
 import { activeRunIds, parentChains, searchSessions } from './room';
 import { runsBoard } from './board';
-import { deliveriesGet, deliveriesList, deliveriesRetry } from './deliveries';
+import { deliveriesForCall, deliveriesGet, deliveriesList, deliveriesRetry } from './deliveries';
+import { newDeliveryId } from '../store/deliveries';
 import type {
   SessionsSearchParams,
   AgentParams,
@@ -126,6 +127,23 @@ export class GatewayService implements Gateway {
       { content: p.message, kind: 'message', author: { type: 'user', id: 'user' } },
       { queueMode: p.queueMode, webhook: p.webhook, ...(claim ? { claim } : {}) },
     );
+  }
+
+  /**
+   * A message from outside that is a hand-off of its own (MCP `crosstalk_send`, CONTRACT §10): `agent` with a
+   * `session_message` delivery record that its run moves on like any other (§9).
+   */
+  async agentDelivered(p: { sessionKey: string; message: string }): Promise<AgentResult & { deliveryId: string }> {
+    this.d.orchestrator.agentForKey(p.sessionKey); // unknown_agent before anything is recorded
+    const deliveryId = newDeliveryId();
+    await this.d.store.createDeliveries([{ id: deliveryId, kind: 'session_message', to: { sessionKey: p.sessionKey } }]);
+    try {
+      const res = await this.d.orchestrator.submit(p.sessionKey, { content: p.message, kind: 'message', author: { type: 'user', id: 'user' }, meta: { deliveryId } }, { origin: { deliveryId } });
+      return { ...res, deliveryId };
+    } catch (e) {
+      await this.d.store.advanceDeliveries([deliveryId], 'failed', { error: { code: (e as { code?: string }).code ?? 'internal', message: (e as Error).message } });
+      throw e;
+    }
   }
 
   send(p: SendParams) {
@@ -276,7 +294,7 @@ export class GatewayService implements Gateway {
   }
 
   runsBoard(p: RunsBoardParams) {
-    return runsBoard(this.d.store, p);
+    return runsBoard(this.d.store, p, (agentId) => this.d.config.agents.find((a) => a.id === agentId)?.budget);
   }
 
   deliveriesGet(p: DeliveriesGetParams) {
@@ -285,6 +303,10 @@ export class GatewayService implements Gateway {
 
   deliveriesList(p: DeliveriesListParams) {
     return deliveriesList(this.d.store, p);
+  }
+
+  deliveriesForCall(p: { runId: string; callId: string }) {
+    return deliveriesForCall(this.d.store, p);
   }
 
   deliveriesRetry(p: DeliveriesRetryParams) {

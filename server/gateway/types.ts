@@ -104,6 +104,8 @@ export interface Gateway {
   /** The webhook outbox, dead letters included (beyond CONTRACT §3: an operator's view). */
   webhooksList(p: WebhooksListParams): Promise<{ webhooks: WebhookInfo[] }>;
   agent(p: AgentParams): Promise<AgentResult>;
+  /** `agent` as a tracked hand-off from outside (MCP `crosstalk_send`): its delivery record's id too (CONTRACT §9, §10). */
+  agentDelivered(p: { sessionKey: string; message: string }): Promise<AgentResult & { deliveryId: string }>;
   agentWait(p: AgentWaitParams): Promise<WaitResult>;
   agentCancel(p: import('./schemas').AgentCancelParams): Promise<{ status: 'ok' }>;
   sessionsList(p: SessionsListParams, o?: { attention?: boolean }): Promise<{ sessions: SessionSummary[]; next_cursor: string | null }>;
@@ -138,6 +140,8 @@ export interface Gateway {
   deliveriesGet(p: import('./schemas').DeliveriesGetParams): Promise<import('../store/deliveries').Delivery>;
   /** Delivery records newest first; `sessionKey` matches either end. */
   deliveriesList(p: import('./schemas').DeliveriesListParams): Promise<{ deliveries: import('../store/deliveries').Delivery[]; next_cursor: string | null }>;
+  /** The deliveries one tool call started (the room's tool card). */
+  deliveriesForCall(p: { runId: string; callId: string }): Promise<{ deliveries: import('../store/deliveries').Delivery[] }>;
   /** A `dead` delivery attempted again under the same id; otherwise `not_retryable`. */
   deliveriesRetry(p: import('./schemas').DeliveriesRetryParams): Promise<{ status: 'ok' }>;
   /** Live + replayed agent events for a session or run. */
@@ -184,6 +188,10 @@ export interface BoardItem {
   startedAt: string;
   endedAt?: string;
   costUsd: number;
+  /** The run's request tree spend against its agent's `budget` (CONTRACT §5), when it has one. */
+  budget?: { rootRunId: string; spentUsd: number; capUsd: number | null; spentTokens: number; capTokens: number | null };
+  /** A dead delivery on the board under "Failed" (CONTRACT §7, §9): what to retry. */
+  delivery?: { deliveryId: string; kind: string; to: string; attempts: number; error?: string };
 }
 
 export interface Board {

@@ -75,7 +75,7 @@ export function createMessageTool(channelsOrGetter: ChannelService | (() => Chan
           runId: ctx.runId,
           sourceSessionKey: ctx.sessionKey,
           signal: ctx.signal,
-          ...(ctx.callId ? { deliveryId: `dlv_${derivedId(ctx.runId, ctx.callId)}` } : {}),
+          ...(ctx.callId ? { deliveryId: `dlv_${derivedId(ctx.runId, ctx.callId)}`, callId: ctx.callId } : {}),
         });
         // Sent into the run's own conversation: the final reply rule must not post the same text again.
         if (r.sessionKey === ctx.sessionKey) ctx.delivered?.add(deliveredKey(a.text));

@@ -1,0 +1,151 @@
+// deliveries.get / .list / .retry over JSON-RPC (CONTRACT §3, §9), ids in tool results, and `delivery` events on both ends' streams.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readSse, startTestServer, type TestServer, until } from '../testing/harness';
+
+let s: TestServer;
+let hook: { url: string; status: number; hits: number; close(): Promise<void> };
+
+beforeAll(async () => {
+  const h: typeof hook = { url: '', status: 500, hits: 0, close: async () => undefined };
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      h.hits++;
+      res.writeHead(h.status).end();
+    });
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', () => ok()));
+  h.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  h.close = () => new Promise<void>((ok) => (server.closeAllConnections(), server.close(() => ok())));
+  hook = h;
+  s = await startTestServer({ config: { agents: [{ id: 'main' }, { id: 'researcher' }], webhooks: { allowPrivateNetwork: true, retryBaseMs: 20, maxAttempts: 2, timeoutMs: 500 } } });
+});
+afterAll(async () => {
+  await s?.close();
+  await hook?.close();
+});
+
+const turn = async (sessionKey: string, message: string) => {
+  const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey, message });
+  const w = await s.rpc<{ status: string; response: string }>('agent.wait', { runId });
+  return JSON.parse(w.response.replace(/^\w+: /, ''));
+};
+const rpcError = async (method: string, params: unknown) => (await s.rpcRaw({ jsonrpc: '2.0', id: 1, method, params })).body.error;
+
+describe('deliveries', () => {
+  it('an async send: its id in the result, accepted → delivered → running → answered as events on both ends, and its callback a delivery of its own', async () => {
+    const from = 'agent:main:dl-events';
+    const to = 'agent:researcher:dl-events';
+    const watch = (sessionKey: string) =>
+      readSse(`${s.url}/api/gateway/events?sessionKey=${encodeURIComponent(sessionKey)}`, { until: (evs) => evs.some((e) => e.stream === 'delivery' && e.data.kind === 'session_message' && e.data.state === 'answered'), timeoutMs: 15_000 });
+    const before = s.rt.bus.subscriberCount;
+    const [fromEvents, toEvents] = [watch(from), watch(to)];
+    await until(() => s.rt.bus.subscriberCount >= before + 2); // both streams are subscribed (live from here)
+    const out = await turn(from, '/tool sessions_send {"sessionKey":"agent:researcher:dl-events","message":"/reply 42","mode":"async"}');
+    expect(out).toEqual({ status: 'accepted', runId: expect.stringMatching(/^run_/), deliveryId: expect.stringMatching(/^dlv_/) });
+    for (const evs of [await fromEvents, await toEvents]) {
+      const mine = evs.filter((e) => e.stream === 'delivery' && e.data.deliveryId === out.deliveryId);
+      expect(mine.map((e) => e.data.phase)).toEqual(['accepted', 'delivered', 'running', 'answered']);
+      expect(mine[0].data).toMatchObject({ deliveryId: out.deliveryId, kind: 'session_message', state: 'accepted', from: { sessionKey: from }, to: { sessionKey: to } });
+    }
+    const d = await s.rpc<any>('deliveries.get', { deliveryId: out.deliveryId });
+    expect(d).toMatchObject({ deliveryId: out.deliveryId, kind: 'session_message', from: { sessionKey: from, runId: expect.any(String) }, to: { sessionKey: to }, state: 'answered', runId: out.runId, attempts: 0 });
+    expect(Date.parse(d.createdAt)).not.toBeNaN();
+    // The target's row links back to the sender's call.
+    const h = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: to, limit: 10 });
+    expect(h.messages.find((m) => m.kind === 'inter_session').meta).toMatchObject({ fromSessionKey: from, fromCallId: expect.any(String), deliveryId: out.deliveryId });
+    // The answer went back as a callback: a `callback` delivery to the caller, answered once its turn ended.
+    const cb = await until(async () => {
+      const l = await s.rpc<{ deliveries: any[] }>('deliveries.list', { sessionKey: from, kind: 'callback' });
+      return l.deliveries[0]?.state === 'answered' ? l.deliveries[0] : null;
+    });
+    expect(cb).toMatchObject({ kind: 'callback', from: { sessionKey: to, runId: out.runId }, to: { sessionKey: from } });
+  });
+
+  it('delegate_agent: delivery_id in the result, each batch run its own', async () => {
+    const one = await turn('agent:main:dl-deleg', '/tool delegate_agent {"agent_id":"researcher","prompt":"/reply hi"}');
+    expect(one).toMatchObject({ status: 'ok', delivery_id: expect.stringMatching(/^dlv_/), response: 'hi' });
+    expect(await s.rpc('deliveries.get', { deliveryId: one.delivery_id })).toMatchObject({ kind: 'delegate', state: 'answered', to: { sessionKey: one.conversation_id } });
+    const batch = await turn('agent:main:dl-batch', '/tool delegate_agent {"prompt":"x","batch":[{"agent_id":"researcher","prompt":"/reply a"},{"agent_id":"researcher","prompt":"/reply b"}]}');
+    const ids = batch.runs.map((r: any) => r.delivery_id);
+    expect(new Set(ids).size).toBe(2);
+    for (const id of ids) expect(await s.rpc('deliveries.get', { deliveryId: id })).toMatchObject({ kind: 'delegate', state: 'answered' });
+  });
+
+  it('a webhook that keeps failing ends dead after the configured attempts; deliveries.retry attempts it again under the same id', async () => {
+    hook.status = 500;
+    const key = 'agent:main:dl-hook';
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/reply done', webhook: { url: hook.url } });
+    await s.rpc('agent.wait', { runId });
+    const dead = await until(async () => {
+      const l = await s.rpc<{ deliveries: any[] }>('deliveries.list', { sessionKey: key, kind: 'webhook', state: 'dead' });
+      return l.deliveries[0];
+    }, 30_000);
+    expect(dead).toMatchObject({ kind: 'webhook', state: 'dead', attempts: 2, to: { url: hook.url }, from: { sessionKey: key, runId }, error: { code: 'channel_error', message: expect.stringContaining('500') } });
+    expect((await s.rpc<any>('status')).webhooksDead).toBeGreaterThanOrEqual(1);
+    // Dead deliveries are on the board under "Failed" (CONTRACT §7), with what Retry needs.
+    const board = await s.rpc<any>('runs.board', {});
+    expect(board.failed.find((i: any) => i.delivery?.deliveryId === dead.deliveryId)).toMatchObject({ status: 'dead', sessionKey: key, agentId: 'main', parentChain: [key], delivery: { kind: 'webhook', to: hook.url, attempts: 2 } });
+    hook.status = 200;
+    expect(await s.rpc('deliveries.retry', { deliveryId: dead.deliveryId })).toEqual({ status: 'ok' });
+    const again = await until(async () => {
+      const d = await s.rpc<any>('deliveries.get', { deliveryId: dead.deliveryId });
+      return d.state === 'delivered' ? d : null;
+    }, 30_000);
+    expect(again).toMatchObject({ deliveryId: dead.deliveryId, attempts: 3 });
+    expect(again.error).toBeUndefined();
+    // Delivered now: a second retry is refused.
+    expect(await rpcError('deliveries.retry', { deliveryId: dead.deliveryId })).toMatchObject({ code: -32009, data: { code: 'not_retryable' } });
+  });
+
+  it('errors: unknown_delivery, not_retryable, invalid params, invalid_cursor', async () => {
+    expect(await rpcError('deliveries.get', { deliveryId: 'dlv_nope' })).toMatchObject({ code: -32004, data: { code: 'unknown_delivery' } });
+    expect(await rpcError('deliveries.retry', { deliveryId: 'dlv_nope' })).toMatchObject({ code: -32004, data: { code: 'unknown_delivery' } });
+    const [any] = (await s.rpc<{ deliveries: any[] }>('deliveries.list', { state: 'answered', limit: 1 })).deliveries;
+    expect(await rpcError('deliveries.retry', { deliveryId: any.deliveryId })).toMatchObject({ code: -32009, data: { code: 'not_retryable' } });
+    expect(await rpcError('deliveries.get', {})).toMatchObject({ code: -32602 });
+    expect(await rpcError('deliveries.list', { state: 'lost' })).toMatchObject({ code: -32602 });
+    expect(await rpcError('deliveries.list', { limit: 0 })).toMatchObject({ code: -32602 });
+    expect(await rpcError('deliveries.list', { cursor: 'garbage' })).toMatchObject({ code: -32602, data: { code: 'invalid_cursor' } });
+    const page = await s.rpc<{ next_cursor: string }>('deliveries.list', { limit: 1 });
+    expect(page.next_cursor).toEqual(expect.any(String));
+    expect(await rpcError('deliveries.list', { limit: 1, kind: 'webhook', cursor: page.next_cursor })).toMatchObject({ code: -32602, data: { code: 'invalid_cursor' } });
+    const sessions = await s.rpc<{ next_cursor: string }>('sessions.list', { limit: 1 });
+    expect(await rpcError('deliveries.list', { cursor: sessions.next_cursor })).toMatchObject({ code: -32602, data: { code: 'invalid_cursor' } });
+  });
+
+  it('lists newest first across pages without repeats', async () => {
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const p = await s.rpc<{ deliveries: any[]; next_cursor: string | null }>('deliveries.list', { limit: 2, ...(cursor ? { cursor } : {}) });
+      seen.push(...p.deliveries.map((d) => d.deliveryId));
+      cursor = p.next_cursor ?? undefined;
+    } while (cursor);
+    const all = (await s.rpc<{ deliveries: any[] }>('deliveries.list', { limit: 200 })).deliveries;
+    expect(seen).toEqual(all.map((d) => d.deliveryId));
+    expect(new Set(seen).size).toBe(seen.length);
+    const times = all.map((d) => d.createdAt);
+    expect([...times].sort().reverse()).toEqual(times);
+  });
+});
+
+describe('the board and budgets', () => {
+  it('a board item of a budgeted agent shows its tree spend against the cap', async () => {
+    const b = await startTestServer({ config: { agents: [{ id: 'main', budget: { tokens: 1_000_000, usd: 5 } }, { id: 'researcher' }] } });
+    try {
+      const { runId } = await b.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:budgeted', message: '/reply spent' });
+      await b.rpc('agent.wait', { runId });
+      const item = (await b.rpc<any>('runs.board', {})).done.find((i: any) => i.runId === runId);
+      expect(item.budget).toMatchObject({ rootRunId: runId, capTokens: 1_000_000, capUsd: 5, spentUsd: 0 });
+      expect(item.budget.spentTokens).toBeGreaterThan(0);
+      const other = await b.rpc<{ runId: string }>('agent', { sessionKey: 'agent:researcher:unbudgeted', message: '/reply x' });
+      await b.rpc('agent.wait', { runId: other.runId });
+      expect((await b.rpc<any>('runs.board', {})).done.find((i: any) => i.runId === other.runId).budget).toBeUndefined();
+    } finally {
+      await b.close();
+    }
+  });
+});
