@@ -1,10 +1,11 @@
 // runs.board at scale: parentChains (also approvals.list) reads one tree level per query, not one query per session and
 // ancestor (the board's 200 items over delegate trees made that 600 round trips), and each group is read newest first
 // from the status index.
-import { type KyselyPlugin, sql } from 'kysely';
+import { CompiledQuery, type KyselyPlugin, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../store/store';
 import { startTestServer, type TestServer } from '../testing/harness';
+import { runsBoard } from './board';
 import { parentChains } from './room';
 
 describe('parentChains', () => {
@@ -69,8 +70,6 @@ describe('runs.board reads', () => {
 
   // The plan is read with SQLite's EXPLAIN QUERY PLAN (the same statements; PostgreSQL's EXPLAIN ANALYZE is in BENCHMARKS.md).
   it.skipIf(process.env.TEST_STORE === 'postgres')('reads each group newest first from the status index, never sorting every run of a status', async () => {
-    const { CompiledQuery } = await import('kysely');
-    const { runsBoard } = await import('./board');
     const db = s.rt.store.db;
     const at = (i: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString();
     for (let i = 0; i < 30; i++)
