@@ -34,6 +34,7 @@ import { startRetention } from './store/retention';
 import { Compactor } from './orchestrator/compaction';
 import { Telemetry } from './telemetry/tracing';
 import { Usage } from './usage/usage';
+import { PushService } from './push/service';
 
 export interface CreateRuntimeOptions {
   config: CrosstalkConfig;
@@ -82,7 +83,17 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   registerWebhookRetry(store, webhooks);
   orchestrator.webhooks = webhooks;
   const mcp = new McpManager({ config, tools, bus, log, store });
-  gateway = new GatewayService({ config, store, bus, orchestrator, tools, delegates, metrics, channels, cluster, mcpStatus: () => mcp.status(), usage, compactor });
+  // Web Push: the VAPID keys are made (once, race-safe) before anything can ask for them; new pending items are pushed.
+  const push = new PushService({
+    store,
+    bus,
+    log,
+    config,
+    resolve: (approvalId, decision, reason, by) => orchestrator.approvals.resolve(approvalId, decision, reason, by),
+    onOutcome: (state) => metrics.pushes.inc({ outcome: state }),
+  });
+  await push.start();
+  gateway = new GatewayService({ push,  config, store, bus, orchestrator, tools, delegates, metrics, channels, cluster, mcpStatus: () => mcp.status(), usage, compactor });
   mcp.start(); // in the background, before recovery re-drives runs that may call MCP tools
   if (cluster && feed) {
     orchestrator.cluster = cluster;
@@ -123,6 +134,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     telemetry,
     compactor,
     tools,
+    push,
     nodeGateway(req, res) {
       handleGatewayNode(rt, req, res);
     },
@@ -134,6 +146,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     },
     async close() {
       await mcp.stop();
+      push.stop();
       await orchestrator.shutdown();
       await channels.idle();
       channels.stop();

@@ -33,6 +33,19 @@ describe('config', () => {
     expect(() => loadConfig(withFile('{ not json'))).toThrow(ConfigError);
   });
 
+  it('reads agents[].reviewer (escalateAfterDenials defaults to 2) and names a bad reviewer key', () => {
+    const c = loadConfig(withFile('{"agents": [{"id": "a", "reviewer": {"model": "scripted"}}, {"id": "b", "reviewer": {"model": "openai:gpt-4o-mini", "escalateAfterDenials": 0, "instructions": "Be strict."}}, {"id": "c"}]}'));
+    expect(c.agents.map((a) => a.reviewer)).toEqual([
+      { model: 'scripted', escalateAfterDenials: 2 },
+      { model: 'openai:gpt-4o-mini', escalateAfterDenials: 0, instructions: 'Be strict.' },
+      undefined,
+    ]);
+    expect(() => loadConfig(withFile('{"agents": [{"id": "a", "reviewer": {}}]}'))).toThrow(/bad key "agents\.0\.reviewer\.model": the reviewer's model spec/);
+    expect(() => loadConfig(withFile('{"agents": [{"id": "a", "reviewer": {"model": "madeup:x"}}]}'))).toThrow(/bad key "agents\.0\.reviewer\.model": unknown model provider "madeup"/);
+    expect(() => loadConfig(withFile('{"agents": [{"id": "a", "reviewer": {"model": "scripted", "escalateAfterDenials": -1}}]}'))).toThrow(/bad key "agents\.0\.reviewer\.escalateAfterDenials": a whole number of denials/);
+    expect(() => loadConfig(withFile('{"agents": [{"id": "a", "reviewer": {"model": "scripted", "escalateAfter": 3}}]}'))).toThrow(/unknown key escalateAfter/);
+  });
+
   it('takes per-agent limits over the global ones', () => {
     const c = loadConfig(withFile('{"limits": {"sendMessagePerRun": 2}, "agents": [{"id": "a"}, {"id": "b", "limits": {"sendMessagePerRun": 7}}]}'));
     expect(c.agents.map((a) => a.limits.sendMessagePerRun)).toEqual([2, 7]);

@@ -48,14 +48,40 @@ const agentSchema = z
     a2a: z.object({ url: z.string().url(), token: z.string().optional(), timeoutMs: z.number().int().positive().optional(), maxReplyBytes: z.number().int().positive().optional() }).strict().optional(),
     /** What one request tree started at this agent may spend before a person is asked (CONTRACT §5 "Budgets"). */
     budget: z.object({ usd: z.number().positive().optional(), tokens: z.number().int().positive().optional() }).strict().optional(),
+    /** A model between an `ask` call and the person (CONTRACT §5 "Reviewer"). */
+    reviewer: z
+      .object({
+        model: z.string({ error: 'the reviewer\'s model spec (e.g. "scripted" or "openai:gpt-4o-mini")' }).min(1, 'the reviewer\'s model spec must not be empty'),
+        escalateAfterDenials: z.number({ error: 'a whole number of denials (0 = never)' }).int('a whole number of denials (0 = never)').min(0, 'a whole number of denials (0 = never)').default(2),
+        instructions: z.string().max(20_000).optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+/**
+ * `mcp.servers.<name>.oauth` (streamable HTTP): what crosstalk presents to the server's authorization server. Every key is
+ * optional: without them crosstalk registers itself (dynamic registration) or uses a client-ID metadata document.
+ */
+const mcpOAuthSchema = z
+  .object({
+    /** Pre-registered client credentials, for an authorization server without registration. */
+    clientId: z.string().min(1).optional(),
+    clientSecret: z.string().min(1).optional(),
+    /** Scopes asked for when neither the server's WWW-Authenticate nor its metadata names any. */
+    scope: z.string().min(1).optional(),
+    /** An HTTPS URL of crosstalk's client-ID metadata document, used as the client id where the authorization server takes one. */
+    clientMetadataUrl: z.string().url().optional(),
   })
   .strict();
 
 const mcpServerSchema = z.union([
   z.object({ command: z.string().min(1), args: z.array(z.string()).optional(), env: z.record(z.string(), z.string()).optional(), cwd: z.string().optional() }).strict(),
-  z.object({ url: z.string().url(), headers: z.record(z.string(), z.string()).optional() }).strict(),
+  z.object({ url: z.string().url(), headers: z.record(z.string(), z.string()).optional(), oauth: mcpOAuthSchema.optional() }).strict(),
 ]);
 export type McpServerConfig = z.infer<typeof mcpServerSchema>;
+export type McpOAuthConfig = z.infer<typeof mcpOAuthSchema>;
 /** `models.<spec>`: context window and prices (USD per million tokens) of one model spec (CONTRACT §1). */
 const modelSettingsSchema = z
   .object({
@@ -102,6 +128,8 @@ const configSchema = z
         reconnectMaxMs: z.number().int().min(1).default(30_000),
         /** How often a connected server is pinged, so one that died while idle is reported before the next call (0: never). */
         pingIntervalMs: z.number().int().min(0).default(30_000),
+        /** The OAuth redirect URI: crosstalk's own `/api/mcp/oauth/callback` as the browser reaches it (default: the listen address). */
+        callbackUrl: z.string().url().optional(),
       })
       .strict()
       .default({ servers: {}, reconnectBaseMs: 500, reconnectMaxMs: 30_000, pingIntervalMs: 30_000 }),
@@ -135,6 +163,8 @@ export interface AgentConfig {
   a2a?: { url: string; token?: string; timeoutMs?: number; maxReplyBytes?: number };
   /** The cap of a request tree started at this agent (CONTRACT §5 "Budgets"). */
   budget?: { usd?: number; tokens?: number };
+  /** The model that decides `ask` calls before the person (CONTRACT §5 "Reviewer"). */
+  reviewer?: { model: string; escalateAfterDenials: number; instructions?: string };
 }
 
 export interface CrosstalkConfig {
@@ -207,6 +237,8 @@ export function resolveConfig(cfg: RawConfig, env: Record<string, string | undef
       const bad = validateModelSpec(spec, env);
       if (bad) throw new ConfigError(`config: bad key "agents.${i}.model": ${bad}`);
     }
+    const badReviewer = a.reviewer ? validateModelSpec(a.reviewer.model, env) : null;
+    if (badReviewer) throw new ConfigError(`config: bad key "agents.${i}.reviewer.model": ${badReviewer}`);
     const name = a.name ?? a.id.charAt(0).toUpperCase() + a.id.slice(1);
     const workspace = resolveWorkspace(a.workspace, a.id, dataDir, env);
     if (typeof workspace !== 'string') throw new ConfigError(`config: bad key "agents.${i}.workspace": ${workspace.error}`);
@@ -225,6 +257,7 @@ export function resolveConfig(cfg: RawConfig, env: Record<string, string | undef
       limits: { ...baseLimits, ...a.limits },
       ...(a.mcp ? { mcp: a.mcp } : {}),
       ...(a.a2a ? { a2a: a.a2a } : {}),
+      ...(a.reviewer ? { reviewer: { model: a.reviewer.model.trim(), escalateAfterDenials: a.reviewer.escalateAfterDenials, ...(a.reviewer.instructions ? { instructions: a.reviewer.instructions } : {}) } } : {}),
       ...(a.budget && (a.budget.usd !== undefined || a.budget.tokens !== undefined) ? { budget: a.budget } : {}),
     };
   });

@@ -16,9 +16,11 @@ export function createMetrics() {
     approvalWait: new Histogram({ name: 'crosstalk_approval_wait_seconds', help: 'Time from approval request to decision', buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 1800], registers: [registry] }),
     callbackLatency: new Histogram({ name: 'crosstalk_callback_delivery_seconds', help: 'Target run end to callback turn start', buckets: [0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1, 5], registers: [registry] }),
     webhooks: new Counter({ name: 'crosstalk_webhook_attempts_total', help: 'Webhook delivery attempts, by outcome (delivered, retry, dead)', labelNames: ['outcome'] as const, registers: [registry] }),
+    pushes: new Counter({ name: 'crosstalk_pushes_total', help: 'Web Push notifications of pending items, by end state (delivered, gone, refused, dead)', labelNames: ['outcome'] as const, registers: [registry] }),
     modelSteps: new Counter({ name: 'crosstalk_model_steps_total', help: 'Model steps, by outcome', labelNames: ['outcome'] as const, registers: [registry] }),
     modelTokens: new Counter({ name: 'crosstalk_model_tokens_total', help: 'Model tokens, by agent, model spec and type (input, output, cached)', labelNames: ['agent', 'model', 'type'] as const, registers: [registry] }),
     modelCost: new Counter({ name: 'crosstalk_model_cost_usd_total', help: 'Model cost in USD from models.<spec> prices (0 for an unpriced model), by agent and model spec', labelNames: ['agent', 'model'] as const, registers: [registry] }),
+    reviewerDecisions: new Counter({ name: 'crosstalk_reviewer_decisions_total', help: 'Decisions of agents\' reviewer models, by outcome (allow, deny, escalate) and cause (model: its own answer; malformed, error, streak: escalated for it)', labelNames: ['outcome', 'cause'] as const, registers: [registry] }),
     compactions: new Counter({ name: 'crosstalk_compactions_total', help: 'Session compactions, by agent and outcome (ok, error)', labelNames: ['agent', 'outcome'] as const, registers: [registry] }),
   };
   return m;

@@ -17,6 +17,7 @@ import type { EventFeed } from './cluster/feed';
 import type { Compactor } from './orchestrator/compaction';
 import type { Telemetry } from './telemetry/tracing';
 import type { Usage } from './usage/usage';
+import type { PushService } from './push/service';
 
 export interface Runtime {
   config: CrosstalkConfig;
@@ -45,6 +46,8 @@ export interface FullRuntime extends Runtime {
   cluster: Cluster | null;
   feed: EventFeed | null;
   mcp: McpManager;
+  /** Web Push of pending items (CONTRACT §7 "Notifications"). */
+  push: PushService;
   /** POST /api/gateway on bare node:http, for servers that route it before Next (scripts/start.mjs). */
   nodeGateway(req: IncomingMessage, res: ServerResponse): void;
   /** /api/trpc/* (the room's queries, mutations and event stream) on bare node:http, likewise. */

@@ -1,7 +1,8 @@
 'use client';
 // The approvals inbox: a header button with the pending count opening a dialog named "Approvals" that lists every pending
 // approval of every session, oldest first, with its session, parent chain and run trust, tool and arguments, and the same
-// three decisions and Reason box as the toolbox's Approval row; it stays live, and a / d decide on the focused one.
+// three decisions and Reason box as the toolbox's Approval row; it stays live, and a / d decide on the focused one. Its
+// "History" tab lists what was decided, by whom and where (approvals-history.tsx).
 import { prettyJson } from '@/lib/format';
 import { useTRPC } from '@/lib/trpc/client';
 import { errorCode, type PendingApproval } from '@/lib/trpc/types';
@@ -15,6 +16,7 @@ import { DecisionButtons, decisionKey } from '../toolbox/decision-buttons';
 import { CodeBlock } from '../ui/code-block';
 import { TextInput } from '../ui/text-input';
 import { ElicitationForm } from './elicitation-form';
+import { ApprovalsHistory } from './approvals-history';
 
 type Decision = 'allow_once' | 'allow_always' | 'deny';
 
@@ -59,30 +61,56 @@ export function ApprovalsDialog() {
   );
 }
 
+type Tab = 'pending' | 'history';
+
 function InboxBody({ onClose }: { onClose: () => void }) {
   const { query, approvals } = useInbox();
+  const [tab, setTab] = useState<Tab>('pending');
+  const tabButton = (id: Tab, label: string) => (
+    <button
+      type="button"
+      role="tab"
+      id={`approvals-tab-${id}`}
+      aria-selected={tab === id}
+      aria-controls={`approvals-panel-${id}`}
+      onClick={() => setTab(id)}
+      className={tab === id ? 'border-b-2 border-indigo-600 px-2 py-1 text-xs font-semibold' : 'border-b-2 border-transparent px-2 py-1 text-xs text-zinc-500 hover:text-zinc-800 dark:hover:text-zinc-200'}
+    >
+      {label}
+    </button>
+  );
   return (
     <div className="flex max-h-[85dvh] flex-col">
       <div className="flex shrink-0 items-center gap-2 border-b border-zinc-200 px-4 py-2 dark:border-zinc-700">
         <h2 className="text-sm font-semibold">Approvals</h2>
-        <span className="text-xs text-zinc-500">{approvals.length} pending, oldest first · focus one and press a to allow once, d to deny</span>
+        <div role="tablist" aria-label="Approvals views" className="flex gap-1">
+          {tabButton('pending', 'Pending')}
+          {tabButton('history', 'History')}
+        </div>
+        {tab === 'pending' && <span className="hidden text-xs text-zinc-500 sm:inline">{approvals.length} pending, oldest first · focus one and press a to allow once, d to deny</span>}
         <Button size="sm" variant="ghost" className="ml-auto" aria-label="Close approvals" onClick={onClose}>
           ✕
         </Button>
       </div>
-      <div className="min-h-0 flex-1 overflow-y-auto p-2">
-        {query.isPending && <p className="p-3 text-sm text-zinc-500">Loading…</p>}
-        {!query.isPending && approvals.length === 0 && (
-          <p data-testid="approvals-empty" className="p-6 text-center text-sm text-zinc-500">
-            Nothing waits for a decision.
-          </p>
-        )}
-        <ul className="space-y-2" aria-label="Pending approvals">
-          {approvals.map((a) => (
-            <InboxItem key={a.approvalId} approval={a} onOpenSession={onClose} />
-          ))}
-        </ul>
-      </div>
+      {tab === 'history' ? (
+        <div role="tabpanel" id="approvals-panel-history" aria-labelledby="approvals-tab-history" className="flex min-h-0 flex-1 flex-col">
+          <ApprovalsHistory />
+        </div>
+      ) : (
+        <div role="tabpanel" id="approvals-panel-pending" aria-labelledby="approvals-tab-pending" className="min-h-0 flex-1 overflow-y-auto p-2">
+          {query.isPending && <p className="p-3 text-sm text-zinc-500">Loading…</p>}
+          {!query.isPending && approvals.length === 0 && (
+            <p data-testid="approvals-empty" className="p-6 text-center text-sm text-zinc-500">
+              Nothing waits for a decision.
+            </p>
+          )}
+          <ul className="space-y-2" aria-label="Pending approvals">
+            {approvals.map((a) => (
+              <InboxItem key={a.approvalId} approval={a} onOpenSession={onClose} />
+            ))}
+          </ul>
+        </div>
+      )}
     </div>
   );
 }
@@ -101,7 +129,7 @@ function InboxItem({ approval: a, onOpenSession }: { approval: PendingApproval; 
   const chain = (a as { chain?: string[] }).chain ?? [a.sessionKey];
   const decide = (decision: Decision) => {
     const text = reason.trim();
-    resolve.mutate({ approvalId: a.approvalId, decision, ...(text ? { reason: text } : {}) });
+    resolve.mutate({ approvalId: a.approvalId, decision, via: 'inbox', ...(text ? { reason: text } : {}) });
   };
   const busy = resolve.isPending || resolve.isSuccess;
   const stale = resolve.isError && ['already_resolved', 'unknown_approval'].includes(errorCode(resolve.error) ?? '');
@@ -114,7 +142,7 @@ function InboxItem({ approval: a, onOpenSession }: { approval: PendingApproval; 
       aria-label={`${a.tool} in ${a.sessionKey}`}
       aria-keyshortcuts="a d"
       onKeyDown={(e) => {
-        if (a.kind === 'elicitation' || !decisionKey(e, busy, decide)) return; // an elicitation is answered by its form
+        if (a.kind === 'elicitation' || a.kind === 'authorization' || !decisionKey(e, busy, decide)) return; // an elicitation is answered by its form
         // Keep the keyboard in the list: the next one takes the focus.
         const next = (e.currentTarget.nextElementSibling ?? e.currentTarget.previousElementSibling) as HTMLElement | null;
         next?.focus();
@@ -152,8 +180,8 @@ function InboxItem({ approval: a, onOpenSession }: { approval: PendingApproval; 
         <span aria-hidden>·</span>
         <span data-testid="inbox-trust">trust: {trustText(a)}</span>
       </div>
-      {a.kind === 'elicitation' ? (
-        <ElicitationForm approval={a} busy={busy} decide={(decision, content) => resolve.mutate({ approvalId: a.approvalId, decision, ...(content ? { content } : {}) })} />
+      {a.kind === 'elicitation' || a.kind === 'authorization' ? (
+        <ElicitationForm approval={a} busy={busy} decide={(decision, content) => resolve.mutate({ approvalId: a.approvalId, decision, via: 'inbox', ...(content ? { content } : {}) })} />
       ) : (
         <>
           <CodeBlock text={prettyJson(a.args)} label="Tool arguments" maxHeight="max-h-32" />

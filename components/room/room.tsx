@@ -19,6 +19,7 @@ import { PendingCountProvider } from '../approvals/pending-count';
 import { SessionHeaderBar, StopButton } from './session-header';
 import { SidePanel } from './side-panel';
 import { ThemeToggle } from './theme-toggle';
+import { NotificationsButton } from './notifications-button';
 import { SessionUsage } from '../status/session-usage';
 import { useNextNeedingInput } from '@/lib/room/use-next-needing-input';
 
@@ -123,6 +124,7 @@ function SessionPane({ sessionKey }: { sessionKey: string }) {
             <StopButton sessionKey={sessionKey} />
             <ApprovalsButton />
             <NextNeedingInputButton />
+            <NotificationsButton />
             {PANELS.map((p) => (
               <Button
                 key={p.id}

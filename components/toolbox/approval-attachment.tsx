@@ -20,7 +20,8 @@ interface Props {
 export function ApprovalAttachment({ pending, resolve }: Props) {
   const current = pending[0];
   if (!current) return null;
-  if (current.kind === 'elicitation') return <ElicitationRow key={current.approvalId} pending={pending} resolve={resolve} />;
+  // An MCP server's authorization is a URL to open, answered like a URL elicitation (CONTRACT §7).
+  if (current.kind === 'elicitation' || current.kind === 'authorization') return <ElicitationRow key={current.approvalId} pending={pending} resolve={resolve} />;
   // Keyed by id: the reason box starts empty for each approval.
   return <ApprovalForm key={current.approvalId} pending={pending} resolve={resolve} />;
 }
@@ -96,7 +97,7 @@ function ElicitationRow({ pending, resolve }: Props) {
       aria-label="Approval"
       data-testid="approval-attachment"
       data-approval-id={current.approvalId}
-      data-kind="elicitation"
+      data-kind={current.kind}
       className="flex shrink-0 flex-col gap-2 border-t-2 border-amber-400 bg-amber-50 p-3 dark:border-amber-600 dark:bg-amber-950/40"
     >
       <ElicitationForm approval={current} busy={resolve.isPending} decide={(decision, content) => resolve.mutate({ approvalId: current.approvalId, decision, ...(content ? { content } : {}) })} />

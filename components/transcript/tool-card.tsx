@@ -2,7 +2,7 @@
 // result formatted (exec as a terminal block, JSON pretty-printed); the call and result rows are merged into it; it folds.
 import { cn } from '@/lib/cn';
 import { compactJson, prettyJson, truncate } from '@/lib/format';
-import type { ToolStatus } from '@/lib/room/live-state';
+import type { DecisionView, ToolStatus } from '@/lib/room/live-state';
 import type { ToolCallView } from '@/lib/room/tool-calls';
 import { Badge, type BadgeTone } from '../ui/badge';
 import { CodeBlock } from '../ui/code-block';
@@ -38,6 +38,16 @@ export function formatDuration(startedAt?: string, endedAt?: string): string | u
   if (ms < 1000) return `${ms} ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
   return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+const DECIDERS: Record<string, string> = { user: 'you', chat: 'chat', push: 'notification', reviewer: 'reviewer', rule: 'allow_always rule' };
+
+/** "allowed by reviewer: routine read", "denied by you (room)", "allowed by chat (ann): ok". */
+export function decisionText(d: DecisionView): string {
+  const verb = d.decision === 'deny' || d.decision === 'decline' ? 'denied' : d.decision === 'cancel' ? 'cancelled' : d.decision === 'allow_always' ? 'allowed always' : 'allowed';
+  const who = DECIDERS[d.by.type] ?? d.by.type;
+  const where = d.by.type === 'chat' ? ` (${d.by.name ?? d.by.id}${d.by.channel ? `, ${d.by.channel}` : ''})` : d.by.type === 'user' && d.by.id ? ` (${d.by.id})` : '';
+  return `${verb} by ${who}${where}${d.reason ? `: ${d.reason}` : ''}`;
 }
 
 const rec = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
@@ -79,12 +89,22 @@ export function ToolCard({ call, compact = false }: { call: ToolCallView; compac
             {duration}
           </span>
         )}
+        {call.decided && (
+          <span data-testid="tool-card-decider" className="shrink-0 text-[11px] text-zinc-500" title={decisionText(call.decided)}>
+            by {DECIDERS[call.decided.by.type] ?? call.decided.by.type}
+          </span>
+        )}
         <Badge tone={STATUS_TONE[call.status]}>
           <span data-testid="tool-card-status">{STATUS_LABEL[call.status]}</span>
         </Badge>
         {DELIVERY_TOOLS.has(call.name) && call.runId && <DeliveryState runId={call.runId} callId={call.callId} />}
       </summary>
       <div className="space-y-2 border-t border-zinc-200 px-3 py-2 dark:border-zinc-700">
+        {call.decided && (
+          <p data-testid="tool-card-decision" data-decided-by={call.decided.by.type} className="text-xs text-zinc-600 dark:text-zinc-400">
+            {decisionText(call.decided)}
+          </p>
+        )}
         {call.name === 'exec' ? <ExecView call={call} /> : <JsonView call={call} compact={compact} />}
       </div>
     </details>

@@ -16,6 +16,15 @@ export interface LiveTool {
   /** Event times of the call's start and end (for its duration). */
   startedAt?: string;
   endedAt?: string;
+  /** Who decided the call, from the `end` event (a person, the reviewer, a rule). */
+  decided?: DecisionView;
+}
+
+/** Who decided a gated call and why (the run loop's `decided` note on the result row and the `tool` `end` event). */
+export interface DecisionView {
+  decision: string;
+  by: { type: string; id?: string; name?: string; channel?: string };
+  reason?: string;
 }
 
 export interface LiveState {
@@ -85,6 +94,7 @@ export function applyLiveEvent(state: LiveState, ev: AgentEvent): LiveState {
           eventId: prev?.eventId ?? ev.id,
           startedAt: prev?.startedAt ?? ev.ts,
           endedAt: phase === 'end' ? ev.ts : prev?.endedAt,
+          decided: (d.decided as DecisionView | undefined) ?? prev?.decided,
         },
       };
       return s;

@@ -1,7 +1,7 @@
 // Derives the toolbox's list of tool calls from transcript tool rows, live tool events and pending approvals.
 import type { PendingApproval, TranscriptMessage } from '@/lib/trpc/types';
 import { compactJson } from '@/lib/format';
-import { resultStatus, type LiveState, type ToolStatus } from './live-state';
+import { resultStatus, type DecisionView, type LiveState, type ToolStatus } from './live-state';
 
 export interface ToolCallView {
   callId: string;
@@ -18,6 +18,8 @@ export interface ToolCallView {
   /** When the call started and ended (row or event times), for its duration. */
   startedAt?: string;
   endedAt?: string;
+  /** Who decided the call and why, when it was gated (the card says "allowed by reviewer: …"). */
+  decided?: DecisionView;
 }
 
 export interface ToolboxModel {
@@ -54,7 +56,8 @@ export function deriveToolbox(
     if (m.kind === 'tool_call') upsert(m.tool.callId, { name: m.tool.name, runId: m.runId, args: m.tool.args, startedAt: m.createdAt });
     if (m.kind === 'tool_result') {
       const args = byId.get(m.tool.callId) ? undefined : m.tool.args;
-      upsert(m.tool.callId, { name: m.tool.name, runId: m.runId, args, result: m.tool.result, hasResult: true, endedAt: m.createdAt });
+      const decided = (m.meta as { decided?: DecisionView } | undefined)?.decided;
+      upsert(m.tool.callId, { name: m.tool.name, runId: m.runId, args, result: m.tool.result, hasResult: true, endedAt: m.createdAt, decided });
     }
   }
   const liveTools = Object.values(live.tools).sort((a, b) => a.eventId - b.eventId);
@@ -64,7 +67,7 @@ export function deriveToolbox(
       runId: t.runId,
       args: t.args,
       startedAt: byId.get(t.callId)?.startedAt ?? t.startedAt,
-      ...(t.phase === 'end' ? { result: t.result, hasResult: true, failed: !!t.status && t.status !== 'ok', endedAt: byId.get(t.callId)?.endedAt ?? t.endedAt } : {}),
+      ...(t.phase === 'end' ? { result: t.result, hasResult: true, failed: !!t.status && t.status !== 'ok', endedAt: byId.get(t.callId)?.endedAt ?? t.endedAt, decided: byId.get(t.callId)?.decided ?? t.decided } : {}),
     });
   }
 

@@ -63,7 +63,7 @@ describe('who may decide', () => {
 
   it('says who decided', () => {
     const label = (id: string) => ({ telegram: 'Telegram' })[id] ?? id;
-    expect(describeDecider({ type: 'channel', channel: 'telegram', id: '42', name: 'ann' }, label)).toBe('ann (Telegram)');
+    expect(describeDecider({ type: 'chat', channel: 'telegram', id: '42', name: 'ann' }, label)).toBe('ann (Telegram)');
     expect(describeDecider(undefined, label)).toBe('the operator (room)');
   });
 });

@@ -126,8 +126,11 @@ describe('Telegram: inline keyboard and callback_query', () => {
     expect(evs.find((e) => e.stream === 'approval' && e.data.phase === 'resolved')?.data).toMatchObject({
       approvalId: approval.approvalId,
       decision: 'allow_once',
-      by: { type: 'channel', channel: 'telegram', id: String(ALICE), name: `user${ALICE}` },
+      by: { type: 'chat', channel: 'telegram', id: String(ALICE), name: `user${ALICE}` },
     });
+    // The record (approvals.history): decided in chat, by which peer.
+    const rec = await s.rpc<{ approvals: any[] }>('approvals.history', { sessionKey: key });
+    expect(rec.approvals.find((r) => r.approvalId === approval.approvalId)).toMatchObject({ decision: 'allow_once', decidedBy: { type: 'chat', id: String(ALICE), channel: 'telegram' } });
     const h = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: key, includeTools: true });
     expect(h.messages.find((m) => m.kind === 'notice')).toMatchObject({ content: `exec: Allowed once by user${ALICE} (Telegram)`, meta: { approvalId: approval.approvalId, decision: 'allow_once' } });
     expect(h.messages.find((m) => m.kind === 'tool_result')?.tool.result).toMatchObject({ exitCode: 0, stdout: 'from-chat\n' });
@@ -227,13 +230,13 @@ describe('Slack: interactive buttons and block_actions', () => {
       ['Deny', approval.approvalId],
     ]);
 
-    // The operator decides in the room first.
+    // The operator decides first (over JSON-RPC: "the operator (API)").
     await s.rpc('approvals.resolve', { approvalId: approval.approvalId, decision: 'allow_always' });
     expect((await s.rpc<{ status: string }>('agent.wait', { runId: await runOf(key) })).status).toBe('ok');
     await channels.idle();
     const update = await until('the Slack message edited', () => fake.slack!.calls(/chat\.update/).at(-1));
     const [posted] = ((await s.rt.store.getIdempotent(`chat-approval:${approval.approvalId}`)) as { posts: Array<{ messageId: string }> }).posts;
-    expect(update.body).toMatchObject({ channel: 'C0APPR', ts: posted!.messageId, text: expect.stringContaining('Allowed always by the operator (room)') });
+    expect(update.body).toMatchObject({ channel: 'C0APPR', ts: posted!.messageId, text: expect.stringContaining('Allowed always by the operator (API)') });
     expect(JSON.parse(update.body.blocks).some((b: any) => b.type === 'actions')).toBe(false);
 
     // The boss presses Deny afterwards in Slack: already decided, the approval stays allowed.

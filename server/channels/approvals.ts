@@ -66,10 +66,22 @@ interface PostedRecord {
 const postsOf = (r: (PostedRecord & Partial<PostedRequest>) | undefined): PostedRequest[] =>
   r?.posts ?? (r?.channel && r.to && r.messageId ? [{ channel: r.channel, to: r.to, messageId: r.messageId, ...(r.threadId ? { threadId: r.threadId } : {}), ...(r.accountId ? { accountId: r.accountId } : {}) }] : []);
 
-/** "alice (Telegram)", "the operator (room)". */
+/** "alice (Telegram)", "the operator (room)", "the reviewer", "a rule". */
 export function describeDecider(by: DecidedBy | undefined, label: (channel: string) => string): string {
-  if (!by || by.type === 'operator') return 'the operator (room)';
-  return `${by.name ?? by.id} (${label(by.channel)})`;
+  switch (by?.type) {
+    case 'chat':
+      return `${by.name ?? by.id} (${label(by.channel)})`;
+    case 'reviewer':
+      return 'the reviewer';
+    case 'rule':
+      return 'an allow_always rule';
+    case 'push':
+      return 'the operator (notification)';
+    case 'user':
+      return by.id === 'jsonrpc' ? 'the operator (API)' : 'the operator (room)';
+    default:
+      return 'the operator (room)';
+  }
 }
 
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
@@ -130,8 +142,8 @@ export function startChatApprovals(d: ChatApprovalDeps): ChatApprovals {
     }
     const cfg = wireConfig(chat.id, chat.accountId);
     const args = clip(JSON.stringify(ev.data.args ?? null), 600);
-    // An MCP elicitation asks its own question, with its own buttons (or the room).
-    const elicit = ev.data.kind === 'elicitation' ? elicitationRequest(ev.sessionKey, (ev.data.args ?? {}) as Record<string, unknown>) : undefined;
+    // An MCP elicitation asks its own question, with its own buttons (or the room); an MCP authorization is opened in the room.
+    const elicit = ev.data.kind === 'elicitation' || ev.data.kind === 'authorization' ? elicitationRequest(ev.sessionKey, (ev.data.args ?? {}) as Record<string, unknown>) : undefined;
     const text = elicit?.text ?? `Approval needed: ${ev.sessionKey} wants to run ${String(ev.data.tool)} ${args}`;
     const inChat = chat.chatType === 'group' || chat.chatType === 'channel';
     const targets = inChat
@@ -232,7 +244,7 @@ export function startChatApprovals(d: ChatApprovalDeps): ChatApprovals {
       await tell('You are not allowed to decide a call your own message started: another approver or the operator decides it.');
       return;
     }
-    const by: DecidedBy = { type: 'channel', channel, id: c.from, ...(c.senderName ? { name: c.senderName } : {}) };
+    const by: DecidedBy = { type: 'chat', id: c.from, channel, ...(c.senderName ? { name: c.senderName } : {}) };
     try {
       const content = c.choice !== undefined && row ? elicitationContent(JSON.parse(row.args) as Record<string, unknown>, c.choice) : undefined;
       if (c.choice !== undefined && !content) return void (await tell('That choice does not fit this question.'));

@@ -146,7 +146,7 @@ describe.skipIf(onPgPass)('two processes on one PostgreSQL', () => {
     const r = await a.rpc<Started>('agent', { sessionKey: key, message: '/tool exec {"command":"echo decided"}' });
     const p = await until(async () => (await b.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: key })).approvals[0]);
     // As a chat approver's press on B does (server/channels/approvals.ts).
-    const by = { type: 'channel' as const, channel: 'telegram', id: '5150', name: 'ann' };
+    const by = { type: 'chat' as const, channel: 'telegram', id: '5150', name: 'ann' };
     await b.rt.orchestrator.approvals.resolve(p.approvalId, 'allow_once', undefined, by);
     expect(await wait(b, r.runId)).toMatchObject({ status: 'ok', response: expect.stringContaining('decided') });
     const evs = await readSse(`${b.url}/api/gateway/events?runId=${r.runId}`, { lastEventId: 0, until: (e) => e.some((x) => x.stream === 'lifecycle' && x.data.phase === 'end') });

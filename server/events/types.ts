@@ -100,6 +100,32 @@ export interface PendingApproval {
   chain?: string[];
 }
 
+/**
+ * Who decided an approval, and where (CONTRACT §3 `approvals.history`): a person (`user`, `id` says where: `room`, `inbox`,
+ * `jsonrpc`), a chat approver (`chat`, `id` the peer, with its channel), a notification action (`push`), the agent's
+ * reviewer model (`reviewer`, `id` its model spec) or an `allow_always` rule (`rule`).
+ */
+export type DecidedBy =
+  | { type: 'user'; id?: string }
+  | { type: 'chat'; id: string; channel: string; name?: string }
+  | { type: 'push'; id?: string }
+  | { type: 'reviewer'; id?: string }
+  | { type: 'rule'; id?: string };
+
+/** One decided item as `approvals.history` returns it (CONTRACT §3). */
+export interface ApprovalRecord {
+  approvalId: string;
+  sessionKey: string;
+  runId: string;
+  kind: PendingApproval['kind'];
+  tool: string;
+  decision: string;
+  decidedBy: DecidedBy;
+  reason?: string;
+  requestedAt: string;
+  decidedAt: string;
+}
+
 /** The trust a run carries: the operator's (the API token), or a channel sender's (their `channelTools` policy). */
 export type Trust = { kind: 'operator' } | { kind: 'channel'; channel: string; peer: string };
 

@@ -7,6 +7,7 @@ import type { Gateway } from './types';
 import type { SessionSummary } from '../events/types';
 import { sendParams } from './schemas';
 import { pairingsResolveParams } from '../trust/pairing';
+import { pushSubscribeParams, pushUnsubscribeParams, pushVapidKeyParams } from '../push/schemas';
 import { nulPath } from './nul';
 import { jsonTooDeep, TOO_DEEP_MESSAGE } from '../http/json-depth';
 
@@ -53,12 +54,13 @@ const methods: Record<string, Method> = {
   'approvals.list': { params: s.approvalsListParams, call: async (gw, p) => ({
     approvals: (await gw.approvalsList(p)).approvals.map(({ approvalId, kind, sessionKey, runId, tool, args, requestedAt, chain, server, message, mode, requestedSchema, url }) => ({
       approvalId, kind, sessionKey, runId, tool, args, requestedAt, parentChain: chain ?? [sessionKey],
-      ...(kind === 'elicitation' ? { server, message, mode, ...(requestedSchema ? { requestedSchema } : {}), ...(url ? { url } : {}) } : {}),
+      ...(kind === 'elicitation' || kind === 'authorization' ? { server, message, mode, ...(requestedSchema ? { requestedSchema } : {}), ...(url ? { url } : {}) } : {}),
     })),
   }) },
   // Beyond CONTRACT §3 (an operator's view, as the room's inbox and the CLI show it): with each one's parent chain and trust.
   'approvals.inbox': { params: s.approvalsListParams, call: (gw, p) => gw.approvalsList(p) },
-  'approvals.resolve': { params: s.approvalsResolveParams, call: (gw, p) => gw.approvalsResolve(p) },
+  'approvals.resolve': { params: s.approvalsResolveParams, call: (gw, p) => gw.approvalsResolve(p, { type: 'user', id: 'jsonrpc' }) },
+  'approvals.history': { params: s.approvalsHistoryParams, call: (gw, p) => gw.approvalsHistory(p) },
   'agents.list': { params: s.agentsListParams, call: async (gw) => ({
     agents: (await gw.agentsList()).agents.map(({ agentId, name, model, tools, mcpTools, remote }) => ({ agentId, name, model, tools, ...(mcpTools?.length ? { mcpTools } : {}), ...(remote ? { remote } : {}) })),
   }) },
@@ -77,6 +79,9 @@ const methods: Record<string, Method> = {
   'webhooks.list': { params: s.webhooksListParams, call: (gw, p) => gw.webhooksList(p) },
   'sessions.compact': { params: s.sessionsCompactParams, call: (gw, p) => gw.sessionsCompact(p) },
   'sessions.usage': { params: s.sessionsUsageParams, call: (gw, p) => gw.sessionsUsage(p) },
+  'push.vapidKey': { params: pushVapidKeyParams, call: (gw) => gw.pushVapidKey() },
+  'push.subscribe': { params: pushSubscribeParams, call: (gw, p) => gw.pushSubscribe(p) },
+  'push.unsubscribe': { params: pushUnsubscribeParams, call: (gw, p) => gw.pushUnsubscribe(p) },
 };
 
 export function rpcError(id: Id, code: number, message: string, data?: RpcError['data']): RpcResponse {

@@ -97,6 +97,8 @@ export const approvalsResolveParams = z
   })
   .strict();
 
+export const approvalsHistoryParams = z.object({ sessionKey: sessionKeySchema.optional(), limit: limitSchema.optional(), cursor: cursorSchema.optional() }).strict();
+
 export const agentsListParams = z.object({}).strict();
 
 export const sessionsSearchParams = z
@@ -144,6 +146,7 @@ export type SessionsDeleteParams = z.infer<typeof sessionsDeleteParams>;
 export type ChatHistoryParams = z.infer<typeof chatHistoryParams>;
 export type ApprovalsListParams = z.infer<typeof approvalsListParams>;
 export type ApprovalsResolveParams = z.infer<typeof approvalsResolveParams>;
+export type ApprovalsHistoryParams = z.infer<typeof approvalsHistoryParams>;
 
 export const deliveriesGetParams = z.object({ deliveryId: z.string().min(1).max(256) }).strict();
 export const deliveriesListParams = z

@@ -4,7 +4,8 @@ import { CrosstalkError } from '../errors';
 import type { EventBus } from '../events/bus';
 import type { SessionKind, SessionSummary } from '../events/types';
 import { validateModelSpec } from '../models/registry';
-import { toPendingApproval } from '../orchestrator/approvals';
+import { toApprovalRecord, toPendingApproval } from '../orchestrator/approvals';
+import type { DecidedBy } from '../events/types';
 import type { Orchestrator } from '../orchestrator/orchestrator';
 import { toolPolicyFor } from '../config';
 import { decodeCursor, encodeCursor } from '../store/cursor';
@@ -23,6 +24,7 @@ import type {
   AgentCancelParams,
   ApprovalsListParams,
   ApprovalsResolveParams,
+  ApprovalsHistoryParams,
   RunsBoardParams,
   DeliveriesGetParams,
   DeliveriesListParams,
@@ -48,6 +50,8 @@ import type { Compactor } from '../orchestrator/compaction';
 import { compactSession } from './compact';
 import { acceptedAnswer, Claimant, ClaimTaken, settleClaim } from '../store/idempotency';
 import { failpoint } from '../failpoints';
+import type { PushService } from '../push/service';
+import type { PushSubscribeParams, PushUnsubscribeParams } from '../push/schemas';
 
 export interface ServiceDeps {
   config: CrosstalkConfig;
@@ -63,6 +67,8 @@ export interface ServiceDeps {
   mcpStatus?: () => McpServerStatus[];
   usage?: Usage;
   compactor?: Compactor;
+  /** Web Push (server/push): subscriptions and the VAPID key. */
+  push?: PushService;
 }
 
 export class GatewayService implements Gateway {
@@ -313,9 +319,40 @@ export class GatewayService implements Gateway {
     return deliveriesRetry(this.d.store, p);
   }
 
-  async approvalsResolve(p: ApprovalsResolveParams) {
-    await this.d.orchestrator.approvals.resolve(p.approvalId, p.decision, p.reason, undefined, p.content);
+  private pushService(): PushService {
+    if (!this.d.push) throw new CrosstalkError('internal', 'push is not running in this process');
+    return this.d.push;
+  }
+
+  pushVapidKey() {
+    return this.pushService().vapidKey();
+  }
+
+  pushSubscribe(p: PushSubscribeParams) {
+    return this.pushService().subscribe(p.subscription);
+  }
+
+  pushUnsubscribe(p: PushUnsubscribeParams) {
+    return this.pushService().unsubscribe(p.endpoint);
+  }
+
+  async approvalsResolve(p: ApprovalsResolveParams, by: DecidedBy) {
+    await this.d.orchestrator.approvals.resolve(p.approvalId, p.decision, p.reason, by, p.content);
     return { status: 'ok' as const };
+  }
+
+  async approvalsHistory(p: ApprovalsHistoryParams) {
+    const limit = p.limit ?? 50;
+    const scope = p.sessionKey ?? '*';
+    // Validation before lookup: a cursor of another list (or scope) is invalid_cursor.
+    const before = p.cursor ? (decodeCursor(p.cursor, 'approvals_history', scope, 2) as [string, string]) : undefined;
+    const rows = await this.d.store.approvalHistory({ sessionKey: p.sessionKey, limit: limit + 1, ...(before ? { before } : {}) });
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    return {
+      approvals: page.map(toApprovalRecord),
+      next_cursor: rows.length > limit && last ? encodeCursor('approvals_history', scope, [last.resolved_at!, last.id]) : null,
+    };
   }
 
   async agentsList(): Promise<{ agents: AgentInfo[] }> {

@@ -118,7 +118,10 @@ export interface Gateway {
   /** The ids of a session's runs going now (the room's Stop). */
   sessionActiveRuns(sessionKey: string): Promise<{ runIds: string[] }>;
   approvalsList(p: ApprovalsListParams): Promise<{ approvals: PendingApproval[] }>;
-  approvalsResolve(p: ApprovalsResolveParams): Promise<{ status: 'ok' }>;
+  /** Decides a pending item; `by` is who and where (the room, JSON-RPC, chat, push …), kept in the record. */
+  approvalsResolve(p: ApprovalsResolveParams, by: import('../events/types').DecidedBy): Promise<{ status: 'ok' }>;
+  /** Decided items, newest decision first (CONTRACT §3 `approvals.history`). */
+  approvalsHistory(p: import('./schemas').ApprovalsHistoryParams): Promise<{ approvals: import('../events/types').ApprovalRecord[]; next_cursor: string | null }>;
   agentsList(): Promise<{ agents: AgentInfo[] }>;
   delegatesList(p: DelegatesListParams): Promise<{ sessions: DelegateSummary[]; next_cursor: string | null }>;
   delegatesMessages(p: DelegatesMessagesParams): Promise<{ messages: TranscriptMessage[]; next_cursor: string | null }>;
@@ -136,6 +139,11 @@ export interface Gateway {
   sessionsUsage(p: import('./schemas').SessionsUsageParams): Promise<import('../usage/usage').SessionUsage>;
   /** Every session's runs in four groups: needs input, working, done, failed (CONTRACT §3 `runs.board`). */
   runsBoard(p: import('./schemas').RunsBoardParams): Promise<Board>;
+  /** The server's VAPID public key (CONTRACT §3 `push.vapidKey`). */
+  pushVapidKey(): Promise<{ publicKey: string }>;
+  /** Stores a browser's push subscription, one per endpoint (CONTRACT §3 `push.subscribe`). */
+  pushSubscribe(p: import('../push/schemas').PushSubscribeParams): Promise<{ status: 'ok' }>;
+  pushUnsubscribe(p: import('../push/schemas').PushUnsubscribeParams): Promise<{ status: 'ok' }>;
   /** One delivery record (CONTRACT §9); `unknown_delivery`. */
   deliveriesGet(p: import('./schemas').DeliveriesGetParams): Promise<import('../store/deliveries').Delivery>;
   /** Delivery records newest first; `sessionKey` matches either end. */

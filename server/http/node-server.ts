@@ -9,6 +9,8 @@ import { handleGatewayNode } from './node-gateway';
 import { handleChannelInbound } from './channel-inbound';
 import { serveFetch } from './node-fetch';
 import { handleMcp } from '../mcp-server/http';
+import { handlePushAction } from './push-action';
+import { handleOAuthCallback } from '../mcp/oauth-callback';
 
 const channelOf = (pathname: string) => {
   const raw = pathname.slice('/api/channels/'.length).split('/')[0] ?? '';
@@ -66,6 +68,8 @@ export async function serve(rt: FullRuntime, o: { host?: string; port?: number }
       if (p === '/api/metrics') return handleMetrics(rt, request);
       if (p === '/api/health') return Response.json({ status: 'ok' });
       if (p === '/mcp') return handleMcp(rt, request);
+      if (p === '/api/push/action' && req.method === 'POST') return handlePushAction(rt, request);
+      if (p === '/api/mcp/oauth/callback') return handleOAuthCallback(rt.mcp, request);
       if (req.method === 'POST' && p.startsWith('/api/channels/')) return handleChannelInbound(rt, channelOf(p), request);
       return (p.startsWith('/a2a/') ? await routeA2A(rt, request) : null) ?? Response.json({ ok: false, error: { code: 'invalid_request', message: `no route ${req.method} ${p}` } }, { status: 404 });
     });

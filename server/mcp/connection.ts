@@ -1,5 +1,6 @@
 // One MCP server seen through the official SDK client: connect (stdio or streamable HTTP), list tools, call them, reconnect with backoff.
 import path from 'node:path';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -10,6 +11,7 @@ import type { McpServerConfig } from '../config';
 import type { Logger } from '../logger';
 import { cappedFetch, MAX_MESSAGE_BYTES } from './limits';
 import { listTools, type SkippedTool } from './listing';
+import { type McpOAuth, OAuthDeclined } from './oauth';
 
 export type McpState = 'connecting' | 'ready' | 'failed';
 
@@ -49,6 +51,9 @@ export interface McpCallOptions {
 /** Thrown by `call` when the server cannot answer (down, crashed mid-call, unreachable). */
 export class McpUnavailable extends Error {}
 
+/** The SDK's refusal when an authorization is needed (it raised the item through the provider and gave up the request). */
+const isUnauthorized = (e: unknown) => e instanceof UnauthorizedError || (e instanceof Error && e.name === 'UnauthorizedError');
+
 const CLIENT_INFO = { name: 'crosstalk', version: '0.1.0' };
 /** Elicitation in both modes (CONTRACT §5): servers that gate on it (server-everything) offer their tools. */
 const CAPABILITIES = { elicitation: { form: {}, url: {} } };
@@ -79,8 +84,21 @@ export class McpConnection {
   constructor(
     readonly name: string,
     private readonly cfg: McpServerConfig,
-    private readonly o: { log: Logger; reconnectBaseMs: number; reconnectMaxMs: number; pingIntervalMs?: number } & McpConnectionEvents,
+    private readonly o: { log: Logger; reconnectBaseMs: number; reconnectMaxMs: number; pingIntervalMs?: number; oauth?: McpOAuth } & McpConnectionEvents,
   ) {}
+
+  /** Ends waits on a person (an authorization item) when the connection stops. */
+  private readonly stopping = new AbortController();
+
+  /** The OAuth provider of a streamable HTTP server (absent for stdio, or without a store). */
+  get oauth(): McpOAuth | undefined {
+    return this.o.oauth;
+  }
+
+  /** The tool call an authorization item raised now belongs to (the oldest in flight), if any. */
+  currentCall(): McpCallInfo | undefined {
+    return this.inFlight[0];
+  }
 
   /** Starts connecting in the background; failures are reported and retried, never thrown. */
   start(): Promise<void> {
@@ -116,12 +134,30 @@ export class McpConnection {
     // The same cap over HTTP: a response past it is not read, the transport closes, and the server is reconnected.
     const t: StreamableHTTPClientTransport = new StreamableHTTPClientTransport(new URL(this.cfg.url), {
       requestInit: this.cfg.headers ? { headers: this.cfg.headers } : undefined,
-      fetch: cappedFetch(MAX_MESSAGE_BYTES, () => {
-        this.oversize();
-        void t.close().catch(() => undefined);
-      }),
+      // OAuth (CONTRACT §5) by the SDK: a 401 or an insufficient_scope 403 runs its flow through our provider.
+      ...(this.o.oauth ? { authProvider: this.o.oauth } : {}),
+      fetch: this.withStepUp(
+        cappedFetch(MAX_MESSAGE_BYTES, () => {
+          this.oversize();
+          void t.close().catch(() => undefined);
+        }),
+      ),
     });
     return t;
+  }
+
+  /**
+   * A 403 `insufficient_scope` for a scope the token lacks drops the token before the SDK sees the answer: its step-up
+   * would otherwise refresh (a refresh asks for no new scope) and be refused again; without one it asks the person.
+   */
+  private withStepUp(f: typeof fetch): typeof fetch {
+    const oauth = this.o.oauth;
+    if (!oauth) return f;
+    return (async (input: RequestInfo | URL, init?: RequestInit) => {
+      const res = await f(input, init);
+      if (res.status === 403) await oauth.stepUp(res);
+      return res;
+    }) as typeof fetch;
   }
 
   private async connect(): Promise<void> {
@@ -137,7 +173,8 @@ export class McpConnection {
     // A list change is read again within the caps (the SDK's own refresh would read one page, with no caps).
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.refresh(client, gen));
     client.onclose = () => {
-      if (gen !== this.generation || this.stopped) return;
+      // While connecting, the failed connect reports (an authorization refusal closes the client before it is ours).
+      if (gen !== this.generation || this.stopped || this.client !== client) return;
       this.down(this.closedBecause ?? 'connection closed');
     };
     client.onerror = (e) => {
@@ -147,6 +184,7 @@ export class McpConnection {
       this.o.log.debug({ server: this.name, err: e.message }, 'mcp transport error');
     };
     try {
+      await this.o.oauth?.freshen(this.stopping.signal);
       const transport = this.transport();
       // Progress is read as it arrives, before the SDK's own dispatch: that one runs notifications a microtask late,
       // so the last ones, read in the same chunk as the result, would find their call already answered and be lost.
@@ -161,12 +199,43 @@ export class McpConnection {
       this.attempts = 0;
       this.o.onTools(tools, skipped);
       this.setState('ready');
+      this.o.oauth?.accepted();
+      void this.o.oauth?.armRefresh();
       this.startPing(client);
     } catch (e) {
       await client.close().catch(() => undefined);
       if (gen !== this.generation) return;
+      if (this.o.oauth && (isUnauthorized(e) || this.o.oauth.waiting)) return this.awaitAuthorization(gen);
+      if (e instanceof Error && e.name === 'OAuthDeclined') return this.declined(e.message);
       this.down(e instanceof Error ? e.message : String(e));
     }
+  }
+
+  /**
+   * The server needs a person's authorization: it is reported down (its tools answer tool_unavailable) while the
+   * `authorization` item waits; accepted, the connection is made again at once; declined, it stays down (no new item
+   * is raised by itself: the next start asks again).
+   */
+  private async awaitAuthorization(gen: number): Promise<void> {
+    const oauth = this.o.oauth!;
+    this.setState('failed', `MCP server ${this.name} needs authorization: an authorization item is pending`);
+    this.lastError = `MCP server ${this.name} needs authorization: open the pending authorization item`;
+    try {
+      await oauth.waitAuthorized(this.stopping.signal);
+    } catch (e) {
+      if (this.stopped || gen !== this.generation) return;
+      return this.declined(e instanceof Error ? e.message : String(e));
+    }
+    if (this.stopped || gen !== this.generation) return;
+    return this.connect();
+  }
+
+  /** A declined authorization: reported, and not asked again by itself (each retry would raise another item). */
+  private declined(why: string) {
+    this.lastError = why;
+    this.state = 'failed';
+    this.o.onState('failed', why);
+    this.o.log.warn({ server: this.name, err: why }, 'mcp server authorization declined; it stays unavailable');
   }
 
   private tapProgress(m: unknown) {
@@ -259,9 +328,26 @@ export class McpConnection {
     try {
       const meta = { ...(progressToken ? { progressToken } : {}), ...(o.traceparent ? { traceparent: o.traceparent } : {}) };
       const params = { name: tool, arguments: args, ...(Object.keys(meta).length ? { _meta: meta } : {}) };
-      return (await client.callTool(params, undefined, { signal, timeout: CALL_TIMEOUT_MS })) as CallToolResult;
+      // A token near its expiry is refreshed first; a refused refresh or a 401/403 mid-call raises an `authorization`
+      // item on this call's run, and the call waits for it and goes on (a decline throws OAuthDeclined).
+      for (let attempt = 0; ; attempt++) {
+        await this.o.oauth?.freshen(signal);
+        try {
+          const result = (await client.callTool(params, undefined, { signal, timeout: CALL_TIMEOUT_MS })) as CallToolResult;
+          this.o.oauth?.accepted();
+          return result;
+        } catch (e) {
+          if (signal.aborted || !this.o.oauth || attempt >= 2 || !(isUnauthorized(e) || this.o.oauth.waiting)) throw e;
+          await this.o.oauth.waitAuthorized(signal);
+        }
+      }
     } catch (e) {
       if (signal.aborted) throw e;
+      if (e instanceof Error && e.name === 'OAuthDeclined') throw e;
+      // Still refused after the authorizations it asked for (a 401 after a fresh token, a scope never granted): the
+      // call answers `unauthorized`; the server itself is up.
+      if (this.o.oauth && (isUnauthorized(e) || ((e as { code?: unknown }).code === 401 || (e as { code?: unknown }).code === 403)) && this.client === client)
+        throw new OAuthDeclined(`MCP server ${this.name} refused the call after authorization: ${e instanceof Error ? e.message : String(e)}`);
       // A protocol-level error from a live server is the tool's answer; anything else means the server is gone.
       if (e instanceof McpError && e.code !== -32000 && this.client === client) throw e;
       const why = this.closedBecause ?? (e instanceof Error ? e.message : String(e));
@@ -276,6 +362,8 @@ export class McpConnection {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopping.abort();
+    this.o.oauth?.stop();
     this.generation++;
     if (this.pinger) clearInterval(this.pinger);
     this.pinger = null;

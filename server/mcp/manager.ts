@@ -1,7 +1,7 @@
 // The MCP client side (CONTRACT §5 "MCP tools"): every configured server's tools enter the tool registry as `mcp__<server>__<tool>`.
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { CrosstalkConfig } from '../config';
+import type { CrosstalkConfig, McpOAuthConfig } from '../config';
 import { errorMessage, toolError } from '../errors';
 import type { EventBus } from '../events/bus';
 import type { Logger } from '../logger';
@@ -13,6 +13,8 @@ import { McpConnection, type McpState, McpUnavailable } from './connection';
 import { Elicitations } from './elicitation';
 import type { SkippedTool } from './listing';
 import { toToolData } from './results';
+import { type CallbackOutcome, McpOAuth, OAuthDeclined } from './oauth';
+import { McpOAuthStore } from './oauth-store';
 
 export interface McpServerStatus {
   server: string;
@@ -50,7 +52,9 @@ export class McpManager {
   start(): void {
     const { servers, reconnectBaseMs, reconnectMaxMs, pingIntervalMs } = this.o.config.mcp;
     for (const [name, cfg] of Object.entries(servers)) {
-      const conn = new McpConnection(name, cfg, {
+      const oauth = 'url' in cfg ? this.oauthFor(name, cfg.url, cfg.oauth, () => conn) : undefined;
+      const conn: McpConnection = new McpConnection(name, cfg, {
+        oauth,
         log: this.o.log,
         reconnectBaseMs,
         reconnectMaxMs,
@@ -61,7 +65,10 @@ export class McpManager {
           this.elicitations ? this.elicitations.ask(name, call ? mcpToolName(name, call.tool) : '', call, params, signal) : { action: 'decline' },
       });
       this.conns.set(name, conn);
-      void conn.start();
+      void (async () => {
+        await oauth?.closeStale().catch((e: unknown) => this.o.log.warn({ server: name, err: errorMessage(e) }, 'could not close stale authorization items'));
+        await conn.start();
+      })();
     }
   }
 
@@ -69,6 +76,38 @@ export class McpManager {
   async ready(timeoutMs = 10_000): Promise<void> {
     const end = Date.now() + timeoutMs;
     while ([...this.conns.values()].some((c) => c.state === 'connecting') && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+  }
+
+  /** A streamable HTTP server's OAuth provider (store-backed: needs the store; without one a 401 is an error). */
+  private oauthFor(server: string, url: string, cfg: McpOAuthConfig | undefined, conn: () => McpConnection): McpOAuth | undefined {
+    const { store, config, bus, log } = this.o;
+    if (!store) return undefined;
+    const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+    return new McpOAuth({
+      server,
+      url,
+      cfg,
+      store,
+      bus,
+      log,
+      callbackUrl: config.mcp.callbackUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${config.port}/api/mcp/oauth/callback`,
+      homeSession: mainSessionKey(config.defaultAgentId),
+      caller: () => conn().currentCall(),
+      toolName: (call) => mcpToolName(server, call.tool),
+    });
+  }
+
+  /**
+   * The OAuth callback (`GET /api/mcp/oauth/callback`): public, bound to the `state` of a pending authorization; it
+   * exchanges the code and completes the item, and the waiting call or connection goes on.
+   */
+  async oauthCallback(q: { state?: string | null; code?: string | null; error?: string | null; errorDescription?: string | null }): Promise<CallbackOutcome> {
+    if (!q.state) return { ok: false, status: 400, message: 'The callback carries no state.' };
+    if (!this.o.store) return { ok: false, status: 404, message: 'No authorization is in progress.' };
+    const row = await new McpOAuthStore(this.o.store).byState(q.state);
+    const oauth = row ? this.conns.get(row.server)?.oauth : undefined;
+    if (!row || !oauth) return { ok: false, status: 400, message: 'No authorization is in progress for this state (it was used already, or replaced by a newer one).' };
+    return oauth.complete(row, { code: q.code ?? undefined, error: q.error ?? undefined, errorDescription: q.errorDescription ?? undefined });
   }
 
   status(): McpServerStatus[] {
@@ -165,6 +204,7 @@ export class McpManager {
         } catch (e) {
           if (ctx.signal.aborted) return toolError('interrupted', 'run interrupted: the MCP request was cancelled');
           if (e instanceof McpUnavailable) return toolError('tool_unavailable', e.message);
+          if (e instanceof OAuthDeclined) return toolError('unauthorized', `MCP ${server}/${t.name}: ${e.message}`);
           return toolError('invalid_request', `MCP ${server}/${t.name}: ${errorMessage(e)}`);
         }
       },

@@ -15,6 +15,7 @@ import type {
 } from '@ai-sdk/provider';
 import { randomBytes } from 'node:crypto';
 import { isCompactionCall, scriptedSummary } from './scripted-summary';
+import { isReviewCall, scriptedReview } from './scripted-review';
 
 /** What one model step answers, before it is shaped as a generate result or a stream. */
 export interface ScriptedStep {
@@ -35,7 +36,7 @@ export function createScriptedModel(): LanguageModelV4 {
     supportedUrls: {},
 
     async doGenerate(options: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
-      const step = isCompactionCall(options) ? { text: scriptedSummary(options.prompt), toolCalls: [] } : await planScriptedStep(options.prompt, options.abortSignal);
+      const step = await specialOrPlanned(options);
       const content: LanguageModelV4Content[] = [];
       if (step.text !== null) content.push({ type: 'text', text: step.text });
       for (const call of step.toolCalls) content.push({ type: 'tool-call', ...call });
@@ -51,7 +52,7 @@ export function createScriptedModel(): LanguageModelV4 {
     async doStream(options: LanguageModelV4CallOptions): Promise<LanguageModelV4StreamResult> {
       // Planning (sleep, /fail, bad /tool JSON) happens before the stream exists, so a failing
       // step rejects doStream itself — which is what the fallback chain and run loop key off.
-      const step = isCompactionCall(options) ? { text: scriptedSummary(options.prompt), toolCalls: [] } : await planScriptedStep(options.prompt, options.abortSignal);
+      const step = await specialOrPlanned(options);
       const parts: LanguageModelV4StreamPart[] = [{ type: 'stream-start', warnings: [] }];
       parts.push({ type: 'response-metadata', id: `scripted-${randomId()}`, timestamp: new Date(), modelId: 'scripted' });
       if (step.text !== null) {
@@ -84,6 +85,13 @@ export function createScriptedModel(): LanguageModelV4 {
       return { stream, request: { body: { prompt: options.prompt } } };
     },
   };
+}
+
+/** A compaction or a review call is answered by its own rule; anything else by the prompt's directives. */
+async function specialOrPlanned(options: LanguageModelV4CallOptions): Promise<ScriptedStep> {
+  if (isCompactionCall(options)) return { text: scriptedSummary(options.prompt), toolCalls: [] };
+  if (isReviewCall(options)) return scriptedReview(options);
+  return planScriptedStep(options.prompt, options.abortSignal);
 }
 
 /** Decides what the step answers; waits for /sleep and throws for /fail or a bad /tool line. */

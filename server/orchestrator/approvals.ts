@@ -3,22 +3,34 @@ import crypto from 'node:crypto';
 import type { AgentConfig } from '../config';
 import { CrosstalkError } from '../errors';
 import { checkElicitContent, type ElicitSchema } from '../mcp/elicit-content';
+import { OAUTH_RUN_PREFIX } from '../mcp/oauth-run';
 import type { EventBus } from '../events/bus';
-import type { PendingApproval, Trust } from '../events/types';
+import type { ApprovalRecord, DecidedBy, PendingApproval, Trust } from '../events/types';
 import { policyFor, toolRuleName } from '../trust/policy';
 import { describeTrust, OPERATOR } from '../trust/trust';
 import type { Metrics } from '../metrics';
 import type { ApprovalRow } from '../store/schema';
 import { nowIso, type Store } from '../store/store';
+import type { Reviewer, ReviewVerdict } from './reviewer';
 
-/** `waited`: a person was asked (the call paused on an approval). */
-export type GateResult = ({ allowed: true } | { allowed: false; reason: string }) & { waited?: boolean };
+/**
+ * `waited`: a person was asked (the call paused on an approval). `decided`: who decided it and why, when someone did
+ * (a person, a chat approver, the reviewer, an `allow_always` rule); the tool card shows it.
+ */
+export type GateResult = ({ allowed: true } | { allowed: false; reason: string }) & { waited?: boolean; decided?: DecisionNote };
+export interface DecisionNote {
+  approvalId: string;
+  decision: string;
+  by: DecidedBy;
+  reason?: string;
+}
 export type Decision = 'allow_once' | 'allow_always' | 'deny';
 /** The answers to an `elicitation` or `authorization` item (CONTRACT §3 approvals.resolve). */
 export type ElicitDecision = 'accept' | 'decline' | 'cancel';
 const ELICIT_DECISIONS: readonly string[] = ['accept', 'decline', 'cancel'];
-/** Who decided: the operator (room, RPC) or a chat sender (server/channels/approvals.ts). Carried on the resolved event. */
-export type DecidedBy = { type: 'operator' } | { type: 'channel'; channel: string; id: string; name?: string };
+export type { DecidedBy };
+/** The reason an `allow_always` rule's own entry carries in the record. */
+export const RULE_REASON = 'allowed by an allow_always rule of this session';
 
 export interface GateRequest {
   runId: string;
@@ -32,25 +44,51 @@ export interface GateRequest {
   source?: Record<string, unknown>;
   /** The run's trust (CONTRACT §5 "Trust"); the operator's when absent. */
   trust?: Trust;
+  /** The reviewer's escalation, shown with the pending item. */
+  review?: ReviewVerdict;
 }
 
 export function toPendingApproval(r: ApprovalRow): PendingApproval {
   const kind = (r.kind ?? 'tool') as PendingApproval['kind'];
   const args = JSON.parse(r.args) as Record<string, unknown>;
   const base: PendingApproval = { approvalId: r.id, kind, sessionKey: r.session_key, runId: r.run_id, callId: r.call_id, tool: r.tool, args, requestedAt: r.requested_at, trust: trustOfRow(r) };
-  if (kind !== 'elicitation') return base;
-  // An elicitation shows what the server asks at the top level (CONTRACT §5 "MCP elicitation").
+  if (kind !== 'elicitation' && kind !== 'authorization') return base;
+  // An elicitation (and an MCP server's authorization: a URL to open) shows what the server asks at the top level (CONTRACT §5 "MCP elicitation").
   const { server, message, mode, requestedSchema, url } = args as { server: string; message: string; mode: 'form' | 'url'; requestedSchema?: Record<string, unknown>; url?: string };
   return { ...base, server, message, mode, ...(requestedSchema ? { requestedSchema } : {}), ...(url ? { url } : {}) };
 }
 
 /**
  * Whether a pending item outlives its process: a tool or budget item waits for its decision across a restart; an MCP
- * elicitation dies with the request that raised it (the re-drive of its call closes it, `interrupted`).
+ * elicitation dies with the request that raised it (the re-drive of its call closes it, `interrupted`), and so does an
+ * MCP server's authorization (its PKCE flow was the process's; the server asks again).
  */
-export const survivesRestart = (r: Pick<ApprovalRow, 'kind'>): boolean => r.kind !== 'elicitation';
+export const survivesRestart = (r: Pick<ApprovalRow, 'kind'>): boolean => r.kind !== 'elicitation' && r.kind !== 'authorization';
 
 export const trustOfRow = (r: Pick<ApprovalRow, 'trust'>): Trust => (r.trust ? (JSON.parse(r.trust) as Trust) : OPERATOR);
+
+export const decidedByOfRow = (r: Pick<ApprovalRow, 'decided_by'>): DecidedBy | undefined => (r.decided_by ? (JSON.parse(r.decided_by) as DecidedBy) : undefined);
+
+/** A decided row as `approvals.history` returns it (CONTRACT §3). */
+export function toApprovalRecord(r: ApprovalRow): ApprovalRecord {
+  return {
+    approvalId: r.id,
+    sessionKey: r.session_key,
+    runId: r.run_id,
+    kind: (r.kind ?? 'tool') as ApprovalRecord['kind'],
+    tool: r.tool,
+    decision: r.decision ?? r.status,
+    decidedBy: decidedByOfRow(r) ?? { type: 'user' },
+    ...(r.reason ? { reason: r.reason } : {}),
+    requestedAt: r.requested_at,
+    decidedAt: r.resolved_at ?? r.requested_at,
+  };
+}
+
+const noteOf = (r: ApprovalRow): DecisionNote | undefined => {
+  const by = decidedByOfRow(r);
+  return by && r.decision ? { approvalId: r.id, decision: r.decision, by, ...(r.reason ? { reason: r.reason } : {}) } : undefined;
+};
 
 // Approval ids sort in request order (time, then a process counter), so "oldest first" is exact within a millisecond.
 let seq = 0;
@@ -76,12 +114,16 @@ export function pendingRow(o: { sessionKey: string; runId: string; callId: strin
     trust: o.trust ?? null,
     kind: o.kind,
     response: null,
+    decided_by: null,
+    decided_by_type: null,
   };
 }
 
 function decisionOf(row: ApprovalRow): GateResult {
-  if (row.status === 'allowed') return { allowed: true };
-  return { allowed: false, reason: row.reason || (row.status === 'cancelled' ? 'approval cancelled' : 'denied by user') };
+  const note = noteOf(row);
+  const decided = note ? { decided: note } : {};
+  if (row.status === 'allowed') return { allowed: true, ...decided };
+  return { allowed: false, reason: row.reason || (row.status === 'cancelled' ? 'approval cancelled' : 'denied by user'), ...decided };
 }
 
 export class Approvals {
@@ -93,16 +135,27 @@ export class Approvals {
     private readonly metrics: Metrics,
     /** Called with a settled approval whose run is not waiting in this process (paused before a restart, or elsewhere). */
     private readonly elsewhere: (row: ApprovalRow, by?: DecidedBy) => Promise<void>,
+    /** The agents' reviewer model (CONTRACT §5 "Reviewer"); asked before the person for an agent that has one. */
+    private readonly reviewer?: Reviewer,
   ) {}
 
   async gate(q: GateRequest): Promise<GateResult> {
     const trust = q.trust ?? OPERATOR;
     const policy = policyFor(q.agent, q.tool, trust);
     if (policy === 'deny') return { allowed: false, reason: trust.kind === 'operator' ? `tool policy denies ${q.tool}` : `tool policy for ${describeTrust(trust)} denies ${q.tool}` };
-    if (policy === 'auto' || (await this.store.hasToolRule(q.sessionKey, toolRuleName(q.tool, trust)))) return { allowed: true };
-
+    if (policy === 'auto') return { allowed: true };
     let row = await this.store.approvalForCall(q.runId, q.callId);
     if (row && row.status !== 'pending') return decisionOf(row);
+    // An `allow_always` rule allows the call: an entry of its own in the record (CONTRACT §5), decided by the rule.
+    if (!row && (await this.store.hasToolRule(q.sessionKey, toolRuleName(q.tool, trust)))) return this.settledHere(q, trust, 'allowed', 'allow_always', RULE_REASON, { type: 'rule' });
+    if (!row && this.reviewer && q.agent.reviewer) {
+      const verdict = await this.reviewer({ agent: q.agent, sessionKey: q.sessionKey, tool: q.tool, args: q.args, trust, signal: q.signal });
+      const by: DecidedBy = { type: 'reviewer', id: q.agent.reviewer.model };
+      // The reviewer's allow is one call's (`allow_once`); it never adds a rule.
+      if (verdict.decision === 'allow') return this.settledHere(q, trust, 'allowed', 'allow_once', verdict.reason, by);
+      if (verdict.decision === 'deny') return this.settledHere(q, trust, 'denied', 'deny', verdict.reason, by);
+      q = { ...q, review: verdict };
+    }
     if (!row) {
       row = {
         id: newApprovalId(),
@@ -119,12 +172,14 @@ export class Approvals {
         trust: JSON.stringify(trust),
         kind: 'tool',
         response: null,
+        decided_by: null,
+        decided_by_type: null,
       };
       const stored = await this.store.insertApproval(row);
       row = stored.row;
       if (!stored.inserted && row.status !== 'pending') return decisionOf(row);
       if (stored.inserted)
-        this.bus.emit(q.runId, 'approval', { phase: 'requested', approvalId: row.id, tool: q.tool, args: q.args ?? null, callId: q.callId, requestedAt: row.requested_at, trust, ...(q.source ? { source: q.source } : {}) });
+        this.bus.emit(q.runId, 'approval', { phase: 'requested', approvalId: row.id, tool: q.tool, args: q.args ?? null, callId: q.callId, requestedAt: row.requested_at, trust, ...(q.source ? { source: q.source } : {}), ...(q.review ? { review: { decision: q.review.decision, reason: q.review.reason } } : {}) });
     }
     const approvalId = row.id;
     const decided = new Promise<GateResult>((resolve, reject) => {
@@ -154,7 +209,8 @@ export class Approvals {
     return { ...result, waited: true };
   }
 
-  async resolve(approvalId: string, decision: Decision | ElicitDecision, reason?: string, by?: DecidedBy, content?: unknown): Promise<void> {
+  /** The one way an item is decided: every caller says who it is (`by`: the room, JSON-RPC, chat, push …), kept in the record. */
+  async resolve(approvalId: string, decision: Decision | ElicitDecision, reason: string | undefined, by: DecidedBy, content?: unknown): Promise<void> {
     const row = await this.store.getApproval(approvalId);
     if (!row) throw new CrosstalkError('unknown_approval', `no approval ${approvalId}`);
     const kind = row.kind ?? 'tool';
@@ -173,7 +229,7 @@ export class Approvals {
       }
     } else if (content !== undefined) throw new CrosstalkError('invalid_request', 'content goes only with accept of an elicitation form', [{ path: 'content', message: 'not expected here' }]);
     const status = decision === 'deny' || decision === 'decline' ? 'denied' : decision === 'cancel' ? 'cancelled' : 'allowed';
-    const settled = await this.store.settleApproval(approvalId, status, decision, reason ?? null, response);
+    const settled = await this.store.settleApproval(approvalId, status, decision, reason ?? null, response, by);
     if (!settled) throw new CrosstalkError('already_resolved', `approval ${approvalId} is already ${row.status}`);
     // (A budget item's allow_always lifts the tree's cap: budget.ts reads the decision; no tool rule.)
     if (decision === 'allow_always' && (row.kind ?? 'tool') === 'tool') await this.store.addToolRule(row.session_key, toolRuleName(row.tool, trustOfRow(row)));
@@ -192,9 +248,40 @@ export class Approvals {
     // A run waiting here whose session's lease this process has lost (declared dead, not told yet) must not run the
     // tool: the decision goes to whoever holds the lease now (the re-driver), as for a run waiting elsewhere.
     if (waiter && !(await this.store.holdsLease(row.session_key))) waiter = undefined;
+    by ??= decidedByOfRow(row);
+    // An MCP server's authorization raised outside any tool call has a run id of its own (no such run): its waiter reads
+    // the store, only the event is due.
+    if (!waiter && row.kind === 'authorization' && row.run_id.startsWith(OAUTH_RUN_PREFIX)) {
+      this.bus.registerRun(row.run_id, row.session_key, await this.store.maxSeq(row.run_id));
+      this.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId, decision: row.decision ?? row.status, ...(row.reason ? { reason: row.reason } : {}), ...(by ? { by } : {}) });
+      this.bus.unregisterRun(row.run_id);
+      return;
+    }
     if (!waiter) return this.elsewhere(row, by); // the run keeps its bus registration (and seq) for the resume
     const decision = row.decision ?? row.status;
     this.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId, decision, ...(row.reason ? { reason: row.reason } : {}), ...(by ? { by } : {}) });
-    waiter(decision === 'deny' ? { allowed: false, reason: row.reason || 'denied by user' } : { allowed: true });
+    const note = noteOf(row);
+    waiter({ ...(decision === 'deny' ? { allowed: false as const, reason: row.reason || 'denied by user' } : { allowed: true as const }), ...(note ? { decided: note } : {}) });
+  }
+
+  /**
+   * A call decided without asking a person (a rule, the reviewer): its entry is written already settled, and the
+   * `approval` `resolved` event says who decided. A re-driven call finds the entry and keeps its decision.
+   */
+  private async settledHere(q: GateRequest, trust: Trust, status: 'allowed' | 'denied', decision: Decision, reason: string, by: DecidedBy): Promise<GateResult> {
+    const at = nowIso();
+    const stored = await this.store.insertApproval({
+      ...pendingRow({ sessionKey: q.sessionKey, runId: q.runId, callId: q.callId, tool: q.tool, args: q.args, kind: 'tool', trust: JSON.stringify(trust) }),
+      status,
+      decision,
+      reason,
+      resolved_at: at,
+      decided_by: JSON.stringify(by),
+      decided_by_type: by.type,
+    });
+    const row = stored.row;
+    if (!stored.inserted) return decisionOf(row);
+    this.bus.emit(q.runId, 'approval', { phase: 'resolved', approvalId: row.id, callId: q.callId, tool: q.tool, decision, reason, by });
+    return decisionOf(row);
   }
 }

@@ -11,7 +11,7 @@ import type { RunRow } from '../store/schema';
 import { FencedError, type NewMessage, type StartedRun, type Store } from '../store/store';
 import { deliveredKey, isMessagingTool, postsInOrder } from '../tools/messaging';
 import type { AnyToolDef } from '../tools/types';
-import type { Approvals } from './approvals';
+import type { Approvals, DecisionNote } from './approvals';
 import { trustOf } from '../trust/trust';
 import { markStarted } from './started';
 import { type PromptMessage, toJsonValue, toPromptMessages, userMessage } from './context';
@@ -271,6 +271,8 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
   bus.emit(run.id, 'tool', { phase: 'start', name: call.toolName, callId: call.toolCallId, args: toJsonValue(call.input), ...(messaging ? { messaging } : {}) });
   let result: unknown;
   let outcome = 'ok';
+  /** Who decided the call (a person, the reviewer, a rule): its result row and end event say so, the card shows it. */
+  let decided: DecisionNote | undefined;
   const def = deps.tools.get(call.toolName);
   // A call re-driven after its process stopped: what it raised and left pending (an MCP elicitation) died with it.
   if (call.redrive) await closeCallItems(deps, run.id, call.toolCallId);
@@ -293,6 +295,7 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
       const asked = Date.now();
       const gate = await deps.approvals.gate({ runId: run.id, sessionKey: run.sessionKey, agent: run.agent, callId: call.toolCallId, tool: def.name, args: parsed.data, signal, trust: trustOf(run.origin), ...(def.source ? { source: def.source } : {}) });
       recordApprovalWait(deps, traced.span, def.name, asked, !!gate.waited, gate.allowed ? 'allowed' : 'denied');
+      if (gate.decided) decided = gate.decided;
       if (!gate.allowed) {
         result = { status: 'denied', reason: gate.reason };
         outcome = 'denied';
@@ -332,9 +335,10 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
       runId: run.id,
       author: { type: 'system', id: call.toolName },
       tool: { name: call.toolName, callId: call.toolCallId, args: call.input ?? null, result: result ?? null },
+      ...(decided ? { meta: { decided } } : {}),
     },
   ]);
-  bus.emit(run.id, 'tool', { phase: 'end', name: call.toolName, callId: call.toolCallId, status: outcome, result: toJsonValue(result), ...(messaging ? { messaging } : {}) });
+  bus.emit(run.id, 'tool', { phase: 'end', name: call.toolName, callId: call.toolCallId, status: outcome, result: toJsonValue(result), ...(messaging ? { messaging } : {}), ...(decided ? { decided } : {}) });
   if (signal.aborted) throw new RunAborted();
   return result;
 }

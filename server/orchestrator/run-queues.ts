@@ -11,9 +11,11 @@ import { createRemoteA2AModel, remoteContextId } from '../a2a/remote-model';
 import { createModelChain, FallbackTracker } from '../models/fallback';
 import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { ApprovalRow, CallbackRow, RunRow } from '../store/schema';
-import { FencedError, nowIso, type Store } from '../store/store';
+import { FencedError, nowIso, type Store, toTranscriptMessage } from '../store/store';
 import type { AnyToolDef } from '../tools/types';
 import { Approvals, type DecidedBy } from './approvals';
+import { createReviewer } from './reviewer';
+import { resolveModel } from '../models/registry';
 import { callbackDeliveryId, planDeliveries } from './callbacks';
 import { executeRun, type RunDeps } from './run-loop';
 import { markStarted } from './started';
@@ -42,7 +44,16 @@ export abstract class RunQueues {
     protected readonly o: { store: Store; bus: EventBus; metrics: Metrics; log: Logger; config: CrosstalkConfig; tools: Map<string, AnyToolDef> } & RunHookDeps,
   ) {
     this.agents = new Map(o.config.agents.map((a) => [a.id, a]));
-    this.approvals = new Approvals(o.store, o.bus, o.metrics, (row, by) => this.decisionElsewhere(row, by));
+    const reviewer = o.config.agents.some((a) => a.reviewer)
+      ? createReviewer({
+          model: (spec) => resolveModel(spec),
+          transcript: async (key, n) => (await o.store.history({ sessionKey: key, limit: n, includeTools: true })).reverse().map(toTranscriptMessage),
+          recentDecisions: (key, n) => o.store.reviewerDecisions(key, n),
+          metrics: o.metrics,
+          log: o.log,
+        })
+      : undefined;
+    this.approvals = new Approvals(o.store, o.bus, o.metrics, (row, by) => this.decisionElsewhere(row, by), reviewer);
     this.deps = {
       ...o,
       approvals: this.approvals,

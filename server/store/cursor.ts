@@ -38,5 +38,6 @@ const SHAPES: Record<string, ReadonlyArray<'id' | 'time' | 'key' | 'offset'>> = 
   history: ['id'],
   delegates: ['time', 'key'],
   delegate_messages: ['id'],
+  approvals_history: ['time', 'key'],
   deliveries: ['time', 'key'],
 };

@@ -5,10 +5,13 @@ import type { DialectName } from './schema';
 import type { MigrationSet, SerialId } from './migration-kit';
 import { scaleMigrations } from './migrations-scale';
 import { roomSearchMigration } from './search';
+import { approvalHistoryMigrations } from './migrations-approval-history';
 import { deliveriesMigrations } from './migrations-deliveries';
+import { oauthMigrations } from './migrations-oauth';
+import { pushMigrations } from './migrations-push';
 
 // Later capabilities keep their migrations in modules of their own (server/store/migrations-<name>.ts): add the set here.
-const sets: MigrationSet[] = [deliveriesMigrations, scaleMigrations];
+const sets: MigrationSet[] = [oauthMigrations, approvalHistoryMigrations, deliveriesMigrations, pushMigrations, scaleMigrations];
 
 function migrations(dialect: DialectName): Record<string, Migration> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any

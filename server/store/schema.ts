@@ -111,6 +111,10 @@ export interface ApprovalsTable {
   kind: Generated<string>;
   /** JSON answer of an `elicitation` item accepted with content (0014_mcp): what the MCP server gets. */
   response: Generated<string | null>;
+  /** JSON DecidedBy of a decided item (0017_approval_history); null while pending or for a cancelled one. */
+  decided_by: Generated<string | null>;
+  /** DecidedBy's `type` alone (the reviewer's streak query). */
+  decided_by_type: Generated<string | null>;
 }
 
 export interface SessionToolRulesTable {
@@ -245,6 +249,10 @@ export interface Database {
   a2a_push_configs: A2APushConfigsTable;
   channel_senders: ChannelSendersTable;
   channel_held: ChannelHeldTable;
+  push_keys: PushKeysTable;
+  push_subscriptions: PushSubscriptionsTable;
+  push_actions: PushActionsTable;
+  push_tokens: PushTokensTable;
 }
 
 /** A2A push notification configs (server/a2a/push.ts): a task's updates go to these URLs through the webhook outbox. */
@@ -276,6 +284,36 @@ export interface ChannelHeldTable {
   peer: string;
   agent_id: string;
   message: string;
+  created_at: string;
+}
+
+/** The server's VAPID key pair (base64url, as web-push makes them), one row `vapid` (0018_push). */
+export interface PushKeysTable {
+  id: string;
+  public_key: string;
+  private_key: string;
+  created_at: string;
+}
+
+/** A browser's push subscription (CONTRACT §3 `push.subscribe`), unique by endpoint. */
+export interface PushSubscriptionsTable {
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A pending item's push, claimed once across processes (0018_push). */
+export interface PushActionsTable {
+  approval_id: string;
+  created_at: string;
+}
+
+/** A one-time action token of a `tool` item's push (its SHA-256): a notification's action resolves that item with it. */
+export interface PushTokensTable {
+  token_hash: string;
+  approval_id: string;
   created_at: string;
 }
 

@@ -9,6 +9,7 @@ import { eventsRouter } from './routers/events';
 import { sessionsRouter } from './routers/sessions';
 import { statusRouter } from './routers/status';
 import { pairingsRouter } from './routers/pairings';
+import { pushRouter } from './routers/push';
 
 export const appRouter = createTRPCRouter({
   sessions: sessionsRouter,
@@ -20,6 +21,7 @@ export const appRouter = createTRPCRouter({
   deliveries: deliveriesRouter,
   status: statusRouter,
   pairings: pairingsRouter,
+  push: pushRouter,
 });
 
 export type AppRouter = typeof appRouter;

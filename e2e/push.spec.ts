@@ -1,0 +1,104 @@
+// Web Push in Chromium (CONTRACT §7 "Notifications"): the service worker registers, a push delivered through the
+// DevTools protocol (ServiceWorker.deliverPushMessage) shows the notification with "Allow once" and "Deny", and its
+// action resolves the approval. The pushed plaintext is the real one: the server pushes to a test push service on
+// 127.0.0.1 that decrypts it (server/testing/push-receiver.ts), and that plaintext, action token included, is what the
+// browser gets. A headless browser cannot click an OS notification: the test asks the worker (postMessage) to run its
+// notificationclick path, answer(notification, action), on the notification it shows.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect, test, TOKEN } from './fixtures';
+import { startPushReceiver } from '../server/testing/push-receiver';
+
+test('a pushed pending item shows a notification whose "Allow once" resolves it', async ({ page, context, ownServer, expectedConsole }) => {
+  test.setTimeout(180_000);
+  // Playwright's browser contexts are off-the-record: Chromium refuses pushManager there and logs why (its own message).
+  expectedConsole.push(/does not support the Push API in incognito mode/);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crosstalk-push-e2e-'));
+  const configFile = path.join(dir, 'crosstalk.config.json');
+  // The test push service listens on loopback: allowed only with webhooks.allowPrivateNetwork.
+  fs.writeFileSync(configFile, JSON.stringify({ webhooks: { allowPrivateNetwork: true }, agents: [{ id: 'main', tools: { sessions_list: 'ask' } }] }));
+  const server = await ownServer({ env: { CROSSTALK_CONFIG: configFile } });
+  const rpc = async <T = any>(method: string, params: object = {}): Promise<T> => {
+    const res = await fetch(`${server.origin}/api/gateway`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+    const body = await res.json();
+    expect(body.error, JSON.stringify(body.error)).toBeUndefined();
+    return body.result as T;
+  };
+
+  // Installable: the manifest and its PNG icons.
+  const manifest = await (await fetch(`${server.origin}/manifest.webmanifest`)).json();
+  expect(manifest).toMatchObject({ name: 'crosstalk', start_url: '/', display: 'standalone' });
+  for (const icon of manifest.icons) {
+    const res = await fetch(`${server.origin}${icon.src}`);
+    expect(res.headers.get('content-type')).toBe('image/png');
+  }
+
+  await context.grantPermissions(['notifications'], { origin: server.origin });
+  const cdp = await context.newCDPSession(page);
+  const registrations = new Map<string, string>();
+  cdp.on('ServiceWorker.workerRegistrationUpdated', (e) => {
+    for (const r of e.registrations) if (!r.isDeleted) registrations.set(r.scopeURL, r.registrationId);
+  });
+  await cdp.send('ServiceWorker.enable');
+
+  await page.goto(`${server.origin}/login?token=${TOKEN}`);
+  await expect(page.getByRole('button', { name: 'Notifications' })).toBeVisible();
+  // The room registers its worker on load (no inline script: /sw.js under the page's CSP, worker-src 'self').
+  const scriptURL = await page.evaluate(async () => (await navigator.serviceWorker.ready).active?.scriptURL);
+  expect(scriptURL).toBe(`${server.origin}/sw.js`);
+  await expect.poll(() => registrations.get(`${server.origin}/`)).toBeTruthy();
+
+  // The button asks for permission and subscribes with the server's VAPID key. Headless Chromium has no push service
+  // to subscribe with (no FCM): it ends `on` where one answers, else `error` with the browser's reason; never a throw.
+  await page.getByRole('button', { name: 'Notifications' }).click();
+  await expect(page.getByTestId('notifications')).toHaveAttribute('data-state', /^(on|error)$/);
+
+  // A subscription the server pushes to: the test push service, which decrypts what it gets.
+  const { publicKey } = await rpc<{ publicKey: string }>('push.vapidKey');
+  const rcv = await startPushReceiver(() => publicKey);
+  try {
+    await rpc('push.subscribe', { subscription: rcv.browser('chromium').subscription });
+    const sessionKey = 'agent:main:push-e2e';
+    const { runId } = await rpc<{ runId: string }>('agent', { sessionKey, message: '/tool sessions_list {}' });
+    await expect.poll(() => rcv.received.length, { timeout: 30_000 }).toBe(1);
+    const pushed = rcv.received[0]!.json as { approvalId: string; token: string; summary: string };
+    expect(pushed).toMatchObject({ type: 'approval', kind: 'tool', sessionKey, tool: 'sessions_list', parentChain: [sessionKey], summary: 'sessions_list {}' });
+
+    // The browser gets that plaintext through the DevTools protocol, as its push service would hand it over.
+    await cdp.send('ServiceWorker.deliverPushMessage', { origin: server.origin, registrationId: registrations.get(`${server.origin}/`)!, data: JSON.stringify(pushed) });
+    const shown = async () =>
+      page.evaluate(async (tag) => {
+        const reg = await navigator.serviceWorker.ready;
+        return (await reg.getNotifications({ tag })).map((n) => ({ title: n.title, body: n.body, actions: ((n as unknown as { actions?: Array<{ title: string }> }).actions ?? []).map((a) => a.title) }));
+      }, pushed.approvalId);
+    await expect.poll(shown, { timeout: 15_000 }).toHaveLength(1);
+    const [note] = await shown();
+    // Its agent, parent chain, tool and one-line summary; the two actions.
+    expect(note).toEqual({ title: 'main asks: sessions_list', body: `sessions_list {}\n${sessionKey}`, actions: ['Allow once', 'Deny'] });
+
+    // "Allow once": the worker's notificationclick path (answer) on that notification, asked through postMessage.
+    const result = await page.evaluate(async (approvalId) => {
+      const reg = await navigator.serviceWorker.ready;
+      const answered = new Promise<{ status: number; body: unknown }>((resolve) => {
+        navigator.serviceWorker.addEventListener('message', (e) => {
+          if (e.data?.type === 'crosstalk:notification-action-result' && e.data.approvalId === approvalId) resolve(e.data);
+        });
+      });
+      reg.active!.postMessage({ type: 'crosstalk:notification-action', approvalId, action: 'allow_once' });
+      return answered;
+    }, pushed.approvalId);
+    expect(result).toMatchObject({ status: 200, body: { status: 'ok' } });
+    const wait = await rpc<{ status: string; response: string }>('agent.wait', { runId, timeoutMs: 30_000 });
+    expect(wait.status).toBe('ok');
+    expect(wait.response).toMatch(/^sessions_list: /);
+    expect((await rpc<{ approvals: unknown[] }>('approvals.list', { sessionKey })).approvals).toEqual([]);
+    // The notification is gone; the token is spent (the route refuses it now).
+    await expect.poll(shown).toHaveLength(0);
+    const again = await fetch(`${server.origin}/api/push/action`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ approvalId: pushed.approvalId, token: pushed.token, decision: 'deny' }) });
+    expect(again.status).toBeGreaterThanOrEqual(400);
+  } finally {
+    await rcv.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

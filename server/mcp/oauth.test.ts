@@ -1,0 +1,194 @@
+// OAuth for remote MCP servers (CONTRACT §5), against a real OAuth-protected MCP server on 127.0.0.1 (the SDK's server-side
+// auth): the authorization item, the callback route, refresh before expiry, a refused refresh, a decline, and a restart.
+import { afterEach, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer, tmpDataDir, until } from '../testing/harness';
+import { startOAuthMcpServer, type OAuthMcpServer } from './testing/oauth-server';
+
+let s: TestServer | undefined;
+let remote: OAuthMcpServer | undefined;
+afterEach(async () => {
+  await s?.close();
+  await remote?.close();
+  s = remote = undefined;
+});
+
+const KEY = 'agent:main:main';
+
+async function start(dataDir = tmpDataDir()) {
+  s = await startTestServer({ dataDir, config: { agents: [{ id: 'main', tools: { 'mcp__remote__*': 'auto' } }], mcp: { servers: { remote: { url: remote!.url } } } } });
+  return s;
+}
+
+/** The pending `authorization` item of the session (the newest), once there is one. */
+const authorizationItem = (srv: TestServer, notId?: string) =>
+  until(async () => (await srv.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: KEY })).approvals.find((a) => a.kind === 'authorization' && a.approvalId !== notId), 15_000);
+
+/** A person's browser: opens the item's URL; the authorization server sends it to crosstalk's callback route (here, the test server's). */
+async function openAndComeBack(srv: TestServer, item: { url: string }) {
+  const res = await fetch(item.url, { redirect: 'manual' });
+  expect(res.status).toBe(302);
+  const back = new URL(res.headers.get('location')!);
+  expect(back.pathname).toBe('/api/mcp/oauth/callback');
+  return fetch(`${srv.url}${back.pathname}${back.search}`);
+}
+
+const ready = (srv: TestServer) => until(() => srv.rt.mcp.status()[0]?.state === 'ready', 15_000);
+
+async function call(srv: TestServer) {
+  const { runId } = await srv.rpc<{ runId: string }>('agent', { sessionKey: KEY, message: '/tool mcp__remote__whoami {}' });
+  return { runId, done: srv.rpc<{ status: string; response?: string }>('agent.wait', { runId, timeoutMs: 30_000 }) };
+}
+
+describe('an MCP server behind OAuth', () => {
+  it('raises an authorization item with the URL to open; the callback completes it and the server is used', async () => {
+    remote = await startOAuthMcpServer();
+    const srv = await start();
+    const item = await authorizationItem(srv);
+    expect(item).toMatchObject({ kind: 'authorization', server: 'remote', mode: 'url', sessionKey: KEY });
+    expect(item.runId).toMatch(/^mcp-oauth:remote:/);
+    const url = new URL(item.url);
+    // PKCE (S256), the resource indicator (RFC 8707) and a state the callback is bound to.
+    expect(url.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(url.searchParams.get('resource')).toBe(remote.url);
+    expect(url.searchParams.get('state')).toBeTruthy();
+    expect(srv.rt.mcp.status()[0]).toMatchObject({ state: 'failed', error: expect.stringMatching(/needs authorization/) });
+
+    const page = await openAndComeBack(srv, item);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('crosstalk can use the MCP server remote now');
+    await ready(srv);
+    expect(remote.log.slice(0, 3)).toEqual(['register', `authorize resource=${remote.url} scope=tools`, 'token code']);
+
+    const { done } = await call(srv);
+    expect((await done).response).toMatch(/hello client-/);
+    // The item is closed as accepted, and the callback URL cannot be used twice.
+    expect(await srv.rt.store.getApproval(item.approvalId)).toMatchObject({ kind: 'authorization', status: 'allowed', decision: 'accept' });
+    // Kept in the store per server, URL and authorization server; the verifier and state are spent.
+    const rows = await (srv.rt.store.db as any).selectFrom('mcp_oauth').selectAll().execute();
+    expect(rows).toMatchObject([{ server: 'remote', url: remote.url, issuer: `${new URL(remote.url).origin}/`, code_verifier: null, state: null }]);
+    expect(JSON.parse(rows[0].tokens)).toMatchObject({ access_token: expect.any(String), refresh_token: expect.any(String) });
+    const again = await openAndComeBack(srv, item).catch(() => null);
+    expect(again?.status ?? 400).toBe(400);
+    const replay = await fetch(`${srv.url}/api/mcp/oauth/callback?state=${url.searchParams.get('state')}&code=x`);
+    expect(replay.status).toBe(400);
+  }, 60_000);
+
+  it('keeps the tokens in the store: a restarted gateway uses the server with no new item', async () => {
+    remote = await startOAuthMcpServer();
+    const dataDir = tmpDataDir();
+    let srv = await start(dataDir);
+    await openAndComeBack(srv, await authorizationItem(srv));
+    await ready(srv);
+    await srv.close();
+    s = undefined;
+    const authorizations = remote.log.filter((l) => l.startsWith('authorize')).length;
+
+    srv = await start(dataDir);
+    await ready(srv);
+    const { done } = await call(srv);
+    expect((await done).response).toMatch(/hello client-/);
+    expect(remote.log.filter((l) => l.startsWith('authorize')).length).toBe(authorizations);
+    expect(remote.log.filter((l) => l === 'register').length).toBe(1);
+    expect((await srv.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: KEY })).approvals).toEqual([]);
+  }, 60_000);
+
+  it('an item left pending by a stopped gateway is closed at the next start, which asks again; the old URL is refused', async () => {
+    remote = await startOAuthMcpServer();
+    const dataDir = tmpDataDir();
+    let srv = await start(dataDir);
+    const old = await authorizationItem(srv);
+    await srv.close();
+    s = undefined;
+
+    srv = await start(dataDir);
+    const fresh = await authorizationItem(srv, old.approvalId);
+    expect(await srv.rt.store.getApproval(old.approvalId)).toMatchObject({ status: 'cancelled', decision: 'cancel' });
+    expect((await srv.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: KEY })).approvals.map((a) => a.approvalId)).toEqual([fresh.approvalId]);
+    expect((await openAndComeBack(srv, old)).status).toBe(400);
+    expect((await openAndComeBack(srv, fresh)).status).toBe(200);
+    await ready(srv);
+  }, 60_000);
+
+  it('refreshes the access token before it expires', async () => {
+    remote = await startOAuthMcpServer({ expiresIn: 4 });
+    const srv = await start();
+    await openAndComeBack(srv, await authorizationItem(srv));
+    await ready(srv);
+    // The background refresh comes while the old token is still good (halfway through its life), not after a 401.
+    await until(() => remote!.log.some((l) => l.startsWith('refresh')), 15_000);
+    expect(remote.log.find((l) => l.startsWith('refresh'))).toBe('refresh ok (old token valid)');
+    const { done } = await call(srv);
+    expect((await done).response).toMatch(/hello client-/);
+    expect((await srv.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: KEY })).approvals).toEqual([]);
+  }, 60_000);
+
+  it('a refused refresh raises a new authorization item, never fails silently', async () => {
+    remote = await startOAuthMcpServer({ expiresIn: 4 });
+    const srv = await start();
+    const first = await authorizationItem(srv);
+    await openAndComeBack(srv, first);
+    await ready(srv);
+    remote.refuseRefresh = true;
+    const second = await authorizationItem(srv, first.approvalId);
+    expect(remote.log).toContain('refresh refused');
+    expect(second).toMatchObject({ kind: 'authorization', server: 'remote' });
+    // Authorized again, the server goes on being used.
+    remote.refuseRefresh = false;
+    await openAndComeBack(srv, second);
+    const { done } = await call(srv);
+    expect((await done).response).toMatch(/hello client-/);
+  }, 60_000);
+
+  it('a call refused mid-way (token revoked, refresh refused) waits on an item on its own run; the callback lets it go on', async () => {
+    remote = await startOAuthMcpServer();
+    const srv = await start();
+    const first = await authorizationItem(srv);
+    await openAndComeBack(srv, first);
+    await ready(srv);
+    remote.revokeAll();
+    remote.refuseRefresh = true;
+    const { runId, done } = await call(srv);
+    const item = await authorizationItem(srv, first.approvalId);
+    expect(item).toMatchObject({ runId, tool: 'mcp__remote__whoami' });
+    remote.refuseRefresh = false;
+    await openAndComeBack(srv, item);
+    expect((await done).response).toMatch(/hello client-/);
+  }, 60_000);
+
+  it('step-up: a call refused for a scope the token lacks authorizes anew with that scope, and goes on', async () => {
+    remote = await startOAuthMcpServer();
+    const srv = await start();
+    const first = await authorizationItem(srv);
+    await openAndComeBack(srv, first);
+    await ready(srv);
+    remote.requiredScopes = ['tools', 'admin'];
+    const { runId, done } = await call(srv);
+    const item = await authorizationItem(srv, first.approvalId);
+    expect(item).toMatchObject({ runId, tool: 'mcp__remote__whoami' });
+    expect(new URL(item.url).searchParams.get('scope')).toBe('tools admin');
+    await openAndComeBack(srv, item);
+    expect((await done).response).toMatch(/hello client-/);
+    expect(remote.log.filter((l) => l.startsWith('authorize')).at(-1)).toBe(`authorize resource=${remote.url} scope=tools admin`);
+  }, 60_000);
+
+  it('declined, the waiting call answers a clear unauthorized error', async () => {
+    remote = await startOAuthMcpServer();
+    const srv = await start();
+    const first = await authorizationItem(srv);
+    await openAndComeBack(srv, first);
+    await ready(srv);
+    remote.revokeAll();
+    remote.refuseRefresh = true;
+    const { runId, done } = await call(srv);
+    const item = await authorizationItem(srv, first.approvalId);
+    expect(item.runId).toBe(runId);
+    // An authorization is answered with accept, decline or cancel, never with a tool decision.
+    const wrong = await srv.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'approvals.resolve', params: { approvalId: item.approvalId, decision: 'allow_once' } });
+    expect(wrong.body.error.data.code).toBe('invalid_request');
+    await srv.rpc('approvals.resolve', { approvalId: item.approvalId, decision: 'decline' });
+    const result = await done;
+    expect(result.status).toBe('ok');
+    expect(result.response).toContain('"code":"unauthorized"');
+    expect(result.response).toMatch(/authorization of MCP server remote was declined/);
+  }, 60_000);
+});

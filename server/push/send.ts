@@ -1,0 +1,64 @@
+// One Web Push attempt: the web-push library encrypts (RFC 8291 aes128gcm) and signs (RFC 8292 VAPID); the POST goes
+// through the webhook SSRF guard (no private or loopback address unless webhooks.allowPrivateNetwork, no redirects).
+import webpush from 'web-push';
+import { fetch as undiciFetch } from 'undici';
+import { checkWebhookUrl, guardedDispatcher } from '../webhooks/guard';
+import type { VapidKeys } from './keys';
+
+export interface PushTarget {
+  endpoint: string;
+  keys: { p256dh: string; auth: string };
+}
+
+export type PushOutcome =
+  | { ok: true; status: number }
+  /** `gone`: the push service answered 404 or 410, the subscription is dead (drop it); otherwise worth a retry unless `refused`. */
+  | { ok: false; status?: number; gone: boolean; refused?: boolean; error: string; code?: string };
+
+export interface PushSendOptions {
+  vapid: VapidKeys;
+  subject: string;
+  allowPrivateNetwork: boolean;
+  timeoutMs: number;
+  /** Seconds the push service may hold the message for an offline browser. */
+  ttl?: number;
+  dispatcher?: ReturnType<typeof guardedDispatcher>;
+}
+
+export async function sendPush(target: PushTarget, payload: string, o: PushSendOptions): Promise<PushOutcome> {
+  const refused = await checkWebhookUrl(target.endpoint, o.allowPrivateNetwork);
+  if (refused) return { ok: false, gone: false, refused: true, code: 'forbidden', error: refused.replace(/^webhook/, 'push endpoint') };
+  let details: ReturnType<typeof webpush.generateRequestDetails>;
+  try {
+    details = webpush.generateRequestDetails(target, payload, {
+      vapidDetails: { subject: o.subject, publicKey: o.vapid.publicKey, privateKey: o.vapid.privateKey },
+      contentEncoding: 'aes128gcm',
+      TTL: o.ttl ?? 3600,
+      urgency: 'high',
+    });
+  } catch (e) {
+    // A subscription whose keys do not make a valid P-256 point or auth secret can never be sent to.
+    return { ok: false, gone: true, refused: true, error: `push subscription unusable: ${(e as Error).message}` };
+  }
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(details.headers)) headers[k] = String(v);
+  delete headers['Content-Length']; // fetch sets it from the body
+  try {
+    const res = await undiciFetch(details.endpoint, {
+      method: 'POST',
+      headers,
+      body: details.body ? new Uint8Array(details.body) : null,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(o.timeoutMs),
+      dispatcher: o.dispatcher ?? guardedDispatcher(o.allowPrivateNetwork),
+    });
+    const text = await res.text().catch(() => '');
+    if (res.status >= 200 && res.status < 300) return { ok: true, status: res.status };
+    const gone = res.status === 404 || res.status === 410;
+    return { ok: false, status: res.status, gone, error: `push service answered ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}` };
+  } catch (e) {
+    const err = e as Error & { cause?: { code?: string; message?: string } };
+    if (err.cause?.code === 'EPRIVATEADDR') return { ok: false, gone: false, refused: true, code: 'forbidden', error: err.cause.message ?? 'push endpoint resolved to a private address' };
+    return { ok: false, gone: false, error: `push failed: ${err.cause?.message ?? err.message}` };
+  }
+}

@@ -1,0 +1,259 @@
+// Web Push for pending items (CONTRACT §3 `push.*`, §7 "Notifications"): subscriptions, one push per new pending item to
+// every browser, and the one-time action token that lets a notification's "Allow once" / "Deny" resolve a tool item.
+import crypto from 'node:crypto';
+import type { CrosstalkConfig } from '../config';
+import { CrosstalkError, errorMessage } from '../errors';
+import type { EventBus } from '../events/bus';
+import type { Logger } from '../logger';
+import type { DecidedBy, Decision } from '../orchestrator/approvals';
+import { toPendingApproval } from '../orchestrator/approvals';
+import { parentChains } from '../gateway/room';
+import { nowIso, type Store } from '../store/store';
+import { checkWebhookUrl, guardedDispatcher } from '../webhooks/guard';
+import { type VapidKeys, loadVapidKeys } from './keys';
+import { approvalPush } from './payload';
+import { inProcessRetries, type PushRetries, type PushState } from './retry';
+import { type PushOutcome, sendPush } from './send';
+
+export interface PushSubscriptionInput {
+  endpoint: string;
+  keys: { p256dh: string; auth: string };
+}
+
+export interface PushDeps {
+  store: Store;
+  bus: EventBus;
+  log: Logger;
+  config: CrosstalkConfig;
+  /** Resolves an approval as the orchestrator does for every other decider. */
+  resolve(approvalId: string, decision: Decision, reason: string | undefined, by: DecidedBy): Promise<void>;
+  retries?: PushRetries;
+  /** Told of every push's end state (metrics, tests). */
+  onOutcome?: (state: PushState, approvalId: string, endpoint: string) => void;
+}
+
+/** The decisions a notification's actions make (tool items only). */
+export const PUSH_DECISIONS = ['allow_once', 'deny'] as const;
+export type PushDecision = (typeof PUSH_DECISIONS)[number];
+
+/** Browsers one server pushes to; a subscribe past it is refused (limit_exceeded). */
+export const MAX_SUBSCRIPTIONS = 1000;
+/** The plaintext must fit one push message (4096 bytes on the wire, less the aes128gcm header and padding). */
+const MAX_PLAINTEXT = 3000;
+/** VAPID `sub` (RFC 8292 §2.1): a contact for the push service's operator. */
+export const DEFAULT_VAPID_SUBJECT = 'mailto:crosstalk@localhost.invalid';
+
+const hashToken = (t: string) => crypto.createHash('sha256').update(t).digest('hex');
+
+/** One delivery per item and browser: a repeat of the same push records nothing new. */
+export const pushDeliveryId = (approvalId: string, endpoint: string) => `dlv_push_${approvalId}_${crypto.createHash('sha256').update(endpoint).digest('hex').slice(0, 16)}`;
+
+export class PushService {
+  private keys: VapidKeys | null = null;
+  private off: (() => void) | null = null;
+  private readonly work = new Set<Promise<unknown>>();
+  private readonly retries: PushRetries;
+  private dispatcher?: ReturnType<typeof guardedDispatcher>;
+
+  constructor(private readonly d: PushDeps) {
+    this.retries = d.retries ?? inProcessRetries({ retryBaseMs: d.config.webhooks.retryBaseMs, maxAttempts: d.config.webhooks.maxAttempts }, (e) => d.log.warn({ err: errorMessage(e) }, 'push retry failed'));
+  }
+
+  /** Loads (or makes, once) the VAPID keys and starts pushing each new pending item this process records. */
+  async start(): Promise<void> {
+    this.keys = await loadVapidKeys(this.d.store);
+    this.off = this.d.bus.onEvent((ev) => {
+      if (ev.stream !== 'approval' || typeof ev.data.approvalId !== 'string') return;
+      if (ev.data.phase === 'requested') this.track(this.notify(ev.data.approvalId));
+      // Decided anywhere (the room, chat, the reviewer, a run's end): its tokens are spent.
+      else if (ev.data.phase === 'resolved') this.track(this.forget(ev.data.approvalId));
+    });
+    this.d.store.deliveryRetry.set('push', (row) => this.retryDead(row));
+  }
+
+  stop(): void {
+    this.off?.();
+    this.off = null;
+    this.retries.stop();
+  }
+
+  /** Resolves when the pushes started so far have had their first attempt. */
+  async idle(): Promise<void> {
+    while (this.work.size) await Promise.allSettled([...this.work]);
+  }
+
+  waitingRetries(): number {
+    return this.retries.waiting();
+  }
+
+  private track(p: Promise<unknown>) {
+    const q = p.catch((e) => this.d.log.warn({ err: errorMessage(e) }, 'push failed'));
+    this.work.add(q);
+    void q.finally(() => this.work.delete(q));
+  }
+
+  private async vapid(): Promise<VapidKeys> {
+    return (this.keys ??= await loadVapidKeys(this.d.store));
+  }
+
+  async vapidKey(): Promise<{ publicKey: string }> {
+    return { publicKey: (await this.vapid()).publicKey };
+  }
+
+  async subscribe(sub: PushSubscriptionInput): Promise<{ status: 'ok' }> {
+    const refused = await checkWebhookUrl(sub.endpoint, this.d.config.webhooks.allowPrivateNetwork);
+    if (refused) {
+      const message = refused.replace(/^webhook/, 'push endpoint');
+      throw new CrosstalkError('invalid_request', message, [{ path: 'subscription.endpoint', message }]);
+    }
+    const db = this.d.store.db;
+    const known = await db.selectFrom('push_subscriptions').select('endpoint').where('endpoint', '=', sub.endpoint).executeTakeFirst();
+    if (!known) {
+      const { n } = await db.selectFrom('push_subscriptions').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      if (Number(n) >= MAX_SUBSCRIPTIONS) throw new CrosstalkError('limit_exceeded', `at most ${MAX_SUBSCRIPTIONS} push subscriptions`);
+    }
+    const ts = nowIso();
+    await db
+      .insertInto('push_subscriptions')
+      .values({ endpoint: sub.endpoint, p256dh: sub.keys.p256dh, auth: sub.keys.auth, created_at: ts, updated_at: ts })
+      .onConflict((oc) => oc.column('endpoint').doUpdateSet({ p256dh: sub.keys.p256dh, auth: sub.keys.auth, updated_at: ts }))
+      .execute();
+    return { status: 'ok' };
+  }
+
+  async unsubscribe(endpoint: string): Promise<{ status: 'ok' }> {
+    await this.d.store.db.deleteFrom('push_subscriptions').where('endpoint', '=', endpoint).execute();
+    return { status: 'ok' };
+  }
+
+  /**
+   * Pushes a new pending item to every subscription, once across the cluster: the item's push_actions row is the claim
+   * (the process that inserts it sends). Each browser's push is a delivery of kind `push` (CONTRACT §9).
+   */
+  async notify(approvalId: string): Promise<void> {
+    const subs = await this.d.store.db.selectFrom('push_subscriptions').selectAll().orderBy('created_at').execute();
+    if (!subs.length) return; // no browser asked: nothing to claim or record
+    const row = await this.d.store.getApproval(approvalId);
+    if (!row || row.status !== 'pending') return;
+    const claimed = await this.d.store.db
+      .insertInto('push_actions')
+      .values({ approval_id: approvalId, created_at: nowIso() })
+      .onConflict((oc) => oc.column('approval_id').doNothing())
+      .returning('approval_id')
+      .executeTakeFirst();
+    if (!claimed) return; // pushed already (a resumed run asks again)
+    const payload = await this.payload(approvalId);
+    if (!payload) return;
+    await Promise.all(
+      subs.map(async (sub) => {
+        const deliveryId = await this.d.store.createPush({
+          id: pushDeliveryId(approvalId, sub.endpoint),
+          from: { sessionKey: row.session_key, runId: row.run_id },
+          to: { url: sub.endpoint },
+          source: `push:${approvalId}:${sub.endpoint}`,
+        });
+        await this.deliver(deliveryId, approvalId, sub.endpoint, payload);
+      }),
+    );
+  }
+
+  /** The item's §7 JSON, with a fresh action token for a `tool` item (its hash stored); null once it is not pending. */
+  private async payload(approvalId: string): Promise<string | null> {
+    const row = await this.d.store.getApproval(approvalId);
+    if (!row || row.status !== 'pending') return null;
+    const item = toPendingApproval(row);
+    let token: string | undefined;
+    if (item.kind === 'tool') {
+      token = crypto.randomBytes(32).toString('base64url');
+      await this.d.store.db.insertInto('push_tokens').values({ token_hash: hashToken(token), approval_id: approvalId, created_at: nowIso() }).execute();
+    }
+    const chain = (await parentChains(this.d.store, [item.sessionKey])).get(item.sessionKey) ?? [item.sessionKey];
+    let body = approvalPush(item, chain, token);
+    // A deep chain is shortened in the middle so the message fits one push.
+    while (JSON.stringify(body).length > MAX_PLAINTEXT && body.parentChain.length > 2) body = { ...body, parentChain: [body.parentChain[0]!, ...body.parentChain.slice(2)] };
+    return JSON.stringify(body);
+  }
+
+  /** A round of attempts of one push delivery (the first now, retries later), each recorded on the delivery. */
+  private async deliver(deliveryId: string, approvalId: string, endpoint: string, payload: string): Promise<void> {
+    const vapid = await this.vapid();
+    const opts = {
+      vapid,
+      subject: process.env.CROSSTALK_VAPID_SUBJECT || DEFAULT_VAPID_SUBJECT,
+      allowPrivateNetwork: this.d.config.webhooks.allowPrivateNetwork,
+      timeoutMs: this.d.config.webhooks.timeoutMs,
+      dispatcher: (this.dispatcher ??= guardedDispatcher(this.d.config.webhooks.allowPrivateNetwork)),
+    };
+    await this.retries.start({
+      send: () => this.attempt(approvalId, endpoint, payload, opts),
+      record: (r, n, end) => this.record(deliveryId, approvalId, endpoint, r, n, end),
+    });
+  }
+
+  private async attempt(approvalId: string, endpoint: string, payload: string, opts: Parameters<typeof sendPush>[2]): Promise<PushOutcome> {
+    // A retry of an item that is no longer pending has nothing left to say.
+    const row = await this.d.store.getApproval(approvalId);
+    if (!row || row.status !== 'pending') return { ok: false, gone: false, refused: true, code: 'already_resolved', error: `approval ${approvalId} is no longer pending` };
+    // Nor one to a browser that unsubscribed (or was dropped) since.
+    const sub = await this.d.store.db.selectFrom('push_subscriptions').selectAll().where('endpoint', '=', endpoint).executeTakeFirst();
+    if (!sub) return { ok: false, gone: false, refused: true, code: 'unknown_delivery', error: 'the browser unsubscribed' };
+    return sendPush({ endpoint, keys: { p256dh: sub.p256dh, auth: sub.auth } }, payload, opts);
+  }
+
+  private async record(deliveryId: string, approvalId: string, endpoint: string, r: PushOutcome, attempts: number, end: PushState | null): Promise<void> {
+    const origin = (() => {
+      try {
+        return new URL(endpoint).origin;
+      } catch {
+        return '?';
+      }
+    })();
+    if (r.ok) await this.d.store.markAttempt(deliveryId, { ok: true });
+    else await this.d.store.markAttempt(deliveryId, { ok: false, final: end !== null, error: { code: r.code ?? (r.refused ? 'forbidden' : 'channel_error'), message: r.error } });
+    if (end === 'gone') {
+      // 404/410: the browser unsubscribed or the subscription expired (RFC 8030 §7.3): it is dropped.
+      await this.d.store.db.deleteFrom('push_subscriptions').where('endpoint', '=', endpoint).execute();
+      this.d.log.info({ approvalId, deliveryId, push: origin, status: r.ok ? undefined : r.status }, 'push subscription gone: dropped');
+    } else if (end === 'delivered') this.d.log.debug({ approvalId, deliveryId, push: origin, attempts }, 'push delivered');
+    else if (end) this.d.log.warn({ approvalId, deliveryId, push: origin, attempts, state: end, error: r.ok ? undefined : r.error }, 'push not delivered');
+    if (end) this.d.onOutcome?.(end, approvalId, endpoint);
+  }
+
+  /** deliveries.retry of a dead push: a fresh round of attempts under the same id, with a fresh action token. */
+  private async retryDead(row: { id: string; source: string | null }): Promise<void> {
+    const m = /^push:([^:]+):(.+)$/.exec(row.source ?? '');
+    if (!m) throw new CrosstalkError('not_retryable', `delivery ${row.id} keeps no push to send again`);
+    const [, approvalId, endpoint] = m as unknown as [string, string, string];
+    const payload = await this.payload(approvalId);
+    if (!payload) {
+      await this.d.store.markAttempt(row.id, { ok: false, final: true, error: { code: 'already_resolved', message: `approval ${approvalId} is no longer pending` } });
+      return;
+    }
+    this.track(this.deliver(row.id, approvalId, endpoint, payload));
+  }
+
+  /**
+   * A notification's action: the item's one-time token, checked against its stored hash, resolves a pending `tool` item
+   * (`decidedBy: {type: "push"}`). A wrong token is `forbidden`; an item resolved anywhere else is `already_resolved`.
+   */
+  async act(approvalId: string, token: string, decision: PushDecision): Promise<{ status: 'ok' }> {
+    const row = await this.d.store.db.selectFrom('push_tokens').select(['approval_id', 'token_hash']).where('token_hash', '=', hashToken(token)).executeTakeFirst();
+    // Looked up by its hash, then compared in constant time with the approval it names.
+    const a = Buffer.from(row?.approval_id ?? '');
+    const b = Buffer.from(approvalId);
+    if (!row || a.length !== b.length || !crypto.timingSafeEqual(a, b)) throw new CrosstalkError('forbidden', 'this action token does not answer that approval');
+    const approval = await this.d.store.getApproval(approvalId);
+    if (!approval || approval.status !== 'pending') {
+      await this.forget(approvalId);
+      throw new CrosstalkError('already_resolved', `approval ${approvalId} is already ${approval?.status ?? 'gone'}`);
+    }
+    await this.d.resolve(approvalId, decision, undefined, { type: 'push' });
+    await this.forget(approvalId);
+    return { status: 'ok' };
+  }
+
+  /** The item is decided: every token pushed for it goes. */
+  private async forget(approvalId: string) {
+    await this.d.store.db.deleteFrom('push_tokens').where('approval_id', '=', approvalId).execute();
+  }
+}
