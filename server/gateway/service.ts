@@ -423,8 +423,12 @@ export class GatewayService implements Gateway {
     };
     if (!this.d.cluster) return base;
     // Several processes: run figures are the whole cluster's, read from the store.
-    const byStatus = await this.d.store.db.selectFrom('runs').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('status').execute();
-    const n = (st: string) => Number(byStatus.find((r) => r.status === st)?.n ?? 0);
+    // Ended runs from the trigger-kept counts (0019_scale), running ones from the status index: no GROUP BY over every run.
+    const [byStatus, running] = await Promise.all([
+      this.d.store.db.selectFrom('run_counts').select(['status', (eb) => eb.fn.sum<number>('n').as('n')]).groupBy('status').execute(),
+      this.d.store.db.selectFrom('runs').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'running').executeTakeFirst(),
+    ]);
+    const n = (st: string) => Number(st === 'running' ? (running?.n ?? 0) : (byStatus.find((r) => r.status === st)?.n ?? 0));
     return {
       ...base,
       activeRuns: n('running'),
