@@ -6,7 +6,7 @@
 // FAULTS_SEED (default: random), FAULTS_COUNT (faults; default 8), FAULTS_PROCESSES (default 3),
 // FAULTS_PG_URL (default TEST_DATABASE_URL or postgres://127.0.0.1:5432/test), FAULTS_PG_RESTART (a shell command that
 // restarts that PostgreSQL; unset: that fault is not injected), FAULTS_MODE=rolling with FAULTS_RESTARTS (default 100),
-// FAULTS_SQLITE=0 (skip the SQLite process), FAULTS_PG=0 (skip the PostgreSQL processes), FAULTS_KINDS (only these kinds, comma-separated), FAULTS_JSON=<file> (write the tally), FAULTS_WAIT_MS (how long the check
+// FAULTS_SQLITE=0 (skip the SQLite process), FAULTS_PG=0 (skip the PostgreSQL processes), FAULTS_KINDS (only these kinds, comma-separated), FAULTS_COVER=1 (each kind at least once), FAULTS_JSON=<file> (write the tally), FAULTS_WAIT_MS (how long the check
 // waits for runs to end; default 60000).
 import { execSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -27,7 +27,8 @@ const DEAD_AFTER_MS = 3000;
 const GRACE_MS = 1000;
 const t0 = Date.now();
 const say = (m: string) => console.log(`[faults ${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}`);
-const repro = () => `FAULTS_SEED=${seed}${mode === 'rolling' ? ` FAULTS_MODE=rolling FAULTS_RESTARTS=${RESTARTS}` : ` FAULTS_COUNT=${COUNT}`} npm run faults`;
+const repro = () =>
+  `FAULTS_SEED=${seed}${mode === 'rolling' ? ` FAULTS_MODE=rolling FAULTS_RESTARTS=${RESTARTS}` : ` FAULTS_COUNT=${COUNT}`}${['FAULTS_COVER', 'FAULTS_KINDS', 'FAULTS_PG', 'FAULTS_SQLITE', 'FAULTS_PROCESSES'].filter((k) => env[k]).map((k) => ` ${k}=${env[k]}`).join('')} npm run faults`;
 const debugLog = env.FAULTS_DEBUG ? (l: string) => fs.appendFileSync(env.FAULTS_DEBUG!, `${Date.now()} ${l}\n`) : undefined;
 
 type FaultKind = 'sigkill' | 'sigstop' | 'liveness' | 'pg_restart' | 'webhook_hang' | 'sigterm';
@@ -160,11 +161,23 @@ async function main(): Promise<number> {
     const allowed = (k: FaultKind) => !only || only.has(k);
     const pgFaults = (['sigkill', 'sigstop', 'liveness', 'webhook_hang', 'sigterm', ...(PG_RESTART ? (['pg_restart'] as const) : [])] as FaultKind[]).filter(allowed);
     const sqFaults = (['sigkill', 'sigterm', 'webhook_hang'] as FaultKind[]).filter(allowed);
-    if (!pgFaults.length || !sqFaults.length) throw new Error(`FAULTS_KINDS=${env.FAULTS_KINDS} leaves no fault to draw for ${pgFaults.length ? 'SQLite' : 'PostgreSQL'}`);
+    if ((pgc && !pgFaults.length) || (sq && !sqFaults.length)) throw new Error(`FAULTS_KINDS=${env.FAULTS_KINDS} leaves no fault to draw for ${pgc && !pgFaults.length ? 'PostgreSQL' : 'SQLite'}`);
     if (!PG_RESTART) say('FAULTS_PG_RESTART is unset: PostgreSQL restarts are not injected');
-    for (let i = 0; i < COUNT; i++) {
+    // FAULTS_COVER=1: every kind allowed is injected at least once (on each store that has it), in a seeded order;
+    // FAULTS_COUNT beyond that are drawn at random as usual.
+    const cover: Array<{ c: Cluster; kind: FaultKind }> = env.FAULTS_COVER === '1' ? [...(pgc ? pgFaults.map((kind) => ({ c: pgc, kind })) : []), ...(sq ? sqFaults.map((kind) => ({ c: sq, kind })) : [])] : [];
+    for (let i = cover.length - 1; i > 0; i--) {
+      const j = r.int(i + 1);
+      [cover[i], cover[j]] = [cover[j]!, cover[i]!];
+    }
+    for (let i = 0; i < Math.max(COUNT, cover.length); i++) {
       await sleep(300 + r.int(1200));
-      const onSqlite = sq && (!pgc || r.next() < 0.25);
+      const planned = cover[i];
+      if (planned) {
+        await fault(planned.c, planned.kind, planned.c === pgc ? schema : null);
+        continue;
+      }
+      const onSqlite = sq && (!pgc || (sqFaults.length > 0 && r.next() < 0.25));
       await fault(onSqlite ? sq : pgc!, r.pick(onSqlite ? sqFaults : pgFaults), onSqlite ? null : schema);
     }
   }

@@ -119,13 +119,10 @@ psql -q -h 127.0.0.1 -p 5432 -d test -Atc "select format('drop schema if exists 
 TEST_STORE=postgres npx --no-install vitest run server
 step_ok
 
-section faults "The fault suite, short seeded run (npm run faults: SIGKILL and SIGTERM, a hanging webhook receiver)"
-# One SQLite process under a seeded load of every kind of work, counted from the public API afterwards. The same
-# faults on 3 PostgreSQL processes, and SIGSTOP past the lease, a terminated liveness connection and a PostgreSQL
-# restart, are in `npm run faults` but not in this step yet: on PostgreSQL they still double or lose messages
-# (BENCHMARKS.md, "Fault suite"). PostgreSQL rolling restarts are checked by server/cluster/graceful-stop.test.ts.
-FAULTS_SEED="${FAULTS_SEED:-21}" FAULTS_COUNT="${FAULTS_COUNT:-10}" FAULTS_PG="${FAULTS_PG:-0}" FAULTS_WAIT_MS="${FAULTS_WAIT_MS:-30000}" \
-  FAULTS_PG_URL="${TEST_DATABASE_URL}" npx --no-install tsx scripts/faults.ts
+section faults "The fault suite, short seeded run (3 processes on PostgreSQL + 1 on SQLite: SIGKILL, SIGTERM, SIGSTOP, liveness loss, a PostgreSQL restart, a hanging webhook receiver)"
+# Runs after vitest-pg: nothing else uses PostgreSQL now, so the suite restarts it for real (pg_ctlcluster) and starts
+# it again if it is left down. A failing run prints its seed. See scripts/faults-step.sh for its parameters.
+scripts/faults-step.sh
 step_ok
 
 section build "Production build (next build)"

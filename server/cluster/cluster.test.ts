@@ -52,11 +52,16 @@ describe.skipIf(onPgPass)('two processes on one PostgreSQL', () => {
     const o = orchestrator as any;
     // Counted when the sweep's backstop finds queued work of this session with nothing here driving it.
     let backstop = 0;
-    const takeIn = o.takeInQueued.bind(o);
-    o.takeInQueued = (k: string, epoch: number) => {
-      const st = o.sessions.get(k);
-      if (k === key && (!st || !(st.loading || st.active || st.queue.length))) backstop++;
-      return takeIn(k, epoch);
+    const bs = o.backstop;
+    const adopt = bs.h.adopt;
+    bs.h.adopt = (k: string, epoch: number) => {
+      if (k === key) backstop++;
+      return adopt(k, epoch);
+    };
+    const placeQueued = bs.placeQueued;
+    bs.placeQueued = (st: { key: string }) => {
+      if (st.key === key) backstop++;
+      return placeQueued.call(bs, st);
     };
     const finishRun = store.finishRun.bind(store);
     const late: { planted?: string; second?: Started } = {};
@@ -85,7 +90,8 @@ describe.skipIf(onPgPass)('two processes on one PostgreSQL', () => {
       expect(backstop).toBe(0);
     } finally {
       (store as any).finishRun = finishRun;
-      o.takeInQueued = takeIn;
+      bs.h.adopt = adopt;
+      bs.placeQueued = placeQueued;
     }
   });
 

@@ -79,18 +79,49 @@ export class Cluster {
     const client = new PgDriver.Client(this.pgInfo.connect);
     client.on('error', (e) => this.lost(client, e));
     client.on('end', () => this.lost(client, new Error('connection ended')));
-    await client.connect();
-    const key = Number((await client.query<{ k: string }>('select nextval($1::regclass) as k', [`${this.pgInfo.schema ? `${this.pgInfo.schema}.` : ''}process_lock_keys`])).rows[0]!.k) & 0x7fffffff;
-    await client.query('select pg_advisory_lock($1, $2)', [this.ns, key]);
-    await this.subscribe(client);
-    this.client = client;
-    this.lockKey = key;
-    this.id = `p_${crypto.randomUUID().slice(0, 13)}`;
-    await this.db
-      .insertInto('processes')
-      .values({ id: this.id, lock_key: key, status: 'alive', host: os.hostname(), pid: process.pid, url: this.info.url ?? null, started_at: new Date().toISOString(), heartbeat_ms: dbNowMs as unknown as number })
-      .execute();
+    try {
+      await client.connect();
+      const key = Number((await client.query<{ k: string }>('select nextval($1::regclass) as k', [`${this.pgInfo.schema ? `${this.pgInfo.schema}.` : ''}process_lock_keys`])).rows[0]!.k) & 0x7fffffff;
+      await client.query('select pg_advisory_lock($1, $2)', [this.ns, key]);
+      await this.subscribe(client);
+      const id = `p_${crypto.randomUUID().slice(0, 13)}`;
+      await this.db
+        .insertInto('processes')
+        .values({ id, lock_key: key, status: 'alive', host: os.hostname(), pid: process.pid, url: this.info.url ?? null, started_at: new Date().toISOString(), heartbeat_ms: dbNowMs as unknown as number })
+        .execute();
+      // Only now is the new identity used (claims are made under it): its row and lock exist.
+      this.client = client;
+      this.lockKey = key;
+      this.id = id;
+    } catch (e) {
+      // Half registered (PostgreSQL went away meanwhile): drop the connection and its lock; the caller retries.
+      if (this.client !== client) await client.end().catch(() => undefined);
+      throw e;
+    }
     this.log.info({ processId: this.id }, 'cluster: process registered');
+  }
+
+  /**
+   * Registers again (a fresh identity) until it works: after this process was declared dead, or when it found
+   * itself with no liveness connection and no reconnect under way. Never leaves the process unregistered.
+   */
+  private reRegister(): void {
+    if (this.stopped || this.reconnecting) return;
+    this.reconnecting = true;
+    void (async () => {
+      for (let delay = 200; !this.stopped; delay = Math.min(delay * 2, 5000)) {
+        try {
+          await this.register();
+          this.reconnecting = false;
+          this.reconnected();
+          return;
+        } catch (err) {
+          this.log.warn({ err: (err as Error).message }, 'cluster: could not register again; retrying');
+        }
+        await new Promise((r) => setTimeout(r, delay));
+      }
+      this.reconnecting = false;
+    })();
   }
 
   setUrl(url: string) {
@@ -204,7 +235,10 @@ export class Cluster {
   }
 
   private async heartbeat() {
-    if (this.stopped || !this.client) return;
+    if (this.stopped) return;
+    // No liveness connection and nothing bringing one back (a re-registration that failed): start over, or this
+    // process would serve on under an identity the others have declared dead, and claim sessions no one frees.
+    if (!this.client) return void (this.reconnecting || this.reRegister());
     try {
       const r = await this.db
         .updateTable('processes')
@@ -218,8 +252,7 @@ export class Cluster {
         this.client = null;
         await old?.end().catch(() => undefined);
         this.hooks.onFenced();
-        await this.register();
-        this.reconnected();
+        this.reRegister();
       }
     } catch (e) {
       this.log.warn({ err: (e as Error).message }, 'cluster: heartbeat failed');
@@ -255,6 +288,16 @@ export class Cluster {
           .executeTakeFirst();
         freed += Number(r.numUpdatedRows);
         this.log.warn({ processId: id, sessions: Number(r.numUpdatedRows) }, 'cluster: process found dead; its sessions are taken over');
+      }
+      // Sessions claimed under an identity already declared dead (a zombie that took a free session before it
+      // learnt it was dead: a SIGSTOP or a lost liveness connection) are freed too: nobody else would ever free
+      // them, since a process is swept once, at its death. Bumping the epoch fences the zombie's writes.
+      const late = await sql`
+        update sessions set owner = null, epoch = ${NEXT_EPOCH}
+        where owner is not null and owner in (select id from processes where status <> 'alive' and id <> ${this.id})`.execute(this.db);
+      if (Number(late.numAffectedRows ?? 0)) {
+        freed += Number(late.numAffectedRows);
+        this.log.warn({ sessions: Number(late.numAffectedRows) }, 'cluster: sessions held by processes declared dead were freed');
       }
       // Every few sweeps (and at once after a death) look for sessions with work and no owner.
       if (freed || dead.rows.length || ++this.sweeps % 4 === 0) this.hooks.onOrphans();
@@ -309,13 +352,18 @@ export class Cluster {
     return r?.owner ?? null;
   }
 
-  /** Sessions this process holds with queued runs (the sweep checks that each is being driven here), and their epochs. */
-  async ownQueued(limit = 50): Promise<Array<{ key: string; epoch: number }>> {
-    const r = await sql<{ key: string; epoch: number }>`
-      select s.key, s.epoch from sessions s
-      where s.owner = ${this.id} and exists (select 1 from runs r where r.session_key = s.key and r.status = 'queued')
+  /**
+   * Sessions this process holds with unfinished runs (the sweep checks that each is being driven here), their
+   * epochs, and whether those runs are only queued (none running or paused on an approval).
+   */
+  async ownUnfinished(limit = 50): Promise<Array<{ key: string; epoch: number; queuedOnly: boolean }>> {
+    const r = await sql<{ key: string; epoch: number; queued_only: boolean }>`
+      select s.key, s.epoch, not exists (
+          select 1 from runs r where r.session_key = s.key and r.status in ('running', 'waiting_approval')) as queued_only
+      from sessions s
+      where s.owner = ${this.id} and exists (select 1 from runs r where r.session_key = s.key and r.status in ('queued', 'running', 'waiting_approval'))
       limit ${limit}`.execute(this.db);
-    return r.rows.map((x) => ({ key: x.key, epoch: Number(x.epoch) }));
+    return r.rows.map((x) => ({ key: x.key, epoch: Number(x.epoch), queuedOnly: !!x.queued_only }));
   }
 
   /** Sessions with unfinished runs and no owner (left by a dead or stopped process). */
@@ -356,7 +404,7 @@ export class Cluster {
       // go too: nobody sweeps the sessions of a process that stopped rather than died.
       const r = await this.db
         .updateTable('sessions')
-        .set((eb) => ({ owner: null, epoch: eb('epoch', '+', 1) }))
+        .set({ owner: null, epoch: NEXT_EPOCH })
         .where('owner', '=', this.id)
         .executeTakeFirst();
       if (Number(r.numUpdatedRows)) await this.notify({ kind: 'orphans' });

@@ -56,9 +56,15 @@ export class EventBus {
     private readonly log: Logger,
   ) {}
 
-  /** Registers a run so its events get the session key and a per-run seq (continuing `lastSeq`). */
+  /**
+   * Registers a run so its events get the session key and a per-run seq (continuing `lastSeq`). Registered already
+   * (an approval's decision emitted here earlier, a copy still ending): its seq never goes back, and moves up to
+   * `lastSeq` when the log is further on (another process drove the run meanwhile), so a re-drive continues the log.
+   */
   registerRun(runId: string, sessionKey: string, lastSeq = 0): void {
-    if (!this.runs.has(runId)) this.runs.set(runId, { sessionKey, seq: lastSeq });
+    const ctx = this.runs.get(runId);
+    if (!ctx) this.runs.set(runId, { sessionKey, seq: lastSeq });
+    else if (lastSeq > ctx.seq) ctx.seq = lastSeq;
   }
 
   unregisterRun(runId: string): number {

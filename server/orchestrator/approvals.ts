@@ -128,6 +128,10 @@ function decisionOf(row: ApprovalRow): GateResult {
 
 export class Approvals {
   private waiters = new Map<string, (r: GateResult) => void>();
+  /** Told when a run starts waiting for a decision here (a stopping process hands such a run over at once). */
+  onWait: ((runId: string) => void) | null = null;
+  /** Runs waiting here for a decision now. */
+  readonly waiting = new Set<string>();
 
   constructor(
     private readonly store: Store,
@@ -202,8 +206,17 @@ export class Approvals {
     });
     // A decision may have landed while the waiter was not registered yet: read it back once.
     const fresh = await this.store.getApproval(approvalId);
+    let waiting = false;
     if (fresh && fresh.status !== 'pending') this.waiters.get(approvalId)?.(decisionOf(fresh));
-    else await this.store.updateRunFenced(q.runId, q.sessionKey, { status: 'waiting_approval' });
+    else {
+      await this.store.updateRunFenced(q.runId, q.sessionKey, { status: 'waiting_approval' });
+      waiting = this.waiters.has(approvalId);
+    }
+    if (waiting) {
+      this.waiting.add(q.runId);
+      void decided.finally(() => this.waiting.delete(q.runId));
+      this.onWait?.(q.runId);
+    }
     const result = await decided;
     if (!q.signal.aborted) await this.store.updateRunFenced(q.runId, q.sessionKey, { status: 'running' });
     return { ...result, waited: true };

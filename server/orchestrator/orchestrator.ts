@@ -15,10 +15,22 @@ import { sameTrust, trustOf } from '../trust/trust';
 import { mergeInputs, parseOrigin, type QueueItem, SHUTDOWN, type SessionState, type SubmitOptions, TERMINAL, waitResultOf } from './queue';
 import type { ActiveRun, RunInput } from './types';
 import { RunQueues } from './run-queues';
+import { Backstop } from './backstop';
 
 export { derivedId, newRunId, SHUTDOWN, type SubmitOptions, waitResultOf } from './queue';
 
 export class Orchestrator extends RunQueues {
+  /** The orphan sweep's backstop: sessions held here whose unfinished runs nothing here drives are taken in again. */
+  private readonly backstop = new Backstop({
+    cluster: () => this.cluster!,
+    sessions: this.sessions,
+    stopping: () => this.stopping,
+    store: this.o.store,
+    log: this.o.log,
+    adopt: (key, epoch) => this.adopt(key, epoch),
+    placeStored: (st, row) => this.placeStored(st, row),
+  });
+
   protected async submitShared(sessionKey: string, agent: AgentConfig, input: RunInput, runId: string, opts: SubmitOptions): Promise<AgentResult> {
     const cluster = this.cluster!;
     const row = this.runRow(runId, sessionKey, [input], opts.queueMode ?? 'followup', opts);
@@ -27,6 +39,9 @@ export class Orchestrator extends RunQueues {
       session: { key: sessionKey, agentId: agent.id, kind: sessionKindOf(sessionKey) },
       mode: { asked: opts.queueMode ?? null, fallback: this.o.config.session.queueMode, neverRefuse: !!opts.neverRefuse },
       start,
+      // A stopping process takes no lease (a request or a callback turn that arrives during the grace): the run is
+      // queued for whoever takes the session, never started here after the stop has let its sessions go.
+      claim: !this.stopping,
     }, opts.claim);
     this.o.store.announceRunning(r.deliveries);
     const effective = (row.queue_mode = r.mode) as QueueMode;
@@ -38,6 +53,14 @@ export class Orchestrator extends RunQueues {
       if (old && (old.active || old.loading || old.queue.length)) this.sessions.delete(sessionKey);
       const st = this.state(sessionKey);
       st.epoch = r.claimed!;
+      // A copy of this session's runs still ending here under an older lease (this process was declared dead) keeps
+      // its stale fence until it has stopped: the new lease's fence must not let its last writes through.
+      const zombies = this.zombiesOf(sessionKey);
+      if (zombies) {
+        st.loading = zombies;
+        await zombies;
+        if (st.loading === zombies) st.loading = undefined;
+      }
       this.o.store.setFence(sessionKey, r.claimed!);
       st.known.add(runId);
       const startedWith = { rows: this.o.store.writtenRows(start, r.ids), ...(r.session ? { session: r.session } : {}) };
@@ -48,6 +71,8 @@ export class Orchestrator extends RunQueues {
     if (r.claimed !== null) {
       await this.adopt(sessionKey, r.claimed, r.unfinished ? [...r.unfinished, row] : undefined);
       owner = cluster.id;
+    } else if (owner === null && this.stopping) {
+      await cluster.notify({ kind: 'orphans' }).catch(() => undefined);
     } else if (owner === null) {
       const epoch = await cluster.claim(sessionKey);
       if (epoch !== null) {
@@ -71,6 +96,16 @@ export class Orchestrator extends RunQueues {
 
   /** Takes a stored queued run into a session this process drives, by its queue mode (as `submit` does locally). */
   protected placeStored(st: SessionState, row: RunRow): AgentResult {
+    if (!this.current(st)) {
+      // A state dropped meanwhile (declared dead, stopping, or its run ended and let the lease go while the caller
+      // awaited) takes nothing in, or two runs of one session could run at once ("duplicate key … runs_one_running").
+      // The session's current state here takes the run; with none, the row stays queued for the lease holder (a
+      // free session is claimed).
+      const current = this.sessions.get(st.key);
+      if (current) return this.placeStored(current, row);
+      if (this.cluster && !this.stopping) void this.claimOrphan(st.key).catch((e) => this.o.log.warn({ err: (e as Error).message, sessionKey: st.key }, 'could not claim a session'));
+      return { runId: row.id, status: 'queued' };
+    }
     st.known.add(row.id);
     const inputs = JSON.parse(row.input) as RunInput[];
     const input = inputs.length > 1 ? mergeInputs(inputs) : inputs[0]!;
@@ -124,12 +159,19 @@ export class Orchestrator extends RunQueues {
     if (existing?.loading) return existing.loading;
     if (existing && epoch === undefined) return Promise.resolve();
     const st = existing ?? this.state(key);
+    // A copy of this session's runs still ending here under an older lease (this process was declared dead, then
+    // claimed the session again): the new fence waits until it has stopped, so none of its writes pass under it.
+    const zombies = epoch !== undefined ? this.zombiesOf(key) : undefined;
     if (epoch !== undefined) {
       st.epoch = epoch;
-      this.o.store.setFence(key, epoch);
+      if (!zombies) this.o.store.setFence(key, epoch);
     }
     st.loading = (async () => {
       const { store, log } = this.o;
+      if (zombies) {
+        await zombies;
+        if (st.epoch === epoch) this.o.store.setFence(key, epoch!);
+      }
       const rows = unfinished ?? (await store.unfinishedRuns(key));
       for (const row of rows) {
         if (st.known.has(row.id)) continue;
@@ -185,6 +227,12 @@ export class Orchestrator extends RunQueues {
       (e) => {
         if (st.loading === loading) st.loading = undefined;
         this.o.log.error({ err: e, sessionKey: key }, 'could not load a session after claiming it');
+        // Not loaded, so not driven: forget it here (the lease stays) and let the orphan sweep's backstop take it in
+        // again, rather than keep an empty state that makes the session look driven.
+        if (this.cluster && this.sessions.get(key) === st && !st.active && !st.queue.length) {
+          this.sessions.delete(key);
+          this.o.store.clearFence(key, st.epoch);
+        }
       },
     );
   }
@@ -235,9 +283,10 @@ export class Orchestrator extends RunQueues {
     this.orphanSweep = (async () => {
       try {
         for (const key of await this.cluster!.orphans()) await this.claimOrphan(key);
-        // A backstop: queued work on a session this process holds must be in its queue (a message that met a
-        // release in flight is otherwise only picked up here).
-        for (const { key, epoch } of await this.cluster!.ownQueued()) await this.takeInQueued(key, epoch);
+        // A backstop: unfinished work on a session this process holds must be driven here (a message that met a
+        // release in flight, a run dropped when PostgreSQL went away, a load that failed are otherwise only picked
+        // up here).
+        await this.backstop.run();
         for (const cb of await this.o.store.pendingCallbacks(2000)) await this.deliverCallback(cb);
       } catch (e) {
         this.o.log.warn({ err: (e as Error).message }, 'cluster: orphan sweep failed');
@@ -245,25 +294,6 @@ export class Orchestrator extends RunQueues {
         this.orphanSweep = null;
       }
     })();
-  }
-
-  /** Sweep backstop: a session held here with queued runs that nothing here drives is taken in (or its runs placed). */
-  private async takeInQueued(key: string, epoch: number): Promise<void> {
-    const st = this.sessions.get(key);
-    if (!st) {
-      if (this.stopping) return;
-      this.o.log.warn({ sessionKey: key }, 'cluster: queued work on a session held here was not being driven; taking it in');
-      await this.adopt(key, epoch);
-      return;
-    }
-    if (st.loading || st.active || st.queue.length) return;
-    const rows = await this.o.store.queuedRuns(key);
-    if (st.loading || st.active || st.queue.length || !rows.length) return;
-    this.o.log.warn({ sessionKey: key, runs: rows.length }, 'cluster: queued runs of a session driven here were not in its queue; placing them');
-    for (const row of rows) {
-      st.known.delete(row.id); // idle with nothing queued: whatever is queued in the store is not running here
-      this.placeStored(st, row);
-    }
   }
 
   /** An idle session with nothing queued lets its lease go (unless work arrived: then it runs it). */
@@ -283,6 +313,8 @@ export class Orchestrator extends RunQueues {
   fenced(): void {
     for (const st of this.sessions.values()) {
       st.active?.abort.abort(SHUTDOWN);
+      const executing = st.active && this.executions.get(st.active.id);
+      if (executing) this.zombies.set(st.key, executing);
       // A run still executing keeps its stale epoch until it is abandoned (its last writes are refused, not let
       // through unfenced); a session with nothing executing here lets it go now.
       if (!st.active || st.parked) this.o.store.clearFence(st.key, st.epoch);
@@ -322,6 +354,7 @@ export class Orchestrator extends RunQueues {
     }
     const owner = await this.cluster.ownerOf(row.session_key);
     if (owner && owner !== this.cluster.id) return this.cluster.notify({ kind: 'approval', to: owner, sessionKey: row.session_key, approvalId: row.id, ...(by ? { by } : {}) });
+    if (!owner && this.stopping) return this.cluster.notify({ kind: 'orphans' });
     if (!owner) {
       const epoch = await this.cluster.claim(row.session_key);
       if (epoch !== null) {
@@ -495,6 +528,8 @@ export class Orchestrator extends RunQueues {
     if (this.stopped) return this.stopped;
     this.stopping = true;
     this.stopped = (async () => {
+      // Runs waiting for an approval are handed over at once (and any that starts waiting during the grace).
+      for (const runId of this.approvals.waiting) this.handOver(runId);
       await this.orphanSweep;
       const end = Date.now() + (o.graceMs ?? 0);
       while (this.live.size && Date.now() < end) {

@@ -12,6 +12,7 @@ import { createModelChain, FallbackTracker } from '../models/fallback';
 import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { ApprovalRow, CallbackRow, RunRow } from '../store/schema';
 import { FencedError, nowIso, type Store } from '../store/store';
+import { isConnectionLoss } from '../store/pg-errors';
 import type { AnyToolDef } from '../tools/types';
 import { Approvals, type DecidedBy } from './approvals';
 import { reviewerOver } from './reviewer';
@@ -38,12 +39,32 @@ export abstract class RunQueues {
   protected readonly agents: Map<string, AgentConfig>;
   protected readonly deps: RunDeps;
   protected readonly live = new Set<Promise<unknown>>();
+  /** Each run's execution in this process, by run id: one at a time (a re-drive here waits for an earlier copy). */
+  protected readonly executions = new Map<string, Promise<void>>();
+  /**
+   * Runs still executing here under a lease this process lost (it was declared dead: `fenced()`), by session: until
+   * each has stopped, its session's stale fence stays, and a new lease on it here waits (`zombiesOf`).
+   */
+  protected readonly zombies = new Map<string, Promise<void>>();
+
+  /** A session's run still stopping here under a lost lease, if any (see `zombies`). */
+  protected zombiesOf(key: string): Promise<void> | undefined {
+    return this.zombies.get(key);
+  }
+
+  /** Whether a session state is the one this process drives the session with (not one dropped by a fence or a stop). */
+  protected current(st: SessionState): boolean {
+    return this.sessions.get(st.key) === st;
+  }
 
   constructor(
     protected readonly o: { store: Store; bus: EventBus; metrics: Metrics; log: Logger; config: CrosstalkConfig; tools: Map<string, AnyToolDef> } & RunHookDeps,
   ) {
     this.agents = new Map(o.config.agents.map((a) => [a.id, a]));
     this.approvals = new Approvals(o.store, o.bus, o.metrics, (row, by) => this.decisionElsewhere(row, by), reviewerOver(o));
+    this.approvals.onWait = (runId) => {
+      if (this.stopping) this.handOver(runId);
+    };
     this.deps = {
       ...o,
       approvals: this.approvals,
@@ -254,10 +275,21 @@ export abstract class RunQueues {
     const active = this.newActive(item.runId, st.key, this.agentForKey(st.key));
     st.active = active;
     this.running.set(active.id, st.key);
-    const p = this.execute(st, active, item, resume);
-    this.live.add(p);
-    void p.finally(() => this.live.delete(p));
+    this.track(st, active, item, resume);
     return active;
+  }
+
+  /** Executes a run, after any earlier execution of the same run in this process has ended (never two at once). */
+  private track(st: SessionState, active: ActiveRun, item: QueueItem, resume: boolean): void {
+    const before = this.executions.get(active.id);
+    const p: Promise<void> = before ? before.then(() => this.execute(st, active, item, resume)) : this.execute(st, active, item, resume);
+    this.executions.set(active.id, p);
+    this.live.add(p);
+    void p.finally(() => {
+      this.live.delete(p);
+      if (this.executions.get(active.id) === p) this.executions.delete(active.id);
+      if (this.zombies.get(st.key) === p) this.zombies.delete(st.key);
+    });
   }
 
   protected async execute(st: SessionState, active: ActiveRun, item: QueueItem, resume: boolean): Promise<void> {
@@ -276,7 +308,12 @@ export abstract class RunQueues {
       outcome = process.env.CROSSTALK_BENCH_GLOBAL_LOCK ? await this.underGlobalLock(run) : await run();
     } catch (e) {
       if (e instanceof FencedError || active.abort.signal.reason === SHUTDOWN) outcome = { status: 'abandoned', error: 'fenced' };
-      else {
+      else if (this.cluster && isConnectionLoss(e)) {
+        // PostgreSQL went away mid-run: nothing says the run is over. It is dropped here (the lease stays) and the
+        // orphan sweep's backstop takes the session in again and re-drives it once the database answers.
+        this.o.log.warn({ runId: active.id, err: (e as Error).message }, 'run lost its database connection; it will be re-driven');
+        outcome = { status: 'abandoned', error: 'connection lost' };
+      } else {
         this.o.log.error({ err: e, runId: active.id }, 'run crashed');
         outcome = { status: 'error', error: e instanceof Error ? e.message : String(e) };
       }
@@ -356,6 +393,13 @@ export abstract class RunQueues {
       if (deliveries.callbacks.length) failpoint('callback.recorded');
     } catch (e) {
       if (e instanceof FencedError) return this.abandon(st, active, 'stopped');
+      if (this.cluster && isConnectionLoss(e)) {
+        // The end was not recorded (or not known to be): the run stays unfinished in the store, and the backstop of
+        // the orphan sweep re-drives it from its last written step. Ending it here in memory would leave it owned
+        // by this process but driven by none.
+        log.warn({ runId: active.id, err: (e as Error).message }, 'could not record run end: the database connection was lost; it will be re-driven');
+        return this.abandon(st, active, 'stopped');
+      }
       log.error({ err: e, runId: active.id }, 'could not record run end');
     }
     bus.unregisterRun(active.id);
@@ -417,9 +461,19 @@ export abstract class RunQueues {
     this.startNext(st);
   }
 
+  /**
+   * A stopping process does not hold a run that waits for a person through its grace: the run is stopped between
+   * steps (its approval stays pending) and handed over, so the process that takes the session waits for it instead.
+   */
+  protected handOver(runId: string): void {
+    for (const st of this.sessions.values()) if (st.active?.id === runId && !st.parked) st.active.abort.abort(SHUTDOWN);
+  }
+
   protected startNext(st: SessionState): void {
     // A stopping process starts nothing new: what is queued stays queued in the store for whoever takes the session.
-    if (st.active || st.loading || this.stopping) return;
+    // Nor does a state this process no longer drives the session with (dropped when it was declared dead, or by a
+    // stop): its queued runs are in the store, and whoever holds the lease now (maybe a new state here) runs them.
+    if (st.active || st.loading || this.stopping || !this.current(st)) return;
     const next = st.queue.shift();
     if (next) {
       this.start(st, next, false);
@@ -488,9 +542,7 @@ export abstract class RunQueues {
 
   /** Executes a session's active run (a resume or a re-drive: its input is already in the transcript). */
   protected runStarted(st: SessionState, active: ActiveRun, item: QueueItem, resume: boolean): void {
-    const p = this.execute(st, active, item, resume);
-    this.live.add(p);
-    void p.finally(() => this.live.delete(p));
+    this.track(st, active, item, resume);
   }
 
   // ── what the cluster side (Orchestrator) provides ──────────────────────

@@ -147,6 +147,11 @@ async function openPostgres(url: string, schema?: string): Promise<DbHandle> {
   const pool = new pg.default.Pool({ ...connect, ...options, max: Number(process.env.CROSSTALK_PG_POOL ?? 10) });
   // An idle client whose connection drops emits 'error' on the pool; unhandled, it would end the process.
   pool.on('error', (e) => console.error(`crosstalk: PostgreSQL connection lost (${e.message}); the pool reconnects on the next query`));
+  // A client checked out of the pool (inside a transaction, between two statements) whose connection drops emits
+  // 'error' with no query to take it and no pool listener (the pool listens to idle clients only): unhandled, it
+  // would end the process at a PostgreSQL restart. The statement in flight (if any) still fails with the error,
+  // and the pool drops the broken client when it is released.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   withPreparedStatements(pool);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   // Several processes may start at once on a fresh database: one migrates at a time (a session-level advisory lock).

@@ -1,7 +1,7 @@
 // The store's fencing (PostgreSQL leases): the epochs this process holds, and the fenced or idempotent writes of a
 // run that are not part of its transcript (status, tool-start claims). Store (store.ts) builds on it.
-import { sql } from 'kysely';
-import type { RunRow } from './schema';
+import { type Kysely, sql } from 'kysely';
+import type { Database, RunRow } from './schema';
 import { FencedError, nowIso, StoreBase } from './store-base';
 
 export class FencedStore extends StoreBase {
@@ -37,9 +37,12 @@ export class FencedStore extends StoreBase {
     return this.fences.get(key);
   }
 
-  /** A fenced write found the session row missing or held by a newer lease. */
-  protected async lostSession(key: string, allowMissing = false): Promise<void> {
-    if (!(await this.db.selectFrom('sessions').select('key').where('key', '=', key).executeTakeFirst())) {
+  /**
+   * A fenced write found the session row missing or held by a newer lease. Inside a transaction, pass it as `db`:
+   * asking the pool for a second connection while holding one deadlocks once every connection is held so.
+   */
+  protected async lostSession(key: string, allowMissing = false, db: Kysely<Database> = this.db): Promise<void> {
+    if (!(await db.selectFrom('sessions').select('key').where('key', '=', key).executeTakeFirst())) {
       if (allowMissing) return;
       throw new Error(`session ${key} was deleted`);
     }

@@ -8,10 +8,10 @@ import { tmpDataDir } from '../testing/harness';
 
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
-it("an idle pool connection killed by the server emits the pool's 'error': the process logs it, lives on and its next query works", async () => {
+async function killedUnder(held: boolean) {
   const schema = `t_pool_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'testing', 'pool-child.ts')], {
-    env: { ...process.env, TEST_DATABASE_URL: PG_URL, CROSSTALK_DATA_DIR: tmpDataDir(), CROSSTALK_TEST_PG_SCHEMA: schema },
+    env: { ...process.env, TEST_DATABASE_URL: PG_URL, CROSSTALK_DATA_DIR: tmpDataDir(), CROSSTALK_TEST_PG_SCHEMA: schema, POOL_CHILD_HELD: held ? '1' : '0' },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let out = '';
@@ -30,9 +30,16 @@ it("an idle pool connection killed by the server emits the pool's 'error': the p
     expect(pid, err).toBeGreaterThan(0);
     // The server ends the idle connection: the pool's client errors while nobody is querying.
     await admin.query('select pg_terminate_backend($1)', [pid]);
-    for (let i = 0; i < 3000 && !/connection lost/.test(err) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 10));
-    expect(err).toMatch(/PostgreSQL connection lost .*the pool reconnects on the next query/);
+    if (held) {
+      // Nothing reports it (no query is running on it): give the drop time to reach the process, which must live on.
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(child.exitCode, `stderr: ${err}`).toBe(null);
+    } else {
+      for (let i = 0; i < 3000 && !/connection lost/.test(err) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(err).toMatch(/PostgreSQL connection lost .*the pool reconnects on the next query/);
+    }
     child.stdin.write('go\n');
+    if (held) expect(await until(/transaction: failed/), `stdout: ${out}\nstderr: ${err}`).toBeTruthy();
     expect(await until(/answer (\d+)/), `stdout: ${out}\nstderr: ${err}`).toBeTruthy();
     expect(await exited).toBe(0);
   } finally {
@@ -40,4 +47,8 @@ it("an idle pool connection killed by the server emits the pool's 'error': the p
     await admin.query(`drop schema if exists ${schema} cascade`).catch(() => undefined);
     await admin.end();
   }
-});
+}
+
+it("an idle pool connection killed by the server emits the pool's 'error': the process logs it, lives on and its next query works", () => killedUnder(false));
+
+it('a connection checked out of the pool (a transaction between two statements) killed by the server: the process lives on, the transaction fails, the next query works', () => killedUnder(true));

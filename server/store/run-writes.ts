@@ -209,6 +209,8 @@ export interface EnqueuePg {
   mode: { asked: string | null; fallback: string; neverRefuse: boolean };
   /** The run's input rows: when the session is free and claimed here, the run starts in this statement. */
   start: MessageValues[];
+  /** False: only queue the run, never claim the lease (a stopping process: whoever takes the session runs it). */
+  claim?: boolean;
 }
 
 export interface EnqueuePgResult {
@@ -242,6 +244,7 @@ export async function enqueuePg(db: Kysely<Database>, o: EnqueuePg): Promise<Enq
   const ts = start[0]?.created_at ?? row.created_at;
   const n = start.length;
   const bytes = start.reduce((a, r) => a + rowBytes(r), 0);
+  const mayClaim = o.claim !== false;
   const dids = start.map((v) => deliveryIdOfMeta(v.meta)).filter((x): x is string => !!x);
   // The new session's columns (as `ensureSession` writes them), claimed by this process and, when the run starts
   // here, running with its input rows counted; an existing free session takes the same additions (`excluded`).
@@ -252,14 +255,14 @@ export async function enqueuePg(db: Kysely<Database>, o: EnqueuePg): Promise<Enq
     message_count: go(sql`${n}::int`, 0),
     bytes: go(sql`${bytes}::bigint`, 0),
     status: go('running', 'idle'),
-    owner: sql`${o.me}`,
+    owner: mayClaim ? sql`${o.me}` : sql`null::text`,
     epoch: sql`nextval('session_epochs')`, // epochs never repeat (0011_fencing): a re-created session's too
   };
   const r = await sql<{ claimed: number | null; started: boolean; session: SessionRow | null; mode: string; owner: string | null; inserted: number; ids: Array<number | string> | null; active: string | null; active_origin: string | null; unfinished: RunRow[] | null }>`
     with q as (select queue_mode from sessions where key = ${k}),
     md as (select case when ${o.mode.neverRefuse}::boolean and x.m in ('reject', 'interrupt') then 'followup' else x.m end as mode
            from (select coalesce(${o.mode.asked}::text, (select queue_mode from q), ${o.mode.fallback}::text) as m) x),
-    fr as (select ${n > 0}::boolean and not exists (
+    fr as (select ${n > 0 && mayClaim}::boolean and not exists (
              select 1 from runs where session_key = ${k} and status in ('queued', 'running', 'waiting_approval')) as go),
     c as (
       insert into sessions as s (${sql.join(Object.keys(cols).map((c) => sql.ref(c)))})
@@ -269,24 +272,26 @@ export async function enqueuePg(db: Kysely<Database>, o: EnqueuePg): Promise<Enq
         status = case when excluded.status = 'running' then 'running' else s.status end,
         message_count = s.message_count + excluded.message_count, bytes = s.bytes + excluded.bytes,
         last_activity_at = case when excluded.message_count > 0 then excluded.last_activity_at else s.last_activity_at end
-      where s.owner is null
-      returning s.epoch, to_jsonb(s.*) as row),
-    g as (select 1 from c, fr where fr.go),
+      where s.owner is null and ${mayClaim}::boolean
+      returning s.epoch, s.owner, to_jsonb(s.*) as row),
+    cl as (select * from c where owner is not null),
+    g as (select 1 from cl, fr where fr.go),
     i as (
       insert into runs (id, session_key, status, input, queue_mode, response, error, created_at, started_at, ended_at, origin, webhook, last_seq, merged_into)
       select ${row.id}, ${k}, case when exists (select 1 from g) then 'running' else 'queued' end, ${row.input}, (select mode from md), null, null,
         ${row.created_at}, case when exists (select 1 from g) then ${ts} end, null, ${row.origin}, ${row.webhook}, 0, null
-      where (select mode from md) <> 'reject' or exists (select 1 from c)
+      where (select mode from md) <> 'reject' or exists (select 1 from cl)
+        or (not ${mayClaim}::boolean and not exists (select 1 from runs where session_key = ${k} and status in ('queued', 'running', 'waiting_approval')))
       returning id)
     ${n ? messagesCte(start, 'g') : sql`, m as (select null::bigint as id where false)`},
     a as (select id, origin from runs where session_key = ${k} and status in ('running', 'waiting_approval') order by created_at limit 1)
     ${dids.length ? runningCte(dids, sql`g`, ts) : sql``}
-    select ${dids.length ? sql`(select json_agg(dl) from dl) as deliveries, ` : sql``}(select epoch from c) as claimed, exists (select 1 from g) as started, (select row from c where exists (select 1 from g)) as session,
+    select ${dids.length ? sql`(select json_agg(dl) from dl) as deliveries, ` : sql``}(select epoch from cl) as claimed, exists (select 1 from g) as started, (select row from cl where exists (select 1 from g)) as session,
       (select mode from md) as mode, (select owner from sessions where key = ${k}) as owner, (select count(*) from i)::int as inserted,
       (select array_agg(id order by id) from m) as ids, (select id from a) as active, (select origin from a) as active_origin,
       (select json_agg(u order by u.created_at, u.id) from (
          select * from runs where session_key = ${k} and status in ('queued', 'running', 'waiting_approval') and id <> ${row.id}
-           and exists (select 1 from c) and not exists (select 1 from g)
+           and exists (select 1 from cl) and not exists (select 1 from g)
          for share) u) as unfinished`.execute(db);
   const x = r.rows[0]!;
   const claimed = x.claimed == null ? null : Number(x.claimed);

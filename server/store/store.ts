@@ -392,7 +392,7 @@ export class Store extends FencedStore {
           released = r.released;
           ids = r.events;
         } else {
-          await this.lostSession(session.key, true); // FencedError unless the session was deleted under the run
+          await this.lostSession(session.key, true, tx); // FencedError unless the session was deleted under the run
           // Deleted: the run's end and its events are logged, its last rows (and their events) are not; only while
           // the run is unfinished (a zombie's late end must not overwrite the end its re-driver wrote).
           events = first ? withoutRowEvents(first.events, first.messageOf) : (o.events?.([]) ?? []);

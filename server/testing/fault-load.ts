@@ -121,7 +121,8 @@ export async function call<T = any>(c: Cluster, r: Rng, method: string, params: 
         continue;
       }
       const cut = /ECONNRESET|socket hang up|other side closed/.test((e as Error).message);
-      if (cut && !c.strict && method !== 'approvals.resolve') {
+      // A cut approvals.resolve is sent again too: a repeat of one that went through answers already_resolved.
+      if (cut && !c.strict) {
         c.resends++;
         await sleep(50);
         continue;

@@ -1,0 +1,171 @@
+// Handovers on PostgreSQL that must not drive a run twice: a re-drive continues the run's event seq where the log
+// is; a process declared dead that claims its session again lets its old copy of the run stop (fenced) before the
+// new lease's fence is set; a stopping process takes no lease (work that reaches it during its grace is queued for
+// the others); a SIGTERM'd process hands a run waiting on an approval over at once, not after its whole grace.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { startChildServer, startTestServer, type TestServer, tmpDataDir, until } from '../testing/harness';
+
+const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
+const config = { agents: [{ id: 'main', tools: { exec: 'ask' } }, { id: 'researcher' }], webhooks: { allowPrivateNetwork: true } };
+const onPgPass = process.env.TEST_STORE === 'postgres'; // this file picks its store itself: run it once
+
+type Started = { runId: string; status: string };
+const newSchema = () => `t_ho_${crypto.randomBytes(4).toString('hex')}`;
+
+async function seqsOf(s: TestServer, runId: string): Promise<number[]> {
+  const rows = await s.rt.store.db.selectFrom('events').select('seq').where('run_id', '=', runId).orderBy('id').execute();
+  return rows.map((r) => Number(r.seq));
+}
+
+describe.skipIf(onPgPass)('handovers drive a run once (PostgreSQL)', () => {
+  it('a re-drive continues the run’s seq where the log is, even in a process that had the run registered from before', async () => {
+    const schema = newSchema();
+    const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    const b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    try {
+      const key = 'agent:main:seq-redrive';
+      const r = await a.rpc<Started>('agent', { sessionKey: key, message: '/sleep 1500\n/reply survived' });
+      // A has logged the run's start and its input row (seq 1, 2).
+      await until(async () => (await b.rt.store.maxSeq(r.runId)) >= 2);
+      // B registered this run's events earlier, at seq 1 (as it does when an approval of it is decided there): the
+      // log is further on now.
+      b.rt.bus.registerRun(r.runId, key, 1);
+      await a.crash(); // as with kill -9: B takes the session over and re-drives the run
+      expect(await b.rpc('agent.wait', { runId: r.runId, timeoutMs: 20_000 })).toMatchObject({ status: 'ok', response: 'survived' });
+      await b.rt.bus.drain();
+      // Every seq once, rising by one in log order: A's 1, 2, then B's re-drive from 3 (not from 2 again).
+      const seqs = await seqsOf(b, r.runId);
+      expect(seqs.length).toBeGreaterThan(2);
+      expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+    } finally {
+      await b.close();
+    }
+  });
+
+  it('a process declared dead that claims its session back: the old copy of its run writes nothing under the new lease, and the run ends once', async () => {
+    const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: newSchema(), config });
+    try {
+      const key = 'agent:main:zombie-self';
+      const { store, bus } = a.rt;
+      const o = a.rt.orchestrator as any;
+      let held = false;
+      const takeRun = bus.takeRun.bind(bus);
+      // The run has finished its last step and is recording its end (past its last abort check) when the others
+      // declare this process dead (its heartbeat was late, as under load) …
+      (bus as any).takeRun = async (runId: string) => {
+        if (!held && (bus as any).runs.get(runId)?.sessionKey === key) {
+          held = true;
+          const st = o.sessions.get(key);
+          const me = a.rt.cluster!.id;
+          await sql`update processes set status = 'dead' where id = ${me}`.execute(store.db);
+          await sql`update sessions set owner = null, epoch = nextval('session_epochs') where owner = ${me}`.execute(store.db);
+          // … and it learns so at its next heartbeat, registers again and claims the session back, before this
+          // copy of the run goes on.
+          await until(() => {
+            const now = o.sessions.get(key);
+            return !!now && now !== st;
+          }, 30_000);
+        }
+        return takeRun(runId);
+      };
+      const r = await a.rpc<Started>('agent', { sessionKey: key, message: '/reply once' });
+      expect(await a.rpc('agent.wait', { runId: r.runId, timeoutMs: 30_000 })).toMatchObject({ status: 'ok', response: 'once' });
+      await until(async () => !(o.sessions.get(key)?.active), 10_000);
+      await bus.drain();
+      expect(held).toBe(true);
+      const h = (await a.rpc<{ messages: any[] }>('chat.history', { sessionKey: key })).messages;
+      expect(h.filter((m) => m.role === 'assistant').map((m) => m.content)).toEqual(['once']);
+      const ends = await store.db.selectFrom('events').select('data').where('run_id', '=', r.runId).where('stream', '=', 'lifecycle').execute();
+      expect(ends.map((e) => JSON.parse(e.data).phase).filter((x) => x === 'end' || x === 'error')).toEqual(['end']);
+      const seqs = await seqsOf(a, r.runId);
+      expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+    } finally {
+      await a.close();
+    }
+  }, 60_000);
+
+  it('a session state this process let go starts nothing: a queued run placed late into it runs once, where the lease is', async () => {
+    const schema = newSchema();
+    const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    const b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    try {
+      const key = 'agent:main:late-place';
+      const o = a.rt.orchestrator as any;
+      const r1 = await a.rpc<Started>('agent', { sessionKey: key, message: '/reply one' });
+      const st = o.sessions.get(key);
+      expect(st).toBeTruthy();
+      expect(await a.rpc('agent.wait', { runId: r1.runId, timeoutMs: 20_000 })).toMatchObject({ status: 'ok' });
+      // A's run ended and A let the session go (its state is dropped, its fence cleared) …
+      await until(() => o.sessions.get(key) !== st);
+      // … and B drives it now, with a run in flight and one queued behind it.
+      const r2 = await b.rpc<Started>('agent', { sessionKey: key, message: '/sleep 1500\n/reply two' });
+      const r3 = await b.rpc<Started>('agent', { sessionKey: key, message: '/reply three', queueMode: 'followup' });
+      expect([r2.status, r3.status]).toEqual(['started', 'queued']);
+      // A continuation of A's old state that was still in flight (a look for queued work after its run's end, a
+      // 'work' message) places the queued run into that state.
+      o.placeStored(st, await a.rt.store.getRun(r3.runId));
+      expect(await b.rpc('agent.wait', { runId: r2.runId, timeoutMs: 20_000 })).toMatchObject({ status: 'ok', response: 'two' });
+      expect(await b.rpc('agent.wait', { runId: r3.runId, timeoutMs: 20_000 })).toMatchObject({ status: 'ok', response: 'three' });
+      const h = (await b.rpc<{ messages: any[] }>('chat.history', { sessionKey: key })).messages;
+      expect(h.filter((m) => m.content === 'three').length).toBe(1);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('a stopping process takes no lease: a message reaching it during its stop is queued, and another process runs it', async () => {
+    const schema = newSchema();
+    const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    const b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    try {
+      const key = 'agent:main:while-stopping';
+      // A's graceful stop has let its sessions go; a request in flight (or a callback turn of a run that ended in the
+      // grace) still reaches its orchestrator.
+      await a.rt.orchestrator.shutdown({ graceMs: 0 });
+      const r = await a.rt.orchestrator.submit(key, { content: '/reply after', kind: 'message', author: { type: 'user', id: 'op' } });
+      expect(r.status).toBe('queued');
+      expect((await b.rt.store.getSession(key))?.owner ?? null).not.toBe(a.rt.cluster!.id);
+      expect(await b.rpc('agent.wait', { runId: r.runId, timeoutMs: 20_000 })).toMatchObject({ status: 'ok', response: 'after' });
+      const h = (await b.rpc<{ messages: any[] }>('chat.history', { sessionKey: key })).messages;
+      expect(h.map((m) => m.content)).toEqual(['after', '/reply after']);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('SIGTERM: a run waiting on an approval is handed over at once (not held through the grace); approved on the other process, its tool runs once', async () => {
+    const schema = newSchema();
+    const dir = tmpDataDir('crosstalk-ho-');
+    const configFile = path.join(dir, 'config.json');
+    fs.writeFileSync(configFile, JSON.stringify(config));
+    // Writable by the exec user: as root, exec runs as `nobody` (CONTRACT §5 "exec isolation").
+    const out = tmpDataDir();
+    fs.chmodSync(out, 0o777);
+    const file = path.join(out, 'ran.txt');
+    // A ten-minute grace: A exits before the test's timeout only if it does not hold the waiting run for it.
+    const a = await startChildServer({ dataDir: path.join(dir, 'a'), configFile, env: { DATABASE_URL: PG_URL, CROSSTALK_TEST_PG_SCHEMA: schema, CROSSTALK_SHUTDOWN_GRACE_MS: '600000' } });
+    const b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    try {
+      const key = 'agent:main:approval-handover';
+      const r = await a.rpc<Started>('agent', { sessionKey: key, message: `/tool exec {"command":"echo ran >> ${file}"}` });
+      const p = await until(async () => (await b.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: key })).approvals[0]);
+      await until(async () => (await b.rt.store.getRun(r.runId))?.status === 'waiting_approval');
+      a.child.kill('SIGTERM');
+      expect(await a.exited).toBe(0);
+      // The approval is still pending, and B holds (or takes) the session with the run waiting on it.
+      expect((await b.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: key })).approvals.map((x) => x.approvalId)).toEqual([p.approvalId]);
+      await b.rpc('approvals.resolve', { approvalId: p.approvalId, decision: 'allow_once' });
+      expect(await b.rpc('agent.wait', { runId: r.runId, timeoutMs: 20_000 })).toMatchObject({ status: 'ok' });
+      expect(fs.readFileSync(file, 'utf8')).toBe('ran\n');
+    } finally {
+      a.kill();
+      await b.close();
+    }
+  }, 120_000);
+});

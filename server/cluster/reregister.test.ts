@@ -1,0 +1,65 @@
+// A process declared dead registers again under a fresh identity, even when PostgreSQL refuses its first attempts
+// (a restart under way): it must never serve on with no liveness connection under the identity the others swept.
+import crypto from 'node:crypto';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { Cluster, LIVENESS } from './cluster';
+import { openDatabase, pgConnectConfig } from '../store/db';
+import { createLogger } from '../logger';
+import { tmpDataDir, until } from '../testing/harness';
+
+const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
+const onPgPass = process.env.TEST_STORE === 'postgres'; // this file picks its store itself: run it once
+
+const cleanups: Array<() => unknown> = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+describe.skipIf(onPgPass)('re-registration after being declared dead', () => {
+  it('keeps trying while PostgreSQL refuses new connections, and is registered (alive, a new id) once it accepts them', async () => {
+    const admin = new pg.Client(pgConnectConfig(PG_URL));
+    await admin.connect();
+    cleanups.push(() => admin.end());
+    // A role of its own, so new connections can be refused to this process and to no one else.
+    const role = `ct_rereg_${crypto.randomBytes(4).toString('hex')}`;
+    const schema = `t_rereg_${crypto.randomBytes(4).toString('hex')}`;
+    await admin.query(`create role ${role} login superuser`);
+    cleanups.push(async () => {
+      await admin.query(`drop schema if exists ${schema} cascade`).catch(() => undefined);
+      await admin.query(`select pg_terminate_backend(pid) from pg_stat_activity where usename = $1`, [role]).catch(() => undefined);
+      await admin.query(`drop role if exists ${role}`).catch(() => undefined);
+    });
+    const url = new URL(PG_URL);
+    url.username = role;
+    const handle = await openDatabase({ dataDir: tmpDataDir(), databaseUrl: url.toString(), pgSchema: schema });
+    cleanups.push(() => handle.close());
+    const was = { ...LIVENESS };
+    Object.assign(LIVENESS, { heartbeatMs: 100, sweepMs: 100 });
+    cleanups.push(() => Object.assign(LIVENESS, was));
+    const warnings: string[] = [];
+    const log = createLogger('silent');
+    const logWarn = log.warn.bind(log);
+    log.warn = ((o: unknown, msg?: string) => (warnings.push(typeof o === 'string' ? o : (msg ?? '')), logWarn(o as object, msg))) as typeof log.warn;
+    const cluster = new Cluster(handle.db, handle.pg!, log);
+    let fenced = 0;
+    await cluster.start({ onControl: () => undefined, onEvents: () => undefined, onOrphans: () => undefined, onFenced: () => fenced++ });
+    cleanups.push(() => cluster.stop());
+    const first = cluster.id;
+
+    // PostgreSQL refuses this process's new connections (its pooled ones go on: a few are opened first, so the
+    // heartbeat and the sweep find one idle); the others declare it dead.
+    await Promise.all(Array.from({ length: 6 }, () => sql`select pg_sleep(0.05)`.execute(handle.db)));
+    await admin.query(`alter role ${role} nologin`);
+    await admin.query(`update ${schema}.processes set status = 'dead' where id = $1`, [first]);
+    await until(() => fenced > 0 && warnings.some((w) => /could not register again|heartbeat failed/.test(w)), 20_000);
+    expect(cluster.id).toBe(first); // not registered yet: no new identity was taken
+
+    await admin.query(`alter role ${role} login`);
+    const row = await until(async () => (await admin.query(`select id, pid from ${schema}.processes where status = 'alive'`)).rows[0], 20_000);
+    expect(row).toEqual({ id: cluster.id, pid: process.pid });
+    expect(cluster.id).not.toBe(first);
+    expect(fenced).toBe(1);
+  }, 60_000);
+});
