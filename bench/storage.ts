@@ -1,5 +1,6 @@
-// Storage a turn costs (issue 20 item 10): N scripted turns (`agent` with an idempotency key, then `agent.wait`) on
-// SQLite and on PostgreSQL, and the bytes each table grew by, per turn. Figures only; prints a Markdown table.
+// Storage a turn costs (issue 20 item 10, issue 24 item 7): N scripted turns (`agent` with an idempotency key, a reply
+// streamed as 10 text deltas, then `agent.wait`) on SQLite and on PostgreSQL, twice in a row, and the bytes each table
+// grew by per turn in each round (how it grows). Figures only; prints Markdown tables.
 //   npx tsx bench/storage.ts [turns]
 import crypto from 'node:crypto';
 import { sql } from 'kysely';
@@ -37,12 +38,24 @@ async function measure(label: string, s: TestServer, sizes: () => Promise<Map<st
   // Warm up: sessions exist, the first pages of every table are allocated.
   const sessions = Array.from({ length: 10 }, (_, i) => `agent:main:storage-${i}`);
   for (const k of sessions) await s.rpc('agent.wait', { runId: (await s.rpc<{ runId: string }>('agent', { sessionKey: k, message: 'warm up' })).runId });
-  const before = await sizes();
-  for (let i = 0; i < TURNS; i++) {
-    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: sessions[i % sessions.length], message: `/reply answer number ${i} to the question asked`, idempotencyKey: crypto.randomUUID() });
-    await s.rpc('agent.wait', { runId });
-  }
-  const after = await sizes();
+  // Ten words: the scripted model streams them as ten text deltas (server/models/scripted.ts splitIntoDeltas).
+  const round = async (from: number) => {
+    for (let i = from; i < from + TURNS; i++) {
+      const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: sessions[i % sessions.length], message: `/reply answer number ${i} to the question that was asked today`, idempotencyKey: crypto.randomUUID() });
+      await s.rpc('agent.wait', { runId });
+    }
+  };
+  const start = await sizes();
+  await round(0);
+  const mid = await sizes();
+  await round(TURNS);
+  const end = await sizes();
+  const first = report(`${label}, turns 1–${TURNS}`, start, mid);
+  const second = report(`${label}, turns ${TURNS + 1}–${2 * TURNS}`, mid, end);
+  return { first, second };
+}
+
+function report(label: string, before: Map<string, number>, after: Map<string, number>) {
   const rows = [...after.keys()]
     .map((t) => [t, ((after.get(t) ?? 0) - (before.get(t) ?? 0)) / TURNS] as const)
     .filter(([, b]) => b > 0.5)

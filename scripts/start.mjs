@@ -80,8 +80,9 @@ if (process.env.CROSSTALK_START_MODE === 'spawn') {
 
 /**
  * Next's production server inside this process, behind a node:http server of our own: POST /api/gateway (the
- * JSON-RPC hot path) and /api/trpc/* (the room's queries and event stream) go straight to the runtime's node-level
- * handlers, everything else to Next. Next's router costs more than a whole scripted turn; app/api/gateway/route.ts
+ * JSON-RPC hot path), /api/trpc/* (the room's queries and event stream), /mcp and POST /api/channels/* (platform
+ * webhooks: an inbound message's way to the model, issue 24.3) go straight to the runtime's node-level handlers,
+ * everything else to Next. Next's router costs more than a whole scripted turn; app/api/gateway/route.ts
  * and app/api/trpc/[trpc]/route.ts still serve `next dev`.
  */
 async function startInProcess() {
@@ -105,6 +106,7 @@ async function startInProcess() {
   const server = http.createServer((req, res) => {
     if (runtime && req.method === 'POST' && (req.url === '/api/gateway' || req.url?.startsWith('/api/gateway?'))) return apiHeaders(res), runtime.nodeGateway(req, res);
     if (runtime?.nodeTrpc && req.url?.startsWith('/api/trpc/')) return apiHeaders(res), runtime.nodeTrpc(req, res);
+    if (runtime?.nodeChannels && req.method === 'POST' && req.url?.startsWith('/api/channels/')) return apiHeaders(res), runtime.nodeChannels(req, res);
     if (runtime?.nodeMcp && (req.url === '/mcp' || req.url?.startsWith('/mcp?'))) return apiHeaders(res), runtime.nodeMcp(req, res);
     handle(req, res);
   });

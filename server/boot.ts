@@ -4,8 +4,7 @@ import { resolveToken } from './auth';
 import { type ChannelService, createChannels } from './channels';
 import { handleGatewayNode } from './http/node-gateway';
 import { serveFetch } from './http/node-fetch';
-import { handleTrpc } from './http/trpc';
-import { handleMcp } from './mcp-server/http';
+import { channelOf, handleChannelInbound } from './http/channel-inbound';
 import { ConfigError, type CrosstalkConfig, loadConfig } from './config';
 import { EventBus } from './events/bus';
 import { deliveryEmitter } from './events/delivery-events';
@@ -14,7 +13,6 @@ import { GatewayService } from './gateway/service';
 import type { Gateway } from './gateway/types';
 import { createLogger, type Logger } from './logger';
 import { McpManager } from './mcp/manager';
-import { startA2A } from './a2a/http';
 import { createMetrics, type Metrics } from './metrics';
 import { Delegates } from './orchestrator/delegates';
 import { Orchestrator } from './orchestrator/orchestrator';
@@ -27,9 +25,8 @@ import { prepareExecIsolation } from './tools/exec-isolation';
 import type { AnyToolDef } from './tools/types';
 import { WebhookOutbox } from './webhooks/outbox';
 import type { WebhookDispatcher } from './webhooks/deliver';
-import { PgWebhookDispatcher } from './jobs/webhooks';
-import { Cluster } from './cluster/cluster';
-import { EventFeed } from './cluster/feed';
+import type { Cluster } from './cluster/cluster';
+import type { EventFeed } from './cluster/feed';
 import { startRetention } from './store/retention';
 import { Compactor } from './orchestrator/compaction';
 import { Telemetry } from './telemetry/tracing';
@@ -54,8 +51,13 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   bus.head = await store.logHead();
   store.onDeliveries = deliveryEmitter(bus, (e) => log.error({ err: e }, 'could not emit a delivery event'));
   // PostgreSQL: this process joins the cluster; events reach subscribers through the feed, in log order.
-  const cluster = handle.pg ? new Cluster(store.db, handle.pg, log) : null;
-  const feed = cluster ? new EventFeed(store, bus, log) : null;
+  // What only PostgreSQL needs (the cluster, its feed, pg-boss for webhooks, and through it `pg`) is loaded only then:
+  // "load nothing the first request does not need" (issue 24.5; bench/profile-start.ts).
+  const pgOnly = handle.pg
+    ? await Promise.all([import('./cluster/cluster'), import('./cluster/feed'), import('./jobs/webhooks')]).then(([c, f, w]) => ({ Cluster: c.Cluster, EventFeed: f.EventFeed, PgWebhookDispatcher: w.PgWebhookDispatcher }))
+    : null;
+  const cluster: Cluster | null = handle.pg && pgOnly ? new pgOnly.Cluster(store.db, handle.pg, log) : null;
+  const feed: EventFeed | null = cluster && pgOnly ? new pgOnly.EventFeed(store, bus, log) : null;
   if (cluster && feed) {
     bus.feed = { written: feed.wake };
     store.eventsChannel = cluster.channel;
@@ -68,7 +70,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     chatHistory: (p) => gateway!.chatHistory(p),
   };
   const tools = new Map<string, AnyToolDef>();
-  const telemetry = new Telemetry();
+  const telemetry = await Telemetry.create();
   const usage = new Usage({ store, metrics, config });
   const compactor = new Compactor({ store, bus, metrics, log, config, usage, telemetry });
   const orchestrator = new Orchestrator({ store, bus, metrics, log, config, tools, usage, telemetry, compactor });
@@ -76,8 +78,8 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   const channels = createChannels({ config, store, bus, orchestrator, log, telemetry });
   registerTools(tools, { config, store, bus, metrics, gateway: lazyGateway, orchestrator: () => orchestrator, delegates: () => delegates, channels: () => channels, usage });
   const onOutcome = (outcome: 'delivered' | 'retry' | 'dead') => metrics.webhooks.inc({ outcome });
-  const webhooks: WebhookDispatcher = handle.pg
-    ? new PgWebhookDispatcher({ store, config: config.webhooks, log, pool: handle.pg.pool, pgSchema: handle.pg.schema, listener: cluster ?? undefined, onOutcome, telemetry })
+  const webhooks: WebhookDispatcher = handle.pg && pgOnly
+    ? new pgOnly.PgWebhookDispatcher({ store, config: config.webhooks, log, pool: handle.pg.pool, pgSchema: handle.pg.schema, listener: cluster ?? undefined, onOutcome, telemetry })
     : new WebhookOutbox(store, config.webhooks, log, onOutcome, telemetry);
   store.webhookJobs = webhooks.enqueueIn?.bind(webhooks);
   registerWebhookRetry(store, webhooks);
@@ -139,10 +141,15 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
       handleGatewayNode(rt, req, res);
     },
     nodeTrpc(req, res) {
-      serveFetch(req, res, (r) => handleTrpc(r, rt), { gzip: true });
+      // The room's API (tRPC) loads with its first request: the gateway is ready without it.
+      serveFetch(req, res, async (r) => (await import('./http/trpc')).handleTrpc(r, rt), { gzip: true });
+    },
+    nodeChannels(req, res) {
+      serveFetch(req, res, (r) => handleChannelInbound(rt, channelOf(new URL(r.url).pathname), r));
     },
     nodeMcp(req, res) {
-      serveFetch(req, res, (r) => handleMcp(rt, r));
+      // The MCP server (and its SDK) loads with the first request to /mcp.
+      serveFetch(req, res, async (r) => (await import('./mcp-server/http')).handleMcp(rt, r));
     },
     async close() {
       await mcp.stop();
@@ -158,7 +165,8 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
       await store.close();
     },
   };
-  await startA2A(rt); // A2A push configs of tasks still running (server/a2a)
+  // A2A push configs of tasks still running (server/a2a); the A2A SDK loads only when there are some (its routes load it on their first request).
+  if ((await store.db.selectFrom('a2a_push_configs').select('task_id').limit(1).execute()).length > 0) await (await import('./a2a/http')).startA2A(rt);
   return rt;
 }
 

@@ -54,4 +54,6 @@ export interface FullRuntime extends Runtime {
   nodeTrpc(req: IncomingMessage, res: ServerResponse): void;
   /** /mcp (crosstalk as an MCP server, CONTRACT §10) on bare node:http, likewise. */
   nodeMcp(req: IncomingMessage, res: ServerResponse): void;
+  /** POST /api/channels/<channel> (platform webhooks) at the node level, as `npm start` serves it (Next's router costs more than the inbound itself). */
+  nodeChannels(req: IncomingMessage, res: ServerResponse): void;
 }

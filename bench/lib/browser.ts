@@ -6,8 +6,9 @@ export function launchChromium(): Promise<Browser> {
 }
 
 /** A 1280×800 context that has been through `/login?token=` (so its pages carry the session cookie). */
-export async function loggedInContext(browser: Browser, baseUrl: string, token: string, o: { timeoutMs?: number } = {}): Promise<BrowserContext> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+export async function loggedInContext(browser: Browser, baseUrl: string, token: string, o: { timeoutMs?: number; bypassCSP?: boolean } = {}): Promise<BrowserContext> {
+  // bypassCSP: the room's CSP (no 'unsafe-eval') refuses Playwright's string predicates (waitForFunction).
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, ...(o.bypassCSP ? { bypassCSP: true } : {}) });
   if (o.timeoutMs !== undefined) {
     context.setDefaultTimeout(o.timeoutMs);
     context.setDefaultNavigationTimeout(o.timeoutMs);

@@ -47,6 +47,10 @@ export function useSessionEvents(sessionKey: string) {
       void qc.invalidateQueries({ queryKey: trpc.approvals.list.pathKey() });
       void qc.invalidateQueries({ queryKey: trpc.status.pathKey() });
       void qc.invalidateQueries({ queryKey: trpc.sessions.list.pathKey() });
+    } else if (ev.stream === 'delivery') {
+      // A hand-off of this session moved on: its tool card's state (and a dead one on the board) are asked again.
+      void qc.invalidateQueries({ queryKey: trpc.deliveries.forCall.pathKey() });
+      if (phase === 'dead' || phase === 'accepted') void qc.invalidateQueries({ queryKey: trpc.status.board.pathKey() });
     } else if (ev.stream === 'tool' && ev.data?.name === 'delegate_agent' && (phase === 'start' || phase === 'end')) {
       // A delegate started or finished under this session: its row in the agent picker changed.
       refreshDelegates();

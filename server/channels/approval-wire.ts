@@ -1,7 +1,5 @@
 // Approvals in chat, per platform: the request with buttons (Telegram inline keyboard, Slack block actions, Discord components), its edit, and the button press parsed from the platform's own payload.
-import { REST } from '@discordjs/rest';
-import { LogLevel, WebClient, type Logger } from '@slack/web-api';
-import { Api } from 'grammy';
+import type { Logger, LogLevel } from '@slack/web-api';
 import { z } from 'zod';
 import type { Decision, ElicitDecision } from '../orchestrator/approvals';
 
@@ -73,12 +71,14 @@ export function parseButtonData(data: string): { approvalId: string; decision: D
 
 // ── Telegram ──────────────────────────────────────────────────────────
 
-const tgApi = (cfg: WireConfig) => new Api(cfg.botToken, { apiRoot: (cfg.apiBaseUrl ?? 'https://api.telegram.org').replace(/\/+$/, ''), timeoutSeconds: Math.ceil(cfg.timeoutMs / 1000) });
+// The platforms' SDKs load with the first approval sent there (issue 24.5: nothing a first request does not need at start).
+const sdks: { grammy?: Promise<typeof import('grammy')>; slack?: Promise<typeof import('@slack/web-api')>; discord?: Promise<typeof import('@discordjs/rest')> } = {};
+const tgApi = async (cfg: WireConfig) => new (await (sdks.grammy ??= import('grammy'))).Api(cfg.botToken, { apiRoot: (cfg.apiBaseUrl ?? 'https://api.telegram.org').replace(/\/+$/, ''), timeoutSeconds: Math.ceil(cfg.timeoutMs / 1000) });
 const tgChat = (to: string) => (/^-?\d+$/.test(to) ? Number(to) : to);
 
 const telegram: ApprovalWire = {
   async post(cfg, t, text, approvalId, buttons: WireButton[] = BUTTONS) {
-    const msg = await tgApi(cfg).sendMessage(tgChat(t.to), text, {
+    const msg = await (await tgApi(cfg)).sendMessage(tgChat(t.to), text, {
       ...(t.threadId ? { message_thread_id: Number(t.threadId) } : {}),
       reply_markup: { inline_keyboard: [buttons.map((b) => ({ text: b.label, callback_data: buttonData(b.code, approvalId) }))] },
     });
@@ -86,10 +86,10 @@ const telegram: ApprovalWire = {
   },
   async settle(cfg, p, text) {
     // Without reply_markup the inline keyboard goes away.
-    await tgApi(cfg).editMessageText(tgChat(p.to), Number(p.messageId), text);
+    await (await tgApi(cfg)).editMessageText(tgChat(p.to), Number(p.messageId), text);
   },
   async notify(cfg, d, text) {
-    if (d.ack.callbackQueryId) await tgApi(cfg).answerCallbackQuery(d.ack.callbackQueryId, { text, show_alert: false });
+    if (d.ack.callbackQueryId) await (await tgApi(cfg)).answerCallbackQuery(d.ack.callbackQueryId, { text, show_alert: false });
   },
   // A private chat's id is the user's id (the user must have started the bot once).
   async dm(_cfg, userId) {
@@ -116,14 +116,14 @@ export function telegramDecision(update: unknown): ChatDecision | null {
 
 // ── Slack ─────────────────────────────────────────────────────────────
 
-const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, setLevel() {}, getLevel: () => LogLevel.ERROR, setName() {} };
-const slackClient = (cfg: WireConfig) =>
-  new WebClient(cfg.botToken, { slackApiUrl: cfg.apiBaseUrl ?? 'https://slack.com/api/', retryConfig: { retries: 0 }, rejectRateLimitedCalls: true, timeout: cfg.timeoutMs, logger: silent });
+const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, setLevel() {}, getLevel: () => 'error' as LogLevel, setName() {} };
+const slackClient = async (cfg: WireConfig) =>
+  new (await (sdks.slack ??= import('@slack/web-api'))).WebClient(cfg.botToken, { slackApiUrl: cfg.apiBaseUrl ?? 'https://slack.com/api/', retryConfig: { retries: 0 }, rejectRateLimitedCalls: true, timeout: cfg.timeoutMs, logger: silent });
 const SLACK_ACTION = new RegExp(`^ct_approval_${CODE}$`);
 
 const slack: ApprovalWire = {
   async post(cfg, t, text, approvalId, buttons: WireButton[] = BUTTONS) {
-    const res = await slackClient(cfg).chat.postMessage({
+    const res = await (await slackClient(cfg)).chat.postMessage({
       channel: t.to,
       text,
       ...(t.threadId ? { thread_ts: t.threadId } : {}),
@@ -145,13 +145,13 @@ const slack: ApprovalWire = {
     return String(res.ts ?? '');
   },
   async settle(cfg, p, text) {
-    await slackClient(cfg).chat.update({ channel: p.to, ts: p.messageId, text, blocks: [{ type: 'section', text: { type: 'plain_text', text } }] });
+    await (await slackClient(cfg)).chat.update({ channel: p.to, ts: p.messageId, text, blocks: [{ type: 'section', text: { type: 'plain_text', text } }] });
   },
   async notify(cfg, d, text) {
-    await slackClient(cfg).chat.postEphemeral({ channel: d.chatId, user: d.from, text });
+    await (await slackClient(cfg)).chat.postEphemeral({ channel: d.chatId, user: d.from, text });
   },
   async dm(cfg, userId) {
-    const res = await slackClient(cfg).conversations.open({ users: userId });
+    const res = await (await slackClient(cfg)).conversations.open({ users: userId });
     if (!res.channel?.id) throw new Error(`Slack opened no conversation with ${userId}`);
     return res.channel.id.toUpperCase();
   },
@@ -186,26 +186,26 @@ export function slackDecision(rawBody: string): ChatDecision | null {
 
 // ── Discord ───────────────────────────────────────────────────────────
 
-const discordRest = (cfg: WireConfig) =>
-  new REST({ api: cfg.apiBaseUrl ?? 'https://discord.com/api', version: '10', retries: 0, timeout: cfg.timeoutMs, rejectOnRateLimit: () => true, hashSweepInterval: 0, handlerSweepInterval: 0 }).setToken(cfg.botToken);
+const discordRest = async (cfg: WireConfig) =>
+  new (await (sdks.discord ??= import('@discordjs/rest'))).REST({ api: cfg.apiBaseUrl ?? 'https://discord.com/api', version: '10', retries: 0, timeout: cfg.timeoutMs, rejectOnRateLimit: () => true, hashSweepInterval: 0, handlerSweepInterval: 0 }).setToken(cfg.botToken);
 const discordChannel = (to: string) => to.replace(/^channel:/, '');
 
 const discord: ApprovalWire = {
   async post(cfg, t, text, approvalId, buttons: WireButton[] = BUTTONS) {
     const styles: Record<Decision, number> = { allow_once: 3, allow_always: 1, deny: 4 }; // success, primary, danger
     const body = { content: text, components: [{ type: 1, components: buttons.map((b) => ({ type: 2, style: b.decision ? styles[b.decision] : 2, label: b.label, custom_id: buttonData(b.code, approvalId) })) }] };
-    const msg = (await discordRest(cfg).post(`/channels/${discordChannel(t.to)}/messages`, { body })) as { id: string };
+    const msg = (await (await discordRest(cfg)).post(`/channels/${discordChannel(t.to)}/messages`, { body })) as { id: string };
     return msg.id;
   },
   async settle(cfg, p, text) {
-    await discordRest(cfg).patch(`/channels/${discordChannel(p.to)}/messages/${p.messageId}`, { body: { content: text, components: [] } });
+    await (await discordRest(cfg)).patch(`/channels/${discordChannel(p.to)}/messages/${p.messageId}`, { body: { content: text, components: [] } });
   },
   async notify(cfg, d, text) {
     // The interaction was acknowledged in the HTTP answer; a private follow-up goes through its webhook.
-    if (d.ack.applicationId && d.ack.token) await discordRest(cfg).post(`/webhooks/${d.ack.applicationId}/${d.ack.token}`, { body: { content: text, flags: 64 }, auth: false });
+    if (d.ack.applicationId && d.ack.token) await (await discordRest(cfg)).post(`/webhooks/${d.ack.applicationId}/${d.ack.token}`, { body: { content: text, flags: 64 }, auth: false });
   },
   async dm(cfg, userId) {
-    const ch = (await discordRest(cfg).post('/users/@me/channels', { body: { recipient_id: userId } })) as { id: string };
+    const ch = (await (await discordRest(cfg)).post('/users/@me/channels', { body: { recipient_id: userId } })) as { id: string };
     return ch.id;
   },
 };

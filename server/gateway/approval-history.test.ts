@@ -65,6 +65,17 @@ describe('approvals.history', () => {
     ]);
   });
 
+  it('leaves out an item its run\'s end closed: no one decided it', async () => {
+    const key = 'agent:main:hist-cancel';
+    const a = await ask(key, 'echo never');
+    await pendingIn(key);
+    await s.rpc('agent.cancel', { runId: a.runId });
+    expect((await a.wait()).status).toBe('error');
+    const row = await until(async () => (await s.rt.store.db.selectFrom('approvals').selectAll().where('session_key', '=', key).execute()).find((r) => r.status !== 'pending'));
+    expect(row.status).toBe('cancelled');
+    expect((await history({ sessionKey: key })).approvals).toEqual([]);
+  });
+
   it('pages newest first with next_cursor, never repeating or skipping; a bad or foreign cursor is invalid_cursor', async () => {
     const key = 'agent:main:hist-page';
     for (const n of [1, 2, 3]) {

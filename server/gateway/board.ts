@@ -28,8 +28,12 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
     .execute();
   const waitingOn = new Map<string, { id: string; tool: string }>();
   for (const a of pending) if (!waitingOn.has(a.run_id)) waitingOn.set(a.run_id, { id: a.id, tool: a.tool });
-  const newest = (statuses: readonly string[], n: number) =>
-    db.selectFrom('runs').select(pick).where('status', 'in', [...statuses]).orderBy('created_at', 'desc').limit(n).execute() as Promise<RunPick[]>;
+  // One indexed read per status, merged: `status in (a, b) order by created_at desc` cannot walk runs_status in order,
+  // so PostgreSQL fetched and sorted every failed run (617 ms over 14,000 of them); `status = a` stops after n rows.
+  const newest = async (statuses: readonly string[], n: number) => {
+    const parts = await Promise.all(statuses.map((st) => db.selectFrom('runs').select(pick).where('status', '=', st).orderBy('created_at', 'desc').limit(n).execute() as Promise<RunPick[]>));
+    return parts.flat().sort((a, b) => b.created_at.localeCompare(a.created_at)).slice(0, n);
+  };
   const [marked, pendingRuns, working, done, failed] = await Promise.all([
     newest(['waiting_approval'], limit),
     waitingOn.size ? (db.selectFrom('runs').select(pick).where('id', 'in', [...waitingOn.keys()]).execute() as Promise<RunPick[]>) : Promise.resolve([] as RunPick[]),

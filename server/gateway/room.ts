@@ -41,6 +41,22 @@ export async function activeRunIds(store: Store, sessionKey: string): Promise<st
 /** Each session's ancestors, root first and ending with the session itself (main → delegate → delegate). */
 export async function parentChains(store: Store, keys: string[]): Promise<Map<string, string[]>> {
   const parent = new Map<string, string | null>();
+  // One query per level of the trees (not one per session and ancestor: the board's 200 items cost 600 round trips).
+  let want = [...new Set(keys)];
+  for (let depth = 0; want.length && depth < 16; depth++) {
+    const next = new Set<string>();
+    for (let i = 0; i < want.length; i += 500) {
+      const part = want.slice(i, i + 500);
+      const rows = await store.db.selectFrom('sessions').select(['key', 'parent_key']).where('key', 'in', part).execute();
+      const found = new Map(rows.map((r) => [r.key, r.parent_key]));
+      for (const k of part) {
+        const p = found.get(k) ?? null;
+        parent.set(k, p);
+        if (p && !parent.has(p)) next.add(p);
+      }
+    }
+    want = [...next];
+  }
   const out = new Map<string, string[]>();
   for (const key of new Set(keys)) {
     const chain: string[] = [];
@@ -48,7 +64,6 @@ export async function parentChains(store: Store, keys: string[]): Promise<Map<st
     // Bounded: delegate depth is limited, and a cycle in bad data must not hang the call.
     for (let depth = 0; k && depth < 16 && !chain.includes(k); depth++) {
       chain.unshift(k);
-      if (!parent.has(k)) parent.set(k, (await store.getSession(k))?.parent_key ?? null);
       k = parent.get(k) ?? null;
     }
     out.set(key, chain);

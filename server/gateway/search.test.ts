@@ -1,5 +1,7 @@
 // sessions.search over real HTTP on the real store (SQLite FTS5, or PostgreSQL full text with TEST_STORE=postgres).
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RANK_WINDOW } from '../store/search';
 import { startTestServer, type TestServer } from '../testing/harness';
 
 let s: TestServer;
@@ -66,6 +68,22 @@ describe('sessions.search', () => {
     }
     // The genuine one still pages.
     expect((await call({ query: 'quokka', cursor: forge([1]) })).body.result.results.length).toBeGreaterThan(0);
+  });
+
+  it('ranks among the newest RANK_WINDOW matches on both stores (a common word never ranks every match)', async () => {
+    // An old message that ranks best ("gnu" three times), then RANK_WINDOW newer ones with "gnu" once.
+    const db = s.rt.store.db;
+    const row = (content: string) => sql`(session_key, role, kind, content, created_at, author_type, author_id) values ('agent:main:herd', 'user', 'message', ${content}, '2026-01-01T00:00:00.000Z', 'user', 'user')`;
+    await sql`insert into messages ${row('gnu gnu gnu in the old days')}`.execute(db);
+    await sql`insert into messages (session_key, role, kind, content, created_at, author_type, author_id)
+      with recursive n(i) as (select 1 union all select i + 1 from n where i < ${RANK_WINDOW})
+      select 'agent:main:herd', 'user', 'message', 'a gnu passes by', '2026-01-02T00:00:00.000Z', 'user', 'user' from n`.execute(db);
+    const top = await search({ query: 'gnu', limit: 5 });
+    expect(top.results).toHaveLength(5);
+    for (const r of top.results) expect(r.snippet).toBe('a gnu passes by');
+    // A rarer word still finds the old row, best first.
+    await sql`insert into messages ${row('one gnu and a yak')}`.execute(db);
+    expect((await search({ query: 'gnu yak' })).results.map((r) => r.snippet)).toEqual(['one gnu and a yak']);
   });
 
   it('forgets a deleted transcript', async () => {

@@ -16,6 +16,7 @@ import { checkWebhookUrl } from '../webhooks/guard';
 import { activeRunIds, parentChains, searchSessions } from './room';
 import { runsBoard } from './board';
 import { deliveriesForCall, deliveriesGet, deliveriesList, deliveriesRetry } from './deliveries';
+import { newDeliveryId } from '../store/deliveries';
 import type {
   SessionsSearchParams,
   AgentParams,
@@ -132,6 +133,23 @@ export class GatewayService implements Gateway {
       { content: p.message, kind: 'message', author: { type: 'user', id: 'user' } },
       { queueMode: p.queueMode, webhook: p.webhook, ...(claim ? { claim } : {}) },
     );
+  }
+
+  /**
+   * A message from outside that is a hand-off of its own (MCP `crosstalk_send`, CONTRACT §10): `agent` with a
+   * `session_message` delivery record that its run moves on like any other (§9).
+   */
+  async agentDelivered(p: { sessionKey: string; message: string }): Promise<AgentResult & { deliveryId: string }> {
+    this.d.orchestrator.agentForKey(p.sessionKey); // unknown_agent before anything is recorded
+    const deliveryId = newDeliveryId();
+    await this.d.store.createDeliveries([{ id: deliveryId, kind: 'session_message', to: { sessionKey: p.sessionKey } }]);
+    try {
+      const res = await this.d.orchestrator.submit(p.sessionKey, { content: p.message, kind: 'message', author: { type: 'user', id: 'user' }, meta: { deliveryId } }, { origin: { deliveryId } });
+      return { ...res, deliveryId };
+    } catch (e) {
+      await this.d.store.advanceDeliveries([deliveryId], 'failed', { error: { code: (e as { code?: string }).code ?? 'internal', message: (e as Error).message } });
+      throw e;
+    }
   }
 
   send(p: SendParams) {
@@ -405,8 +423,12 @@ export class GatewayService implements Gateway {
     };
     if (!this.d.cluster) return base;
     // Several processes: run figures are the whole cluster's, read from the store.
-    const byStatus = await this.d.store.db.selectFrom('runs').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('status').execute();
-    const n = (st: string) => Number(byStatus.find((r) => r.status === st)?.n ?? 0);
+    // Ended runs from the trigger-kept counts (0019_scale), running ones from the status index: no GROUP BY over every run.
+    const [byStatus, running] = await Promise.all([
+      this.d.store.db.selectFrom('run_counts').select(['status', (eb) => eb.fn.sum<number>('n').as('n')]).groupBy('status').execute(),
+      this.d.store.db.selectFrom('runs').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'running').executeTakeFirst(),
+    ]);
+    const n = (st: string) => Number(st === 'running' ? (running?.n ?? 0) : (byStatus.find((r) => r.status === st)?.n ?? 0));
     return {
       ...base,
       activeRuns: n('running'),

@@ -104,6 +104,8 @@ export interface Gateway {
   /** The webhook outbox, dead letters included (beyond CONTRACT §3: an operator's view). */
   webhooksList(p: WebhooksListParams): Promise<{ webhooks: WebhookInfo[] }>;
   agent(p: AgentParams): Promise<AgentResult>;
+  /** `agent` as a tracked hand-off from outside (MCP `crosstalk_send`): its delivery record's id too (CONTRACT §9, §10). */
+  agentDelivered(p: { sessionKey: string; message: string }): Promise<AgentResult & { deliveryId: string }>;
   agentWait(p: AgentWaitParams): Promise<WaitResult>;
   agentCancel(p: import('./schemas').AgentCancelParams): Promise<{ status: 'ok' }>;
   sessionsList(p: SessionsListParams, o?: { attention?: boolean }): Promise<{ sessions: SessionSummary[]; next_cursor: string | null }>;

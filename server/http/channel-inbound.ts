@@ -6,6 +6,16 @@ import { bodyTooDeep, TOO_DEEP_MESSAGE } from './json-depth';
 
 const MAX_INBOUND_BYTES = 1024 * 1024;
 
+/** The `<channel>` of a `/api/channels/<channel>[/…]` path, URL-decoded (an undecodable one is refused by the handler's name check). */
+export function channelOf(pathname: string): string {
+  const raw = pathname.slice('/api/channels/'.length).split('/')[0] ?? '';
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
 /** The runtime's channel service. */
 export const channelsOf = (rt: FullRuntime): ChannelService => rt.channels;
 

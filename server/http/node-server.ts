@@ -6,20 +6,12 @@ import type { FullRuntime } from '../runtime-types';
 import { routeA2A } from '../a2a/http';
 import { handleEvents, handleMetrics } from './handlers';
 import { handleGatewayNode } from './node-gateway';
-import { handleChannelInbound } from './channel-inbound';
+import { channelOf, handleChannelInbound } from './channel-inbound';
 import { serveFetch } from './node-fetch';
 import { handleMcp } from '../mcp-server/http';
 import { handlePushAction } from './push-action';
 import { handleOAuthCallback } from '../mcp/oauth-callback';
 
-const channelOf = (pathname: string) => {
-  const raw = pathname.slice('/api/channels/'.length).split('/')[0] ?? '';
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    return raw; // refused by the handler's channel-name check
-  }
-};
 
 export interface Served {
   url: string;

@@ -62,7 +62,7 @@ describe('crosstalk as an MCP server', () => {
 
   it('an async send answers at once; crosstalk_wait and crosstalk_history see the run', async () => {
     const r = await call('crosstalk_send', { sessionKey: 'agent:writer:mcp-test', message: '/reply later', mode: 'async' });
-    expect(r.structuredContent).toMatchObject({ status: 'accepted', runId: expect.any(String) });
+    expect(r.structuredContent).toMatchObject({ status: 'accepted', runId: expect.any(String), deliveryId: expect.stringMatching(/^dlv_/) });
     const w = await call('crosstalk_wait', { runId: r.structuredContent!.runId, timeoutSeconds: 10 });
     expect(w.structuredContent).toMatchObject({ status: 'ok', response: 'later' });
     const h = await call('crosstalk_history', { sessionKey: 'agent:writer:mcp-test', limit: 1 });

@@ -83,13 +83,14 @@ export const MCP_TOOLS: McpToolDef[] = [
     name: 'crosstalk_send',
     title: 'Message an agent',
     description:
-      'Sends a message to a crosstalk agent session. sync (default) waits for the reply: {status:"ok", runId, response}, or {status:"timeout", runId, delivered:true}; async answers {status:"accepted", runId}. Progress notifications follow the run when asked for.',
+      'Sends a message to a crosstalk agent session. sync (default) waits for the reply: {status:"ok", runId, response}, or {status:"timeout", runId, delivered:true}; async answers {status:"accepted", runId, deliveryId}. Progress notifications follow the run when asked for.',
     input: sendInput,
     readOnly: false,
     run: async (args: z.infer<typeof sendInput>, ctx) => {
       const sessionKey = args.sessionKey ?? sessionKeySchema.parse(mainSessionKey(asciiLower(args.agentId ?? ctx.defaultAgentId)));
-      const started = (await callMethod(ctx.gateway, 'agent', { sessionKey, message: args.message })) as { runId: string };
-      if (args.mode === 'async') return { status: 'accepted', runId: started.runId };
+      // A hand-off with its delivery record (CONTRACT §9, §10): async answers its id.
+      const started = await ctx.gateway.agentDelivered({ sessionKey, message: args.message });
+      if (args.mode === 'async') return { status: 'accepted', runId: started.runId, deliveryId: started.deliveryId };
       const stop = new AbortController();
       const onAbort = () => stop.abort();
       ctx.signal.addEventListener('abort', onAbort, { once: true });

@@ -48,8 +48,9 @@ export interface McpCallOptions {
   caller?: McpCallInfo;
 }
 
-/** Thrown by `call` when the server cannot answer (down, crashed mid-call, unreachable). */
-export class McpUnavailable extends Error {}
+import { McpUnavailable } from './unavailable';
+
+export { McpUnavailable };
 
 /** The SDK's refusal when an authorization is needed (it raised the item through the provider and gave up the request). */
 const isUnauthorized = (e: unknown) => e instanceof UnauthorizedError || (e instanceof Error && e.name === 'UnauthorizedError');

@@ -9,11 +9,12 @@ import { invalidateFunctionTools } from '../orchestrator/model-step';
 import { mainSessionKey } from '../sessions/keys';
 import type { AnyToolDef } from '../tools/types';
 import type { Store } from '../store/store';
-import { McpConnection, type McpState, McpUnavailable } from './connection';
+import type { McpConnection, McpState } from './connection';
+import { McpUnavailable } from './unavailable';
 import { Elicitations } from './elicitation';
 import type { SkippedTool } from './listing';
 import { toToolData } from './results';
-import { type CallbackOutcome, McpOAuth, OAuthDeclined } from './oauth';
+import type { CallbackOutcome, McpOAuth, OAuthDeclined } from './oauth';
 import { McpOAuthStore } from './oauth-store';
 
 export interface McpServerStatus {
@@ -34,6 +35,9 @@ export function mcpToolName(server: string, tool: string): string {
 
 export class McpManager {
   private readonly conns = new Map<string, McpConnection>();
+  /** The SDK client (./connection, ./oauth) loads only when servers are configured, in the background like the connections. */
+  private loading: Promise<void> | undefined;
+  private sdk?: { McpConnection: typeof McpConnection; McpOAuth: typeof McpOAuth; OAuthDeclined: typeof OAuthDeclined };
   /** Registry names each server currently owns, so a list change can drop the tools that left. */
   private readonly owned = new Map<string, Set<string>>();
   /** What the newest listing of each server left out. */
@@ -50,10 +54,22 @@ export class McpManager {
 
   /** Connects to every server in the background: a server that fails never holds up or stops the gateway. */
   start(): void {
+    if (Object.keys(this.o.config.mcp.servers).length === 0) return;
+    this.loading = Promise.all([import('./connection'), import('./oauth')]).then(
+      ([c, o]) => {
+        this.sdk = { McpConnection: c.McpConnection, McpOAuth: o.McpOAuth, OAuthDeclined: o.OAuthDeclined };
+        this.connect();
+      },
+      (e) => this.o.log.error({ err: e }, 'could not load the MCP client'),
+    );
+  }
+
+  private connect(): void {
     const { servers, reconnectBaseMs, reconnectMaxMs, pingIntervalMs } = this.o.config.mcp;
+    const { McpConnection: Connection } = this.sdk!;
     for (const [name, cfg] of Object.entries(servers)) {
       const oauth = 'url' in cfg ? this.oauthFor(name, cfg.url, cfg.oauth, () => conn) : undefined;
-      const conn: McpConnection = new McpConnection(name, cfg, {
+      const conn: McpConnection = new Connection(name, cfg, {
         oauth,
         log: this.o.log,
         reconnectBaseMs,
@@ -75,15 +91,16 @@ export class McpManager {
   /** Resolves once every server has been tried at least once (tests, and a start that wants its tools listed). */
   async ready(timeoutMs = 10_000): Promise<void> {
     const end = Date.now() + timeoutMs;
+    await this.loading;
     while ([...this.conns.values()].some((c) => c.state === 'connecting') && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
   }
 
   /** A streamable HTTP server's OAuth provider (store-backed: needs the store; without one a 401 is an error). */
   private oauthFor(server: string, url: string, cfg: McpOAuthConfig | undefined, conn: () => McpConnection): McpOAuth | undefined {
     const { store, config, bus, log } = this.o;
-    if (!store) return undefined;
+    if (!store || !this.sdk) return undefined;
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-    return new McpOAuth({
+    return new this.sdk.McpOAuth({
       server,
       url,
       cfg,
@@ -104,6 +121,7 @@ export class McpManager {
   async oauthCallback(q: { state?: string | null; code?: string | null; error?: string | null; errorDescription?: string | null }): Promise<CallbackOutcome> {
     if (!q.state) return { ok: false, status: 400, message: 'The callback carries no state.' };
     if (!this.o.store) return { ok: false, status: 404, message: 'No authorization is in progress.' };
+    await this.loading;
     const row = await new McpOAuthStore(this.o.store).byState(q.state);
     const oauth = row ? this.conns.get(row.server)?.oauth : undefined;
     if (!row || !oauth) return { ok: false, status: 400, message: 'No authorization is in progress for this state (it was used already, or replaced by a newer one).' };
@@ -111,6 +129,8 @@ export class McpManager {
   }
 
   status(): McpServerStatus[] {
+    // While the client loads, every configured server is still connecting.
+    if (this.loading && this.conns.size === 0) return Object.keys(this.o.config.mcp.servers).map((server) => ({ server, state: 'connecting' as const, tools: 0 }));
     return [...this.conns.values()].map((c) => ({
       server: c.name,
       state: c.state,
@@ -121,6 +141,7 @@ export class McpManager {
   }
 
   async stop(): Promise<void> {
+    await this.loading;
     await Promise.all([...this.conns.values()].map((c) => c.stop()));
   }
 
@@ -204,7 +225,7 @@ export class McpManager {
         } catch (e) {
           if (ctx.signal.aborted) return toolError('interrupted', 'run interrupted: the MCP request was cancelled');
           if (e instanceof McpUnavailable) return toolError('tool_unavailable', e.message);
-          if (e instanceof OAuthDeclined) return toolError('unauthorized', `MCP ${server}/${t.name}: ${e.message}`);
+          if (this.sdk && e instanceof this.sdk.OAuthDeclined) return toolError('unauthorized', `MCP ${server}/${t.name}: ${e.message}`);
           return toolError('invalid_request', `MCP ${server}/${t.name}: ${errorMessage(e)}`);
         }
       },

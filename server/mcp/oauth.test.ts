@@ -63,6 +63,9 @@ describe('an MCP server behind OAuth', () => {
     expect((await done).response).toMatch(/hello client-/);
     // The item is closed as accepted, and the callback URL cannot be used twice.
     expect(await srv.rt.store.getApproval(item.approvalId)).toMatchObject({ kind: 'authorization', status: 'allowed', decision: 'accept' });
+    // The record says a person finished it in the browser (approvals.history).
+    const record = (await srv.rt.gateway.approvalsHistory({})).approvals.find((r) => r.approvalId === item.approvalId);
+    expect(record).toMatchObject({ kind: 'authorization', decision: 'accept', decidedBy: { type: 'user', id: 'oauth' } });
     // Kept in the store per server, URL and authorization server; the verifier and state are spent.
     const rows = await (srv.rt.store.db as any).selectFrom('mcp_oauth').selectAll().execute();
     expect(rows).toMatchObject([{ server: 'remote', url: remote.url, issuer: `${new URL(remote.url).origin}/`, code_verifier: null, state: null }]);

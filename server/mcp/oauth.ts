@@ -5,12 +5,16 @@ import { auth, extractWWWAuthenticateParams, type OAuthClientProvider, type OAut
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { McpOAuthConfig } from '../config';
 import type { EventBus } from '../events/bus';
+import type { DecidedBy } from '../events/types';
 import type { Logger } from '../logger';
 import { pendingRow } from '../orchestrator/approvals';
 import type { Store } from '../store/store';
 import type { McpCallInfo } from './connection';
 import { McpOAuthStore, type McpOAuthRow, type OAuthFields } from './oauth-store';
 import { OAUTH_RUN_PREFIX } from './oauth-run';
+
+/** Who decided an authorization item finished in the browser (the callback): the person, at the authorization server. */
+const OAUTH_DECIDER: DecidedBy = { type: 'user', id: 'oauth' };
 
 /** How often a waiting call or connection reads its item (the callback or a person may settle it on any process). */
 const POLL_MS = 200;
@@ -220,7 +224,8 @@ export class McpOAuth implements OAuthClientProvider {
     await this.put(row.issuer, { state: null, approval_id: null });
     if (q.error) {
       const reason = `the authorization server answered ${q.error}${q.errorDescription ? `: ${q.errorDescription}` : ''}`;
-      if (item) await this.settle(item.id, 'denied', 'decline', reason);
+      // The person (or their authorization server) refused in the browser: theirs in the record (approvals.history).
+      if (item) await this.settle(item.id, 'denied', 'decline', reason, OAUTH_DECIDER);
       return { ok: false, status: 400, message: `Authorization of MCP server ${server} failed: ${reason}.`, server };
     }
     if (!q.code) return { ok: false, status: 400, message: 'The callback carries no authorization code.', server };
@@ -234,7 +239,7 @@ export class McpOAuth implements OAuthClientProvider {
       return { ok: false, status: 502, message: `Authorization of MCP server ${server} failed: ${reason}.`, server };
     }
     await this.put(row.issuer, { code_verifier: null });
-    if (item) await this.settle(item.id, 'allowed', 'accept', null);
+    if (item) await this.settle(item.id, 'allowed', 'accept', null, OAUTH_DECIDER);
     this.d.log.info({ server }, 'mcp oauth authorized');
     return { ok: true, server };
   }
@@ -307,10 +312,11 @@ export class McpOAuth implements OAuthClientProvider {
     this.d.log.warn({ server, approvalId: row.id, sessionKey: row.session_key }, 'mcp server needs authorization: an authorization item is pending');
   }
 
-  private async settle(id: string, status: string, decision: string, reason: string | null) {
-    if (!(await this.d.store.settleApproval(id, status, decision, reason))) return;
+  /** `by`: who decided, for the record; none when the gateway closed the item itself (no one decided it). */
+  private async settle(id: string, status: string, decision: string, reason: string | null, by?: DecidedBy) {
+    if (!(await this.d.store.settleApproval(id, status, decision, reason, undefined, by))) return;
     const row = await this.d.store.getApproval(id);
-    if (row) this.emit(row.run_id, row.session_key, { phase: 'resolved', approvalId: id, decision, ...(reason ? { reason } : {}) });
+    if (row) this.emit(row.run_id, row.session_key, { phase: 'resolved', approvalId: id, decision, ...(reason ? { reason } : {}), ...(by ? { by } : {}) });
   }
 
   /** An `approval` event on the item's run: a run of a tool call is registered already; the connection's is registered for the event. */

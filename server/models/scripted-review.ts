@@ -2,7 +2,6 @@
 // denies one with `review:deny`, escalates the rest — always by one `review_decision` call.
 import type { LanguageModelV4CallOptions } from '@ai-sdk/provider';
 import { randomBytes } from 'node:crypto';
-import type { ScriptedStep } from './scripted';
 
 interface ReviewOptions {
   task?: unknown;
@@ -16,7 +15,13 @@ export function isReviewCall(o: LanguageModelV4CallOptions): boolean {
   return reviewOptions(o)?.task === 'review';
 }
 
-export function scriptedReview(o: LanguageModelV4CallOptions): ScriptedStep {
+/** One step's answer (the shape of scripted.ts's ScriptedStep, kept here so the two modules import one way). */
+export interface ReviewStep {
+  text: null;
+  toolCalls: Array<{ toolCallId: string; toolName: string; input: string }>;
+}
+
+export function scriptedReview(o: LanguageModelV4CallOptions): ReviewStep {
   const opts = reviewOptions(o)!;
   const args = typeof opts.args === 'string' ? opts.args : JSON.stringify(opts.args ?? null);
   const tool = typeof opts.tool === 'string' ? opts.tool : 'the call';

@@ -2,16 +2,22 @@
 import { describe, expect, it } from 'vitest';
 import { startChildServer, tmpDataDir, until } from '../testing/harness';
 
-describe('deliveries across a hard kill', () => {
+const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
+/** The store of both processes (the killed one and the one after it): SQLite restarted, or PostgreSQL taken over. */
+const storeEnv = (store: string): Record<string, string> =>
+  store === 'postgres' ? { DATABASE_URL: PG_URL, CROSSTALK_TEST_PG_SCHEMA: `t_dlvcrash_${process.pid}_${Math.random().toString(36).slice(2, 8)}`, CROSSTALK_PG_POOL: '4' } : {};
+
+describe.each(['sqlite', 'postgres'])('deliveries across a hard kill on %s', (store) => {
   it('killed after the record is stored and before the target has it: the re-driven call finds its delivery, the target gets the message once, it is answered', async () => {
     const dataDir = tmpDataDir();
-    const a = await startChildServer({ dataDir, env: { CROSSTALK_FAILPOINTS: 'delivery.accepted' } });
+    const env = storeEnv(store);
+    const a = await startChildServer({ dataDir, env: { ...env, CROSSTALK_FAILPOINTS: 'delivery.accepted' } });
     const { runId } = await a.rpc('agent', { sessionKey: 'agent:main:main', message: '/tool sessions_send {"sessionKey":"agent:researcher:main","message":"/reply 42"}' });
     expect(await a.exited).toBe(137);
 
-    const b = await startChildServer({ dataDir });
+    const b = await startChildServer({ dataDir, env });
     try {
-      const w = await b.rpc<{ status: string; response: string }>('agent.wait', { runId, timeoutMs: 20_000 });
+      const w = await b.rpc<{ status: string; response: string }>('agent.wait', { runId, timeoutMs: 60_000 });
       expect(w.status).toBe('ok');
       const out = JSON.parse(w.response.replace(/^sessions_send: /, ''));
       expect(out).toMatchObject({ status: 'ok', response: '42', deliveryId: expect.stringMatching(/^dlv_/) });
@@ -24,21 +30,22 @@ describe('deliveries across a hard kill', () => {
       b.kill();
       await b.exited;
     }
-  }, 60_000);
+  }, 180_000);
 
   it('killed right after the target answered and the callback was recorded: the callback delivery resumes to answered, its row written once', async () => {
     const dataDir = tmpDataDir();
-    const a = await startChildServer({ dataDir, env: { CROSSTALK_FAILPOINTS: 'callback.recorded' } });
+    const env = storeEnv(store);
+    const a = await startChildServer({ dataDir, env: { ...env, CROSSTALK_FAILPOINTS: 'callback.recorded' } });
     await a.rpc('agent', { sessionKey: 'agent:main:main', message: '/tool sessions_send {"sessionKey":"agent:researcher:main","message":"/reply 42","mode":"async"}' });
     expect(await a.exited).toBe(137);
 
-    const b = await startChildServer({ dataDir });
+    const b = await startChildServer({ dataDir, env });
     try {
       const list = async () => (await b.rpc<{ deliveries: any[] }>('deliveries.list', { sessionKey: 'agent:main:main' })).deliveries;
       const done = await until(async () => {
         const l = await list();
         return l.length === 2 && l.every((d) => d.state === 'answered') ? l : null;
-      }, 20_000);
+      }, 60_000);
       expect(done.map((d) => d.kind).sort()).toEqual(['callback', 'session_message']);
       const main = (await b.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:main', limit: 50 })).messages;
       expect(main.filter((m) => m.kind === 'agent_callback_result').map((m) => m.meta.deliveryId)).toEqual([done.find((d) => d.kind === 'callback').deliveryId]);
@@ -46,5 +53,5 @@ describe('deliveries across a hard kill', () => {
       b.kill();
       await b.exited;
     }
-  }, 60_000);
+  }, 180_000);
 });

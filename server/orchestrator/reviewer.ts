@@ -1,10 +1,12 @@
 // The reviewer (CONTRACT §5 "Reviewer"): a model between an `ask` call and the person, answering by its one tool `review_decision`.
 import type { LanguageModelV4, LanguageModelV4FunctionTool } from '@ai-sdk/provider';
 import { z } from 'zod';
-import type { AgentConfig } from '../config';
+import type { AgentConfig, CrosstalkConfig } from '../config';
 import type { TranscriptMessage, Trust } from '../events/types';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
+import { resolveModel } from '../models/registry';
+import { type Store, toTranscriptMessage } from '../store/store';
 import { describeTrust } from '../trust/trust';
 
 export const REVIEW_TOOL = 'review_decision';
@@ -141,4 +143,16 @@ async function decide(d: ReviewerDeps, r: ReviewRequest, cfg: NonNullable<AgentC
     d.log.warn({ err: e, sessionKey: r.sessionKey, tool: r.tool, model: cfg.model }, 'reviewer failed: the person decides');
     return { decision: 'escalate', reason: `the reviewer failed: ${(e as Error).message ?? String(e)}`, cause: 'error' };
   }
+}
+
+/** The reviewer over the store and the model registry; none when no agent has one. */
+export function reviewerOver(o: { config: CrosstalkConfig; store: Store; metrics: Metrics; log: Logger }): Reviewer | undefined {
+  if (!o.config.agents.some((a) => a.reviewer)) return undefined;
+  return createReviewer({
+    model: (spec) => resolveModel(spec),
+    transcript: async (key, n) => (await o.store.history({ sessionKey: key, limit: n, includeTools: true })).reverse().map(toTranscriptMessage),
+    recentDecisions: (key, n) => o.store.reviewerDecisions(key, n),
+    metrics: o.metrics,
+    log: o.log,
+  });
 }

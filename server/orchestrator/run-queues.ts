@@ -7,16 +7,15 @@ import type { EventBus } from '../events/bus';
 import type { AgentResult, WaitResult } from '../gateway/types';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
-import { createRemoteA2AModel, remoteContextId } from '../a2a/remote-model';
+import { lazyRemoteA2AModel, lazyRemoteContextId } from '../a2a/remote-lazy';
 import { createModelChain, FallbackTracker } from '../models/fallback';
 import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { ApprovalRow, CallbackRow, RunRow } from '../store/schema';
-import { FencedError, nowIso, type Store, toTranscriptMessage } from '../store/store';
+import { FencedError, nowIso, type Store } from '../store/store';
 import { isConnectionLoss } from '../store/pg-errors';
 import type { AnyToolDef } from '../tools/types';
 import { Approvals, type DecidedBy } from './approvals';
-import { createReviewer } from './reviewer';
-import { resolveModel } from '../models/registry';
+import { reviewerOver } from './reviewer';
 import { callbackDeliveryId, planDeliveries } from './callbacks';
 import { executeRun, type RunDeps } from './run-loop';
 import { markStarted } from './started';
@@ -62,16 +61,7 @@ export abstract class RunQueues {
     protected readonly o: { store: Store; bus: EventBus; metrics: Metrics; log: Logger; config: CrosstalkConfig; tools: Map<string, AnyToolDef> } & RunHookDeps,
   ) {
     this.agents = new Map(o.config.agents.map((a) => [a.id, a]));
-    const reviewer = o.config.agents.some((a) => a.reviewer)
-      ? createReviewer({
-          model: (spec) => resolveModel(spec),
-          transcript: async (key, n) => (await o.store.history({ sessionKey: key, limit: n, includeTools: true })).reverse().map(toTranscriptMessage),
-          recentDecisions: (key, n) => o.store.reviewerDecisions(key, n),
-          metrics: o.metrics,
-          log: o.log,
-        })
-      : undefined;
-    this.approvals = new Approvals(o.store, o.bus, o.metrics, (row, by) => this.decisionElsewhere(row, by), reviewer);
+    this.approvals = new Approvals(o.store, o.bus, o.metrics, (row, by) => this.decisionElsewhere(row, by), reviewerOver(o));
     this.approvals.onWait = (runId) => {
       if (this.stopping) this.handOver(runId);
     };
@@ -122,7 +112,7 @@ export abstract class RunQueues {
     if (run.agent.a2a) {
       // A remote A2A agent (server/a2a): calls under the webhook SSRF rules, with an opaque contextId per session.
       const { allowPrivateNetwork } = this.o.config.webhooks;
-      return createRemoteA2AModel(run.agent.a2a, { allowPrivateNetwork, contextId: () => remoteContextId(this.o.store, run.sessionKey) });
+      return lazyRemoteA2AModel(run.agent.a2a, { allowPrivateNetwork, contextId: () => lazyRemoteContextId(this.o.store, run.sessionKey) });
     }
     const specs = sessionModel ? [sessionModel] : run.agent.models;
     const trackerKey = `${run.agent.id}|${specs.join(',')}`;

@@ -3,6 +3,7 @@ import { type Kysely, sql } from 'kysely';
 import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
 import type { DialectName } from './schema';
 import type { MigrationSet, SerialId } from './migration-kit';
+import { scaleMigrations } from './migrations-scale';
 import { roomSearchMigration } from './search';
 import { approvalHistoryMigrations } from './migrations-approval-history';
 import { deliveriesMigrations } from './migrations-deliveries';
@@ -10,7 +11,7 @@ import { oauthMigrations } from './migrations-oauth';
 import { pushMigrations } from './migrations-push';
 
 // Later capabilities keep their migrations in modules of their own (server/store/migrations-<name>.ts): add the set here.
-const sets: MigrationSet[] = [oauthMigrations, approvalHistoryMigrations, deliveriesMigrations, pushMigrations];
+const sets: MigrationSet[] = [oauthMigrations, approvalHistoryMigrations, deliveriesMigrations, pushMigrations, scaleMigrations];
 
 function migrations(dialect: DialectName): Record<string, Migration> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -167,6 +167,19 @@ export interface WebhookOutboxTable {
   traceparent?: string | null;
 }
 
+/** Sums of model_usage kept by triggers (0019_scale): the totals' rows add up to SUM() over model_usage. */
+export interface UsageTotalsTable {
+  shard: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+}
+/** Ended runs by status, kept by a trigger (0019_scale, PostgreSQL only): the rows of a status add up to its count in runs. */
+export interface RunCountsTable {
+  status: string;
+  shard: number;
+  n: number;
+}
 export interface ModelUsageTable {
   id: Generated<number>;
   run_id: string;
@@ -218,6 +231,9 @@ export interface DeliveriesTable {
 export interface Database {
   deliveries: DeliveriesTable;
   model_usage: ModelUsageTable;
+  usage_totals: UsageTotalsTable;
+  /** PostgreSQL only (0019_scale). */
+  run_counts: RunCountsTable;
   session_links: SessionLinksTable;
   callbacks: CallbacksTable;
   webhook_outbox: WebhookOutboxTable;

@@ -98,11 +98,18 @@ export async function searchMessages(db: Kysely<Database>, dialect: DialectName,
     return res.rows.map((r) => ({ ...r, id: Number(r.id) }));
   }
   const tsquery = terms.map((t, i) => (i === terms.length - 1 ? `${t}:*` : t)).join(' & ');
+  // As on SQLite, rank within the newest RANK_WINDOW matches: ts_rank over every match of a common word (millions of
+  // rows at 10,000,000 messages) took seconds. The stored tsvector (0019_scale) lets the planner walk message_search
+  // newest first and stop at the window for a common word, or take the GIN index for a rare one.
   const res = await sql<SearchHit>`
-    WITH hits AS (
-      SELECT s.message_id, s.body, ts_rank(to_tsvector('simple', s.body), q) AS score, q
+    WITH newest AS (
+      SELECT s.message_id, s.body, s.tsv, q
       FROM message_search s, to_tsquery('simple', ${tsquery}) q
-      WHERE to_tsvector('simple', s.body) @@ q
+      WHERE s.tsv @@ q
+      ORDER BY s.message_id DESC
+      LIMIT ${RANK_WINDOW}
+    ), hits AS (
+      SELECT message_id, body, ts_rank(tsv, q) AS score, q FROM newest
     )
     SELECT m.id, m.session_key, m.role, m.kind, m.created_at,
            ts_headline('simple', h.body, h.q, ${`StartSel="",StopSel="",MaxWords=${SNIPPET_WORDS},MinWords=6,ShortWord=0,FragmentDelimiter=" … "`}) AS snippet

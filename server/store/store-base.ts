@@ -412,10 +412,11 @@ export class StoreBase {
 
   /**
    * Decided items, newest decision first (CONTRACT §3 `approvals.history`): after `before` (the last page's
-   * `[decidedAt, id]`), `limit` of them. A cancelled item (its run ended) was decided by no one and is left out.
+   * `[decidedAt, id]`), `limit` of them. An item closed by its run's end (cancelled, an MCP elicitation whose call
+   * died) was decided by no one: it has no `decided_by` and is left out.
    */
   approvalHistory(o: { sessionKey?: string; limit: number; before?: [string, string] }): Promise<ApprovalRow[]> {
-    let q = this.db.selectFrom('approvals').selectAll().where('resolved_at', 'is not', null).where('decision', 'is not', null).where('status', '<>', 'pending');
+    let q = this.db.selectFrom('approvals').selectAll().where('decided_by', 'is not', null).where('resolved_at', 'is not', null).where('status', '<>', 'pending');
     if (o.sessionKey) q = q.where('session_key', '=', o.sessionKey);
     if (o.before) {
       const [at, id] = o.before;

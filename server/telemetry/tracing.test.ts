@@ -53,9 +53,11 @@ const attr = (sp: OtlpSpan, key: string) => {
 };
 
 describe('tracing', () => {
-  it('is off without an endpoint and reads the standard variables', () => {
-    expect(new Telemetry({}).enabled).toBe(false);
-    expect(new Telemetry({}).start('x', undefined)).toBeUndefined();
+  it('is off without an endpoint and reads the standard variables', async () => {
+    const off = await Telemetry.create({});
+    expect(off.enabled).toBe(false);
+    expect(off.start('x', undefined)).toBeUndefined();
+    expect((await Telemetry.create({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' })).enabled).toBe(true);
     expect(tracesUrl({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318/' })).toBe('http://c:4318/v1/traces');
     expect(tracesUrl({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://t/x' })).toBe('http://t/x');
   });

@@ -2,9 +2,7 @@
 // Off unless OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set: then every hook returns at once.
 import { type Attributes, type Context, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 
 type Env = Record<string, string | undefined>;
 
@@ -38,15 +36,20 @@ export class Telemetry {
   private readonly provider?: BasicTracerProvider;
   private readonly tracer?: Tracer;
 
-  constructor(env: Env = process.env) {
+  /** Tracing as the environment asks; the SDK and its exporter are loaded only when it is on. */
+  static async create(env: Env = process.env): Promise<Telemetry> {
     const url = tracesUrl(env);
-    this.enabled = !!url;
-    if (!url) return;
-    this.provider = new BasicTracerProvider({
-      resource: resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME?.trim() || 'crosstalk' }),
-      spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url }), { scheduledDelayMillis: 1000 })],
-    });
-    this.tracer = this.provider.getTracer('crosstalk');
+    if (!url) return new Telemetry();
+    const { createProvider } = await import('./sdk');
+    return new Telemetry(createProvider(url, env.OTEL_SERVICE_NAME?.trim() || 'crosstalk'));
+  }
+
+  /** Off without a provider (`Telemetry.create` reads the environment). */
+  constructor(provider?: BasicTracerProvider) {
+    this.enabled = !!provider;
+    if (!provider) return;
+    this.provider = provider;
+    this.tracer = provider.getTracer('crosstalk');
   }
 
   /** A span under `parent` (a span of ours, or a traceparent from another run or process); undefined when off. */

@@ -156,10 +156,10 @@ export class Usage {
     return out;
   }
 
-  /** Every session's usage together (the status panel's roll-up). */
+  /** Every session's usage together (the status panel's roll-up): the trigger-kept totals (0019_scale), a few rows, not a SUM over every step. */
   async total(): Promise<{ inputTokens: number; outputTokens: number; costUsd: number }> {
     const r = await this.d.store.db
-      .selectFrom('model_usage')
+      .selectFrom('usage_totals')
       .select((eb) => [eb.fn.sum<number>('input_tokens').as('i'), eb.fn.sum<number>('output_tokens').as('o'), eb.fn.sum<number>('cost_usd').as('c')])
       .executeTakeFirst();
     return { inputTokens: Number(r?.i ?? 0), outputTokens: Number(r?.o ?? 0), costUsd: roundUsd(Number(r?.c ?? 0)) };

@@ -1,6 +1,6 @@
 // Discord: messages through @discordjs/rest (threads are channels, so the thread id is the peer); inbound via signed interactions or a relay.
 import crypto from 'node:crypto';
-import { DiscordAPIError, HTTPError, RateLimitError, REST } from '@discordjs/rest';
+import type * as DiscordRest from '@discordjs/rest';
 import { z } from 'zod';
 import { CrosstalkError, errorMessage } from '../../errors';
 import { discordDecision } from '../approval-wire';
@@ -39,7 +39,11 @@ export function resolveDiscordTarget(t: { to: string; threadId?: string; replyTo
   return { to: channelId, peer: { kind: 'channel', id: channelId }, ...(threadId ? { threadId } : {}), ...base };
 }
 
-function classify(e: unknown): DeliveryFailure {
+/** The Discord REST client, loaded with the first delivery (issue 24.5: nothing a first request does not need at start). */
+let restModule: Promise<typeof DiscordRest> | undefined;
+const discordRest = () => (restModule ??= import('@discordjs/rest'));
+
+function classify(e: unknown, { DiscordAPIError, HTTPError, RateLimitError }: typeof DiscordRest): DeliveryFailure {
   if (e instanceof RateLimitError) return new DeliveryFailure('rate_limited', `rate limited on ${e.route}`, { status: 429, retryAfterMs: e.retryAfter || e.timeToReset });
   if (e instanceof DiscordAPIError) return failureForStatus(e.status, `${e.code}: ${e.message}`);
   if (e instanceof HTTPError) return failureForStatus(e.status, e.message);
@@ -132,7 +136,8 @@ export function createDiscordChannel(): ChannelPlugin<DiscordConfig> {
     configSchema,
     resolveTarget: resolveDiscordTarget,
     async deliver(cfg, req) {
-      const rest = new REST({
+      const sdk = await discordRest();
+      const rest = new sdk.REST({
         api: cfg.apiBaseUrl ?? 'https://discord.com/api',
         version: '10',
         retries: 0,
@@ -153,7 +158,7 @@ export function createDiscordChannel(): ChannelPlugin<DiscordConfig> {
         const msg = (await rest.post(`/channels/${channelId}/messages`, { body, signal: req.signal })) as { id: string };
         return { messageId: msg.id };
       } catch (e) {
-        throw classify(e);
+        throw classify(e, sdk);
       }
     },
     inbound(cfg, req) {

@@ -1,9 +1,7 @@
 // Nostr: NIP-04 encrypted direct messages (kind 4) signed with nostr-tools and published to the configured relays over WebSocket.
-import { AbstractRelay } from 'nostr-tools/abstract-relay';
-import * as nip04 from 'nostr-tools/nip04';
+import type { AbstractRelay } from 'nostr-tools/abstract-relay';
 import * as nip19 from 'nostr-tools/nip19';
-import { finalizeEvent, verifyEvent } from 'nostr-tools/pure';
-import WebSocket from 'ws';
+import type { finalizeEvent } from 'nostr-tools/pure';
 import { z } from 'zod';
 import { CrosstalkError, errorMessage } from '../../errors';
 import { baseChannelConfig, DeliveryFailure } from '../delivery';
@@ -61,6 +59,16 @@ function classifyReason(reason: string): DeliveryFailure {
   }
 }
 
+/** Signing, encryption (the secp256k1 curves), relays and WebSocket, loaded with the first delivery (issue 24.5). */
+let nostrModules: Promise<{ AbstractRelay: typeof AbstractRelay; nip04: typeof import('nostr-tools/nip04'); pure: typeof import('nostr-tools/pure'); WebSocket: typeof import('ws').default }> | undefined;
+const nostrSdk = () =>
+  (nostrModules ??= Promise.all([import('nostr-tools/abstract-relay'), import('nostr-tools/nip04'), import('nostr-tools/pure'), import('ws')]).then(([relay, nip04, pure, ws]) => ({
+    AbstractRelay: relay.AbstractRelay,
+    nip04,
+    pure,
+    WebSocket: ws.default,
+  })));
+
 export function createNostrChannel(): ChannelPlugin<NostrConfig> {
   // One signed event per send, so every attempt publishes the same id.
   const signed = new Map<string, ReturnType<typeof finalizeEvent>>();
@@ -74,6 +82,8 @@ export function createNostrChannel(): ChannelPlugin<NostrConfig> {
       const relays = cfg.relays ?? (cfg.apiBaseUrl ? [cfg.apiBaseUrl.replace(/^http/, 'ws')] : []);
       if (!relays.length) throw new CrosstalkError('channel_error', 'nostr has no relays (config.channels.nostr.relays)');
       const sk = secretKey(cfg.privateKey);
+      const { AbstractRelay, nip04, pure, WebSocket } = await nostrSdk();
+      const { finalizeEvent, verifyEvent } = pure;
       let event = signed.get(req.idempotencyKey);
       if (!event) {
         const content = nip04.encrypt(sk, req.target.to, req.text);

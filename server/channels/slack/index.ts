@@ -1,5 +1,6 @@
 // Slack: chat.postMessage through @slack/web-api; Events API inbound checked with the signing secret (v0 signature + timestamp).
-import { ErrorCode, LogLevel, WebClient, type Logger } from '@slack/web-api';
+import type * as SlackWebApi from '@slack/web-api';
+import type { Logger } from '@slack/web-api';
 import { z } from 'zod';
 import { CrosstalkError, errorMessage } from '../../errors';
 import { slackDecision } from '../approval-wire';
@@ -14,7 +15,13 @@ const configSchema = z.object({
 });
 type SlackConfig = z.infer<typeof configSchema>;
 
-const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, setLevel() {}, getLevel: () => LogLevel.ERROR, setName() {} };
+/** @slack/web-api, loaded with the first delivery (issue 24.5: nothing a first request does not need at start). */
+let slackModule: Promise<typeof SlackWebApi> | undefined;
+const slackWebApi = () => (slackModule ??= import('@slack/web-api'));
+
+/** The client's logger, silenced (its `getLevel` answers the SDK's LogLevel.ERROR, the string 'error'). */
+const silentSlackLogger: Logger = { debug() {}, info() {}, warn() {}, error() {}, setLevel() {}, getLevel: () => 'error' as SlackWebApi.LogLevel, setName() {} };
+const silent = silentSlackLogger;
 
 const AUTH_ERRORS = new Set(['invalid_auth', 'not_authed', 'account_inactive', 'token_revoked', 'token_expired', 'no_permission', 'missing_scope']);
 
@@ -47,7 +54,7 @@ export function resolveSlackTarget(t: { to: string; threadId?: string; replyTo?:
   return { to, peer, ...(threadId ? { threadId, sessionThreadId: threadId } : {}), ...(t.accountId ? { accountId: t.accountId } : {}) };
 }
 
-function classify(e: unknown): DeliveryFailure {
+function classify(e: unknown, { ErrorCode }: typeof SlackWebApi): DeliveryFailure {
   const err = e as { code?: string; retryAfter?: number; statusCode?: number; statusMessage?: string; body?: unknown; data?: { error?: string } };
   switch (err.code) {
     case ErrorCode.RateLimitedError:
@@ -103,7 +110,8 @@ export function createSlackChannel(): ChannelPlugin<SlackConfig> {
     configSchema,
     resolveTarget: resolveSlackTarget,
     async deliver(cfg, req) {
-      const client = new WebClient(cfg.botToken, {
+      const sdk = await slackWebApi();
+      const client = new sdk.WebClient(cfg.botToken, {
         slackApiUrl: cfg.apiBaseUrl ?? 'https://slack.com/api/',
         // One retry policy for every channel lives in delivery.ts: the client must not retry on its own.
         retryConfig: { retries: 0 },
@@ -115,7 +123,7 @@ export function createSlackChannel(): ChannelPlugin<SlackConfig> {
         const res = await client.chat.postMessage({ channel: req.target.to, text: req.text, ...(req.target.threadId ? { thread_ts: req.target.threadId } : {}) });
         return { messageId: String(res.ts ?? '') };
       } catch (e) {
-        throw classify(e);
+        throw classify(e, sdk);
       }
     },
     inbound(cfg, req) {

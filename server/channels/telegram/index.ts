@@ -1,5 +1,6 @@
 // Telegram: sendMessage through grammy's Api; forum topics are `<chatId>:topic:<id>`; inbound webhook checked by its secret token.
-import { Api, GrammyError, HttpError } from 'grammy';
+import type * as Grammy from 'grammy';
+import type { Api } from 'grammy';
 import { z } from 'zod';
 import { CrosstalkError, errorMessage } from '../../errors';
 import { telegramDecision } from '../approval-wire';
@@ -36,7 +37,11 @@ export function resolveTelegramTarget(t: { to: string; threadId?: string; replyT
   return { to: chatId, peer, ...(topic ? { threadId: topic } : {}), ...base };
 }
 
-function classify(e: unknown): DeliveryFailure {
+/** grammy, loaded with the first delivery (issue 24.5: nothing a first request does not need at start). */
+let grammyModule: Promise<typeof Grammy> | undefined;
+const grammy = () => (grammyModule ??= import('grammy'));
+
+function classify(e: unknown, { GrammyError, HttpError }: typeof Grammy): DeliveryFailure {
   if (e instanceof GrammyError) {
     const retry = e.parameters.retry_after;
     return failureForStatus(e.error_code, e.description, { retryAfterMs: retry !== undefined ? retry * 1000 : undefined });
@@ -64,7 +69,8 @@ export function createTelegramChannel(): ChannelPlugin<TelegramConfig> {
     configSchema,
     resolveTarget: resolveTelegramTarget,
     async deliver(cfg, req) {
-      const api = new Api(cfg.botToken, { apiRoot: (cfg.apiBaseUrl ?? 'https://api.telegram.org').replace(/\/+$/, ''), timeoutSeconds: Math.ceil(cfg.timeoutMs / 1000) });
+      const sdk = await grammy();
+      const api = new sdk.Api(cfg.botToken, { apiRoot: (cfg.apiBaseUrl ?? 'https://api.telegram.org').replace(/\/+$/, ''), timeoutSeconds: Math.ceil(cfg.timeoutMs / 1000) });
       const t = req.target;
       try {
         const msg = await api.sendMessage(
@@ -79,7 +85,7 @@ export function createTelegramChannel(): ChannelPlugin<TelegramConfig> {
         );
         return { messageId: String(msg.message_id) };
       } catch (e) {
-        throw classify(e);
+        throw classify(e, sdk);
       }
     },
     inbound(cfg, req) {

@@ -1,0 +1,32 @@
+// next.config.ts loads from any working directory (as `npm start` and the `crosstalk` bin run it) and frames every response.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import nextConfig from '../../next.config';
+import { FRAME_HEADERS } from './headers';
+
+const root = path.resolve(__dirname, '..', '..');
+
+describe('next.config.ts', () => {
+  it("loads through Next's own config loader when the process runs in another directory", () => {
+    const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'ct-nextcfg-'));
+    try {
+      const script = `const r = require('node:module').createRequire(${JSON.stringify(path.join(root, 'package.json'))});
+r('next/dist/server/config').default('phase-production-server', ${JSON.stringify(root)}).then(
+  (c) => { console.log(JSON.stringify({ poweredByHeader: c.poweredByHeader })); process.exit(0); },
+  (e) => { console.log(JSON.stringify({ error: e.message })); process.exit(1); });`;
+      const r = spawnSync(process.execPath, ['-e', script], { cwd, encoding: 'utf8', env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1' }, timeout: 120_000 });
+      const last = r.stdout.trim().split('\n').at(-1) ?? '';
+      expect(JSON.parse(last)).toEqual({ poweredByHeader: false });
+    } finally {
+      fs.rmSync(cwd, { recursive: true, force: true });
+    }
+  }, 150_000);
+
+  it('sends the framing ban of lib/security/headers.ts on every path', async () => {
+    const rules = await nextConfig.headers!();
+    expect(rules).toEqual([{ source: '/:path*', headers: Object.entries(FRAME_HEADERS).map(([key, value]) => ({ key, value })) }]);
+  });
+});
