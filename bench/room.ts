@@ -140,6 +140,7 @@ async function main() {
       polledLoads.push(t.polled);
       await page.close();
     }
+    console.log(`interactive (in page): ${loads.map(fmt).join(', ')}`);
 
     const page = await context.newPage();
     await timeToInteractive(page, `${server.baseUrl}/?session=agent:main:live-0`);
