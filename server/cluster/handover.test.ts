@@ -7,7 +7,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import { FencedError } from '../store/store';
 import { startChildServer, startTestServer, type TestServer, tmpDataDir, until } from '../testing/harness';
+import { webhookRow } from '../webhooks/deliver';
 
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
 const config = { agents: [{ id: 'main', tools: { exec: 'ask' } }, { id: 'researcher' }], webhooks: { allowPrivateNetwork: true } };
@@ -44,7 +46,7 @@ describe.skipIf(onPgPass)('handovers drive a run once (PostgreSQL)', () => {
     } finally {
       await b.close();
     }
-  });
+  }, 180_000);
 
   it('a process declared dead that claims its session back: the old copy of its run writes nothing under the new lease, and the run ends once', async () => {
     const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: newSchema(), config });
@@ -86,7 +88,7 @@ describe.skipIf(onPgPass)('handovers drive a run once (PostgreSQL)', () => {
     } finally {
       await a.close();
     }
-  }, 60_000);
+  }, 180_000);
 
   it('a session state this process let go starts nothing: a queued run placed late into it runs once, where the lease is', async () => {
     const schema = newSchema();
@@ -116,7 +118,7 @@ describe.skipIf(onPgPass)('handovers drive a run once (PostgreSQL)', () => {
       await a.close();
       await b.close();
     }
-  });
+  }, 180_000);
 
   it('a stopping process takes no lease: a message reaching it during its stop is queued, and another process runs it', async () => {
     const schema = newSchema();
@@ -137,7 +139,7 @@ describe.skipIf(onPgPass)('handovers drive a run once (PostgreSQL)', () => {
       await a.close();
       await b.close();
     }
-  });
+  }, 180_000);
 
   it('SIGTERM: a run waiting on an approval is handed over at once (not held through the grace); approved on the other process, its tool runs once', async () => {
     const schema = newSchema();
@@ -167,5 +169,31 @@ describe.skipIf(onPgPass)('handovers drive a run once (PostgreSQL)', () => {
       a.kill();
       await b.close();
     }
-  }, 120_000);
+  }, 300_000);
+
+  it('a run end refused by the fence inside its transaction does not wait for a second pool connection (a pool of 1: FencedError, no deadlock)', async () => {
+    // A process declared dead ends its runs fenced, several at once: with the pool exhausted by their transactions,
+    // each one's look at the session on another connection waited for good (the process never stopped).
+    const before = process.env.CROSSTALK_PG_POOL;
+    process.env.CROSSTALK_PG_POOL = '1';
+    let a: TestServer;
+    try {
+      a = await startTestServer({ databaseUrl: PG_URL, pgSchema: newSchema(), config });
+    } finally {
+      if (before === undefined) delete process.env.CROSSTALK_PG_POOL;
+      else process.env.CROSSTALK_PG_POOL = before;
+    }
+    try {
+      const key = 'agent:main:fenced-end';
+      const r = await a.rpc<Started>('agent', { sessionKey: key, message: '/reply x' });
+      expect(await a.rpc('agent.wait', { runId: r.runId, timeoutMs: 20_000 })).toMatchObject({ status: 'ok' });
+      const { store } = a.rt;
+      store.setFence(key, 1); // a lease epoch long gone (epochs come from one sequence)
+      const hook = webhookRow(r.runId, { url: 'http://127.0.0.1:9/hook' }, { runId: r.runId }, `late_${r.runId}`);
+      await expect(store.finishRun(r.runId, { status: 'ok' }, [], [hook], { key, idle: true })).rejects.toBeInstanceOf(FencedError);
+      store.clearFence(key);
+    } finally {
+      await a!.close();
+    }
+  }, 180_000);
 });
