@@ -2,22 +2,12 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { byFunctionAndArea, type Profile, selfTimes, topLines } from './lib/cpu-profile';
 import { RpcClient } from './lib/http';
 import { benchModelEnv, providerTurnRoundTrip, startBenchModel } from './lib/provider';
 import { turnRoundTrip } from './lib/scenarios';
 import { makeTempDir, startServer } from './lib/server';
 import { ms } from './lib/stats';
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-interface Profile {
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-}
 
 const argv = process.argv.slice(2);
 const scripted = argv.includes('--scripted');
@@ -55,22 +45,10 @@ async function main(): Promise<void> {
 
 /** Self time per function, and self time per package/area (node_modules/<pkg>, server/…, node:internal). */
 function report(p: Profile): void {
-  const byId = new Map(p.nodes.map((n) => [n.id, n]));
-  const self = new Map<number, number>();
-  p.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (p.timeDeltas[i] ?? 0)));
-  const total = [...self.values()].reduce((a, b) => a + b, 0);
-  const fn = new Map<string, number>();
-  const area = new Map<string, number>();
-  for (const [id, us] of self) {
-    const n = byId.get(id)!;
-    const url = n.callFrame.url;
-    const short = url.replace(/^file:\/\//, '').replace(/.*node_modules\//, 'nm/').replace(/.*\/\.next\//, '.next/');
-    fn.set(`${n.callFrame.functionName || '(anon)'} ${short}:${n.callFrame.lineNumber}`, (fn.get(`${n.callFrame.functionName || '(anon)'} ${short}:${n.callFrame.lineNumber}`) ?? 0) + us);
-    const a = url === '' ? n.callFrame.functionName || '(native)' : url.startsWith('node:') ? url.split('/').slice(0, 2).join('/') : (short.match(/^nm\/((@[^/]+\/)?[^/]+)/)?.[1] ?? short.replace(/\/[^/]*$/, ''));
-    area.set(a, (area.get(a) ?? 0) + us);
-  }
-  const top = (m: Map<string, number>, k: number) =>
-    [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, k).map(([name, us]) => `${((us / total) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(6)} ms  ${name}`);
+  const t = selfTimes(p);
+  const { fn, area } = byFunctionAndArea(t, (url) => url.replace(/^file:\/\//, '').replace(/.*node_modules\//, 'nm/').replace(/.*\/\.next\//, '.next/'));
+  const top = (m: Map<string, number>, k: number) => topLines(m, t.total, k);
+  const total = t.total;
   console.log(`\nsampled ${(total / 1000).toFixed(0)} ms\n-- by area --`);
   console.log(top(area, 25).join('\n'));
   console.log('-- by function (self) --');

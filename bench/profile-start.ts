@@ -2,19 +2,9 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { type Profile, selfTimes } from './lib/cpu-profile';
 import { makeTempDir, startServer } from './lib/server';
 import { ms } from './lib/stats';
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-interface Profile {
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-}
 
 /** The package (or our own top directory) a script URL belongs to. */
 function owner(url: string): string {
@@ -43,10 +33,7 @@ async function main(): Promise<void> {
   const files = fs.readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile'));
   for (const f of files) {
     const prof = JSON.parse(fs.readFileSync(path.join(profDir, f), 'utf8')) as Profile;
-    const byId = new Map(prof.nodes.map((n) => [n.id, n]));
-    const self = new Map<number, number>();
-    prof.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (prof.timeDeltas[i] ?? 0)));
-    const total = [...self.values()].reduce((a, b) => a + b, 0);
+    const { byId, self, total } = selfTimes(prof);
     const byOwner = new Map<string, number>();
     const byUrl = new Map<string, number>();
     for (const [id, us] of self) {

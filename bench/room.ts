@@ -11,10 +11,12 @@ import { launchChromium, loggedInContext } from './lib/browser';
 import { RpcClient, subscribeSse } from './lib/http';
 import { machineInfo } from './lib/report';
 import { streamLoad } from './lib/room-load';
+import { keystrokes } from './lib/room-keys';
 import { ROOM_READY_SCRIPT, type RoomReadyMarks, sessionSwitchScript, type SwitchTimes } from './lib/room-ready';
 import { markedBlock, writeMarked } from './lib/sections';
 import { makeTempDir, repoRoot, type ServerHandle, startServer } from './lib/server';
 import { percentile, sleep } from './lib/stats';
+import { word, zipfWords } from './lib/zipf-words';
 
 const args = new Set(process.argv.slice(2));
 const quick = args.has('--quick');
@@ -34,30 +36,8 @@ const watchdog = setTimeout(() => {
 }, WATCHDOG_MS);
 
 // ── seed ────────────────────────────────────────────────────────────────────
-// A 10,000-word vocabulary of made-up words, drawn with a Zipf law (word r with probability ∝ 1/r), like real text.
-const SYL = ['ka', 'lo', 'mi', 're', 'tu', 'sa', 'no', 'pe', 'vi', 'da'];
-const word = (i: number) => SYL[Math.floor(i / 1000) % 10]! + SYL[Math.floor(i / 100) % 10]! + SYL[Math.floor(i / 10) % 10]! + SYL[i % 10]!;
-const VOCAB = 10_000;
-const zipfCdf = (() => {
-  const w = Array.from({ length: VOCAB }, (_, r) => 1 / (r + 1));
-  const total = w.reduce((a, b) => a + b, 0);
-  let acc = 0;
-  return w.map((x) => (acc += x / total));
-})();
-let seed = 42;
-const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-const zipfWord = () => {
-  const u = rand();
-  let lo = 0;
-  let hi = VOCAB - 1;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (zipfCdf[mid]! < u) lo = mid + 1;
-    else hi = mid;
-  }
-  return word(lo);
-};
-const sentence = (n: number) => Array.from({ length: n }, zipfWord).join(' ');
+// Made-up words drawn with a Zipf law, like real text (bench/lib/zipf-words.ts).
+const { zipfWord, sentence } = zipfWords(42);
 
 function seedStore(dataDir: string): { ms: number; rows: number } {
   const t0 = performance.now();
@@ -122,25 +102,6 @@ async function switchTo(page: Page, key: string): Promise<number> {
   return ((await page.evaluate(sessionSwitchScript(key))) as SwitchTimes).rows;
 }
 
-/** Keydown → the next frame after React handled it, per key, in the composer. */
-async function keystrokes(page: Page, n: number): Promise<number[]> {
-  const box = page.getByRole('textbox', { name: 'Message', exact: true });
-  await box.click();
-  await page.evaluate(`(() => {
-    window.__keys = [];
-    document.addEventListener('keydown', (e) => {
-      const t0 = e.timeStamp;
-      requestAnimationFrame(() => setTimeout(() => window.__keys.push(performance.now() - t0), 0));
-    }, { capture: true });
-  })()`);
-  const text = 'the quick brown fox jumps over the lazy dog '.repeat(Math.ceil(n / 44)).slice(0, n);
-  await page.keyboard.type(text, { delay: 25 });
-  await sleep(300);
-  const keys = (await page.evaluate('window.__keys')) as number[];
-  await box.fill('');
-  return keys;
-}
-
 const fmt = (v: number) => (Number.isFinite(v) ? `${Math.round(v)} ms` : 'n/a');
 const p = (xs: number[], q: number) => percentile(xs.filter(Number.isFinite), q);
 
@@ -167,7 +128,7 @@ async function main() {
   const browser = await launchChromium();
   const results: Record<string, number | string> = {};
   try {
-    const context = await loggedInContext(browser, server.baseUrl, TOKEN, { timeoutMs: 60_000 });
+    const context = await loggedInContext(browser, server.baseUrl, TOKEN, { timeoutMs: 60_000, bypassCSP: true });
 
     // 1. Interactive: navigation → composer, live stream and session list all there.
     const loads: number[] = [];
@@ -179,6 +140,7 @@ async function main() {
       polledLoads.push(t.polled);
       await page.close();
     }
+    console.log(`interactive (in page): ${loads.map(fmt).join(', ')}`);
 
     const page = await context.newPage();
     await timeToInteractive(page, `${server.baseUrl}/?session=agent:main:live-0`);

@@ -13,6 +13,7 @@ import { launchChromium, loggedInContext } from './lib/browser';
 import { RpcClient } from './lib/http';
 import { machineInfo } from './lib/report';
 import { streamLoad } from './lib/room-load';
+import { keystrokes } from './lib/room-keys';
 import { ROOM_READY_SCRIPT, type RoomReadyMarks, sessionSwitchScript, type SwitchTimes } from './lib/room-ready';
 import { markWord, PER_SESSION, sessionOf, word } from './lib/scale-seed';
 import { DELIVERIES_PER_KIND, ensureDeliveries, ensureSeeded, type ScaleTarget, scaleTarget, type StoreName, storeQuery } from './lib/scale-store';
@@ -60,24 +61,6 @@ async function interactive(page: Page, url: string): Promise<number> {
   await page.goto(url);
   await page.waitForFunction('window.__roomReady?.all !== undefined', undefined, { timeout: 60_000 });
   return ((await page.evaluate('window.__roomReady')) as RoomReadyMarks).all;
-}
-
-async function keystrokes(page: Page, n: number): Promise<number[]> {
-  const box = page.getByRole('textbox', { name: 'Message', exact: true });
-  await box.click();
-  await page.evaluate(`(() => {
-    window.__keys = [];
-    document.addEventListener('keydown', (e) => {
-      const t0 = e.timeStamp;
-      requestAnimationFrame(() => setTimeout(() => window.__keys.push(performance.now() - t0), 0));
-    }, { capture: true });
-  })()`);
-  const text = 'the quick brown fox jumps over the lazy dog '.repeat(Math.ceil(n / 44)).slice(0, n);
-  await page.keyboard.type(text, { delay: 25 });
-  await sleep(300);
-  const keys = (await page.evaluate('window.__keys')) as number[];
-  await box.fill('');
-  return keys;
 }
 
 /** Click "Board" → the frame after the board shows its groups with items, timed in the page. */

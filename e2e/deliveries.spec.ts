@@ -1,12 +1,8 @@
 // Deliveries in the room (CONTRACT §7, §9): a tool card shows its delivery's state live, the row the target got links
 // back to the sender's call, and a dead webhook delivery is retried from the board's "Failed" group.
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import { expect, test, TOKEN } from './fixtures';
-import { RoomPage } from './pages/room-page';
+import { expect, openOwnRoom, test, TOKEN } from './fixtures';
 
 const rpcAt = async <T = any>(origin: string, method: string, params: object): Promise<T> => {
   const res = await fetch(`${origin}/api/gateway`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
@@ -29,16 +25,9 @@ test('a tool card shows its delivery state live; a dead webhook delivery is retr
   });
   await new Promise<void>((ok) => receiver.listen(0, '127.0.0.1', () => ok()));
   const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crosstalk-e2e-deliveries-'));
-  const configFile = path.join(dir, 'crosstalk.config.json');
-  fs.writeFileSync(configFile, JSON.stringify({ agents: [{ id: 'main' }, { id: 'researcher' }], webhooks: { allowPrivateNetwork: true, retryBaseMs: 50, maxAttempts: 2, timeoutMs: 2000 } }));
   try {
-    const server = await ownServer({ env: { CROSSTALK_CONFIG: configFile } });
-    const room = new RoomPage(page);
-    await page.goto(`${server.origin}/login?token=${TOKEN}`);
-    await page.goto(`${server.origin}/?session=${encodeURIComponent(freshSession)}`);
-    await expect(room.sessionTitle).toHaveText(freshSession);
-    await room.waitLive();
+    const server = await ownServer({ config: { agents: [{ id: 'main' }, { id: 'researcher' }], webhooks: { allowPrivateNetwork: true, retryBaseMs: 50, maxAttempts: 2, timeoutMs: 2000 } } });
+    const room = await openOwnRoom(page, server, freshSession);
 
     // An async send whose target takes a while: its card goes on from the call's end to `answered`, live.
     const target = `agent:researcher:${freshSession.split(':').pop()}-t`;
@@ -83,6 +72,5 @@ test('a tool card shows its delivery state live; a dead webhook delivery is retr
     expect((await rpcAt<{ runId: string }>(server.origin, 'deliveries.get', { deliveryId: dead!.deliveryId })).runId).toBe(runId);
   } finally {
     await new Promise<void>((ok) => (receiver.closeAllConnections(), receiver.close(() => ok())));
-    fs.rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -1,5 +1,8 @@
 // Test fixtures: a logged-in room page object, a unique session key per test, and a guard against page errors.
-import { test as base, expect } from '@playwright/test';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test as base, expect, type Page } from '@playwright/test';
 import { RoomPage } from './pages/room-page';
 import { startServerProcess, type ServerProcess } from './support/server-process';
 
@@ -18,8 +21,13 @@ interface Fixtures {
    * killed and its data dir removed: a server that goes away under an open page cuts its event stream, and Chromium logs
    * the cut (`net::ERR_INCOMPLETE_CHUNKED_ENCODING`) as a console error whenever it notices it — a race with the check.
    */
-  ownServer: (opts?: Parameters<typeof startServerProcess>[1]) => Promise<ServerProcess>;
+  ownServer: (opts?: OwnServerOptions) => Promise<ServerProcess>;
 }
+
+export type OwnServerOptions = Parameters<typeof startServerProcess>[1] & {
+  /** A `crosstalk.config.json` for this server: written to a temp dir (removed at teardown), passed as CROSSTALK_CONFIG. */
+  config?: unknown;
+};
 
 // A session that has no row yet answers chat.history with 404 (unknown_session): the room shows it as empty.
 const EXPECTED_CONSOLE = [/Failed to load resource: the server responded with a status of 404/];
@@ -42,7 +50,15 @@ export const test = base.extend<Fixtures>({
   ],
   ownServer: async ({ page }, use, testInfo) => {
     const servers: ServerProcess[] = [];
-    await use(async (opts) => {
+    const dirs: string[] = [];
+    await use(async ({ config, ...opts } = {}) => {
+      if (config !== undefined) {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crosstalk-e2e-config-'));
+        dirs.push(dir);
+        const configFile = path.join(dir, 'crosstalk.config.json');
+        fs.writeFileSync(configFile, JSON.stringify(config));
+        opts = { ...opts, env: { CROSSTALK_CONFIG: configFile, ...opts.env } };
+      }
       const server = await startServerProcess(TOKEN, opts);
       servers.push(server);
       return server;
@@ -52,6 +68,7 @@ export const test = base.extend<Fixtures>({
       if (testInfo.status !== testInfo.expectedStatus) console.log(`server output (${server.origin}):\n${server.output()}`);
       await server.dispose();
     }
+    for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
   },
   room: async ({ page }, use) => {
     const room = new RoomPage(page);
@@ -64,5 +81,15 @@ export const test = base.extend<Fixtures>({
     await use(`agent:main:e2e-${unique}-${slug}`);
   },
 });
+
+/** Logs `page` in to a server of the test's own and opens `sessionKey` there, live; returns the room. */
+export async function openOwnRoom(page: Page, server: ServerProcess, sessionKey: string): Promise<RoomPage> {
+  const room = new RoomPage(page);
+  await page.goto(`${server.origin}/login?token=${TOKEN}`);
+  await page.goto(`${server.origin}/?session=${encodeURIComponent(sessionKey)}`);
+  await expect(room.sessionTitle).toHaveText(sessionKey);
+  await room.waitLive();
+  return room;
+}
 
 export { expect } from '@playwright/test';

@@ -2,10 +2,7 @@
 // its "History" tab with who decided and where, and the record downloads as JSON and CSV; a reviewer's decision shows
 // on the tool card ("allowed by reviewer: …") and in the History tab.
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { expect, test, TOKEN } from './fixtures';
-import { RoomPage } from './pages/room-page';
+import { expect, openOwnRoom, test } from './fixtures';
 
 test('an approval decided in the dialog is in the History tab, and the record exports as JSON and CSV', async ({ room, page, freshSession }) => {
   await room.open(freshSession);
@@ -54,30 +51,19 @@ test('an approval decided in the dialog is in the History tab, and the record ex
 
 test("a reviewer's decision shows on the tool card and in the History tab", async ({ page, freshSession, ownServer }) => {
   test.setTimeout(120_000);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crosstalk-e2e-reviewer-'));
-  const configFile = path.join(dir, 'crosstalk.config.json');
-  fs.writeFileSync(configFile, JSON.stringify({ agents: [{ id: 'main', tools: { exec: 'ask' }, reviewer: { model: 'scripted' } }] }));
-  try {
-    const server = await ownServer({ env: { CROSSTALK_CONFIG: configFile } });
-    const room = new RoomPage(page);
-    await page.goto(`${server.origin}/login?token=${TOKEN}`);
-    await page.goto(`${server.origin}/?session=${encodeURIComponent(freshSession)}`);
-    await expect(room.sessionTitle).toHaveText(freshSession);
-    await room.waitLive();
-    await room.send('/tool exec {"command":"echo review:allow"}');
-    const card = room.toolCards('tool_result').filter({ hasText: 'review:allow' });
-    await expect(card.getByTestId('tool-card-decider')).toHaveText('by reviewer', { timeout: 20_000 });
-    await card.locator('summary').click();
-    await expect(card.getByTestId('tool-card-decision')).toHaveText(/^allowed by reviewer: scripted review: exec arguments say review:allow$/);
-    await expect(room.approval).toHaveCount(0);
+  const server = await ownServer({ config: { agents: [{ id: 'main', tools: { exec: 'ask' }, reviewer: { model: 'scripted' } }] } });
+  const room = await openOwnRoom(page, server, freshSession);
+  await room.send('/tool exec {"command":"echo review:allow"}');
+  const card = room.toolCards('tool_result').filter({ hasText: 'review:allow' });
+  await expect(card.getByTestId('tool-card-decider')).toHaveText('by reviewer', { timeout: 20_000 });
+  await card.locator('summary').click();
+  await expect(card.getByTestId('tool-card-decision')).toHaveText(/^allowed by reviewer: scripted review: exec arguments say review:allow$/);
+  await expect(room.approval).toHaveCount(0);
 
-    await page.getByRole('button', { name: /^Approvals/ }).click();
-    const dialog = page.getByRole('dialog', { name: 'Approvals' });
-    await dialog.getByRole('tab', { name: 'History' }).click();
-    const rec = dialog.getByTestId('history-item').first();
-    await expect(rec).toHaveAttribute('data-decided-by', 'reviewer');
-    await expect(rec.getByTestId('history-decider')).toHaveText('by the reviewer (scripted)');
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  await page.getByRole('button', { name: /^Approvals/ }).click();
+  const dialog = page.getByRole('dialog', { name: 'Approvals' });
+  await dialog.getByRole('tab', { name: 'History' }).click();
+  const rec = dialog.getByTestId('history-item').first();
+  await expect(rec).toHaveAttribute('data-decided-by', 'reviewer');
+  await expect(rec.getByTestId('history-decider')).toHaveText('by the reviewer (scripted)');
 });

@@ -1,8 +1,5 @@
 // An MCP server behind OAuth in the room (CONTRACT §5, §7): its `authorization` item is a link named "Open" with "Done"
 // and "Decline"; opened, the authorization server sends the browser to crosstalk's callback, which completes it.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { startOAuthMcpServer, type OAuthMcpServer } from '../server/mcp/testing/oauth-server';
 import { expect, test, TOKEN } from './fixtures';
 import { RoomPage } from './pages/room-page';
@@ -10,14 +7,11 @@ import { RoomPage } from './pages/room-page';
 test('an authorization item is opened and completed in the room; the server is used after', async ({ page, ownServer, expectedConsole }) => {
   test.setTimeout(180_000);
   expectedConsole.push(/net::ERR_(INCOMPLETE_CHUNKED_ENCODING|CONNECTION_REFUSED|CONNECTION_RESET|EMPTY_RESPONSE)/);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crosstalk-e2e-oauth-'));
   let remote: OAuthMcpServer | undefined;
   try {
     // A real OAuth-protected MCP server (the SDK's own server-side auth) on 127.0.0.1.
     remote = await startOAuthMcpServer();
-    const configFile = path.join(dir, 'crosstalk.config.json');
-    fs.writeFileSync(configFile, JSON.stringify({ agents: [{ id: 'main', tools: { 'mcp__remote__*': 'auto' } }], mcp: { servers: { remote: { url: remote.url } } } }));
-    const server = await ownServer({ env: { CROSSTALK_CONFIG: configFile } });
+    const server = await ownServer({ config: { agents: [{ id: 'main', tools: { 'mcp__remote__*': 'auto' } }], mcp: { servers: { remote: { url: remote.url } } } } });
     const room = new RoomPage(page);
     await page.goto(`${server.origin}/login?token=${TOKEN}`);
     // The item of a connection is raised on the default agent's main session.
@@ -48,6 +42,5 @@ test('an authorization item is opened and completed in the room; the server is u
     await expect(room.messages('assistant').filter({ hasText: 'hello client-' })).toHaveCount(1, { timeout: 30_000 });
   } finally {
     await remote?.close();
-    fs.rmSync(dir, { recursive: true, force: true });
   }
 });

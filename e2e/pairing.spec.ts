@@ -1,10 +1,7 @@
 // Channel pairing in the room: an unknown sender's message is held, the request shows with its code, Approve runs it.
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { expect, test, TOKEN } from './fixtures';
 
 const SECRET = 'e2e-webhook-secret';
@@ -22,11 +19,8 @@ test('Pairing approve runs the held message', async ({ page, ownServer }) => {
     });
   });
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crosstalk-e2e-pairing-'));
-  const configFile = path.join(dir, 'crosstalk.config.json');
-  fs.writeFileSync(configFile, JSON.stringify({ channels: { webhook: { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/in`, secret: SECRET } } }));
   try {
-    const server = await ownServer({ env: { CROSSTALK_CONFIG: configFile } });
+    const server = await ownServer({ config: { channels: { webhook: { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/in`, secret: SECRET } } } });
     const origin = server.origin;
     let n = 0;
     const post = async (text: string) => {
@@ -65,6 +59,5 @@ test('Pairing approve runs the held message', async ({ page, ownServer }) => {
   } finally {
     // The server itself is stopped by the fixture, after the page has left it.
     await new Promise<void>((r) => receiver.close(() => r()));
-    fs.rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -4,9 +4,6 @@
 // 127.0.0.1 that decrypts it (server/testing/push-receiver.ts), and that plaintext, action token included, is what the
 // browser gets. A headless browser cannot click an OS notification: the test asks the worker (postMessage) to run its
 // notificationclick path, answer(notification, action), on the notification it shows.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { expect, test, TOKEN } from './fixtures';
 import { startPushReceiver } from '../server/testing/push-receiver';
 
@@ -14,11 +11,8 @@ test('a pushed pending item shows a notification whose "Allow once" resolves it'
   test.setTimeout(180_000);
   // Playwright's browser contexts are off-the-record: Chromium refuses pushManager there and logs why (its own message).
   expectedConsole.push(/does not support the Push API in incognito mode/);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crosstalk-push-e2e-'));
-  const configFile = path.join(dir, 'crosstalk.config.json');
   // The test push service listens on loopback: allowed only with webhooks.allowPrivateNetwork.
-  fs.writeFileSync(configFile, JSON.stringify({ webhooks: { allowPrivateNetwork: true }, agents: [{ id: 'main', tools: { sessions_list: 'ask' } }] }));
-  const server = await ownServer({ env: { CROSSTALK_CONFIG: configFile } });
+  const server = await ownServer({ config: { webhooks: { allowPrivateNetwork: true }, agents: [{ id: 'main', tools: { sessions_list: 'ask' } }] } });
   const rpc = async <T = any>(method: string, params: object = {}): Promise<T> => {
     const res = await fetch(`${server.origin}/api/gateway`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
     const body = await res.json();
@@ -99,6 +93,5 @@ test('a pushed pending item shows a notification whose "Allow once" resolves it'
     expect(again.status).toBeGreaterThanOrEqual(400);
   } finally {
     await rcv.close();
-    fs.rmSync(dir, { recursive: true, force: true });
   }
 });

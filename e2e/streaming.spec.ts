@@ -1,9 +1,5 @@
 // Streaming without layout shift: replies stream in after a pause, and the room's cumulative layout shift stays "good".
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { expect, test, TOKEN } from './fixtures';
-import { RoomPage } from './pages/room-page';
+import { expect, openOwnRoom, test } from './fixtures';
 
 test('no layout shift while replies stream in', async ({ room, page, freshSession }) => {
   await room.open(freshSession);
@@ -47,15 +43,9 @@ test('a slow model’s reply streams into the room delta by delta', async ({ pag
   const fake = await startFakeOpenAI();
   const words = Array.from({ length: 12 }, (_, i) => `w${i}`);
   fake.setHandler(() => ({ text: words.join(' '), chunkDelayMs: 250 }));
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crosstalk-e2e-stream-'));
-  const configFile = path.join(dir, 'crosstalk.config.json');
-  fs.writeFileSync(configFile, JSON.stringify({ agents: [{ id: 'main', model: 'openai:slow-stream' }] }));
   try {
-    const server = await ownServer({ env: { CROSSTALK_CONFIG: configFile, OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: 'sk-e2e' } });
-    const room = new RoomPage(page);
-    await page.goto(`${server.origin}/login?token=${TOKEN}`);
-    await page.goto(`${server.origin}/?session=${encodeURIComponent(freshSession)}`);
-    await room.waitLive();
+    const server = await ownServer({ config: { agents: [{ id: 'main', model: 'openai:slow-stream' }] }, env: { OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: 'sk-e2e' } });
+    const room = await openOwnRoom(page, server, freshSession);
     await room.send('tell me slowly');
     const pending = room.transcript.getByTestId('pending-bubble');
     // Part of the reply is on screen while the rest is still coming…
@@ -69,6 +59,5 @@ test('a slow model’s reply streams into the room delta by delta', async ({ pag
     // Leave the page first: a model stream cut under a running server would fail the run; the fixture stops the server.
     await page.goto('about:blank');
     await fake.close();
-    fs.rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -1,12 +1,8 @@
 // Context and cost in the room (issue 13): the session header and status panel show tokens and cost rolled up, and the
 // event inspector shows a run's trace id (a server of this test's own, exporting traces to a loopback OTLP receiver).
-import fs from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import { expect, test, TOKEN } from './fixtures';
-import { RoomPage } from './pages/room-page';
+import { expect, openOwnRoom, test } from './fixtures';
 
 test('tokens and cost in the header and the status panel; the inspector shows the trace id', async ({ page, freshSession, ownServer }) => {
   test.setTimeout(120_000);
@@ -21,18 +17,13 @@ test('tokens and cost in the header and the status panel; the inspector shows th
     });
   });
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crosstalk-e2e-usage-'));
-  const configFile = path.join(dir, 'crosstalk.config.json');
-  // A steep price so one short turn shows a cost above a cent.
-  fs.writeFileSync(configFile, JSON.stringify({ models: { scripted: { inputPerMTok: 100_000, outputPerMTok: 100_000 } } }));
   try {
     const server = await ownServer({
-      env: { CROSSTALK_CONFIG: configFile, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}` },
+      // A steep price so one short turn shows a cost above a cent.
+      config: { models: { scripted: { inputPerMTok: 100_000, outputPerMTok: 100_000 } } },
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}` },
     });
-    const room = new RoomPage(page);
-    await page.goto(`${server.origin}/login?token=${TOKEN}`);
-    await page.goto(`${server.origin}/?session=${encodeURIComponent(freshSession)}`);
-    await room.waitLive();
+    const room = await openOwnRoom(page, server, freshSession);
     await page.getByRole('button', { name: 'Event inspector', exact: true }).click();
     await room.send('count my tokens');
     await expect(room.texts('assistant').filter({ hasText: 'echo: count my tokens' })).toBeVisible();
@@ -53,6 +44,5 @@ test('tokens and cost in the header and the status panel; the inspector shows th
   } finally {
     // The server itself is stopped by the fixture, after the page has left it.
     await new Promise((r) => receiver.close(r));
-    fs.rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -5,36 +5,16 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import { zipfWords } from './zipf-words';
 
 export const PER_SESSION = 100;
 export const RUNS_PER_SESSION = 5;
 export const TREE_SESSIONS = 10_000;
 const BASE = Date.parse('2026-01-01T00:00:00Z');
 
-// A 10,000-word vocabulary of made-up words (as bench/room.ts), drawn with a Zipf law.
-const SYL = ['ka', 'lo', 'mi', 're', 'tu', 'sa', 'no', 'pe', 'vi', 'da'];
-export const word = (i: number) => SYL[Math.floor(i / 1000) % 10]! + SYL[Math.floor(i / 100) % 10]! + SYL[Math.floor(i / 10) % 10]! + SYL[i % 10]!;
-const VOCAB = 10_000;
-const zipfCdf = (() => {
-  const w = Array.from({ length: VOCAB }, (_, r) => 1 / (r + 1));
-  const total = w.reduce((a, b) => a + b, 0);
-  let acc = 0;
-  return Float64Array.from(w.map((x) => (acc += x / total)));
-})();
-let seed = 42;
-const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
-const zipfWord = () => {
-  const u = rand();
-  let lo = 0;
-  let hi = VOCAB - 1;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (zipfCdf[mid]! < u) lo = mid + 1;
-    else hi = mid;
-  }
-  return word(lo);
-};
-const sentence = (n: number) => Array.from({ length: n }, zipfWord).join(' ');
+// Made-up words drawn with a Zipf law (bench/lib/zipf-words.ts, as bench/room.ts).
+export { word } from './zipf-words';
+const { zipfWord, sentence } = zipfWords(42);
 
 /** The word planted once in session s's first message: search must find exactly that message. */
 export const markWord = (s: number) => `scalemark${s}`;

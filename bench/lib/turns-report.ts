@@ -6,14 +6,21 @@ const x = (a: number | undefined, b: number | undefined) => (a !== undefined && 
 const ratio = (v: number) => (Number.isFinite(v) ? `${v.toFixed(2)}×` : 'n/a');
 const verdict = (ok: boolean | undefined) => (ok === undefined ? 'n/a' : ok ? 'met' : 'not met');
 
+/** The ratios and medians both the Summary rows and the section report. */
+function headline(r: TurnsResults) {
+  return {
+    conc: x(r.sqliteConc?.p50, r.floorConc?.p50),
+    p50: x(r.sqliteTurns?.p50, r.floorTurns?.p50),
+    p95: x(r.sqliteTurns?.p95, r.floorTurns?.p95),
+    pgRatio: x(r.pgTurns?.p50, r.sqliteTurns?.p50),
+    idle: r.idleRssKb?.length ? median(r.idleRssKb) : undefined,
+    start: r.starts?.length ? median(r.starts) : undefined,
+  };
+}
+
 /** The Summary table's rows for these goals (columns: metric | target | crosstalk | vs target | peer). */
 export function summaryRows(r: TurnsResults): string[] {
-  const conc = x(r.sqliteConc?.p50, r.floorConc?.p50);
-  const p50 = x(r.sqliteTurns?.p50, r.floorTurns?.p50);
-  const p95 = x(r.sqliteTurns?.p95, r.floorTurns?.p95);
-  const pgRatio = x(r.pgTurns?.p50, r.sqliteTurns?.p50);
-  const idle = r.idleRssKb?.length ? median(r.idleRssKb) : undefined;
-  const start = r.starts?.length ? median(r.starts) : undefined;
+  const { conc, p50, p95, pgRatio, idle, start } = headline(r);
   const at = (step: string) => `load ${r.load.during.find((l) => l.startsWith(`${step}:`))?.slice(step.length + 2) ?? r.load.begin}`;
   const why = (met: boolean | undefined, reason: string) => (met === undefined ? 'n/a' : met ? 'met' : `not met: ${reason}`);
   const tag = (s: string) => `${s} (turns.ts)`;
@@ -44,12 +51,7 @@ export function putSummaryRows(doc: string, rows: string[]): string {
 
 export function renderTurns(r: TurnsResults, _o: { clkTck: number }): string {
   const L: string[] = [];
-  const conc = x(r.sqliteConc?.p50, r.floorConc?.p50);
-  const p50 = x(r.sqliteTurns?.p50, r.floorTurns?.p50);
-  const p95 = x(r.sqliteTurns?.p95, r.floorTurns?.p95);
-  const pgRatio = x(r.pgTurns?.p50, r.sqliteTurns?.p50);
-  const idle = r.idleRssKb?.length ? median(r.idleRssKb) : undefined;
-  const start = r.starts?.length ? median(r.starts) : undefined;
+  const { conc, p50, p95, pgRatio, idle, start } = headline(r);
   L.push('## Latency budgets against the floor (issue 24 items 3–6, issue 22 item 6)');
   L.push('');
   L.push(

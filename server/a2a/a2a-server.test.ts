@@ -2,11 +2,14 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { Role, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
 import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startTestServer, TEST_TOKEN, type TestServer, tmpDataDir, until } from '../testing/harness';
 import { textOf } from './tasks';
+
+const STDIO_SERVER = path.join(import.meta.dirname, '..', 'mcp', 'testing', 'stdio-server.mjs');
 
 let s: TestServer | undefined;
 const cleanup: Array<() => Promise<void>> = [];
@@ -123,6 +126,61 @@ describe('A2A server', () => {
     const { approvals } = await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: 'agent:main:a2a:ctx-approval-2' });
     await s.rpc('approvals.resolve', { approvalId: approvals[0].approvalId, decision: 'allow_once' });
     await until(async () => (await c.getTask({ tenant: '', id: blocked.id })).status?.state === TaskState.TASK_STATE_COMPLETED);
+  });
+
+  it('an MCP elicitation is input-required with what is asked; accept with content reaches the server and the task completes with no new message', async () => {
+    s = await startTestServer({ config: { agents: [{ id: 'main', tools: { 'mcp__files__*': 'auto' } }], mcp: { servers: { files: { command: process.execPath, args: [STDIO_SERVER] } } } } });
+    await s.rt.mcp.ready();
+    const c = await client(s);
+    const askedIn = (r: StreamResponse | Task | undefined) => {
+      const st = r && 'payload' in r ? (r.payload?.$case === 'statusUpdate' ? r.payload.value.status : r.payload?.$case === 'task' ? r.payload.value.status : undefined) : (r as Task | undefined)?.status;
+      const parts = st?.message?.parts ?? [];
+      return { text: parts.flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : [])).join('\n'), data: parts.flatMap((p) => (p.content?.$case === 'data' ? [p.content.value] : [])) };
+    };
+    const schema = { type: 'object', properties: { sure: { type: 'boolean', title: 'Sure' } }, required: ['sure'] };
+
+    // Streaming: input-required says the server's question (and carries its form), accept with content goes on to completed.
+    const events: StreamResponse[] = [];
+    let answered = false;
+    for await (const e of c.sendMessageStream(message('/tool mcp__files__confirm {}', 'ctx-elicit'))) {
+      events.push(e);
+      if (!answered && stateOfResp(e) === TaskState.TASK_STATE_INPUT_REQUIRED) {
+        answered = true;
+        expect(askedIn(e).text).toContain('Really do it?');
+        expect(askedIn(e).data).toEqual([expect.objectContaining({ kind: 'elicitation', server: 'files', message: 'Really do it?', mode: 'form', requestedSchema: schema })]);
+        const { approvals } = await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: 'agent:main:a2a:ctx-elicit' });
+        expect(approvals).toEqual([expect.objectContaining({ kind: 'elicitation', message: 'Really do it?' })]);
+        await s.rpc('approvals.resolve', { approvalId: approvals[0].approvalId, decision: 'accept', content: { sure: true } });
+      }
+    }
+    const states = events.map(stateOfResp).filter((x) => x !== undefined);
+    const inputAt = states.indexOf(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect(inputAt).toBeGreaterThan(0);
+    expect(states.slice(inputAt + 1)).toContain(TaskState.TASK_STATE_WORKING);
+    expect(states[states.length - 1]).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(askedIn(events[events.length - 1]).text).toContain('answer {\\"action\\":\\"accept\\",\\"content\\":{\\"sure\\":true}}');
+
+    // Blocking send: returns at input-required with the question; tasks/get says the same; answered, it completes by itself.
+    const blocked = asTask(await c.sendMessage(message('/tool mcp__files__confirm {}', 'ctx-elicit-2')));
+    expect(blocked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect(askedIn(blocked).text).toContain('Really do it?');
+    const got = await c.getTask({ tenant: '', id: blocked.id });
+    expect(askedIn(got).text).toContain('Really do it?');
+    expect(askedIn(got).data).toEqual([expect.objectContaining({ kind: 'elicitation', message: 'Really do it?', requestedSchema: schema })]);
+    // An older (v0.3) client sees the same: a text part and the form as a data part.
+    const legacy = await (
+      await fetch(`${s.url}/a2a/main`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_TOKEN}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: blocked.id } }) })
+    ).json();
+    expect(legacy.result.status).toMatchObject({ state: 'input-required', message: { parts: [{ kind: 'text', text: expect.stringContaining('files asks: Really do it?') }, { kind: 'data', data: expect.objectContaining({ kind: 'elicitation', requestedSchema: schema }) }] } });
+    const { approvals } = await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: 'agent:main:a2a:ctx-elicit-2' });
+    await s.rpc('approvals.resolve', { approvalId: approvals[0].approvalId, decision: 'accept', content: { sure: false } });
+    const done = await until(async () => {
+      const t = await c.getTask({ tenant: '', id: blocked.id });
+      return t.status?.state === TaskState.TASK_STATE_COMPLETED && t;
+    });
+    expect(askedIn(done).text).toContain('answer {\\"action\\":\\"accept\\",\\"content\\":{\\"sure\\":false}}');
+    expect(done.history).toHaveLength(1);
+    expect(await s.rt.store.getApproval(approvals[0].approvalId)).toMatchObject({ status: 'allowed', decision: 'accept' });
   });
 
   it('a run that fails is a failed task, with the error as its status message', async () => {

@@ -61,7 +61,7 @@ export class CrosstalkA2AHandler implements A2ARequestHandler {
   private async snapshot(taskId: string): Promise<Task> {
     const { row, contextId } = await this.run(taskId);
     const pending = TERMINAL_ROWS.has(row.status) ? [] : await this.rt.store.pendingApprovals({ runId: row.id });
-    return taskOf({ row, contextId, pendingTools: pending.map((p) => p.tool) });
+    return taskOf({ row, contextId, pending: pending.map((p) => ({ approvalId: p.id, kind: p.kind, tool: p.tool, args: JSON.parse(p.args) as unknown })) });
   }
 
   /** Accepts the message as a turn in the context's session; answers the task id (a steered message joins the active run). */

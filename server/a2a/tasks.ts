@@ -29,8 +29,10 @@ export function agentMessage(taskId: string, contextId: string, text: string): M
   return { messageId: `msg_${crypto.randomUUID()}`, contextId, taskId, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
 }
 
-function status(state: TaskState, taskId: string, contextId: string, text?: string, ts?: string): TaskStatus {
-  return { state, message: text !== undefined ? agentMessage(taskId, contextId, text) : undefined, timestamp: ts ?? new Date().toISOString() };
+function status(state: TaskState, taskId: string, contextId: string, text?: string, ts?: string, extra: Part[] = []): TaskStatus {
+  const message = text !== undefined ? agentMessage(taskId, contextId, text) : undefined;
+  if (message) message.parts.push(...extra);
+  return { state, message, timestamp: ts ?? new Date().toISOString() };
 }
 
 export const responseArtifactId = (runId: string) => `${runId}:response`;
@@ -41,10 +43,18 @@ function responseArtifact(runId: string, text: string) {
 
 export const isTerminal = (s: TaskState) => s === TaskState.TASK_STATE_COMPLETED || s === TaskState.TASK_STATE_FAILED || s === TaskState.TASK_STATE_CANCELED || s === TaskState.TASK_STATE_REJECTED;
 
+/** A pending approval as an input-required status shows it (from its row or its `requested` event). */
+export interface AskedItem {
+  approvalId: string;
+  kind?: string;
+  tool: string;
+  args: unknown;
+}
+
 export interface TaskView {
   row: RunRow;
   contextId: string;
-  pendingTools: string[];
+  pending: AskedItem[];
 }
 
 /** The run's state in A2A terms: input-required while an approval waits; cancel is `error`/`cancelled`. */
@@ -63,11 +73,39 @@ export function stateOf(row: RunRow, pendingApprovals: number): TaskState {
   }
 }
 
-const approvalText = (tools: string[]) => `Waiting for approval: ${tools.join(', ')} (resolve it in the crosstalk room or with approvals.resolve)`;
+const asksServer = (i: AskedItem) => i.kind === 'elicitation' || i.kind === 'authorization';
+
+/**
+ * The input-required status: a line saying what waits — for an MCP elicitation (or sign-in) the server's own message, and its
+ * form as a data part `{approvalId, kind, server, tool, message, mode, requestedSchema?, url?}` (CONTRACT §5) that a client
+ * can answer with approvals.resolve; for gated tools, their names.
+ */
+function inputRequired(taskId: string, contextId: string, items: AskedItem[], ts?: string): TaskStatus {
+  const lines: string[] = [];
+  const data: Part[] = [];
+  const tools = items.filter((i) => !asksServer(i)).map((i) => i.tool);
+  if (tools.length || !items.length) lines.push(`Waiting for approval: ${tools.join(', ')} (resolve it in the crosstalk room or with approvals.resolve)`);
+  for (const i of items.filter(asksServer)) {
+    const a = (i.args ?? {}) as { server?: string; message?: string; mode?: string; requestedSchema?: unknown; url?: string };
+    const server = String(a.server ?? 'MCP server');
+    const what = i.kind === 'authorization' ? `${server} needs you to sign in${a.message ? `: ${a.message}` : ''}` : `${server} asks: ${String(a.message ?? '')}`;
+    lines.push(`${what}${a.url ? ` (open ${a.url})` : ''} (answer it in the crosstalk room or with approvals.resolve ${i.approvalId})`);
+    data.push({
+      content: {
+        $case: 'data',
+        value: { approvalId: i.approvalId, kind: i.kind, server, tool: i.tool, message: a.message ?? '', mode: a.mode ?? 'form', ...(a.requestedSchema ? { requestedSchema: a.requestedSchema } : {}), ...(a.url ? { url: a.url } : {}) },
+      },
+      metadata: undefined,
+      filename: '',
+      mediaType: 'application/json',
+    });
+  }
+  return status(TaskState.TASK_STATE_INPUT_REQUIRED, taskId, contextId, lines.join('\n'), ts, data);
+}
 
 export function taskOf(v: TaskView): Task {
   const { row, contextId } = v;
-  const state = stateOf(row, v.pendingTools.length);
+  const state = stateOf(row, v.pending.length);
   const inputs = JSON.parse(row.input) as Array<{ content: string }>;
   const history: Message[] = inputs.map((i, n) => ({
     messageId: `${row.id}:in:${n}`,
@@ -83,11 +121,10 @@ export function taskOf(v: TaskView): Task {
   let text: string | undefined;
   if (state === TaskState.TASK_STATE_COMPLETED) text = response;
   else if (state === TaskState.TASK_STATE_FAILED || state === TaskState.TASK_STATE_CANCELED) text = row.error ?? row.status;
-  else if (state === TaskState.TASK_STATE_INPUT_REQUIRED) text = approvalText(v.pendingTools);
   return {
     id: row.id,
     contextId,
-    status: status(state, row.id, contextId, text, row.ended_at ?? undefined),
+    status: state === TaskState.TASK_STATE_INPUT_REQUIRED ? inputRequired(row.id, contextId, v.pending, row.ended_at ?? undefined) : status(state, row.id, contextId, text, row.ended_at ?? undefined),
     artifacts: state === TaskState.TASK_STATE_COMPLETED ? [responseArtifact(row.id, response)] : [],
     history,
     metadata: { sessionKey: row.session_key },
@@ -125,7 +162,10 @@ export function streamResponsesOf(ev: AgentEvent, contextId: string): StreamResp
       }
       return [];
     case 'approval':
-      if (d.phase === 'requested') return [statusUpdate(taskId, contextId, status(TaskState.TASK_STATE_INPUT_REQUIRED, taskId, contextId, approvalText([String(d.tool)]), ev.ts), { ...meta, approvalId: d.approvalId })];
+      if (d.phase === 'requested') {
+        const item: AskedItem = { approvalId: String(d.approvalId), kind: d.kind === undefined ? undefined : String(d.kind), tool: String(d.tool), args: d.args };
+        return [statusUpdate(taskId, contextId, inputRequired(taskId, contextId, [item], ev.ts), { ...meta, approvalId: d.approvalId })];
+      }
       if (d.phase === 'resolved') return [statusUpdate(taskId, contextId, status(TaskState.TASK_STATE_WORKING, taskId, contextId, undefined, ev.ts), { ...meta, approvalId: d.approvalId, decision: d.decision })];
       return [];
     case 'message': {

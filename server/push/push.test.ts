@@ -2,7 +2,7 @@
 // decrypts each body with the subscription's private key by itself: delivery, 404/410 drops, 5xx retries, the
 // one-time action token, the SSRF refusal. On both stores (TEST_STORE=postgres).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer, until } from '../testing/harness';
+import { startTestServer, type TestServer, tmpDataDir, until } from '../testing/harness';
 import { startPushReceiver, type PushReceiver } from '../testing/push-receiver';
 import webpush from 'web-push';
 import { loadVapidKeys } from './keys';
@@ -186,6 +186,71 @@ describe('push (CONTRACT §3 push.*, §7 Notifications)', () => {
       expect(r.body.error).toMatchObject({ code: -32602, data: { code: 'invalid_request' } });
     }
   });
+});
+
+describe('push retries survive a restart (issue 25 item 2)', () => {
+  it('a push answered 503, its server crashed before the retry: the restarted server sends it once, the delivery counts both attempts', async () => {
+    // A backoff long enough that the crashed server cannot have retried before it went.
+    const slow = { ...webhooks, retryBaseMs: 3000 };
+    const dataDir = tmpDataDir();
+    let first: TestServer | null = await startTestServer({ dataDir, config: { webhooks: slow, agents } });
+    const key = (await first.rpc<{ publicKey: string }>('push.vapidKey')).publicKey;
+    const own = await startPushReceiver(() => key);
+    let second: TestServer | null = null;
+    try {
+      const br = own.browser('restart');
+      await first.rpc('push.subscribe', { subscription: br.subscription });
+      own.answer('restart', 503);
+      const approvalId = await pendingItem(first, 'agent:main:push-restart');
+      const waiting = await until(async () => (await pushDeliveries(first!, approvalId)).find((d) => d.attempts === 1));
+      expect(waiting).toMatchObject({ state: 'accepted', attempts: 1, error: { code: 'channel_error', message: expect.stringMatching(/^push service answered 503/) } });
+      await first.crash();
+      first = null;
+      expect(own.attempts.map((a) => a.status)).toEqual([503]);
+
+      second = await startTestServer({ dataDir, config: { webhooks: slow, agents } });
+      const done = await until(async () => (await pushDeliveries(second!, approvalId)).find((d) => d.state !== 'accepted'), 30_000);
+      expect(done).toMatchObject({ kind: 'push', state: 'delivered', attempts: 2, to: { url: br.subscription.endpoint } });
+      const got = own.received.filter((r) => (r.json as { approvalId: string }).approvalId === approvalId);
+      expect(got).toHaveLength(1);
+      expect(own.attempts.map((a) => a.status)).toEqual([503, 201]);
+      expect(own.rejected).toEqual([]);
+      // The message the restarted server made carries a working token.
+      expect(await action(second, { approvalId, token: (got[0]!.json as { token: string }).token, decision: 'deny' })).toEqual({ status: 200, body: { status: 'ok' } });
+    } finally {
+      await first?.crash();
+      await second?.close();
+      await own.close();
+    }
+  }, 90_000);
+});
+
+describe.runIf(process.env.TEST_STORE === 'postgres')('push retries on PostgreSQL are any instance\'s', () => {
+  it('a push answered 503 by a server that then crashed is sent by another instance still running', async () => {
+    const slow = { ...webhooks, retryBaseMs: 3000 };
+    const dataDir = tmpDataDir(); // one schema for both instances
+    let first: TestServer | null = await startTestServer({ dataDir, config: { webhooks: slow, agents } });
+    const other = await startTestServer({ dataDir, config: { webhooks: slow, agents } });
+    const key = (await first.rpc<{ publicKey: string }>('push.vapidKey')).publicKey;
+    const own = await startPushReceiver(() => key);
+    try {
+      const br = own.browser('other');
+      await first.rpc('push.subscribe', { subscription: br.subscription });
+      own.answer('other', 503);
+      const approvalId = await pendingItem(first, 'agent:main:push-other');
+      await until(async () => (await pushDeliveries(first!, approvalId)).find((d) => d.attempts === 1));
+      await first.crash();
+      first = null;
+      const done = await until(async () => (await pushDeliveries(other, approvalId)).find((d) => d.state !== 'accepted'), 30_000);
+      expect(done).toMatchObject({ state: 'delivered', attempts: 2 });
+      expect(own.attempts.map((a) => a.status)).toEqual([503, 201]);
+      expect(own.received.filter((r) => (r.json as { approvalId: string }).approvalId === approvalId)).toHaveLength(1);
+    } finally {
+      await first?.crash();
+      await other.close();
+      await own.close();
+    }
+  }, 90_000);
 });
 
 describe('what a push says about each kind of item', () => {

@@ -1,7 +1,12 @@
-// When failed pushes (a 5xx, a timeout, a refused connection) are tried again: attempts double from
-// webhooks.retryBaseMs and stop after webhooks.maxAttempts. Each attempt is recorded on the push's delivery (CONTRACT
-// §9, kind `push`) by the caller; the waiting itself is an in-process timer (a restart leaves the delivery where it
-// was, and deliveries.retry of a dead one starts a fresh round).
+// When failed pushes (a 5xx, a timeout, a refused connection) are tried again, durably: the push's delivery (CONTRACT
+// §9, kind `push`) is the retry. Left `accepted` after a failed attempt, it is due retryDelayMs(webhooks, attempts)
+// after its last change (the webhook outbox's backoff); a sweep of the store, in this process or after a restart (on
+// PostgreSQL in any instance), claims a due one (compare-and-set on its updated_at) and attempts it again, each attempt
+// counted on the delivery, until webhooks.maxAttempts (then `dead`).
+import type { CrosstalkConfig } from '../config';
+import type { DeliveryRow } from '../store/schema';
+import type { Store } from '../store/store';
+import { retryDelayMs } from '../webhooks/deliver';
 import type { PushOutcome } from './send';
 
 export type PushState = 'delivered' | 'gone' | 'refused' | 'dead';
@@ -13,39 +18,141 @@ export interface PushAttempt {
   record(outcome: PushOutcome, attempt: number, end: PushState | null): Promise<void>;
 }
 
+/** The push a due delivery carries, ready to attempt again; null when there is none (the delivery is ended by the callee). */
+export type PushAgain = (row: DeliveryRow) => Promise<PushAttempt | null>;
+
 export interface PushRetries {
-  /** Runs the first attempt now and the rest later; resolves once the first attempt is recorded. */
-  start(a: PushAttempt): Promise<void>;
+  /** Attempts a delivery now (its first, or the first of a deliveries.retry round); a failure is left to the sweep. */
+  start(deliveryId: string, attemptsBefore: number, a: PushAttempt): Promise<void>;
+  /** Starts sweeping the store for due retries. */
+  run(again: PushAgain): void;
   stop(): void;
-  /** Attempts waiting for their next try. */
+  /** Retries seen waiting (or being attempted) by this process. */
   waiting(): number;
 }
 
-export function inProcessRetries(o: { retryBaseMs: number; maxAttempts: number }, onError: (e: unknown) => void): PushRetries {
-  const timers = new Set<NodeJS.Timeout>();
-  let stopped = false;
-  const endOf = (r: PushOutcome): PushState | null => (r.ok ? 'delivered' : r.gone ? 'gone' : r.refused ? 'refused' : null);
+/**
+ * Attempt number within a round (1-based), from the attempts counted before it: a deliveries.retry of a dead push
+ * starts a fresh round of webhooks.maxAttempts on the same delivery (whose count keeps growing).
+ */
+export const roundAttempt = (attemptsBefore: number, max: number) => (attemptsBefore % max) + 1;
+
+export const endOf = (r: PushOutcome, n: number, max: number): PushState | null => (r.ok ? 'delivered' : r.gone ? 'gone' : r.refused ? 'refused' : n >= max ? 'dead' : null);
+
+/** Longest sleep between sweeps: how soon a retry left by another instance (PostgreSQL) or a dead process is seen. */
+const POLL_MS = 2000;
+const BATCH = 100;
+
+export function durableRetries(store: Store, c: Pick<CrosstalkConfig['webhooks'], 'retryBaseMs' | 'maxAttempts' | 'timeoutMs'>, onError: (e: unknown) => void): PushRetries {
+  const inflight = new Set<string>();
+  let again: PushAgain | null = null;
+  let timer: NodeJS.Timeout | null = null;
+  let running = false;
+  let rerun = false;
+  let stopped = true;
+  let seen = 0;
+
+  const attemptOnce = async (attemptsBefore: number, a: PushAttempt) => {
+    const n = roundAttempt(attemptsBefore, c.maxAttempts);
+    const r = await a.send();
+    await a.record(r, n, endOf(r, n, c.maxAttempts));
+  };
+
+  /** When a row waiting at `attempts` is due: the backoff after a failure; a first attempt that never reported gets the POST timeout too. */
+  const dueAt = (row: DeliveryRow) => {
+    const attempts = Number(row.attempts);
+    return Date.parse(row.updated_at) + (attempts ? retryDelayMs(c, roundAttempt(attempts - 1, c.maxAttempts)) : c.timeoutMs + c.retryBaseMs);
+  };
+
+  const sweep = async () => {
+    const rows = await store.db.selectFrom('deliveries').selectAll().where('state', '=', 'accepted').where('kind', '=', 'push').orderBy('updated_at').limit(BATCH).execute();
+    const now = Date.now();
+    let next = now + POLL_MS;
+    let waitingNow = 0;
+    for (const row of rows) {
+      if (inflight.has(row.id)) {
+        waitingNow++;
+        continue;
+      }
+      const due = dueAt(row);
+      if (due > now) {
+        if (row.attempts) waitingNow++;
+        next = Math.min(next, due);
+        continue;
+      }
+      // The claim: one process per attempt (the row's updated_at moves on, so another sweep's compare-and-set misses).
+      const won = await store.db
+        .updateTable('deliveries')
+        .set({ updated_at: new Date().toISOString() })
+        .where('id', '=', row.id)
+        .where('state', '=', 'accepted')
+        .where('attempts', '=', row.attempts)
+        .where('updated_at', '=', row.updated_at)
+        .returning('id')
+        .executeTakeFirst();
+      if (!won || stopped) continue;
+      waitingNow++;
+      inflight.add(row.id);
+      void (async () => {
+        const a = await again!(row);
+        if (a && !stopped) await attemptOnce(Number(row.attempts), a);
+      })()
+        .catch(onError)
+        .finally(() => {
+          inflight.delete(row.id);
+          kick();
+        });
+    }
+    seen = waitingNow;
+    return rows.length === BATCH ? now : next;
+  };
+
+  const kick = () => {
+    if (stopped || !again) return;
+    if (running) {
+      rerun = true;
+      return;
+    }
+    running = true;
+    if (timer) clearTimeout(timer);
+    timer = null;
+    sweep()
+      .catch((e) => {
+        onError(e);
+        return Date.now() + POLL_MS;
+      })
+      .then((next) => {
+        running = false;
+        if (stopped) return;
+        if (rerun) {
+          rerun = false;
+          return kick();
+        }
+        timer = setTimeout(kick, Math.max(0, next - Date.now()));
+        timer.unref?.();
+      });
+  };
+
   return {
-    async start(a) {
-      const attempt = async (n: number): Promise<void> => {
-        const r = await a.send();
-        const end = endOf(r) ?? (n >= o.maxAttempts ? 'dead' : null);
-        await a.record(r, n, end);
-        if (end || stopped) return;
-        const t = setTimeout(() => {
-          timers.delete(t);
-          if (!stopped) attempt(n + 1).catch(onError);
-        }, o.retryBaseMs * 2 ** (n - 1));
-        t.unref?.();
-        timers.add(t);
-      };
-      return attempt(1);
+    async start(deliveryId, attemptsBefore, a) {
+      inflight.add(deliveryId);
+      try {
+        await attemptOnce(attemptsBefore, a);
+      } finally {
+        inflight.delete(deliveryId);
+      }
+      kick();
+    },
+    run(fn) {
+      again = fn;
+      stopped = false;
+      kick();
     },
     stop() {
       stopped = true;
-      for (const t of timers) clearTimeout(t);
-      timers.clear();
+      if (timer) clearTimeout(timer);
+      timer = null;
     },
-    waiting: () => timers.size,
+    waiting: () => seen,
   };
 }

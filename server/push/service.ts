@@ -8,11 +8,12 @@ import type { Logger } from '../logger';
 import type { DecidedBy, Decision } from '../orchestrator/approvals';
 import { toPendingApproval } from '../orchestrator/approvals';
 import { parentChains } from '../gateway/room';
+import type { DeliveryRow } from '../store/schema';
 import { nowIso, type Store } from '../store/store';
 import { checkWebhookUrl, guardedDispatcher } from '../webhooks/guard';
 import { type VapidKeys, loadVapidKeys } from './keys';
 import { approvalPush } from './payload';
-import { inProcessRetries, type PushRetries, type PushState } from './retry';
+import { durableRetries, type PushAttempt, type PushRetries, type PushState } from './retry';
 import { type PushOutcome, sendPush } from './send';
 
 export interface PushSubscriptionInput {
@@ -54,9 +55,11 @@ export class PushService {
   private readonly work = new Set<Promise<unknown>>();
   private readonly retries: PushRetries;
   private dispatcher?: ReturnType<typeof guardedDispatcher>;
+  /** The message of each push this process is still trying (a retry here sends the same token; after a restart, a fresh one). */
+  private readonly payloads = new Map<string, string>();
 
   constructor(private readonly d: PushDeps) {
-    this.retries = d.retries ?? inProcessRetries({ retryBaseMs: d.config.webhooks.retryBaseMs, maxAttempts: d.config.webhooks.maxAttempts }, (e) => d.log.warn({ err: errorMessage(e) }, 'push retry failed'));
+    this.retries = d.retries ?? durableRetries(d.store, d.config.webhooks, (e) => d.log.warn({ err: errorMessage(e) }, 'push retry failed'));
   }
 
   /** Loads (or makes, once) the VAPID keys and starts pushing each new pending item this process records. */
@@ -69,6 +72,8 @@ export class PushService {
       else if (ev.data.phase === 'resolved') this.track(this.forget(ev.data.approvalId));
     });
     this.d.store.deliveryRetry.set('push', (row) => this.retryDead(row));
+    // Retries waiting in the store (this process's, one that stopped or died, or on PostgreSQL another instance's).
+    this.retries.run((row) => this.again(row));
   }
 
   stop(): void {
@@ -152,7 +157,7 @@ export class PushService {
           to: { url: sub.endpoint },
           source: `push:${approvalId}:${sub.endpoint}`,
         });
-        await this.deliver(deliveryId, approvalId, sub.endpoint, payload);
+        await this.deliver(deliveryId, 0, approvalId, sub.endpoint, payload);
       }),
     );
   }
@@ -174,8 +179,33 @@ export class PushService {
     return JSON.stringify(body);
   }
 
-  /** A round of attempts of one push delivery (the first now, retries later), each recorded on the delivery. */
-  private async deliver(deliveryId: string, approvalId: string, endpoint: string, payload: string): Promise<void> {
+  /** The first attempt of a round of one push delivery (retries come from the store's sweep), recorded on the delivery. */
+  private async deliver(deliveryId: string, attemptsBefore: number, approvalId: string, endpoint: string, payload: string): Promise<void> {
+    this.payloads.set(deliveryId, payload);
+    await this.retries.start(deliveryId, attemptsBefore, await this.attemptOf(deliveryId, approvalId, endpoint, payload));
+  }
+
+  /** A due retry found in the store: the same message when this process sent the first, else a fresh one. */
+  private async again(row: DeliveryRow): Promise<PushAttempt | null> {
+    const m = /^push:([^:]+):(.+)$/.exec(row.source ?? '');
+    if (!m) {
+      await this.d.store.markAttempt(row.id, { ok: false, final: true, error: { code: 'not_retryable', message: `delivery ${row.id} keeps no push to send again` } });
+      return null;
+    }
+    const [, approvalId, endpoint] = m as unknown as [string, string, string];
+    let payload = this.payloads.get(row.id);
+    if (!payload) {
+      payload = (await this.payload(approvalId)) ?? undefined;
+      if (!payload) {
+        await this.d.store.markAttempt(row.id, { ok: false, final: true, error: { code: 'already_resolved', message: `approval ${approvalId} is no longer pending` } });
+        return null;
+      }
+      this.payloads.set(row.id, payload);
+    }
+    return this.attemptOf(row.id, approvalId, endpoint, payload);
+  }
+
+  private async attemptOf(deliveryId: string, approvalId: string, endpoint: string, payload: string): Promise<PushAttempt> {
     const vapid = await this.vapid();
     const opts = {
       vapid,
@@ -184,10 +214,13 @@ export class PushService {
       timeoutMs: this.d.config.webhooks.timeoutMs,
       dispatcher: (this.dispatcher ??= guardedDispatcher(this.d.config.webhooks.allowPrivateNetwork)),
     };
-    await this.retries.start({
+    return {
       send: () => this.attempt(approvalId, endpoint, payload, opts),
-      record: (r, n, end) => this.record(deliveryId, approvalId, endpoint, r, n, end),
-    });
+      record: async (r, n, end) => {
+        if (end) this.payloads.delete(deliveryId);
+        await this.record(deliveryId, approvalId, endpoint, r, n, end);
+      },
+    };
   }
 
   private async attempt(approvalId: string, endpoint: string, payload: string, opts: Parameters<typeof sendPush>[2]): Promise<PushOutcome> {
@@ -220,7 +253,7 @@ export class PushService {
   }
 
   /** deliveries.retry of a dead push: a fresh round of attempts under the same id, with a fresh action token. */
-  private async retryDead(row: { id: string; source: string | null }): Promise<void> {
+  private async retryDead(row: { id: string; source: string | null; attempts: number }): Promise<void> {
     const m = /^push:([^:]+):(.+)$/.exec(row.source ?? '');
     if (!m) throw new CrosstalkError('not_retryable', `delivery ${row.id} keeps no push to send again`);
     const [, approvalId, endpoint] = m as unknown as [string, string, string];
@@ -229,7 +262,7 @@ export class PushService {
       await this.d.store.markAttempt(row.id, { ok: false, final: true, error: { code: 'already_resolved', message: `approval ${approvalId} is no longer pending` } });
       return;
     }
-    this.track(this.deliver(row.id, approvalId, endpoint, payload));
+    this.track(this.deliver(row.id, Number(row.attempts), approvalId, endpoint, payload));
   }
 
   /**

@@ -80,6 +80,7 @@ export async function startTestServer(o: StartOptions = {}): Promise<TestServer>
       await srv.close();
       rt.cluster?.crash();
       rt.feed?.stop();
+      rt.push.stop(); // a dead process keeps no timers
       await rt.webhooks.stop();
       await rt.store.close();
     },

@@ -47,6 +47,9 @@ export interface WebhookDispatcher {
 
 export type Outcome = 'delivered' | 'retry' | 'dead';
 
+/** The wait after failed attempt number `attempt` (1-based) before the next one: doubling from retryBaseMs. */
+export const retryDelayMs = (c: Pick<CrosstalkConfig['webhooks'], 'retryBaseMs'>, attempt: number) => c.retryBaseMs * 2 ** (attempt - 1);
+
 export class WebhookDelivery {
   /** Connects only to the addresses its lookup checked (SSRF: no DNS rebinding between the check and the connect). */
   private get dispatcher() {

@@ -6,7 +6,7 @@ import type { Logger } from '../logger';
 import type { WebhookRow } from '../store/schema';
 import { nowIso, type Store } from '../store/store';
 import type { Telemetry } from '../telemetry/tracing';
-import { type Outcome, WebhookDelivery, type WebhookDispatcher } from './deliver';
+import { type Outcome, retryDelayMs, WebhookDelivery, type WebhookDispatcher } from './deliver';
 
 export { SIGNATURE_HEADER, TIMESTAMP_HEADER, signWebhook, webhookRow, type WebhookDispatcher } from './deliver';
 
@@ -74,7 +74,7 @@ export class WebhookOutbox implements WebhookDispatcher {
     this.inflight.add(row.id);
     try {
       const attempt = row.attempts + 1;
-      const delay = this.config.retryBaseMs * 2 ** (attempt - 1);
+      const delay = retryDelayMs(this.config, attempt);
       await this.delivery.attempt(row, attempt, { final: attempt >= this.config.maxAttempts, nextAt: new Date(Date.now() + delay).toISOString() });
     } finally {
       this.inflight.delete(row.id);

@@ -1,0 +1,53 @@
+// Reading a V8 CPU profile (--cpu-prof or the inspector's Profiler): self time per node, and the bench scripts' tables.
+export interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+export interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+export interface SelfTimes {
+  byId: Map<number, ProfileNode>;
+  /** Microseconds of samples whose top frame was this node. */
+  self: Map<number, number>;
+  /** All sampled microseconds. */
+  total: number;
+}
+
+export function selfTimes(p: Profile): SelfTimes {
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const self = new Map<number, number>();
+  p.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (p.timeDeltas[i] ?? 0)));
+  const total = [...self.values()].reduce((a, b) => a + b, 0);
+  return { byId, self, total };
+}
+
+/**
+ * Self time by function (`name file:line`, the file shortened by `shorten`) and by area: node_modules/<pkg>, a
+ * node: builtin group, or the function's directory.
+ */
+export function byFunctionAndArea(t: SelfTimes, shorten: (url: string) => string): { fn: Map<string, number>; area: Map<string, number> } {
+  const fn = new Map<string, number>();
+  const area = new Map<string, number>();
+  for (const [id, us] of t.self) {
+    const { url, functionName, lineNumber } = t.byId.get(id)!.callFrame;
+    const short = shorten(url);
+    const name = `${functionName || '(anon)'} ${short}:${lineNumber}`;
+    fn.set(name, (fn.get(name) ?? 0) + us);
+    const a = !url ? functionName || '(native)' : url.startsWith('node:') ? url.split('/').slice(0, 2).join('/') : (short.match(/^nm\/((@[^/]+\/)?[^/]+)/)?.[1] ?? short.replace(/\/[^/]*$/, ''));
+    area.set(a, (area.get(a) ?? 0) + us);
+  }
+  return { fn, area };
+}
+
+/** The k biggest entries as lines: share of `total`, milliseconds, name. */
+export function topLines(m: Map<string, number>, total: number, k: number): string[] {
+  return [...m.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, k)
+    .map(([name, us]) => `${((us / total) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(6)} ms  ${name}`);
+}
