@@ -18,10 +18,10 @@ import { writeMarked } from './lib/sections';
 import { makeTempDir, repoRoot, type ServerHandle, startServer } from './lib/server';
 import { sleep, summarize, type Summary } from './lib/stats';
 import { pgCapacity, pgStatementsPerTurn, type CapacityPoint, type StatementCount } from './lib/pg-capacity';
-import { putSummaryRows, renderTurns, summaryRows } from './lib/turns-report';
+import { putSummaryRows, renderTurns, summaryRows, type SteerLatency, type TurnsResults, type TurnsSettings } from './lib/turns-report';
 
 const quick = process.argv.includes('--quick');
-const S = quick
+const S: TurnsSettings = quick
   ? { turns: 60, warmup: 10, concRounds: 3, inbound: 40, steer: 8, starts: 2, capSeconds: 3, pgTurns: 60 }
   : { turns: 300, warmup: 30, concRounds: 10, inbound: 200, steer: 40, starts: 5, capSeconds: 8, pgTurns: 200 };
 const PG = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
@@ -165,7 +165,7 @@ async function inboundLatency(server: ServerHandle, samples: number) {
 }
 
 /** Steer: the parent is in a model step when its detached child ends; the callback must reach the parent's next model request. */
-async function steerLatency(server: ServerHandle, rpc: RpcClient, samples: number) {
+async function steerLatency(server: ServerHandle, rpc: RpcClient, samples: number): Promise<SteerLatency> {
   const total: number[] = [];
   const beyond: number[] = [];
   let failed = 0;
@@ -200,27 +200,6 @@ async function steerLatency(server: ServerHandle, rpc: RpcClient, samples: numbe
     await sleep(30);
   }
   return { total: summarize(total), beyond: summarize(beyond), failed, firstFailure };
-}
-
-export interface TurnsResults {
-  date: string;
-  load: { begin: string; end?: string; during: string[] };
-  settings: typeof S;
-  floorTurns?: Summary;
-  sqliteTurns?: Summary & { errors: number };
-  pgTurns?: Summary & { errors: number };
-  floorConc?: Summary;
-  sqliteConc?: Summary & { failed: number };
-  pgConc?: Summary & { failed: number };
-  inbound?: Summary & { failed: number };
-  steer?: Awaited<ReturnType<typeof steerLatency>>;
-  starts?: number[];
-  idleRssKb?: number[];
-  afterLoadRssKb?: number;
-  afterLoadProcesses?: string;
-  statements?: Record<string, StatementCount>;
-  capacity?: CapacityPoint[];
-  errors: Record<string, string>;
 }
 
 async function main() {

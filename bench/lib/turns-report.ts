@@ -1,6 +1,34 @@
 // Renders bench/turns.ts's results as its BENCHMARKS.md section: each goal beside its figure and the load.
-import type { TurnsResults } from '../turns';
-import { mb, median, ms, num } from './stats';
+import type { CapacityPoint, StatementCount } from './pg-capacity';
+import { mb, median, ms, num, type Summary } from './stats';
+
+/** The bench's sizes (bench/turns.ts, full or `--quick`). */
+export interface TurnsSettings { turns: number; warmup: number; concRounds: number; inbound: number; steer: number; starts: number; capSeconds: number; pgTurns: number }
+
+/** Steer-mode callback latency: child's end → the parent's next model request, in all and beyond the model's own time. */
+export interface SteerLatency { total: Summary; beyond: Summary; failed: number; firstFailure?: string }
+
+export interface TurnsResults {
+  date: string;
+  load: { begin: string; end?: string; during: string[] };
+  settings: TurnsSettings;
+  floorTurns?: Summary;
+  sqliteTurns?: Summary & { errors: number };
+  pgTurns?: Summary & { errors: number };
+  floorConc?: Summary;
+  sqliteConc?: Summary & { failed: number };
+  pgConc?: Summary & { failed: number };
+  inbound?: Summary & { failed: number };
+  steer?: SteerLatency;
+  starts?: number[];
+  idleRssKb?: number[];
+  afterLoadRssKb?: number;
+  afterLoadProcesses?: string;
+  statements?: Record<string, StatementCount>;
+  capacity?: CapacityPoint[];
+  errors: Record<string, string>;
+}
+
 
 const x = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined && b > 0 ? a / b : NaN);
 const ratio = (v: number) => (Number.isFinite(v) ? `${v.toFixed(2)}×` : 'n/a');

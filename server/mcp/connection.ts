@@ -12,6 +12,9 @@ import type { Logger } from '../logger';
 import { cappedFetch, MAX_MESSAGE_BYTES } from './limits';
 import { listTools, type SkippedTool } from './listing';
 import { type McpOAuth, OAuthDeclined } from './oauth';
+import type { McpCallInfo } from './call-info';
+
+export type { McpCallInfo } from './call-info';
 
 export type McpState = 'connecting' | 'ready' | 'failed';
 
@@ -29,15 +32,6 @@ export interface McpConnectionEvents {
 }
 
 /** Who is calling: carried to an elicitation raised during the call. */
-export interface McpCallInfo {
-  runId: string;
-  sessionKey: string;
-  callId: string;
-  tool: string;
-  /** The calling run's abort signal: a cancelled call cancels its elicitation. */
-  signal: AbortSignal;
-}
-
 export interface McpCallOptions {
   signal: AbortSignal;
   /** Asks the server for progress (a progressToken) and hears each notification. */

@@ -5,7 +5,7 @@ import type { ElicitRequest, ElicitResult } from '@modelcontextprotocol/sdk/type
 import type { EventBus } from '../events/bus';
 import type { Logger } from '../logger';
 import { nowIso, type Store } from '../store/store';
-import type { McpCallInfo } from './connection';
+import type { McpCallInfo } from './call-info';
 import { pendingRow } from '../orchestrator/approvals';
 
 /** How often a waiting elicitation reads its item (any process may answer it). */

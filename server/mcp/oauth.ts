@@ -9,7 +9,7 @@ import type { DecidedBy } from '../events/types';
 import type { Logger } from '../logger';
 import { pendingRow } from '../orchestrator/approvals';
 import type { Store } from '../store/store';
-import type { McpCallInfo } from './connection';
+import type { McpCallInfo } from './call-info';
 import { McpOAuthStore, type McpOAuthRow, type OAuthFields } from './oauth-store';
 import { OAUTH_RUN_PREFIX } from './oauth-run';
 

@@ -1,0 +1,9 @@
+// What an MCP tool call in flight is, as the connection, its elicitations and its OAuth items see it (a leaf module).
+export interface McpCallInfo {
+  runId: string;
+  sessionKey: string;
+  callId: string;
+  tool: string;
+  /** The calling run's abort signal: a cancelled call cancels its elicitation. */
+  signal: AbortSignal;
+}
