@@ -33,7 +33,8 @@ describe('runs.board', () => {
     const failed = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:writer:failing', message: '/fail boom' });
     const fine = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:writer:fine', message: '/reply fine' });
 
-    const b = await until('the delegate waiting', (x) => x.needsInput.length === 1 && has(x.failed, failed.runId) && has(x.done, fine.runId));
+    // The parent's run ends after its detached delegate started (it may still be ending when the delegate waits): wait for both.
+    const b = await until('the delegate waiting', (x) => x.needsInput.length === 1 && has(x.failed, failed.runId) && has(x.done, fine.runId) && has(x.done, parent.runId));
     const waiting = b.needsInput[0]!;
     expect(waiting).toMatchObject({ agentId: 'researcher', waitingFor: 'approval', tool: 'exec', costUsd: 0 });
     expect(waiting.parentChain[0]).toBe('agent:main:main');
