@@ -1,4 +1,5 @@
 // The decision log (approvals.history) as a download: every page fetched, then JSON or CSV (RFC 4180).
+import { fetchAllPages } from './fetch-pages';
 
 export interface ApprovalRecordView {
   approvalId: string;
@@ -16,16 +17,8 @@ export interface ApprovalRecordView {
 export type RecordFetcher = (cursor: string | undefined) => Promise<{ approvals: ApprovalRecordView[]; next_cursor: string | null }>;
 
 /** Newest decision first, as the list pages it; pages of 200 until the cursor runs out. */
-export async function fetchWholeRecord(fetchPage: RecordFetcher): Promise<ApprovalRecordView[]> {
-  const out: ApprovalRecordView[] = [];
-  let cursor: string | undefined;
-  for (let guard = 0; guard < 10_000; guard++) {
-    const page = await fetchPage(cursor);
-    out.push(...page.approvals);
-    if (!page.next_cursor) break;
-    cursor = page.next_cursor;
-  }
-  return out;
+export function fetchWholeRecord(fetchPage: RecordFetcher): Promise<ApprovalRecordView[]> {
+  return fetchAllPages(fetchPage, (page) => page.approvals);
 }
 
 export const RECORD_CSV_COLUMNS = ['approvalId', 'sessionKey', 'runId', 'kind', 'tool', 'decision', 'decidedBy', 'decidedById', 'reason', 'requestedAt', 'decidedAt'] as const;

@@ -1,19 +1,12 @@
 // Export a whole transcript (every page of chat.history, tool rows included) as Markdown or JSON, and download it.
 import type { TranscriptMessage } from '@/lib/trpc/types';
+import { fetchAllPages } from './fetch-pages';
 
 export type HistoryFetcher = (cursor: string | undefined) => Promise<{ messages: TranscriptMessage[]; next_cursor: string | null }>;
 
 /** Oldest first; pages of 200 until the cursor runs out. */
 export async function fetchWholeTranscript(fetchPage: HistoryFetcher): Promise<TranscriptMessage[]> {
-  const out: TranscriptMessage[] = [];
-  let cursor: string | undefined;
-  for (let guard = 0; guard < 10_000; guard++) {
-    const page = await fetchPage(cursor);
-    out.push(...page.messages);
-    if (!page.next_cursor) break;
-    cursor = page.next_cursor;
-  }
-  return out.sort((a, b) => a.id - b.id);
+  return (await fetchAllPages(fetchPage, (page) => page.messages)).sort((a, b) => a.id - b.id);
 }
 
 const fence = (text: string, lang = '') => {
