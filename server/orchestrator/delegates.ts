@@ -185,7 +185,8 @@ export class Delegates {
       if (mode === 'detached') {
         void orchestrator.wait(runId, 24 * 3600_000).then(async (w) => {
           release();
-          if (followUp) await this.parentRow({ ...caller, runId: undefined }, 'delegate_follow_up_completed', w.response ?? w.error ?? '', { conversation_id: key, agent_id: agentId, run_id: runId, status: w.status, label: '(follow-up)' });
+          // `timeout`: this process stopped waiting (a graceful stop's last step), not the follow-up's end.
+          if (followUp && w.status !== 'timeout') await this.parentRow({ ...caller, runId: undefined }, 'delegate_follow_up_completed', w.response ?? w.error ?? '', { conversation_id: key, agent_id: agentId, run_id: runId, status: w.status, label: '(follow-up)' });
         });
         return { status: 'accepted', run_id: runId, conversation_id: key, agent_id: agentId, delivery_id: deliveryId };
       }
