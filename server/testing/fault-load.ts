@@ -39,6 +39,8 @@ export interface ClusterOptions {
   env?: Record<string, string>;
   log?: (line: string) => void;
   strict?: boolean;
+  /** A process exited by itself (see Proc's `onCrash`). */
+  onCrash?: (p: Proc, exit: string, stderr: string[]) => void;
 }
 
 export async function startCluster(o: ClusterOptions): Promise<Cluster> {
@@ -66,7 +68,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   const procs: Proc[] = [];
   for (let i = 0; i < o.processes; i++) {
     // On SQLite the data dir is the store: one process, restarted on the same dir.
-    const p = new Proc({ name: `${o.name}${i}`, dataDir: i === 0 ? path.join(dir, 'data') : path.join(dir, `data${i}`), configFile, env, log: o.log });
+    const p = new Proc({ name: `${o.name}${i}`, dataDir: i === 0 ? path.join(dir, 'data') : path.join(dir, `data${i}`), configFile, env, log: o.log, onCrash: o.onCrash });
     fs.mkdirSync(p.o.dataDir, { recursive: true });
     procs.push(p);
   }
