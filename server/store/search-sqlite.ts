@@ -1,0 +1,118 @@
+// SQLite sessions.search as plain JavaScript source: run by the search worker thread (server/store/search-worker.ts), or in-thread as its fallback.
+import type { Database as SqliteDatabase } from 'better-sqlite3';
+
+/*
+ * Why source text: the worker is started from a string (`new Worker(src, { eval: true })`), so it runs the same under
+ * Next's server bundle, tsx and vitest (no worker file for a bundler to find, no TypeScript loader in the thread).
+ * Keep it self-contained plain JavaScript (no template literals: it is itself one).
+ *
+ * The query, bounded at any store size (BENCHMARKS.md, scale notes):
+ * - the last word is a prefix, expanded through `search_terms` (0021_search_terms) into at most `maxExpansion` exact
+ *   words, most common first (the typed word itself always among them), looked up among at most `scanTerms` words
+ *   of that prefix. An FTS5 prefix query ("wor"*) builds the prefix's whole merged doclist, millions of rowids for a
+ *   common prefix, whatever the rowid bound; an OR of exact words is walked lazily, newest first.
+ * - the newest `window` matches are read with their text and ranked here, bm25 (k1 1.2, b 0.75) as FTS5 computes it
+ *   but with each word's message count from `search_terms` instead of FTS5's bm25(), which counts every row holding
+ *   each word first (a pass over the whole doclist). Best first, newest first among equals; then the agent filter
+ *   and the page; snippets by FTS5's snippet() for the page's rows only.
+ */
+export const SQLITE_SEARCH_SOURCE = String.raw`
+function createSqliteSearch(db) {
+  const stmts = new Map();
+  const prep = (text) => {
+    let st = stmts.get(text);
+    if (!st) stmts.set(text, (st = db.prepare(text)));
+    return st;
+  };
+  // unicode61's folding: lower case, diacritics off.
+  const fold = (s) => s.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase();
+  const words = (s) => fold(s).match(/[\p{L}\p{N}]+/gu) || [];
+  const quote = (t) => '"' + t.replace(/"/g, '""') + '"';
+  const K1 = 1.2;
+  const B = 0.75;
+  return function search(q) {
+    const terms = q.terms.map(fold).filter((t) => t.length > 0);
+    if (!terms.length) return [];
+    const exact = terms.slice(0, -1);
+    const last = terms[terms.length - 1];
+    const completions = prep('SELECT term, n FROM (SELECT term, n FROM search_terms WHERE term >= ? AND term < ? LIMIT ?) ORDER BY n DESC, term LIMIT ?')
+      .all(last, last + '\u{10FFFF}', q.scanTerms, q.maxExpansion);
+    if (!completions.some((c) => c.term === last)) {
+      const own = prep('SELECT term, n FROM search_terms WHERE term = ?').get(last);
+      if (own) completions.push(own);
+    }
+    if (!completions.length) return [];
+    const count = prep('SELECT n FROM search_terms WHERE term = ?');
+    const groups = exact.map((t) => ({ words: new Set([t]), n: (count.get(t) || { n: 0 }).n }));
+    groups.push({ words: new Set(completions.map((c) => c.term)), n: completions.reduce((a, c) => a + c.n, 0) });
+    const match = exact.map(quote).concat(['(' + completions.map((c) => quote(c.term)).join(' OR ') + ')']).join(' AND ');
+    const rows = prep(
+      'SELECT m.id AS id, m.session_key AS session_key, m.role AS role, m.kind AS kind, m.created_at AS created_at, messages_fts.body AS body ' +
+        'FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid WHERE messages_fts MATCH ? ORDER BY messages_fts.rowid DESC LIMIT ?',
+    ).all(match, q.window);
+    if (!rows.length) return [];
+    const total = Math.max(1, Number((prep('SELECT max(id) AS n FROM messages').get() || { n: 1 }).n));
+    const idf = groups.map((g) => {
+      const v = Math.log((total - g.n + 0.5) / (g.n + 0.5));
+      return v > 0 ? v : 1e-6;
+    });
+    const stats = rows.map((r) => {
+      const toks = words(r.body);
+      const tf = groups.map((g) => {
+        let k = 0;
+        for (const t of toks) if (g.words.has(t)) k++;
+        return k;
+      });
+      return { r, tf, len: toks.length };
+    });
+    const avg = stats.reduce((a, s) => a + s.len, 0) / stats.length || 1;
+    const ranked = stats
+      .filter((s) => !q.agentPrefix || s.r.session_key.startsWith(q.agentPrefix))
+      .map((s) => {
+        let score = 0;
+        s.tf.forEach((f, i) => {
+          score += (idf[i] * (f * (K1 + 1))) / (f + K1 * (1 - B + (B * s.len) / avg));
+        });
+        return { r: s.r, score };
+      })
+      .sort((a, b) => b.score - a.score || Number(b.r.id) - Number(a.r.id));
+    const snippet = prep("SELECT snippet(messages_fts, 0, '', '', '…', ?) AS s FROM messages_fts WHERE messages_fts MATCH ? AND rowid = ?");
+    return ranked.slice(q.offset, q.offset + q.limit).map(({ r }) => ({
+      id: Number(r.id),
+      session_key: r.session_key,
+      role: r.role,
+      kind: r.kind,
+      created_at: r.created_at,
+      // A BigInt: FTS5 takes a rowid bound only from an integer value, and a JS number binds as a real (then no bound at all).
+      snippet: (snippet.get(q.snippetWords, match, BigInt(r.id)) || { s: '' }).s,
+    }));
+  };
+}
+`;
+
+/** One SQLite search: the query's words (queryTerms), the page, the agent's session-key prefix, and the bounds. */
+export interface SqliteSearchQuery {
+  terms: string[];
+  limit: number;
+  offset: number;
+  agentPrefix?: string;
+  window: number;
+  maxExpansion: number;
+  scanTerms: number;
+  snippetWords: number;
+}
+
+export interface SqliteSearchHit {
+  id: number;
+  session_key: string;
+  role: string;
+  kind: string;
+  created_at: string;
+  snippet: string;
+}
+
+/** The same search, compiled in this thread over a connection of its own (the worker's fallback). */
+export function inThreadSqliteSearch(db: SqliteDatabase): (q: SqliteSearchQuery) => SqliteSearchHit[] {
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval
+  return new Function('db', `${SQLITE_SEARCH_SOURCE}\nreturn createSqliteSearch(db);`)(db) as (q: SqliteSearchQuery) => SqliteSearchHit[];
+}
