@@ -25,7 +25,7 @@ function createSqliteSearch(db) {
     return st;
   };
   // unicode61's folding: lower case, diacritics off.
-  const fold = (s) => s.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase();
+  const fold = (s) => (/[^\x00-\x7f]/.test(s) ? s.normalize('NFD').replace(/\p{M}/gu, '') : s).toLowerCase();
   const words = (s) => fold(s).match(/[\p{L}\p{N}]+/gu) || [];
   const quote = (t) => '"' + t.replace(/"/g, '""') + '"';
   const K1 = 1.2;
@@ -46,10 +46,9 @@ function createSqliteSearch(db) {
     const groups = exact.map((t) => ({ words: new Set([t]), n: (count.get(t) || { n: 0 }).n }));
     groups.push({ words: new Set(completions.map((c) => c.term)), n: completions.reduce((a, c) => a + c.n, 0) });
     const match = exact.map(quote).concat(['(' + completions.map((c) => quote(c.term)).join(' OR ') + ')']).join(' AND ');
-    const rows = prep(
-      'SELECT m.id AS id, m.session_key AS session_key, m.role AS role, m.kind AS kind, m.created_at AS created_at, messages_fts.body AS body ' +
-        'FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid WHERE messages_fts MATCH ? ORDER BY messages_fts.rowid DESC LIMIT ?',
-    ).all(match, q.window);
+    // The window's text only: the messages rows (a lookup each, the bulk of the time) for the page's rows alone, or
+    // for the window's when an agent filters it.
+    const rows = prep('SELECT rowid AS id, body FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT ?').all(match, q.window);
     if (!rows.length) return [];
     const total = Math.max(1, Number((prep('SELECT max(id) AS n FROM messages').get() || { n: 1 }).n));
     const idf = groups.map((g) => {
@@ -66,8 +65,14 @@ function createSqliteSearch(db) {
       return { r, tf, len: toks.length };
     });
     const avg = stats.reduce((a, s) => a + s.len, 0) / stats.length || 1;
+    let keys;
+    if (q.agentPrefix) {
+      keys = new Map();
+      for (const k of prep('SELECT id, session_key FROM messages WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(rows.map((r) => r.id))))
+        keys.set(k.id, k.session_key);
+    }
     const ranked = stats
-      .filter((s) => !q.agentPrefix || s.r.session_key.startsWith(q.agentPrefix))
+      .filter((s) => !keys || (keys.get(s.r.id) || '').startsWith(q.agentPrefix))
       .map((s) => {
         let score = 0;
         s.tf.forEach((f, i) => {
@@ -77,15 +82,16 @@ function createSqliteSearch(db) {
       })
       .sort((a, b) => b.score - a.score || Number(b.r.id) - Number(a.r.id));
     const snippet = prep("SELECT snippet(messages_fts, 0, '', '', '…', ?) AS s FROM messages_fts WHERE messages_fts MATCH ? AND rowid = ?");
-    return ranked.slice(q.offset, q.offset + q.limit).map(({ r }) => ({
-      id: Number(r.id),
-      session_key: r.session_key,
-      role: r.role,
-      kind: r.kind,
-      created_at: r.created_at,
+    const meta = prep('SELECT id, session_key, role, kind, created_at FROM messages WHERE id = ?');
+    const hits = [];
+    for (const { r } of ranked.slice(q.offset, q.offset + q.limit)) {
+      const m = meta.get(r.id);
+      if (!m) continue;
       // A BigInt: FTS5 takes a rowid bound only from an integer value, and a JS number binds as a real (then no bound at all).
-      snippet: (snippet.get(q.snippetWords, match, BigInt(r.id)) || { s: '' }).s,
-    }));
+      const s = snippet.get(q.snippetWords, match, BigInt(r.id));
+      hits.push({ id: Number(m.id), session_key: m.session_key, role: m.role, kind: m.kind, created_at: m.created_at, snippet: s ? s.s : '' });
+    }
+    return hits;
   };
 }
 `;

@@ -8,6 +8,8 @@ import { inThreadSqliteSearch, SQLITE_SEARCH_SOURCE, type SqliteSearchHit, type 
 export const SEARCH_TIMEOUT_MS = 10_000;
 /** Searches waiting behind the running one; more are refused (`rate_limited`). */
 export const SEARCH_QUEUE = 32;
+/** Time a new thread may take to start (load better-sqlite3, open the file) before its first search's bound runs. */
+const WORKER_START_MS = 10_000;
 
 export interface SqliteSearcherOptions {
   timeoutMs?: number;
@@ -50,6 +52,7 @@ interface Job {
 /** Started lazily on the first search; `close()` ends the thread. */
 export class SqliteSearcher {
   private worker?: Worker;
+  private ready?: Promise<void>;
   private inThread?: (q: SqliteSearchQuery) => SqliteSearchHit[];
   private readonly queue: Job[] = [];
   private running?: Job;
@@ -96,12 +99,20 @@ export class SqliteSearcher {
       return;
     }
     this.running = job;
-    job.timer = setTimeout(() => {
-      // better-sqlite3 cannot interrupt a statement: the thread goes, and with it the statement.
-      this.stopWorker();
-      this.finish(job, undefined, new CrosstalkError('timeout', `search took longer than ${Math.round((this.opts.timeoutMs ?? SEARCH_TIMEOUT_MS) / 1000)} s; add words to narrow it`));
-    }, this.opts.timeoutMs ?? SEARCH_TIMEOUT_MS);
-    this.ensureWorker().postMessage({ id: job.id, q: job.q });
+    const w = this.ensureWorker();
+    const ms = this.opts.timeoutMs ?? SEARCH_TIMEOUT_MS;
+    // The bound is the search's own time; a thread that is still starting gets WORKER_START_MS on top.
+    job.timer = setTimeout(
+      () => {
+        // better-sqlite3 cannot interrupt a statement: the thread goes, and with it the statement.
+        this.stopWorker();
+        this.finish(job, undefined, new CrosstalkError('timeout', `search took longer than ${ms / 1000} s; add words to narrow it`));
+      },
+      w.isReady() ? ms : ms + WORKER_START_MS,
+    );
+    void w.ready.then(() => {
+      if (this.running === job && this.worker === w.thread) w.thread.postMessage({ id: job.id, q: job.q });
+    });
   }
 
   private finish(job: Job, hits: SqliteSearchHit[] | undefined, error?: unknown): void {
@@ -120,15 +131,19 @@ export class SqliteSearcher {
     void w?.terminate();
   }
 
-  private ensureWorker(): Worker {
-    if (this.worker) return this.worker;
+  private ensureWorker(): { thread: Worker; ready: Promise<void>; isReady: () => boolean } {
+    if (this.worker && this.ready) return { thread: this.worker, ready: this.ready, isReady: () => true };
     const bases = [import.meta.url, process.argv[1], path.join(process.cwd(), 'index.js')].filter((b): b is string => !!b);
     const w = new Worker(THREAD, { eval: true, workerData: { file: this.file, bases, gate: this.opts.gate } });
     this.started++;
     let ready = false;
+    let up!: () => void;
+    this.ready = new Promise<void>((r) => (up = r));
     w.on('message', (m: { ready?: boolean; id?: number; hits?: SqliteSearchHit[]; error?: string }) => {
-      if (m.ready) ready = true;
-      else if (this.running && m.id === this.running.id) this.finish(this.running, m.hits, m.error ? new Error(m.error) : undefined);
+      if (m.ready) {
+        ready = true;
+        up();
+      } else if (this.running && m.id === this.running.id) this.finish(this.running, m.hits, m.error ? new Error(m.error) : undefined);
     });
     w.on('error', (e) => {
       if (this.worker !== w) return;
@@ -140,7 +155,8 @@ export class SqliteSearcher {
       } else if (this.running) this.finish(this.running, undefined, e);
     });
     w.unref();
-    return (this.worker = w);
+    this.worker = w;
+    return { thread: w, ready: this.ready, isReady: () => ready };
   }
 
   private async fallBack(): Promise<void> {
