@@ -1,6 +1,14 @@
 // SQLite sessions.search as plain JavaScript source: run by the search worker thread (server/store/search-worker.ts), or in-thread as its fallback.
 import type { Database as SqliteDatabase } from 'better-sqlite3';
 
+// What the index holds for a message: its text, then the string/number leaves of its tool arguments and result, one per line.
+const sqliteLeaves = (col: string) =>
+  `coalesce((SELECT group_concat(value, char(10)) FROM json_tree(coalesce(${col}, 'null')) WHERE type IN ('text', 'integer', 'real')), '')`;
+export const sqliteBody = (row: string) => `${row}.content || char(10) || ${sqliteLeaves(`${row}.tool_args`)} || char(10) || ${sqliteLeaves(`${row}.tool_result`)}`;
+
+// The bodies of messages whose words are not yet counted into search_terms (0021_search_terms: at most a batch).
+const PENDING_BODIES = `SELECT ${sqliteBody('m')} AS body FROM messages m WHERE m.id IN (SELECT id FROM search_terms_pending)`;
+
 /*
  * Why source text: the worker is started from a string (`new Worker(src, { eval: true })`), so it runs the same under
  * Next's server bundle, tsx and vitest (no worker file for a bundler to find, no TypeScript loader in the thread).
@@ -35,14 +43,19 @@ function createSqliteSearch(db) {
     if (!terms.length) return [];
     const exact = terms.slice(0, -1);
     const last = terms[terms.length - 1];
-    const completions = prep('SELECT term, n FROM (SELECT term, n FROM search_terms WHERE term >= ? AND term < ? LIMIT ?) ORDER BY n DESC, term LIMIT ?')
+    let completions = prep('SELECT term, n FROM (SELECT term, n FROM search_terms WHERE term >= ? AND term < ? LIMIT ?) ORDER BY n DESC, term LIMIT ?')
       .all(last, last + '\u{10FFFF}', q.scanTerms, q.maxExpansion);
-    if (!completions.some((c) => c.term === last)) {
-      const own = prep('SELECT term, n FROM search_terms WHERE term = ?').get(last);
-      if (own) completions.push(own);
-    }
+    // Messages not yet counted (at most a batch): their words of this prefix, read here.
+    const found = new Map(completions.map((c) => [c.term, c.n]));
+    for (const p of prep(${JSON.stringify(PENDING_BODIES)}).all())
+      for (const w of new Set(words(p.body))) if (w.startsWith(last)) found.set(w, (found.get(w) || 0) + 1);
+    const own = found.get(last) || (prep('SELECT n FROM search_terms WHERE term = ?').get(last) || { n: 0 }).n;
+    const picked = [...found].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, q.maxExpansion);
+    if (own && !picked.some(([t]) => t === last)) picked.push([last, own]);
+    completions = picked.map(([term, n]) => ({ term, n }));
     if (!completions.length) return [];
     const count = prep('SELECT n FROM search_terms WHERE term = ?');
+    // (an exact word still waiting to be counted has n 0 here: its idf is the highest, as a rare word's is.)
     const groups = exact.map((t) => ({ words: new Set([t]), n: (count.get(t) || { n: 0 }).n }));
     groups.push({ words: new Set(completions.map((c) => c.term)), n: completions.reduce((a, c) => a + c.n, 0) });
     const match = exact.map(quote).concat(['(' + completions.map((c) => quote(c.term)).join(' OR ') + ')']).join(' AND ');

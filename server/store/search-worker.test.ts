@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tmpDataDir } from '../testing/harness';
 import { openDatabase, type DbHandle } from './db';
 import { MAX_PREFIX_TERMS, RANK_WINDOW } from './search';
+import { SEARCH_TERMS_BATCH } from './migrations-search';
 import { inThreadSqliteSearch, type SqliteSearchQuery } from './search-sqlite';
 import { SqliteSearcher } from './search-worker';
 
@@ -41,13 +42,16 @@ afterAll(async () => {
 });
 
 describe('SQLite search worker', () => {
-  it('keeps the word list (search_terms) by trigger, folded as the index folds it', async () => {
+  it('keeps the word list (search_terms) by trigger, a batch at a time, and finds the words still waiting', async () => {
     const n = async (term: string) => (await sql<{ n: number }>`select n from search_terms where term = ${term}`.execute(h.db)).rows[0]?.n;
-    expect(await n('cafe')).toBe(2);
-    expect(await n('wombat')).toBe(2);
-    expect(await n('42')).toBe(1);
+    const waiting = async () => Number((await sql<{ c: number }>`select count(*) as c from search_terms_pending`.execute(h.db)).rows[0]!.c);
+    // 76 messages so far: the first SEARCH_TERMS_BATCH counted (folded as the index folds: "Café" is "cafe"), the rest waiting.
+    expect({ cafe: await n('cafe'), wombat: await n('wombat'), n42: await n('42'), waiting: await waiting() }).toEqual({ cafe: 2, wombat: 2, n42: 1, waiting: 76 - SEARCH_TERMS_BATCH });
     await sql`update messages set content = 'now a quokka' where session_key = 'agent:main:a'`.execute(h.db);
-    expect(await n('quokka')).toBe(1);
+    expect(await n('quokka')).toBeUndefined();
+    expect((await h.sqliteSearch!.search(q('quok'))).map((x) => x.session_key)).toEqual(['agent:main:a']);
+    for (let i = 0; i < SEARCH_TERMS_BATCH; i++) await insert('agent:main:y', `batch ${i}`);
+    expect({ quokka: await n('quokka'), waiting: await waiting() }).toEqual({ quokka: 1, waiting: 76 + 1 + SEARCH_TERMS_BATCH - 2 * SEARCH_TERMS_BATCH });
   });
 
   it('answers in the worker as the same search in this thread does (prefixes, agent filter, pages)', async () => {

@@ -2,6 +2,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { DialectName } from './schema';
 import type { Database } from './schema';
+import { sqliteBody } from './search-sqlite';
 import type { SqliteSearcher } from './search-worker';
 
 /*
@@ -11,11 +12,6 @@ import type { SqliteSearcher } from './search-worker';
  * Both dialects tokenize the same way (no stemming: unicode61 / 'simple'): every query word must match, the last
  * one as a prefix (search-as-you-type).
  */
-
-// SQLite: the string/number leaves of a JSON column, one per line.
-const sqliteLeaves = (col: string) =>
-  `coalesce((SELECT group_concat(value, char(10)) FROM json_tree(coalesce(${col}, 'null')) WHERE type IN ('text', 'integer', 'real')), '')`;
-export const sqliteBody = (row: string) => `${row}.content || char(10) || ${sqliteLeaves(`${row}.tool_args`)} || char(10) || ${sqliteLeaves(`${row}.tool_result`)}`;
 
 // PostgreSQL: the same, with jsonpath over every level.
 const pgLeaves = (col: string) =>
