@@ -17,7 +17,12 @@ if (!dataDir) throw new Error('usage: bench/search-sqlite.ts <dataDir> [old|new]
 const ranks = { common: [0, 3], middling: [60, 400], rare: [2000, 4500] } as const;
 const queries: Array<{ label: string; query: string }> = [];
 for (const [kind, rs] of Object.entries(ranks)) for (const r of rs) queries.push({ label: `${kind} ${word(r)}`, query: word(r) });
-queries.push({ label: 'prefix 4 letters', query: word(0).slice(0, 4) }, { label: 'prefix 2 letters', query: word(0).slice(0, 2) });
+queries.push(
+  { label: 'common prefix, 4 letters (100 words)', query: word(0).slice(0, 4) },
+  { label: 'common prefix, 2 letters (1,000 words)', query: word(0).slice(0, 2) },
+  { label: 'middling prefix, 6 letters (10 words)', query: word(60).slice(0, 6) },
+  { label: 'rare prefix, 4 letters (100 words)', query: word(2000).slice(0, 4) },
+);
 queries.push({ label: 'two words, common + middling prefix', query: `${word(0)} ${word(60).slice(0, 5)}` });
 queries.push({ label: 'two words, rare + common', query: `${word(2000)} ${word(0)}` });
 
@@ -65,7 +70,7 @@ for (const q of queries) {
   const ms = performance.now() - t;
   await new Promise((r) => setTimeout(r, 10));
   times.push(ms);
-  console.log(`${mode} | ${q.label.padEnd(40)} | "${q.query}" | ${ms.toFixed(0).padStart(6)} ms | ${n} hits | event loop's longest gap ${gap.toFixed(0)} ms`);
+  console.log(`${mode} | ${q.label.padEnd(42)} | "${q.query}" | ${ms.toFixed(0).padStart(6)} ms | ${n} hits | event loop's longest gap ${gap.toFixed(0)} ms`);
 }
 clearInterval(ticker);
 const sorted = [...times].sort((a, b) => a - b);

@@ -10,7 +10,7 @@ import type { SqliteSearcher } from './search-worker';
  * syntax around them, so "a\nzebra" in a result is the words "a" and "zebra"). Triggers on `messages` keep the index in
  * step with every insert and delete, so the store's write path does not change and no writer can forget it.
  * Both dialects tokenize the same way (no stemming: unicode61 / 'simple'): every query word must match, the last
- * one as a prefix (search-as-you-type).
+ * one as a prefix (search-as-you-type; on SQLite the prefix's MAX_PREFIX_TERMS most common words, see search-sqlite.ts).
  */
 
 // PostgreSQL: the same, with jsonpath over every level.
