@@ -105,4 +105,15 @@ describe('SQLite search worker', () => {
       await searcher.close();
     }
   });
+
+  it('searches in this thread when the worker cannot start (no better-sqlite3 where it looks)', async () => {
+    const searcher = new SqliteSearcher(file, { moduleBases: ['/nonexistent/index.js'] });
+    try {
+      const local = inThreadSqliteSearch(new BetterSqlite3(file, { readonly: true }));
+      expect(await searcher.search(q('wombat'))).toEqual(local(q('wombat')));
+      expect(await searcher.search(q('caf'))).toEqual(local(q('caf')));
+    } finally {
+      await searcher.close();
+    }
+  });
 });

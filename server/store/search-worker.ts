@@ -18,6 +18,8 @@ export interface SqliteSearcherOptions {
    * running and see the main thread go on.
    */
   gate?: Int32Array;
+  /** Where the thread looks for better-sqlite3 (tests: somewhere it is not, to see the fallback). */
+  moduleBases?: string[];
 }
 
 // The thread: better-sqlite3 resolved from where the main thread's code lives (a bundle's chunk, the start script or
@@ -29,6 +31,7 @@ let Database;
 for (const base of workerData.bases) {
   try { Database = createRequire(base)('better-sqlite3'); break; } catch {}
 }
+if (!Database) throw new Error('better-sqlite3 not found from ' + workerData.bases.join(', '));
 ${SQLITE_SEARCH_SOURCE}
 const db = new Database(workerData.file, { readonly: true, fileMustExist: true });
 db.pragma('busy_timeout = 5000');
@@ -133,7 +136,7 @@ export class SqliteSearcher {
 
   private ensureWorker(): { thread: Worker; ready: Promise<void>; isReady: () => boolean } {
     if (this.worker && this.ready) return { thread: this.worker, ready: this.ready, isReady: () => true };
-    const bases = [import.meta.url, process.argv[1], path.join(process.cwd(), 'index.js')].filter((b): b is string => !!b);
+    const bases = this.opts.moduleBases ?? [import.meta.url, process.argv[1], path.join(process.cwd(), 'index.js')].filter((b): b is string => !!b);
     const w = new Worker(THREAD, { eval: true, workerData: { file: this.file, bases, gate: this.opts.gate } });
     this.started++;
     let ready = false;
