@@ -1,4 +1,4 @@
-// `npx tsx bench/search-sqlite.ts <dataDir> [old|new]`: sessions.search on a seeded SQLite store (bench/scale-seed-cli.ts), word by word, with the event loop's longest gap.
+// `npx tsx bench/search-sqlite.ts <dataDir> [old|new] [label regex]`: sessions.search on a seeded SQLite store (bench/scale-seed-cli.ts), word by word, with the event loop's longest gap.
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { openDatabase } from '../server/store/db';
@@ -13,6 +13,8 @@ import { word } from './lib/zipf-words';
  */
 const dataDir = process.argv[2];
 const mode = process.argv[3] === 'old' ? 'old' : 'new';
+// Optional: only the queries whose label matches this (the old statements take minutes on a big store).
+const only = process.argv[4] ? new RegExp(process.argv[4]) : undefined;
 if (!dataDir) throw new Error('usage: bench/search-sqlite.ts <dataDir> [old|new]');
 const ranks = { common: [0, 3], middling: [60, 400], rare: [2000, 4500] } as const;
 const queries: Array<{ label: string; query: string }> = [];
@@ -61,7 +63,7 @@ if (mode === 'old') {
   close = () => h.close();
   await run('warm'); // the worker's start
 }
-for (const q of queries) {
+for (const q of queries.filter((x) => !only || only.test(x.label))) {
   await new Promise((r) => setTimeout(r, 20));
   gap = 0;
   last = performance.now();
