@@ -5,6 +5,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import { fillSearchTerms } from '../../server/store/migrations-search';
 import { zipfWords } from './zipf-words';
 
 export const PER_SESSION = 100;
@@ -131,6 +132,8 @@ export function seedSqlite(dataDir: string, sessions: number, progress: Progress
     progress(Math.min(sessions, s + 5000), sessions);
   }
   db.exec(`insert into messages_fts(messages_fts) values ('optimize')`);
+  // sessions.search's word list (0021_search_terms), whose triggers were set aside with the index's.
+  db.exec(fillSearchTerms);
   db.exec(`insert into messages_fts(messages_fts, rank) values ('automerge', 4)`);
   for (const tr of triggers) db.exec(tr.sql);
   db.pragma('wal_checkpoint(TRUNCATE)');

@@ -10,7 +10,7 @@ export async function searchSessions(store: Store, p: SessionsSearchParams): Pro
   const limit = p.limit ?? 20;
   const scope = `${p.query}|${p.agentId ?? ''}`;
   const offset = p.cursor ? (decodeCursor(p.cursor, 'search', scope, 1)[0] as number) : 0;
-  const hits = await searchMessages(store.db, store.dialect, { query: p.query, limit: limit + 1, offset, agentId: p.agentId });
+  const hits = await searchMessages(store.db, store.dialect, { query: p.query, limit: limit + 1, offset, agentId: p.agentId }, store.sqliteSearch);
   const page = hits.slice(0, limit);
   return {
     results: page.map((h) => ({

@@ -7,12 +7,15 @@ import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import type { Database, DialectName } from './schema';
 import { migrateToLatest } from './migrations';
 import { lockDataDir } from './data-dir-lock';
+import { SqliteSearcher } from './search-worker';
 export { DataDirInUseError } from './data-dir-lock';
 
 export interface DbHandle {
   db: Kysely<Database>;
   dialect: DialectName;
   close(): Promise<void>;
+  /** SQLite only: sessions.search's worker thread over the same file (started on the first search). */
+  sqliteSearch?: SqliteSearcher;
   /** PostgreSQL only: what a dedicated (non-pooled) connection needs, and the schema tests isolate in. */
   pg?: { connect: import('pg').ClientConfig; schema?: string; pool: import('pg').Pool };
 }
@@ -34,8 +37,9 @@ async function openSqlite(dataDir: string): Promise<DbHandle> {
   fs.mkdirSync(/* turbopackIgnore: true */ dataDir, { recursive: true });
   const unlock = lockDataDir(BetterSqlite3, dataDir);
   let db: Kysely<Database>;
+  const file = path.join(/* turbopackIgnore: true */ dataDir, 'crosstalk.sqlite');
   try {
-    const sqlite = new BetterSqlite3(path.join(/* turbopackIgnore: true */ dataDir, 'crosstalk.sqlite'));
+    const sqlite = new BetterSqlite3(file);
     sqlite.pragma('journal_mode = WAL');
     // WAL + NORMAL: commits do not fsync; the WAL is synced at checkpoints (durable across process crashes).
     sqlite.pragma('synchronous = NORMAL');
@@ -46,10 +50,13 @@ async function openSqlite(dataDir: string): Promise<DbHandle> {
     unlock();
     throw e;
   }
+  const sqliteSearch = new SqliteSearcher(file);
   return {
     db,
     dialect: 'sqlite',
+    sqliteSearch,
     close: async () => {
+      await sqliteSearch.close();
       await db.destroy();
       unlock();
     },

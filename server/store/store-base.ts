@@ -97,10 +97,13 @@ export function toTranscriptMessage(r: MessageRow): TranscriptMessage {
 export class StoreBase {
   readonly db: Kysely<Database>;
   readonly dialect: DbHandle['dialect'];
+  /** SQLite: where sessions.search runs (a worker thread); undefined on PostgreSQL. */
+  readonly sqliteSearch: DbHandle['sqliteSearch'];
 
   constructor(protected readonly handle: DbHandle) {
     this.db = handle.db;
     this.dialect = handle.dialect;
+    this.sqliteSearch = handle.sqliteSearch;
   }
 
   close() {
