@@ -6,6 +6,7 @@ import type { Author, DecidedBy, MessageKind, MessageRole, PendingEvent, Transcr
 import type { DbHandle } from './db';
 import type { ApprovalRow, CallbackRow, Database, DeliveryRow, EventRow, MessageRow, RunRow, WebhookRow } from './schema';
 import { insertEventsSql, wakeEventsSql } from './event-sql';
+import { SETTLED_XID } from './settled';
 import { advanceDeliveries, type DeliveryChange, failedAttempt, insertDeliveries, type NewDelivery, newDeliveryId } from './deliveries';
 
 export interface NewMessage {
@@ -318,8 +319,8 @@ export class StoreBase {
   }
 
   /**
-   * Events after a cursor, in log order. On PostgreSQL only rows of settled transactions (below the snapshot's
-   * xmin) are returned, so a row that commits late is never skipped; `pending` says more may come.
+   * Events after a cursor, in log order. On PostgreSQL only rows of settled transactions (below SETTLED_XID: every
+   * transaction of this database before them has ended) are returned, so a row that commits late is never skipped; `pending` says more may come.
    */
   async eventsAfter(o: { after: EventCursor; sessionKey?: string; runId?: string; limit: number }): Promise<{ rows: Array<EventRow & { cursor: EventCursor }>; pending: boolean }> {
     if (this.dialect !== 'postgres') {
@@ -331,7 +332,7 @@ export class StoreBase {
     }
     const after = o.after.tx === undefined ? await this.resolveCursor(o.after) : o.after;
     const rows = await sql<EventRow & { tx: string; xmin: string }>`
-      select id, run_id, seq, stream, ts, session_key, data, tx::text as tx, pg_snapshot_xmin(pg_current_snapshot())::text as xmin
+      select id, run_id, seq, stream, ts, session_key, data, tx::text as tx, ${SETTLED_XID}::text as xmin
       from events
       where (tx, id) > (${String(after.tx)}::xid8, ${after.id})
         ${o.sessionKey ? sql`and session_key = ${o.sessionKey}` : sql``}
@@ -360,9 +361,9 @@ export class StoreBase {
     return row ? { tx: BigInt(row.tx), id: Number(row.id) } : START;
   }
 
-  /** A position every settled row is at or before (PostgreSQL): just below the snapshot's xmin. */
+  /** A position every settled row is at or before (PostgreSQL): just below SETTLED_XID. */
   async settledHorizon(): Promise<EventCursor> {
-    const r = await sql<{ xmin: string }>`select pg_snapshot_xmin(pg_current_snapshot())::text as xmin`.execute(this.db);
+    const r = await sql<{ xmin: string }>`select ${SETTLED_XID}::text as xmin`.execute(this.db);
     return { tx: BigInt(r.rows[0]!.xmin) - 1n, id: Number.MAX_SAFE_INTEGER };
   }
 
@@ -373,7 +374,7 @@ export class StoreBase {
       return { id: Number(r?.m ?? 0) };
     }
     const r = await sql<{ tx: string; id: number }>`
-      select tx::text as tx, id from events where tx < pg_snapshot_xmin(pg_current_snapshot()) order by tx desc, id desc limit 1`.execute(this.db);
+      select tx::text as tx, id from events where tx < ${SETTLED_XID} order by tx desc, id desc limit 1`.execute(this.db);
     const row = r.rows[0];
     return row ? { tx: BigInt(row.tx), id: Number(row.id) } : START;
   }
