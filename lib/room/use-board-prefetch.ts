@@ -7,6 +7,8 @@ import { useCallback, useEffect } from 'react';
 
 /** How often the open board asks again (runs of other sessions send no events to this tab). */
 export const BOARD_POLL_MS = 1_000;
+/** The idle prefetch waits at most this long after the live stream is up. */
+const IDLE_WITHIN_MS = 300;
 /** A prefetched board younger than this is not asked for again by another hover. */
 const PREFETCH_FRESH_MS = 5_000;
 
@@ -25,12 +27,13 @@ export function usePrefetchBoard(): () => void {
   useEffect(() => {
     let handle: number | undefined;
     let done = false;
-    const idle = window.requestIdleCallback ?? ((fn: () => void) => window.setTimeout(fn, 1_000));
+    const idle = window.requestIdleCallback ?? ((fn: () => void) => window.setTimeout(fn, IDLE_WITHIN_MS));
     const cancel = window.cancelIdleCallback ?? window.clearTimeout;
     const check = (s: { connection: string }) => {
       if (done || s.connection !== 'connected') return;
       done = true;
-      handle = idle(prefetch, { timeout: 5_000 });
+      // Soon after: with runs streaming the room is seldom idle, and a board opened before the prefetch lands waits for it.
+      handle = idle(prefetch, { timeout: IDLE_WITHIN_MS });
     };
     check(store.getState());
     const unsubscribe = store.subscribe(check);
