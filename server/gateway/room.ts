@@ -57,7 +57,7 @@ export async function parentChains(store: Store, keys: string[]): Promise<Map<st
         union
         select up.parent_key, (select s.parent_key from sessions s where s.key = up.parent_key), up.depth + 1 from up
           where up.parent_key is not null and up.depth < ${MAX_DEPTH}
-      ) select distinct key, parent_key from up`.execute(store.db);
+      ) select key, parent_key from up`.execute(store.db);
     for (const r of rows) parent.set(r.key, r.parent_key);
   }
   const out = new Map<string, string[]>();
