@@ -196,6 +196,8 @@ async function main(): Promise<number> {
   for (const { name, t } of tallies) {
     console.log(`| ${name} | ${t.accepted} | ${t.answered} | ${t.lost} | ${t.doubled} | ${t.unanswered} | ${t.callbacks} | ${t.webhooks} (${t.webhookRedeliveries}) | ${t.channelSends} | ${t.execLines} | ${t.sseReconnects} | ${t.clientErrors} | ${t.resends} |`);
   }
+  for (const { name, t } of tallies)
+    if (t.steeredOver) console.log(`${name}: ${t.steeredOver} async send(s) or detached delegate(s) never started: a message steered into the turn before its first model step hid its /tool line (the scripted model reads the newest message); no callback owed`);
   if (env.FAULTS_JSON) fs.writeFileSync(env.FAULTS_JSON, JSON.stringify({ seed, mode, injected: Object.fromEntries(injected), tallies }, null, 2));
   const problems = tallies.flatMap(({ name, t }) => t.problems.map((p) => `${name}: ${p}`));
   if (problems.length) {
