@@ -14,7 +14,6 @@ import { webhookRow } from '../webhooks/deliver';
 
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
 const config = { agents: [{ id: 'main', tools: { exec: 'ask' } }, { id: 'researcher' }], webhooks: { allowPrivateNetwork: true } };
-const onPgPass = process.env.TEST_STORE === 'postgres'; // this file picks its store itself: run it once
 
 type Started = { runId: string; status: string };
 const newSchema = () => `t_ho_${crypto.randomBytes(4).toString('hex')}`;
@@ -25,7 +24,7 @@ async function seqsOf(s: TestServer, runId: string): Promise<number[]> {
   return rows.flatMap((r) => expandRow({ ...r, fold_id: r.fold_id ?? null })).map((r) => Number(r.seq));
 }
 
-describe.skipIf(onPgPass)('handovers drive a run once (PostgreSQL)', () => {
+describe('handovers drive a run once (PostgreSQL)', () => {
   it('a re-drive continues the run’s seq where the log is, even in a process that had the run registered from before', async () => {
     const schema = newSchema();
     const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
