@@ -27,6 +27,7 @@ export const STORE_INDEPENDENT: readonly string[] = [
   // They pick their stores themselves (PostgreSQL by TEST_DATABASE_URL, SQLite by data dir), in processes of their own.
   'server/cluster/cluster.test.ts',
   'server/cluster/crash-burst.test.ts',
+  'server/cluster/delegate-callback.test.ts',
   'server/cluster/fencing.test.ts',
   'server/cluster/graceful-stop.test.ts',
   'server/cluster/handover.test.ts',
