@@ -12,7 +12,7 @@ import type { ApprovalRow, RunRow } from '../store/schema';
 import type { DecidedBy } from './approvals';
 import { nowIso } from '../store/store';
 import { sameTrust, trustOf } from '../trust/trust';
-import { mergeInputs, parseOrigin, type QueueItem, SHUTDOWN, type SessionState, type SubmitOptions } from './queue';
+import { kept, mergeInputs, parseOrigin, type QueueItem, SHUTDOWN, type SessionState, type SubmitOptions } from './queue';
 import type { ActiveRun, RunInput } from './types';
 import { RunEnds } from './run-ends';
 import { Backstop } from './backstop';
@@ -119,7 +119,7 @@ export abstract class ClusterRuns extends RunEnds {
         // Trust follows the run: a message is steered only into a run of the same trust (else it runs after).
         if (!st.active.closing && sameTrust(trust, trustOf(st.active.row ? parseOrigin(st.active.row.origin) : st.active.origin))) {
           const origin = JSON.stringify({ ...(row.origin ? JSON.parse(row.origin) : {}), steerInto: st.active.id });
-          st.active.inbox.push({ runId: row.id, input, persisted: this.o.store.updateRunFenced(row.id, st.key, { origin }) });
+          st.active.inbox.push({ runId: row.id, input, persisted: kept(this.o.store.updateRunFenced(row.id, st.key, { origin })) });
           return { runId: st.active.id, status: 'steered' };
         }
         break;
@@ -128,9 +128,9 @@ export abstract class ClusterRuns extends RunEnds {
         if (open?.collect && open.trustKey === item.trustKey) {
           open.inputs.push(input);
           const merged = JSON.stringify(open.inputs);
-          open.persisted = open.persisted
-            .then(() => this.o.store.updateRunFenced(open.runId, st.key, { input: merged }))
-            .then(() => this.o.store.updateRunFenced(row.id, st.key, { status: 'merged', merged_into: open.runId }));
+          open.persisted = kept(
+            open.persisted.then(() => this.o.store.updateRunFenced(open.runId, st.key, { input: merged })).then(() => this.o.store.updateRunFenced(row.id, st.key, { status: 'merged', merged_into: open.runId })),
+          );
           return { runId: open.runId, status: 'queued' };
         }
         st.queue.push(item);

@@ -24,6 +24,16 @@ export function handoverOf(signal: AbortSignal | undefined): AbortSignal | undef
   return c.signal;
 }
 
+/**
+ * A write kept to be awaited later, by a run or a queue that may be dropped first (this process fenced: its sessions
+ * cleared): its rejection (FencedError) is then nobody's, and an unhandled rejection ends the process. Awaiting it
+ * still rejects.
+ */
+export function kept<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => undefined);
+  return p;
+}
+
 export interface SubmitOptions {
   queueMode?: QueueMode;
   webhook?: { url: string; secret?: string };

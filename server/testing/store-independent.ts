@@ -28,6 +28,7 @@ export const STORE_INDEPENDENT: readonly string[] = [
   'server/cluster/cluster.test.ts',
   'server/cluster/crash-burst.test.ts',
   'server/cluster/delegate-callback.test.ts',
+  'server/cluster/fenced-steer.test.ts',
   'server/cluster/fencing.test.ts',
   'server/cluster/graceful-stop.test.ts',
   'server/cluster/handover.test.ts',
