@@ -13,6 +13,8 @@ export interface DbHandle {
   db: Kysely<Database>;
   dialect: DialectName;
   close(): Promise<void>;
+  /** SQLite only: the connection itself, for the hot statements run without Kysely's builder (./hot-sqlite). */
+  sqlite?: import('better-sqlite3').Database;
   /** PostgreSQL only: what a dedicated (non-pooled) connection needs, and the schema tests isolate in. */
   pg?: { connect: import('pg').ClientConfig; schema?: string; pool: import('pg').Pool };
 }
@@ -34,8 +36,9 @@ async function openSqlite(dataDir: string): Promise<DbHandle> {
   fs.mkdirSync(/* turbopackIgnore: true */ dataDir, { recursive: true });
   const unlock = lockDataDir(BetterSqlite3, dataDir);
   let db: Kysely<Database>;
+  let sqlite: import('better-sqlite3').Database;
   try {
-    const sqlite = new BetterSqlite3(path.join(/* turbopackIgnore: true */ dataDir, 'crosstalk.sqlite'));
+    sqlite = new BetterSqlite3(path.join(/* turbopackIgnore: true */ dataDir, 'crosstalk.sqlite'));
     sqlite.pragma('journal_mode = WAL');
     // WAL + NORMAL: commits do not fsync; the WAL is synced at checkpoints (durable across process crashes).
     sqlite.pragma('synchronous = NORMAL');
@@ -49,6 +52,7 @@ async function openSqlite(dataDir: string): Promise<DbHandle> {
   return {
     db,
     dialect: 'sqlite',
+    sqlite,
     close: async () => {
       await db.destroy();
       unlock();
