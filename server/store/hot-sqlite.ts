@@ -7,7 +7,7 @@ import type { Kysely } from 'kysely';
 import type { PendingEvent } from '../events/types';
 import type { IdempotencyClaim } from './idempotency';
 import { type MessageValues, rowBytes, type UsageValues } from './run-writes';
-import type { Database, RunRow, SessionRow } from './schema';
+import type { Database, MessageRow, RunRow, SessionRow } from './schema';
 
 type Params = Array<string | number | bigint | null>;
 
@@ -56,6 +56,23 @@ export class HotSqlite {
 
   getSession(key: string): Promise<SessionRow | undefined> {
     return this.locked(() => this.st('select * from "sessions" where "key" = ?').get(key) as SessionRow | undefined, false);
+  }
+
+  /** The session, created (`values`: its new row) when missing. */
+  ensureSession(values: Record<string, unknown>): Promise<SessionRow> {
+    return this.locked(() => {
+      const get = this.st('select * from "sessions" where "key" = ?');
+      const hit = get.get(values.key) as SessionRow | undefined;
+      if (hit) return hit;
+      const cols = setCols(values);
+      this.st(`insert into "sessions" (${cols.map(q).join(', ')}) values (${marks(cols.length)}) on conflict ("key") do nothing`).run(cols.map((c) => values[c]) as Params);
+      return get.get(values.key) as SessionRow;
+    }, false);
+  }
+
+  /** The newest `n` rows of a session, newest first. */
+  newestRows(key: string, n: number): Promise<MessageRow[]> {
+    return this.locked(() => this.st('select * from "messages" where "session_key" = ? order by "id" desc limit ?').all(key, n) as MessageRow[], false);
   }
 
   getRun(id: string): Promise<RunRow | undefined> {

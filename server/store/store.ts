@@ -74,6 +74,7 @@ export class Store extends FencedStore {
 
   /** Creates the session when missing; returns the stored row either way. */
   async ensureSession(s: NewSession): Promise<SessionRow> {
+    if (this.hot) return this.hot.ensureSession(sessionValues(s, nowIso()));
     const existing = await this.getSession(s.key);
     if (existing) return existing;
     await this.db
@@ -287,7 +288,7 @@ export class Store extends FencedStore {
   async contextRows(sessionKey: string, n: number, messageCount?: number): Promise<TranscriptMessage[]> {
     const hit = this.recent.get(sessionKey, n, messageCount);
     if (hit) return hit;
-    const rows = (await this.history({ sessionKey, limit: n, includeTools: true })).reverse().map(toTranscriptMessage);
+    const rows = (this.hot ? await this.hot.newestRows(sessionKey, n) : await this.history({ sessionKey, limit: n, includeTools: true })).reverse().map(toTranscriptMessage);
     this.recent.put(sessionKey, n, rows, messageCount);
     return rows;
   }
