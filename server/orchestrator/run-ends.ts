@@ -61,12 +61,16 @@ export abstract class RunEnds extends RunQueues {
         deliveries.callbacks,
         deliveries.webhooks,
         { key: st.key, idle: !st.queue.length && !active.inbox.length, release: !!this.cluster },
-        { messages: finalRows, events: (rows) => [...earlier, ...rows.map((m) => bus.prepare(active.id, 'message', { message: m })), bus.prepare(active.id, 'lifecycle', endData(outcome))], deliveries: deliveries.records },
+        {
+          messages: finalRows,
+          events: (rows) => [...earlier, ...rows.map((m) => bus.prepare(active.id, 'message', { message: m })), bus.prepare(active.id, 'lifecycle', endData(outcome))],
+          deliveries: deliveries.records,
+          logged: (events, ids) => bus.logged(events, ids), // in log order: by the store, once written
+        },
       );
       // An enqueue in this process may have claimed the session again between the release and here (it took this
       // state over with a new epoch): the session is held then, not let go.
       released = end.released && st.epoch === epoch;
-      bus.logged(end.events, end.ids);
       if (deliveries.callbacks.length) failpoint('callback.recorded');
     } catch (e) {
       if (e instanceof FencedError) return this.abandon(st, active, 'stopped');

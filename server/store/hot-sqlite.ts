@@ -30,6 +30,8 @@ export interface HotFinish {
   rows: MessageValues[];
   /** The events to log, built once the rows have their ids. */
   events: (ids: number[]) => PendingEvent[];
+  /** Hands the written events on, right after the commit and before the connection is let go (log order). */
+  logged?: (events: PendingEvent[], ids: Array<{ id: number }>) => void;
 }
 
 export class HotSqlite {
@@ -49,9 +51,13 @@ export class HotSqlite {
     return s;
   }
 
-  /** Runs `fn` holding Kysely's connection lock (SQLite has one connection), in one transaction when `write`. */
-  private locked<T>(fn: () => T, write: boolean): Promise<T> {
-    return this.db.connection().execute(async () => (write ? (this.inTx(fn) as T) : fn()));
+  /** Runs `fn` holding Kysely's connection lock (SQLite has one connection), in one transaction when `write`; then `committed`, still holding it. */
+  private locked<T>(fn: () => T, write: boolean, committed?: (r: T) => void): Promise<T> {
+    return this.db.connection().execute(async () => {
+      const r = write ? (this.inTx(fn) as T) : fn();
+      committed?.(r);
+      return r;
+    });
   }
 
   getSession(key: string): Promise<SessionRow | undefined> {
@@ -125,7 +131,8 @@ export class HotSqlite {
 
   /** A run's end with its usage, last rows, the session's state (idle or running) and its events; the rows' ids and the events' log ids. */
   finishRun(o: HotFinish, ts: string): Promise<{ ids: number[]; events: PendingEvent[]; eventIds: Array<{ id: number }> }> {
-    return this.locked(() => {
+    return this.locked(
+      () => {
       const cols = setCols(o.fields);
       if (cols.length) this.st(`update "runs" set ${cols.map((c) => `${q(c)} = ?`).join(', ')} where "id" = ?`).run(...(cols.map((c) => (o.fields as Record<string, unknown>)[c]) as Params), o.runId);
       this.insertUsage(o.usage);
@@ -135,7 +142,10 @@ export class HotSqlite {
       else this.st(`update "sessions" set "status" = ? where "key" = ?`).run(status, o.key);
       const events = o.events(ids);
       return { ids, events, eventIds: this.insertEvents(events) };
-    }, true);
+      },
+      true,
+      (r) => o.logged?.(r.events, r.eventIds),
+    );
   }
 
   /** Events in chunks of one multi-row statement each (a statement's ids rise in its rows' order). */

@@ -347,7 +347,7 @@ export class Store extends FencedStore {
     callbacks: CallbackRow[],
     webhooks: WebhookRow[],
     session: { key: string; idle: boolean; release?: boolean },
-    o: { messages?: NewMessage[]; events?: (rows: TranscriptMessage[]) => PendingEvent[]; deliveries?: RunEndDeliveries } = {},
+    o: { messages?: NewMessage[]; events?: (rows: TranscriptMessage[]) => PendingEvent[]; deliveries?: RunEndDeliveries; logged?: (events: PendingEvent[], ids: Array<{ id: number; tx?: string }>) => void } = {},
   ): Promise<{ released: boolean; events: PendingEvent[]; ids: Array<{ id: number; tx?: string }> }> {
     const usage = this.takeUsage([id]);
     const msgs = o.messages ?? [];
@@ -367,7 +367,7 @@ export class Store extends FencedStore {
         rows = values.map((v, i) => toTranscriptMessage({ ...v, id: ids[i]! }));
         return o.events?.(rows) ?? [];
       };
-      const r = await hot.finishRun({ runId: id, fields, key: session.key, idle: session.idle, usage, rows: values, events }, ts);
+      const r = await hot.finishRun({ runId: id, fields, key: session.key, idle: session.idle, usage, rows: values, events, logged: o.logged }, ts);
       this.remember(rows);
       return { released: false, events: r.events, ids: r.eventIds };
     }
@@ -381,12 +381,13 @@ export class Store extends FencedStore {
       if (r.held) {
         rows.forEach((row, i) => (row.id = r.ids[i]!));
         this.remember(rows);
+        o.logged?.(events, r.events);
         return { released: r.released, events, ids: r.events };
       }
       first = { events, messageOf };
       // Nothing was written: the transaction below tells a deleted session from a lost lease.
     }
-    const out = await this.db.transaction().execute(async (tx) => {
+    const out = await this.loggedTx(async (tx) => {
       let released = false;
       let rows: TranscriptMessage[] = [];
       let events: PendingEvent[] = [];
@@ -446,7 +447,7 @@ export class Store extends FencedStore {
         changes.push(...(await insertDeliveries(tx, dl.created)));
       }
       return { released, rows, events, ids };
-    });
+    }, o.logged && ((r) => o.logged!(r.events, r.ids)));
     this.remember(out.rows);
     this.announce(changes);
     return out;
