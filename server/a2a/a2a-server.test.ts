@@ -84,6 +84,11 @@ describe('A2A server', () => {
     const { sessions } = await s.rpc<{ sessions: any[] }>('sessions.list', { kind: 'channel' });
     expect(sessions.map((x) => x.sessionKey)).toContain('agent:main:a2a:ctx-1');
     expect((await c.getTask({ tenant: '', id: task.id })).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    // A message from another agent is a hand-off (CONTRACT §9): a session_message delivery, answered when its run ended ok.
+    const { deliveries } = await s.rpc<{ deliveries: any[] }>('deliveries.list', { sessionKey: 'agent:main:a2a:ctx-1', kind: 'session_message' });
+    expect(deliveries).toHaveLength(2);
+    expect(deliveries.map((d) => d.runId).sort()).toEqual([task.id, again.id].sort());
+    for (const d of deliveries) expect(d).toMatchObject({ kind: 'session_message', state: 'answered', to: { sessionKey: 'agent:main:a2a:ctx-1' } });
   });
 
   it('streams a task from submitted to completed', async () => {

@@ -80,11 +80,14 @@ export class CrosstalkA2AHandler implements A2ARequestHandler {
     const sessionKey = a2aSessionKey(this.agent.id, contextId);
     if (!SESSION_KEY_RE.test(sessionKey)) throw new RequestMalformedError('contextId may only hold [a-z0-9:._+-]');
     try {
-      const res = await this.rt.orchestrator.submit(
+      // A message from another agent: a `session_message` delivery (§9) that its run moves on to its answer.
+      const res = await this.rt.gateway.agentDelivered({
         sessionKey,
-        { content: text, kind: 'message', author: { type: 'channel', id: 'a2a', name: 'A2A client' }, meta: { a2a: { messageId: message.messageId, contextId } } },
-        { origin: { channel: 'a2a', agentId: this.agent.id, contextId } },
-      );
+        message: text,
+        author: { type: 'channel', id: 'a2a', name: 'A2A client' },
+        meta: { a2a: { messageId: message.messageId, contextId } },
+        origin: { channel: 'a2a', agentId: this.agent.id, contextId },
+      });
       const hook = p.configuration?.taskPushNotificationConfig;
       if (hook?.url) await this.push.register({ ...hook, taskId: res.runId });
       return { runId: res.runId, contextId: contextIdOf(sessionKey, this.agent.id)!, sessionKey };

@@ -5,6 +5,7 @@ import type { EventBus } from '../events/bus';
 import type { SessionKind, SessionSummary } from '../events/types';
 import { validateModelSpec } from '../models/registry';
 import { toApprovalRecord, toPendingApproval } from '../orchestrator/approvals';
+import { newRunId } from '../orchestrator/queue';
 import type { DecidedBy } from '../events/types';
 import type { Orchestrator } from '../orchestrator/orchestrator';
 import { toolPolicyFor } from '../config';
@@ -40,7 +41,7 @@ import type {
   DelegatesResumeParams,
 } from './schemas';
 import type { Delegates, DelegateRunResult } from '../orchestrator/delegates';
-import type { AgentInfo, AgentResult, EventSubscribeOptions, Gateway, StatusSummary, WebhookInfo } from './types';
+import type { AgentDeliveredParams, AgentInfo, AgentResult, EventSubscribeOptions, Gateway, StatusSummary, WebhookInfo } from './types';
 import type { Metrics } from '../metrics';
 import type { ChannelService, SendParams } from '../channels';
 import type { McpServerStatus } from '../mcp/manager';
@@ -136,15 +137,18 @@ export class GatewayService implements Gateway {
   }
 
   /**
-   * A message from outside that is a hand-off of its own (MCP `crosstalk_send`, CONTRACT §10): `agent` with a
-   * `session_message` delivery record that its run moves on like any other (§9).
+   * A message from another agent outside that is a hand-off of its own (MCP `crosstalk_send`, CONTRACT §10; an A2A
+   * `message/send`, §8): `agent` with a `session_message` delivery record that its run moves on like any other (§9).
    */
-  async agentDelivered(p: { sessionKey: string; message: string }): Promise<AgentResult & { deliveryId: string }> {
+  async agentDelivered(p: AgentDeliveredParams): Promise<AgentResult & { deliveryId: string }> {
     this.d.orchestrator.agentForKey(p.sessionKey); // unknown_agent before anything is recorded
     const deliveryId = newDeliveryId();
-    await this.d.store.createDeliveries([{ id: deliveryId, kind: 'session_message', to: { sessionKey: p.sessionKey } }]);
+    // The target run's id is the delivery's from the start (§9 `runId`), as for `sessions_send`.
+    const runId = newRunId();
+    await this.d.store.createDeliveries([{ id: deliveryId, kind: 'session_message', to: { sessionKey: p.sessionKey }, runId }]);
     try {
-      const res = await this.d.orchestrator.submit(p.sessionKey, { content: p.message, kind: 'message', author: { type: 'user', id: 'user' }, meta: { deliveryId } }, { origin: { deliveryId } });
+      const author = p.author ?? { type: 'user', id: 'user' };
+      const res = await this.d.orchestrator.submit(p.sessionKey, { content: p.message, kind: 'message', author, meta: { ...p.meta, deliveryId } }, { origin: { ...p.origin, deliveryId }, runId });
       return { ...res, deliveryId };
     } catch (e) {
       await this.d.store.advanceDeliveries([deliveryId], 'failed', { error: { code: (e as { code?: string }).code ?? 'internal', message: (e as Error).message } });

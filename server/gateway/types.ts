@@ -1,5 +1,5 @@
 // The gateway service surface (CONTRACT §3): JSON-RPC, tRPC and the CLI all call these methods.
-import type { AgentEvent, PendingApproval, SessionSummary, TranscriptMessage } from '../events/types';
+import type { AgentEvent, Author, PendingApproval, SessionSummary, TranscriptMessage } from '../events/types';
 import type {
   AgentParams,
   AgentWaitParams,
@@ -15,6 +15,18 @@ import type {
   DelegatesDismissParams,
   DelegatesResumeParams,
 } from './schemas';
+
+/** `agentDelivered`: a message from another agent outside (MCP, A2A), recorded as a `session_message` delivery (§9). */
+export interface AgentDeliveredParams {
+  sessionKey: string;
+  message: string;
+  /** Who the transcript row names (default: the user). */
+  author?: Author;
+  /** Kept on the row beside its `deliveryId`. */
+  meta?: Record<string, unknown>;
+  /** The run's origin beside its `deliveryId` (where its answer goes). */
+  origin?: Record<string, unknown>;
+}
 
 export interface AgentResult {
   runId: string;
@@ -105,7 +117,7 @@ export interface Gateway {
   webhooksList(p: WebhooksListParams): Promise<{ webhooks: WebhookInfo[] }>;
   agent(p: AgentParams): Promise<AgentResult>;
   /** `agent` as a tracked hand-off from outside (MCP `crosstalk_send`): its delivery record's id too (CONTRACT §9, §10). */
-  agentDelivered(p: { sessionKey: string; message: string }): Promise<AgentResult & { deliveryId: string }>;
+  agentDelivered(p: AgentDeliveredParams): Promise<AgentResult & { deliveryId: string }>;
   agentWait(p: AgentWaitParams): Promise<WaitResult>;
   agentCancel(p: import('./schemas').AgentCancelParams): Promise<{ status: 'ok' }>;
   sessionsList(p: SessionsListParams, o?: { attention?: boolean }): Promise<{ sessions: SessionSummary[]; next_cursor: string | null }>;

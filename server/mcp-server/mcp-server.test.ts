@@ -65,6 +65,9 @@ describe('crosstalk as an MCP server', () => {
     expect(r.structuredContent).toMatchObject({ status: 'accepted', runId: expect.any(String), deliveryId: expect.stringMatching(/^dlv_/) });
     const w = await call('crosstalk_wait', { runId: r.structuredContent!.runId, timeoutSeconds: 10 });
     expect(w.structuredContent).toMatchObject({ status: 'ok', response: 'later' });
+    // The delivery names the run it started (CONTRACT §9 `runId`) and was answered by it.
+    const d = await s.rpc('deliveries.get', { deliveryId: r.structuredContent!.deliveryId });
+    expect(d).toMatchObject({ kind: 'session_message', state: 'answered', runId: r.structuredContent!.runId, to: { sessionKey: 'agent:writer:mcp-test' } });
     const h = await call('crosstalk_history', { sessionKey: 'agent:writer:mcp-test', limit: 1 });
     expect(h.structuredContent!.messages).toEqual([expect.objectContaining({ role: 'assistant', content: 'later' })]);
     expect(h.structuredContent!.next_cursor).toEqual(expect.any(String));
