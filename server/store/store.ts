@@ -5,7 +5,7 @@ import { type ExpressionBuilder, type Kysely, type UpdateObject } from 'kysely';
 import type { PendingEvent, TranscriptMessage } from '../events/types';
 import type { DbHandle } from './db';
 import { ClaimTaken, claimCutoff, type IdempotencyClaim, insertClaim } from './idempotency';
-import { appendPg, type FinishPg, finishPg, finishPgOne, type MessageValues, messageValues, rowBytes, type UsageValues } from './run-writes';
+import { appendPg, type FinishPg, finishPg, finishPgOne, type MessageValues, messageValues, queuedBehindLock, rowBytes, type UsageValues, withoutRowEvents } from './run-writes';
 import type { CallbackRow, Database, MessageRow, RunRow, SessionRow, WebhookRow } from './schema';
 import { FencedStore } from './fences';
 import { HotSqlite } from './hot-sqlite';
@@ -489,25 +489,4 @@ export class Store extends FencedStore {
     const r = await this.db.selectFrom('runs').select('id').where('session_key', '=', sessionKey).where('status', 'in', ['running', 'waiting_approval']).limit(1).executeTakeFirst();
     return r?.id;
   }
-}
-
-/** A run's prepared events without those of its last rows (not written): later seqs close up, so seq rises by 1. */
-function withoutRowEvents(events: PendingEvent[], messageOf: number[]): PendingEvent[] {
-  const out: PendingEvent[] = [];
-  let dropped = 0;
-  events.forEach((e, i) => {
-    if (messageOf[i]! >= 0) dropped++;
-    else out.push(dropped ? { ...e, seq: e.seq - dropped } : e);
-  });
-  return out;
-}
-
-/**
- * Whether a session has queued runs, looked at with its row locked (in `tx`): an enqueue from another process
- * either committed before (its run is seen: this statement reads a fresh snapshot) or waits for this
- * transaction and then claims.
- */
-async function queuedBehindLock(tx: Kysely<Database>, key: string): Promise<boolean> {
-  await tx.selectFrom('sessions').select('key').where('key', '=', key).forUpdate().execute();
-  return !!(await tx.selectFrom('runs').select('id').where('session_key', '=', key).where('status', '=', 'queued').limit(1).executeTakeFirst());
 }
