@@ -5,8 +5,10 @@
 // the room in real Chromium (interactive, session switch, keystrokes, the agent board opening), search, and the
 // event loop's longest gap in each phase. Its own checks: the right session opens, search finds the planted words,
 // the sidebar's counts match the store. Figures, never assertions; writes BENCHMARKS.md "Scale: 100,000 sessions".
-//   npm run bench:scale -- [--store=sqlite|postgres|both] [--sessions=N] [--reseed] [--cpu-prof]
+//   npm run bench:scale -- [--store=sqlite|postgres|both] [--sessions=N] [--reseed] [--cpu-prof] [--only=board]
+// --only=board: runs.board, deliveries.list and the board's opening only (issue 22 item 7), figures in the results JSON.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { Page } from '@playwright/test';
 import { launchChromium, loggedInContext } from './lib/browser';
@@ -27,6 +29,7 @@ const opt = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slic
 const SESSIONS = Number(opt('sessions') ?? 100_000);
 const STORES: StoreName[] = opt('store') === 'sqlite' ? ['sqlite'] : opt('store') === 'postgres' ? ['postgres'] : ['sqlite', 'postgres'];
 const CPU_PROF = argv.includes('--cpu-prof');
+const ONLY_BOARD = opt('only') === 'board';
 const STREAMING = 50;
 const TOKEN = 'bench-scale-token';
 const RPC_SAMPLES = 40;
@@ -127,17 +130,19 @@ async function measure(t: ScaleTarget): Promise<ScaleResult> {
     r.loop.idle = await phase('idle', () => sleep(3000)).then(() => r.loop.idle!);
     const someKey = (i: number) => sessionOf((i * 7919) % t.sessions, t.sessions).key;
     const rootKey = (i: number) => sessionOf(t.sessions - 10 * (1 + (i % 50)), t.sessions).key;
-    r.rpc.status = await phase('status', () => timeRpc(rpc, RPC_SAMPLES, () => rpc.call('status', {})));
-    r.rpc.usage = await phase('sessions.usage', () => timeRpc(rpc, RPC_SAMPLES, (i) => rpc.call('sessions.usage', { sessionKey: i % 2 ? someKey(i) : rootKey(i) })));
-    r.rpc.list = await phase('sessions.list', () => timeRpc(rpc, RPC_SAMPLES, () => rpc.call('sessions.list', { limit: 100 })));
-    let cursor: string | null = null;
-    r.rpc.listDeep = await phase('sessions.list (paging)', () =>
-      timeRpc(rpc, RPC_SAMPLES, async () => {
-        const page: { next_cursor: string | null } = await rpc.call('sessions.list', { limit: 100, ...(cursor ? { cursor } : {}) });
-        cursor = page.next_cursor;
-      }),
-    );
-    r.rpc.search = await phase('sessions.search', () => timeRpc(rpc, SAMPLES.search, (i) => rpc.call('sessions.search', { query: searchQuery(i), limit: 20 })));
+    if (!ONLY_BOARD) {
+      r.rpc.status = await phase('status', () => timeRpc(rpc, RPC_SAMPLES, () => rpc.call('status', {})));
+      r.rpc.usage = await phase('sessions.usage', () => timeRpc(rpc, RPC_SAMPLES, (i) => rpc.call('sessions.usage', { sessionKey: i % 2 ? someKey(i) : rootKey(i) })));
+      r.rpc.list = await phase('sessions.list', () => timeRpc(rpc, RPC_SAMPLES, () => rpc.call('sessions.list', { limit: 100 })));
+      let cursor: string | null = null;
+      r.rpc.listDeep = await phase('sessions.list (paging)', () =>
+        timeRpc(rpc, RPC_SAMPLES, async () => {
+          const page: { next_cursor: string | null } = await rpc.call('sessions.list', { limit: 100, ...(cursor ? { cursor } : {}) });
+          cursor = page.next_cursor;
+        }),
+      );
+      r.rpc.search = await phase('sessions.search', () => timeRpc(rpc, SAMPLES.search, (i) => rpc.call('sessions.search', { query: searchQuery(i), limit: 20 })));
+    }
     r.rpc.board = await phase('runs.board', () => timeRpc(rpc, RPC_SAMPLES, () => rpc.call('runs.board', {})));
     const hasDeliveries = await ensureDeliveries(t, (s) => sessionOf(s, t.sessions).key);
     if (hasDeliveries) {
@@ -155,13 +160,15 @@ async function measure(t: ScaleTarget): Promise<ScaleResult> {
     }
     // Checks: search finds the planted words, in the right session.
     let found = 0;
-    const marks = Array.from({ length: 20 }, (_, i) => (i * 4999 + 17) % t.sessions);
-    for (const s of marks) {
-      // The word twice: the last word of a query is a prefix (scalemark17 would also find scalemark170…), the first is whole.
-      const res: { results: Array<{ sessionKey: string; snippet: string }> } = await rpc.call('sessions.search', { query: `${markWord(s)} ${markWord(s)}`, limit: 5 });
-      if (res.results.length === 1 && res.results[0]!.sessionKey === sessionOf(s, t.sessions).key && res.results[0]!.snippet.includes(markWord(s))) found++;
+    if (!ONLY_BOARD) {
+      const marks = Array.from({ length: 20 }, (_, i) => (i * 4999 + 17) % t.sessions);
+      for (const s of marks) {
+        // The word twice: the last word of a query is a prefix (scalemark17 would also find scalemark170…), the first is whole.
+        const res: { results: Array<{ sessionKey: string; snippet: string }> } = await rpc.call('sessions.search', { query: `${markWord(s)} ${markWord(s)}`, limit: 5 });
+        if (res.results.length === 1 && res.results[0]!.sessionKey === sessionOf(s, t.sessions).key && res.results[0]!.snippet.includes(markWord(s))) found++;
+      }
+      r.checks.search = `${found} / ${marks.length} planted words found, each once, in its own session's message`;
     }
-    r.checks.search = `${found} / ${marks.length} planted words found, each once, in its own session's message`;
     // The board carries the delegate trees: a grandchild's failed run shows its parent chain of three.
     const board: { failed: Array<{ sessionKey: string; parentChain: string[] }> } = await rpc.call('runs.board', {});
     const deep = board.failed.filter((b) => b.parentChain.length === 3).length;
@@ -178,7 +185,7 @@ async function measure(t: ScaleTarget): Promise<ScaleResult> {
       const loads: number[] = [];
       const boards: number[] = [];
       await phase('room loads (50 streaming)', async () => {
-        for (let i = 0; i < SAMPLES.load; i++) {
+        for (let i = 0; i < (ONLY_BOARD ? 0 : SAMPLES.load); i++) {
           const page = await context.newPage();
           loads.push(await interactive(page, url));
           await page.close();
@@ -193,6 +200,12 @@ async function measure(t: ScaleTarget): Promise<ScaleResult> {
           await page.close();
         }
       });
+      if (ONLY_BOARD) {
+        r.room = { loads, boards };
+        r.runs = await load.stop();
+        await context.close();
+        return r;
+      }
       const page = await context.newPage();
       await interactive(page, url);
       await phase('room open, watching (50 streaming)', () => sleep(10_000));
@@ -246,8 +259,14 @@ async function main() {
     console.log(`bench:scale ${store}: ${SESSIONS.toLocaleString()} sessions in ${t.dir}${t.databaseUrl ? ` (${t.databaseUrl})` : ''}`);
     const r = await measure(t);
     fs.writeFileSync(path.join(path.dirname(t.dir), `results-${store}-${SESSIONS}.json`), JSON.stringify(r, null, 2));
+    if (ONLY_BOARD) {
+      const f = (xs?: number[]) => (xs?.length ? `p50 ${p(xs, 50).toFixed(1)} / p95 ${p(xs, 95).toFixed(1)} ms, median ${p(xs, 50).toFixed(0)} max ${Math.max(...xs).toFixed(0)} (${xs.length})` : 'n/a');
+      console.log(`${store}: runs.board ${f(r.rpc.board)}; deliveries.list ${f(r.rpc.deliveries)}; board opening ${f(r.room.boards)}; load at start ${r.machine.loadAvg}, at end ${os.loadavg().map((l) => l.toFixed(2)).join(' / ')}; checks ${JSON.stringify(r.checks)}`);
+      continue;
+    }
     console.log(JSON.stringify({ ...r, room: Object.fromEntries(Object.entries(r.room).map(([k, v]) => [k, { p50: p(v, 50), p95: p(v, 95) }])), rpc: Object.fromEntries(Object.entries(r.rpc).map(([k, v]) => [k, { p50: p(v, 50), p95: p(v, 95) }])) }, null, 1));
   }
+  if (ONLY_BOARD) return void clearTimeout(watchdog);
   const results = (['sqlite', 'postgres'] as const)
     .map((s) => path.join(path.dirname(scaleTarget(s, SESSIONS).dir), `results-${s}-${SESSIONS}.json`))
     .filter((f) => fs.existsSync(f))

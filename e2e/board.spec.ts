@@ -65,3 +65,36 @@ test('the board follows a delegate tree live; Next needing input opens the waiti
   await expect(group('Working').locator(`[data-run-id="${slow.runId}"]`)).toHaveCount(0);
   await expect(page.getByRole('button', { name: 'Next needing input' })).toBeDisabled();
 });
+
+// Issue 22 item 7: the idle room asks for the board before it opens, so the click shows the groups from the cache while
+// the board's own request is still out; that request goes on its own (not batched); a long group renders whole after
+// its first screenful.
+test('the board opens from the idle prefetch, on its own request, and renders long groups whole', async ({ room, page, request, freshSession }) => {
+  for (let i = 0; i < 12; i++) {
+    const r = await rpc<{ runId: string }>(request, TOKEN, 'agent', { sessionKey: `${freshSession}-many-${i}`, message: `/reply done ${i}` });
+    await rpc(request, TOKEN, 'agent.wait', { runId: r.runId });
+  }
+  const paths: string[] = [];
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  // Every board request after the first waits until the groups are on screen.
+  await page.route(/\/api\/trpc\/[^?]*status\.board/, async (route) => {
+    paths.push(new URL(route.request().url()).pathname);
+    if (paths.length > 1) await held;
+    await route.continue();
+  });
+  await room.open(freshSession);
+  await expect.poll(() => paths.length).toBe(1);
+  await page.getByRole('button', { name: 'Board', exact: true }).click();
+  const board = page.getByRole('region', { name: 'Agent board' });
+  const done = board.getByRole('region', { name: 'Done', exact: true });
+  await expect(done.locator(`[data-session-key="${freshSession}-many-11"]`)).toBeVisible();
+  expect(paths.slice(0, 1)).toEqual(['/api/trpc/status.board']);
+  release();
+  await expect.poll(() => paths.length).toBeGreaterThan(1);
+  expect(new Set(paths)).toEqual(new Set(['/api/trpc/status.board']));
+  // The whole group after its first screenful: as many cards as the group counts.
+  const count = Number(await done.getAttribute('data-count'));
+  expect(count).toBeGreaterThan(8);
+  await expect(done.getByTestId('board-item')).toHaveCount(count);
+});

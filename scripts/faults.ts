@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import pg from 'pg';
 import { rng, sleep } from '../server/testing/fault-kit';
 import { approvePending, type Cluster, follow, type Kind, KINDS, newLedger, startCluster, type Tally, verify, work } from '../server/testing/fault-load';
+import type { Proc } from '../server/testing/fault-kit';
 import { pgConnectConfig } from '../server/store/db';
 
 const env = process.env;
@@ -37,6 +38,24 @@ const inject = (k: string) => injected.set(k, (injected.get(k) ?? 0) + 1);
 
 const r = rng(seed);
 const clusters: Cluster[] = [];
+
+// A gateway that exits by itself (no fault of ours killed or stopped it) is a defect: said with its last stderr
+// lines, counted as a problem, and started again so the load goes on.
+const crashes: string[] = [];
+const onCrash = (p: Proc, exit: string, stderr: string[]) => {
+  const line = `${p.o.name} (pid ${p.pid}) exited by itself (${exit})${stderr.length ? `; its last stderr: ${stderr.slice(-5).join(' | ').slice(0, 800)}` : ''}`;
+  crashes.push(line);
+  say(`CRASH: ${line}`);
+  void (async () => {
+    for (let i = 0; i < 20 && !p.alive; i++) {
+      try {
+        await p.start();
+      } catch {
+        await sleep(1000);
+      }
+    }
+  })();
+};
 
 async function pgQuery<T extends pg.QueryResultRow>(q: string, params: unknown[] = []): Promise<T[]> {
   const c = new pg.Client(pgConnectConfig(PG_URL));
@@ -114,10 +133,10 @@ async function main(): Promise<number> {
   const baseEnv = { CROSSTALK_DEAD_AFTER_MS: String(DEAD_AFTER_MS), CROSSTALK_SHUTDOWN_GRACE_MS: String(GRACE_MS) };
   // FAULTS_PG=0: the SQLite process only (faults mode).
   const withPg = mode === 'rolling' || env.FAULTS_PG !== '0';
-  const pgc = withPg ? await startCluster({ name: 'pg', processes: mode === 'rolling' ? 3 : PROCESSES, pgUrl: PG_URL, env: baseEnv, log: debugLog, strict: mode === 'rolling' }) : null;
+  const pgc = withPg ? await startCluster({ name: 'pg', processes: mode === 'rolling' ? 3 : PROCESSES, pgUrl: PG_URL, env: baseEnv, log: debugLog, strict: mode === 'rolling', onCrash }) : null;
   if (pgc) clusters.push(pgc);
   const schema = pgc?.schema ?? null;
-  const sq = mode === 'faults' && env.FAULTS_SQLITE !== '0' ? await startCluster({ name: 'sqlite', processes: 1, env: baseEnv, log: debugLog }) : null;
+  const sq = mode === 'faults' && env.FAULTS_SQLITE !== '0' ? await startCluster({ name: 'sqlite', processes: 1, env: baseEnv, log: debugLog, onCrash }) : null;
   if (sq) clusters.push(sq);
   if (!pgc && !sq) throw new Error('FAULTS_PG=0 with FAULTS_SQLITE=0 leaves nothing to run');
   say(`started: ${pgc ? `${pgc.procs.length} processes on PostgreSQL (schema ${schema})` : 'no PostgreSQL processes'}${sq ? ', 1 on SQLite' : ''}`);
@@ -196,8 +215,10 @@ async function main(): Promise<number> {
   for (const { name, t } of tallies) {
     console.log(`| ${name} | ${t.accepted} | ${t.answered} | ${t.lost} | ${t.doubled} | ${t.unanswered} | ${t.callbacks} | ${t.webhooks} (${t.webhookRedeliveries}) | ${t.channelSends} | ${t.execLines} | ${t.sseReconnects} | ${t.clientErrors} | ${t.resends} |`);
   }
+  for (const { name, t } of tallies)
+    if (t.steeredOver) console.log(`${name}: ${t.steeredOver} async send(s) or detached delegate(s) never started: a message steered into the turn before its first model step hid its /tool line (the scripted model reads the newest message); no callback owed`);
   if (env.FAULTS_JSON) fs.writeFileSync(env.FAULTS_JSON, JSON.stringify({ seed, mode, injected: Object.fromEntries(injected), tallies }, null, 2));
-  const problems = tallies.flatMap(({ name, t }) => t.problems.map((p) => `${name}: ${p}`));
+  const problems = [...crashes.map((c) => `a gateway crashed: ${c}`), ...tallies.flatMap(({ name, t }) => t.problems.map((p) => `${name}: ${p}`))];
   if (problems.length) {
     console.log(`\n${problems.length} problem(s):`);
     for (const p of problems.slice(0, 50)) console.log(`  ${p}`);

@@ -6,14 +6,14 @@ import { useTRPC } from '@/lib/trpc/client';
 import type { RouterOutputs } from '@/lib/trpc/types';
 import { useRoomStore } from '@/stores/room-store-provider';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { startTransition, useEffect, useState } from 'react';
+import { useBoardQueryOptions } from '@/lib/room/use-board-prefetch';
+import { firstPaint } from '@/lib/room/board-view';
 import { Button } from '../ui/button';
 import { Badge, type BadgeTone } from '../ui/badge';
 
 type Board = RouterOutputs['status']['board'];
 type BoardItem = Board['needsInput'][number];
-
-/** How often the open board asks again (runs of other sessions send no events to this tab). */
-export const BOARD_POLL_MS = 1_000;
 
 const GROUPS: Array<{ key: keyof Board; name: string; tone: BadgeTone }> = [
   { key: 'needsInput', name: 'Needs input', tone: 'warning' },
@@ -23,13 +23,20 @@ const GROUPS: Array<{ key: keyof Board; name: string; tone: BadgeTone }> = [
 ];
 
 export function useBoard(enabled = true) {
-  const trpc = useTRPC();
-  return useQuery(trpc.status.board.queryOptions({}, { enabled, refetchInterval: BOARD_POLL_MS, staleTime: 0 }));
+  return useQuery(useBoardQueryOptions(enabled));
 }
 
 export function AgentBoard() {
   const board = useBoard();
   const closePanel = useRoomStore((s) => s.closePanel);
+  // The first paint shows the head of each group (what fits on screen); the rest follows in a later, interruptible render.
+  const [whole, setWhole] = useState(false);
+  const hasData = board.data !== undefined;
+  useEffect(() => {
+    if (!hasData || whole) return;
+    const timer = window.setTimeout(() => startTransition(() => setWhole(true)), 0);
+    return () => window.clearTimeout(timer);
+  }, [hasData, whole]);
   return (
     <section aria-label="Agent board" data-testid="agent-board" className="flex min-h-0 flex-1 flex-col">
       <div className="flex shrink-0 items-center gap-2 border-b border-zinc-200 px-3 py-2 dark:border-zinc-800">
@@ -51,8 +58,8 @@ export function AgentBoard() {
                 <p className="px-1 text-xs text-zinc-400">none</p>
               ) : (
                 <ul className="space-y-1">
-                  {board.data[g.key].map((item) => (
-                    <li key={item.delivery?.deliveryId ?? item.runId}>
+                  {firstPaint(board.data[g.key], whole).map((item) => (
+                    <li key={item.delivery?.deliveryId ?? item.runId} className="[contain-intrinsic-size:auto_3.5rem] [content-visibility:auto]">
                       {item.delivery ? <DeadDeliveryCard item={item} /> : <BoardCard item={item} tone={g.tone} />}
                     </li>
                   ))}

@@ -2,6 +2,7 @@
 // The live web room: sidebar, transcript + composer, toolbox, agent picker / event inspector, wired to one session's events.
 import { useApprovals } from '@/lib/room/use-approvals';
 import { useLiveState } from '@/lib/room/use-live-state';
+import { usePrefetchBoard } from '@/lib/room/use-board-prefetch';
 import { usePrefetchOnSelect } from '@/lib/room/use-prefetch-on-select';
 import { useRoomKeys } from '@/lib/room/use-room-keys';
 import { useSessionEvents } from '@/lib/room/use-session-events';
@@ -37,6 +38,7 @@ export function Room() {
   const events = useSessionEvents(sessionKey);
   useRoomKeys();
   usePrefetchOnSelect();
+  const prefetchBoard = usePrefetchBoard();
 
   // The Markdown renderer is fetched once the live stream is up, not while the room is still starting (a store
   // subscription: the room does not re-render for it).
@@ -74,7 +76,7 @@ export function Room() {
             <SessionSidebar />
           </Activity>
           {/* Keyed by session: per-session local state (scroll position, reason box) starts fresh on switch. */}
-          <SessionPane key={sessionKey} sessionKey={sessionKey} />
+          <SessionPane key={sessionKey} sessionKey={sessionKey} prefetchBoard={prefetchBoard} />
         </div>
         <Activity>
           <ApprovalsDialog />
@@ -99,7 +101,7 @@ function usePaneKey(selected: string): string {
   return pane;
 }
 
-function SessionPane({ sessionKey }: { sessionKey: string }) {
+function SessionPane({ sessionKey, prefetchBoard }: { sessionKey: string; prefetchBoard: () => void }) {
   const live = useLiveState(sessionKey);
   const approvals = useApprovals(sessionKey);
   const toolbox = useRoomStore((s) => s.toolbox);
@@ -134,6 +136,7 @@ function SessionPane({ sessionKey }: { sessionKey: string }) {
                 aria-label={p.label}
                 data-testid={p.testId}
                 onClick={() => togglePanel(p.id)}
+                {...(p.id === 'board' ? { onPointerEnter: prefetchBoard, onFocus: prefetchBoard } : {})}
               >
                 {p.text}
               </Button>

@@ -10,6 +10,7 @@ import { getQueryClient } from './query-client';
 export const { TRPCProvider, useTRPC, useTRPCClient } = createTRPCContext<AppRouter>();
 
 const ENDPOINT = '/api/trpc';
+const UNBATCHED = new Set(['chat.history', 'status.board']);
 
 function makeTRPCClient() {
   return createTRPCClient<AppRouter>({
@@ -18,10 +19,10 @@ function makeTRPCClient() {
         condition: (op) => op.type === 'subscription',
         // Same origin: the login cookie rides along on both fetch and EventSource.
         true: httpSubscriptionLink({ url: ENDPOINT }),
-        // A transcript page goes on its own, at once: a session switch shows rows as soon as they are here, without
-        // waiting for the batch's tick or for slower calls batched with it.
+        // A transcript page and the agent board go on their own, at once: a session switch or the board's opening shows
+        // them as soon as they are here, without waiting for the batch's tick or for slower calls batched with them.
         false: splitLink({
-          condition: (op) => op.type === 'query' && op.path === 'chat.history',
+          condition: (op) => op.type === 'query' && UNBATCHED.has(op.path),
           true: httpLink({ url: ENDPOINT }),
           false: httpBatchLink({ url: ENDPOINT, maxItems: 20 }), // the server's TRPC_MAX_BATCH
         }),

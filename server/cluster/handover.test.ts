@@ -8,6 +8,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { FencedError } from '../store/store';
+import { expandRow } from '../store/event-fold';
 import { startChildServer, startTestServer, type TestServer, tmpDataDir, until } from '../testing/harness';
 import { webhookRow } from '../webhooks/deliver';
 
@@ -19,8 +20,9 @@ type Started = { runId: string; status: string };
 const newSchema = () => `t_ho_${crypto.randomBytes(4).toString('hex')}`;
 
 async function seqsOf(s: TestServer, runId: string): Promise<number[]> {
-  const rows = await s.rt.store.db.selectFrom('events').select('seq').where('run_id', '=', runId).orderBy('id').execute();
-  return rows.map((r) => Number(r.seq));
+  // The stored rows, an ended run's folded deltas expanded (server/store/event-fold.ts), settled or not.
+  const rows = await s.rt.store.db.selectFrom('events').selectAll().where('run_id', '=', runId).orderBy('id').execute();
+  return rows.flatMap((r) => expandRow({ ...r, fold_id: r.fold_id ?? null })).map((r) => Number(r.seq));
 }
 
 describe.skipIf(onPgPass)('handovers drive a run once (PostgreSQL)', () => {

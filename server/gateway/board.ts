@@ -1,4 +1,6 @@
 // `runs.board` (CONTRACT §3, §7 "Agent board"): every session's and delegate's runs in four groups, newest first.
+import type { ExpressionBuilder } from 'kysely';
+import type { Database } from '../store/schema';
 import type { Store } from '../store/store';
 import { agentIdOf } from '../sessions/keys';
 import { parentChains } from './room';
@@ -7,58 +9,66 @@ import type { Board, BoardItem } from './types';
 
 export type { Board, BoardItem };
 
-type RunPick = { id: string; session_key: string; status: string; created_at: string; started_at: string | null; ended_at: string | null; origin: string | null };
+type RunPick = { id: string; session_key: string; status: string; created_at: string; started_at: string | null; ended_at: string | null; origin: string | null; cost: number | null };
 
 /** What the board needs of the config: an agent's budget (CONTRACT §5 "Budgets"), to show a tree's spend against it. */
 export type BudgetOf = (agentId: string) => { usd?: number; tokens?: number } | undefined;
 
-const STATUSES = { working: ['queued', 'running'], done: ['ok'], failed: ['error', 'interrupted'] } as const;
+const STATUSES = { needs: ['waiting_approval'], working: ['queued', 'running'], done: ['ok'], failed: ['error', 'interrupted'] } as const;
+const PICK = ['runs.id', 'runs.session_key', 'runs.status', 'runs.created_at', 'runs.started_at', 'runs.ended_at', 'runs.origin'] as const;
 
+/**
+ * The board in two rounds of statements (issue 22 item 7): first every read that needs nothing from another — the runs
+ * of each status, the pending approvals with their runs, the dead deliveries — at once; then the parent chains of all
+ * of them (one recursive statement) and, with budgets, the trees' spend. Each run's cost comes with its row.
+ */
 export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: BudgetOf): Promise<Board> {
   const limit = p.limit ?? 50;
   const db = store.db;
-  const pick = ['id', 'session_key', 'status', 'created_at', 'started_at', 'ended_at', 'origin'] as const;
-  // Waiting on a person: a run marked so, or one with a pending approval (the mark follows the row by a statement).
-  const pending = await db
-    .selectFrom('approvals')
-    .select(['id', 'run_id', 'tool', 'requested_at'])
-    .where('status', '=', 'pending')
-    .orderBy('requested_at', 'desc')
-    .limit(limit * 4)
-    .execute();
-  const waitingOn = new Map<string, { id: string; tool: string }>();
-  for (const a of pending) if (!waitingOn.has(a.run_id)) waitingOn.set(a.run_id, { id: a.id, tool: a.tool });
-  // One indexed read per status, merged: `status in (a, b) order by created_at desc` cannot walk runs_status in order,
-  // so PostgreSQL fetched and sorted every failed run (617 ms over 14,000 of them); `status = a` stops after n rows.
-  const newest = async (statuses: readonly string[], n: number) => {
-    const parts = await Promise.all(statuses.map((st) => db.selectFrom('runs').select(pick).where('status', '=', st).orderBy('created_at', 'desc').limit(n).execute() as Promise<RunPick[]>));
-    return parts.flat().sort((a, b) => b.created_at.localeCompare(a.created_at)).slice(0, n);
+  const cost = (eb: ExpressionBuilder<Database, 'runs'>) =>
+    eb.selectFrom('model_usage').select((m) => m.fn.sum<number>('model_usage.cost_usd').as('c')).whereRef('model_usage.run_id', '=', 'runs.id').as('cost');
+  // The newest n runs of each status in one statement: a `union all` of one indexed read per status (`status in (a, b)
+  // order by created_at desc` cannot walk runs_status in order, so PostgreSQL fetched and sorted every failed run — 617 ms
+  // over 14,000 of them; `status = a` stops after n rows).
+  const newestOf = (want: Array<[string, number]>) => {
+    const [first, ...rest] = want.map(([st, n]) => db.selectFrom(db.selectFrom('runs').select([...PICK, cost]).where('runs.status', '=', st).orderBy('runs.created_at', 'desc').limit(n).as('r')).selectAll());
+    return rest.reduce((q, part) => q.unionAll(part), first!).execute() as Promise<RunPick[]>;
   };
-  const [marked, pendingRuns, working, done, failed] = await Promise.all([
-    newest(['waiting_approval'], limit),
-    waitingOn.size ? (db.selectFrom('runs').select(pick).where('id', 'in', [...waitingOn.keys()]).execute() as Promise<RunPick[]>) : Promise.resolve([] as RunPick[]),
-    newest(STATUSES.working, limit + waitingOn.size),
-    newest(STATUSES.done, limit),
-    newest(STATUSES.failed, limit),
+  const statuses = (n: number): Array<[string, number]> => Object.values(STATUSES).flatMap((list) => list.map((st): [string, number] => [st, n]));
+  const [runs, pending, dead] = await Promise.all([
+    newestOf(statuses(limit)),
+    // Waiting on a person: a run marked so, or one with a pending approval (the mark follows the row by a statement).
+    db
+      .selectFrom('approvals')
+      .innerJoin('runs', 'runs.id', 'approvals.run_id')
+      .select(['approvals.id as approval_id', 'approvals.tool', ...PICK, cost])
+      .where('approvals.status', '=', 'pending')
+      .orderBy('approvals.requested_at', 'desc')
+      .limit(limit * 4)
+      .execute() as Promise<Array<RunPick & { approval_id: string; tool: string }>>,
+    // Dead deliveries are failures too (CONTRACT §7): on the board under "Failed", with their id for Retry.
+    deadDeliveries(db, limit),
   ]);
+  const waitingOn = new Map<string, { id: string; tool: string }>();
+  for (const a of pending) if (!waitingOn.has(a.id)) waitingOn.set(a.id, { id: a.approval_id, tool: a.tool });
+  const newest = (rows: RunPick[], list: readonly string[], n: number) => rows.filter((r) => list.includes(r.status)).sort((a, b) => b.created_at.localeCompare(a.created_at)).slice(0, n);
   const needs = new Map<string, RunPick>();
-  for (const r of [...marked, ...pendingRuns]) if (r.status === 'waiting_approval' || r.status === 'running' || r.status === 'queued') needs.set(r.id, r);
-  const needsInput = [...needs.values()].sort((a, b) => b.created_at.localeCompare(a.created_at)).slice(0, limit);
-  const groups = { needsInput, working: working.filter((r) => !needs.has(r.id)).slice(0, limit), done, failed };
+  for (const r of [...newest(runs, STATUSES.needs, limit), ...pending]) if (r.status === 'waiting_approval' || r.status === 'running' || r.status === 'queued') needs.set(r.id, r);
+  let working = newest(runs, STATUSES.working, limit).filter((r) => !needs.has(r.id));
+  // Runs waiting on an approval leave "Working": read deeper only when they took places and there may be more.
+  if (working.length < limit && needs.size && STATUSES.working.some((st) => runs.filter((r) => r.status === st).length === limit)) {
+    working = newest(await newestOf(STATUSES.working.map((st): [string, number] => [st, limit + needs.size])), STATUSES.working, limit + needs.size).filter((r) => !needs.has(r.id));
+  }
+  const groups = {
+    needsInput: [...needs.values()].sort((a, b) => b.created_at.localeCompare(a.created_at)).slice(0, limit),
+    working: working.slice(0, limit),
+    done: newest(runs, STATUSES.done, limit),
+    failed: newest(runs, STATUSES.failed, limit),
+  };
 
   const all = [...groups.needsInput, ...groups.working, ...groups.done, ...groups.failed];
-  const chains = await parentChains(store, all.map((r) => r.session_key));
-  const costs = new Map<string, number>();
-  if (all.length) {
-    const rows = await db
-      .selectFrom('model_usage')
-      .select((eb) => ['run_id', eb.fn.sum<number>('cost_usd').as('c')])
-      .where('run_id', 'in', all.map((r) => r.id))
-      .groupBy('run_id')
-      .execute();
-    for (const r of rows) costs.set(r.run_id, Math.round(Number(r.c ?? 0) * 1e6) / 1e6);
-  }
-  const budgets = await treeBudgets(store, all, budgetOf);
+  const deadKey = (d: (typeof dead)[number]) => d.from_session ?? d.to_session ?? '';
+  const [chains, budgets] = await Promise.all([parentChains(store, [...all.map((r) => r.session_key), ...dead.map(deadKey)]), treeBudgets(store, all, budgetOf)]);
   const item = (r: RunPick): BoardItem => {
     const wait = waitingOn.get(r.id);
     return {
@@ -70,20 +80,17 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
       ...(needs.has(r.id) ? { waitingFor: 'approval', ...(wait ? { approvalId: wait.id, tool: wait.tool } : {}) } : {}),
       startedAt: r.started_at ?? r.created_at,
       ...(r.ended_at ? { endedAt: r.ended_at } : {}),
-      costUsd: costs.get(r.id) ?? 0,
+      costUsd: Math.round(Number(r.cost ?? 0) * 1e6) / 1e6,
       ...(budgets.has(r.id) ? { budget: budgets.get(r.id)! } : {}),
     };
   };
-  // Dead deliveries are failures too (CONTRACT §7): on the board under "Failed", with their id for Retry.
-  const dead = await deadDeliveries(db, limit);
-  const deadChains = await parentChains(store, dead.map((d) => d.from_session ?? d.to_session ?? ''));
   const deadItems: BoardItem[] = dead.map((d) => {
-    const key = d.from_session ?? d.to_session ?? '';
+    const key = deadKey(d);
     return {
       runId: d.run_id ?? d.from_run ?? d.id,
       sessionKey: key,
       agentId: agentIdOf(key) ?? '',
-      parentChain: deadChains.get(key) ?? [key],
+      parentChain: chains.get(key) ?? [key],
       status: 'dead',
       startedAt: d.created_at,
       endedAt: d.updated_at,

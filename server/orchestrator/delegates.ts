@@ -14,7 +14,7 @@ import type { SessionRow } from '../store/schema';
 import { type Store, toTranscriptMessage } from '../store/store';
 import { DelegateCache } from './delegate-cache';
 import type { MessageOrigin } from './callbacks';
-import { derivedId, type Orchestrator } from './orchestrator';
+import { derivedId, handoverOf, type Orchestrator, SHUTDOWN } from './orchestrator';
 import { newDeliveryId } from '../store/deliveries';
 import { appendTranscript } from './transcript';
 
@@ -185,17 +185,28 @@ export class Delegates {
       if (mode === 'detached') {
         void orchestrator.wait(runId, 24 * 3600_000).then(async (w) => {
           release();
-          if (followUp) await this.parentRow({ ...caller, runId: undefined }, 'delegate_follow_up_completed', w.response ?? w.error ?? '', { conversation_id: key, agent_id: agentId, run_id: runId, status: w.status, label: '(follow-up)' });
+          // `timeout`: this process stopped waiting (a graceful stop's last step), not the follow-up's end.
+          if (followUp && w.status !== 'timeout') await this.parentRow({ ...caller, runId: undefined }, 'delegate_follow_up_completed', w.response ?? w.error ?? '', { conversation_id: key, agent_id: agentId, run_id: runId, status: w.status, label: '(follow-up)' });
         });
         return { status: 'accepted', run_id: runId, conversation_id: key, agent_id: agentId, delivery_id: deliveryId };
       }
       if (sub) void this.forward(sub, caller, runId, key);
-      const onAbort = () => orchestrator.abortActive(key);
-      caller.signal?.addEventListener('abort', onAbort, { once: true });
-      const w = await orchestrator.wait(runId, STANDARD_WAIT_MS);
-      caller.signal?.removeEventListener('abort', onAbort);
+      // The caller's run interrupted or cancelled: this delegate run is cancelled, wherever it runs, and never the
+      // conversation's active run, which may be another (a detached delegate of an earlier turn, whose callback is
+      // owed). The caller's run stopped for a handover (SHUTDOWN): the wait ends and the delegate run goes on; the
+      // caller's call, re-driven, finds the same run (its id derives from the call) and waits for it again.
+      const signal = caller.signal;
+      const onAbort = () => {
+        if (signal?.reason !== SHUTDOWN) void orchestrator.cancel(runId, 'the calling run was interrupted').catch(() => undefined);
+      };
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
+      const w = await orchestrator.wait(runId, STANDARD_WAIT_MS, handoverOf(signal));
+      signal?.removeEventListener('abort', onAbort);
       sub?.close();
       release();
+      // Handed over: nothing of this call is written here (its re-drive writes it, once).
+      if (signal?.aborted && signal.reason === SHUTDOWN) return { status: 'error', run_id: runId, conversation_id: key, agent_id: agentId, delivery_id: deliveryId, error: { code: 'interrupted', message: 'run interrupted' } };
       if (followUp) await this.parentRow(caller, 'delegate_follow_up_completed', w.response ?? w.error ?? '', { conversation_id: key, agent_id: agentId, run_id: runId, status: w.status, label: '(follow-up)' });
       if (w.status === 'ok') return { status: 'ok', run_id: runId, conversation_id: key, agent_id: agentId, delivery_id: deliveryId, response: w.response ?? '' };
       return { status: 'error', run_id: runId, conversation_id: key, agent_id: agentId, delivery_id: deliveryId, error: { code: w.status === 'timeout' ? 'timeout' : 'internal', message: w.error ?? `delegate ${w.status}` } };

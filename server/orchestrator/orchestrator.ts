@@ -6,7 +6,7 @@ import { nowIso } from '../store/store';
 import { SHUTDOWN, TERMINAL, waitResultOf } from './queue';
 import { ClusterRuns } from './cluster-runs';
 
-export { derivedId, newRunId, SHUTDOWN, type SubmitOptions, waitResultOf } from './queue';
+export { derivedId, handoverOf, newRunId, SHUTDOWN, type SubmitOptions, waitResultOf } from './queue';
 
 export class Orchestrator extends ClusterRuns {
   /** Whether this process waits for a run it does not drive (the event feed must read the log for it). */
@@ -98,14 +98,20 @@ export class Orchestrator extends ClusterRuns {
     else if (!owner) await this.claimOrphan(row.session_key);
   }
 
-  /** Waits for a run's end; `timeout` when it has not ended in time (the run goes on). */
-  async wait(runId: string, timeoutMs: number): Promise<WaitResult> {
+  /**
+   * Waits for a run's end; `timeout` when it has not ended in time, or when `stop` aborts first (the run goes on
+   * either way).
+   */
+  async wait(runId: string, timeoutMs: number, stop?: AbortSignal): Promise<WaitResult> {
     let resolveWait!: (r: WaitResult) => void;
     const done = new Promise<WaitResult>((r) => (resolveWait = r));
     let set = this.waiters.get(runId);
     if (!set) this.waiters.set(runId, (set = new Set()));
     set.add(resolveWait);
     let timer: NodeJS.Timeout | undefined;
+    const stopped = () => resolveWait({ status: 'timeout' });
+    if (stop?.aborted) stopped();
+    else stop?.addEventListener('abort', stopped, { once: true });
     try {
       // A run in flight here needs no read: its end resolves the waiter registered above.
       let sessionKey = this.running.get(runId);
@@ -113,7 +119,7 @@ export class Orchestrator extends ClusterRuns {
         const row = await this.o.store.getRun(runId);
         if (!row) throw new CrosstalkError('unknown_run', `no run ${runId}`);
         if (TERMINAL.has(row.status)) return { ...waitResultOf(row), ...(row.status !== 'ok' && row.merged_into ? { continuedIn: row.merged_into } : {}) };
-        if (row.status === 'merged' && row.merged_into) return this.wait(row.merged_into, timeoutMs);
+        if (row.status === 'merged' && row.merged_into) return this.wait(row.merged_into, timeoutMs, stop);
         sessionKey = row.session_key;
       }
       const timeout = new Promise<WaitResult>((r) => (timer = setTimeout(() => r({ status: 'timeout' }), timeoutMs)));
@@ -139,6 +145,7 @@ export class Orchestrator extends ClusterRuns {
       }
     } finally {
       clearTimeout(timer);
+      stop?.removeEventListener('abort', stopped);
       set.delete(resolveWait);
       if (!set.size) this.waiters.delete(runId);
     }

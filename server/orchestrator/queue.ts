@@ -9,6 +9,21 @@ import type { ActiveRun, RunInput, RunOutcome } from './types';
 /** The abort reason of a graceful stop: the run is left as it is, for a re-drive (here after a restart, or elsewhere). */
 export const SHUTDOWN = Symbol.for('crosstalk.shutdown');
 
+/**
+ * A signal that aborts when a run's signal aborts with SHUTDOWN, and on no other abort: the run stops for a
+ * handover (a graceful stop, or its process was told it is dead), so whatever it waits on is left to go on.
+ */
+export function handoverOf(signal: AbortSignal | undefined): AbortSignal | undefined {
+  if (!signal) return undefined;
+  const c = new AbortController();
+  const on = () => {
+    if (signal.reason === SHUTDOWN) c.abort(SHUTDOWN);
+  };
+  if (signal.aborted) on();
+  else signal.addEventListener('abort', on, { once: true });
+  return c.signal;
+}
+
 export interface SubmitOptions {
   queueMode?: QueueMode;
   webhook?: { url: string; secret?: string };

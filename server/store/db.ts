@@ -7,6 +7,7 @@ import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import type { Database, DialectName } from './schema';
 import { migrateToLatest } from './migrations';
 import { lockDataDir } from './data-dir-lock';
+import { SqliteSearcher } from './search-worker';
 export { DataDirInUseError } from './data-dir-lock';
 
 export interface DbHandle {
@@ -15,6 +16,8 @@ export interface DbHandle {
   close(): Promise<void>;
   /** SQLite only: the connection itself, for the hot statements run without Kysely's builder (./hot-sqlite). */
   sqlite?: import('better-sqlite3').Database;
+  /** SQLite only: sessions.search's worker thread over the same file (started on the first search). */
+  sqliteSearch?: SqliteSearcher;
   /** PostgreSQL only: what a dedicated (non-pooled) connection needs, and the schema tests isolate in. */
   pg?: { connect: import('pg').ClientConfig; schema?: string; pool: import('pg').Pool };
 }
@@ -37,8 +40,9 @@ async function openSqlite(dataDir: string): Promise<DbHandle> {
   const unlock = lockDataDir(BetterSqlite3, dataDir);
   let db: Kysely<Database>;
   let sqlite: import('better-sqlite3').Database;
+  const file = path.join(/* turbopackIgnore: true */ dataDir, 'crosstalk.sqlite');
   try {
-    sqlite = new BetterSqlite3(path.join(/* turbopackIgnore: true */ dataDir, 'crosstalk.sqlite'));
+    sqlite = new BetterSqlite3(file);
     sqlite.pragma('journal_mode = WAL');
     // WAL + NORMAL: commits do not fsync; the WAL is synced at checkpoints (durable across process crashes).
     sqlite.pragma('synchronous = NORMAL');
@@ -49,11 +53,14 @@ async function openSqlite(dataDir: string): Promise<DbHandle> {
     unlock();
     throw e;
   }
+  const sqliteSearch = new SqliteSearcher(file);
   return {
     db,
     dialect: 'sqlite',
     sqlite,
+    sqliteSearch,
     close: async () => {
+      await sqliteSearch.close();
       await db.destroy();
       unlock();
     },

@@ -4,14 +4,16 @@ import { type Migration, type MigrationProvider, Migrator } from 'kysely/migrati
 import type { DialectName } from './schema';
 import type { MigrationSet, SerialId } from './migration-kit';
 import { scaleMigrations } from './migrations-scale';
+import { searchMigrations } from './migrations-search';
 import { roomSearchMigration } from './search';
 import { approvalHistoryMigrations } from './migrations-approval-history';
 import { deliveriesMigrations } from './migrations-deliveries';
 import { oauthMigrations } from './migrations-oauth';
 import { pushMigrations } from './migrations-push';
+import { foldMigrations } from './migrations-fold';
 
 // Later capabilities keep their migrations in modules of their own (server/store/migrations-<name>.ts): add the set here.
-const sets: MigrationSet[] = [oauthMigrations, approvalHistoryMigrations, deliveriesMigrations, pushMigrations, scaleMigrations];
+const sets: MigrationSet[] = [oauthMigrations, approvalHistoryMigrations, deliveriesMigrations, pushMigrations, scaleMigrations, searchMigrations, foldMigrations];
 
 function migrations(dialect: DialectName): Record<string, Migration> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any

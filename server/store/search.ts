@@ -2,19 +2,16 @@
 import { type Kysely, sql } from 'kysely';
 import type { DialectName } from './schema';
 import type { Database } from './schema';
+import { sqliteBody } from './search-sqlite';
+import type { SqliteSearcher } from './search-worker';
 
 /*
  * What is indexed: a message's text plus every string and number inside its tool arguments and result (not the JSON
  * syntax around them, so "a\nzebra" in a result is the words "a" and "zebra"). Triggers on `messages` keep the index in
  * step with every insert and delete, so the store's write path does not change and no writer can forget it.
  * Both dialects tokenize the same way (no stemming: unicode61 / 'simple'): every query word must match, the last
- * one as a prefix (search-as-you-type).
+ * one as a prefix (search-as-you-type; on SQLite the prefix's MAX_PREFIX_TERMS most common words, see search-sqlite.ts).
  */
-
-// SQLite: the string/number leaves of a JSON column, one per line.
-const sqliteLeaves = (col: string) =>
-  `coalesce((SELECT group_concat(value, char(10)) FROM json_tree(coalesce(${col}, 'null')) WHERE type IN ('text', 'integer', 'real')), '')`;
-const sqliteBody = (row: string) => `${row}.content || char(10) || ${sqliteLeaves(`${row}.tool_args`)} || char(10) || ${sqliteLeaves(`${row}.tool_result`)}`;
 
 // PostgreSQL: the same, with jsonpath over every level.
 const pgLeaves = (col: string) =>
@@ -75,27 +72,32 @@ const SNIPPET_WORDS = 16;
 /** Ranking looks at the newest this-many matching messages (a chat search wants recent hits; older ones page in by cursor within it). */
 export const RANK_WINDOW = 5_000;
 
-/** Best match first (bm25 / ts_rank; on SQLite among the newest RANK_WINDOW matches), newest first among equals; an empty query finds nothing. */
-export async function searchMessages(db: Kysely<Database>, dialect: DialectName, q: SearchQuery): Promise<SearchHit[]> {
+/** A prefix expands into at most this many exact words (most common first; the typed word itself always among them). */
+export const MAX_PREFIX_TERMS = 64;
+/** …chosen among at most this many words of that prefix (a one-letter prefix in a store of numbers and ids). */
+const SCAN_PREFIX_TERMS = 20_000;
+
+/**
+ * Best match first (bm25 / ts_rank, among the newest RANK_WINDOW matches), newest first among equals; an empty query
+ * finds nothing. SQLite runs in the store's search worker (server/store/search-worker.ts; server/store/search-sqlite.ts
+ * has the query).
+ */
+export async function searchMessages(db: Kysely<Database>, dialect: DialectName, q: SearchQuery, sqliteSearch?: SqliteSearcher): Promise<SearchHit[]> {
   const terms = queryTerms(q.query);
   if (!terms.length) return [];
   const prefix = q.agentId ? `agent:${q.agentId}:%` : undefined;
   if (dialect === 'sqlite') {
-    // Each word quoted (no FTS5 syntax from the user), the last one a prefix.
-    const match = terms.map((t, i) => `"${t}"${i === terms.length - 1 ? '*' : ''}`).join(' ');
-    // bm25 scores every match; a word in a third of a million messages makes that slow. Rank within the newest
-    // RANK_WINDOW matches instead (FTS5 walks its doclist newest first and takes a rowid bound cheaply).
-    const floor = await sql<{ rowid: number }>`
-      SELECT rowid FROM messages_fts WHERE messages_fts MATCH ${match} ORDER BY rowid DESC LIMIT 1 OFFSET ${RANK_WINDOW - 1}`.execute(db);
-    const minRowid = floor.rows[0] ? Number(floor.rows[0].rowid) : 0;
-    const res = await sql<SearchHit>`
-      SELECT m.id, m.session_key, m.role, m.kind, m.created_at,
-             snippet(messages_fts, 0, '', '', '…', ${SNIPPET_WORDS}) AS snippet
-      FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-      WHERE messages_fts MATCH ${match} AND messages_fts.rowid >= ${minRowid} ${prefix ? sql`AND m.session_key LIKE ${prefix}` : sql``}
-      ORDER BY messages_fts.rank, m.id DESC
-      LIMIT ${q.limit} OFFSET ${q.offset}`.execute(db);
-    return res.rows.map((r) => ({ ...r, id: Number(r.id) }));
+    if (!sqliteSearch) throw new Error('SQLite search needs the store\'s search worker');
+    return sqliteSearch.search({
+      terms,
+      limit: q.limit,
+      offset: q.offset,
+      ...(q.agentId ? { agentPrefix: `agent:${q.agentId}:` } : {}),
+      window: RANK_WINDOW,
+      maxExpansion: MAX_PREFIX_TERMS,
+      scanTerms: SCAN_PREFIX_TERMS,
+      snippetWords: SNIPPET_WORDS,
+    });
   }
   const tsquery = terms.map((t, i) => (i === terms.length - 1 ? `${t}:*` : t)).join(' & ');
   // As on SQLite, rank within the newest RANK_WINDOW matches: ts_rank over every match of a common word (millions of

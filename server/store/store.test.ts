@@ -143,6 +143,36 @@ describe.each(dialects)('store on %s', (name, open) => {
   });
 });
 
+describe('the event log on PostgreSQL, with a long transaction in another database', () => {
+  it('still hands out settled events (the horizon is not the cluster-wide xmin)', async () => {
+    const pg = await import('pg');
+    // A transaction with an id, open in another database of the same server (as a pg_dump or a bulk load would be).
+    const other = new pg.default.Client({ connectionString: PG_URL.replace(/\/[^/?]*(\?|$)/, '/postgres$1') });
+    await other.connect();
+    const store = new Store(await openDatabase({ dataDir: tmpDataDir(), databaseUrl: PG_URL, pgSchema: schema() }));
+    try {
+      await other.query('begin');
+      await other.query('select pg_current_xact_id()');
+      const head = await store.logHead();
+      const ts = new Date().toISOString();
+      await store.insertEvents([1, 2, 3].map((seq) => ({ runId: 'r_long', seq, stream: 'assistant' as const, ts, sessionKey: 'agent:main:long', data: { delta: String(seq) } })));
+      const { rows, pending } = await store.eventsAfter({ after: head, sessionKey: 'agent:main:long', limit: 10 });
+      expect(rows.map((r) => r.seq)).toEqual([1, 2, 3]);
+      expect(pending).toBe(false);
+      const newest = await store.logHead();
+      expect(newest.id).toBe(rows[2]!.id);
+      expect((await store.settledHorizon()).tx).toBeGreaterThanOrEqual(rows[2]!.cursor.tx!);
+    } finally {
+      await other.query('rollback').catch(() => undefined);
+      await other.end();
+      const { sql } = await import('kysely');
+      const r = await sql<{ s: string }>`select current_schema() as s`.execute(store.db);
+      await sql.raw(`drop schema if exists ${r.rows[0]!.s} cascade`).execute(store.db);
+      await store.close();
+    }
+  });
+});
+
 describe('the whole gateway on PostgreSQL', () => {
   it('runs a turn, an approval and history paging with DATABASE_URL set', async () => {
     const pgSchema = schema();

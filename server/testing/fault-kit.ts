@@ -61,6 +61,8 @@ export interface ProcOptions {
   configFile: string;
   env: Record<string, string>;
   log?: (line: string) => void;
+  /** A process that exited by itself (not killed or stopped by the suite): its exit and its last stderr lines. */
+  onCrash?: (p: Proc, exit: string, stderr: string[]) => void;
 }
 
 /** A gateway child process that can be killed, stopped, continued and started again (a new port each start). */
@@ -70,6 +72,10 @@ export class Proc {
   pid = 0;
   stopped = false; // SIGSTOPped
   starts = 0;
+  /** Exits that the suite did not cause (a crash), and the last stderr lines kept for telling why. */
+  crashes = 0;
+  private expectExit = false;
+  private stderrTail: string[] = [];
   constructor(readonly o: ProcOptions) {}
 
   get alive(): boolean {
@@ -97,8 +103,20 @@ export class Proc {
     this.child = child;
     this.url = '';
     this.stopped = false;
+    this.expectExit = false;
+    this.stderrTail = [];
     const log = this.o.log;
-    child.stderr!.on('data', (d: Buffer) => log?.(`${this.o.name} ${child.pid} stderr: ${d.toString().trimEnd()}`));
+    child.stderr!.on('data', (d: Buffer) => {
+      const text = d.toString().trimEnd();
+      this.stderrTail = [...this.stderrTail, ...text.split('\n')].slice(-20);
+      log?.(`${this.o.name} ${child.pid} stderr: ${text}`);
+    });
+    child.once('exit', (code, sig) => {
+      if (this.expectExit || this.child !== child) return;
+      this.crashes++;
+      this.url = '';
+      this.o.onCrash?.(this, `${code ?? sig}`, this.stderrTail);
+    });
     this.url = await new Promise<string>((resolve, reject) => {
       let buf = '';
       child.stdout!.on('data', (d: Buffer) => {
@@ -127,6 +145,7 @@ export class Proc {
   }
 
   async kill(): Promise<void> {
+    this.expectExit = true;
     if (this.stopped) this.signal('SIGCONT');
     this.signal('SIGKILL');
     await this.exited();
@@ -139,6 +158,7 @@ export class Proc {
     if (!c || !this.alive) return c?.exitCode ?? null;
     const code = new Promise<number | null>((r) => c.once('exit', (x) => r(x)));
     this.url = '';
+    this.expectExit = true;
     c.kill('SIGTERM');
     return code;
   }

@@ -39,6 +39,8 @@ export interface ClusterOptions {
   env?: Record<string, string>;
   log?: (line: string) => void;
   strict?: boolean;
+  /** A process exited by itself (see Proc's `onCrash`). */
+  onCrash?: (p: Proc, exit: string, stderr: string[]) => void;
 }
 
 export async function startCluster(o: ClusterOptions): Promise<Cluster> {
@@ -66,7 +68,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   const procs: Proc[] = [];
   for (let i = 0; i < o.processes; i++) {
     // On SQLite the data dir is the store: one process, restarted on the same dir.
-    const p = new Proc({ name: `${o.name}${i}`, dataDir: i === 0 ? path.join(dir, 'data') : path.join(dir, `data${i}`), configFile, env, log: o.log });
+    const p = new Proc({ name: `${o.name}${i}`, dataDir: i === 0 ? path.join(dir, 'data') : path.join(dir, `data${i}`), configFile, env, log: o.log, onCrash: o.onCrash });
     fs.mkdirSync(p.o.dataDir, { recursive: true });
     procs.push(p);
   }
@@ -245,10 +247,26 @@ export interface Tally {
   sseClients: number;
   sseReconnects: number;
   clientErrors: number;
+  /** Async sends and detached delegates whose `/tool` line a message steered into the same turn hid (no callback owed). */
+  steeredOver: number;
   problems: string[];
 }
 
 const count = (xs: string[], needle: string) => xs.filter((x) => x.includes(needle)).length;
+
+type Row = { role: string; kind: string; content: unknown; runId?: string; tool?: { args: unknown } };
+
+/**
+ * Whether the turn tagged `tag`, which asked for a callback (`callback`: the reply text it asked for), owes one, read
+ * from its session's transcript: yes when the turn called its tool. The scripted model reads only the newest
+ * user-side message (CONTRACT §2): a message steered into the turn before its first model step hides the turn's
+ * `/tool` line, so nothing was sent and nothing is owed. With no tool call and no such steer, it is owed.
+ */
+export function owesCallback(h: Row[], tag: string, callback: string): boolean {
+  if (h.some((m) => m.kind === 'tool_call' && JSON.stringify(m.tool?.args ?? null).includes(callback))) return true;
+  const row = h.find((m) => m.role === 'user' && String(m.content).includes(`tag:${tag}.`));
+  return !(row?.runId && h.some((m) => m.runId === row.runId && m.kind === 'steer'));
+}
 
 /**
  * The check, from outside only: waits for every accepted message's run, then counts in transcripts (chat.history),
@@ -257,7 +275,7 @@ const count = (xs: string[], needle: string) => xs.filter((x) => x.includes(need
 export async function verify(c: Cluster, r: Rng, l: Ledger, followers: Array<ReturnType<typeof follow>>, o: { waitMs?: number } = {}): Promise<Tally> {
   const problems: string[] = [];
   const deadline = Date.now() + (o.waitMs ?? 120_000);
-  const t: Tally = { accepted: l.accepted.size + l.sends.size, answered: 0, lost: 0, doubled: 0, unanswered: 0, callbacks: 0, webhooks: 0, webhookRedeliveries: 0, resends: 0, channelSends: 0, execLines: 0, sseClients: followers.length, sseReconnects: 0, clientErrors: l.clientErrors.length, problems };
+  const t: Tally = { accepted: l.accepted.size + l.sends.size, answered: 0, lost: 0, doubled: 0, unanswered: 0, callbacks: 0, webhooks: 0, webhookRedeliveries: 0, resends: 0, channelSends: 0, execLines: 0, sseClients: followers.length, sseReconnects: 0, clientErrors: l.clientErrors.length, steeredOver: 0, problems };
   // Approvals may still come up while runs are re-driven: approve them until every run has ended.
   const results = new Map<string, { status: string; error?: string }>();
   const pending = [...l.accepted.entries()];
@@ -297,11 +315,12 @@ export async function verify(c: Cluster, r: Rng, l: Ledger, followers: Array<Ret
     return all;
   };
   const keys = new Set([...l.accepted.values()].map((a) => a.sessionKey));
-  const expectCallbacks = [...l.accepted.entries()].filter(([tag, a]) => a.callback && results.get(tag)?.status === 'ok').map(([, a]) => a);
+  const owes = (tag: string, a: { sessionKey: string; callback?: string }) => owesCallback(history.get(a.sessionKey)!, tag, a.callback!);
+  const expectCallbacks = [...l.accepted.entries()].filter(([tag, a]) => a.callback && results.get(tag)?.status === 'ok');
   for (;;) {
     for (const k of keys) await readHistory(k);
     const contents = [...keys].flatMap((k) => history.get(k)!.filter((m) => m.kind === 'agent_callback_result').map((m) => String(m.content)));
-    const missing = expectCallbacks.filter((a) => count(contents, a.callback!) === 0);
+    const missing = expectCallbacks.filter(([tag, a]) => owes(tag, a) && count(contents, a.callback!) === 0);
     const hooks = [...l.accepted.entries()].filter(([tag, a]) => a.webhook && !c.webhooks.got.some((g) => g.path.endsWith(`/${tag}`)));
     if ((!missing.length && !hooks.length) || Date.now() > deadline) break;
     await sleep(300);
@@ -337,7 +356,8 @@ export async function verify(c: Cluster, r: Rng, l: Ledger, followers: Array<Ret
       const n = [...keys].reduce((s, k) => s + count(history.get(k)!.filter((m) => m.kind === 'agent_callback_result').map((m) => String(m.content)), a.callback!), 0);
       if (n === 1) t.callbacks++;
       else if (n > 1) (t.doubled++, problems.push(`${tag}: callback ${a.callback} arrived ${n} times`));
-      else if (res.status === 'ok') (t.lost++, problems.push(`${tag}: callback ${a.callback} never arrived`));
+      else if (res.status === 'ok' && owes(tag, a)) (t.lost++, problems.push(`${tag}: callback ${a.callback} never arrived`));
+      else if (res.status === 'ok') t.steeredOver++;
     }
     if (a.followup) {
       const fh = (await call(c, r, 'chat.history', { sessionKey: a.followup.conv, limit: 200 })).messages as any[];

@@ -1,5 +1,5 @@
 // sessions_send and agents_message (seed 004 + seed 000): one mechanism to message another session, sync or async.
-import { derivedId } from '../orchestrator/orchestrator';
+import { derivedId, handoverOf } from '../orchestrator/orchestrator';
 import { newDeliveryId } from '../store/deliveries';
 import { failpoint } from '../failpoints';
 import { carryTrust } from '../trust/trust';
@@ -53,7 +53,7 @@ const DEFAULT_SYNC_TIMEOUT_S = 60;
 /** The shared mechanism: deliver as an `inter_session` row, then wait (sync) or arrange a callback (async). */
 export function sendToSession(
   deps: SendDeps,
-  ctx: Pick<ToolCallContext, 'sessionKey' | 'runId' | 'agent' | 'origin' | 'traceparent'> & { callId?: string },
+  ctx: Pick<ToolCallContext, 'sessionKey' | 'runId' | 'agent' | 'origin' | 'traceparent'> & { callId?: string; signal?: AbortSignal },
   p: { targetKey: string; message: string; mode?: 'sync' | 'async'; timeoutSeconds?: number; webhook?: { url: string; secret?: string } },
 ) {
   return asToolData(async () => {
@@ -103,7 +103,8 @@ export function sendToSession(
     }
     if (fresh) await deps.usage?.link(ctx.sessionKey, p.targetKey);
     if (mode === 'async') return { status: 'accepted', runId: res.runId, deliveryId };
-    const w = await orch.wait(res.runId, (p.timeoutSeconds ?? DEFAULT_SYNC_TIMEOUT_S) * 1000);
+    // This run stopped for a handover: the wait ends (nothing of the call is recorded; its re-drive waits again).
+    const w = await orch.wait(res.runId, (p.timeoutSeconds ?? DEFAULT_SYNC_TIMEOUT_S) * 1000, handoverOf(ctx.signal));
     if (w.status === 'ok') return { status: 'ok', runId: res.runId, deliveryId, response: w.response ?? '' };
     // Timed out: the delivery stays where it is and goes on to `answered` when the target run ends.
     if (w.status === 'timeout') return { status: 'timeout', runId: res.runId, deliveryId, delivered: true };

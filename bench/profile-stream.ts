@@ -1,0 +1,96 @@
+// `npx tsx bench/profile-stream.ts DATADIR [--seconds=30] [--cpu-prof] [--database-url=URL]`: the server's event loop
+// and CPU while 50 runs stream and one room is open (its SSE stream on the streaming session live-0, and the polls the
+// room makes: status and the approvals inbox every second, sessions.list every 5 s), without a browser. Prints the
+// loop's longest gap per second (bench/lib/loop-probe.mjs), the runs finished, the server's CPU seconds, and with
+// --cpu-prof its top functions by self time. For finding what blocks the loop under streaming (issue 24 item 2).
+import fs from 'node:fs';
+import path from 'node:path';
+import { RpcClient, subscribeSse } from './lib/http';
+import { byFunctionAndArea, type Profile, selfTimes, topLines } from './lib/cpu-profile';
+import { streamLoad } from './lib/room-load';
+import { repoRoot, startServer } from './lib/server';
+import { sleep } from './lib/stats';
+
+const argv = process.argv.slice(2);
+const opt = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const dataDir = path.resolve(argv.find((a) => !a.startsWith('--'))!);
+const seconds = Number(opt('seconds') ?? 30);
+const cpuProf = argv.includes('--cpu-prof');
+const databaseUrl = opt('database-url');
+const TOKEN = 'bench-stream-token';
+
+async function main() {
+  const work = fs.mkdtempSync(path.join(path.dirname(dataDir), 'profile-stream-'));
+  const probe = path.join(work, 'loop-probe');
+  const server = await startServer({
+    dataDir,
+    token: TOKEN,
+    cwd: repoRoot,
+    readyTimeoutMs: 300_000,
+    nodeArgs: [`--import=${path.join(repoRoot, 'bench', 'lib', 'loop-probe.mjs')}`, ...(cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${work}`] : [])],
+    env: { CROSSTALK_LOOP_PROBE: probe, ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) },
+  });
+  const rpc = new RpcClient({ baseUrl: server.baseUrl, token: TOKEN, timeoutMs: 60_000 });
+  let sseEvents = 0;
+  const sse = await subscribeSse(`${server.baseUrl}/api/gateway/events?sessionKey=${encodeURIComponent('agent:main:live-0')}`, TOKEN, () => sseEvents++);
+  const load = streamLoad(rpc, 50, 'lorem ipsum dolor sit amet consectetur '.repeat(10));
+  let polling = true;
+  const poll = async (method: string, params: unknown, everyMs: number) => {
+    while (polling) {
+      await rpc.call(method, params).catch(() => undefined);
+      await sleep(everyMs);
+    }
+  };
+  const polls = [poll('status', {}, 1000), poll('approvals.list', {}, 1000), poll('sessions.list', { limit: 100 }, 5000)];
+  await sleep(3000);
+  const from = Date.now();
+  const cpu0 = cpuSeconds(server.pid);
+  await sleep(seconds * 1000);
+  const cpu1 = cpuSeconds(server.pid);
+  const to = Date.now();
+  polling = false;
+  const runs = await load.stop();
+  await Promise.all(polls);
+  sse.close();
+  rpc.close();
+  await server.stop();
+  const windows = fs
+    .readdirSync(work)
+    .filter((f) => f.startsWith('loop-probe.'))
+    .flatMap((f) => fs.readFileSync(path.join(work, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { t: number; max: number }))
+    .filter((w) => w.t >= from && w.t <= to);
+  const maxes = windows.map((w) => w.max).sort((a, b) => a - b);
+  const q = (p: number) => maxes[Math.min(maxes.length - 1, Math.floor((p / 100) * maxes.length))]?.toFixed(0);
+  const load1 = fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' / ');
+  console.log(`${seconds} s, 50 streaming: ${runs} runs ended, ${sseEvents} SSE events on live-0; server CPU ${cpu1 >= 0 && cpu0 >= 0 ? (cpu1 - cpu0).toFixed(1) : '?'} s; loop max per 100 ms window p50 ${q(50)} p90 ${q(90)} p99 ${q(99)} max ${q(100)} ms; load ${load1}`);
+  if (cpuProf) {
+    // The biggest profile is the server's (the launcher writes a small one of its own).
+    const file = fs.readdirSync(work).filter((f) => f.endsWith('.cpuprofile')).sort((a, b) => fs.statSync(path.join(work, b)).size - fs.statSync(path.join(work, a)).size)[0];
+    if (file) {
+      const t = selfTimes(JSON.parse(fs.readFileSync(path.join(work, file), 'utf8')) as Profile);
+      const shorten = (u: string) => u.replace(/^file:\/\//, '').replace(`${repoRoot}/`, '').replace(/^.*node_modules\//, 'nm/');
+      const { fn, area } = byFunctionAndArea(t, shorten);
+      console.log(`server profile ${path.join(work, file)}: ${(t.total / 1e6).toFixed(1)} s sampled\n-- by area\n${topLines(area, t.total, 20).join('\n')}\n-- by function\n${topLines(fn, t.total, 40).join('\n')}`);
+    }
+  }
+}
+
+/** The server tree's user+system CPU seconds (the launcher and its child), from /proc. */
+function cpuSeconds(pid: number): number {
+  try {
+    const pids = [pid, ...fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)];
+    let ticks = 0;
+    for (const p of pids) {
+      const f = fs.readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      ticks += Number(f[11]) + Number(f[12]);
+    }
+    return ticks / 100;
+  } catch {
+    return -1;
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
