@@ -186,14 +186,14 @@ export class EventBus {
         this.pending = [];
         let ids: Array<{ id: number; tx?: string } | null>;
         try {
-          ids = await this.store.insertEvents(batch, { notify: !!this.feed });
+          // Handed on by the store as soon as they are written, in log order (a null id: fenced, this process lost the session).
+          ids = await this.store.insertEvents(batch, { notify: !!this.feed, logged: (ids) => this.logged(batch, ids as Array<{ id: number; tx?: string }>) });
         } catch (e) {
           this.log.error({ err: e, count: batch.length }, 'event log write failed; events dropped from the log');
           continue;
         }
         const fenced = ids.filter((x) => x === null).length;
         if (fenced) this.log.warn({ count: fenced }, 'events of a session taken over by another process were not written (fenced)');
-        this.logged(batch, ids as Array<{ id: number; tx?: string }>); // a null id: fenced, this process lost the session
       }
     };
     this.flushing = run().finally(() => {

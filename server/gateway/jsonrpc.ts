@@ -125,17 +125,31 @@ function idOf(msg: unknown): Id {
   return typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null;
 }
 
+/** The envelope of a well-formed request, checked by hand (what `envelope` accepts); null: let zod word the refusal. */
+function plainEnvelope(msg: unknown): { method: string; params?: unknown } | null {
+  if (!msg || typeof msg !== 'object' || Array.isArray(msg)) return null;
+  const m = msg as Record<string, unknown>;
+  if (m.jsonrpc !== '2.0' || typeof m.method !== 'string' || !m.method) return null;
+  if (m.params !== undefined && (m.params === null || typeof m.params !== 'object')) return null;
+  if (m.id !== undefined && m.id !== null && typeof m.id !== 'string' && typeof m.id !== 'number') return null;
+  return { method: m.method, params: m.params };
+}
+
 async function handleOne(gw: Gateway, msg: unknown, log?: Logger): Promise<RpcResponse | null> {
   const id = idOf(msg);
-  const env = envelope.safeParse(msg);
-  if (!env.success) return rpcError(id, -32600, 'invalid request', { code: 'invalid_request', issues: zodIssues(env.error) });
+  let env = plainEnvelope(msg);
+  if (!env) {
+    const parsed = envelope.safeParse(msg);
+    if (!parsed.success) return rpcError(id, -32600, 'invalid request', { code: 'invalid_request', issues: zodIssues(parsed.error) });
+    env = parsed.data;
+  }
   const notification = !('id' in (msg as object));
-  const method = Object.hasOwn(methods, env.data.method) ? methods[env.data.method] : undefined;
-  if (!method) return notification ? null : rpcError(id, -32601, `unknown method ${env.data.method}`, { code: 'invalid_request' });
-  if (Array.isArray(env.data.params)) return rpcError(id, -32602, 'params must be an object', { code: 'invalid_request', issues: [{ path: '', message: 'params must be an object' }] });
-  const nul = nulPath(env.data.params);
+  const method = Object.hasOwn(methods, env.method) ? methods[env.method] : undefined;
+  if (!method) return notification ? null : rpcError(id, -32601, `unknown method ${env.method}`, { code: 'invalid_request' });
+  if (Array.isArray(env.params)) return rpcError(id, -32602, 'params must be an object', { code: 'invalid_request', issues: [{ path: '', message: 'params must be an object' }] });
+  const nul = nulPath(env.params);
   if (nul !== null) return rpcError(id, -32602, 'invalid params', { code: 'invalid_request', issues: [{ path: nul, message: 'strings must not contain NUL (U+0000)' }] });
-  const params = method.params.safeParse(env.data.params ?? {});
+  const params = method.params.safeParse(env.params ?? {});
   if (!params.success) {
     return rpcError(id, -32602, 'invalid params', { code: 'invalid_request', issues: zodIssues(params.error) });
   }

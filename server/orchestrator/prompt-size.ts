@@ -4,7 +4,19 @@ import type { PromptMessage } from './context';
 
 export const estimateTokens = (text: string) => Math.ceil(text.length / 4);
 
-const toolSizes = new WeakMap<LanguageModelV4FunctionTool[], number>();
+/** JSON sizes of tool definitions, per definition: a run's tool list is a new array each run, its tools are not. */
+const toolSizes = new WeakMap<LanguageModelV4FunctionTool, number>();
+
+/** `JSON.stringify(tools).length`, from the tools' cached sizes. */
+function toolsChars(tools: LanguageModelV4FunctionTool[]): number {
+  let n = tools.length ? 1 + tools.length : 2; // the brackets and the commas between
+  for (const t of tools) {
+    let s = toolSizes.get(t);
+    if (s === undefined) toolSizes.set(t, (s = JSON.stringify(t).length));
+    n += s;
+  }
+  return n;
+}
 
 function partChars(p: PromptMessage['content'][number] | string): number {
   if (typeof p === 'string') return p.length;
@@ -29,7 +41,5 @@ export function promptSize(system: string, messages: PromptMessage[], tools: Lan
     if (typeof m.content === 'string') chars += m.content.length;
     else for (const p of m.content) chars += partChars(p);
   }
-  let t = toolSizes.get(tools);
-  if (t === undefined) toolSizes.set(tools, (t = JSON.stringify(tools).length));
-  return Math.ceil((chars + t) / 4);
+  return Math.ceil((chars + toolsChars(tools)) / 4);
 }

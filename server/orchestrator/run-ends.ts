@@ -61,12 +61,16 @@ export abstract class RunEnds extends RunQueues {
         deliveries.callbacks,
         deliveries.webhooks,
         { key: st.key, idle: !st.queue.length && !active.inbox.length, release: !!this.cluster },
-        { messages: finalRows, events: (rows) => [...earlier, ...rows.map((m) => bus.prepare(active.id, 'message', { message: m })), bus.prepare(active.id, 'lifecycle', endData(outcome))], deliveries: deliveries.records },
+        {
+          messages: finalRows,
+          events: (rows) => [...earlier, ...rows.map((m) => bus.prepare(active.id, 'message', { message: m })), bus.prepare(active.id, 'lifecycle', endData(outcome))],
+          deliveries: deliveries.records,
+          logged: (events, ids) => bus.logged(events, ids), // in log order: by the store, once written
+        },
       );
       // An enqueue in this process may have claimed the session again between the release and here (it took this
       // state over with a new epoch): the session is held then, not let go.
       released = end.released && st.epoch === epoch;
-      bus.logged(end.events, end.ids);
       // Its end is committed under this process's lease: its text deltas can be folded (replay expands them).
       store.foldLater(active.id, (e) => log.warn({ runId: active.id, err: (e as Error).message }, 'could not fold the run\'s text deltas'));
       if (deliveries.callbacks.length) failpoint('callback.recorded');

@@ -169,7 +169,9 @@ export abstract class RunQueues {
 
     // Everything below up to the first await is synchronous, so the session's state cannot change under us.
     if (!st.active) {
-      const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts), claim({ runId, status: 'started' })), collect: false };
+      // The row as inserted is the row the run starts from (no second read).
+      const row = this.runRow(runId, sessionKey, [input], mode, opts);
+      const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(row, claim({ runId, status: 'started' })), collect: false, row };
       const active = this.start(st, item, false);
       await item.persisted;
       // Answer once the message is in the transcript, so a history read right after `agent` sees it.

@@ -14,6 +14,8 @@ export interface DbHandle {
   db: Kysely<Database>;
   dialect: DialectName;
   close(): Promise<void>;
+  /** SQLite only: the connection itself, for the hot statements run without Kysely's builder (./hot-sqlite). */
+  sqlite?: import('better-sqlite3').Database;
   /** SQLite only: sessions.search's worker thread over the same file (started on the first search). */
   sqliteSearch?: SqliteSearcher;
   /** PostgreSQL only: what a dedicated (non-pooled) connection needs, and the schema tests isolate in. */
@@ -37,9 +39,10 @@ async function openSqlite(dataDir: string): Promise<DbHandle> {
   fs.mkdirSync(/* turbopackIgnore: true */ dataDir, { recursive: true });
   const unlock = lockDataDir(BetterSqlite3, dataDir);
   let db: Kysely<Database>;
+  let sqlite: import('better-sqlite3').Database;
   const file = path.join(/* turbopackIgnore: true */ dataDir, 'crosstalk.sqlite');
   try {
-    const sqlite = new BetterSqlite3(file);
+    sqlite = new BetterSqlite3(file);
     sqlite.pragma('journal_mode = WAL');
     // WAL + NORMAL: commits do not fsync; the WAL is synced at checkpoints (durable across process crashes).
     sqlite.pragma('synchronous = NORMAL');
@@ -54,6 +57,7 @@ async function openSqlite(dataDir: string): Promise<DbHandle> {
   return {
     db,
     dialect: 'sqlite',
+    sqlite,
     sqliteSearch,
     close: async () => {
       await sqliteSearch.close();

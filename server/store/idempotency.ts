@@ -41,6 +41,8 @@ export class ClaimTaken extends Error {
 }
 
 const cutoff = (ttlMs: number) => new Date(Date.now() - ttlMs).toISOString();
+/** The creation time before which a claim has expired (a new claim takes its row over). */
+export const claimCutoff = (ttlMs = idempotencyTtlMs()) => cutoff(ttlMs);
 
 /**
  * Claims a key (inside the caller's transaction): inserts it, or takes over a row that has expired. True when this

@@ -1,4 +1,4 @@
-// A run's writes on PostgreSQL, each one round trip: the message's enqueue (`enqueuePg`: the session's creation,
+// A run's writes (the helpers at the end serve both stores). On PostgreSQL each is one round trip: the message's enqueue (`enqueuePg`: the session's creation,
 // the lease claim and, on a free session, the run's start), the run's start and appends (`appendPg`) and its end
 // (`finishPgOne`; `finishPg` inside a transaction when it owes callbacks or webhooks). The latter three lock the
 // session row and check the lease epoch first (`fenceCte`), and every later part of the statement depends on that
@@ -308,4 +308,25 @@ export async function enqueuePg(db: Kysely<Database>, o: EnqueuePg): Promise<Enq
     unfinished: claimed === null ? null : (x.unfinished ?? []),
     deliveries: (x as { deliveries?: DeliveryRowJson[] | null }).deliveries ?? null,
   };
+}
+
+/** A run's prepared events without those of its last rows (not written): later seqs close up, so seq rises by 1. */
+export function withoutRowEvents(events: PendingEvent[], messageOf: number[]): PendingEvent[] {
+  const out: PendingEvent[] = [];
+  let dropped = 0;
+  events.forEach((e, i) => {
+    if (messageOf[i]! >= 0) dropped++;
+    else out.push(dropped ? { ...e, seq: e.seq - dropped } : e);
+  });
+  return out;
+}
+
+/**
+ * Whether a session has queued runs, looked at with its row locked (in `tx`): an enqueue from another process
+ * either committed before (its run is seen: this statement reads a fresh snapshot) or waits for this
+ * transaction and then claims.
+ */
+export async function queuedBehindLock(tx: Kysely<Database>, key: string): Promise<boolean> {
+  await tx.selectFrom('sessions').select('key').where('key', '=', key).forUpdate().execute();
+  return !!(await tx.selectFrom('runs').select('id').where('session_key', '=', key).where('status', '=', 'queued').limit(1).executeTakeFirst());
 }

@@ -262,14 +262,33 @@ export class StoreBase {
    * PostgreSQL events of sessions this process holds a lease on are fenced: when the lease was taken over, they
    * are dropped (null) instead of landing beside the new owner's; `notify` wakes the other processes' readers.
    */
-  async insertEvents(events: PendingEvent[], o: { notify?: boolean } = {}): Promise<Array<{ id: number; tx?: string } | null>> {
+  async insertEvents(events: PendingEvent[], o: { notify?: boolean; logged?: (ids: Array<{ id: number; tx?: string } | null>) => void } = {}): Promise<Array<{ id: number; tx?: string } | null>> {
     if (!events.length) return [];
     if (this.dialect === 'postgres') {
       const out: Array<{ id: number; tx?: string } | null> = [];
       for (let i = 0; i < events.length; i += EVENT_CHUNK) out.push(...(await this.insertEventsPg(events.slice(i, i + EVENT_CHUNK), !!o.notify)));
+      o.logged?.(out);
       return out;
     }
-    return this.db.transaction().execute((tx) => this.insertEventsIn(tx, events));
+    return this.loggedTx((tx) => this.insertEventsIn(tx, events), o.logged);
+  }
+
+  /**
+   * A transaction whose written events are handed on (`logged`) in log order. SQLite: right after the commit, before
+   * the connection is let go, so no later write's events (a prepared write resolves in fewer steps than a Kysely
+   * transaction) are fanned out first: a live subscriber drops an event older than one it has been handed.
+   */
+  protected async loggedTx<T>(body: (tx: Kysely<Database>) => Promise<T>, logged?: (r: T) => void): Promise<T> {
+    if (this.dialect === 'postgres' || !logged) {
+      const r = await this.db.transaction().execute(body);
+      logged?.(r);
+      return r;
+    }
+    return this.db.connection().execute(async (c) => {
+      const r = await c.transaction().execute(body);
+      logged(r);
+      return r;
+    });
   }
 
   /** NOTIFY channel of the cluster's event wake-ups (PostgreSQL; set by boot). */

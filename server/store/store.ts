@@ -4,10 +4,12 @@
 import { type ExpressionBuilder, type Kysely, type UpdateObject } from 'kysely';
 import type { PendingEvent, TranscriptMessage } from '../events/types';
 import type { DbHandle } from './db';
-import { ClaimTaken, type IdempotencyClaim, insertClaim } from './idempotency';
-import { appendPg, type FinishPg, finishPg, finishPgOne, type MessageValues, messageValues, rowBytes, type UsageValues } from './run-writes';
+import { ClaimTaken, claimCutoff, type IdempotencyClaim, insertClaim } from './idempotency';
+import { appendPg, type FinishPg, finishPg, finishPgOne, type MessageValues, messageValues, queuedBehindLock, rowBytes, type UsageValues, withoutRowEvents } from './run-writes';
 import type { CallbackRow, Database, MessageRow, RunRow, SessionRow, WebhookRow } from './schema';
 import { FencedStore } from './fences';
+import { HotSqlite } from './hot-sqlite';
+import { RecentRows } from './recent-rows';
 import { advanceDeliveries, type DeliveryChange, deliveryIdOfMeta, type DeliveryRowJson, fromJsonRows, insertDeliveries, type NewDelivery } from './deliveries';
 import { FencedError, type NewMessage, type NewSession, nowIso, sessionValues, toTranscriptMessage } from './store-base';
 
@@ -27,12 +29,20 @@ export interface StartedRun {
 }
 
 export class Store extends FencedStore {
-  /** In-memory recent rows are only safe while this process is the store's only writer (the embedded SQLite). */
-  private readonly cacheRecent: boolean;
+  /** In-memory recent rows are only safe unchecked while this process is the store's only writer (the embedded SQLite). */
+  private readonly recent: RecentRows;
+  /** SQLite: a turn's statements prepared once and run without Kysely's builder. */
+  private readonly hot?: HotSqlite;
 
   constructor(handle: DbHandle) {
     super(handle);
-    this.cacheRecent = handle.dialect === 'sqlite';
+    this.recent = new RecentRows(handle.dialect === 'sqlite');
+    if (handle.sqlite) this.hot = new HotSqlite(handle.sqlite, handle.db);
+  }
+
+  /** The prepared path (SQLite) for rows of one unfenced session that move no deliveries; else the Kysely path. */
+  private hotFor(key: string, msgs: NewMessage[]): HotSqlite | undefined {
+    return this.hot && !this.fences.has(key) && msgs.every((m) => m.sessionKey === key && !m.meta?.deliveryId) ? this.hot : undefined;
   }
 
   private async touchSession(
@@ -58,11 +68,13 @@ export class Store extends FencedStore {
   // ── sessions ────────────────────────────────────────────────────────────
 
   getSession(key: string): Promise<SessionRow | undefined> {
+    if (this.hot) return this.hot.getSession(key);
     return this.db.selectFrom('sessions').selectAll().where('key', '=', key).executeTakeFirst();
   }
 
   /** Creates the session when missing; returns the stored row either way. */
   async ensureSession(s: NewSession): Promise<SessionRow> {
+    if (this.hot) return this.hot.ensureSession(sessionValues(s, nowIso()));
     const existing = await this.getSession(s.key);
     if (existing) return existing;
     await this.db
@@ -140,6 +152,12 @@ export class Store extends FencedStore {
     const mirrorsDelivery = msgs.some((m) => m.kind === 'mirror' && m.meta?.deliveryId);
     if (this.dialect === 'postgres' && !mirrorsDelivery && msgs.every((m) => m.sessionKey === key)) return (await this.appendPgRows(key, msgs, { usage: this.takeUsage(msgs) })).rows;
     const usage = this.takeUsage(msgs);
+    const hot = this.hotFor(key, msgs);
+    if (hot) {
+      const ts = nowIso();
+      const values = msgs.map((m) => messageValues(m, ts));
+      return this.writtenRows(values, await hot.append(key, values, usage, ts));
+    }
     const changes: DeliveryChange[] = [];
     const out = await this.db.transaction().execute(async (tx) => {
       if (usage.length) await tx.insertInto('model_usage').values(usage).execute();
@@ -189,6 +207,13 @@ export class Store extends FencedStore {
       const r = await this.appendPgRows(sessionKey, msgs, { startRun: runId });
       return r.started ? { rows: r.rows, ...(r.session ? { session: r.session } : {}) } : null;
     }
+    const hot = this.hotFor(sessionKey, msgs);
+    if (hot) {
+      const ts = nowIso();
+      const values = msgs.map((m) => messageValues(m, ts));
+      const r = await hot.startRun(runId, sessionKey, values, ts);
+      return r && { rows: this.writtenRows(values, r.ids), ...(r.session ? { session: r.session } : {}) };
+    }
     const changes: DeliveryChange[] = [];
     const out = await this.db.transaction().execute(async (tx) => {
       const r = await tx.updateTable('runs').set({ status: 'running', started_at: nowIso() }).where('id', '=', runId).where('status', '=', 'queued').executeTakeFirst();
@@ -216,7 +241,7 @@ export class Store extends FencedStore {
     if (rows?.length) this.announce(fromJsonRows(rows).map((row) => ({ row, states: ['delivered', 'running'] })));
   }
 
-  /** PostgreSQL rows written with these ids (a run's start by `enqueuePg`, an append) as transcript rows, cached. */
+  /** Rows written with these ids (a run's start by `enqueuePg`, an append) as transcript rows, cached. */
   writtenRows(rows: MessageValues[], ids: number[]): TranscriptMessage[] {
     const out = rows.map((row, i) => toTranscriptMessage({ ...row, id: ids[i]! }));
     this.remember(out);
@@ -257,50 +282,30 @@ export class Store extends FencedStore {
     return q.orderBy('id', 'desc').limit(o.limit).execute();
   }
 
-  // ── recent rows for model context ─────────────────────────────────────
-  // Every run reads its session's newest rows; they are kept in memory, fed by appendMessages itself, so a turn
-  // does not re-read and re-parse them. SQLite: this process is the only writer. PostgreSQL: other processes may
-  // write into a session too, so an entry counts the rows it has seen and is used only while the session's
-  // `message_count` (read by the caller) still matches.
-
-  private recent = new Map<string, { rows: TranscriptMessage[]; whole: boolean; count?: number }>();
-  private static readonly RECENT_SESSIONS = 256;
-  private static readonly RECENT_ROWS = 256;
+  // ── recent rows for model context (./recent-rows) ──────────────────────
 
   /** The newest `n` rows of a session, oldest first (tool rows included). */
   async contextRows(sessionKey: string, n: number, messageCount?: number): Promise<TranscriptMessage[]> {
-    const usable = this.cacheRecent || messageCount !== undefined;
-    const hit = usable ? this.recent.get(sessionKey) : undefined;
-    if (hit && (this.cacheRecent || hit.count === messageCount) && (hit.rows.length >= n || hit.whole)) {
-      this.recent.delete(sessionKey); // LRU: most recently used last
-      this.recent.set(sessionKey, hit);
-      return hit.rows.slice(-n);
-    }
-    const rows = (await this.history({ sessionKey, limit: n, includeTools: true })).reverse().map(toTranscriptMessage);
-    if (usable && n <= Store.RECENT_ROWS) {
-      this.recent.set(sessionKey, { rows, whole: rows.length < n, ...(this.cacheRecent ? {} : { count: messageCount }) });
-      if (this.recent.size > Store.RECENT_SESSIONS) this.recent.delete(this.recent.keys().next().value!);
-    }
+    const hit = this.recent.get(sessionKey, n, messageCount);
+    if (hit) return hit;
+    const rows = (this.hot ? await this.hot.newestRows(sessionKey, n) : await this.history({ sessionKey, limit: n, includeTools: true })).reverse().map(toTranscriptMessage);
+    this.recent.put(sessionKey, n, rows, messageCount);
     return rows;
   }
 
   private remember(rows: TranscriptMessage[]) {
-    for (const m of rows) {
-      const e = this.recent.get(m.sessionKey);
-      if (!e) continue;
-      e.rows.push(m);
-      if (e.count !== undefined) e.count += 1;
-      if (e.rows.length > Store.RECENT_ROWS) {
-        e.rows.splice(0, e.rows.length - Store.RECENT_ROWS);
-        e.whole = false;
-      }
-    }
+    this.recent.remember(rows);
   }
 
   // ── runs ────────────────────────────────────────────────────────────────
 
   /** With `claim`, the request's idempotency key is claimed in the same transaction (ClaimTaken: nothing written). */
   async insertRun(r: RunRow, claim?: IdempotencyClaim): Promise<void> {
+    if (this.hot) {
+      const now = nowIso();
+      if (!(await this.hot.insertRun(r, claim && { c: claim, now, cutoff: claimCutoff() }))) throw new ClaimTaken(claim!.key);
+      return;
+    }
     if (!claim) {
       await this.db.insertInto('runs').values(r).execute();
       return;
@@ -324,6 +329,7 @@ export class Store extends FencedStore {
   }
 
   getRun(id: string): Promise<RunRow | undefined> {
+    if (this.hot) return this.hot.getRun(id);
     return this.db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
@@ -341,7 +347,7 @@ export class Store extends FencedStore {
     callbacks: CallbackRow[],
     webhooks: WebhookRow[],
     session: { key: string; idle: boolean; release?: boolean },
-    o: { messages?: NewMessage[]; events?: (rows: TranscriptMessage[]) => PendingEvent[]; deliveries?: RunEndDeliveries } = {},
+    o: { messages?: NewMessage[]; events?: (rows: TranscriptMessage[]) => PendingEvent[]; deliveries?: RunEndDeliveries; logged?: (events: PendingEvent[], ids: Array<{ id: number; tx?: string }>) => void } = {},
   ): Promise<{ released: boolean; events: PendingEvent[]; ids: Array<{ id: number; tx?: string }> }> {
     const usage = this.takeUsage([id]);
     const msgs = o.messages ?? [];
@@ -351,6 +357,20 @@ export class Store extends FencedStore {
     const changes: DeliveryChange[] = [];
     // The one-statement attempt's events (their seqs are taken): the fallback below reuses them, never prepares twice.
     let first: { events: PendingEvent[]; messageOf: number[] } | undefined;
+    const hot = !pg && !callbacks.length && !webhooks.length && !owesDeliveries && !session.release ? this.hotFor(session.key, msgs) : undefined;
+    if (hot) {
+      // SQLite, nothing owed to others: the prepared statements in one transaction.
+      const ts = nowIso();
+      const values = msgs.map((m) => messageValues(m, ts));
+      let rows: TranscriptMessage[] = [];
+      const events = (ids: number[]) => {
+        rows = values.map((v, i) => toTranscriptMessage({ ...v, id: ids[i]! }));
+        return o.events?.(rows) ?? [];
+      };
+      const r = await hot.finishRun({ runId: id, fields, key: session.key, idle: session.idle, usage, rows: values, events, logged: o.logged }, ts);
+      this.remember(rows);
+      return { released: false, events: r.events, ids: r.eventIds };
+    }
     if (pg && !callbacks.length && !webhooks.length && !owesDeliveries) {
       // The common end (nothing owed to other sessions or URLs): one statement.
       const values = msgs.map((m) => messageValues(m, nowIso()));
@@ -361,12 +381,13 @@ export class Store extends FencedStore {
       if (r.held) {
         rows.forEach((row, i) => (row.id = r.ids[i]!));
         this.remember(rows);
+        o.logged?.(events, r.events);
         return { released: r.released, events, ids: r.events };
       }
       first = { events, messageOf };
       // Nothing was written: the transaction below tells a deleted session from a lost lease.
     }
-    const out = await this.db.transaction().execute(async (tx) => {
+    const out = await this.loggedTx(async (tx) => {
       let released = false;
       let rows: TranscriptMessage[] = [];
       let events: PendingEvent[] = [];
@@ -426,7 +447,7 @@ export class Store extends FencedStore {
         changes.push(...(await insertDeliveries(tx, dl.created)));
       }
       return { released, rows, events, ids };
-    });
+    }, o.logged && ((r) => o.logged!(r.events, r.ids)));
     this.remember(out.rows);
     this.announce(changes);
     return out;
@@ -468,25 +489,4 @@ export class Store extends FencedStore {
     const r = await this.db.selectFrom('runs').select('id').where('session_key', '=', sessionKey).where('status', 'in', ['running', 'waiting_approval']).limit(1).executeTakeFirst();
     return r?.id;
   }
-}
-
-/** A run's prepared events without those of its last rows (not written): later seqs close up, so seq rises by 1. */
-function withoutRowEvents(events: PendingEvent[], messageOf: number[]): PendingEvent[] {
-  const out: PendingEvent[] = [];
-  let dropped = 0;
-  events.forEach((e, i) => {
-    if (messageOf[i]! >= 0) dropped++;
-    else out.push(dropped ? { ...e, seq: e.seq - dropped } : e);
-  });
-  return out;
-}
-
-/**
- * Whether a session has queued runs, looked at with its row locked (in `tx`): an enqueue from another process
- * either committed before (its run is seen: this statement reads a fresh snapshot) or waits for this
- * transaction and then claims.
- */
-async function queuedBehindLock(tx: Kysely<Database>, key: string): Promise<boolean> {
-  await tx.selectFrom('sessions').select('key').where('key', '=', key).forUpdate().execute();
-  return !!(await tx.selectFrom('runs').select('id').where('session_key', '=', key).where('status', '=', 'queued').limit(1).executeTakeFirst());
 }

@@ -1,0 +1,177 @@
+// SQLite's hot statements (a turn's run insert, start, appends and end; the session and run reads): prepared once and
+// run synchronously without Kysely's query builder, each write one better-sqlite3 transaction, all of it under
+// Kysely's connection lock so no Kysely query or transaction of another caller interleaves. The store falls back to
+// its Kysely path for what this does not cover (fenced sessions, deliveries, callbacks and webhooks owed).
+import type BetterSqlite3 from 'better-sqlite3';
+import type { Kysely } from 'kysely';
+import type { PendingEvent } from '../events/types';
+import type { IdempotencyClaim } from './idempotency';
+import { type MessageValues, rowBytes, type UsageValues } from './run-writes';
+import type { Database, MessageRow, RunRow, SessionRow } from './schema';
+
+type Params = Array<string | number | bigint | null>;
+
+const MESSAGE_COLS = ['session_key', 'role', 'kind', 'content', 'created_at', 'run_id', 'author_type', 'author_id', 'author_name', 'tool_name', 'tool_call_id', 'tool_args', 'tool_result', 'meta'] as const;
+const USAGE_COLS = ['run_id', 'session_key', 'agent_id', 'model', 'kind', 'input_tokens', 'output_tokens', 'cached_tokens', 'cost_usd', 'priced', 'created_at', 'root_run_id'] as const;
+/** Events per statement: one prepared statement per chunk size up to this. */
+const EVENT_CHUNK = 32;
+const q = (c: string) => `"${c}"`;
+const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
+
+/** The columns of `o` that are set (undefined ones are left out, as Kysely leaves them). */
+const setCols = (o: object) => Object.keys(o).filter((c) => (o as Record<string, unknown>)[c] !== undefined);
+
+export interface HotFinish {
+  runId: string;
+  fields: Partial<Omit<RunRow, 'id'>>;
+  key: string;
+  idle: boolean;
+  usage: UsageValues[];
+  rows: MessageValues[];
+  /** The events to log, built once the rows have their ids. */
+  events: (ids: number[]) => PendingEvent[];
+  /** Hands the written events on, right after the commit and before the connection is let go (log order). */
+  logged?: (events: PendingEvent[], ids: Array<{ id: number }>) => void;
+}
+
+export class HotSqlite {
+  private readonly stmts = new Map<string, BetterSqlite3.Statement>();
+  private readonly inTx: (fn: () => unknown) => unknown;
+
+  constructor(
+    private readonly raw: BetterSqlite3.Database,
+    private readonly db: Kysely<Database>,
+  ) {
+    this.inTx = raw.transaction((fn: () => unknown) => fn());
+  }
+
+  private st(text: string): BetterSqlite3.Statement {
+    let s = this.stmts.get(text);
+    if (!s) this.stmts.set(text, (s = this.raw.prepare(text)));
+    return s;
+  }
+
+  /** Runs `fn` holding Kysely's connection lock (SQLite has one connection), in one transaction when `write`; then `committed`, still holding it. */
+  private locked<T>(fn: () => T, write: boolean, committed?: (r: T) => void): Promise<T> {
+    return this.db.connection().execute(async () => {
+      const r = write ? (this.inTx(fn) as T) : fn();
+      committed?.(r);
+      return r;
+    });
+  }
+
+  getSession(key: string): Promise<SessionRow | undefined> {
+    return this.locked(() => this.st('select * from "sessions" where "key" = ?').get(key) as SessionRow | undefined, false);
+  }
+
+  /** The session, created (`values`: its new row) when missing. */
+  ensureSession(values: Record<string, unknown>): Promise<SessionRow> {
+    return this.locked(() => {
+      const get = this.st('select * from "sessions" where "key" = ?');
+      const hit = get.get(values.key) as SessionRow | undefined;
+      if (hit) return hit;
+      const cols = setCols(values);
+      this.st(`insert into "sessions" (${cols.map(q).join(', ')}) values (${marks(cols.length)}) on conflict ("key") do nothing`).run(cols.map((c) => values[c]) as Params);
+      return get.get(values.key) as SessionRow;
+    }, false);
+  }
+
+  /** The newest `n` rows of a session, newest first. */
+  newestRows(key: string, n: number): Promise<MessageRow[]> {
+    return this.locked(() => this.st('select * from "messages" where "session_key" = ? order by "id" desc limit ?').all(key, n) as MessageRow[], false);
+  }
+
+  getRun(id: string): Promise<RunRow | undefined> {
+    return this.locked(() => this.st('select * from "runs" where "id" = ?').get(id) as RunRow | undefined, false);
+  }
+
+  /** Inserts a run; with `claim` first claims its idempotency key (false: taken, nothing written). */
+  insertRun(r: RunRow, claim: { c: IdempotencyClaim; now: string; cutoff: string } | undefined): Promise<boolean> {
+    return this.locked(() => {
+      if (claim && !this.claim(claim.c, claim.now, claim.cutoff)) return false;
+      const cols = setCols(r);
+      this.st(`insert into "runs" (${cols.map(q).join(', ')}) values (${marks(cols.length)})`).run(cols.map((c) => (r as Record<string, unknown>)[c]) as Params);
+      return true;
+    }, true);
+  }
+
+  /** `insertClaim`'s statement: inserted, or an expired row taken over. */
+  private claim(c: IdempotencyClaim, now: string, cutoff: string): boolean {
+    const v = [JSON.stringify(c.result ?? null), c.settled ? 'done' : 'pending', c.settled ? null : c.owner, c.runId ?? null, now];
+    const r = this.st(
+      'insert into "idempotency" ("key", "result", "state", "owner", "run_id", "created_at") values (?, ?, ?, ?, ?, ?) ' +
+        'on conflict ("key") do update set "result" = ?, "state" = ?, "owner" = ?, "run_id" = ?, "created_at" = ? where "idempotency"."created_at" < ?',
+    ).run(c.key, ...v, ...v, cutoff);
+    return r.changes === 1;
+  }
+
+  /** A run's start: running, the session running with its input rows counted (the row after it), the rows' ids; null when no longer queued. */
+  startRun(runId: string, key: string, rows: MessageValues[], ts: string): Promise<{ ids: number[]; session?: SessionRow } | null> {
+    return this.locked(() => {
+      if (this.st(`update "runs" set "status" = 'running', "started_at" = ? where "id" = ? and "status" = 'queued'`).run(ts, runId).changes !== 1) return null;
+      const session = (
+        rows.length
+          ? this.st(`update "sessions" set "status" = 'running', "message_count" = "message_count" + ?, "bytes" = "bytes" + ?, "last_activity_at" = ? where "key" = ? returning *`).get(rows.length, bytesOf(rows), ts, key)
+          : this.st(`update "sessions" set "status" = 'running' where "key" = ? returning *`).get(key)
+      ) as SessionRow | undefined;
+      const ids = this.insertMessages(rows);
+      return session ? { ids, session } : { ids };
+    }, true);
+  }
+
+  /** Rows of one session and the usage rows that go with them; the session's counters. */
+  append(key: string, rows: MessageValues[], usage: UsageValues[], ts: string): Promise<number[]> {
+    return this.locked(() => {
+      this.insertUsage(usage);
+      const ids = this.insertMessages(rows);
+      this.st(`update "sessions" set "message_count" = "message_count" + ?, "bytes" = "bytes" + ?, "last_activity_at" = ? where "key" = ?`).run(rows.length, bytesOf(rows), ts, key);
+      return ids;
+    }, true);
+  }
+
+  /** A run's end with its usage, last rows, the session's state (idle or running) and its events; the rows' ids and the events' log ids. */
+  finishRun(o: HotFinish, ts: string): Promise<{ ids: number[]; events: PendingEvent[]; eventIds: Array<{ id: number }> }> {
+    return this.locked(
+      () => {
+      const cols = setCols(o.fields);
+      if (cols.length) this.st(`update "runs" set ${cols.map((c) => `${q(c)} = ?`).join(', ')} where "id" = ?`).run(...(cols.map((c) => (o.fields as Record<string, unknown>)[c]) as Params), o.runId);
+      this.insertUsage(o.usage);
+      const ids = this.insertMessages(o.rows);
+      const status = o.idle ? 'idle' : 'running';
+      if (o.rows.length) this.st(`update "sessions" set "message_count" = "message_count" + ?, "bytes" = "bytes" + ?, "last_activity_at" = ?, "status" = ? where "key" = ?`).run(o.rows.length, bytesOf(o.rows), ts, status, o.key);
+      else this.st(`update "sessions" set "status" = ? where "key" = ?`).run(status, o.key);
+      const events = o.events(ids);
+      return { ids, events, eventIds: this.insertEvents(events) };
+      },
+      true,
+      (r) => o.logged?.(r.events, r.eventIds),
+    );
+  }
+
+  /** Events in chunks of one multi-row statement each (a statement's ids rise in its rows' order). */
+  private insertEvents(events: PendingEvent[]): Array<{ id: number }> {
+    const out: Array<{ id: number }> = [];
+    for (let i = 0; i < events.length; i += EVENT_CHUNK) {
+      const chunk = events.slice(i, i + EVENT_CHUNK);
+      const values = Array.from({ length: chunk.length }, () => '(?, ?, ?, ?, ?, ?)').join(', ');
+      const params = chunk.flatMap((e) => [e.runId, e.seq, e.stream, e.ts, e.sessionKey, JSON.stringify(e.data)]);
+      const rows = this.st(`insert into "events" ("run_id", "seq", "stream", "ts", "session_key", "data") values ${values} returning "id"`).all(params) as Array<{ id: number | bigint }>;
+      out.push(...rows.map((r) => ({ id: Number(r.id) })).sort((a, b) => a.id - b.id));
+    }
+    return out;
+  }
+
+  private insertMessages(rows: MessageValues[]): number[] {
+    if (!rows.length) return [];
+    const ins = this.st(`insert into "messages" (${MESSAGE_COLS.map(q).join(', ')}) values (${marks(MESSAGE_COLS.length)})`);
+    return rows.map((r) => Number(ins.run(MESSAGE_COLS.map((c) => r[c]) as Params).lastInsertRowid));
+  }
+
+  private insertUsage(usage: UsageValues[]): void {
+    if (!usage.length) return;
+    const ins = this.st(`insert into "model_usage" (${USAGE_COLS.map(q).join(', ')}) values (${marks(USAGE_COLS.length)})`);
+    for (const u of usage) ins.run(USAGE_COLS.map((c) => u[c] ?? null) as Params);
+  }
+}
+
+const bytesOf = (rows: MessageValues[]) => rows.reduce((n, r) => n + rowBytes(r), 0);
