@@ -8,30 +8,26 @@ import { type EventCursor, isAfter } from '../events/cursor';
 import type { Database, DialectName } from './schema';
 import { SETTLED_XID } from './settled';
 
-/** One event of the log as its readers get it: never folded, with its place (the SSE id). */
-export interface LogRow {
-  id: number;
+/** An event's columns as stored and as read (PostgreSQL adds `tx`: the writing transaction's id, xid8 as text). */
+interface EventFields {
   run_id: string;
   seq: number;
   stream: string;
   ts: string;
   session_key: string;
   data: string;
-  /** PostgreSQL: its transaction id (xid8, as text). */
   tx?: string;
+}
+
+/** One event of the log as its readers get it: never folded, with its place (the SSE id). */
+export interface LogRow extends EventFields {
+  id: number;
   cursor: EventCursor;
 }
 
 /** A stored row as read (PostgreSQL adds tx and xmin as text). */
-interface StoredRow {
+interface StoredRow extends EventFields {
   id: number | string;
-  run_id: string;
-  seq: number;
-  stream: string;
-  ts: string;
-  session_key: string;
-  data: string;
-  tx?: string;
   fold_id: number | string | null;
   fold_tx?: string | null;
   xmin?: string;

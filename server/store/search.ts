@@ -2,7 +2,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { DialectName } from './schema';
 import type { Database } from './schema';
-import { sqliteBody } from './search-sqlite';
+import { sqliteBody, type SqliteSearchHit } from './search-sqlite';
 import type { SqliteSearcher } from './search-worker';
 
 /*
@@ -51,14 +51,8 @@ export function queryTerms(query: string): string[] {
   return (query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 16);
 }
 
-export interface SearchHit {
-  id: number;
-  session_key: string;
-  role: string;
-  kind: string;
-  created_at: string;
-  snippet: string;
-}
+/** A search hit as both stores' queries return it (the SQLite worker's shape). */
+export type SearchHit = SqliteSearchHit;
 
 export interface SearchQuery {
   query: string;
