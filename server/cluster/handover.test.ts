@@ -140,6 +140,35 @@ describe.skipIf(onPgPass)('handovers drive a run once (PostgreSQL)', () => {
     }
   }, 240_000);
 
+  it('a run whose session has no fence here (its state was dropped) writes no end beside the lease holder’s re-drive', async () => {
+    const schema = newSchema();
+    const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    const b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    try {
+      const key = 'agent:main:unfenced-end';
+      const o = a.rt.orchestrator as any;
+      const r = await a.rpc<Started>('agent', { sessionKey: key, message: '/sleep 3000\n/reply once' });
+      await until(async () => (await b.rt.store.maxSeq(r.runId)) >= 2);
+      // A's fence on the session is gone while its copy of the run goes on (any path that drops a state and clears
+      // its fence, as a load dropped by `fenced()` did) …
+      a.rt.store.clearFence(key);
+      // … and B holds the session now and re-drives the run.
+      const claimed = await sql<{ epoch: string }>`update sessions set owner = ${b.rt.cluster!.id}, epoch = nextval('session_epochs') where key = ${key} returning epoch`.execute(b.rt.store.db);
+      await (b.rt.orchestrator as any).adopt(key, Number(claimed.rows[0]!.epoch));
+      expect(await b.rpc('agent.wait', { runId: r.runId, timeoutMs: 60_000 })).toMatchObject({ status: 'ok', response: 'once' });
+      await until(() => !o.executions.has(r.runId), 30_000);
+      await a.rt.bus.drain();
+      await b.rt.bus.drain();
+      const h = (await b.rpc<{ messages: any[] }>('chat.history', { sessionKey: key })).messages;
+      expect(h.filter((m) => m.role === 'assistant').map((m) => m.content)).toEqual(['once']);
+      const ends = await b.rt.store.db.selectFrom('events').select('data').where('run_id', '=', r.runId).where('stream', '=', 'lifecycle').execute();
+      expect(ends.map((e) => JSON.parse(e.data).phase).filter((x) => x === 'end' || x === 'error')).toEqual(['end']);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  }, 240_000);
+
   it('a session state this process let go starts nothing: a queued run placed late into it runs once, where the lease is', async () => {
     const schema = newSchema();
     const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });

@@ -168,7 +168,8 @@ export abstract class ClusterRuns extends RunEnds {
       const { store, log } = this.o;
       if (zombies) {
         await zombies;
-        if (st.epoch === epoch) this.o.store.setFence(key, epoch!);
+        // Not for a state dropped meanwhile: its stale fence would replace a newer claim's here.
+        if (st.epoch === epoch && this.current(st)) this.o.store.setFence(key, epoch!);
       }
       const rows = unfinished ?? (await store.unfinishedRuns(key));
       // Dropped while loading (this process was declared dead, or it is stopping): the lease is someone else's now.
