@@ -1,12 +1,29 @@
+// vitest: every suite on SQLite (`vitest run`), then server/'s suites again on PostgreSQL (`TEST_STORE=postgres vitest run
+// server`) — except the run-once list (server/testing/store-independent.ts), project "once", guarded against the store.
+import os from 'node:os';
 import { defineConfig } from 'vitest/config';
+import { STORE_INDEPENDENT } from './server/testing/store-independent.ts';
+
+const ALL = ['server/**/*.test.ts', 'lib/**/*.test.ts', 'stores/**/*.test.ts', 'bin/**/*.test.ts', 'bench/lib/**/*.test.ts'];
+const once = [...STORE_INDEPENDENT];
+const postgresPass = process.env.TEST_STORE === 'postgres';
 
 export default defineConfig({
   resolve: { alias: { '@': import.meta.dirname } },
   test: {
-    include: ['server/**/*.test.ts', 'lib/**/*.test.ts', 'stores/**/*.test.ts', 'bin/**/*.test.ts', 'bench/lib/**/*.test.ts'],
     environment: 'node',
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // vitest's default is one worker per core less one: a single file at a time on 2-core CI, whose files mostly wait
+    // (child processes, PostgreSQL, the server under test) or load the server's modules. Two at a time there cut a
+    // 17-file PostgreSQL sample from 1,065 s to 689 s of wall at the same load (BENCHMARKS.md, "CI time").
+    maxWorkers: Math.max(2, os.availableParallelism() - 1),
+    projects: postgresPass
+      ? [{ extends: true, test: { name: 'postgres', include: ['server/**/*.test.ts'], exclude: once } }]
+      : [
+          { extends: true, test: { name: 'once', include: once, env: { CROSSTALK_TEST_STORE_INDEPENDENT: '1' } } },
+          { extends: true, test: { name: 'sqlite', include: ALL, exclude: once } },
+        ],
   },
 });

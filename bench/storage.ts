@@ -45,11 +45,13 @@ async function measure(label: string, s: TestServer, sizes: () => Promise<Map<st
       await s.rpc('agent.wait', { runId });
     }
   };
-  const start = await sizes();
+  // The ended runs' text deltas are folded just after each end (server/store/event-fold.ts): measure once they are.
+  const settled = async () => (await s.rt.store.foldsSettled(), sizes());
+  const start = await settled();
   await round(0);
-  const mid = await sizes();
+  const mid = await settled();
   await round(TURNS);
-  const end = await sizes();
+  const end = await settled();
   const first = report(`${label}, turns 1–${TURNS}`, start, mid);
   const second = report(`${label}, turns ${TURNS + 1}–${2 * TURNS}`, mid, end);
   return { first, second };

@@ -20,7 +20,9 @@ test('the board follows a delegate tree live; Next needing input opens the waiti
   await room.send(`/tool delegate_agent ${JSON.stringify({ agent_id: 'researcher', prompt: '/tool exec {"command":"echo board"}', mode: 'detached' })}`);
   const slowKey = `${freshSession}-slow`;
   const failKey = `${freshSession}-fail`;
-  const slow = await rpc<{ runId: string }>(request, TOKEN, 'agent', { sessionKey: slowKey, message: '/sleep 20000\n/reply slow' });
+  // A run that lasts until this test cancels it (longer than the test's 60 s timeout): a 20 s sleep ended before the
+  // cancel on a loaded machine (-32009 not_cancelable).
+  const slow = await rpc<{ runId: string }>(request, TOKEN, 'agent', { sessionKey: slowKey, message: '/sleep 60000\n/reply slow' });
   const failed = await rpc<{ runId: string }>(request, TOKEN, 'agent', { sessionKey: failKey, message: '/fail on purpose' });
 
   const waiting = group('Needs input').getByTestId('board-item').filter({ hasText: 'agent researcher' });

@@ -104,7 +104,10 @@ test('sidebar: grouped by agent, kind filters, search, running marker', async ({
   await expect(room.sessionItem(freshSession)).toHaveCount(0);
   await expect(room.sidebar.locator('[data-testid="session-item"]:not([data-kind="subagent"])')).toHaveCount(0);
   await page.getByRole('button', { name: 'Delegate', exact: true }).click();
-  await page.getByRole('searchbox', { name: 'Search', exact: true }).fill(freshSession.slice(-12));
+  // Searched by the key's unique token (not its tail, the title slug: every repetition of this test, under
+  // --repeat-each, leaves a session with the same slug on the shared server).
+  const token = /^agent:main:e2e-([a-z0-9]+)-/.exec(freshSession)![1]!;
+  await page.getByRole('searchbox', { name: 'Search', exact: true }).fill(token);
   await expect(room.sidebar.getByTestId('session-item')).toHaveCount(1);
   await expect(room.sessionItem(freshSession)).toBeVisible();
   // Every configured agent stays listed.

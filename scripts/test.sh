@@ -113,6 +113,8 @@ npx --no-install vitest run
 step_ok
 
 section vitest-pg "The gateway's integration suites again, every server on PostgreSQL (TEST_STORE=postgres)"
+# Not the run-once suites (server/testing/store-independent.ts): they do not use the store under test, and ran above in
+# the project "once", where using it throws.
 # Each test server takes a schema of its own in the test database; drop the ones earlier runs left behind.
 psql -q -h 127.0.0.1 -p 5432 -d test -Atc "select format('drop schema if exists %I cascade;', nspname) from pg_namespace where nspname like 't\_%'" \
   | psql -q -h 127.0.0.1 -p 5432 -d test >/dev/null 2>&1 || echo "(could not drop old test schemas; going on)"

@@ -159,6 +159,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
       channels.stop();
       await webhooks.stop(); // after the runs: their ends still enqueue webhooks
       await retention.stop();
+      await store.foldsSettled(); // the folds of the runs that ended (each one transaction)
       feed?.stop();
       await cluster?.stop();
       await telemetry.shutdown();

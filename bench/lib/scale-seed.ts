@@ -6,6 +6,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { fillSearchTerms } from '../../server/store/migrations-search';
+import { USAGE_TOTAL_SHARDS } from '../../server/store/migrations-scale';
 import { zipfWords } from './zipf-words';
 
 export const PER_SESSION = 100;
@@ -164,6 +165,11 @@ export async function seedPostgres(url: string, sessions: number, progress: Prog
   await client.connect();
   try {
     await client.query('alter table messages disable trigger messages_search_index');
+    // The counters kept by triggers (0019_scale: run_counts, usage_totals) are computed once after the load: row by
+    // row, half a million upserts onto 48 rows in one COPY's transaction each walk a version chain that grows with
+    // every upsert (seen: a 100,000-session seed stuck over an hour in COPY runs).
+    await client.query('alter table runs disable trigger runs_counts');
+    await client.query('alter table model_usage disable trigger model_usage_totals');
     // The search index (GIN) is built once after the load, not row by row: whichever the migrations made.
     const gin = (await client.query<{ name: string; def: string }>(`select indexname as name, indexdef as def from pg_indexes where tablename = 'message_search' and indexdef ilike '%using gin%'`)).rows;
     for (const g of gin) await client.query(`drop index ${g.name}`);
@@ -231,6 +237,14 @@ export async function seedPostgres(url: string, sessions: number, progress: Prog
     await client.query("set maintenance_work_mem = '1GB'");
     for (const g of gin) await client.query(g.def);
     await client.query('alter table messages enable trigger messages_search_index');
+    await client.query('begin');
+    await client.query('delete from run_counts');
+    await client.query(`insert into run_counts (status, shard, n) select status, abs(hashtext(id)) % ${USAGE_TOTAL_SHARDS}, count(*) from runs where status in ('ok', 'error', 'interrupted') group by 1, 2`);
+    await client.query('delete from usage_totals');
+    await client.query(`insert into usage_totals (shard, input_tokens, output_tokens, cost_usd) select 0, coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), coalesce(sum(cost_usd), 0) from model_usage`);
+    await client.query('commit');
+    await client.query('alter table runs enable trigger runs_counts');
+    await client.query('alter table model_usage enable trigger model_usage_totals');
     await client.query('vacuum analyze');
   } finally {
     await client.end();

@@ -11,11 +11,10 @@ import { readSse, startChildServer, startTestServer, type TestServer, tmpDataDir
 
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
 const config = { agents: [{ id: 'main' }, { id: 'researcher' }], webhooks: { allowPrivateNetwork: true } };
-const onPgPass = process.env.TEST_STORE === 'postgres'; // this file picks its stores itself: run it once
 
 type Started = { runId: string; status: string };
 
-describe.skipIf(onPgPass)('two processes on one PostgreSQL', () => {
+describe('two processes on one PostgreSQL', () => {
   let a: TestServer;
   let b: TestServer;
   const schema = `t_cl_${crypto.randomBytes(4).toString('hex')}`;
@@ -192,7 +191,7 @@ describe.skipIf(onPgPass)('two processes on one PostgreSQL', () => {
   });
 });
 
-describe.skipIf(onPgPass)('takeover', () => {
+describe('takeover', () => {
   it('a process that dies is noticed and its running session is re-driven by the other', async () => {
     const schema = `t_cl_${crypto.randomBytes(4).toString('hex')}`;
     const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
@@ -274,7 +273,7 @@ describe.skipIf(onPgPass)('takeover', () => {
   });
 });
 
-describe.skipIf(onPgPass)('plain refusals and defaults', () => {
+describe('plain refusals and defaults', () => {
   it('SQLite: a second process on the same data dir refuses to start, saying why', async () => {
     const dataDir = tmpDataDir();
     const first = await startChildServer({ dataDir });

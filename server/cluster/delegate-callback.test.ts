@@ -9,7 +9,6 @@ import { startTestServer, type TestServer, until } from '../testing/harness';
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
 // The delegate's `exec` waits on an approval: it stays in flight, with no timing, until the test approves it.
 const config = { agents: [{ id: 'main' }, { id: 'researcher', tools: { exec: 'ask' } }], webhooks: { allowPrivateNetwork: true } };
-const onPgPass = process.env.TEST_STORE === 'postgres'; // this file picks its store itself: run it once
 const newSchema = () => `t_dcb_${crypto.randomBytes(4).toString('hex')}`;
 const tool = (name: string, args: unknown) => `/tool ${name} ${JSON.stringify(args)}`;
 
@@ -56,7 +55,7 @@ async function approveAndCheck(s: TestServer, parent: string, conv: string, d1: 
   expect(callbacks[0].content).toContain('exec');
 }
 
-describe.skipIf(onPgPass)('a detached delegate’s callback is never lost to a later turn of its parent (PostgreSQL)', () => {
+describe('a detached delegate’s callback is never lost to a later turn of its parent (PostgreSQL)', () => {
   it('the parent interrupted while it waits on a follow-up cancels that follow-up only, not the detached delegate ahead of it', async () => {
     const schema = newSchema();
     const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });

@@ -14,7 +14,6 @@ import { pgConnectConfig } from '../store/db';
 import { readSse, startChildServer, tmpDataDir, until } from '../testing/harness';
 
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
-const onPgPass = process.env.TEST_STORE === 'postgres'; // this file picks its store itself: run it once
 
 type Child = Awaited<ReturnType<typeof startChildServer>>;
 const cleanups: Array<() => unknown> = [];
@@ -99,7 +98,7 @@ async function expectSurvivorsAnswer(c: Cluster, sessionKey: string, runId: stri
 
 const processIds = async (c: Cluster) => (await c.db.query<{ id: string }>('select id from processes')).rows.map((r) => r.id);
 
-describe.skipIf(onPgPass)('a process told it is dead writes nothing of the runs it lost', () => {
+describe('a process told it is dead writes nothing of the runs it lost', () => {
   it('SIGSTOPped past its lease, then SIGCONTed after another took its run over: the survivor’s answer stands', async () => {
     const c = await cluster();
     const key = 'agent:main:stopped';

@@ -11,7 +11,6 @@ import { startChildServer, TEST_TOKEN, tmpDataDir, until } from '../testing/harn
 
 type Child = Awaited<ReturnType<typeof startChildServer>>;
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
-const onPgPass = process.env.TEST_STORE === 'postgres'; // this file picks its stores itself: run it once
 
 const children: Child[] = [];
 let tg: FakePlatform;
@@ -55,7 +54,7 @@ const history = async (c: Child, sessionKey: string) => (await c.rpc<{ messages:
 const sendsOf = (text: string) => tg.requests.filter((q) => q.path.endsWith('/sendMessage') && q.body.text === text).length;
 const pgEnv = (schema: string, extra: Record<string, string> = {}) => ({ DATABASE_URL: PG_URL, CROSSTALK_TEST_PG_SCHEMA: schema, CROSSTALK_PG_POOL: '4', ...extra });
 
-describe.skipIf(onPgPass)('idempotency keys on 3 PostgreSQL processes', () => {
+describe('idempotency keys on 3 PostgreSQL processes', () => {
   const schema = `t_idem_${crypto.randomBytes(4).toString('hex')}`;
   let procs: Child[];
   beforeAll(async () => {
@@ -109,7 +108,7 @@ describe.skipIf(onPgPass)('idempotency keys on 3 PostgreSQL processes', () => {
   }, 60_000);
 });
 
-describe.skipIf(onPgPass)('idempotency keys after a process dies between accepting and answering (PostgreSQL)', () => {
+describe('idempotency keys after a process dies between accepting and answering (PostgreSQL)', () => {
   it('agent: the key sent to another process gets the same run, answered once', async () => {
     const schema = `t_idemk_${crypto.randomBytes(4).toString('hex')}`;
     const a = await boot(pgEnv(schema, { CROSSTALK_FAILPOINTS: 'idempotency.accepted' }));
@@ -145,7 +144,7 @@ describe.skipIf(onPgPass)('idempotency keys after a process dies between accepti
   }, 60_000);
 });
 
-describe.skipIf(onPgPass)('idempotency keys after a crash on SQLite', () => {
+describe('idempotency keys after a crash on SQLite', () => {
   it('agent: the restarted process answers the key with the run the killed one accepted, run once', async () => {
     const dataDir = tmpDataDir();
     const a = await boot({ CROSSTALK_FAILPOINTS: 'idempotency.accepted' }, dataDir);

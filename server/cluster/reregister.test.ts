@@ -10,14 +10,13 @@ import { createLogger } from '../logger';
 import { tmpDataDir, until } from '../testing/harness';
 
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
-const onPgPass = process.env.TEST_STORE === 'postgres'; // this file picks its store itself: run it once
 
 const cleanups: Array<() => unknown> = [];
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-describe.skipIf(onPgPass)('re-registration after being declared dead', () => {
+describe('re-registration after being declared dead', () => {
   it('keeps trying while PostgreSQL refuses new connections, and is registered (alive, a new id) once it accepts them', async () => {
     const admin = new pg.Client(pgConnectConfig(PG_URL));
     await admin.connect();

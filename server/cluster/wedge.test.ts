@@ -13,7 +13,6 @@ import { pgConnectConfig } from '../store/db';
 import { startChildServer, tmpDataDir, until } from '../testing/harness';
 
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
-const onPgPass = process.env.TEST_STORE === 'postgres'; // this file picks its store itself: run it once
 
 const cleanups: Array<() => unknown> = [];
 afterAll(async () => {
@@ -65,7 +64,7 @@ async function processes(names: string[], extraEnv: Record<string, string> = {})
 const history = async (rpc: (m: string, p: unknown) => Promise<any>, sessionKey: string) =>
   ((await rpc('chat.history', { sessionKey })) as { messages: Array<{ role: string; content: string }> }).messages.reverse().map((m) => m.content);
 
-describe.skipIf(onPgPass)('a session is never left owned but not driven', () => {
+describe('a session is never left owned but not driven', () => {
   it('every PostgreSQL connection of a process dies while it records a run’s end: it reconnects and re-drives the run, whose answer is written once', async () => {
     const { db, procs } = await processes(['solo']);
     const [a] = procs;

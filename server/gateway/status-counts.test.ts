@@ -3,10 +3,11 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../testing/harness';
+import { onPostgresPass } from '../testing/store-under-test';
 
 type Status = { activeRuns: number; runs: { ok: number; error: number; interrupted: number } };
 
-describe.runIf(process.env.TEST_STORE === 'postgres')('status run counts on PostgreSQL', () => {
+describe.runIf(onPostgresPass())('status run counts on PostgreSQL', () => {
   let s: TestServer;
   beforeAll(async () => {
     s = await startTestServer();

@@ -19,7 +19,6 @@ import { PgWebhookDispatcher, WEBHOOK_QUEUE, webhookJobId, webhookPolicy } from 
 import { webhookRow } from '../webhooks/deliver';
 
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
-const onPgPass = process.env.TEST_STORE === 'postgres'; // this file picks its stores itself: run it once
 const newSchema = () => `t_jobs_${crypto.randomBytes(4).toString('hex')}`;
 type Child = Awaited<ReturnType<typeof startChildServer>>;
 const children: Child[] = [];
@@ -57,7 +56,7 @@ type Receiver = Awaited<ReturnType<typeof receiver>>;
 const row = (s: TestServer, runId: string) => s.rt.store.db.selectFrom('webhook_outbox').selectAll().where('run_id', '=', runId).executeTakeFirst();
 type OutboxRow = NonNullable<Awaited<ReturnType<typeof row>>>;
 
-describe.skipIf(onPgPass)('webhooks on the job engine, several processes', () => {
+describe('webhooks on the job engine, several processes', () => {
   it('two processes working one queue POST each webhook exactly once', async () => {
     const schema = newSchema();
     const config = { webhooks: { allowPrivateNetwork: true } };

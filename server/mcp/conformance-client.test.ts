@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 const run = promisify(execFile);
 const CLI = path.resolve('node_modules/@modelcontextprotocol/conformance/dist/index.js');
@@ -41,7 +41,11 @@ const listed: Array<[string, string[]]> = await (async () => {
   return [...client.matchAll(/^\s*- (\S+) \[([^\]]*)\]/gm)].map((m) => [m[1]!, m[2]!.split(',')] as [string, string[]]);
 })();
 
-const cases = SPEC_VERSIONS.flatMap((v) => CLIENT_SCENARIOS.filter((s) => listed.find(([n]) => n === s)?.[1].includes(v)).map((s) => [v, s] as const));
+const cases: Array<[string, string]> = SPEC_VERSIONS.flatMap((v) => CLIENT_SCENARIOS.filter((s) => listed.find(([n]) => n === s)?.[1].includes(v)).map((s): [string, string] => [v, s]));
+
+// Two scenarios at a time: each is mostly two processes starting (the suite's CLI, the harness booting a runtime) and
+// waiting on each other over loopback, which leaves a core idle when run one by one.
+vi.setConfig({ maxConcurrency: 2 });
 
 describe('the official MCP conformance suite, client side', () => {
   it('covers every scenario the suite lists for both spec versions', () => {
@@ -51,7 +55,7 @@ describe('the official MCP conformance suite, client side', () => {
     expect(cases.filter(([, s]) => s.startsWith('auth/')).length).toBe(17);
   });
 
-  it.each(cases)('spec %s: %s passes with no failed check', async (version, scenario) => {
+  it.concurrent.for(cases)('spec %s: %s passes with no failed check', { timeout: 150_000 }, async ([version, scenario], { expect }) => {
     const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-conformance-client-'));
     // The suite runs the command through a shell; the project's Node runs the harness.
     const command = `${JSON.stringify(process.execPath)} ${JSON.stringify(HARNESS)}`;
@@ -66,5 +70,5 @@ describe('the official MCP conformance suite, client side', () => {
     expect(Number(m![1]), out).toBe(Number(m![2]));
     expect(Number(m![2]), out).toBeGreaterThan(0);
     // A warning is not a failed check: sse-retry warns when the reconnect comes up to 200 ms late (a loaded machine).
-  }, 150_000);
+  });
 });

@@ -67,6 +67,8 @@ export abstract class RunEnds extends RunQueues {
       // state over with a new epoch): the session is held then, not let go.
       released = end.released && st.epoch === epoch;
       bus.logged(end.events, end.ids);
+      // Its end is committed under this process's lease: its text deltas can be folded (replay expands them).
+      store.foldLater(active.id, (e) => log.warn({ runId: active.id, err: (e as Error).message }, 'could not fold the run\'s text deltas'));
       if (deliveries.callbacks.length) failpoint('callback.recorded');
     } catch (e) {
       if (e instanceof FencedError) return this.abandon(st, active, 'stopped');

@@ -7,6 +7,7 @@ import { startPushReceiver, type PushReceiver } from '../testing/push-receiver';
 import webpush from 'web-push';
 import { loadVapidKeys } from './keys';
 import { approvalPush } from './payload';
+import { onPostgresPass } from '../testing/store-under-test';
 
 const webhooks = { allowPrivateNetwork: true, retryBaseMs: 30, maxAttempts: 4, timeoutMs: 2000 };
 const agents = [{ id: 'main', tools: { sessions_list: 'ask' } }];
@@ -225,7 +226,7 @@ describe('push retries survive a restart (issue 25 item 2)', () => {
   }, 90_000);
 });
 
-describe.runIf(process.env.TEST_STORE === 'postgres')('push retries on PostgreSQL are any instance\'s', () => {
+describe.runIf(onPostgresPass())('push retries on PostgreSQL are any instance\'s', () => {
   it('a push answered 503 by a server that then crashed is sent by another instance still running', async () => {
     const slow = { ...webhooks, retryBaseMs: 3000 };
     const dataDir = tmpDataDir(); // one schema for both instances

@@ -5,8 +5,9 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startChildServer, TEST_TOKEN, tmpDataDir, until } from '../testing/harness';
 import { DataDirInUseError, openDatabase } from './db';
+import { onPostgresPass } from '../testing/store-under-test';
 
-const onPg = process.env.TEST_STORE === 'postgres';
+const onPg = onPostgresPass();
 const childServer = path.join(import.meta.dirname, '../testing/child-server.ts');
 const cleanup: Array<() => void> = [];
 afterEach(() => {

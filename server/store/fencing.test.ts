@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../testing/harness';
 import { FencedError } from './store';
+import { onPostgresPass } from '../testing/store-under-test';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -49,7 +50,7 @@ describe('fencing in the store', () => {
     expect((await s.rt.store.pendingApprovals({ runId: 'run_apr' })).map((a) => a.id)).toEqual(['apr_first']);
   });
 
-  it.skipIf(process.env.TEST_STORE !== 'postgres')('PostgreSQL: under a lost lease a run’s writes are refused (FencedError) and change nothing', async () => {
+  it.skipIf(!onPostgresPass())('PostgreSQL: under a lost lease a run’s writes are refused (FencedError) and change nothing', async () => {
     const { store } = s.rt;
     const key = 'agent:main:lost-lease';
     const runId = await turn(key, 'hi');

@@ -74,6 +74,10 @@ export interface EventsTable {
   data: string;
   /** PostgreSQL only: the writing transaction's id (xid8, as text); with `id` it orders the log across processes. */
   tx?: Generated<string>;
+  /** A folded row (server/store/event-fold.ts): the id of the last text delta it holds; null on every other row. */
+  fold_id?: number | null;
+  /** PostgreSQL only: the last folded delta's transaction id (xid8, as text). */
+  fold_tx?: string | null;
 }
 
 export interface ToolStartsTable {

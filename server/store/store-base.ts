@@ -4,9 +4,10 @@ import { type Kysely, sql } from 'kysely';
 import { type EventCursor, START } from '../events/cursor';
 import type { Author, DecidedBy, MessageKind, MessageRole, PendingEvent, TranscriptMessage } from '../events/types';
 import type { DbHandle } from './db';
-import type { ApprovalRow, CallbackRow, Database, DeliveryRow, EventRow, MessageRow, RunRow, WebhookRow } from './schema';
+import type { ApprovalRow, CallbackRow, Database, DeliveryRow, MessageRow, RunRow, WebhookRow } from './schema';
 import { insertEventsSql, wakeEventsSql } from './event-sql';
 import { SETTLED_XID } from './settled';
+import { foldRun, type LogRow, readEventsAfter, resolvePlainId } from './event-fold';
 import { advanceDeliveries, type DeliveryChange, failedAttempt, insertDeliveries, type NewDelivery, newDeliveryId } from './deliveries';
 
 export interface NewMessage {
@@ -319,46 +320,40 @@ export class StoreBase {
   }
 
   /**
-   * Events after a cursor, in log order. On PostgreSQL only rows of settled transactions (below SETTLED_XID: every
-   * transaction of this database before them has ended) are returned, so a row that commits late is never skipped; `pending` says more may come.
+   * Events after a cursor, in log order, an ended run's folded deltas expanded (server/store/event-fold.ts). On
+   * PostgreSQL only rows of settled transactions (below SETTLED_XID, server/store/settled.ts) are returned, so a row that commits late
+   * is never skipped; `pending` says more may come.
    */
-  async eventsAfter(o: { after: EventCursor; sessionKey?: string; runId?: string; limit: number }): Promise<{ rows: Array<EventRow & { cursor: EventCursor }>; pending: boolean }> {
-    if (this.dialect !== 'postgres') {
-      let q = this.db.selectFrom('events').selectAll().where('id', '>', o.after.id);
-      if (o.sessionKey) q = q.where('session_key', '=', o.sessionKey);
-      if (o.runId) q = q.where('run_id', '=', o.runId);
-      const rows = await q.orderBy('id').limit(o.limit).execute();
-      return { rows: rows.map((r) => ({ ...r, cursor: { id: Number(r.id) } })), pending: false };
-    }
-    const after = o.after.tx === undefined ? await this.resolveCursor(o.after) : o.after;
-    const rows = await sql<EventRow & { tx: string; xmin: string }>`
-      select id, run_id, seq, stream, ts, session_key, data, tx::text as tx, ${SETTLED_XID}::text as xmin
-      from events
-      where (tx, id) > (${String(after.tx)}::xid8, ${after.id})
-        ${o.sessionKey ? sql`and session_key = ${o.sessionKey}` : sql``}
-        ${o.runId ? sql`and run_id = ${o.runId}` : sql``}
-      order by tx, id limit ${o.limit}`.execute(this.db);
-    const out: Array<EventRow & { cursor: EventCursor }> = [];
-    let pending = false;
-    for (const r of rows.rows) {
-      const tx = BigInt(r.tx);
-      if (tx >= BigInt(r.xmin)) {
-        pending = true; // an older transaction may still commit rows before this one: wait for the horizon
-        break;
-      }
-      const { xmin: _x, ...row } = r;
-      out.push({ ...row, id: Number(r.id), cursor: { id: Number(r.id), tx } });
-    }
-    return { rows: out, pending };
+  async eventsAfter(o: { after: EventCursor; sessionKey?: string; runId?: string; limit: number }): Promise<{ rows: LogRow[]; pending: boolean }> {
+    const after = this.dialect === 'postgres' && o.after.tx === undefined ? await this.resolveCursor(o.after) : o.after;
+    return readEventsAfter(this.db, this.dialect, { ...o, after });
+  }
+
+  /** Folds an ended run's text deltas into one row each (server/store/event-fold.ts); the rows deleted. */
+  foldRun(runId: string): Promise<number> {
+    return foldRun(this.db, this.dialect, runId);
+  }
+
+  /** Whether ended runs' deltas are folded (`CROSSTALK_FOLD_DELTAS=0`: not). */
+  foldDeltas = process.env.CROSSTALK_FOLD_DELTAS !== '0';
+  private folds: Promise<unknown> = Promise.resolve();
+
+  /** Folds a run whose end is committed, after the folds queued before it (one at a time, off the run's path). */
+  foldLater(runId: string, onError: (e: unknown) => void): void {
+    if (!this.foldDeltas) return;
+    this.folds = this.folds.then(() => this.foldRun(runId)).catch(onError);
+  }
+
+  /** Resolves when the folds queued so far are done (tests, benches, a graceful stop). */
+  foldsSettled(): Promise<unknown> {
+    return this.folds;
   }
 
   /** A plain event id (an older client's Last-Event-ID) as a full cursor: just before that event's place. */
   async resolveCursor(c: EventCursor): Promise<EventCursor> {
     if (c.tx !== undefined || this.dialect !== 'postgres') return c;
     if (c.id === 0) return START;
-    const r = await sql<{ tx: string; id: number }>`select tx::text as tx, id from events where id <= ${c.id} order by id desc limit 1`.execute(this.db);
-    const row = r.rows[0];
-    return row ? { tx: BigInt(row.tx), id: Number(row.id) } : START;
+    return (await resolvePlainId(this.db, c.id)) ?? START;
   }
 
   /** A position every settled row is at or before (PostgreSQL): just below SETTLED_XID. */

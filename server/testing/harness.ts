@@ -6,6 +6,7 @@ import { parseRawConfig, resolveConfig } from '../config';
 import { createRuntime } from '../boot';
 import type { FullRuntime } from '../runtime-types';
 import { serve } from '../http/node-server';
+import { storeUnderTest } from './store-under-test';
 export { serve };
 
 export const TEST_TOKEN = 'test-token';
@@ -30,16 +31,17 @@ export interface StartOptions {
   dataDir?: string;
   databaseUrl?: string;
   pgSchema?: string;
+  /** Pins the server to SQLite in its data dir whatever the pass (the store under test is not asked). */
+  sqlite?: true;
 }
 
 /** TEST_STORE=postgres runs every harness server on PostgreSQL (TEST_DATABASE_URL), each in a schema of its own. */
-const PG_EVERYWHERE = process.env.TEST_STORE === 'postgres';
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const schemaFor = (dataDir: string) => `t_${path.basename(dataDir).replace(/[^a-z0-9]/gi, '').toLowerCase()}`;
 
 export async function startTestServer(o: StartOptions = {}): Promise<TestServer> {
   const dataDir = o.dataDir ?? tmpDataDir();
-  if (PG_EVERYWHERE && !o.databaseUrl) o = { ...o, databaseUrl: PG_URL, pgSchema: schemaFor(dataDir) };
+  if (!o.databaseUrl && !o.sqlite && storeUnderTest() === 'postgres') o = { ...o, databaseUrl: PG_URL, pgSchema: schemaFor(dataDir) };
   const config = resolveConfig(parseRawConfig(o.config ?? {}), {
     CROSSTALK_DATA_DIR: dataDir,
     CROSSTALK_WORKSPACES: `${dataDir}-ws`,

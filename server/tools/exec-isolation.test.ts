@@ -9,9 +9,10 @@ import { parseRawConfig, resolveConfig } from '../config';
 import { tmpDataDir, until } from '../testing/harness';
 import { createExecTool } from './exec';
 import { blockedFor, prepareExecIsolation } from './exec-isolation';
+import { onPostgresPass } from '../testing/store-under-test';
 
 const root = path.resolve(import.meta.dirname, '../..');
-const PG = process.env.TEST_STORE === 'postgres';
+const PG = onPostgresPass();
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const SECRETS = {
   OPENAI_API_KEY: 'sk-openai-secret-value',

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer, until } from '../testing/harness';
 import { isPrivateAddress } from './guard';
+import { onPostgresPass } from '../testing/store-under-test';
 
 type Behaviour = 'ok' | '500' | 'hang' | 'close';
 interface Receiver {
@@ -44,7 +45,7 @@ const sign = (hit: { body: string; ts?: string }, secret: string) => {
   return `sha256=${crypto.createHmac('sha256', secret).update(`${hit.ts}.${hit.body}`).digest('hex')}`;
 };
 
-const PG = process.env.TEST_STORE === 'postgres';
+const PG = onPostgresPass();
 /** The first retry's delay: `retryBaseMs` on SQLite; whole seconds (at least 1) on PostgreSQL's job engine. */
 const BASE_MS = PG ? 1000 : 40;
 const webhooks = { allowPrivateNetwork: true, retryBaseMs: 40, maxAttempts: 5, timeoutMs: 300 };

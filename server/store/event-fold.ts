@@ -1,0 +1,217 @@
+// Folding an ended run's text deltas (issue 24 item 7) and reading the event log through folds. A run of consecutive
+// `assistant` deltas is stored as ONE row at the first delta's place (its id, and on PostgreSQL its tx) whose `data`
+// lists every delta's id, tx, time and text, and whose `fold_id`/`fold_tx` are the last delta's place. Every read of
+// the log goes through `readEventsAfter`, which expands it: clients see the same events, ids, cursors and bytes as
+// before the fold. The fold is one transaction (a reader sees all the rows or the folded one, never a mix).
+import { type Kysely, sql } from 'kysely';
+import { type EventCursor, isAfter } from '../events/cursor';
+import type { Database, DialectName } from './schema';
+import { SETTLED_XID } from './settled';
+
+/** One event of the log as its readers get it: never folded, with its place (the SSE id). */
+export interface LogRow {
+  id: number;
+  run_id: string;
+  seq: number;
+  stream: string;
+  ts: string;
+  session_key: string;
+  data: string;
+  /** PostgreSQL: its transaction id (xid8, as text). */
+  tx?: string;
+  cursor: EventCursor;
+}
+
+/** A stored row as read (PostgreSQL adds tx and xmin as text). */
+interface StoredRow {
+  id: number | string;
+  run_id: string;
+  seq: number;
+  stream: string;
+  ts: string;
+  session_key: string;
+  data: string;
+  tx?: string;
+  fold_id: number | string | null;
+  fold_tx?: string | null;
+  xmin?: string;
+  b?: number | string;
+}
+
+/**
+ * One folded delta: its id less the row's, its time (ms after the row's, or the exact string when that would not
+ * give it back), its text, and on PostgreSQL its tx less the row's when not 0.
+ */
+type Entry = [dId: number, dTs: number | string, text: string, dTx?: number];
+
+/** At most this many deltas in one folded row (a reader expands a row whole). */
+export const FOLD_MAX = 500;
+
+const COLS = sql`id, run_id, seq, stream, ts, session_key, data, fold_id`;
+
+/** The events a stored row stands for, in log order: itself, or every delta it folds. */
+export function expandRow(r: StoredRow): LogRow[] {
+  const id = Number(r.id);
+  const tx = r.tx === undefined || r.tx === null ? undefined : BigInt(r.tx);
+  const place = (eid: number, etx: bigint | undefined): EventCursor => (etx === undefined ? { id: eid } : { id: eid, tx: etx });
+  const txField = (etx: bigint | undefined) => (etx === undefined ? {} : { tx: String(etx) });
+  if (r.fold_id === null || r.fold_id === undefined) {
+    return [{ id, run_id: r.run_id, seq: r.seq, stream: r.stream, ts: r.ts, session_key: r.session_key, data: r.data, ...txField(tx), cursor: place(id, tx) }];
+  }
+  const entries = JSON.parse(r.data) as Entry[];
+  const t0 = Date.parse(r.ts);
+  return entries.map(([dId, dTs, text, dTx], i) => {
+    const eid = id + dId;
+    const etx = tx === undefined ? undefined : tx + BigInt(dTx ?? 0);
+    const ts = typeof dTs === 'string' ? dTs : dTs === 0 ? r.ts : new Date(t0 + dTs).toISOString();
+    return { id: eid, run_id: r.run_id, seq: r.seq + i, stream: r.stream, ts, session_key: r.session_key, data: JSON.stringify({ delta: text }), ...txField(etx), cursor: place(eid, etx) };
+  });
+}
+
+const byPlace = (a: LogRow, b: LogRow) => (isAfter(a.cursor, b.cursor) ? 1 : isAfter(b.cursor, a.cursor) ? -1 : 0);
+
+/**
+ * Events after a cursor (PostgreSQL: a resolved one), in log order, folds expanded. One statement reads the next
+ * `limit` stored rows after it and the folded rows that began at or before it and end after it (one snapshot: a
+ * fold committing meanwhile is seen whole or not at all). When the page is full, only events up to its last
+ * stored row's place are returned (the rest of a fold that reaches past it comes with the next page). On
+ * PostgreSQL only events of settled transactions (below SETTLED_XID, server/store/settled.ts) are returned; `pending` says more may
+ * come. A full page returns at least `limit` events unless `pending`.
+ */
+export async function readEventsAfter(
+  db: Kysely<Database>,
+  dialect: DialectName,
+  o: { after: EventCursor; sessionKey?: string; runId?: string; limit: number },
+): Promise<{ rows: LogRow[]; pending: boolean }> {
+  const filters = sql`${o.sessionKey ? sql`and session_key = ${o.sessionKey}` : sql``} ${o.runId ? sql`and run_id = ${o.runId}` : sql``}`;
+  let stored: StoredRow[];
+  if (dialect !== 'postgres') {
+    const a = o.after.id;
+    stored = (
+      await sql<StoredRow>`
+      select * from (select ${COLS}, 0 as b from events where id > ${a} ${filters} order by id limit ${o.limit})
+      union all
+      select ${COLS}, 1 as b from events where fold_id is not null and fold_id > ${a} and id <= ${a} ${filters}`.execute(db)
+    ).rows;
+  } else {
+    const tx = String(o.after.tx ?? 0n);
+    const a = o.after.id;
+    stored = (
+      await sql<StoredRow>`
+      (select ${COLS}, tx::text as tx, 0 as b, ${SETTLED_XID}::text as xmin from events
+        where (tx, id) > (${tx}::xid8, ${a}) ${filters} order by tx, id limit ${o.limit})
+      union all
+      (select ${COLS}, tx::text as tx, 1 as b, ${SETTLED_XID}::text as xmin from events
+        where fold_id is not null and (fold_tx, fold_id) > (${tx}::xid8, ${a}) and (tx, id) <= (${tx}::xid8, ${a}) ${filters})`.execute(db)
+    ).rows;
+  }
+  // A full page: its last stored row's place (a UNION ALL keeps no order).
+  const main = stored.filter((r) => Number(r.b) === 0).map((r) => expandRow(r)[0]!.cursor);
+  const until = main.length >= o.limit ? main.reduce((m, c) => (isAfter(c, m) ? c : m)) : null;
+  const events = stored
+    .flatMap(expandRow)
+    .filter((e) => isAfter(e.cursor, o.after) && (!until || !isAfter(e.cursor, until)))
+    .sort(byPlace);
+  if (dialect !== 'postgres' || !stored.length) return { rows: events, pending: false };
+  const xmin = BigInt(stored[0]!.xmin!);
+  const out: LogRow[] = [];
+  for (const e of events) {
+    // An older transaction may still commit rows before this one: wait for the horizon.
+    if (e.cursor.tx! >= xmin) return { rows: out, pending: true };
+    out.push(e);
+  }
+  return { rows: out, pending: false };
+}
+
+/**
+ * PostgreSQL, a plain event id (an older client's Last-Event-ID): the place of the event with the greatest id up to
+ * it, folded deltas included (one statement: the stored rows and the folds that reach it).
+ */
+export async function resolvePlainId(db: Kysely<Database>, id: number): Promise<EventCursor | null> {
+  const r = await sql<StoredRow>`
+    (select ${COLS}, tx::text as tx from events where id <= ${id} order by id desc limit 1)
+    union all
+    (select ${COLS}, tx::text as tx from events where fold_id is not null and fold_id >= ${id} and id <= ${id})
+    union all
+    (select ${COLS}, tx::text as tx from events where fold_id is not null and fold_id < ${id} order by fold_id desc limit 1)`.execute(db);
+  let best: LogRow | null = null;
+  for (const e of r.rows.flatMap(expandRow)) if (e.id <= id && (!best || e.id > best.id)) best = e;
+  return best ? best.cursor : null;
+}
+
+/** The ended run's deltas to fold: maximal runs (≥ 2, ≤ FOLD_MAX) of consecutive plain deltas, in log order. */
+function foldGroups(rows: StoredRow[]): StoredRow[][] {
+  const maxSeq = Math.max(...rows.map((r) => r.seq));
+  const plain = (r: StoredRow) => {
+    if (r.stream !== 'assistant' || r.fold_id !== null || r.seq === maxSeq) return false;
+    try {
+      const d = JSON.parse(r.data) as { delta?: unknown };
+      return typeof d.delta === 'string' && r.data === JSON.stringify({ delta: d.delta });
+    } catch {
+      return false;
+    }
+  };
+  const place = (r: StoredRow) => expandRow(r)[0]!.cursor;
+  const groups: StoredRow[][] = [];
+  let cur: StoredRow[] = [];
+  const close = () => {
+    if (cur.length >= 2) groups.push(cur);
+    cur = [];
+  };
+  for (const r of rows) {
+    const prev = cur[cur.length - 1];
+    // Consecutive: the next seq, a later place in the log, a greater id (the offsets stay positive).
+    if (prev && (!plain(r) || r.seq !== prev.seq + 1 || Number(r.id) <= Number(prev.id) || !isAfter(place(r), place(prev)) || cur.length >= FOLD_MAX)) close();
+    if (plain(r)) cur.push(r);
+    else close();
+  }
+  close();
+  return groups;
+}
+
+function foldedData(group: StoredRow[]): string {
+  const first = group[0]!;
+  const id0 = Number(first.id);
+  const t0 = Date.parse(first.ts);
+  const tx0 = first.tx === undefined ? undefined : BigInt(first.tx);
+  const entries: Entry[] = group.map((r) => {
+    const off = Date.parse(r.ts) - t0;
+    const dTs: number | string = r.ts === first.ts ? 0 : off !== 0 && Number.isSafeInteger(off) && new Date(t0 + off).toISOString() === r.ts ? off : r.ts;
+    const e: Entry = [Number(r.id) - id0, dTs, (JSON.parse(r.data) as { delta: string }).delta];
+    const dTx = tx0 === undefined ? 0 : Number(BigInt(r.tx!) - tx0);
+    if (dTx) e.push(dTx);
+    return e;
+  });
+  return JSON.stringify(entries);
+}
+
+/**
+ * Folds an ended run's text deltas, in one transaction: each group's first row becomes the folded row, the others
+ * are deleted. Does nothing for a run already folded (locked on PostgreSQL: a second fold waits, then sees it).
+ * Returns the number of rows deleted. Call it only after the run's end is committed (nothing more of its deltas comes).
+ */
+export async function foldRun(db: Kysely<Database>, dialect: DialectName, runId: string): Promise<number> {
+  return db.transaction().execute(async (t) => {
+    const rows = (
+      dialect === 'postgres'
+        ? await sql<StoredRow>`select ${COLS}, tx::text as tx from events where run_id = ${runId} order by seq, id for update`.execute(t)
+        : await sql<StoredRow>`select ${COLS} from events where run_id = ${runId} order by seq, id`.execute(t)
+    ).rows.map((r) => ({ ...r, seq: Number(r.seq), fold_id: r.fold_id === null ? null : Number(r.fold_id) }));
+    if (!rows.length || rows.some((r) => r.fold_id !== null)) return 0;
+    let deleted = 0;
+    for (const g of foldGroups(rows)) {
+      const first = g[0]!;
+      const last = g[g.length - 1]!;
+      const data = foldedData(g);
+      if (dialect === 'postgres') {
+        await sql`update events set data = ${data}, fold_id = ${Number(last.id)}, fold_tx = ${last.tx!}::xid8 where id = ${Number(first.id)}`.execute(t);
+      } else {
+        await sql`update events set data = ${data}, fold_id = ${Number(last.id)} where id = ${Number(first.id)}`.execute(t);
+      }
+      const rest = g.slice(1).map((r) => Number(r.id));
+      const res = await t.deleteFrom('events').where('run_id', '=', runId).where('id', 'in', rest).executeTakeFirst();
+      deleted += Number(res.numDeletedRows);
+    }
+    return deleted;
+  });
+}
