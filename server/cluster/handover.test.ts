@@ -91,6 +91,85 @@ describe('handovers drive a run once (PostgreSQL)', () => {
     }
   }, 180_000);
 
+  it('a session that was loading when its process was declared dead is not driven by that load: the run ends once (the rolling-restart double drive)', async () => {
+    // The 100-restart rolling run on PostgreSQL (issue 20 item 8): a process under load took over an orphaned
+    // session and, while it loaded the session's runs, was declared dead (stale heartbeat). `fenced()` dropped the
+    // loading state and cleared its fence (no run executing yet); the load then went on and re-drove the run from
+    // that dropped state with no fence at all, beside the lease holder's re-drive: the run ended twice.
+    const schema = newSchema();
+    const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    const b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    let bUp = true;
+    try {
+      const key = 'agent:main:fenced-load';
+      const { store, bus } = a.rt;
+      const o = a.rt.orchestrator as any;
+      let held = false;
+      const unfinishedRuns = store.unfinishedRuns.bind(store);
+      (store as any).unfinishedRuns = async (k: string) => {
+        const rows = await unfinishedRuns(k);
+        if (!held && k === key) {
+          held = true;
+          // A claimed the orphaned session and read its runs (the run in flight among them) when the others declare
+          // it dead; it learns so at its next heartbeat (its states dropped, its fences cleared), registers again …
+          const me = a.rt.cluster!.id;
+          await sql`update processes set status = 'dead' where id = ${me}`.execute(store.db);
+          await sql`update sessions set owner = null, epoch = nextval('session_epochs') where owner = ${me}`.execute(store.db);
+          await until(() => a.rt.cluster!.id !== me, 30_000);
+        }
+        // … and only then does this load go on, with the run still running in what it read.
+        return rows;
+      };
+      const r = await b.rpc<Started>('agent', { sessionKey: key, message: '/sleep 4000\n/reply once' });
+      await until(async () => (await a.rt.store.maxSeq(r.runId)) >= 2);
+      bUp = false;
+      await b.crash(); // as with kill -9: A takes the session over (and is declared dead while loading it)
+      expect(await a.rpc('agent.wait', { runId: r.runId, timeoutMs: 60_000 })).toMatchObject({ status: 'ok', response: 'once' });
+      expect(held).toBe(true);
+      // Whatever copy of the run might still go on here has stopped.
+      await until(() => !o.executions.has(r.runId), 30_000);
+      await bus.drain();
+      const h = (await a.rpc<{ messages: any[] }>('chat.history', { sessionKey: key })).messages;
+      expect(h.filter((m) => m.role === 'assistant').map((m) => m.content)).toEqual(['once']);
+      const ends = await store.db.selectFrom('events').select('data').where('run_id', '=', r.runId).where('stream', '=', 'lifecycle').execute();
+      expect(ends.map((e) => JSON.parse(e.data).phase).filter((x) => x === 'end' || x === 'error')).toEqual(['end']);
+      const seqs = await seqsOf(a, r.runId);
+      expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+    } finally {
+      await a.close();
+      if (bUp) await b.close();
+    }
+  }, 240_000);
+
+  it('a run whose session has no fence here (its state was dropped) writes no end beside the lease holder’s re-drive', async () => {
+    const schema = newSchema();
+    const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    const b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    try {
+      const key = 'agent:main:unfenced-end';
+      const o = a.rt.orchestrator as any;
+      const r = await a.rpc<Started>('agent', { sessionKey: key, message: '/sleep 3000\n/reply once' });
+      await until(async () => (await b.rt.store.maxSeq(r.runId)) >= 2);
+      // A's fence on the session is gone while its copy of the run goes on (any path that drops a state and clears
+      // its fence, as a load dropped by `fenced()` did) …
+      a.rt.store.clearFence(key);
+      // … and B holds the session now and re-drives the run.
+      const claimed = await sql<{ epoch: string }>`update sessions set owner = ${b.rt.cluster!.id}, epoch = nextval('session_epochs') where key = ${key} returning epoch`.execute(b.rt.store.db);
+      await (b.rt.orchestrator as any).adopt(key, Number(claimed.rows[0]!.epoch));
+      expect(await b.rpc('agent.wait', { runId: r.runId, timeoutMs: 60_000 })).toMatchObject({ status: 'ok', response: 'once' });
+      await until(() => !o.executions.has(r.runId), 30_000);
+      await a.rt.bus.drain();
+      await b.rt.bus.drain();
+      const h = (await b.rpc<{ messages: any[] }>('chat.history', { sessionKey: key })).messages;
+      expect(h.filter((m) => m.role === 'assistant').map((m) => m.content)).toEqual(['once']);
+      const ends = await b.rt.store.db.selectFrom('events').select('data').where('run_id', '=', r.runId).where('stream', '=', 'lifecycle').execute();
+      expect(ends.map((e) => JSON.parse(e.data).phase).filter((x) => x === 'end' || x === 'error')).toEqual(['end']);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  }, 240_000);
+
   it('a session state this process let go starts nothing: a queued run placed late into it runs once, where the lease is', async () => {
     const schema = newSchema();
     const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });

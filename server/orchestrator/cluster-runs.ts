@@ -168,9 +168,12 @@ export abstract class ClusterRuns extends RunEnds {
       const { store, log } = this.o;
       if (zombies) {
         await zombies;
-        if (st.epoch === epoch) this.o.store.setFence(key, epoch!);
+        // Not for a state dropped meanwhile: its stale fence would replace a newer claim's here.
+        if (st.epoch === epoch && this.current(st)) this.o.store.setFence(key, epoch!);
       }
       const rows = unfinished ?? (await store.unfinishedRuns(key));
+      // Dropped while loading (this process was declared dead, or it is stopping): the lease is someone else's now.
+      if (!this.current(st)) return;
       for (const row of rows) {
         if (st.known.has(row.id)) continue;
         st.known.add(row.id);
@@ -208,6 +211,9 @@ export abstract class ClusterRuns extends RunEnds {
     return loading.then(
       () => {
         if (st.loading === loading) st.loading = undefined;
+        // A state dropped while it loaded drives nothing: `fenced()` cleared its fence (it had no run executing yet),
+        // so a re-drive here would write unfenced beside the lease holder's, and end the run a second time.
+        if (!this.current(st)) return;
         const active = st.active;
         if (active?.cancelled && st.parked) return this.abortActive(st);
         if (active && st.parked && active.row?.status === 'running') {

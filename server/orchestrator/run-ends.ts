@@ -60,7 +60,7 @@ export abstract class RunEnds extends RunQueues {
         { status: outcome.status, response: outcome.response ?? null, error: outcome.error ?? null, ended_at: nowIso(), last_seq: bus.currentSeq(active.id) + finalRows.length + 1 },
         deliveries.callbacks,
         deliveries.webhooks,
-        { key: st.key, idle: !st.queue.length && !active.inbox.length, release: !!this.cluster },
+        { key: st.key, idle: !st.queue.length && !active.inbox.length, release: !!this.cluster, leased: !!this.cluster },
         {
           messages: finalRows,
           events: (rows) => [...earlier, ...rows.map((m) => bus.prepare(active.id, 'message', { message: m })), bus.prepare(active.id, 'lifecycle', endData(outcome))],

@@ -346,9 +346,12 @@ export class Store extends FencedStore {
     fields: Partial<Omit<RunRow, 'id'>>,
     callbacks: CallbackRow[],
     webhooks: WebhookRow[],
-    session: { key: string; idle: boolean; release?: boolean },
+    session: { key: string; idle: boolean; release?: boolean; leased?: boolean },
     o: { messages?: NewMessage[]; events?: (rows: TranscriptMessage[]) => PendingEvent[]; deliveries?: RunEndDeliveries; logged?: (events: PendingEvent[], ids: Array<{ id: number; tx?: string }>) => void } = {},
   ): Promise<{ released: boolean; events: PendingEvent[]; ids: Array<{ id: number; tx?: string }> }> {
+    // `leased`: the run was driven under a lease (several processes). With no fence for its session here (its state
+    // was dropped and its fence cleared), its end is not written unchecked: it is someone else's run now.
+    if (session.leased && this.dialect === 'postgres' && this.fences.get(session.key) === undefined) throw new FencedError(session.key);
     const usage = this.takeUsage([id]);
     const msgs = o.messages ?? [];
     const pg = this.dialect === 'postgres' && msgs.every((m) => m.sessionKey === session.key);
