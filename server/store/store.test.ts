@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from './db';
 import { Store } from './store';
-import { startTestServer, tmpDataDir } from '../testing/harness';
+import { startTestServer, tmpDataDir, until } from '../testing/harness';
 
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const schema = () => `t_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
@@ -156,7 +156,12 @@ describe('the event log on PostgreSQL, with a long transaction in another databa
       const head = await store.logHead();
       const ts = new Date().toISOString();
       await store.insertEvents([1, 2, 3].map((seq) => ({ runId: 'r_long', seq, stream: 'assistant' as const, ts, sessionKey: 'agent:main:long', data: { delta: String(seq) } })));
-      const { rows, pending } = await store.eventsAfter({ after: head, sessionKey: 'agent:main:long', limit: 10 });
+      // Other suites' short transactions in this database (files run side by side) may hold the horizon a moment;
+      // the long one in the other database, open throughout, must not (before the fix this never settled).
+      const { rows, pending } = await until(async () => {
+        const r = await store.eventsAfter({ after: head, sessionKey: 'agent:main:long', limit: 10 });
+        return r.rows.length === 3 && !r.pending ? r : undefined;
+      }, 15_000);
       expect(rows.map((r) => r.seq)).toEqual([1, 2, 3]);
       expect(pending).toBe(false);
       const newest = await store.logHead();
