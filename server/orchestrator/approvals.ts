@@ -191,10 +191,15 @@ export class Approvals {
         this.waiters.delete(approvalId);
         // A graceful stop leaves the approval pending: the run is re-driven later and waits for it again.
         if (q.signal.reason === Symbol.for('crosstalk.shutdown')) return resolve({ allowed: false, reason: 'stopping' });
-        void this.store.settleApproval(approvalId, 'cancelled', null, 'run interrupted').then((settled) => {
-          if (settled) this.bus.emit(q.runId, 'approval', { phase: 'resolved', approvalId, decision: 'cancelled', reason: 'run interrupted' });
-        });
-        resolve({ allowed: false, reason: 'run interrupted' });
+        // The gate answers once the cancel is stored and said on the run's stream: answered first, the run could end
+        // (and leave the bus) before the event, which then had no run to go to (an unhandled rejection).
+        void this.store
+          .settleApproval(approvalId, 'cancelled', null, 'run interrupted')
+          .then((settled) => {
+            if (settled) this.bus.emit(q.runId, 'approval', { phase: 'resolved', approvalId, decision: 'cancelled', reason: 'run interrupted' });
+          })
+          .catch(() => undefined)
+          .finally(() => resolve({ allowed: false, reason: 'run interrupted' }));
       };
       if (q.signal.aborted) return onAbort();
       q.signal.addEventListener('abort', onAbort, { once: true });
