@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer, tmpDataDir, until } from '../testing/harness';
+import { settledEvents, startTestServer, type TestServer, tmpDataDir, until } from '../testing/harness';
 
 const STDIO_SERVER = path.join(import.meta.dirname, 'testing', 'stdio-server.mjs');
 
@@ -28,7 +28,7 @@ async function run(srv: TestServer, message: string) {
 }
 
 const events = async (srv: TestServer, runId: string) =>
-  (await srv.rt.store.eventsAfter({ after: { id: 0 }, runId, limit: 500 })).rows.map((e) => ({ stream: e.stream, data: JSON.parse(e.data) }));
+  (await settledEvents(srv.rt, { runId })).map((e) => ({ stream: e.stream, data: JSON.parse(e.data) }));
 
 describe('MCP progress and trace context', () => {
   it('asks for progress and turns each notification into a tool update event on the card', async () => {

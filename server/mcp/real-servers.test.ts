@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer, tmpDataDir, until } from '../testing/harness';
+import { settledEvents, startTestServer, type TestServer, tmpDataDir, until } from '../testing/harness';
 
 const require = createRequire(import.meta.url);
 const pkgDir = (name: string) => path.dirname(require.resolve(`${name}/package.json`));
@@ -56,7 +56,7 @@ describe('server-everything over stdio', () => {
     const runId = await send(srv, '/tool mcp__everything__trigger-long-running-operation {"duration":0.6,"steps":3}');
     const done = await wait(srv, runId);
     expect(done.response).toContain('Long running operation completed');
-    const evs = (await srv.rt.store.eventsAfter({ after: { id: 0 }, runId, limit: 500 })).rows.map((e) => ({ stream: e.stream, data: JSON.parse(e.data) }));
+    const evs = (await settledEvents(srv.rt, { runId })).map((e) => ({ stream: e.stream, data: JSON.parse(e.data) }));
     const updates = evs.filter((e) => e.stream === 'tool' && e.data.phase === 'update').map((e) => e.data.progress);
     expect(updates).toEqual([1, 2, 3].map((progress) => ({ progress, total: 3 })));
   });

@@ -178,3 +178,15 @@ export async function until<T>(fn: () => Promise<T | undefined | null | false> |
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+/**
+ * The event log's rows for a run or session once all of them are settled: on PostgreSQL a read hands out only rows
+ * below the settled horizon (`pending` when a transaction of this database older than some row is still open — other
+ * suites' transactions too, with files running side by side), so a single read right after a run can miss its last rows.
+ */
+export async function settledEvents(rt: FullRuntime, o: { runId?: string; sessionKey?: string; limit?: number }) {
+  return until(async () => {
+    const r = await rt.store.eventsAfter({ after: { id: 0 }, limit: o.limit ?? 500, ...(o.runId ? { runId: o.runId } : {}), ...(o.sessionKey ? { sessionKey: o.sessionKey } : {}) });
+    return r.pending ? undefined : r.rows;
+  }, 15_000);
+}
