@@ -5,19 +5,12 @@
 // before the fold. The fold is one transaction (a reader sees all the rows or the folded one, never a mix).
 import { type Kysely, sql } from 'kysely';
 import { type EventCursor, isAfter } from '../events/cursor';
-import type { Database, DialectName } from './schema';
+import type { Selectable } from 'kysely';
+import type { Database, DialectName, EventsTable } from './schema';
 import { SETTLED_XID } from './settled';
 
-/** An event's columns as stored and as read (PostgreSQL adds `tx`: the writing transaction's id, xid8 as text). */
-interface EventFields {
-  run_id: string;
-  seq: number;
-  stream: string;
-  ts: string;
-  session_key: string;
-  data: string;
-  tx?: string;
-}
+/** An event's columns as stored and as read (the table's, less its id and fold columns; `tx` as text on PostgreSQL). */
+type EventFields = Omit<Selectable<EventsTable>, 'id' | 'tx' | 'fold_id' | 'fold_tx'> & { tx?: string };
 
 /** One event of the log as its readers get it: never folded, with its place (the SSE id). */
 export interface LogRow extends EventFields {
