@@ -1,8 +1,8 @@
 // The agent board (CONTRACT §7): its four groups change live as a tree of runs starts, waits on an approval, finishes
 // and fails; an item opens its session; "Next needing input" (and key n) opens the session with a pending item; the
 // sidebar nests the delegate under its parent and carries the attention badge up.
-import { expect, test, TOKEN } from './fixtures';
-import { rpc } from './support/rpc';
+import { expect, openOwnRoom, test, TOKEN } from './fixtures';
+import { rpc, rpcAt } from './support/rpc';
 
 test('the board follows a delegate tree live; Next needing input opens the waiting delegate', async ({ room, page, request, freshSession }) => {
   // Earlier tests may have left items pending: decide them, so this test's item is the only one.
@@ -71,13 +71,12 @@ test('the board follows a delegate tree live; Next needing input opens the waiti
 // Issue 22 item 7: the idle room asks for the board before it opens, so the click shows the groups from the cache while
 // the board's own request is still out; that request goes on its own (not batched); a long group renders whole after
 // its first screenful.
-// FIXME (stop 21): passes alone (2/2) but failed once in the full suite on the shared e2e server: its session
-// "…-many-11" was not in the board's Done group. The cause was not found in the time left: something earlier specs leave
-// on the shared server (workers: 1). To move onto a server of its own (ownServer / openOwnRoom) next stop.
-test.fixme('the board opens from the idle prefetch, on its own request, and renders long groups whole', async ({ room, page, request, freshSession }) => {
+// It runs on a server of its own: on the shared e2e server it once missed its newest session in the Done group (stop 21).
+test('the board opens from the idle prefetch, on its own request, and renders long groups whole', async ({ page, request, freshSession, ownServer }) => {
+  const server = await ownServer();
   for (let i = 0; i < 12; i++) {
-    const r = await rpc<{ runId: string }>(request, TOKEN, 'agent', { sessionKey: `${freshSession}-many-${i}`, message: `/reply done ${i}` });
-    await rpc(request, TOKEN, 'agent.wait', { runId: r.runId });
+    const r = await rpcAt<{ runId: string }>(request, server.origin, TOKEN, 'agent', { sessionKey: `${freshSession}-many-${i}`, message: `/reply done ${i}` });
+    await rpcAt(request, server.origin, TOKEN, 'agent.wait', { runId: r.runId });
   }
   const paths: string[] = [];
   let release!: () => void;
@@ -88,7 +87,7 @@ test.fixme('the board opens from the idle prefetch, on its own request, and rend
     if (paths.length > 1) await held;
     await route.continue();
   });
-  await room.open(freshSession);
+  await openOwnRoom(page, server, freshSession);
   await expect.poll(() => paths.length).toBe(1);
   await page.getByRole('button', { name: 'Board', exact: true }).click();
   const board = page.getByRole('region', { name: 'Agent board' });

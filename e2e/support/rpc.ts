@@ -2,7 +2,12 @@
 import { expect, type APIRequestContext } from '@playwright/test';
 
 export async function rpc<T = any>(request: APIRequestContext, token: string, method: string, params: object): Promise<T> {
-  const res = await request.post('/api/gateway', {
+  return rpcAt<T>(request, '', token, method, params);
+}
+
+/** `rpc` against a server of the test's own (`origin` is its `http://127.0.0.1:port`). */
+export async function rpcAt<T = any>(request: APIRequestContext, origin: string, token: string, method: string, params: object): Promise<T> {
+  const res = await request.post(`${origin}/api/gateway`, {
     headers: { authorization: `Bearer ${token}` },
     data: { jsonrpc: '2.0', id: 1, method, params },
   });
