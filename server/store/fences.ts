@@ -24,6 +24,21 @@ export class FencedStore extends StoreBase {
 
   protected readonly fences = new Map<string, number>();
 
+  /**
+   * Set by boot when this process is one of a cluster (PostgreSQL): its runs are driven under their sessions' leases,
+   * so a run's write for a session this process holds no fence on is refused (`refuseUnfenced`), never made unchecked.
+   */
+  leases = false;
+
+  /**
+   * A write made by a run driven under a lease (`leased`: by default whether this process is clustered) while this
+   * process holds no fence for its session (its state was dropped: released idle, declared dead, dropped while it
+   * loaded): FencedError, which ends the run quietly. The lease holder's re-drive makes the write instead.
+   */
+  protected refuseUnfenced(key: string, leased = this.leases): void {
+    if (leased && this.dialect === 'postgres' && !this.fences.has(key)) throw new FencedError(key);
+  }
+
   setFence(key: string, epoch: number) {
     this.fences.set(key, epoch);
   }
@@ -56,7 +71,10 @@ export class FencedStore extends StoreBase {
   /** A run's write to a run row of its session, fenced by the session's lease epoch (FencedError when lost). */
   async updateRunFenced(id: string, sessionKey: string, fields: Partial<Omit<RunRow, 'id'>>): Promise<void> {
     const fence = this.fences.get(sessionKey);
-    if (fence === undefined || this.dialect !== 'postgres') return this.updateRun(id, fields);
+    if (fence === undefined || this.dialect !== 'postgres') {
+      this.refuseUnfenced(sessionKey);
+      return this.updateRun(id, fields);
+    }
     const cols = Object.keys(fields) as Array<keyof typeof fields>;
     if (!cols.length) return;
     const r = await sql<{ held: number }>`
@@ -81,6 +99,7 @@ export class FencedStore extends StoreBase {
    */
   async markToolStarted(runId: string, callId: string, sessionKey: string): Promise<boolean> {
     const fence = this.fences.get(sessionKey);
+    if (fence === undefined) this.refuseUnfenced(sessionKey);
     if (fence !== undefined && this.dialect === 'postgres') {
       const r = await sql<{ held: number; won: number }>`
         with f as (select key from sessions where key = ${sessionKey} and epoch = ${fence} for share),
