@@ -58,15 +58,17 @@ function tallyTool(count: { n: number }): AnyToolDef {
 }
 
 describe('a run whose session has no fence here writes nothing beside the lease holder’s (PostgreSQL)', () => {
-  it('its events (deltas, a step) are dropped, not logged beside the re-drive’s: every seq once', async () => {
+  it('its events (deltas, a step’s usage) are dropped, not logged beside the re-drive’s: every seq once', async () => {
     const [a, b] = await pair();
     try {
       const key = 'agent:main:unfenced-events';
-      const r = await a.rpc<Started>('agent', { sessionKey: key, message: '/sleep 3000\n/reply once' });
+      // A step with text and a tool call: its deltas and usage are emitted before its rows are written (refused),
+      // and flushed on their own after the run has stopped here (a run's end would take them along; not here).
+      const r = await a.rpc<Started>('agent', { sessionKey: key, message: '/sleep 3000\n/reply once\n/tool sessions_list' });
       await until(async () => (await b.rt.store.maxSeq(r.runId)) >= 2);
       a.rt.store.clearFence(key); // A's state was dropped while its copy of the run sleeps in its model step
       await takeOver(b, key);
-      expect(await b.rpc('agent.wait', { runId: r.runId, timeoutMs: 60_000 })).toMatchObject({ status: 'ok', response: 'once' });
+      expect(await b.rpc('agent.wait', { runId: r.runId, timeoutMs: 60_000 })).toMatchObject({ status: 'ok' });
       await settled(a, b, r.runId);
       // A's copy streamed its deltas and its step's usage after it lost the fence: none of them is in the log.
       const seqs = (await eventsOf(b, r.runId)).map((e) => Number(e.seq));
