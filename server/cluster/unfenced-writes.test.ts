@@ -1,7 +1,7 @@
 // A run still going on in a process that holds no fence for its session any more (its state was dropped: released
 // idle, declared dead, dropped while it loaded) writes nothing beside the lease holder's re-drive (PostgreSQL): its
-// start, its step rows, its tool-start claim, its status, its send_message rows and its events are all refused, not
-// written unchecked. One case per write; each fails with that write's guard (server/store/fences.ts) taken out.
+// start, its step rows, its tool-start claim, its status, its send_message rows, its compaction row and its events are
+// all refused, not written unchecked. One case per write; each fails with that write's guard (server/store/fences.ts) taken out.
 import crypto from 'node:crypto';
 import { sql } from 'kysely';
 import { z } from 'zod';
@@ -16,10 +16,10 @@ const config = { agents: [{ id: 'main', tools: { exec: 'ask' } }] };
 
 type Started = { runId: string; status: string };
 
-async function pair(): Promise<[TestServer, TestServer]> {
+async function pair(cfg: Record<string, unknown> = config): Promise<[TestServer, TestServer]> {
   const schema = `t_uf_${crypto.randomBytes(4).toString('hex')}`;
-  const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
-  const b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+  const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config: cfg });
+  const b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config: cfg });
   return [a, b];
 }
 
@@ -236,6 +236,40 @@ describe('a run whose session has no fence here writes nothing beside the lease 
       await settled(a, b, r.runId);
       expect(hooked).toBe(true);
       expect((await history(b, key)).filter((m) => m.content === 'from the zombie')).toEqual([]);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  }, 120_000);
+
+  it('its compaction row (compacting before a step) is refused: the lease holder’s re-drive compacts, once', async () => {
+    const [a, b] = await pair({ ...config, models: { scripted: { contextWindow: 6000 } }, compaction: { threshold: 0.8, keepRecent: 4 } });
+    try {
+      const key = 'agent:main:unfenced-compaction';
+      // Rows from before (written from outside any run): past the threshold, so the run's first step compacts.
+      await a.rt.store.ensureSession({ key, agentId: 'main', kind: 'other' });
+      for (let i = 0; i < 12; i++) {
+        await a.rt.store.appendMessages([{ sessionKey: key, role: i % 2 ? 'assistant' : 'user', kind: 'message', content: `note ${i}: ${'lorem ipsum dolor sit amet '.repeat(80)}`, author: { type: 'user', id: 'u' } }]);
+      }
+      const compactor = a.rt.compactor as any;
+      const summarize = compactor.summarize.bind(compactor);
+      let hooked = false;
+      // A's state is dropped while its run summarizes; B takes the session over, and its re-drive compacts first.
+      compactor.summarize = async (...args: unknown[]) => {
+        const out = await summarize(...args);
+        if (!hooked) {
+          hooked = true;
+          a.rt.store.clearFence(key);
+          await takeOver(b, key);
+          await until(async () => (await b.rt.store.db.selectFrom('messages').select('id').where('session_key', '=', key).where('kind', '=', 'compaction').execute()).length > 0, 30_000);
+        }
+        return out;
+      };
+      const r = await a.rpc<Started>('agent', { sessionKey: key, message: '/reply after' });
+      expect(await b.rpc('agent.wait', { runId: r.runId, timeoutMs: 60_000 })).toMatchObject({ status: 'ok', response: 'after' });
+      await settled(a, b, r.runId);
+      expect(hooked).toBe(true);
+      expect((await history(b, key)).filter((m) => m.kind === 'compaction').length).toBe(1);
     } finally {
       await a.close();
       await b.close();
