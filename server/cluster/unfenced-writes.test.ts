@@ -243,10 +243,12 @@ describe('a run whose session has no fence here writes nothing beside the lease 
   }, 120_000);
 
   it('its compaction row (compacting before a step) is refused: the lease holder’s re-drive compacts, once', async () => {
-    const [a, b] = await pair({ ...config, models: { scripted: { contextWindow: 6000 } }, compaction: { threshold: 0.8, keepRecent: 4 } });
+    // More rows than the context holds: the run's first step compacts whatever the token estimate (corrected by the
+    // usage earlier cases' runs reported in this process) says.
+    const [a, b] = await pair({ ...config, session: { contextMessages: 8 }, compaction: { keepRecent: 4 } });
     try {
       const key = 'agent:main:unfenced-compaction';
-      // Rows from before (written from outside any run): past the threshold, so the run's first step compacts.
+      // Rows from before (written from outside any run).
       await a.rt.store.ensureSession({ key, agentId: 'main', kind: 'other' });
       for (let i = 0; i < 12; i++) {
         await a.rt.store.appendMessages([{ sessionKey: key, role: i % 2 ? 'assistant' : 'user', kind: 'message', content: `note ${i}: ${'lorem ipsum dolor sit amet '.repeat(80)}`, author: { type: 'user', id: 'u' } }]);
