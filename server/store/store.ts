@@ -146,9 +146,8 @@ export class Store extends FencedStore {
   // ── transcript ─────────────────────────────────────────────────────────
 
   /**
-   * Appends rows in one transaction and bumps the session's counters. `run`: the rows are a run's own, written by
-   * the process driving it (under its session's lease when clustered: refused without a fence, `refuseUnfenced`);
-   * without it, rows from outside a run (a mirror, an inter-session notice into another session) are not fenced.
+   * Appends rows in one transaction and bumps the session's counters. `run`: a run's own rows (clustered, refused with
+   * no fence for the session here: `refuseUnfenced`); rows from outside a run (a mirror, a notice) are not fenced.
    */
   async appendMessages(msgs: NewMessage[], o: { run?: boolean } = {}): Promise<TranscriptMessage[]> {
     if (!msgs.length) return [];
