@@ -131,9 +131,13 @@ describe('event log writes', () => {
     bus.registerRun(run, key, 0);
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
+    let cut = false;
     let retried = false;
     const undo = patchInsert(async (real, events, o) => {
-      if (events.some((e) => e.runId === run && e.seq === 1) && !o?.again) throw new Error('Connection terminated unexpectedly');
+      if (!cut && events.some((e) => e.runId === run && e.seq === 1)) {
+        cut = true;
+        throw new Error('Connection terminated unexpectedly');
+      }
       if (o?.again && !retried) {
         retried = true;
         await gate;
