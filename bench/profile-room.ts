@@ -114,7 +114,7 @@ async function switchPhases(page: Page, key: string): Promise<SwitchPhases> {
 async function main() {
   const profDir = path.join(dir, 'prof');
   if (cpuProf) fs.mkdirSync(profDir, { recursive: true });
-  const server = await startServer({ dataDir: path.join(dir, 'data'), token: TOKEN, cwd: dir, readyTimeoutMs: 120_000, nodeArgs: cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [] });
+  const server = await startServer({ dataDir: path.join(dir, 'data'), token: TOKEN, cwd: repoRoot, readyTimeoutMs: 120_000, nodeArgs: cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [] });
   const rpc = new RpcClient({ baseUrl: server.baseUrl, token: TOKEN, timeoutMs: 60_000 });
   const streams = noLoad ? undefined : streamLoad(rpc, 50, 'lorem ipsum dolor sit amet '.repeat(12));
   await sleep(2000);
