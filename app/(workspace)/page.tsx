@@ -3,7 +3,6 @@ import { Room } from '@/components/room/room';
 import { RoomProviders } from '@/components/room/room-providers';
 import { LoginHint } from '@/components/status/login-hint';
 import { historyInput, historyPaging, sessionsListInput, sessionsPaging } from '@/lib/room/queries';
-import { earlyStreamScript, earlyStreamUrl } from '@/lib/trpc/early-stream';
 import { createServerTRPC, getServerQueryClient, HydrateClient } from '@/lib/trpc/server';
 import { isAuthorized } from '@/server/auth';
 import { sessionKeySchema } from '@/server/gateway/schemas';
@@ -39,8 +38,6 @@ export default async function WorkspacePage({ searchParams }: { searchParams: Se
 
   return (
     <RoomProviders init={{ selectedSessionKey: sessionKey, defaultSessionKey }}>
-      {/* The live stream opens as this is parsed, not after hydration; the room's subscription adopts it. */}
-      <script nonce={requestHeaders.get('x-nonce') ?? undefined} dangerouslySetInnerHTML={{ __html: earlyStreamScript(earlyStreamUrl(sessionKey)) }} />
       <HydrateClient>
         <Room />
       </HydrateClient>

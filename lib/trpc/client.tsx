@@ -5,12 +5,11 @@ import { QueryClientProvider } from '@tanstack/react-query';
 import { createTRPCClient, httpBatchLink, httpLink, httpSubscriptionLink, splitLink } from '@trpc/client';
 import { createTRPCContext } from '@trpc/tanstack-react-query';
 import { useState, type ReactNode } from 'react';
-import { adoptingEventSource, TRPC_ENDPOINT } from './early-stream';
 import { getQueryClient } from './query-client';
 
 export const { TRPCProvider, useTRPC, useTRPCClient } = createTRPCContext<AppRouter>();
 
-const ENDPOINT = TRPC_ENDPOINT;
+const ENDPOINT = '/api/trpc';
 const UNBATCHED = new Set(['chat.history', 'status.board']);
 
 function makeTRPCClient() {
@@ -19,8 +18,7 @@ function makeTRPCClient() {
       splitLink({
         condition: (op) => op.type === 'subscription',
         // Same origin: the login cookie rides along on both fetch and EventSource.
-        // The room's first stream is the one the server-rendered page already opened (lib/trpc/early-stream.ts).
-        true: httpSubscriptionLink({ url: ENDPOINT, ...(typeof window === 'undefined' ? {} : { EventSource: adoptingEventSource(window as never, window.EventSource) }) }),
+        true: httpSubscriptionLink({ url: ENDPOINT }),
         // A transcript page and the agent board go on their own, at once: a session switch or the board's opening shows
         // them as soon as they are here, without waiting for the batch's tick or for slower calls batched with them.
         false: splitLink({
