@@ -204,4 +204,26 @@ describe('event bus', () => {
     off2();
     expect(seen.filter((r) => r === runId).length).toBeGreaterThan(2);
   });
+
+  it('keeps a run\'s logged events from its first for its end to fold (loggedOf), not those of a run it did not see from its start', async () => {
+    const { bus } = s.rt;
+    const key = 'agent:main:logged-of';
+    await s.rt.store.ensureSession({ key, agentId: 'main', kind: 'main' });
+    bus.registerRun('run_logged_of', key);
+    bus.emit('run_logged_of', 'lifecycle', { phase: 'start' });
+    bus.emit('run_logged_of', 'assistant', { delta: 'a' });
+    await bus.drain();
+    bus.emit('run_logged_of', 'assistant', { delta: 'b' });
+    await bus.drain();
+    const kept = bus.loggedOf('run_logged_of')!;
+    expect(kept.events.map((e) => e.seq)).toEqual([1, 2, 3]);
+    const { rows } = await s.rt.store.eventsAfter({ after: { id: 0 }, runId: 'run_logged_of', limit: 10 });
+    expect(kept.ids.map((x) => x.id)).toEqual(rows.map((r) => r.id));
+    bus.unregisterRun('run_logged_of');
+    expect(bus.loggedOf('run_logged_of')).toBeNull();
+    // Registered further on (a re-drive, an approval's decision): its earlier events are not known here.
+    bus.registerRun('run_logged_of', key, 3);
+    expect(bus.loggedOf('run_logged_of')).toBeNull();
+    bus.unregisterRun('run_logged_of');
+  });
 });

@@ -8,6 +8,7 @@ import { ClaimTaken, claimCutoff, type IdempotencyClaim, insertClaim } from './i
 import { appendPg, type FinishPg, finishPg, finishPgOne, type MessageValues, messageValues, queuedBehindLock, rowBytes, type UsageValues, withoutRowEvents } from './run-writes';
 import type { CallbackRow, Database, MessageRow, RunRow, SessionRow, WebhookRow } from './schema';
 import { FencedStore } from './fences';
+import { type FoldStep, foldSteps, wholeRunLog } from './event-fold';
 import { HotSqlite } from './hot-sqlite';
 import { RecentRows } from './recent-rows';
 import { advanceDeliveries, type DeliveryChange, deliveryIdOfMeta, type DeliveryRowJson, fromJsonRows, insertDeliveries, type NewDelivery } from './deliveries';
@@ -339,7 +340,8 @@ export class Store extends FencedStore {
    * nothing to others, else one transaction. Fenced: a process that lost the session's lease records nothing
    * (FencedError). With `idle` the session goes idle and, with `release`, its lease is released unless queued work
    * is visible (`released` false: this process keeps the lease and must run that work). Returns the events
-   * written and their log ids, for `EventBus.logged`.
+   * written and their log ids, for `EventBus.logged`; and `folds`, the run's delta folds when its whole log was
+   * written here (for `foldLater`; empty: already folded with the end, or nothing to fold).
    */
   async finishRun(
     id: string,
@@ -347,8 +349,15 @@ export class Store extends FencedStore {
     callbacks: CallbackRow[],
     webhooks: WebhookRow[],
     session: { key: string; idle: boolean; release?: boolean; leased?: boolean },
-    o: { messages?: NewMessage[]; events?: (rows: TranscriptMessage[]) => PendingEvent[]; deliveries?: RunEndDeliveries; logged?: (events: PendingEvent[], ids: Array<{ id: number; tx?: string }>) => void } = {},
-  ): Promise<{ released: boolean; events: PendingEvent[]; ids: Array<{ id: number; tx?: string }> }> {
+    o: {
+      messages?: NewMessage[];
+      events?: (rows: TranscriptMessage[]) => PendingEvent[];
+      deliveries?: RunEndDeliveries;
+      logged?: (events: PendingEvent[], ids: Array<{ id: number; tx?: string }>) => void;
+      /** The run's events logged before, from its first (`EventBus.loggedOf`): with them its whole log is known and folded without reading it back. */
+      before?: { events: PendingEvent[]; ids: Array<{ id: number; tx?: string }> } | null;
+    } = {},
+  ): Promise<{ released: boolean; events: PendingEvent[]; ids: Array<{ id: number; tx?: string }>; folds?: FoldStep[] }> {
     // `leased`: the run was driven under a lease (several processes). With no fence for its session here (its state
     // was dropped and its fence cleared), its end is not written unchecked: it is someone else's run now.
     if (session.leased && this.dialect === 'postgres' && this.fences.get(session.key) === undefined) throw new FencedError(session.key);
@@ -370,9 +379,9 @@ export class Store extends FencedStore {
         rows = values.map((v, i) => toTranscriptMessage({ ...v, id: ids[i]! }));
         return o.events?.(rows) ?? [];
       };
-      const r = await hot.finishRun({ runId: id, fields, key: session.key, idle: session.idle, usage, rows: values, events, logged: o.logged }, ts);
+      const r = await hot.finishRun({ runId: id, fields, key: session.key, idle: session.idle, usage, rows: values, events, logged: o.logged, ...(this.foldDeltas ? { fold: { before: o.before ?? null } } : {}) }, ts);
       this.remember(rows);
-      return { released: false, events: r.events, ids: r.eventIds };
+      return { released: false, events: r.events, ids: r.eventIds, ...(r.folded ? { folds: [] } : {}) };
     }
     if (pg && !callbacks.length && !webhooks.length && !owesDeliveries) {
       // The common end (nothing owed to other sessions or URLs): one statement.
@@ -385,7 +394,9 @@ export class Store extends FencedStore {
         rows.forEach((row, i) => (row.id = r.ids[i]!));
         this.remember(rows);
         o.logged?.(events, r.events);
-        return { released: r.released, events, ids: r.events };
+        const b = o.before;
+        const whole = this.foldDeltas ? wholeRunLog(id, b ? [...b.events, ...events] : events, b ? [...b.ids, ...r.events] : r.events) : null;
+        return { released: r.released, events, ids: r.events, ...(whole ? { folds: foldSteps(whole) } : {}) };
       }
       first = { events, messageOf };
       // Nothing was written: the transaction below tells a deleted session from a lost lease.
