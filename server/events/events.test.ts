@@ -1,6 +1,6 @@
 // Event log + SSE: ids rise, seq per run from 1, reconnect with Last-Event-ID gets every event once, slow subscribers catch up.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readSse, startTestServer, TEST_TOKEN, type TestServer, until } from '../testing/harness';
+import { readSse, settledEvents, startTestServer, TEST_TOKEN, type TestServer, until } from '../testing/harness';
 import { SUB_BUFFER_BYTES } from './bus';
 
 let s: TestServer;
@@ -217,7 +217,7 @@ describe('event bus', () => {
     await bus.drain();
     const kept = bus.loggedOf('run_logged_of')!;
     expect(kept.events.map((e) => e.seq)).toEqual([1, 2, 3]);
-    const { rows } = await s.rt.store.eventsAfter({ after: { id: 0 }, runId: 'run_logged_of', limit: 10 });
+    const rows = await settledEvents(s.rt, { runId: 'run_logged_of' });
     expect(kept.ids.map((x) => x.id)).toEqual(rows.map((r) => r.id));
     bus.unregisterRun('run_logged_of');
     expect(bus.loggedOf('run_logged_of')).toBeNull();

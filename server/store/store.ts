@@ -213,7 +213,7 @@ export class Store extends FencedStore {
       const ts = nowIso();
       const values = msgs.map((m) => messageValues(m, ts));
       const r = await hot.startRun(runId, sessionKey, values, ts);
-      return r && { rows: this.writtenRows(values, r.ids), ...(r.session ? { session: r.session } : {}) };
+      return r && { rows: this.writtenRows(values, r.ids, r.session), ...(r.session ? { session: r.session } : {}) };
     }
     const changes: DeliveryChange[] = [];
     const out = await this.db.transaction().execute(async (tx) => {
@@ -234,7 +234,7 @@ export class Store extends FencedStore {
     const r = await appendPg(this.db, { key, epoch: this.fences.get(key), rows: values, deliveryIds, ...o });
     if (!r.held) await this.lostSession(key);
     this.announceRunning(r.deliveries);
-    return { ...r, rows: this.writtenRows(values, r.ids) };
+    return { ...r, rows: this.writtenRows(values, r.ids, r.session) };
   }
 
   /** Deliveries a PostgreSQL statement moved to `running` (their target's row written): through `delivered`. */
@@ -242,10 +242,15 @@ export class Store extends FencedStore {
     if (rows?.length) this.announce(fromJsonRows(rows).map((row) => ({ row, states: ['delivered', 'running'] })));
   }
 
-  /** Rows written with these ids (a run's start by `enqueuePg`, an append) as transcript rows, cached. */
-  writtenRows(rows: MessageValues[], ids: number[]): TranscriptMessage[] {
+  /**
+   * Rows written with these ids (a run's start by `enqueuePg`, an append) as transcript rows, cached. With
+   * `session` (the row after the write), rows that are its whole transcript (a new session's first turn) become its
+   * cached context, so the run does not read them back.
+   */
+  writtenRows(rows: MessageValues[], ids: number[], session?: SessionRow): TranscriptMessage[] {
     const out = rows.map((row, i) => toTranscriptMessage({ ...row, id: ids[i]! }));
-    this.remember(out);
+    if (session && out.length && Number(session.message_count) === out.length && out.every((m) => m.sessionKey === session.key)) this.recent.seed(session.key, out, out.length);
+    else this.remember(out);
     return out;
   }
 
