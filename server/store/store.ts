@@ -23,6 +23,9 @@ export interface RunEndDeliveries {
   created: NewDelivery[];
 }
 
+/** A run's events logged so far with their log ids. */
+type EventsLogged = { events: PendingEvent[]; ids: Array<{ id: number; tx?: string }> };
+
 /** A run's start: its input rows in the transcript, and (PostgreSQL) the session row after it. */
 export interface StartedRun {
   rows: TranscriptMessage[];
@@ -242,11 +245,8 @@ export class Store extends FencedStore {
     if (rows?.length) this.announce(fromJsonRows(rows).map((row) => ({ row, states: ['delivered', 'running'] })));
   }
 
-  /**
-   * Rows written with these ids (a run's start by `enqueuePg`, an append) as transcript rows, cached. With
-   * `session` (the row after the write), rows that are its whole transcript (a new session's first turn) become its
-   * cached context, so the run does not read them back.
-   */
+  /** Rows written with these ids (a run's start by `enqueuePg`, an append) as transcript rows, cached; with `session` (the
+   * row after the write), rows that are its whole transcript (a first turn) become its cached context, not read back. */
   writtenRows(rows: MessageValues[], ids: number[], session?: SessionRow): TranscriptMessage[] {
     const out = rows.map((row, i) => toTranscriptMessage({ ...row, id: ids[i]! }));
     if (session && out.length && Number(session.message_count) === out.length && out.every((m) => m.sessionKey === session.key)) this.recent.seed(session.key, out, out.length);
@@ -345,8 +345,8 @@ export class Store extends FencedStore {
    * nothing to others, else one transaction. Fenced: a process that lost the session's lease records nothing
    * (FencedError). With `idle` the session goes idle and, with `release`, its lease is released unless queued work
    * is visible (`released` false: this process keeps the lease and must run that work). Returns the events
-   * written and their log ids, for `EventBus.logged`; and `folds`, the run's delta folds when its whole log was
-   * written here (for `foldLater`; empty: already folded with the end, or nothing to fold).
+   * written and their log ids, for `EventBus.logged`; and `folds`, the run's delta folds when its whole log is known
+   * (`before`: its events logged earlier, `EventBus.loggedOf`) for `foldLater` (empty: folded with the end, or none).
    */
   async finishRun(
     id: string,
@@ -354,14 +354,7 @@ export class Store extends FencedStore {
     callbacks: CallbackRow[],
     webhooks: WebhookRow[],
     session: { key: string; idle: boolean; release?: boolean; leased?: boolean },
-    o: {
-      messages?: NewMessage[];
-      events?: (rows: TranscriptMessage[]) => PendingEvent[];
-      deliveries?: RunEndDeliveries;
-      logged?: (events: PendingEvent[], ids: Array<{ id: number; tx?: string }>) => void;
-      /** The run's events logged before, from its first (`EventBus.loggedOf`): with them its whole log is known and folded without reading it back. */
-      before?: { events: PendingEvent[]; ids: Array<{ id: number; tx?: string }> } | null;
-    } = {},
+    o: { messages?: NewMessage[]; events?: (rows: TranscriptMessage[]) => PendingEvent[]; deliveries?: RunEndDeliveries; logged?: (events: PendingEvent[], ids: Array<{ id: number; tx?: string }>) => void; before?: EventsLogged | null } = {},
   ): Promise<{ released: boolean; events: PendingEvent[]; ids: Array<{ id: number; tx?: string }>; folds?: FoldStep[] }> {
     // `leased`: the run was driven under a lease (several processes). With no fence for its session here (its state
     // was dropped and its fence cleared), its end is not written unchecked: it is someone else's run now.
