@@ -192,11 +192,11 @@ describe('the whole gateway on PostgreSQL', () => {
       const r = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:main', message: 'hello' });
       expect(await s.rpc('agent.wait', { runId: r.runId })).toMatchObject({ status: 'ok', response: 'echo: hello' });
       const x = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:main', message: '/tool exec {"command":"echo pg"}' });
-      let approvals: any[] = [];
-      for (let i = 0; i < 200 && !approvals.length; i++) {
-        approvals = (await s.rpc<{ approvals: any[] }>('approvals.list', {})).approvals;
-        if (!approvals.length) await new Promise((res) => setTimeout(res, 10));
-      }
+      // Until the item is raised: bounded by time, not by a count of polls, which a loaded machine can use up first.
+      const approvals = await until(async () => {
+        const list = (await s.rpc<{ approvals: any[] }>('approvals.list', {})).approvals;
+        return list.length ? list : undefined;
+      }, 15_000);
       await s.rpc('approvals.resolve', { approvalId: approvals[0].approvalId, decision: 'allow_once' });
       expect((await s.rpc<{ response: string }>('agent.wait', { runId: x.runId })).response).toContain('"stdout":"pg\\n"');
       const h = await s.rpc<{ messages: any[]; next_cursor: string }>('chat.history', { sessionKey: 'agent:main:main', limit: 2 });
