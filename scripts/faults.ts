@@ -27,7 +27,7 @@ const PG_RESTART = env.FAULTS_PG_RESTART;
 const DEAD_AFTER_MS = 3000;
 const GRACE_MS = 1000;
 const t0 = Date.now();
-const say = (m: string) => console.log(`[faults ${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}`);
+const say = (m: string) => console.log(`[faults ${((Date.now() - t0) / 1000).toFixed(1)}s ${new Date().toISOString().slice(11, 23)}] ${m}`);
 const repro = () =>
   `FAULTS_SEED=${seed}${mode === 'rolling' ? ` FAULTS_MODE=rolling FAULTS_RESTARTS=${RESTARTS}` : ` FAULTS_COUNT=${COUNT}`}${['FAULTS_COVER', 'FAULTS_KINDS', 'FAULTS_PG', 'FAULTS_SQLITE', 'FAULTS_PROCESSES'].filter((k) => env[k]).map((k) => ` ${k}=${env[k]}`).join('')} npm run faults`;
 const debugLog = env.FAULTS_DEBUG ? (l: string) => fs.appendFileSync(env.FAULTS_DEBUG!, `${Date.now()} ${l}\n`) : undefined;

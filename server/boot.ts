@@ -61,6 +61,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   if (cluster && feed) {
     bus.feed = { written: feed.wake };
     store.eventsChannel = cluster.channel;
+    store.leases = true; // runs are driven under leases: a run's write with no fence for its session is refused
   }
   const metrics = createMetrics();
   // The gateway is needed by tools and the tools by the orchestrator: break the cycle with a late-bound reference.

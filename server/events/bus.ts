@@ -35,7 +35,15 @@ const FLUSH_MS = 5;
 interface RunContext {
   sessionKey: string;
   seq: number;
+  /** Driven here under its session's lease (clustered): its events are written only under a fence (`emit`). */
+  leased?: boolean;
 }
+
+/**
+ * The epoch an event of a leased run carries when this process holds no fence for its session (its state was
+ * dropped while the run went on): no session has it, so the store's fence check drops the event (never unchecked).
+ */
+export const NO_FENCE = -1;
 
 export class EventBus {
   private pending: PendingEvent[] = [];
@@ -60,11 +68,21 @@ export class EventBus {
    * Registers a run so its events get the session key and a per-run seq (continuing `lastSeq`). Registered already
    * (an approval's decision emitted here earlier, a copy still ending): its seq never goes back, and moves up to
    * `lastSeq` when the log is further on (another process drove the run meanwhile), so a re-drive continues the log.
+   * `leased`: the run is driven here under its session's lease (clustered), so its events need a fence (`emit`).
    */
-  registerRun(runId: string, sessionKey: string, lastSeq = 0): void {
+  registerRun(runId: string, sessionKey: string, lastSeq = 0, o: { leased?: boolean } = {}): void {
     const ctx = this.runs.get(runId);
-    if (!ctx) this.runs.set(runId, { sessionKey, seq: lastSeq });
-    else if (lastSeq > ctx.seq) ctx.seq = lastSeq;
+    if (!ctx) this.runs.set(runId, { sessionKey, seq: lastSeq, ...(o.leased ? { leased: true } : {}) });
+    else {
+      if (lastSeq > ctx.seq) ctx.seq = lastSeq;
+      if (o.leased) ctx.leased = true;
+    }
+  }
+
+  /** The session of a run this process drives under its lease (clustered); undefined for any other run id. */
+  leasedSession(runId: string): string | undefined {
+    const ctx = this.runs.get(runId);
+    return ctx?.leased ? ctx.sessionKey : undefined;
   }
 
   unregisterRun(runId: string): number {
@@ -101,7 +119,7 @@ export class EventBus {
     if (!ctx) throw new Error(`emit for unregistered run ${runId}`);
     ctx.seq += 1;
     const ev: PendingEvent = { runId, seq: ctx.seq, stream, ts: new Date().toISOString(), sessionKey: ctx.sessionKey, data };
-    const epoch = this.feed ? this.store.fenceOf(ctx.sessionKey) : undefined;
+    const epoch = this.feed ? (this.store.fenceOf(ctx.sessionKey) ?? (ctx.leased ? NO_FENCE : undefined)) : undefined;
     if (epoch !== undefined) ev.epoch = epoch;
     this.pending.push(ev);
     this.schedule();

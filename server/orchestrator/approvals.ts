@@ -266,6 +266,9 @@ export class Approvals {
     // A run waiting here whose session's lease this process has lost (declared dead, not told yet) must not run the
     // tool: the decision goes to whoever holds the lease now (the re-driver), as for a run waiting elsewhere.
     if (waiter && !(await this.store.holdsLease(row.session_key))) waiter = undefined;
+    // The run may have stopped waiting during that look (cancelled, or stopped and re-driven): its abort answered the
+    // gate, and the run may have left the bus. The decision then goes where the run is now, as for a run elsewhere.
+    if (waiter && this.waiters.get(approvalId) !== waiter) waiter = undefined;
     by ??= decidedByOfRow(row);
     // An MCP server's authorization raised outside any tool call has a run id of its own (no such run): its waiter reads
     // the store, only the event is due.

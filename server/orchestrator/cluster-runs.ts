@@ -12,7 +12,7 @@ import type { ApprovalRow, RunRow } from '../store/schema';
 import type { DecidedBy } from './approvals';
 import { nowIso } from '../store/store';
 import { sameTrust, trustOf } from '../trust/trust';
-import { kept, mergeInputs, parseOrigin, type QueueItem, SHUTDOWN, type SessionState, type SubmitOptions } from './queue';
+import { kept, mergeInputs, parseOrigin, type QueueItem, SHUTDOWN, type SessionState, TERMINAL, type SubmitOptions } from './queue';
 import type { ActiveRun, RunInput } from './types';
 import { RunEnds } from './run-ends';
 import { Backstop } from './backstop';
@@ -334,6 +334,8 @@ export abstract class ClusterRuns extends RunEnds {
     let st = [...this.sessions.values()].find((s) => s.active?.id === row.run_id);
     // Driven here under a lease this process has lost (declared dead, not told yet): not ours to resume.
     if (st && this.cluster && !(await this.o.store.holdsLease(st.key))) st = undefined;
+    // A run that has ended (cancelled while the decision was being stored) waits for nothing: its stream is closed.
+    if (!st && TERMINAL.has((await this.o.store.getRun(row.run_id))?.status ?? '')) return;
     if (st || !this.cluster) {
       await this.emitResolved(row, by);
       if (st?.parked) this.resumeRun(row.run_id);

@@ -242,9 +242,10 @@ export class Compactor {
         const { summary, count, last } = await this.summarize(t, runId, view.summary?.content, throughOf(view.summary), upTo);
         const kept = after.slice(s);
         const tokensAfter = this.estimate(t, toPromptMessages([{ ...(view.summary ?? after[0]!), kind: 'compaction', role: 'system', content: summary }, ...kept])).tokens;
-        const [row] = await store.appendMessages([
-          { sessionKey: t.sessionKey, role: 'system', kind: 'compaction', content: summary, runId: t.runId ?? null, author: { type: 'system', id: 'compaction' }, meta: { tokensBefore: before, tokensAfter, through: last, summarized: count } },
-        ]);
+        const [row] = await store.appendMessages(
+          [{ sessionKey: t.sessionKey, role: 'system', kind: 'compaction', content: summary, runId: t.runId ?? null, author: { type: 'system', id: 'compaction' }, meta: { tokensBefore: before, tokensAfter, through: last, summarized: count } }],
+          { run: !!t.runId && bus.leasedSession(t.runId) === t.sessionKey }, // a run's own compaction is fenced; sessions.compact is not
+        );
         bus.emit(runId, 'message', { message: row! });
         bus.emit(runId, 'compaction', { phase: 'end', tokensBefore: before, tokensAfter, through: last, summarized: count });
         metrics.compactions.inc({ agent: t.agentId, outcome: 'ok' });

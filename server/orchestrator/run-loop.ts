@@ -82,7 +82,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
     for (const m of rows) bus.emit(run.id, 'message', { message: m });
   };
   const append = async (msgs: NewMessage[]) => {
-    const rows = await store.appendMessages(msgs);
+    const rows = await store.appendMessages(msgs, { run: true }); // the run's own rows: fenced by its lease
     emitMessages(rows);
     return rows;
   };

@@ -298,7 +298,7 @@ export abstract class RunQueues {
       if (!row) throw new Error(`run ${item.runId} vanished`);
       active.row = row;
       startRunTrace(this.deps, active, row);
-      this.o.bus.registerRun(active.id, st.key, resume ? await this.o.store.maxSeq(active.id) : 0);
+      this.o.bus.registerRun(active.id, st.key, resume ? await this.o.store.maxSeq(active.id) : 0, { leased: !!this.cluster });
       // `collect` turns its queued messages into one user turn.
       const inputs = item.collect && item.inputs.length > 1 ? [mergeInputs(item.inputs)] : item.inputs;
       const run = () => executeRun(this.deps, active, { ...row, input: JSON.stringify(inputs) }, resume, item.startedWith);

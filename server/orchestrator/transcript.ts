@@ -9,7 +9,10 @@ import type { NewMessage, Store } from '../store/store';
  * an inbound notice) get their events under a one-off id `evt_<uuid>` so the event log stays uniform.
  */
 export async function appendTranscript(store: Store, bus: EventBus, msgs: NewMessage[], runId?: string): Promise<TranscriptMessage[]> {
-  const rows = await store.appendMessages(msgs);
+  // Rows a run driven here under its lease writes into its own session (send_message, a delegate's notice to its
+  // caller) are that run's writes: fenced (refused when this process holds no fence for the session any more).
+  const own = runId ? bus.leasedSession(runId) : undefined;
+  const rows = await store.appendMessages(msgs, { run: !!own && msgs.every((m) => m.sessionKey === own) });
   if (!rows.length) return rows;
   if (runId && bus.currentSeq(runId) > 0) {
     for (const m of rows) bus.emit(runId, 'message', { message: m });

@@ -12,9 +12,19 @@ export class FencedStore extends StoreBase {
   // its runs stop, so their last writes are refused, never let through unchecked. Every write a run makes is
   // either FENCED (the session's epoch is checked under its row lock in the same statement; a process that lost
   // the lease writes nothing and gets FencedError, which ends the run quietly):
-  //   the run's start and appends (`startRun`, `appendMessages`), its end with the callbacks and webhooks it owes
-  //   (`finishRun`), the tool-started claim (`markToolStarted`), its own status while it runs and the queued runs
-  //   its lease holder merges or steers (`updateRunFenced`), and its events (`insertEvents`, by each one's epoch);
+  //   the run's start (`startRun`), its own rows (`appendMessages` with `run`: its steps, steered input, its
+  //   send_message rows and a delegate's notices into its session through `appendTranscript`, its compaction row),
+  //   its end with the callbacks and webhooks it owes (`finishRun`), the tool-started claim (`markToolStarted`),
+  //   its own status while it runs and the queued runs its lease holder merges or steers (`updateRunFenced`), and
+  //   its events (`insertEvents`, by the epoch each one was emitted under);
+  // and when this process is clustered (`leases`) and holds NO fence for the session (its state was dropped: released
+  // idle, declared dead, dropped while it loaded, yet code of the run still goes on), each of those is refused
+  // outright (`refuseUnfenced`: FencedError; an event of a leased run gets `NO_FENCE` (server/events/bus.ts) and is
+  // dropped), never written unchecked beside the lease holder's. Unfenced, as they are no run's: SQLite (one process,
+  // no leases), rows written from outside a run (a channel's mirror or notice, an inter-session row into another
+  // session, `sessions.compact`); `touchSession` (store.ts) is only reached under `appendMessages`, `startRun` and
+  // SQLite's `finishRun`, so it follows its caller. Still unfenced and not idempotent: an MCP call's status writes
+  // (`updateRun` in server/mcp/elicitation.ts and oauth.ts), left for now;
   // or IDEMPOTENT BY ITS ID (a zombie's second write and the re-driver's land once):
   //   approvals (one row per run and call, `insertApproval`; settled only from pending, `settleApproval`),
   //   callbacks (ids derive from the target run; `settleCallback` after the caller turn, whose run id derives from
@@ -23,6 +33,21 @@ export class FencedStore extends StoreBase {
   //   request, a queued run ended only while still queued, a follow-up pointer), which a zombie does not make.
 
   protected readonly fences = new Map<string, number>();
+
+  /**
+   * Set by boot when this process is one of a cluster (PostgreSQL): its runs are driven under their sessions' leases,
+   * so a run's write for a session this process holds no fence on is refused (`refuseUnfenced`), never made unchecked.
+   */
+  leases = false;
+
+  /**
+   * A write made by a run driven under a lease (`leased`: by default whether this process is clustered) while this
+   * process holds no fence for its session (its state was dropped: released idle, declared dead, dropped while it
+   * loaded): FencedError, which ends the run quietly. The lease holder's re-drive makes the write instead.
+   */
+  protected refuseUnfenced(key: string, leased = this.leases): void {
+    if (leased && this.dialect === 'postgres' && !this.fences.has(key)) throw new FencedError(key);
+  }
 
   setFence(key: string, epoch: number) {
     this.fences.set(key, epoch);
@@ -56,7 +81,10 @@ export class FencedStore extends StoreBase {
   /** A run's write to a run row of its session, fenced by the session's lease epoch (FencedError when lost). */
   async updateRunFenced(id: string, sessionKey: string, fields: Partial<Omit<RunRow, 'id'>>): Promise<void> {
     const fence = this.fences.get(sessionKey);
-    if (fence === undefined || this.dialect !== 'postgres') return this.updateRun(id, fields);
+    if (fence === undefined || this.dialect !== 'postgres') {
+      this.refuseUnfenced(sessionKey);
+      return this.updateRun(id, fields);
+    }
     const cols = Object.keys(fields) as Array<keyof typeof fields>;
     if (!cols.length) return;
     const r = await sql<{ held: number }>`
@@ -81,6 +109,7 @@ export class FencedStore extends StoreBase {
    */
   async markToolStarted(runId: string, callId: string, sessionKey: string): Promise<boolean> {
     const fence = this.fences.get(sessionKey);
+    if (fence === undefined) this.refuseUnfenced(sessionKey);
     if (fence !== undefined && this.dialect === 'postgres') {
       const r = await sql<{ held: number; won: number }>`
         with f as (select key from sessions where key = ${sessionKey} and epoch = ${fence} for share),

@@ -38,9 +38,15 @@ describe('fencing in the store', () => {
   it('a tool call’s start is a claim: the first caller wins, a second (a re-drive, a zombie) does not', async () => {
     const key = 'agent:main:claims';
     const runId = await turn(key, 'hi');
-    expect(await s.rt.store.markToolStarted(runId, 'call_1', key)).toBe(true);
-    expect(await s.rt.store.markToolStarted(runId, 'call_1', key)).toBe(false);
-    expect(await s.rt.store.markToolStarted(runId, 'call_2', key)).toBe(true);
+    // A run claims under its session's lease (PostgreSQL: the fence its process holds while it drives the run).
+    if (onPostgresPass()) s.rt.store.setFence(key, Number((await s.rt.store.getSession(key))!.epoch));
+    try {
+      expect(await s.rt.store.markToolStarted(runId, 'call_1', key)).toBe(true);
+      expect(await s.rt.store.markToolStarted(runId, 'call_1', key)).toBe(false);
+      expect(await s.rt.store.markToolStarted(runId, 'call_2', key)).toBe(true);
+    } finally {
+      s.rt.store.clearFence(key);
+    }
   });
 
   it('an approval asked twice for one tool call is one row: the second asker gets the first one’s', async () => {
@@ -69,5 +75,23 @@ describe('fencing in the store', () => {
     } finally {
       store.clearFence(key);
     }
+  });
+
+  it.skipIf(!onPostgresPass())('PostgreSQL, clustered: with no fence for the session here (its state dropped) a run’s writes are refused, writes from outside a run are not', async () => {
+    const { store } = s.rt;
+    const key = 'agent:main:no-fence';
+    const runId = await turn(key, 'hi');
+    expect(store.fenceOf(key)).toBeUndefined(); // released idle: no fence here
+    const before = await store.getSession(key);
+    const row = { sessionKey: key, role: 'assistant' as const, kind: 'message' as const, content: 'zombie', runId, author: { type: 'agent' as const, id: 'main' } };
+    await expect(store.updateRunFenced(runId, key, { response: 'late' })).rejects.toBeInstanceOf(FencedError);
+    await expect(store.markToolStarted(runId, 'call_late', key)).rejects.toBeInstanceOf(FencedError);
+    await expect(store.appendMessages([row], { run: true })).rejects.toBeInstanceOf(FencedError);
+    await expect(store.startRun(runId, key, [row])).rejects.toBeInstanceOf(FencedError);
+    expect((await store.getRun(runId))!.response).not.toBe('late');
+    expect(await store.toolStarted(runId, 'call_late')).toBe(false);
+    expect(Number((await store.getSession(key))!.message_count)).toBe(Number(before!.message_count));
+    // A row from outside any run (a mirror, a notice) is no run's write: it lands.
+    expect(await store.appendMessages([{ ...row, content: 'a notice', runId: null }])).toHaveLength(1);
   });
 });

@@ -145,10 +145,14 @@ export class Store extends FencedStore {
 
   // ── transcript ─────────────────────────────────────────────────────────
 
-  /** Appends rows in one transaction and bumps the session's counters. */
-  async appendMessages(msgs: NewMessage[]): Promise<TranscriptMessage[]> {
+  /**
+   * Appends rows in one transaction and bumps the session's counters. `run`: a run's own rows (clustered, refused with
+   * no fence for the session here: `refuseUnfenced`); rows from outside a run (a mirror, a notice) are not fenced.
+   */
+  async appendMessages(msgs: NewMessage[], o: { run?: boolean } = {}): Promise<TranscriptMessage[]> {
     if (!msgs.length) return [];
     const key = msgs[0]!.sessionKey;
+    if (o.run) this.refuseUnfenced(key);
     const mirrorsDelivery = msgs.some((m) => m.kind === 'mirror' && m.meta?.deliveryId);
     if (this.dialect === 'postgres' && !mirrorsDelivery && msgs.every((m) => m.sessionKey === key)) return (await this.appendPgRows(key, msgs, { usage: this.takeUsage(msgs) })).rows;
     const usage = this.takeUsage(msgs);
@@ -203,6 +207,7 @@ export class Store extends FencedStore {
    * `session` (PostgreSQL): the session row after the write, so the run need not read it again.
    */
   async startRun(runId: string, sessionKey: string, msgs: NewMessage[]): Promise<StartedRun | null> {
+    this.refuseUnfenced(sessionKey); // only a run's own start, by the process driving it
     if (this.dialect === 'postgres' && msgs.every((m) => m.sessionKey === sessionKey)) {
       const r = await this.appendPgRows(sessionKey, msgs, { startRun: runId });
       return r.started ? { rows: r.rows, ...(r.session ? { session: r.session } : {}) } : null;
@@ -351,7 +356,7 @@ export class Store extends FencedStore {
   ): Promise<{ released: boolean; events: PendingEvent[]; ids: Array<{ id: number; tx?: string }> }> {
     // `leased`: the run was driven under a lease (several processes). With no fence for its session here (its state
     // was dropped and its fence cleared), its end is not written unchecked: it is someone else's run now.
-    if (session.leased && this.dialect === 'postgres' && this.fences.get(session.key) === undefined) throw new FencedError(session.key);
+    this.refuseUnfenced(session.key, !!session.leased);
     const usage = this.takeUsage([id]);
     const msgs = o.messages ?? [];
     const pg = this.dialect === 'postgres' && msgs.every((m) => m.sessionKey === session.key);

@@ -376,9 +376,11 @@ export async function verify(c: Cluster, r: Rng, l: Ledger, followers: Array<Ret
     }
   }
   for (const [tag] of l.sends) {
-    const got = c.chat.got.filter((g) => String(g.body?.text ?? '').includes(`ch-${tag}.`)).length;
+    const hits = c.chat.got.filter((g) => String(g.body?.text ?? '').includes(`ch-${tag}.`));
+    const got = hits.length;
     if (got === 1) t.channelSends++;
-    else if (got > 1) (t.doubled++, problems.push(`${tag}: channel API got the message ${got} times`));
+    // With the arrival times, to match a double against the faults log (a kill between the API's answer and its record).
+    else if (got > 1) (t.doubled++, problems.push(`${tag}: channel API got the message ${got} times (at ${hits.map((g) => new Date(g.at).toISOString()).join(', ')})`));
     else (t.lost++, problems.push(`${tag}: channel API never got the message`));
   }
   const lines = fs.readFileSync(c.execLog, 'utf8').split('\n').filter(Boolean);

@@ -34,6 +34,7 @@ export const STORE_INDEPENDENT: readonly string[] = [
   'server/cluster/handover.test.ts',
   'server/cluster/idempotency.test.ts',
   'server/cluster/reregister.test.ts',
+  'server/cluster/unfenced-writes.test.ts',
   'server/cluster/wedge.test.ts',
   'server/jobs/webhooks.test.ts',
 ];
