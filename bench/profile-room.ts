@@ -114,7 +114,7 @@ async function switchPhases(page: Page, key: string): Promise<SwitchPhases> {
 async function main() {
   const profDir = path.join(dir, 'prof');
   if (cpuProf) fs.mkdirSync(profDir, { recursive: true });
-  const server = await startServer({ dataDir: path.join(dir, 'data'), token: TOKEN, cwd: dir, readyTimeoutMs: 120_000, nodeArgs: cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [] });
+  const server = await startServer({ dataDir: path.join(dir, 'data'), token: TOKEN, cwd: repoRoot, readyTimeoutMs: 120_000, nodeArgs: cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [] });
   const rpc = new RpcClient({ baseUrl: server.baseUrl, token: TOKEN, timeoutMs: 60_000 });
   const streams = noLoad ? undefined : streamLoad(rpc, 50, 'lorem ipsum dolor sit amet '.repeat(12));
   await sleep(2000);
@@ -131,7 +131,12 @@ async function main() {
         await cdp.send('Profiler.start');
       }
       loads.push(await load(page, `${server.baseUrl}/?session=agent:main:live-0`));
-      if (cdp) console.log(`browser profile of this load: ${topFunctions(((await cdp.send('Profiler.stop')) as { profile: CpuProfile }).profile)}`);
+      if (cdp) {
+        const { profile } = (await cdp.send('Profiler.stop')) as { profile: CpuProfile };
+        const file = path.join(dir, `browser-load.${Date.now()}.cpuprofile`);
+        fs.writeFileSync(file, JSON.stringify(profile));
+        console.log(`browser profile of this load (${file}): ${topFunctions(profile)}`);
+      }
       await page.close();
     }
     console.log(`interactive median ${percentile(loads, 50).toFixed(0)} (polled), in page ${inPage.map(Math.round).join(' ')} → median ${percentile(inPage, 50).toFixed(0)}`);
@@ -153,7 +158,12 @@ async function main() {
       console.log(`switch: pane ${r.pane.toFixed(0)} commit ${r.commit.toFixed(0)} rows ${r.rows.toFixed(0)} history ${JSON.stringify(r.hist.map((h) => h.map((x) => (typeof x === 'number' ? Math.round(x) : x))))}`);
       for (const f of r.loaf) console.log(`     loaf ${JSON.stringify(f)}`);
     }
-    if (cdp) console.log(`browser profile of the switches: ${topFunctions(((await cdp.send('Profiler.stop')) as { profile: CpuProfile }).profile, 40)}`);
+    if (cdp) {
+      const { profile } = (await cdp.send('Profiler.stop')) as { profile: CpuProfile };
+      const file = path.join(dir, `browser-switches.${Date.now()}.cpuprofile`);
+      fs.writeFileSync(file, JSON.stringify(profile));
+      console.log(`browser profile of the switches (${file}): ${topFunctions(profile, 40)}`);
+    }
     console.log(`switch p50 ${percentile(sw, 50).toFixed(0)} p95 ${percentile(sw, 95).toFixed(0)}`);
   } finally {
     await streams?.stop();

@@ -1,11 +1,13 @@
 // The TanStack Query client factory: one per browser tab, a fresh one per server render.
 import { isServer, QueryClient } from '@tanstack/react-query';
 
-function makeQueryClient(): QueryClient {
+function makeQueryClient(server: boolean): QueryClient {
   return new QueryClient({
     defaultOptions: {
       // Live data arrives through the event subscription, so polling-style refetches are unnecessary.
-      queries: { staleTime: 30_000, refetchOnWindowFocus: false, retry: 1 },
+      // The server render's prefetches never retry: a failure (a session with no row yet) is left to the browser's own
+      // fetch, and a retry would hold the page's first byte for its delay (1 s) — every first visit to a new session.
+      queries: { staleTime: 30_000, refetchOnWindowFocus: false, retry: server ? false : 1 },
     },
   });
 }
@@ -13,7 +15,7 @@ function makeQueryClient(): QueryClient {
 let browserQueryClient: QueryClient | undefined;
 
 export function getQueryClient(): QueryClient {
-  if (isServer) return makeQueryClient();
-  browserQueryClient ??= makeQueryClient();
+  if (isServer) return makeQueryClient(true);
+  browserQueryClient ??= makeQueryClient(false);
   return browserQueryClient;
 }

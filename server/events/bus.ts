@@ -3,6 +3,7 @@
 // On SQLite (one writer) subscribers are fed right after each write; on PostgreSQL the cluster's feed reads
 // the log in (transaction, id) order and fans out, so events of every process arrive in one order.
 import type { Logger } from 'pino';
+import { isConnectionLoss } from '../store/pg-errors';
 import type { Store } from '../store/store';
 import { type EventCursor, encodeEventCursor, isAfter } from './cursor';
 import type { AgentEvent, EventStream, PendingEvent } from './types';
@@ -71,6 +72,11 @@ export class EventBus {
    * `leased`: the run is driven here under its session's lease (clustered), so its events need a fence (`emit`).
    */
   registerRun(runId: string, sessionKey: string, lastSeq = 0, o: { leased?: boolean } = {}): void {
+    if (this.retrying) {
+      // The log lags behind while a batch is tried again: its seqs (and those queued behind it) are taken.
+      for (const e of this.retrying) if (e.runId === runId && e.seq > lastSeq) lastSeq = e.seq;
+      for (const e of this.pending) if (e.runId === runId && e.seq > lastSeq) lastSeq = e.seq;
+    }
     const ctx = this.runs.get(runId);
     if (!ctx) this.runs.set(runId, { sessionKey, seq: lastSeq, ...(o.leased ? { leased: true } : {}) });
     else {
@@ -202,13 +208,13 @@ export class EventBus {
       while (this.pending.length) {
         const batch = this.pending;
         this.pending = [];
-        let ids: Array<{ id: number; tx?: string } | null>;
+        let ids: Array<{ id: number; tx?: string } | null> | null;
         try {
-          // Handed on by the store as soon as they are written, in log order (a null id: fenced, this process lost the session).
-          ids = await this.store.insertEvents(batch, { notify: !!this.feed, logged: (ids) => this.logged(batch, ids as Array<{ id: number; tx?: string }>) });
+          ids = await this.write(batch, false);
         } catch (e) {
-          this.log.error({ err: e, count: batch.length }, 'event log write failed; events dropped from the log');
-          continue;
+          // Later batches wait behind this one (they stay in `pending`): the log keeps each run's seq order.
+          ids = await this.writeAgain(batch, e);
+          if (!ids) continue;
         }
         const fenced = ids.filter((x) => x === null).length;
         if (fenced) this.log.warn({ count: fenced }, 'events of a session taken over by another process were not written (fenced)');
@@ -218,6 +224,43 @@ export class EventBus {
       this.flushing = null;
     });
     return this.flushing;
+  }
+
+  /** Writes a batch, handed on by the store as soon as it is written, in log order (a null id: fenced, this process lost the session). */
+  private write(batch: PendingEvent[], again: boolean) {
+    return this.store.insertEvents(batch, { notify: !!this.feed, again, logged: (ids) => this.logged(batch, ids as Array<{ id: number; tx?: string }>) });
+  }
+
+  /** How long a batch cut off by a lost PostgreSQL connection is tried again before it is dropped. */
+  retryForMs = Number(process.env.CROSSTALK_EVENT_RETRY_MS ?? 30_000);
+  /** The batch being tried again, if any: a run registered anew meanwhile continues after its seqs. */
+  private retrying: PendingEvent[] | null = null;
+
+  /**
+   * A batch whose write failed. Cut off by a lost PostgreSQL connection (a restart, a failover, pg_terminate_backend;
+   * server/store/pg-errors.ts), it is tried again with backoff until the pool connects again, for `retryForMs` at
+   * most; the retry skips rows the first attempt did commit (the reply, not the COMMIT, may be what was lost).
+   * Any other failure (a bad row), SQLite, or the time up: dropped from the log, as logged (null).
+   */
+  private async writeAgain(batch: PendingEvent[], err: unknown): Promise<Array<{ id: number; tx?: string } | null> | null> {
+    const until = Date.now() + this.retryForMs;
+    let tries = 0;
+    this.retrying = batch;
+    try {
+      for (let wait = 50; this.store.dialect === 'postgres' && isConnectionLoss(err) && Date.now() < until; wait = Math.min(wait * 2, 2000)) {
+        if (!tries++) this.log.warn({ err: (err as Error).message, count: batch.length }, 'event log write cut off (database connection lost); trying again');
+        await new Promise((r) => setTimeout(r, Math.min(wait, Math.max(0, until - Date.now()))));
+        try {
+          return await this.write(batch, true);
+        } catch (e) {
+          err = e;
+        }
+      }
+    } finally {
+      this.retrying = null;
+    }
+    this.log.error({ err, count: batch.length, tries }, 'event log write failed; events dropped from the log');
+    return null;
   }
 
   private notifyListeners(ev: AgentEvent) {

@@ -209,15 +209,11 @@ export class GatewayService implements Gateway {
   private async attention(): Promise<Map<string, number>> {
     const pending = await this.d.store.pendingApprovals();
     const counts = new Map<string, number>();
-    const parents = new Map<string, string | null>();
-    for (const a of pending) {
-      let key: string | null = a.session_key;
-      for (let depth = 0; key && depth < 16; depth++) {
-        counts.set(key, (counts.get(key) ?? 0) + 1);
-        if (!parents.has(key)) parents.set(key, (await this.d.store.getSession(key))?.parent_key ?? null);
-        key = parents.get(key) ?? null;
-      }
-    }
+    if (!pending.length) return counts;
+    // Every tree walked up in one statement (parentChains), not a getSession per session and ancestor: the room's
+    // sessions.list (polled every 5 s by each open room) made one sequential read per pending approval and tree level.
+    const chains = await parentChains(this.d.store, pending.map((a) => a.session_key));
+    for (const a of pending) for (const key of chains.get(a.session_key) ?? [a.session_key]) counts.set(key, (counts.get(key) ?? 0) + 1);
     return counts;
   }
 

@@ -1,6 +1,6 @@
 // Delegates you can come back to (issue 4): standard/detached/batch, follow-ups, delegate_sessions, limits, previews.
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestServer, tmpDataDir, type TestServer, until } from '../testing/harness';
 
 let s: TestServer;
@@ -101,7 +101,11 @@ describe('attention', () => {
     const approval = await until(async () => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: d.conversation_id })).approvals[0]);
     // The attention count is the room's (tRPC over the same service); JSON-RPC keeps the contract's shape.
     const list = async (): Promise<any[]> => (await s.rt.gateway.sessionsList({ limit: 200 }, { attention: true })).sessions;
+    // The trees are walked up in one statement, not a getSession per session and ancestor (one read per approval and level).
+    const getSession = vi.spyOn(s.rt.store, 'getSession');
     const before = await list();
+    expect(getSession).not.toHaveBeenCalled();
+    getSession.mockRestore();
     expect(before.find((x) => x.sessionKey === parent).pendingApprovals).toBe(1);
     expect(before.find((x) => x.sessionKey === d.conversation_id).pendingApprovals).toBe(1);
     expect(before.find((x) => x.sessionKey === 'agent:main:deleg')?.pendingApprovals ?? 0).toBe(0);

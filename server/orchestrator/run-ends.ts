@@ -72,6 +72,9 @@ export abstract class RunEnds extends RunQueues {
       // state over with a new epoch): the session is held then, not let go.
       released = end.released && st.epoch === epoch;
       // Its end is committed under this process's lease: its text deltas can be folded (replay expands them).
+      // A fold that fails (its connection lost at a PostgreSQL restart: "could not fold the run's text deltas") is one
+      // transaction rolled back, or committed whole if only its reply was lost: either way replay stays exact (the
+      // deltas stay unfolded rows, read as they are). It is not tried again: the run's deltas just take more rows.
       store.foldLater(active.id, (e) => log.warn({ runId: active.id, err: (e as Error).message }, 'could not fold the run\'s text deltas'));
       if (deliveries.callbacks.length) failpoint('callback.recorded');
     } catch (e) {

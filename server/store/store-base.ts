@@ -5,7 +5,7 @@ import { type EventCursor, START } from '../events/cursor';
 import type { Author, DecidedBy, MessageKind, MessageRole, PendingEvent, TranscriptMessage } from '../events/types';
 import type { DbHandle } from './db';
 import type { ApprovalRow, CallbackRow, Database, DeliveryRow, MessageRow, RunRow, WebhookRow } from './schema';
-import { insertEventsSql, wakeEventsSql } from './event-sql';
+import { insertEventsSql, wakeEventsSql, writeSkippingLogged } from './event-sql';
 import { SETTLED_XID } from './settled';
 import { foldRun, type LogRow, readEventsAfter, resolvePlainId } from './event-fold';
 import { advanceDeliveries, type DeliveryChange, failedAttempt, insertDeliveries, type NewDelivery, newDeliveryId } from './deliveries';
@@ -262,11 +262,16 @@ export class StoreBase {
    * PostgreSQL events of sessions this process holds a lease on are fenced: when the lease was taken over, they
    * are dropped (null) instead of landing beside the new owner's; `notify` wakes the other processes' readers.
    */
-  async insertEvents(events: PendingEvent[], o: { notify?: boolean; logged?: (ids: Array<{ id: number; tx?: string } | null>) => void } = {}): Promise<Array<{ id: number; tx?: string } | null>> {
+  async insertEvents(events: PendingEvent[], o: { notify?: boolean; again?: boolean; logged?: (ids: Array<{ id: number; tx?: string } | null>) => void } = {}): Promise<Array<{ id: number; tx?: string } | null>> {
     if (!events.length) return [];
     if (this.dialect === 'postgres') {
-      const out: Array<{ id: number; tx?: string } | null> = [];
-      for (let i = 0; i < events.length; i += EVENT_CHUNK) out.push(...(await this.insertEventsPg(events.slice(i, i + EVENT_CHUNK), !!o.notify)));
+      const write = async (rest: PendingEvent[]) => {
+        const out: Array<{ id: number; tx?: string } | null> = [];
+        for (let i = 0; i < rest.length; i += EVENT_CHUNK) out.push(...(await this.insertEventsPg(rest.slice(i, i + EVENT_CHUNK), !!o.notify)));
+        return out;
+      };
+      // `again`: a write retried after a lost connection skips the rows its first attempt did commit.
+      const out = o.again ? await writeSkippingLogged(this.db, events, write) : await write(events);
       o.logged?.(out);
       return out;
     }

@@ -1,0 +1,190 @@
+// The event log across a lost PostgreSQL connection (issue 20): a batch cut off is written again, in order, once, so
+// the log and every SSE client see each run's seqs 1..N with no gap and no duplicate (CONTRACT §3).
+import pg from 'pg';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pgConnectConfig } from '../store/db';
+import { readSse, settledEvents, startTestServer, type TestServer, until } from '../testing/harness';
+import { onPostgresPass } from '../testing/store-under-test';
+import type { PendingEvent } from './types';
+
+const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
+const isEnd = (e: { stream: string; data: { phase?: string } }) => e.stream === 'lifecycle' && e.data.phase === 'end';
+const seqs = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
+
+type Insert = TestServer['rt']['store']['insertEvents'];
+
+describe('event log writes', () => {
+  const pgPass = onPostgresPass();
+  // Every connection of this server's pool (and its feed) carries this name, so the test can end them and no other.
+  const app = `ct_evretry_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+  const schema = `t_evretry_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+  const appBefore = process.env.PGAPPNAME;
+  let s: TestServer;
+  let admin: pg.Client | undefined;
+  beforeAll(async () => {
+    if (pgPass) process.env.PGAPPNAME = app;
+    s = await startTestServer(pgPass ? { databaseUrl: PG_URL, pgSchema: schema } : {});
+    if (pgPass) {
+      admin = new pg.Client({ ...pgConnectConfig(PG_URL), application_name: `${app}_admin`, options: `-c search_path=${schema}` });
+      await admin.connect();
+    }
+  });
+  afterAll(async () => {
+    if (pgPass) await sql.raw(`drop schema if exists ${schema} cascade`).execute(s.rt.store.db).catch(() => undefined);
+    await admin?.end();
+    await s?.close();
+    if (appBefore === undefined) delete process.env.PGAPPNAME;
+    else process.env.PGAPPNAME = appBefore;
+  });
+
+  /** Swaps the store's event write for the test's; undone by the returned function. */
+  const patchInsert = (fn: (real: Insert, events: PendingEvent[], o: Parameters<Insert>[1]) => ReturnType<Insert>) => {
+    const store = s.rt.store;
+    const real = store.insertEvents.bind(store) as Insert;
+    store.insertEvents = ((events, o) => fn(real, events, o)) as Insert;
+    return () => {
+      store.insertEvents = real;
+    };
+  };
+
+  it.skipIf(!pgPass)('every connection of the process cut while a run streams: its log, a live SSE client and a replay from 0 have seqs 1..N once', async () => {
+    const { bus } = s.rt;
+    const run = 'r_cut';
+    const url = `${s.url}/api/gateway/events?runId=${run}`;
+    const subs = bus.subscriberCount;
+    const live = readSse(url, { until: (evs) => evs.some(isEnd), timeoutMs: 60_000 });
+    await until(() => bus.subscriberCount > subs);
+    bus.registerRun(run, 'agent:main:cut', 0);
+    const emit = (n: number) => {
+      for (let i = 0; i < n; i++) bus.emit(run, 'assistant', { delta: `d${bus.currentSeq(run) + 1} ` });
+    };
+    emit(5);
+    await bus.drain();
+    // The next batch's insert waits behind this lock; then the server ends every connection of the process (as a
+    // PostgreSQL restart does) with that insert in flight.
+    const locker = new pg.Client({ ...pgConnectConfig(PG_URL), application_name: `${app}_locker`, options: `-c search_path=${schema}` });
+    await locker.connect();
+    try {
+      await locker.query('begin');
+      await locker.query('lock table events in share mode');
+      emit(5);
+      const waiting = `select 1 from pg_locks l join pg_stat_activity a using (pid) where a.application_name = $1 and not l.granted`;
+      await until(async () => (await admin!.query(waiting, [app])).rowCount, 20_000);
+      const cut = await admin!.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1', [app]);
+      expect(cut.rowCount).toBeGreaterThan(0);
+    } finally {
+      await locker.query('rollback').catch(() => undefined);
+      await locker.end();
+    }
+    // The run goes on in the same process: later events wait behind the cut-off batch.
+    emit(4);
+    bus.emit(run, 'lifecycle', { phase: 'end' });
+    await bus.drain();
+    const logged = await settledEvents(s.rt, { runId: run });
+    expect(logged.map((r) => r.seq)).toEqual(seqs(15));
+    const streamed = await live;
+    expect(streamed.map((e) => e.seq)).toEqual(seqs(15));
+    const replay = await readSse(url, { lastEventId: 0, until: (evs) => evs.some(isEnd), timeoutMs: 20_000 });
+    expect(replay.map((e) => e.seq)).toEqual(seqs(15));
+    expect(replay.map((e) => e.id)).toEqual(logged.map((r) => r.id));
+  }, 90_000);
+
+  it.skipIf(!pgPass)('a batch whose COMMIT went through but whose reply was lost is written again without duplicating a row', async () => {
+    const { bus } = s.rt;
+    const run = 'r_lost_reply';
+    bus.registerRun(run, 'agent:main:lost-reply', 0);
+    const heard: number[] = [];
+    const off = bus.onEvent((e) => e.runId === run && heard.push(e.seq));
+    let cut = false;
+    const undo = patchInsert(async (real, events, o) => {
+      if (events.some((e) => e.runId === run && e.seq === 4) && !cut) {
+        cut = true;
+        await real(events, { notify: o?.notify }); // committed; then the connection drops before the reply
+        throw new Error('Connection terminated unexpectedly');
+      }
+      return real(events, o);
+    });
+    try {
+      for (let i = 1; i <= 3; i++) bus.emit(run, 'assistant', { delta: `a${i}` });
+      await bus.drain();
+      for (let i = 4; i <= 6; i++) bus.emit(run, 'assistant', { delta: `a${i}` });
+      await bus.drain();
+      bus.emit(run, 'lifecycle', { phase: 'end' });
+      await bus.drain();
+    } finally {
+      undo();
+      off();
+    }
+    expect(cut).toBe(true);
+    const logged = await settledEvents(s.rt, { runId: run });
+    expect(logged.map((r) => r.seq)).toEqual(seqs(7));
+    expect(heard).toEqual(seqs(7)); // in-process listeners hear the batch once, with the ids of its committed rows
+    const replay = await readSse(`${s.url}/api/gateway/events?runId=${run}`, { lastEventId: 0, until: (evs) => evs.some(isEnd), timeoutMs: 20_000 });
+    expect(replay.map((e) => e.seq)).toEqual(seqs(7));
+  });
+
+  it.skipIf(!pgPass)('a run registered anew while a batch of it is tried again continues after that batch (no seq written twice)', async () => {
+    const { bus } = s.rt;
+    const run = 'r_reregistered';
+    const key = 'agent:main:reregistered';
+    bus.registerRun(run, key, 0);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let cut = false;
+    let retried = false;
+    const undo = patchInsert(async (real, events, o) => {
+      if (!cut && events.some((e) => e.runId === run && e.seq === 1)) {
+        cut = true;
+        throw new Error('Connection terminated unexpectedly');
+      }
+      if (o?.again && !retried) {
+        retried = true;
+        await gate;
+      }
+      return real(events, o);
+    });
+    try {
+      bus.emit(run, 'assistant', { delta: 'first' });
+      bus.emit(run, 'assistant', { delta: 'second' });
+      const drained = bus.drain();
+      await until(() => retried);
+      // Meanwhile the run is let go and driven again here, from what the log holds (nothing of it yet).
+      bus.unregisterRun(run);
+      bus.registerRun(run, key, await s.rt.store.maxSeq(run));
+      bus.emit(run, 'lifecycle', { phase: 'end' });
+      release();
+      await drained;
+      await bus.drain();
+    } finally {
+      undo();
+    }
+    const logged = await settledEvents(s.rt, { runId: run });
+    expect(logged.map((r) => r.seq)).toEqual(seqs(3));
+  });
+
+  it('a write that fails for another reason than a lost connection (a bad row) is not tried again: the batch is dropped, later ones go on', async () => {
+    const { bus } = s.rt;
+    const run = 'r_bad_row';
+    bus.registerRun(run, 'agent:main:bad-row', 0);
+    let calls = 0;
+    const undo = patchInsert(async (real, events, o) => {
+      if (events.some((e) => e.runId === run && e.seq === 1)) {
+        calls++;
+        throw Object.assign(new Error('invalid input syntax for type json'), { code: '22P02' });
+      }
+      return real(events, o);
+    });
+    try {
+      bus.emit(run, 'assistant', { delta: 'bad' });
+      await bus.drain();
+      bus.emit(run, 'lifecycle', { phase: 'end' });
+      await bus.drain();
+    } finally {
+      undo();
+    }
+    expect(calls).toBe(1);
+    const logged = await settledEvents(s.rt, { runId: run });
+    expect(logged.map((r) => r.seq)).toEqual([2]);
+  });
+});
