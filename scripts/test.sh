@@ -108,16 +108,23 @@ section typecheck "Typecheck (tsc --noEmit)"
 npx --no-install tsc --noEmit
 step_ok
 
+# Each test server takes a schema of its own in the test database; drop the ones earlier runs left behind (hundreds of
+# them make every fresh schema's migration slow: kysely's migrator looks its tables up across every schema).
+drop_test_schemas() {
+  psql -q -h 127.0.0.1 -p 5432 -d test -Atc "select format('drop schema if exists %I cascade;', nspname) from pg_namespace where nspname like 't\_%'" \
+    | psql -q -h 127.0.0.1 -p 5432 -d test >/dev/null 2>&1 || echo "(could not drop old test schemas; going on)"
+}
+
 section vitest "Unit + integration tests (vitest run)"
+# The run-once suites (clusters, crash bursts) use PostgreSQL in this pass too.
+drop_test_schemas
 npx --no-install vitest run
 step_ok
 
 section vitest-pg "The gateway's integration suites again, every server on PostgreSQL (TEST_STORE=postgres)"
 # Not the run-once suites (server/testing/store-independent.ts): they do not use the store under test, and ran above in
 # the project "once", where using it throws.
-# Each test server takes a schema of its own in the test database; drop the ones earlier runs left behind.
-psql -q -h 127.0.0.1 -p 5432 -d test -Atc "select format('drop schema if exists %I cascade;', nspname) from pg_namespace where nspname like 't\_%'" \
-  | psql -q -h 127.0.0.1 -p 5432 -d test >/dev/null 2>&1 || echo "(could not drop old test schemas; going on)"
+drop_test_schemas
 TEST_STORE=postgres npx --no-install vitest run server
 step_ok
 
