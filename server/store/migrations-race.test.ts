@@ -38,7 +38,6 @@ describe.skipIf(!onPostgresPass())('PostgreSQL migrations under concurrent start
             const real = target.introspection;
             return {
               getSchemas: () => real.getSchemas(),
-              getMetadata: (o?: never) => real.getMetadata(o),
               getTables: async (o?: never) => {
                 if (++lookups === 1) throw new Error('column "id" of relation "push_keys" does not exist');
                 return real.getTables(o);
