@@ -6,4 +6,9 @@ export interface McpCallInfo {
   tool: string;
   /** The calling run's abort signal: a cancelled call cancels its elicitation. */
   signal: AbortSignal;
+  /**
+   * Set when a status write the call's elicitation or authorization item makes was refused (FencedError: this process
+   * lost the session's lease): the call then throws it, and the run ends quietly (the lease holder re-drives it).
+   */
+  fenced?: Error;
 }

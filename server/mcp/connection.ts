@@ -332,11 +332,14 @@ export class McpConnection {
           this.o.oauth?.accepted();
           return result;
         } catch (e) {
+          if (o.caller?.fenced) throw o.caller.fenced;
           if (signal.aborted || !this.o.oauth || attempt >= 2 || !(isUnauthorized(e) || this.o.oauth.waiting)) throw e;
           await this.o.oauth.waitAuthorized(signal);
         }
       }
     } catch (e) {
+      // This process lost the session's lease (a status write was refused): the run ends; the server is not down.
+      if (o.caller?.fenced) throw o.caller.fenced;
       if (signal.aborted) throw e;
       if (e instanceof Error && e.name === 'OAuthDeclined') throw e;
       // Still refused after the authorizations it asked for (a 401 after a fresh token, a scope never granted): the

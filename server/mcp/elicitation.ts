@@ -4,7 +4,7 @@ import crypto from 'node:crypto';
 import type { ElicitRequest, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import type { EventBus } from '../events/bus';
 import type { Logger } from '../logger';
-import { nowIso, type Store } from '../store/store';
+import { FencedError, nowIso, type Store } from '../store/store';
 import type { McpCallInfo } from './call-info';
 import { pendingRow } from '../orchestrator/approvals';
 
@@ -47,11 +47,12 @@ export class Elicitations {
     const row = pendingRow({ sessionKey: call.sessionKey, runId: call.runId, callId: `${call.callId}:elicit:${crypto.randomBytes(4).toString('hex')}`, tool: toolName, args, kind: 'elicitation' });
     await this.d.store.insertApproval(row);
     this.d.bus.emit(call.runId, 'approval', { phase: 'requested', approvalId: row.id, kind: 'elicitation', tool: toolName, args: { ...args }, callId: call.callId, requestedAt: row.requested_at });
-    await this.d.store.updateRun(call.runId, { status: 'waiting_approval' });
+    // The run's own status: fenced by its session's lease (a zombie's write is refused, never sets an ended run back).
+    await this.d.store.updateRunFenced(call.runId, call.sessionKey, { status: 'waiting_approval' }).catch((e: unknown) => fenced(call, e, true));
     try {
       return await this.answer(row.id, call, [call.signal, serverSignal]);
     } finally {
-      if (!call.signal.aborted) await this.d.store.updateRun(call.runId, { status: 'running' }).catch(() => undefined);
+      if (!call.signal.aborted) await this.d.store.updateRunFenced(call.runId, call.sessionKey, { status: 'running' }).catch((e: unknown) => fenced(call, e, false));
     }
   }
 
@@ -80,4 +81,13 @@ export class Elicitations {
       });
     }
   }
+}
+
+/**
+ * A refused status write (FencedError) is kept on the call, which throws it once the MCP request returns (the run ends
+ * quietly); `rethrow`: thrown here as well (nothing is asked). Any other failure of the write is rethrown only with `rethrow`.
+ */
+function fenced(call: McpCallInfo, e: unknown, rethrow: boolean): void {
+  if (e instanceof FencedError) call.fenced ??= e;
+  if (rethrow) throw e;
 }

@@ -9,6 +9,7 @@ import { invalidateFunctionTools } from '../orchestrator/model-step';
 import { mainSessionKey } from '../sessions/keys';
 import type { AnyToolDef } from '../tools/types';
 import type { Store } from '../store/store';
+import type { McpCallInfo } from './call-info';
 import type { McpConnection, McpState } from './connection';
 import { McpUnavailable } from './unavailable';
 import { Elicitations } from './elicitation';
@@ -220,9 +221,17 @@ export class McpManager {
         const onProgress = (p: { progress: number; total?: number; message?: string }) =>
           this.o.bus.emit(ctx.runId, 'tool', { phase: 'update', name, callId: ctx.callId, progress: { progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message !== undefined ? { message: p.message } : {}) } });
         try {
-          const caller = { runId: ctx.runId, sessionKey: ctx.sessionKey, callId: ctx.callId, tool: t.name, signal: ctx.signal };
-          return toToolData(await conn.call(t.name, args, { signal: ctx.signal, onProgress, traceparent: ctx.traceparent, caller }));
+          const caller: McpCallInfo = { runId: ctx.runId, sessionKey: ctx.sessionKey, callId: ctx.callId, tool: t.name, signal: ctx.signal };
+          try {
+            const result = await conn.call(t.name, args, { signal: ctx.signal, onProgress, traceparent: ctx.traceparent, caller });
+            // A status write of the call's elicitation was refused (FencedError): the run ends quietly, no result.
+            if (caller.fenced) throw caller.fenced;
+            return toToolData(result);
+          } catch (e) {
+            throw caller.fenced ?? e;
+          }
         } catch (e) {
+          if (e instanceof Error && e.name === 'FencedError') throw e;
           if (ctx.signal.aborted) return toolError('interrupted', 'run interrupted: the MCP request was cancelled');
           if (e instanceof McpUnavailable) return toolError('tool_unavailable', e.message);
           if (this.sdk && e instanceof this.sdk.OAuthDeclined) return toolError('unauthorized', `MCP ${server}/${t.name}: ${e.message}`);

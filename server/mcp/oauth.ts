@@ -8,7 +8,7 @@ import type { EventBus } from '../events/bus';
 import type { DecidedBy } from '../events/types';
 import type { Logger } from '../logger';
 import { pendingRow } from '../orchestrator/approvals';
-import type { Store } from '../store/store';
+import { FencedError, type Store } from '../store/store';
 import type { McpCallInfo } from './call-info';
 import { McpOAuthStore, type McpOAuthRow, type OAuthFields } from './oauth-store';
 import { OAUTH_RUN_PREFIX } from './oauth-run';
@@ -209,7 +209,8 @@ export class McpOAuth implements OAuthClientProvider {
       if (row && row.status !== 'pending') {
         if (this.pendingId !== id) continue; // superseded by a newer item: wait on that one
         this.pendingId = undefined;
-        if (!row.run_id.startsWith(OAUTH_RUN_PREFIX)) await this.d.store.updateRun(row.run_id, { status: 'running' }).catch(() => undefined);
+        // The run's own status, fenced by its session's lease: refused in a zombie (kept on the call, which then throws).
+        if (!row.run_id.startsWith(OAUTH_RUN_PREFIX)) await this.d.store.updateRunFenced(row.run_id, row.session_key, { status: 'running' }).catch((e: unknown) => this.fencedCall(row.run_id, e));
         if (row.status === 'allowed') return;
         throw new OAuthDeclined(
           `authorization of MCP server ${this.d.server} was ${row.decision === 'cancel' || row.status === 'cancelled' ? 'cancelled' : 'declined'}${row.reason ? `: ${row.reason}` : ''}`,
@@ -322,8 +323,19 @@ export class McpOAuth implements OAuthClientProvider {
     if (before) await this.settle(before, 'cancelled', 'cancel', 'superseded by a newer authorization item');
     await this.put(undefined, { approval_id: row.id, state: url.searchParams.get('state') });
     this.emit(row.run_id, row.session_key, { phase: 'requested', approvalId: row.id, kind: 'authorization', tool: row.tool, args: { ...args }, callId: row.call_id, requestedAt: row.requested_at });
-    if (call) await store.updateRun(call.runId, { status: 'waiting_approval' }).catch(() => undefined);
+    // Fenced by the session's lease: a zombie's write is refused and its call throws (the run ends quietly).
+    if (call) {
+      await store.updateRunFenced(call.runId, call.sessionKey, { status: 'waiting_approval' }).catch((e: unknown) => this.fencedCall(call.runId, e));
+      if (call.fenced) throw call.fenced;
+    }
     this.d.log.warn({ server, approvalId: row.id, sessionKey: row.session_key }, 'mcp server needs authorization: an authorization item is pending');
+  }
+
+  /** A refused status write of a call's run (FencedError) is kept on that call if it is in flight here; other failures are let go. */
+  private fencedCall(runId: string, e: unknown): void {
+    if (!(e instanceof FencedError)) return;
+    const call = this.d.caller();
+    if (call?.runId === runId) call.fenced ??= e;
   }
 
   /** `by`: who decided, for the record; none when the gateway closed the item itself (no one decided it). */

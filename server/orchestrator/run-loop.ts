@@ -317,6 +317,8 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
             ? toolError('interrupted', 'run interrupted')
             : await def.execute(parsed.data, { runId: run.id, sessionKey: run.sessionKey, agent: run.agent, callId: call.toolCallId, signal, counters: run.counters, delivered: run.delivered, origin: run.origin, sessionCwd: run.cwd, traceparent: traced.traceparent });
         } catch (e) {
+          // This process lost the session's lease during the call (an MCP call's status write was refused): quiet end.
+          if (e instanceof FencedError) throw e;
           deps.log.error({ err: e, tool: def.name }, 'tool threw');
           result = toolError('internal', `${def.name} failed: ${errorMessage(e)}`);
         }

@@ -15,7 +15,8 @@ export class FencedStore extends StoreBase {
   //   the run's start (`startRun`), its own rows (`appendMessages` with `run`: its steps, steered input, its
   //   send_message rows and a delegate's notices into its session through `appendTranscript`, its compaction row),
   //   its end with the callbacks and webhooks it owes (`finishRun`), the tool-started claim (`markToolStarted`),
-  //   its own status while it runs and the queued runs its lease holder merges or steers (`updateRunFenced`), and
+  //   its own status while it runs and the queued runs its lease holder merges or steers (`updateRunFenced`; also
+  //   the status an MCP call's elicitation or authorization item sets, server/mcp/elicitation.ts and oauth.ts), and
   //   its events (`insertEvents`, by the epoch each one was emitted under);
   // and when this process is clustered (`leases`) and holds NO fence for the session (its state was dropped: released
   // idle, declared dead, dropped while it loaded, yet code of the run still goes on), each of those is refused
@@ -23,8 +24,7 @@ export class FencedStore extends StoreBase {
   // dropped), never written unchecked beside the lease holder's. Unfenced, as they are no run's: SQLite (one process,
   // no leases), rows written from outside a run (a channel's mirror or notice, an inter-session row into another
   // session, `sessions.compact`); `touchSession` (store.ts) is only reached under `appendMessages`, `startRun` and
-  // SQLite's `finishRun`, so it follows its caller. Still unfenced and not idempotent: an MCP call's status writes
-  // (`updateRun` in server/mcp/elicitation.ts and oauth.ts), left for now;
+  // SQLite's `finishRun`, so it follows its caller;
   // or IDEMPOTENT BY ITS ID (a zombie's second write and the re-driver's land once):
   //   approvals (one row per run and call, `insertApproval`; settled only from pending, `settleApproval`),
   //   callbacks (ids derive from the target run; `settleCallback` after the caller turn, whose run id derives from

@@ -402,13 +402,19 @@ export async function migrateToLatest(db: Kysely<any>, dialect: DialectName, sch
     if (!error) return;
     const failed = results?.find((r) => r.status === 'Error');
     const message = (error as Error).message ?? String(error);
-    // The migrator looks the database's tables up across every schema; a schema dropped meanwhile by someone else
-    // (another tenant, a test run cleaning up) fails that lookup once. Nothing of ours ran: look again.
+    // The migrator looks the database's tables up across every schema (kysely's introspection: every column of every
+    // table, with pg_get_serial_sequence by name); a schema dropped meanwhile by someone else (another tenant, a test
+    // run cleaning up) fails that lookup once: its table is gone (`relation … does not exist`), or went between the
+    // function's two lookups (`column "id" of relation "push_keys" does not exist`). Nothing of ours ran: look again.
     // (Or one another process is still creating: its CREATE SCHEMA and tables are not committed yet.)
-    if (!failed && attempt < 20 && /^schema ".*" does not exist$|^relation .* does not exist$|cache lookup failed/.test(message) && !(schema && message.includes(`"${schema}"`))) {
+    if (!failed && attempt < 20 && LOOKUP_RACE.test(message) && !(schema && message.includes(`"${schema}"`))) {
       await new Promise((r) => setTimeout(r, Math.min(50 * attempt, 500)));
       continue;
     }
-    throw new Error(`migration ${failed?.migrationName ?? '?'} failed: ${message}`);
+    // No migration failed: the migrator's own steps did (its tables' lookup or creation, its lock, reading what ran).
+    throw new Error(failed ? `migration ${failed.migrationName} failed: ${message}` : `migrating failed before any migration ran (the migration tables' lookup, lock or read): ${message}`);
   }
 }
+
+/** A catalog lookup broken by DDL elsewhere in the database (see migrateToLatest). */
+export const LOOKUP_RACE = /^schema ".*" does not exist$|^relation .* does not exist$|^column ".*" of relation ".*" does not exist$|cache lookup failed/;
