@@ -1,8 +1,9 @@
-// `npx tsx bench/search-pg.ts <databaseUrl> [new|old|both]`: sessions.search on a seeded PostgreSQL store (bench/scale-seed-cli.ts), word by word, read-only.
+// `npx tsx bench/search-pg.ts <databaseUrl> [new|old|both] [window]`: sessions.search on a seeded PostgreSQL store (bench/scale-seed-cli.ts), word by word, read-only.
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Database } from '../server/store/schema';
-import { queryTerms, RANK_WINDOW, searchMessages } from '../server/store/search';
+import { queryTerms, RANK_WINDOW } from '../server/store/search';
+import { searchPostgres } from '../server/store/search-pg';
 import { word } from './lib/zipf-words';
 
 /*
@@ -34,7 +35,9 @@ async function old(query: string): Promise<number> {
     FROM hits h JOIN messages m ON m.id = h.message_id ORDER BY h.score DESC, m.id DESC LIMIT 21`.execute(db);
   return res.rows.length;
 }
-const fresh = async (query: string) => (await searchMessages(db, 'postgres', { query, limit: 21, offset: 0 })).length;
+// `new` ranks among the newest `window` matches (argv[4], default RANK_WINDOW as sessions.search does).
+const window = Number(process.argv[4] ?? RANK_WINDOW);
+const fresh = async (query: string) => (await searchPostgres(db, { terms: queryTerms(query), limit: 21, offset: 0, window, snippetWords: 16 })).length;
 
 const stats = await sql<{ e: string; f: number }>`SELECT u.e, u.f FROM pg_stats,
   unnest(most_common_elems::text::text[], most_common_elem_freqs) AS u(e, f) WHERE tablename = 'message_search' AND attname = 'tsv'`.execute(db);
