@@ -87,7 +87,14 @@ test('the board opens from the idle prefetch, on its own request, and renders lo
     if (paths.length > 1) await held;
     await route.continue();
   });
+  const documents: string[] = [];
+  page.on('request', (r) => {
+    if (r.isNavigationRequest()) documents.push(r.url().slice(server.origin.length));
+  });
   await openOwnRoom(page, server, freshSession);
+  // Only the session's room loaded: a room of the default session (the /login redirect's, loaded first) sent its own
+  // idle prefetch, counted here as the first board request (stop 22, under load).
+  expect(documents).toEqual([`/?session=${encodeURIComponent(freshSession)}`]);
   await expect.poll(() => paths.length).toBe(1);
   await page.getByRole('button', { name: 'Board', exact: true }).click();
   const board = page.getByRole('region', { name: 'Agent board' });

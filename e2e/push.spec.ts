@@ -59,6 +59,25 @@ test('a pushed pending item shows a notification whose "Allow once" resolves it'
     const pushed = rcv.received[0]!.json as { approvalId: string; token: string; summary: string };
     expect(pushed).toMatchObject({ type: 'approval', kind: 'tool', sessionKey, tool: 'sessions_list', parentChain: [sessionKey], summary: 'sessions_list {}' });
 
+    // Notifications are read only once the worker's showNotification() has resolved. Chromium's getNotifications()
+    // deletes from its database every stored notification the platform does not report as displayed yet, unless it
+    // was created after the read began: a read that starts while one is being shown drops it for good (it stays on
+    // screen, and every later read lists nothing). Polled while the push was being shown, this test once waited 15 s
+    // on [] under load (stop 22: the worker had fetched the notification's icon). So the worker's own
+    // registration.showNotification, which sw.js looks up at each call, is wrapped to record what it has shown.
+    await expect.poll(() => context.serviceWorkers().some((w) => w.url() === `${server.origin}/sw.js`)).toBe(true);
+    const worker = context.serviceWorkers().find((w) => w.url() === `${server.origin}/sw.js`)!;
+    await worker.evaluate(() => {
+      const g = globalThis as unknown as { registration: ServiceWorkerRegistration; shownTags: string[] };
+      const show = g.registration.showNotification.bind(g.registration);
+      g.shownTags = [];
+      g.registration.showNotification = async (title, options) => {
+        await show(title, options);
+        g.shownTags.push(options?.tag ?? '');
+      };
+    });
+    const hasShown = (tag: string) => worker.evaluate((t) => (globalThis as unknown as { shownTags: string[] }).shownTags.includes(t), tag);
+
     // The browser gets that plaintext through the DevTools protocol, as its push service would hand it over.
     await cdp.send('ServiceWorker.deliverPushMessage', { origin: server.origin, registrationId: registrations.get(`${server.origin}/`)!, data: JSON.stringify(pushed) });
     const shown = async () =>
@@ -66,8 +85,10 @@ test('a pushed pending item shows a notification whose "Allow once" resolves it'
         const reg = await navigator.serviceWorker.ready;
         return (await reg.getNotifications({ tag })).map((n) => ({ title: n.title, body: n.body, actions: ((n as unknown as { actions?: Array<{ title: string }> }).actions ?? []).map((a) => a.title) }));
       }, pushed.approvalId);
-    await expect.poll(shown, { timeout: 15_000 }).toHaveLength(1);
-    const [note] = await shown();
+    await expect.poll(() => hasShown(pushed.approvalId), { timeout: 15_000 }).toBe(true);
+    const notes = await shown();
+    expect(notes).toHaveLength(1);
+    const [note] = notes;
     // Its agent, parent chain, tool and one-line summary; the two actions.
     expect(note).toEqual({ title: 'main asks: sessions_list', body: `sessions_list {}\n${sessionKey}`, actions: ['Allow once', 'Deny'] });
 

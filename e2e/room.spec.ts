@@ -193,7 +193,12 @@ test.describe('history', () => {
     await room.open(freshSession);
     await expect(room.messages('assistant').filter({ hasText: 'echo: turn 29' })).toBeVisible();
     await expect(room.texts('user').filter({ hasText: /^turn 0$/ })).toHaveCount(0);
-    await room.page.getByTestId('load-older').click();
+    // The reader scrolls up: near the top the older page loads. (A click on "Load older messages" at the top raced that
+    // load: the click's own scroll into view started it, the last page removed the button, and the click waited for it
+    // until the test timed out — stop 22, under load.)
+    await expect(room.page.getByTestId('load-older')).toBeAttached();
+    await room.transcript.hover();
+    await room.page.mouse.wheel(0, -100_000);
     await expect(room.texts('user').filter({ hasText: /^turn 0$/ })).toHaveCount(1);
     await expect(room.page.getByTestId('load-older')).toHaveCount(0);
     await expect(room.messages('user')).toHaveCount(30);

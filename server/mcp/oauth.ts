@@ -170,11 +170,15 @@ export class McpOAuth implements OAuthClientProvider {
     return !!this.pendingId;
   }
 
-  /** Refreshes the access token when it nears its expiry (once at a time); a refused refresh raises an item and waits. */
-  async freshen(signal?: AbortSignal): Promise<void> {
+  /**
+   * Refreshes the access token when it nears its expiry (once at a time); a refused refresh raises an item and waits.
+   * Whether the token was due (a refresh ran).
+   */
+  async freshen(signal?: AbortSignal): Promise<boolean> {
     const row = await this.current();
     const tokens = parse<OAuthTokens>(row?.tokens);
-    if (tokens?.refresh_token && row?.expires_at && Date.parse(row.expires_at) - Date.now() <= this.margin(tokens)) {
+    const due = !!(tokens?.refresh_token && row?.expires_at && Date.parse(row.expires_at) - Date.now() <= this.margin(tokens));
+    if (due) {
       this.refreshing ??= (async () => {
         this.d.log.info({ server: this.d.server }, 'mcp oauth token near its expiry: refreshing');
         // The SDK refreshes when a refresh token is stored; one refused (invalid_grant) is dropped and a new
@@ -184,6 +188,7 @@ export class McpOAuth implements OAuthClientProvider {
       await this.refreshing;
     }
     if (this.pendingId) await this.waitAuthorized(signal);
+    return due;
   }
 
   /** Waits until the pending item is settled: accepted (the callback stored the tokens, or a person pressed Done), or declined (OAuthDeclined). */
@@ -276,9 +281,18 @@ export class McpOAuth implements OAuthClientProvider {
     const delay = Math.max(0, Date.parse(expiresAt) - Date.now() - this.margin(tokens));
     this.refreshTimer = setTimeout(() => {
       this.refreshTimer = null;
-      this.freshen().catch((e: unknown) => this.d.log.warn({ server: this.d.server, err: e instanceof Error ? e.message : String(e) }, 'mcp oauth background refresh failed'));
+      this.refreshDue().catch((e: unknown) => this.d.log.warn({ server: this.d.server, err: e instanceof Error ? e.message : String(e) }, 'mcp oauth background refresh failed'));
     }, Math.min(delay, 2 ** 31 - 1));
     this.refreshTimer.unref?.();
+  }
+
+  /**
+   * The refresh timer fired: refreshes the token, or arms the timer again for the stored one when it is not due yet by
+   * the wall clock — a timer may fire a millisecond before Date.now() says its time has come (or the clock was set back,
+   * or another process refreshed the token). Dropped there, an idle server's token was never refreshed in the background.
+   */
+  private async refreshDue(): Promise<void> {
+    if (!(await this.freshen())) await this.armRefresh();
   }
 
   private margin(tokens: OAuthTokens): number {

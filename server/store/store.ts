@@ -1,13 +1,13 @@
 // Repositories over the Kysely database: every query the gateway runs, keyset-paged and bounded. Sessions,
-// transcripts and runs here; fencing (leases' epochs, fenced run writes) in FencedStore; the event log, approvals,
-// callbacks, webhooks and idempotency in StoreBase.
+// transcripts and runs here; the session lists in SessionLists; fencing (leases' epochs, fenced run writes) in
+// FencedStore; the event log, approvals, callbacks, webhooks and idempotency in StoreBase.
 import { type ExpressionBuilder, type Kysely, type UpdateObject } from 'kysely';
 import type { PendingEvent, TranscriptMessage } from '../events/types';
 import type { DbHandle } from './db';
 import { ClaimTaken, claimCutoff, type IdempotencyClaim, insertClaim } from './idempotency';
 import { appendPg, type FinishPg, finishPg, finishPgOne, type MessageValues, messageValues, queuedBehindLock, rowBytes, type UsageValues, withoutRowEvents } from './run-writes';
 import type { CallbackRow, Database, MessageRow, RunRow, SessionRow, WebhookRow } from './schema';
-import { FencedStore } from './fences';
+import { SessionLists } from './session-lists';
 import { type FoldStep, foldSteps, wholeRunLog } from './event-fold';
 import { HotSqlite } from './hot-sqlite';
 import { RecentRows } from './recent-rows';
@@ -32,7 +32,7 @@ export interface StartedRun {
   session?: SessionRow;
 }
 
-export class Store extends FencedStore {
+export class Store extends SessionLists {
   /** In-memory recent rows are only safe unchecked while this process is the store's only writer (the embedded SQLite). */
   private readonly recent: RecentRows;
   /** SQLite: a turn's statements prepared once and run without Kysely's builder. */
@@ -87,47 +87,6 @@ export class Store extends FencedStore {
       .onConflict((oc) => oc.column('key').doNothing())
       .execute();
     return (await this.getSession(s.key))!;
-  }
-
-  /** Newest activity first, keyset on (last_activity_at, key). */
-  listSessions(o: { limit: number; after?: [string, string]; agentId?: string; kind?: string }) {
-    let q = this.db.selectFrom('sessions').selectAll();
-    if (o.agentId) q = q.where('agent_id', '=', o.agentId);
-    if (o.kind) q = q.where('kind', '=', o.kind);
-    if (o.after) {
-      const [ts, key] = o.after;
-      q = q.where((eb) => eb.or([eb('last_activity_at', '<', ts), eb.and([eb('last_activity_at', '=', ts), eb('key', '<', key)])]));
-    }
-    return q.orderBy('last_activity_at', 'desc').orderBy('key', 'desc').limit(o.limit).execute();
-  }
-
-  /** A parent's delegate sessions, newest interaction first, keyset on (last_interacted_at, key). */
-  listDelegates(o: { parentKey: string; limit: number; after?: [string, string] }): Promise<SessionRow[]> {
-    let q = this.db.selectFrom('sessions').selectAll().where('parent_key', '=', o.parentKey).where('kind', '=', 'subagent').where('dismissed_at', 'is', null);
-    if (o.after) {
-      const [ts, key] = o.after;
-      q = q.where((eb) => eb.or([eb('last_interacted_at', '<', ts), eb.and([eb('last_interacted_at', '=', ts), eb('key', '<', key)])]));
-    }
-    return q.orderBy('last_interacted_at', 'desc').orderBy('key', 'desc').limit(o.limit).execute();
-  }
-
-  async delegateStats(): Promise<{ reusable: number; bytes: number }> {
-    const r = await this.db
-      .selectFrom('sessions')
-      .select((eb) => [eb.fn.countAll().as('n'), eb.fn.sum<number>('bytes').as('b')])
-      .where('kind', '=', 'subagent')
-      .where('dismissed_at', 'is', null)
-      .executeTakeFirst();
-    return { reusable: Number(r?.n ?? 0), bytes: Number(r?.b ?? 0) };
-  }
-
-  /** Marks a delegate engaged by its parent now (a new prompt): it moves to the front of the list. */
-  async touchDelegate(key: string): Promise<void> {
-    await this.db
-      .updateTable('sessions')
-      .set((eb) => ({ last_interacted_at: nowIso(), turns: eb('turns', '+', 1) }))
-      .where('key', '=', key)
-      .execute();
   }
 
   async patchSession(key: string, fields: Partial<Pick<SessionRow, 'model' | 'thinking_level' | 'label' | 'spawn_depth' | 'queue_mode' | 'status' | 'meta' | 'dismissed_at'>>) {
