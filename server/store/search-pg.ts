@@ -26,8 +26,8 @@ const MAX_GROWTH = 8;
  * backwards testing every row (~340,000 rows for a word in 1.5 % of messages) or take the GIN index and read every
  * match's row (tens of thousands of random heap pages, cold for a word nobody searched lately) to keep the newest
  * window. Each step here asks for the matches within one id range, newest range first: the planner bounds its work by
- * the range (a GIN bitmap ANDed with the primary key's range, so only that range's matches are read from the heap, or
- * a short backward walk for a common word), and the next range is sized from the matches per id seen so far, so the
+ * the range (a GIN bitmap ANDed with the range's pages from the BRIN index of 0022_pgsearch, so only that range's
+ * matches are read from the heap, or a short backward walk for a common word), and the next range is sized from the matches per id seen so far, so the
  * last step reads about as many rows as the window still needs. A rare word ends in a step over everything older,
  * whose matches are few. Returned newest first, with each match's ts_rank.
  */
@@ -60,9 +60,10 @@ export async function newestMatches(db: Kysely<Database>, tsquery: string, windo
 /** Best match first (ts_rank among the newest `window` matches), newest first among equals. */
 export async function searchPostgres(db: Kysely<Database>, q: PgSearchQuery): Promise<SqliteSearchHit[]> {
   const tsquery = q.terms.map((t, i) => (i === q.terms.length - 1 ? `${t}:*` : t)).join(' & ');
-  // The newest id, and the share of rows holding the query's most common listed word (ANALYZE's most common
-  // elements of tsv): a word in 0.5 % of messages needs ~window / 0.005 ids, so the first step reads about that many
-  // instead of stepping up to it, reading the word's GIN entries once per step.
+  // The newest id, and the share of rows holding the query's rarest listed word (ANALYZE's most common elements of
+  // tsv; every word must match, so the query's share is at most that): a word in 0.5 % of messages needs ~window /
+  // 0.005 ids, so the first step reads about that many instead of stepping up to it, reading the word's GIN entries
+  // once per step. The last word's prefix may match more than the word itself: that step then reads more matches.
   const top = await sql<{ max: string | null; share: number | null }>`
     SELECT (SELECT max(message_id) FROM message_search) AS max,
       (SELECT min(u.f) FROM pg_stats, unnest(most_common_elems::text::text[], most_common_elem_freqs) AS u(e, f)
