@@ -11,9 +11,10 @@ import { deliveriesMigrations } from './migrations-deliveries';
 import { oauthMigrations } from './migrations-oauth';
 import { pushMigrations } from './migrations-push';
 import { foldMigrations } from './migrations-fold';
+import { pgsearchMigrations } from './migrations-pgsearch';
 
 // Later capabilities keep their migrations in modules of their own (server/store/migrations-<name>.ts): add the set here.
-const sets: MigrationSet[] = [oauthMigrations, approvalHistoryMigrations, deliveriesMigrations, pushMigrations, scaleMigrations, searchMigrations, foldMigrations];
+const sets: MigrationSet[] = [oauthMigrations, approvalHistoryMigrations, deliveriesMigrations, pushMigrations, scaleMigrations, searchMigrations, foldMigrations, pgsearchMigrations];
 
 function migrations(dialect: DialectName): Record<string, Migration> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -2,6 +2,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { DialectName } from './schema';
 import type { Database } from './schema';
+import { searchPostgres } from './search-pg';
 import { sqliteBody, type SqliteSearchHit } from './search-sqlite';
 import type { SqliteSearcher } from './search-worker';
 
@@ -74,7 +75,7 @@ const SCAN_PREFIX_TERMS = 20_000;
 /**
  * Best match first (bm25 / ts_rank, among the newest RANK_WINDOW matches), newest first among equals; an empty query
  * finds nothing. SQLite runs in the store's search worker (server/store/search-worker.ts; server/store/search-sqlite.ts
- * has the query).
+ * has the query); PostgreSQL's query is server/store/search-pg.ts.
  */
 export async function searchMessages(db: Kysely<Database>, dialect: DialectName, q: SearchQuery, sqliteSearch?: SqliteSearcher): Promise<SearchHit[]> {
   const terms = queryTerms(q.query);
@@ -93,25 +94,6 @@ export async function searchMessages(db: Kysely<Database>, dialect: DialectName,
       snippetWords: SNIPPET_WORDS,
     });
   }
-  const tsquery = terms.map((t, i) => (i === terms.length - 1 ? `${t}:*` : t)).join(' & ');
-  // As on SQLite, rank within the newest RANK_WINDOW matches: ts_rank over every match of a common word (millions of
-  // rows at 10,000,000 messages) took seconds. The stored tsvector (0019_scale) lets the planner walk message_search
-  // newest first and stop at the window for a common word, or take the GIN index for a rare one.
-  const res = await sql<SearchHit>`
-    WITH newest AS (
-      SELECT s.message_id, s.body, s.tsv, q
-      FROM message_search s, to_tsquery('simple', ${tsquery}) q
-      WHERE s.tsv @@ q
-      ORDER BY s.message_id DESC
-      LIMIT ${RANK_WINDOW}
-    ), hits AS (
-      SELECT message_id, body, ts_rank(tsv, q) AS score, q FROM newest
-    )
-    SELECT m.id, m.session_key, m.role, m.kind, m.created_at,
-           ts_headline('simple', h.body, h.q, ${`StartSel="",StopSel="",MaxWords=${SNIPPET_WORDS},MinWords=6,ShortWord=0,FragmentDelimiter=" … "`}) AS snippet
-    FROM hits h JOIN messages m ON m.id = h.message_id
-    ${prefix ? sql`WHERE m.session_key LIKE ${prefix}` : sql``}
-    ORDER BY h.score DESC, m.id DESC
-    LIMIT ${q.limit} OFFSET ${q.offset}`.execute(db);
-  return res.rows.map((r) => ({ ...r, id: Number(r.id) }));
+  // As on SQLite, rank within the newest RANK_WINDOW matches, found by id-range steps (server/store/search-pg.ts).
+  return searchPostgres(db, { terms, limit: q.limit, offset: q.offset, ...(prefix ? { agentPrefix: prefix } : {}), window: RANK_WINDOW, snippetWords: SNIPPET_WORDS });
 }

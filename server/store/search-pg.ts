@@ -1,0 +1,92 @@
+// sessions.search on PostgreSQL: the newest matches found by id-range steps (bounded work per query), ranked, paged.
+import { type Kysely, sql } from 'kysely';
+import type { Database } from './schema';
+import type { SqliteSearchHit } from './search-sqlite';
+
+export interface PgSearchQuery {
+  terms: string[];
+  limit: number;
+  offset: number;
+  /** LIKE pattern on session_key (`agent:<id>:%`). */
+  agentPrefix?: string;
+  /** Rank among the newest this-many matches. */
+  window: number;
+  snippetWords: number;
+  /** The first id range read (PG_FIRST_SPAN; tests make it small). */
+  firstSpan?: number;
+}
+
+/** The first id range a search reads (newest messages); later ranges grow with the density the earlier ones showed. */
+export const PG_FIRST_SPAN = 50_000;
+/** A step never grows the range by more than this factor (a word absent from the newest range). */
+const MAX_GROWTH = 8;
+
+/*
+ * Why steps: one `ORDER BY message_id DESC LIMIT window` over `tsv @@ q` made PostgreSQL either walk the primary key
+ * backwards testing every row (~340,000 rows for a word in 1.5 % of messages) or take the GIN index and read every
+ * match's row (tens of thousands of random heap pages, cold for a word nobody searched lately) to keep the newest
+ * window. Each step here asks for the matches within one id range, newest range first: the planner bounds its work by
+ * the range (a GIN bitmap ANDed with the range's pages from the BRIN index of 0022_pgsearch, so only that range's
+ * matches are read from the heap, or a short backward walk for a common word), and the next range is sized from the matches per id seen so far, so the
+ * last step reads about as many rows as the window still needs. A rare word ends in a step over everything older,
+ * whose matches are few. Returned newest first, with each match's ts_rank.
+ */
+export async function newestMatches(db: Kysely<Database>, tsquery: string, window: number, firstSpan: number, newestId: number): Promise<Array<{ id: number; score: number }>> {
+  let hi = newestId;
+  const found: Array<{ id: number; score: number }> = [];
+  let span = firstSpan;
+  let scanned = 0;
+  while (hi > 0 && found.length < window) {
+    const lo = Math.max(0, hi - span);
+    const need = window - found.length;
+    const res = await sql<{ id: string; score: number }>`
+      SELECT s.message_id AS id, ts_rank(s.tsv, q) AS score
+      FROM message_search s, to_tsquery('simple', ${tsquery}) q
+      WHERE s.tsv @@ q AND s.message_id > ${lo} AND s.message_id <= ${hi}
+      ORDER BY s.message_id DESC
+      LIMIT ${need}`.execute(db);
+    for (const r of res.rows) found.push({ id: Number(r.id), score: Number(r.score) });
+    scanned += hi - lo;
+    hi = lo;
+    const still = window - found.length;
+    if (still <= 0) break;
+    // Matches per id so far; the next range is sized to hold what is still needed (a quarter more), within bounds.
+    const perId = found.length / scanned;
+    span = perId > 0 ? Math.min(span * MAX_GROWTH, Math.max(span, Math.ceil((still / perId) * 1.25))) : span * MAX_GROWTH;
+  }
+  return found;
+}
+
+/** Best match first (ts_rank among the newest `window` matches), newest first among equals. */
+export async function searchPostgres(db: Kysely<Database>, q: PgSearchQuery): Promise<SqliteSearchHit[]> {
+  const tsquery = q.terms.map((t, i) => (i === q.terms.length - 1 ? `${t}:*` : t)).join(' & ');
+  // The newest id, and the share of rows holding the query's rarest listed word (ANALYZE's most common elements of
+  // tsv; every word must match, so the query's share is at most that): a word in 0.5 % of messages needs ~window /
+  // 0.005 ids, so the first step reads about that many instead of stepping up to it, reading the word's GIN entries
+  // once per step. The last word's prefix may match more than the word itself: that step then reads more matches.
+  const top = await sql<{ max: string | null; share: number | null }>`
+    SELECT (SELECT max(message_id) FROM message_search) AS max,
+      (SELECT min(u.f) FROM pg_stats, unnest(most_common_elems::text::text[], most_common_elem_freqs) AS u(e, f)
+        WHERE schemaname = current_schema() AND tablename = 'message_search' AND attname = 'tsv' AND u.e = ANY(${q.terms}::text[])) AS share`.execute(db);
+  const share = Number(top.rows[0]?.share ?? 0);
+  const firstSpan = q.firstSpan ?? (share > 0 ? Math.max(PG_FIRST_SPAN, Math.ceil((q.window / share) * 1.25)) : PG_FIRST_SPAN);
+  let ranked = await newestMatches(db, tsquery, q.window, firstSpan, Number(top.rows[0]?.max ?? 0));
+  ranked.sort((a, b) => b.score - a.score || b.id - a.id);
+  if (q.agentPrefix && ranked.length) {
+    // The agent filter needs each match's session; only then are the window's rows joined to messages.
+    const keep = await sql<{ id: string }>`SELECT id FROM messages WHERE id = ANY(${ranked.map((r) => r.id)}::bigint[]) AND session_key LIKE ${q.agentPrefix}`.execute(db);
+    const ids = new Set(keep.rows.map((r) => Number(r.id)));
+    ranked = ranked.filter((r) => ids.has(r.id));
+  }
+  const page = ranked.slice(q.offset, q.offset + q.limit);
+  if (!page.length) return [];
+  const ids = page.map((r) => r.id);
+  const opts = `StartSel="",StopSel="",MaxWords=${q.snippetWords},MinWords=6,ShortWord=0,FragmentDelimiter=" … "`;
+  const res = await sql<SqliteSearchHit>`
+    SELECT m.id, m.session_key, m.role, m.kind, m.created_at,
+           ts_headline('simple', s.body, to_tsquery('simple', ${tsquery}), ${opts}) AS snippet
+    FROM messages m JOIN message_search s ON s.message_id = m.id
+    WHERE m.id = ANY(${ids}::bigint[]) AND s.message_id = ANY(${ids}::bigint[])`.execute(db);
+  const byId = new Map(res.rows.map((r) => [Number(r.id), { ...r, id: Number(r.id) }]));
+  return page.flatMap((r) => byId.get(r.id) ?? []);
+}
