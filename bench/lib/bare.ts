@@ -3,7 +3,8 @@
 // routing, no validation, no store, no run: what any HTTP JSON-RPC gateway on this machine cannot go below.
 import { spawn } from 'node:child_process';
 
-const SERVER = `
+/** The floor's source (CommonJS, run with `node -e`; it prints its port). */
+export const BARE_SERVER = `
 const http = require('node:http');
 const token = 'Bearer ' + process.env.BARE_TOKEN;
 const runs = new Map();
@@ -36,7 +37,7 @@ server.listen(0, '127.0.0.1', () => console.log(String(server.address().port)));
 `;
 
 export async function startBareServer(token: string): Promise<{ baseUrl: string; stop(): void }> {
-  const child = spawn(process.execPath, ['-e', SERVER], { env: { ...process.env, BARE_TOKEN: token }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['-e', BARE_SERVER], { env: { ...process.env, BARE_TOKEN: token }, stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`bare server exited (${code})`)));

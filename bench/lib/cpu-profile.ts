@@ -51,3 +51,34 @@ export function topLines(m: Map<string, number>, total: number, k: number): stri
     .slice(0, k)
     .map(([name, us]) => `${((us / total) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(6)} ms  ${name}`);
 }
+
+const shortUrl = (url: string) => url.replace(/^file:\/\//, '').replace(/.*node_modules\//, 'nm/').replace(/.*\/(server|bench|lib|app)\//, '$1/');
+
+/**
+ * Time by the nearest frame in code of our own or a package (native and `node:` frames charged to it; a sample with
+ * none stays under its own name), biggest first; with `inclusive`, every such frame on a sample's stack counts it once.
+ */
+export function byCaller(p: Profile, o: { inclusive?: boolean } = {}): Array<[string, number]> {
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  // Not ours: native, node: builtins, and the bench's own statement counters (bench/turn-cpu.ts).
+  const ours = (n: ProfileNode) => !!n.callFrame.url && !n.callFrame.url.startsWith('node:') && !n.callFrame.url.endsWith('bench/turn-cpu.ts');
+  const name = (n: ProfileNode) => `${n.callFrame.functionName || '(anon)'} ${shortUrl(n.callFrame.url)}${n.callFrame.url ? `:${n.callFrame.lineNumber}` : ''}`;
+  const out = new Map<string, number>();
+  const add = (k: string, us: number) => out.set(k, (out.get(k) ?? 0) + us);
+  p.samples.forEach((id, i) => {
+    const us = p.timeDeltas[i] ?? 0;
+    let n: ProfileNode | undefined = byId.get(id);
+    if (o.inclusive) {
+      const seen = new Set<string>();
+      for (; n; n = parent.has(n.id) ? byId.get(parent.get(n.id)!) : undefined) if (ours(n)) seen.add(name(n));
+      for (const k of seen) add(k, us);
+      return;
+    }
+    const leaf = n!;
+    while (n && !ours(n)) n = parent.has(n.id) ? byId.get(parent.get(n.id)!) : undefined;
+    add(n ? name(n) : name(leaf), us);
+  });
+  return [...out.entries()].sort((a, b) => b[1] - a[1]);
+}

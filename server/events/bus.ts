@@ -30,6 +30,8 @@ function sizeOf(ev: AgentEvent): number {
   }
   return n;
 }
+/** A run's events kept (for its end's fold) up to this many; past it, its log is read back to fold it. */
+const KEEP_PER_RUN = 2000;
 /** PostgreSQL: how long an event may wait for others to share its write. */
 const FLUSH_MS = 5;
 
@@ -51,6 +53,8 @@ export class EventBus {
   private flushing: Promise<void> | null = null;
   private scheduled = false;
   private runs = new Map<string, RunContext>();
+  /** Each run's events logged so far, from its first (seq 1; null: not known whole), for its end to fold (`loggedOf`). */
+  private written = new Map<string, { events: PendingEvent[]; ids: Array<{ id: number; tx?: string }> } | null>();
   private listeners = new Set<Listener>();
   private bySession = new Map<string, Set<Subscription>>();
   private byRun = new Map<string, Set<Subscription>>();
@@ -78,9 +82,14 @@ export class EventBus {
       for (const e of this.pending) if (e.runId === runId && e.seq > lastSeq) lastSeq = e.seq;
     }
     const ctx = this.runs.get(runId);
-    if (!ctx) this.runs.set(runId, { sessionKey, seq: lastSeq, ...(o.leased ? { leased: true } : {}) });
-    else {
-      if (lastSeq > ctx.seq) ctx.seq = lastSeq;
+    if (!ctx) {
+      this.runs.set(runId, { sessionKey, seq: lastSeq, ...(o.leased ? { leased: true } : {}) });
+      this.written.set(runId, lastSeq === 0 ? { events: [], ids: [] } : null);
+    } else {
+      if (lastSeq > ctx.seq) {
+        ctx.seq = lastSeq;
+        this.written.set(runId, null);
+      }
       if (o.leased) ctx.leased = true;
     }
   }
@@ -91,9 +100,19 @@ export class EventBus {
     return ctx?.leased ? ctx.sessionKey : undefined;
   }
 
+  /**
+   * The events of a registered run logged so far with their log ids, when they are all of its log from its first
+   * event (registered at seq 0, at most KEEP_PER_RUN): its end writes the rest and folds the whole (server/store/event-fold.ts).
+   */
+  loggedOf(runId: string): { events: PendingEvent[]; ids: Array<{ id: number; tx?: string }> } | null {
+    const w = this.written.get(runId);
+    return w ? { events: [...w.events], ids: [...w.ids] } : null; // a copy: the end's own events are added to the kept ones as it is logged
+  }
+
   unregisterRun(runId: string): number {
     const ctx = this.runs.get(runId);
     this.runs.delete(runId);
+    this.written.delete(runId);
     if (ctx) for (const fn of this.goneListeners) {
       try {
         fn(runId);
@@ -161,6 +180,14 @@ export class EventBus {
       const w = ids[i];
       if (!w) continue;
       const cursor: EventCursor = w.tx === undefined ? { id: w.id } : { id: w.id, tx: BigInt(w.tx) };
+      const kept = this.written.get(events[i]!.runId);
+      if (kept) {
+        if (kept.events.length >= KEEP_PER_RUN) this.written.set(events[i]!.runId, null);
+        else {
+          kept.events.push(events[i]!);
+          kept.ids.push(w);
+        }
+      }
       const { epoch: _epoch, ...rest } = events[i]!;
       const ev: AgentEvent = { id: w.id, ...rest, cursor: encodeEventCursor(cursor) };
       this.notifyListeners(ev);

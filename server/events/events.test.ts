@@ -1,6 +1,6 @@
 // Event log + SSE: ids rise, seq per run from 1, reconnect with Last-Event-ID gets every event once, slow subscribers catch up.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readSse, startTestServer, TEST_TOKEN, type TestServer, until } from '../testing/harness';
+import { readSse, settledEvents, startTestServer, TEST_TOKEN, type TestServer, until } from '../testing/harness';
 import { SUB_BUFFER_BYTES } from './bus';
 
 let s: TestServer;
@@ -203,5 +203,27 @@ describe('event bus', () => {
     off1();
     off2();
     expect(seen.filter((r) => r === runId).length).toBeGreaterThan(2);
+  });
+
+  it('keeps a run\'s logged events from its first for its end to fold (loggedOf), not those of a run it did not see from its start', async () => {
+    const { bus } = s.rt;
+    const key = 'agent:main:logged-of';
+    await s.rt.store.ensureSession({ key, agentId: 'main', kind: 'main' });
+    bus.registerRun('run_logged_of', key);
+    bus.emit('run_logged_of', 'lifecycle', { phase: 'start' });
+    bus.emit('run_logged_of', 'assistant', { delta: 'a' });
+    await bus.drain();
+    bus.emit('run_logged_of', 'assistant', { delta: 'b' });
+    await bus.drain();
+    const kept = bus.loggedOf('run_logged_of')!;
+    expect(kept.events.map((e) => e.seq)).toEqual([1, 2, 3]);
+    const rows = await settledEvents(s.rt, { runId: 'run_logged_of' });
+    expect(kept.ids.map((x) => x.id)).toEqual(rows.map((r) => r.id));
+    bus.unregisterRun('run_logged_of');
+    expect(bus.loggedOf('run_logged_of')).toBeNull();
+    // Registered further on (a re-drive, an approval's decision): its earlier events are not known here.
+    bus.registerRun('run_logged_of', key, 3);
+    expect(bus.loggedOf('run_logged_of')).toBeNull();
+    bus.unregisterRun('run_logged_of');
   });
 });

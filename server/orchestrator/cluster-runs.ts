@@ -61,7 +61,7 @@ export abstract class ClusterRuns extends RunEnds {
       }
       this.o.store.setFence(sessionKey, r.claimed!);
       st.known.add(runId);
-      const startedWith = { rows: this.o.store.writtenRows(start, r.ids), ...(r.session ? { session: r.session } : {}) };
+      const startedWith = { rows: this.o.store.writtenRows(start, r.ids, r.session), ...(r.session ? { session: r.session } : {}) };
       this.start(st, { runId, inputs: [input], persisted: Promise.resolve(), collect: false, row: { ...row, status: 'running', started_at: start[0]!.created_at }, startedWith }, false);
       return this.startedAnswer(st, { runId, status: 'started' });
     }

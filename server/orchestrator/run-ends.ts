@@ -66,6 +66,7 @@ export abstract class RunEnds extends RunQueues {
           events: (rows) => [...earlier, ...rows.map((m) => bus.prepare(active.id, 'message', { message: m })), bus.prepare(active.id, 'lifecycle', endData(outcome))],
           deliveries: deliveries.records,
           logged: (events, ids) => bus.logged(events, ids), // in log order: by the store, once written
+          before: bus.loggedOf(active.id), // its events written so far: with the end's, its whole log to fold
         },
       );
       // An enqueue in this process may have claimed the session again between the release and here (it took this
@@ -73,9 +74,9 @@ export abstract class RunEnds extends RunQueues {
       released = end.released && st.epoch === epoch;
       // Its end is committed under this process's lease: its text deltas can be folded (replay expands them).
       // A fold that fails (its connection lost at a PostgreSQL restart: "could not fold the run's text deltas") is one
-      // transaction rolled back, or committed whole if only its reply was lost: either way replay stays exact (the
-      // deltas stay unfolded rows, read as they are). It is not tried again: the run's deltas just take more rows.
-      store.foldLater(active.id, (e) => log.warn({ runId: active.id, err: (e as Error).message }, 'could not fold the run\'s text deltas'));
+      // transaction or statement rolled back, or committed whole if only its reply was lost: either way replay stays
+      // exact (the deltas stay unfolded rows, read as they are). It is not tried again: the run's deltas take more rows.
+      store.foldLater(active.id, (e) => log.warn({ runId: active.id, err: (e as Error).message }, 'could not fold the run\'s text deltas'), end.folds);
       if (deliveries.callbacks.length) failpoint('callback.recorded');
     } catch (e) {
       if (e instanceof FencedError) return this.abandon(st, active, 'stopped');

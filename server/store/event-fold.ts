@@ -19,7 +19,7 @@ export interface LogRow extends EventFields {
 }
 
 /** A stored row as read (PostgreSQL adds tx and xmin as text). */
-interface StoredRow extends EventFields {
+export interface StoredRow extends EventFields {
   id: number | string;
   fold_id: number | string | null;
   fold_tx?: string | null;
@@ -174,6 +174,38 @@ function foldedData(group: StoredRow[]): string {
   return JSON.stringify(entries);
 }
 
+/** One fold: the group's first row becomes the folded row (`data`, ending at `last`), the `rest` are deleted. */
+export interface FoldStep {
+  first: number;
+  last: { id: number; tx?: string };
+  data: string;
+  rest: number[];
+}
+
+/** The folds of a run's whole log (its stored rows, in seq order). */
+export function foldSteps(rows: StoredRow[]): FoldStep[] {
+  return foldGroups(rows).map((g) => {
+    const last = g[g.length - 1]!;
+    return { first: Number(g[0]!.id), last: { id: Number(last.id), ...(last.tx === undefined ? {} : { tx: last.tx }) }, data: foldedData(g), rest: g.slice(1).map((r) => Number(r.id)) };
+  });
+}
+
+/**
+ * A run's events as just written with its end, as its stored rows — only when they are its WHOLE log (seqs 1 to n,
+ * nothing of it written before): then its folds are known without reading the log back. Else null.
+ */
+export function wholeRunLog(runId: string, events: Array<{ runId: string; seq: number; stream: string; ts: string; sessionKey: string; data: unknown }>, ids: Array<{ id: number; tx?: string }>): StoredRow[] | null {
+  const rows: StoredRow[] = [];
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!;
+    if (e.runId !== runId) continue;
+    const w = ids[i];
+    if (!w || e.seq !== rows.length + 1) return null;
+    rows.push({ id: w.id, run_id: e.runId, seq: e.seq, stream: e.stream, ts: e.ts, session_key: e.sessionKey, data: JSON.stringify(e.data), fold_id: null, ...(w.tx === undefined ? {} : { tx: w.tx }) });
+  }
+  return rows.length ? rows : null;
+}
+
 /**
  * Folds an ended run's text deltas, in one transaction: each group's first row becomes the folded row, the others
  * are deleted. Does nothing for a run already folded (locked on PostgreSQL: a second fold waits, then sees it).
@@ -188,19 +220,35 @@ export async function foldRun(db: Kysely<Database>, dialect: DialectName, runId:
     ).rows.map((r) => ({ ...r, seq: Number(r.seq), fold_id: r.fold_id === null ? null : Number(r.fold_id) }));
     if (!rows.length || rows.some((r) => r.fold_id !== null)) return 0;
     let deleted = 0;
-    for (const g of foldGroups(rows)) {
-      const first = g[0]!;
-      const last = g[g.length - 1]!;
-      const data = foldedData(g);
+    for (const f of foldSteps(rows)) {
       if (dialect === 'postgres') {
-        await sql`update events set data = ${data}, fold_id = ${Number(last.id)}, fold_tx = ${last.tx!}::xid8 where id = ${Number(first.id)}`.execute(t);
+        await sql`update events set data = ${f.data}, fold_id = ${f.last.id}, fold_tx = ${f.last.tx!}::xid8 where id = ${f.first}`.execute(t);
       } else {
-        await sql`update events set data = ${data}, fold_id = ${Number(last.id)} where id = ${Number(first.id)}`.execute(t);
+        await sql`update events set data = ${f.data}, fold_id = ${f.last.id} where id = ${f.first}`.execute(t);
       }
-      const rest = g.slice(1).map((r) => Number(r.id));
-      const res = await t.deleteFrom('events').where('run_id', '=', runId).where('id', 'in', rest).executeTakeFirst();
+      const res = await t.deleteFrom('events').where('run_id', '=', runId).where('id', 'in', f.rest).executeTakeFirst();
       deleted += Number(res.numDeletedRows);
     }
     return deleted;
   });
+}
+
+/**
+ * PostgreSQL: the folds of a run whose whole log was written with its end (`wholeRunLog`), ONE statement each, no
+ * read back and no transaction: the folded row is written only while it and every row it folds are still there
+ * unfolded, and the rest are deleted only when it was (a second fold, or a log deleted meanwhile, changes nothing).
+ */
+export async function foldWrittenPg(db: Kysely<Database>, runId: string, steps: FoldStep[]): Promise<number> {
+  let deleted = 0;
+  for (const f of steps) {
+    const r = await sql<{ n: number }>`
+      with u as (update events set data = ${f.data}, fold_id = ${f.last.id}, fold_tx = ${f.last.tx!}::xid8
+                 where id = ${f.first} and run_id = ${runId} and fold_id is null
+                   and (select count(*) from events where run_id = ${runId} and id = any(${f.rest}::bigint[]) and fold_id is null) = ${f.rest.length}
+                 returning id),
+      d as (delete from events where run_id = ${runId} and id = any(${f.rest}::bigint[]) and exists (select 1 from u) returning id)
+      select (select count(*) from d)::int as n`.execute(db);
+    deleted += Number(r.rows[0]?.n ?? 0);
+  }
+  return deleted;
 }

@@ -5,6 +5,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely } from 'kysely';
 import type { PendingEvent } from '../events/types';
+import { foldSteps, wholeRunLog } from './event-fold';
 import type { IdempotencyClaim } from './idempotency';
 import { type MessageValues, rowBytes, type UsageValues } from './run-writes';
 import type { Database, MessageRow, RunRow, SessionRow } from './schema';
@@ -32,6 +33,11 @@ export interface HotFinish {
   events: (ids: number[]) => PendingEvent[];
   /** Hands the written events on, right after the commit and before the connection is let go (log order). */
   logged?: (events: PendingEvent[], ids: Array<{ id: number }>) => void;
+  /**
+   * Fold the run's text deltas in the same transaction when these events, after `before` (its events logged
+   * earlier), are its whole log (server/store/event-fold.ts).
+   */
+  fold?: { before: { events: PendingEvent[]; ids: Array<{ id: number }> } | null };
 }
 
 export class HotSqlite {
@@ -129,8 +135,12 @@ export class HotSqlite {
     }, true);
   }
 
-  /** A run's end with its usage, last rows, the session's state (idle or running) and its events; the rows' ids and the events' log ids. */
-  finishRun(o: HotFinish, ts: string): Promise<{ ids: number[]; events: PendingEvent[]; eventIds: Array<{ id: number }> }> {
+  /**
+   * A run's end with its usage, last rows, the session's state (idle or running) and its events; the rows' ids and
+   * the events' log ids. With `fold`, when the events are the run's whole log its deltas are folded in the same
+   * transaction (`folded`: nothing is left to fold later; readers never see the unfolded rows).
+   */
+  finishRun(o: HotFinish, ts: string): Promise<{ ids: number[]; events: PendingEvent[]; eventIds: Array<{ id: number }>; folded: boolean }> {
     return this.locked(
       () => {
       const cols = setCols(o.fields);
@@ -141,11 +151,23 @@ export class HotSqlite {
       if (o.rows.length) this.st(`update "sessions" set "message_count" = "message_count" + ?, "bytes" = "bytes" + ?, "last_activity_at" = ?, "status" = ? where "key" = ?`).run(o.rows.length, bytesOf(o.rows), ts, status, o.key);
       else this.st(`update "sessions" set "status" = ? where "key" = ?`).run(status, o.key);
       const events = o.events(ids);
-      return { ids, events, eventIds: this.insertEvents(events) };
+      const eventIds = this.insertEvents(events);
+      const b = o.fold?.before;
+      const whole = o.fold ? wholeRunLog(o.runId, b ? [...b.events, ...events] : events, b ? [...b.ids, ...eventIds] : eventIds) : null;
+      if (whole) this.fold(o.runId, whole);
+      return { ids, events, eventIds, folded: !!whole };
       },
       true,
       (r) => o.logged?.(r.events, r.eventIds),
     );
+  }
+
+  /** A run's folds, its whole log in hand (what `foldRun` does after reading it back). */
+  private fold(runId: string, whole: Parameters<typeof foldSteps>[0]): void {
+    for (const f of foldSteps(whole)) {
+      this.st('update "events" set "data" = ?, "fold_id" = ? where "id" = ?').run(f.data, f.last.id, f.first);
+      this.st('delete from "events" where "run_id" = ? and "id" in (select "value" from json_each(?))').run(runId, JSON.stringify(f.rest));
+    }
   }
 
   /** Events in chunks of one multi-row statement each (a statement's ids rise in its rows' order). */

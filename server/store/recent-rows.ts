@@ -30,6 +30,11 @@ export class RecentRows {
     if (this.map.size > RECENT_SESSIONS) this.map.delete(this.map.keys().next().value!);
   }
 
+  /** A session's whole transcript, just written (`count` rows: its first): its entry. */
+  seed(sessionKey: string, rows: TranscriptMessage[], count: number): void {
+    this.put(sessionKey, RECENT_ROWS, rows.slice(), count);
+  }
+
   /** Rows just written: appended to their sessions' entries. */
   remember(rows: TranscriptMessage[]): void {
     for (const m of rows) {

@@ -7,7 +7,7 @@ import type { DbHandle } from './db';
 import type { ApprovalRow, CallbackRow, Database, DeliveryRow, MessageRow, RunRow, WebhookRow } from './schema';
 import { insertEventsSql, wakeEventsSql, writeSkippingLogged } from './event-sql';
 import { SETTLED_XID } from './settled';
-import { foldRun, type LogRow, readEventsAfter, resolvePlainId } from './event-fold';
+import { type FoldStep, foldRun, foldWrittenPg, type LogRow, readEventsAfter, resolvePlainId } from './event-fold';
 import { advanceDeliveries, type DeliveryChange, failedAttempt, insertDeliveries, type NewDelivery, newDeliveryId } from './deliveries';
 
 export interface NewMessage {
@@ -362,10 +362,14 @@ export class StoreBase {
   foldDeltas = process.env.CROSSTALK_FOLD_DELTAS !== '0';
   private folds: Promise<unknown> = Promise.resolve();
 
-  /** Folds a run whose end is committed, after the folds queued before it (one at a time, off the run's path). */
-  foldLater(runId: string, onError: (e: unknown) => void): void {
-    if (!this.foldDeltas) return;
-    this.folds = this.folds.then(() => this.foldRun(runId)).catch(onError);
+  /**
+   * Folds a run whose end is committed, after the folds queued before it (one at a time, off the run's path).
+   * `steps`: its folds, known when its whole log was written with its end (`finishRun`'s `folds`): none left to do
+   * (done with the end on SQLite, or nothing to fold), or on PostgreSQL one statement each without reading the log.
+   */
+  foldLater(runId: string, onError: (e: unknown) => void, steps?: FoldStep[]): void {
+    if (!this.foldDeltas || steps?.length === 0) return;
+    this.folds = this.folds.then(() => (steps && this.dialect === 'postgres' ? foldWrittenPg(this.db, runId, steps) : this.foldRun(runId))).catch(onError);
   }
 
   /** Resolves when the folds queued so far are done (tests, benches, a graceful stop). */

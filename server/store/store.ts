@@ -8,6 +8,7 @@ import { ClaimTaken, claimCutoff, type IdempotencyClaim, insertClaim } from './i
 import { appendPg, type FinishPg, finishPg, finishPgOne, type MessageValues, messageValues, queuedBehindLock, rowBytes, type UsageValues, withoutRowEvents } from './run-writes';
 import type { CallbackRow, Database, MessageRow, RunRow, SessionRow, WebhookRow } from './schema';
 import { FencedStore } from './fences';
+import { type FoldStep, foldSteps, wholeRunLog } from './event-fold';
 import { HotSqlite } from './hot-sqlite';
 import { RecentRows } from './recent-rows';
 import { advanceDeliveries, type DeliveryChange, deliveryIdOfMeta, type DeliveryRowJson, fromJsonRows, insertDeliveries, type NewDelivery } from './deliveries';
@@ -21,6 +22,9 @@ export interface RunEndDeliveries {
   failed: Array<{ ids: string[]; error: { code: string; message: string } }>;
   created: NewDelivery[];
 }
+
+/** A run's events logged so far with their log ids. */
+type EventsLogged = { events: PendingEvent[]; ids: Array<{ id: number; tx?: string }> };
 
 /** A run's start: its input rows in the transcript, and (PostgreSQL) the session row after it. */
 export interface StartedRun {
@@ -217,7 +221,7 @@ export class Store extends FencedStore {
       const ts = nowIso();
       const values = msgs.map((m) => messageValues(m, ts));
       const r = await hot.startRun(runId, sessionKey, values, ts);
-      return r && { rows: this.writtenRows(values, r.ids), ...(r.session ? { session: r.session } : {}) };
+      return r && { rows: this.writtenRows(values, r.ids, r.session), ...(r.session ? { session: r.session } : {}) };
     }
     const changes: DeliveryChange[] = [];
     const out = await this.db.transaction().execute(async (tx) => {
@@ -238,7 +242,7 @@ export class Store extends FencedStore {
     const r = await appendPg(this.db, { key, epoch: this.fences.get(key), rows: values, deliveryIds, ...o });
     if (!r.held) await this.lostSession(key);
     this.announceRunning(r.deliveries);
-    return { ...r, rows: this.writtenRows(values, r.ids) };
+    return { ...r, rows: this.writtenRows(values, r.ids, r.session) };
   }
 
   /** Deliveries a PostgreSQL statement moved to `running` (their target's row written): through `delivered`. */
@@ -246,10 +250,12 @@ export class Store extends FencedStore {
     if (rows?.length) this.announce(fromJsonRows(rows).map((row) => ({ row, states: ['delivered', 'running'] })));
   }
 
-  /** Rows written with these ids (a run's start by `enqueuePg`, an append) as transcript rows, cached. */
-  writtenRows(rows: MessageValues[], ids: number[]): TranscriptMessage[] {
+  /** Rows written with these ids (a run's start by `enqueuePg`, an append) as transcript rows, cached; with `session` (the
+   * row after the write), rows that are its whole transcript (a first turn) become its cached context, not read back. */
+  writtenRows(rows: MessageValues[], ids: number[], session?: SessionRow): TranscriptMessage[] {
     const out = rows.map((row, i) => toTranscriptMessage({ ...row, id: ids[i]! }));
-    this.remember(out);
+    if (session && out.length && Number(session.message_count) === out.length && out.every((m) => m.sessionKey === session.key)) this.recent.seed(session.key, out, out.length);
+    else this.remember(out);
     return out;
   }
 
@@ -344,7 +350,8 @@ export class Store extends FencedStore {
    * nothing to others, else one transaction. Fenced: a process that lost the session's lease records nothing
    * (FencedError). With `idle` the session goes idle and, with `release`, its lease is released unless queued work
    * is visible (`released` false: this process keeps the lease and must run that work). Returns the events
-   * written and their log ids, for `EventBus.logged`.
+   * written and their log ids, for `EventBus.logged`; and `folds`, the run's delta folds when its whole log is known
+   * (`before`: its events logged earlier, `EventBus.loggedOf`) for `foldLater` (empty: folded with the end, or none).
    */
   async finishRun(
     id: string,
@@ -352,8 +359,8 @@ export class Store extends FencedStore {
     callbacks: CallbackRow[],
     webhooks: WebhookRow[],
     session: { key: string; idle: boolean; release?: boolean; leased?: boolean },
-    o: { messages?: NewMessage[]; events?: (rows: TranscriptMessage[]) => PendingEvent[]; deliveries?: RunEndDeliveries; logged?: (events: PendingEvent[], ids: Array<{ id: number; tx?: string }>) => void } = {},
-  ): Promise<{ released: boolean; events: PendingEvent[]; ids: Array<{ id: number; tx?: string }> }> {
+    o: { messages?: NewMessage[]; events?: (rows: TranscriptMessage[]) => PendingEvent[]; deliveries?: RunEndDeliveries; logged?: (events: PendingEvent[], ids: Array<{ id: number; tx?: string }>) => void; before?: EventsLogged | null } = {},
+  ): Promise<{ released: boolean; events: PendingEvent[]; ids: Array<{ id: number; tx?: string }>; folds?: FoldStep[] }> {
     // `leased`: the run was driven under a lease (several processes). With no fence for its session here (its state
     // was dropped and its fence cleared), its end is not written unchecked: it is someone else's run now.
     this.refuseUnfenced(session.key, !!session.leased);
@@ -375,9 +382,9 @@ export class Store extends FencedStore {
         rows = values.map((v, i) => toTranscriptMessage({ ...v, id: ids[i]! }));
         return o.events?.(rows) ?? [];
       };
-      const r = await hot.finishRun({ runId: id, fields, key: session.key, idle: session.idle, usage, rows: values, events, logged: o.logged }, ts);
+      const r = await hot.finishRun({ runId: id, fields, key: session.key, idle: session.idle, usage, rows: values, events, logged: o.logged, ...(this.foldDeltas ? { fold: { before: o.before ?? null } } : {}) }, ts);
       this.remember(rows);
-      return { released: false, events: r.events, ids: r.eventIds };
+      return { released: false, events: r.events, ids: r.eventIds, ...(r.folded ? { folds: [] } : {}) };
     }
     if (pg && !callbacks.length && !webhooks.length && !owesDeliveries) {
       // The common end (nothing owed to other sessions or URLs): one statement.
@@ -390,7 +397,9 @@ export class Store extends FencedStore {
         rows.forEach((row, i) => (row.id = r.ids[i]!));
         this.remember(rows);
         o.logged?.(events, r.events);
-        return { released: r.released, events, ids: r.events };
+        const b = o.before;
+        const whole = this.foldDeltas ? wholeRunLog(id, b ? [...b.events, ...events] : events, b ? [...b.ids, ...r.events] : r.events) : null;
+        return { released: r.released, events, ids: r.events, ...(whole ? { folds: foldSteps(whole) } : {}) };
       }
       first = { events, messageOf };
       // Nothing was written: the transaction below tells a deleted session from a lost lease.

@@ -1,0 +1,202 @@
+// `npx tsx bench/turn-cpu.ts [--pg URL] [--turns N] [--rounds R] [--prof out.cpuprofile]`: the gateway's CPU per scripted turn, load-independent — an in-process runtime (SQLite, or PostgreSQL in a schema of its own) in the main thread, its HTTP client in a worker thread; main-thread CPU (process.threadCpuUsage) per turn, statements per turn, and optionally a CPU profile of the server thread alone.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
+import { createRuntime } from '../server/boot';
+import { parseRawConfig, resolveConfig } from '../server/config';
+import { serve } from '../server/http/node-server';
+import { createLogger } from '../server/logger';
+import { createRequire } from 'node:module';
+import vm from 'node:vm';
+import { BARE_SERVER } from './lib/bare';
+import { byCaller, type Profile } from './lib/cpu-profile';
+
+const arg = (name: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i === -1 ? undefined : process.argv[i + 1];
+};
+
+// Statements counted where the drivers run them: better-sqlite3's Statement run/get/all/iterate, node-postgres's Client.query.
+const counts = new Map<string, number>();
+let counting = false;
+const shapeOf = (text: string) => text.replace(/\s+/g, ' ').trim().split(' ').slice(0, 3).join(' ').slice(0, 40);
+function count(text: string) {
+  if (!counting) return;
+  const s = shapeOf(text);
+  counts.set(s, (counts.get(s) ?? 0) + 1);
+}
+{
+  const proto = pg.Client.prototype as unknown as { query: (...a: unknown[]) => unknown };
+  const orig = proto.query;
+  proto.query = function (this: unknown, config: unknown, ...rest: unknown[]) {
+    count(typeof config === 'string' ? config : ((config as { text?: string })?.text ?? ''));
+    return orig.call(this, config, ...rest);
+  };
+  const sp = (BetterSqlite3 as unknown as { prototype: { prepare: (s: string) => object } }).prototype;
+  const prep = sp.prepare;
+  // Wrap each prepared statement's methods once (by its class).
+  let wrapped = false;
+  sp.prepare = function (this: unknown, text: string) {
+    const st = prep.call(this, text) as Record<string, unknown> & { source: string };
+    if (!wrapped) {
+      wrapped = true;
+      const cls = Object.getPrototypeOf(st) as Record<string, (...a: unknown[]) => unknown>;
+      for (const m of ['run', 'get', 'all', 'iterate']) {
+        const f = cls[m]!;
+        cls[m] = function (this: { source: string }, ...a: unknown[]) {
+          count(this.source);
+          return f.apply(this, a);
+        };
+      }
+    }
+    return st;
+  };
+}
+
+const CLIENT = `
+const { parentPort, workerData } = require('node:worker_threads');
+const http = require('node:http');
+const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+let id = 1;
+function call(method, params) {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: id++, method, params });
+  return new Promise((resolve, reject) => {
+    const req = http.request(workerData.url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: 'Bearer ' + workerData.token } }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => { const p = JSON.parse(Buffer.concat(chunks).toString()); p.error ? reject(new Error(p.error.message)) : resolve(p.result); });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+async function turn(key, text) {
+  const s = await call('agent', { sessionKey: key, message: text });
+  const w = await call('agent.wait', { runId: s.runId, timeoutMs: 120000 });
+  if (w.status !== 'ok') throw new Error('turn ' + w.status + ' ' + (w.error || ''));
+}
+parentPort.on('message', async (m) => {
+  try {
+    if (m.kind === 'seq') for (let i = 0; i < m.n; i++) await turn(m.key, 'hello ' + i);
+    else for (let r = 0; r < m.n; r++) await Promise.all(Array.from({ length: 50 }, (_, i) => turn(m.key + '-' + r + '-' + i, 'hello ' + i)));
+    parentPort.postMessage({ ok: true });
+  } catch (e) { parentPort.postMessage({ ok: false, error: String(e && e.stack || e) }); }
+});
+`;
+
+/** The floor's server, run in this thread; its url. */
+function startBareHere(token: string): Promise<{ url: string; close(): Promise<void> }> {
+  return new Promise((resolve) => {
+    const servers: import('node:http').Server[] = [];
+    const req = createRequire(import.meta.url);
+    const require = (m: string) => {
+      const mod = req(m);
+      if (m !== 'node:http') return mod;
+      return { ...mod, createServer: (...a: unknown[]) => { const s = mod.createServer(...a); servers.push(s); return s; } };
+    };
+    const console = { log: (port: string) => resolve({ url: `http://127.0.0.1:${port}`, close: () => new Promise<void>((r) => servers[0]!.close(() => r())) }) };
+    vm.runInThisContext(`(function (require, process, console) {${BARE_SERVER}})`)(require, { env: { BARE_TOKEN: token } }, console);
+  });
+}
+
+const cpuMs = () => {
+  const u = process.threadCpuUsage();
+  return (u.user + u.system) / 1000;
+};
+const sysMs = () => process.threadCpuUsage().system / 1000;
+
+async function main(): Promise<void> {
+  const pgUrl = arg('pg');
+  const turns = Number(arg('turns') ?? 400);
+  const rounds = Number(arg('rounds') ?? 8);
+  const profOut = arg('prof');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ct-turncpu-'));
+  const schema = `bench_${crypto.randomBytes(4).toString('hex')}`;
+  const env: Record<string, string> = { CROSSTALK_DATA_DIR: dir, CROSSTALK_WORKSPACES: `${dir}-ws` };
+  if (pgUrl) env.DATABASE_URL = pgUrl;
+  const bare = process.argv.includes('--bare');
+  // --bare: the floor (bench/lib/bare.ts's server) in this thread instead of the gateway.
+  const rt = bare ? undefined : await createRuntime({ config: resolveConfig(parseRawConfig({}), env), log: createLogger('warn'), ...(pgUrl ? { pgSchema: schema } : {}) });
+  const served = rt ? await serve(rt) : await startBareHere('bare-token');
+  const worker = new Worker(CLIENT, { eval: true, workerData: { url: new URL('/api/gateway', served.url).toString(), token: rt?.token ?? 'bare-token' } });
+  const ask = (m: { kind: 'seq' | 'conc'; n: number; key: string }) =>
+    new Promise<void>((resolve, reject) => {
+      worker.once('message', (r: { ok: boolean; error?: string }) => (r.ok ? resolve() : reject(new Error(r.error))));
+      worker.postMessage(m);
+    });
+  try {
+    await ask({ kind: 'seq', n: 50, key: 'agent:main:warm' });
+    await ask({ kind: 'conc', n: 2, key: 'agent:main:warmc' });
+    // Background (timers, sweeps) over two idle seconds after one to settle, subtracted per phase by its wall time.
+    await new Promise((r) => setTimeout(r, 1000));
+    const i0 = cpuMs();
+    const iw = performance.now();
+    await new Promise((r) => setTimeout(r, 2000));
+    const idlePerMs = (cpuMs() - i0) / (performance.now() - iw);
+    let session: Session | undefined;
+    if (profOut) {
+      session = new Session();
+      session.connect();
+      await session.post('Profiler.enable');
+      await session.post('Profiler.setSamplingInterval', { interval: 100 });
+      await session.post('Profiler.start');
+    }
+    const phase = async (label: string, m: { kind: 'seq' | 'conc'; n: number; key: string }, n: number) => {
+      counts.clear();
+      counting = true;
+      const c0 = cpuMs();
+      const s0 = sysMs();
+      const w0 = performance.now();
+      await ask(m);
+      await rt?.store.foldsSettled(); // the runs' delta folds (queued off the turn's path) count to the phase
+      const wall = performance.now() - w0;
+      const raw = cpuMs() - c0;
+      const sys = sysMs() - s0;
+      const cpu = raw - idlePerMs * wall;
+      counting = false;
+      const stmts = [...counts.values()].reduce((a, b) => a + b, 0);
+      const shapes = [...counts.entries()].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([s, k]) => `${(k / n).toFixed(2)}× ${s}`);
+      console.log(`${label}: ${n} turns, server-thread CPU ${(cpu / n).toFixed(3)} ms/turn (${(raw / n).toFixed(3)} before the idle background is taken off; ${(sys / n).toFixed(3)} of it in the kernel), wall ${(wall / n).toFixed(3)} ms/turn, statements ${(stmts / n).toFixed(2)}/turn`);
+      console.log(`  ${shapes.join('\n  ')}`);
+    };
+    await phase('sequential (one session)', { kind: 'seq', n: turns, key: 'agent:main:seq' }, turns);
+    await phase('50 concurrent sessions', { kind: 'conc', n: rounds, key: 'agent:main:conc' }, rounds * 50);
+    console.log(`${bare ? 'the floor (bare node:http)' : `store ${pgUrl ? 'postgres' : 'sqlite'}`}, idle background ${(idlePerMs * 1000).toFixed(1)} ms CPU/s, load ${os.loadavg().map((v) => v.toFixed(1)).join(' ')}`);
+    if (session) {
+      const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: Profile };
+      session.disconnect();
+      fs.writeFileSync(profOut!, JSON.stringify(profile));
+      const n = turns + rounds * 50;
+      console.log(`profile ${profOut}; by caller (native and node: frames charged to the nearest project/package frame), ms per turn:`);
+      for (const [name, us] of byCaller(profile).slice(0, 40)) console.log(`  ${(us / 1000 / n).toFixed(4)}  ${name}`);
+      console.log('inclusive (every project/package frame on the stack), ms per turn:');
+      for (const [name, us] of byCaller(profile, { inclusive: true }).slice(0, 60)) console.log(`  ${(us / 1000 / n).toFixed(4)}  ${name}`);
+    }
+  } finally {
+    await worker.terminate();
+    await served.close();
+    await rt?.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(`${dir}-ws`, { recursive: true, force: true });
+    if (pgUrl) {
+      const c = new pg.Client({ connectionString: pgUrl });
+      await c.connect();
+      await c.query(`drop schema if exists "${schema}" cascade`).catch(() => undefined);
+      await c.query(`drop schema if exists "${schema}_pgboss" cascade`).catch(() => undefined);
+      await c.end();
+    }
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error((e as Error).stack ?? e);
+    process.exit(1);
+  },
+);
