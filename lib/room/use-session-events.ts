@@ -4,7 +4,7 @@ import type { AgentEvent, TranscriptMessage } from '@/lib/trpc/types';
 import { useRoomStore } from '@/stores/room-store-provider';
 import { useQueryClient } from '@tanstack/react-query';
 import { useSubscription } from '@trpc/tanstack-react-query';
-import { useEffect, useRef } from 'react';
+import { useRef } from 'react';
 import { recordEvent } from './event-log';
 import { applyLiveEvent, emptyLiveState, type LiveState } from './live-state';
 import { historyInput } from './queries';
@@ -23,7 +23,7 @@ export function useSessionEvents(sessionKey: string) {
   const trpc = useTRPC();
   const qc = useQueryClient();
   const setConnection = useRoomStore((s) => s.setConnection);
-  const startedOnce = useRef(false);
+  const startedKey = useRef<string | null>(null);
 
   const historyKey = trpc.chat.history.infiniteQueryKey(historyInput(sessionKey));
   const approvalsKey = trpc.approvals.list.queryKey({ sessionKey });
@@ -70,16 +70,28 @@ export function useSessionEvents(sessionKey: string) {
     }
   };
 
+  // The connection state goes to the room store straight from the subscription's callbacks, and this hook reads
+  // none of the subscription's state: "Live" is one small store update (the status bar alone re-renders), not a
+  // re-render of the whole room (which forced the not yet hydrated <Activity> parts to hydrate first) followed by an
+  // effect and a second render. `startedKey` is the session whose stream has started: "connecting" again for that
+  // session is a reconnect, for a newly opened one a first connect.
   const sub = useSubscription(
     trpc.events.onEvent.subscriptionOptions(
       { sessionKey },
       {
         onStarted() {
+          setConnection('connected');
           // The live stream starts now: refetch what may have changed before it (initial load race, or a reconnect
           // that the server could not replay), then let events carry the rest.
-          if (startedOnce.current) void qc.invalidateQueries({ queryKey: historyKey });
+          if (startedKey.current === sessionKey) void qc.invalidateQueries({ queryKey: historyKey });
           void qc.invalidateQueries({ queryKey: approvalsKey });
-          startedOnce.current = true;
+          startedKey.current = sessionKey;
+        },
+        onConnectionStateChange(state) {
+          if (state.state === 'connecting') setConnection(startedKey.current === sessionKey ? 'reconnecting' : 'connecting', state.error?.message ?? null);
+        },
+        onError(error) {
+          setConnection('error', error.message ?? 'subscription failed');
         },
         onData(tracked) {
           onEvent(tracked.data as AgentEvent);
@@ -88,15 +100,5 @@ export function useSessionEvents(sessionKey: string) {
     ),
   );
 
-  useEffect(() => {
-    startedOnce.current = false;
-  }, [sessionKey]);
-
-  useEffect(() => {
-    if (sub.status === 'pending') setConnection('connected');
-    else if (sub.status === 'error') setConnection('error', sub.error?.message ?? 'subscription failed');
-    else if (sub.status === 'connecting') setConnection(startedOnce.current ? 'reconnecting' : 'connecting', sub.error?.message ?? null);
-  }, [sub.status, sub.error, setConnection]);
-
-  return { status: sub.status, error: sub.error, reset: sub.reset };
+  return { reset: sub.reset };
 }
