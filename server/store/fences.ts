@@ -2,9 +2,10 @@
 // run that are not part of its transcript (status, tool-start claims). Store (store.ts) builds on it.
 import { type Kysely, sql } from 'kysely';
 import type { Database, RunRow } from './schema';
-import { FencedError, nowIso, StoreBase } from './store-base';
+import { ApprovalRecords } from './approval-records';
+import { FencedError, nowIso } from './store-base';
 
-export class FencedStore extends StoreBase {
+export class FencedStore extends ApprovalRecords {
   // ── fencing ─────────────────────────────────────────────────────────────
   // The epochs of the sessions this process holds leases on (PostgreSQL). Epochs never repeat (0011_fencing: one
   // sequence), so a session deleted and created again is not fenced by its predecessor's epoch. A fence stays set

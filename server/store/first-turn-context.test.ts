@@ -1,28 +1,13 @@
 // A new session's first turn: the rows its run's start wrote are its whole transcript, so they are its model context
 // without a read back (Store.writtenRows with the session row after the write), on both stores.
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase } from './db';
+import { describe, expect, it } from 'vitest';
 import { Store } from './store';
-import { tmpDataDir } from '../testing/harness';
+import { DIALECTS, withSuiteStore } from '../testing/store-dialects';
 
-const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-
-const dialects: Array<[string, (schema: string) => Promise<Store>]> = [
-  ['sqlite', async () => new Store(await openDatabase({ dataDir: tmpDataDir() }))],
-  ['postgres', async (schema) => new Store(await openDatabase({ dataDir: tmpDataDir(), databaseUrl: PG_URL, pgSchema: schema }))],
-];
-
-describe.each(dialects)('a new session\'s first turn on %s', (name, open) => {
-  const schema = `t_firstctx_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
-  let store: Store;
-  beforeAll(async () => {
-    store = await open(schema);
-  });
-  afterAll(async () => {
-    if (name === 'postgres') await sql.raw(`drop schema if exists ${schema} cascade`).execute(store.db);
-    await store.close();
-  });
+describe.each(DIALECTS)('a new session\'s first turn on %s', (name) => {
+  let store!: Store;
+  withSuiteStore(name, 'firstctx', (s) => (store = s));
 
   const start = async (key: string, runId: string) => {
     await store.ensureSession({ key, agentId: 'main', kind: 'main' });

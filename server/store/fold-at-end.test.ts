@@ -2,32 +2,17 @@
 // deltas folded without reading the log back: on SQLite in the end's own transaction, on PostgreSQL one statement
 // per fold after it (Store.foldLater with `folds`); the log replays exactly the events as they were handed out.
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { START } from '../events/cursor';
 import type { PendingEvent, TranscriptMessage } from '../events/types';
-import { openDatabase } from './db';
 import { Store } from './store';
-import { tmpDataDir } from '../testing/harness';
-
-const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-
-const dialects: Array<[string, (schema: string) => Promise<Store>]> = [
-  ['sqlite', async () => new Store(await openDatabase({ dataDir: tmpDataDir() }))],
-  ['postgres', async (schema) => new Store(await openDatabase({ dataDir: tmpDataDir(), databaseUrl: PG_URL, pgSchema: schema }))],
-];
+import { DIALECTS, withSuiteStore } from '../testing/store-dialects';
 
 const eventRows = async (store: Store, runId: string) => Number((await sql<{ n: number }>`select count(*) as n from events where run_id = ${runId}`.execute(store.db)).rows[0]!.n);
 
-describe.each(dialects)('a run folded at its end on %s', (name, open) => {
-  const schema = `t_foldend_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
-  let store: Store;
-  beforeAll(async () => {
-    store = await open(schema);
-  });
-  afterAll(async () => {
-    if (name === 'postgres') await sql.raw(`drop schema if exists ${schema} cascade`).execute(store.db);
-    await store.close();
-  });
+describe.each(DIALECTS)('a run folded at its end on %s', (name) => {
+  let store!: Store;
+  withSuiteStore(name, 'foldend', (s) => (store = s));
 
   /**
    * A run: start and 2 deltas flushed before its end (as the bus does), then 2 more deltas, its message and its end

@@ -1,10 +1,11 @@
-// The store's lower half: the event log, approvals and tool rules, callbacks, webhooks and idempotency keys, on
-// one Kysely database (SQLite or PostgreSQL). Store (store.ts) adds sessions, transcripts and runs on top.
+// The store's lower half: the event log, callbacks, deliveries, webhooks and idempotency keys, on one Kysely database
+// (SQLite or PostgreSQL). ApprovalRecords (approval-records.ts) adds approvals and tool rules, Store (store.ts) sessions,
+// transcripts and runs on top.
 import { type Kysely, sql } from 'kysely';
 import { type EventCursor, START } from '../events/cursor';
-import type { Author, DecidedBy, MessageKind, MessageRole, PendingEvent, TranscriptMessage } from '../events/types';
+import type { Author, MessageKind, MessageRole, PendingEvent, TranscriptMessage } from '../events/types';
 import type { DbHandle } from './db';
-import type { ApprovalRow, CallbackRow, Database, DeliveryRow, MessageRow, RunRow, WebhookRow } from './schema';
+import type { CallbackRow, Database, DeliveryRow, MessageRow, RunRow, WebhookRow } from './schema';
 import { insertEventsSql, wakeEventsSql, writeSkippingLogged } from './event-sql';
 import { SETTLED_XID } from './settled';
 import { type FoldStep, foldRun, foldWrittenPg, type LogRow, readEventsAfter, resolvePlainId } from './event-fold';
@@ -400,88 +401,6 @@ export class StoreBase {
       select tx::text as tx, id from events where tx < ${SETTLED_XID} order by tx desc, id desc limit 1`.execute(this.db);
     const row = r.rows[0];
     return row ? { tx: BigInt(row.tx), id: Number(row.id) } : START;
-  }
-
-  // ── approvals ───────────────────────────────────────────────────────────
-
-  /** Asks for a tool call's approval once: the stored row of that call (ours when `inserted`, else the first one's). */
-  async insertApproval(a: Omit<ApprovalRow, 'trust' | 'kind' | 'response' | 'decided_by' | 'decided_by_type'> & { trust?: string | null; kind?: string; decided_by?: string | null; decided_by_type?: string | null }): Promise<{ row: ApprovalRow; inserted: boolean }> {
-    const r = await this.db.insertInto('approvals').values(a).onConflict((oc) => oc.columns(['run_id', 'call_id']).doNothing()).returning('id').executeTakeFirst();
-    const row = r ? undefined : await this.approvalForCall(a.run_id, a.call_id);
-    return row ? { row, inserted: false } : { row: { trust: null, kind: 'tool', response: null, decided_by: null, decided_by_type: null, ...a } as ApprovalRow, inserted: true };
-  }
-
-  getApproval(id: string): Promise<ApprovalRow | undefined> {
-    return this.db.selectFrom('approvals').selectAll().where('id', '=', id).executeTakeFirst();
-  }
-
-  /** Settles a pending approval; false when it was not pending (already resolved or cancelled). */
-  async settleApproval(id: string, status: string, decision: string | null, reason: string | null, response?: string | null, by?: DecidedBy): Promise<boolean> {
-    const res = await this.db
-      .updateTable('approvals')
-      .set({ status, decision, reason, resolved_at: nowIso(), ...(response != null ? { response } : {}), ...(by ? { decided_by: JSON.stringify(by), decided_by_type: by.type } : {}) })
-      .where('id', '=', id)
-      .where('status', '=', 'pending')
-      .executeTakeFirst();
-    return Number(res.numUpdatedRows) === 1;
-  }
-
-  approvalForCall(runId: string, callId: string): Promise<ApprovalRow | undefined> {
-    return this.db.selectFrom('approvals').selectAll().where('run_id', '=', runId).where('call_id', '=', callId).executeTakeFirst();
-  }
-
-  pendingApprovals(o: { sessionKey?: string; runId?: string } = {}): Promise<ApprovalRow[]> {
-    let q = this.db.selectFrom('approvals').selectAll().where('status', '=', 'pending');
-    if (o.sessionKey) q = q.where('session_key', '=', o.sessionKey);
-    if (o.runId) q = q.where('run_id', '=', o.runId);
-    return q.orderBy('requested_at').orderBy('id').limit(500).execute();
-  }
-
-  /**
-   * Decided items, newest decision first (CONTRACT §3 `approvals.history`): after `before` (the last page's
-   * `[decidedAt, id]`), `limit` of them. An item closed by its run's end (cancelled, an MCP elicitation whose call
-   * died) was decided by no one: it has no `decided_by` and is left out.
-   */
-  approvalHistory(o: { sessionKey?: string; limit: number; before?: [string, string] }): Promise<ApprovalRow[]> {
-    let q = this.db.selectFrom('approvals').selectAll().where('decided_by', 'is not', null).where('resolved_at', 'is not', null).where('status', '<>', 'pending');
-    if (o.sessionKey) q = q.where('session_key', '=', o.sessionKey);
-    if (o.before) {
-      const [at, id] = o.before;
-      q = q.where((eb) => eb.or([eb('resolved_at', '<', at), eb.and([eb('resolved_at', '=', at), eb('id', '<', id)])]));
-    }
-    return q.orderBy('resolved_at', 'desc').orderBy('id', 'desc').limit(o.limit).execute();
-  }
-
-  /** The decisions of a session's reviewer, newest first (its streak of denials, CONTRACT §5 "Reviewer"). */
-  async reviewerDecisions(sessionKey: string, limit: number): Promise<string[]> {
-    const rows = await this.db
-      .selectFrom('approvals')
-      .select('decision')
-      .where('session_key', '=', sessionKey)
-      .where('decided_by_type', '=', 'reviewer')
-      .orderBy('resolved_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(limit)
-      .execute();
-    return rows.map((r) => r.decision ?? '');
-  }
-
-  async addToolRule(sessionKey: string, tool: string): Promise<void> {
-    await this.db
-      .insertInto('session_tool_rules')
-      .values({ session_key: sessionKey, tool, created_at: nowIso() })
-      .onConflict((oc) => oc.columns(['session_key', 'tool']).doNothing())
-      .execute();
-  }
-
-  async hasToolRule(sessionKey: string, tool: string): Promise<boolean> {
-    const r = await this.db
-      .selectFrom('session_tool_rules')
-      .select('tool')
-      .where('session_key', '=', sessionKey)
-      .where('tool', '=', tool)
-      .executeTakeFirst();
-    return !!r;
   }
 
   // ── idempotency ─────────────────────────────────────────────────────────
