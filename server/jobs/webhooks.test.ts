@@ -170,6 +170,30 @@ describe('webhooks on the job engine, several processes', () => {
     }
   });
 
+  it('a dead-letter copy older than a deliveries.retry leaves the retried row to its new round', async () => {
+    const s = await startTestServer({ databaseUrl: PG_URL, pgSchema: newSchema(), config: { webhooks: { allowPrivateNetwork: true, maxAttempts: 1 } } });
+    try {
+      const { store } = s.rt;
+      const dispatcher = s.rt.webhooks as PgWebhookDispatcher;
+      const r = webhookRow('run_dlq', { url: 'http://127.0.0.2:9/' }, {}, 'dlq');
+      await store.db.transaction().execute((tx) => store.insertWebhooks(tx, [r]));
+      const status = async () => (await store.db.selectFrom('webhook_outbox').select('status').where('id', '=', r.id).executeTakeFirstOrThrow()).status;
+      await until(async () => (await status()) === 'dead'); // its one attempt failed
+      const diedAt = new Date();
+      await new Promise((ok) => setTimeout(ok, 5));
+      // Retried (deliveries.retry) before the engine's dead-letter copy of the old job is worked: that copy is stale.
+      await store.deliveryRetry.get('webhook_outbox')!({ source: `webhook_outbox:${r.id}` } as never);
+      expect(await status()).toBe('pending');
+      expect(await dispatcher.deadLettered(r.id, diedAt)).toBe(false);
+      expect(await status()).toBe('pending');
+      // A dead-letter copy of the new round's job does kill it.
+      expect(await dispatcher.deadLettered(r.id, new Date(Date.now() + 1000))).toBe(true);
+      expect(await status()).toBe('dead');
+    } finally {
+      await s.close();
+    }
+  });
+
   it('processes starting together on a fresh database all start their engine', async () => {
     const pool = new pg.Pool({ ...pgConnectConfig(PG_URL), max: 8 });
     const schema = newSchema();

@@ -75,9 +75,13 @@ export class PgWebhookDispatcher implements WebhookDispatcher {
       { batchSize: 5, localConcurrency: 2, burstWhenBatchFull: true, perJobResults: true, includeMetadata: true, ...poll },
       (jobs) => Promise.all(jobs.map((j) => this.attempt(j))),
     );
-    await boss.work<Data>(WEBHOOK_DEAD_QUEUE, { pollingIntervalSeconds: 2 * ENGINE.pollSeconds, notifyPollingIntervalSeconds: 2 * ENGINE.pollSeconds }, async (jobs) => {
-      for (const j of jobs) await this.delivery.markDead(j.data.id, 'attempts ran out without a result (the process of the last one stopped or died)');
-    });
+    await boss.work<Data, never, { includeMetadata: true; pollingIntervalSeconds: number; notifyPollingIntervalSeconds: number }>(
+      WEBHOOK_DEAD_QUEUE,
+      { includeMetadata: true, pollingIntervalSeconds: 2 * ENGINE.pollSeconds, notifyPollingIntervalSeconds: 2 * ENGINE.pollSeconds },
+      async (jobs) => {
+        for (const j of jobs) await this.deadLettered(j.data.id, j.createdOn);
+      },
+    );
     this.boss = boss;
     await this.adopt();
   }
@@ -87,6 +91,14 @@ export class PgWebhookDispatcher implements WebhookDispatcher {
     const boss = this.boss;
     if (!boss) return;
     await boss.stop({ graceful: true, timeout: Math.min(this.o.config.timeoutMs + 500, 10_000), close: false });
+  }
+
+  /**
+   * The engine gave up on a row's job at `at` (its dead-letter copy's creation): the row is dead — unless it was
+   * retried since (deliveries.retry sets `next_attempt_at` to the retry's time), when that new round decides.
+   */
+  deadLettered(id: string, at: Date): Promise<boolean> {
+    return this.delivery.markDead(id, 'attempts ran out without a result (the process of the last one stopped or died)', at.toISOString());
   }
 
   /** Nothing to do: the job's NOTIFY went out with the commit that wrote it. */

@@ -235,10 +235,15 @@ export class StoreBase {
     this.announce(changes);
   }
 
-  /** A row whose attempts ran out without one reporting: dead, if still pending (and its delivery with it). */
-  async webhookDead(id: string, error: string): Promise<boolean> {
+  /**
+   * A row whose attempts ran out without one reporting: dead, if still pending (and its delivery with it); with
+   * `notRetriedSince`, only when its round began by then (a row retried since is left to its new round).
+   */
+  async webhookDead(id: string, error: string, notRetriedSince?: string): Promise<boolean> {
     const r = await this.db.transaction().execute(async (tx) => {
-      const u = await tx.updateTable('webhook_outbox').set({ status: 'dead', last_error: error }).where('id', '=', id).where('status', '=', 'pending').executeTakeFirst();
+      let q = tx.updateTable('webhook_outbox').set({ status: 'dead', last_error: error }).where('id', '=', id).where('status', '=', 'pending');
+      if (notRetriedSince) q = q.where('next_attempt_at', '<=', notRetriedSince);
+      const u = await q.executeTakeFirst();
       if (Number(u.numUpdatedRows) !== 1) return null;
       return advanceDeliveries(tx, [webhookDeliveryId(id)], 'dead', { error: { code: 'channel_error', message: error } });
     });

@@ -86,8 +86,8 @@ export class WebhookDelivery {
   }
 
   /** A row whose attempts ran out without one reporting (its last attempt's process died): dead, if still pending. */
-  async markDead(id: string, error: string): Promise<boolean> {
-    const dead = await this.store.webhookDead(id, error);
+  async markDead(id: string, error: string, notRetriedSince?: string): Promise<boolean> {
+    const dead = await this.store.webhookDead(id, error, notRetriedSince);
     if (dead) {
       this.log.warn({ webhookId: id, error }, 'webhook dead-lettered');
       this.onOutcome?.('dead');
