@@ -10,6 +10,7 @@ import type { DecidedBy } from '../orchestrator/approvals';
 import type { Database, ProcessesTable, RunRow } from '../store/schema';
 import { type EnqueuePg, enqueuePg, type EnqueuePgResult } from '../store/run-writes';
 import { ClaimTaken, enqueueClaimedPg } from '../store/idempotency';
+import { retryConflicts } from '../store/pg-errors';
 import { freeSessionsOf, freeSessionsOfGone, NEXT_EPOCH } from './lease-sql';
 
 export type ControlMessage =
@@ -311,7 +312,8 @@ export class Cluster {
    */
   async enqueue(row: RunRow, o: Omit<EnqueuePg, 'row' | 'me'>, claim?: { key: string; owner: string; settled?: boolean }): Promise<EnqueuePgResult> {
     // With an idempotency key: claimed in the same transaction (ClaimTaken when another request claimed it first).
-    const x = claim ? await enqueueClaimedPg(this.db, { row, me: this.id, ...o }, claim) : await enqueuePg(this.db, { row, me: this.id, ...o });
+    // One statement, or one transaction: a deadlock rolls it back whole, so it is made again (`retryConflicts`).
+    const x = await retryConflicts(() => (claim ? enqueueClaimedPg(this.db, { row, me: this.id, ...o }, claim) : enqueuePg(this.db, { row, me: this.id, ...o })));
     if (!x) throw new ClaimTaken(claim!.key);
     let owner = x.owner;
     if (x.claimed == null && (owner == null || owner === this.id)) owner = await this.ownerOf(row.session_key);

@@ -9,7 +9,7 @@ import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import type { RunRow } from '../store/schema';
 import { FencedError, type NewMessage, type StartedRun, type Store } from '../store/store';
-import { isConnectionLoss } from '../store/pg-errors';
+import { isConflict, isConnectionLoss } from '../store/pg-errors';
 import { deliveredKey, isMessagingTool, postsInOrder } from '../tools/messaging';
 import type { AnyToolDef } from '../tools/types';
 import type { Approvals, DecisionNote } from './approvals';
@@ -195,7 +195,8 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
     if (e instanceof FencedError) throw e;
     // PostgreSQL went away under the run (a restart, a terminated connection): the run is not over; it is dropped
     // here and re-driven from its last written step once the database answers (Orchestrator.sweepOrphans).
-    if (deps.store.dialect === 'postgres' && isConnectionLoss(e)) throw e;
+    // So is a write that kept losing lock conflicts (deadlocks) past the store's own retries.
+    if (deps.store.dialect === 'postgres' && (isConnectionLoss(e) || isConflict(e))) throw e;
     if (signal.aborted || e instanceof RunAborted) return { status: 'interrupted', error: 'run interrupted', response: lastText };
     deps.log.warn({ runId: run.id, err: errorMessage(e) }, 'run failed');
     return { status: 'error', error: errorMessage(e), response: lastText };

@@ -2,6 +2,7 @@
 // transcripts and runs here; the session lists in SessionLists; fencing (leases' epochs, fenced run writes) in
 // FencedStore; the event log, approvals, callbacks, webhooks and idempotency in StoreBase.
 import { type ExpressionBuilder, type Kysely, type UpdateObject } from 'kysely';
+import { retryConflicts } from './pg-errors';
 import type { PendingEvent, TranscriptMessage } from '../events/types';
 import type { DbHandle } from './db';
 import { ClaimTaken, claimCutoff, type IdempotencyClaim, insertClaim } from './idempotency';
@@ -198,7 +199,7 @@ export class Store extends SessionLists {
   private async appendPgRows(key: string, msgs: NewMessage[], o: { usage?: UsageValues[]; startRun?: string }) {
     const values = msgs.map((m) => messageValues(m, nowIso()));
     const deliveryIds = values.map((v) => deliveryIdOfMeta(v.meta)).filter((x): x is string => !!x);
-    const r = await appendPg(this.db, { key, epoch: this.fences.get(key), rows: values, deliveryIds, ...o });
+    const r = await retryConflicts(() => appendPg(this.db, { key, epoch: this.fences.get(key), rows: values, deliveryIds, ...o }));
     if (!r.held) await this.lostSession(key);
     this.announceRunning(r.deliveries);
     return { ...r, rows: this.writtenRows(values, r.ids, r.session) };
@@ -351,7 +352,7 @@ export class Store extends SessionLists {
       const rows = values.map((v) => toTranscriptMessage({ ...v, id: 0 }));
       const events = o.events?.(rows) ?? [];
       const messageOf = events.map((e) => rows.indexOf((e.data as { message?: TranscriptMessage }).message as TranscriptMessage));
-      const r = await finishPgOne(this.db, { key: session.key, epoch: this.fences.get(session.key), runId: id, set: fields as FinishPg['set'], rows: values, usage, idle: session.idle, release: !!session.release, events, messageOf, notify: this.eventsChannel });
+      const r = await retryConflicts(() => finishPgOne(this.db, { key: session.key, epoch: this.fences.get(session.key), runId: id, set: fields as FinishPg['set'], rows: values, usage, idle: session.idle, release: !!session.release, events, messageOf, notify: this.eventsChannel }));
       if (r.held) {
         rows.forEach((row, i) => (row.id = r.ids[i]!));
         this.remember(rows);
@@ -363,7 +364,10 @@ export class Store extends SessionLists {
       first = { events, messageOf };
       // Nothing was written: the transaction below tells a deleted session from a lost lease.
     }
-    const out = await this.loggedTx(async (tx) => {
+    // On PostgreSQL a deadlock rolls the transaction back whole: it is made again, with the events prepared once.
+    let prepared: { rows: TranscriptMessage[]; events: PendingEvent[] } | undefined;
+    const out = await (pg ? retryConflicts : <T>(f: () => Promise<T>) => f())(() => this.loggedTx(async (tx) => {
+      changes.length = 0;
       let released = false;
       let rows: TranscriptMessage[] = [];
       let events: PendingEvent[] = [];
@@ -380,8 +384,13 @@ export class Store extends SessionLists {
           idle: session.idle,
           release: !!session.release,
           events: (msgIds) => {
-            rows = values.map((v, i) => toTranscriptMessage({ ...v, id: msgIds[i]! }));
-            return (events = o.events?.(rows) ?? []);
+            if (prepared) prepared.rows.forEach((r, i) => (r.id = msgIds[i]!)); // the events carry these rows
+            else {
+              const made = values.map((v, i) => toTranscriptMessage({ ...v, id: msgIds[i]! }));
+              prepared = { rows: made, events: o.events?.(made) ?? [] };
+            }
+            rows = prepared.rows;
+            return (events = prepared.events);
           },
           notify: this.eventsChannel,
         });
@@ -392,7 +401,8 @@ export class Store extends SessionLists {
           await this.lostSession(session.key, true, tx); // FencedError unless the session was deleted under the run
           // Deleted: the run's end and its events are logged, its last rows (and their events) are not; only while
           // the run is unfinished (a zombie's late end must not overwrite the end its re-driver wrote).
-          events = first ? withoutRowEvents(first.events, first.messageOf) : (o.events?.([]) ?? []);
+          if (!first) first = prepared ? { events: prepared.events, messageOf: prepared.events.map((e) => prepared!.rows.indexOf((e.data as { message?: TranscriptMessage }).message!)) } : { events: o.events?.([]) ?? [], messageOf: [] };
+          events = withoutRowEvents(first.events, first.messageOf);
           const last = events.findLast((e) => e.runId === id)?.seq;
           const ended = await tx
             .updateTable('runs')
@@ -423,7 +433,7 @@ export class Store extends SessionLists {
         changes.push(...(await insertDeliveries(tx, dl.created)));
       }
       return { released, rows, events, ids };
-    }, o.logged && ((r) => o.logged!(r.events, r.ids)));
+    }, o.logged && ((r) => o.logged!(r.events, r.ids))));
     this.remember(out.rows);
     this.announce(changes);
     return out;
