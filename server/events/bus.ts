@@ -94,6 +94,11 @@ export class EventBus {
     }
   }
 
+  /** Whether the run is registered here (its events can be emitted). */
+  has(runId: string): boolean {
+    return this.runs.has(runId);
+  }
+
   /** The session of a run this process drives under its lease (clustered); undefined for any other run id. */
   leasedSession(runId: string): string | undefined {
     const ctx = this.runs.get(runId);
