@@ -81,8 +81,8 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   const emitMessages = (rows: TranscriptMessage[]) => {
     for (const m of rows) bus.emit(run.id, 'message', { message: m });
   };
-  const append = async (msgs: NewMessage[]) => {
-    const rows = await store.appendMessages(msgs, { run: true }); // the run's own rows: fenced by its lease
+  const append = async (msgs: NewMessage[], merge?: { runIds: string[]; into: string }) => {
+    const rows = await store.appendMessages(msgs, { run: true, ...(merge ? { merge } : {}) }); // the run's own rows: fenced by its lease
     emitMessages(rows);
     return rows;
   };
@@ -217,11 +217,13 @@ function pushToolCalls(messages: PromptMessage[], calls: ToolCall[]) {
   else messages.push({ role: 'assistant', content: parts });
 }
 
-async function injectInbox(deps: RunDeps, run: ActiveRun, messages: PromptMessage[], append: (m: NewMessage[]) => Promise<unknown>) {
+async function injectInbox(deps: RunDeps, run: ActiveRun, messages: PromptMessage[], append: (m: NewMessage[], merge?: { runIds: string[]; into: string }) => Promise<unknown>) {
   while (run.inbox.length) {
     const items = run.inbox.splice(0);
     await Promise.all(items.map((i) => i.persisted));
-    await append(items.map((i) => inputToMessage(run.sessionKey, run.id, i.input, true)));
+    // PostgreSQL: their queued runs are merged in the same statement (a crash before `onInjected` must not leave them
+    // queued to run again as follow-ups); `onInjected` records it here too (SQLite, and the run's `injected`).
+    await append(items.map((i) => inputToMessage(run.sessionKey, run.id, i.input, true)), { runIds: items.map((i) => i.runId), into: run.id });
     for (const i of items) {
       messages.push(userMessage(i.input.content));
       await deps.onInjected(i.runId, run);

@@ -113,12 +113,13 @@ export class Store extends SessionLists {
    * Appends rows in one transaction and bumps the session's counters. `run`: a run's own rows (clustered, refused with
    * no fence for the session here: `refuseUnfenced`); rows from outside a run (a mirror, a notice) are not fenced.
    */
-  async appendMessages(msgs: NewMessage[], o: { run?: boolean } = {}): Promise<TranscriptMessage[]> {
+  /** `merge` (PostgreSQL): steered messages' queued runs, merged into the run these rows join in the same statement. */
+  async appendMessages(msgs: NewMessage[], o: { run?: boolean; merge?: { runIds: string[]; into: string } } = {}): Promise<TranscriptMessage[]> {
     if (!msgs.length) return [];
     const key = msgs[0]!.sessionKey;
     if (o.run) this.refuseUnfenced(key);
     const mirrorsDelivery = msgs.some((m) => m.kind === 'mirror' && m.meta?.deliveryId);
-    if (this.dialect === 'postgres' && !mirrorsDelivery && msgs.every((m) => m.sessionKey === key)) return (await this.appendPgRows(key, msgs, { usage: this.takeUsage(msgs) })).rows;
+    if (this.dialect === 'postgres' && !mirrorsDelivery && msgs.every((m) => m.sessionKey === key)) return (await this.appendPgRows(key, msgs, { usage: this.takeUsage(msgs), ...(o.merge ? { merge: o.merge } : {}) })).rows;
     const usage = this.takeUsage(msgs);
     const hot = this.hotFor(key, msgs);
     if (hot) {
@@ -196,7 +197,7 @@ export class Store extends SessionLists {
   }
 
   /** PostgreSQL: one session's rows in one statement (`appendPg`, fenced, moving their deliveries), as transcript rows. */
-  private async appendPgRows(key: string, msgs: NewMessage[], o: { usage?: UsageValues[]; startRun?: string }) {
+  private async appendPgRows(key: string, msgs: NewMessage[], o: { usage?: UsageValues[]; startRun?: string; merge?: { runIds: string[]; into: string } }) {
     const values = msgs.map((m) => messageValues(m, nowIso()));
     const deliveryIds = values.map((v) => deliveryIdOfMeta(v.meta)).filter((x): x is string => !!x);
     const r = await retryConflicts(() => appendPg(this.db, { key, epoch: this.fences.get(key), rows: values, deliveryIds, ...o }));
