@@ -8,6 +8,7 @@ import type { Database, DialectName } from './schema';
 import { migrateToLatest } from './migrations';
 import { lockDataDir } from './data-dir-lock';
 import { SqliteSearcher } from './search-worker';
+import { WalCheckpointer } from './wal-checkpointer';
 export { DataDirInUseError } from './data-dir-lock';
 
 export interface DbHandle {
@@ -18,6 +19,8 @@ export interface DbHandle {
   sqlite?: import('better-sqlite3').Database;
   /** SQLite only: sessions.search's worker thread over the same file (started on the first search). */
   sqliteSearch?: SqliteSearcher;
+  /** SQLite only: the thread that checkpoints the WAL (the main connection never does: ./wal-checkpointer). */
+  walCheckpointer?: WalCheckpointer;
   /** PostgreSQL only: what a dedicated (non-pooled) connection needs, and the schema tests isolate in. */
   pg?: { connect: import('pg').ClientConfig; schema?: string; pool: import('pg').Pool };
 }
@@ -54,13 +57,16 @@ async function openSqlite(dataDir: string): Promise<DbHandle> {
     throw e;
   }
   const sqliteSearch = new SqliteSearcher(file);
+  const walCheckpointer = new WalCheckpointer(file, sqlite);
   return {
     db,
     dialect: 'sqlite',
     sqlite,
     sqliteSearch,
+    walCheckpointer,
     close: async () => {
       await sqliteSearch.close();
+      await walCheckpointer.close();
       await db.destroy();
       unlock();
     },
