@@ -9,6 +9,7 @@ import { migrateToLatest } from './migrations';
 import { lockDataDir } from './data-dir-lock';
 import { SqliteSearcher } from './search-worker';
 import { WalCheckpointer } from './wal-checkpointer';
+import { UNPREPARED } from './pg-plans';
 export { DataDirInUseError } from './data-dir-lock';
 
 export interface DbHandle {
@@ -103,10 +104,11 @@ function withStatementCache(sqlite: import('better-sqlite3').Database): import('
  * PostgreSQL parses and plans an unnamed statement on every execution; our hot statements (a run's start, end,
  * events) are CTEs whose planning costs as much as running them. Every parameterised statement becomes a named
  * prepared statement of its connection (the name is a hash of its text), up to PREPARED_PER_CONNECTION shapes
- * per connection; past that, statements run unnamed as before.
+ * per connection; past that, statements run unnamed as before. A statement starting with UNPREPARED (./pg-plans) is
+ * never named: it is planned with its values every time.
  */
 const PREPARED_PER_CONNECTION = 300;
-function withPreparedStatements(pool: import('pg').Pool) {
+export function withPreparedStatements(pool: import('pg').Pool) {
   const names = new Map<string, string>();
   const nameOf = (text: string) => {
     let name = names.get(text);
@@ -121,7 +123,8 @@ function withPreparedStatements(pool: import('pg').Pool) {
     const prepared = new Set<string>();
     const query = client.query.bind(client) as (...a: unknown[]) => unknown;
     (client as unknown as { query: (...a: unknown[]) => unknown }).query = (config: unknown, values?: unknown, cb?: unknown) => {
-      if (typeof config === 'string' && Array.isArray(values) && values.length) {
+      // A statement planned for its own values each time (./pg-plans) stays unnamed.
+      if (typeof config === 'string' && Array.isArray(values) && values.length && !config.startsWith(UNPREPARED)) {
         const name = nameOf(config);
         if (prepared.has(name) || prepared.size < PREPARED_PER_CONNECTION) {
           prepared.add(name);
