@@ -3,7 +3,8 @@
 // the headless gateway (server/worker.ts, unbundled sources) with --cpu-prof and bench/lib/loop-probe.mjs, makes the
 // reads bench:scale makes (idle, status, sessions.usage, sessions.list and its paging, search, runs.board,
 // deliveries.list; with --stream, again while 50 runs stream), and prints each phase's longest gap and every long task
-// (≥ LONG ms, default 15) in the profile with the frames it spent its time in. Figures, never assertions.
+// (≥ LONG ms, default 15) in the profile with the frames it spent its time in, and how much of it the thread was
+// not running (descheduled, or blocked in a system call). Figures, never assertions.
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -115,7 +116,7 @@ for (const ph of phases) {
   console.log(`\n== ${ph.name}: longest gap ${gap.toFixed(1)} ms; call p50 ${percentile(ph.ms, 50).toFixed(1)} ms, p95 ${percentile(ph.ms, 95).toFixed(1)} ms`);
   const mine = tasks.filter((x) => x.at >= ph.fromUs && x.at <= ph.toUs).sort((a, b) => b.durUs - a.durUs);
   for (const x of mine.slice(0, 4)) {
-    console.log(`  task ${(x.durUs / 1000).toFixed(1)} ms: ${x.frames.filter(([k]) => !/^(processTicksAndRejections|runMicrotasks|listOnTimeout|processTimers) /.test(k)).slice(0, 10).map(([k, us]) => `${k} ${(us / 1000).toFixed(1)}`).join(' | ')}`);
+    console.log(`  task ${(x.durUs / 1000).toFixed(1)} ms (${(x.stalledUs / 1000).toFixed(0)} ms of it stalled): ${x.frames.filter(([k]) => !/^(processTicksAndRejections|runMicrotasks|listOnTimeout|processTimers) /.test(k)).slice(0, 10).map(([k, us]) => `${k} ${(us / 1000).toFixed(1)}`).join(' | ')}`);
   }
   if (mine.length > 4) console.log(`  … ${mine.length - 4} more long tasks`);
 }

@@ -6,6 +6,11 @@ export interface LongTask {
   /** Start, microseconds since the profile's first sample. */
   startUs: number;
   durUs: number;
+  /**
+   * Of it, time in samples that came more than 5 ms after the previous one (the sampling interval is ~1 ms): the
+   * thread was not running JavaScript to be sampled — descheduled on a busy machine, or blocked in a system call.
+   */
+  stalledUs: number;
   /** Frames of ours or a package's on the task's stacks, inclusive time in µs, biggest first. */
   frames: Array<[string, number]>;
 }
@@ -37,7 +42,8 @@ export function longTasks(p: Profile, minMs: number): LongTask[] {
         }
         for (const k of seen) frames.set(k, (frames.get(k) ?? 0) + us);
       }
-      out.push({ startUs: cur.start, durUs: cur.end - cur.start, frames: [...frames.entries()].sort((a, b) => b[1] - a[1]) });
+      const stalledUs = cur.samples.reduce((a, [, us]) => a + (us > 5000 ? us : 0), 0);
+      out.push({ startUs: cur.start, durUs: cur.end - cur.start, stalledUs, frames: [...frames.entries()].sort((a, b) => b[1] - a[1]) });
     }
     cur = null;
   };
