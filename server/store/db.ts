@@ -9,7 +9,7 @@ import { migrateToLatest } from './migrations';
 import { lockDataDir } from './data-dir-lock';
 import { SqliteSearcher } from './search-worker';
 import { WalCheckpointer } from './wal-checkpointer';
-import { UNPREPARED } from './pg-plans';
+import { PG_JIT, UNPREPARED } from './pg-plans';
 export { DataDirInUseError } from './data-dir-lock';
 
 export interface DbHandle {
@@ -163,7 +163,8 @@ async function openPostgres(url: string, schema?: string): Promise<DbHandle> {
   types.setTypeParser(20, (v: string) => Number(v)); // int8 ids fit in a JS number
   const connect = pgConnectConfig(url);
   if (schema && !/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`bad schema name ${schema}`);
-  const options = schema ? { options: `-c search_path=${schema}` } : {};
+  // No JIT (./pg-plans): every connection of the store, the pool's, the cluster's and pg-boss's (they share `connect`).
+  const options = { options: [...(schema ? [`-c search_path=${schema}`] : []), `-c jit=${PG_JIT}`].join(' ') };
   const pool = new pg.default.Pool({ ...connect, ...options, max: Number(process.env.CROSSTALK_PG_POOL ?? 10) });
   // An idle client whose connection drops emits 'error' on the pool; unhandled, it would end the process.
   pool.on('error', (e) => console.error(`crosstalk: PostgreSQL connection lost (${e.message}); the pool reconnects on the next query`));
