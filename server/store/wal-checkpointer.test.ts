@@ -33,7 +33,7 @@ describe('WAL checkpoints in a thread of their own', () => {
     const m = mainConnection();
     const cp = new WalCheckpointer(m.file, m.db, { gate, everyMs: 10 });
     open.push(cp);
-    expect(await cp.started).toBe(true);
+    expect(await cp.start()).toBe(true);
     for (let i = 0; i < 4; i++) m.write();
     // 8 MiB of commits, none copied into the database by the committing connection (SQLite's default would have
     // checkpointed at 1000 pages and started the WAL over: about 4 MiB).
@@ -50,7 +50,7 @@ describe('WAL checkpoints in a thread of their own', () => {
     const m = mainConnection();
     const cp = new WalCheckpointer(m.file, m.db, { everyMs: 60_000 });
     open.push(cp);
-    expect(await cp.started).toBe(true);
+    expect(await cp.start()).toBe(true);
     m.write();
     await cp.checkpoint();
     const size = m.walSize();
@@ -67,7 +67,7 @@ describe('WAL checkpoints in a thread of their own', () => {
     const m = mainConnection();
     const cp = new WalCheckpointer(m.file, m.db, { everyMs: 20 });
     open.push(cp);
-    await cp.started;
+    await cp.start();
     m.write();
     // Only a checkpoint copies pages into the database file: it grows to hold the 2 MiB once the thread ran one.
     const until = Date.now() + 10_000;
@@ -79,7 +79,7 @@ describe('WAL checkpoints in a thread of their own', () => {
     const m = mainConnection();
     const cp = new WalCheckpointer(m.file, m.db, { moduleBases: [path.join(os.tmpdir(), 'nowhere', 'x.js')] });
     open.push(cp);
-    expect(await cp.started).toBe(false);
+    expect(await cp.start()).toBe(false);
     expect(m.db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
   });
 
@@ -87,8 +87,22 @@ describe('WAL checkpoints in a thread of their own', () => {
     const h = await openDatabase({ dataDir: tmpDataDir() });
     open.push(h);
     expect(h.sqlite!.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
-    expect(await h.walCheckpointer!.started).toBe(true);
+    expect(await h.walCheckpointer!.start()).toBe(true);
     const r = await h.walCheckpointer!.checkpoint();
     expect(r.checkpointed).toBe(r.log);
+  });
+
+  it('starts its thread only once the WAL has grown: an idle store has none', async () => {
+    const m = mainConnection();
+    const cp = new WalCheckpointer(m.file, m.db, { watchMs: 20, startAtBytes: 3 * 1024 * 1024 });
+    open.push(cp);
+    m.write(); // 2 MiB
+    await new Promise((r) => setTimeout(r, 200));
+    expect(cp.running).toBe(false);
+    m.write(); // 4 MiB: the next look starts it, and it checkpoints on its timer
+    const until = Date.now() + 10_000;
+    while (Date.now() < until && fs.statSync(m.file).size < 4 * MB) await new Promise((r) => setTimeout(r, 20));
+    expect(cp.running).toBe(true);
+    expect(fs.statSync(m.file).size).toBeGreaterThanOrEqual(4 * MB);
   });
 });

@@ -1,6 +1,7 @@
 // SQLite WAL checkpoints off the event loop: the main connection never checkpoints (wal_autocheckpoint 0); a worker
-// thread with a connection of its own runs a PASSIVE checkpoint every CHECKPOINT_EVERY_MS, so the WAL is copied into
-// the database and synced there, while commits on the main thread only append to it.
+// thread with a connection of its own (started once the WAL has grown) runs a PASSIVE checkpoint every
+// CHECKPOINT_EVERY_MS, so the WAL is copied into the database and synced there, while commits only append to it.
+import fs from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { sqliteModuleBases } from './search-worker';
 
@@ -9,6 +10,10 @@ import { sqliteModuleBases } from './search-worker';
  * the WAL stays about what the writes of this long add up to (a checkpoint with nothing to copy costs microseconds).
  */
 export const CHECKPOINT_EVERY_MS = 250;
+/** The thread starts when the WAL first reaches this size (SQLite's own autocheckpoint point: 1,000 pages of 4 KiB). */
+export const START_AT_BYTES = 4 * 1024 * 1024;
+/** How often the WAL's size is looked at until then. */
+const WATCH_MS = 1000;
 /** What the main connection's own autocheckpoint is set back to when the thread cannot run (SQLite's default). */
 const AUTOCHECKPOINT_PAGES = 1000;
 
@@ -52,62 +57,89 @@ export interface WalCheckpointerOptions {
   gate?: Int32Array;
   /** Where the thread looks for better-sqlite3 (tests: somewhere it is not, to see the fallback). */
   moduleBases?: string[];
+  /** The WAL size that starts the thread (START_AT_BYTES), and how often it is looked at. */
+  startAtBytes?: number;
+  watchMs?: number;
 }
 
 /**
- * Started with the store. If the thread cannot start (no better-sqlite3 for it), the main connection checkpoints
- * itself again as SQLite does by default: the WAL never grows without bound.
+ * Made with the store; its thread starts when the WAL first passes START_AT_BYTES (a thread with its own
+ * better-sqlite3 is ~13 MB of RSS, which an idle gateway need not pay: issue 24.5), or on `start()`. If the thread
+ * cannot start (no better-sqlite3 for it), the main connection checkpoints itself again as SQLite does by default:
+ * the WAL never grows without bound.
  */
 export class WalCheckpointer {
-  private readonly worker: Worker;
+  private worker?: Worker;
   private readonly waiting = new Map<number, { resolve: (r: CheckpointResult) => void; reject: (e: Error) => void }>();
   private nextId = 1;
   private closed = false;
-  /** Resolves true once the thread runs, false when it could not start (then the main connection checkpoints). */
-  readonly started: Promise<boolean>;
+  private startedP?: Promise<boolean>;
+  private readonly watch: NodeJS.Timeout;
 
   constructor(
-    file: string,
+    private readonly file: string,
     private readonly main: import('better-sqlite3').Database,
-    o: WalCheckpointerOptions = {},
+    private readonly o: WalCheckpointerOptions = {},
   ) {
     main.pragma('wal_autocheckpoint = 0');
-    this.worker = new Worker(THREAD, { eval: true, workerData: { file, bases: o.moduleBases ?? sqliteModuleBases(), everyMs: o.everyMs ?? CHECKPOINT_EVERY_MS, gate: o.gate } });
-    this.worker.unref();
+    // Until the thread runs: a look at the WAL's size now and then (a stat, off the event loop).
+    this.watch = setInterval(() => {
+      fs.stat(`${file}-wal`, (err, st) => {
+        if (!err && st.size >= (o.startAtBytes ?? START_AT_BYTES)) void this.start();
+      });
+    }, o.watchMs ?? WATCH_MS);
+    this.watch.unref();
+  }
+
+  /** Whether the thread has been started (it runs from then on). */
+  get running(): boolean {
+    return !!this.worker;
+  }
+
+  /** Starts the thread (once); true once it runs, false when it could not start (then the main connection checkpoints). */
+  start(): Promise<boolean> {
+    if (this.startedP) return this.startedP;
+    clearInterval(this.watch);
+    if (this.closed) return (this.startedP = Promise.resolve(false));
+    const w = new Worker(THREAD, { eval: true, workerData: { file: this.file, bases: this.o.moduleBases ?? sqliteModuleBases(), everyMs: this.o.everyMs ?? CHECKPOINT_EVERY_MS, gate: this.o.gate } });
+    w.unref();
+    this.worker = w;
     let up!: (ok: boolean) => void;
-    this.started = new Promise((r) => (up = r));
-    this.worker.on('message', (m: { ready?: boolean; id?: number; result?: CheckpointResult; error?: string }) => {
+    this.startedP = new Promise((r) => (up = r));
+    w.on('message', (m: { ready?: boolean; id?: number; result?: CheckpointResult; error?: string }) => {
       if (m.ready) return up(true);
-      const w = m.id === undefined ? undefined : this.waiting.get(m.id);
-      if (!w) return;
+      const job = m.id === undefined ? undefined : this.waiting.get(m.id);
+      if (!job) return;
       this.waiting.delete(m.id!);
-      if (m.error) w.reject(new Error(m.error));
-      else w.resolve(m.result!);
+      if (m.error) job.reject(new Error(m.error));
+      else job.resolve(m.result!);
     });
-    this.worker.on('error', (e) => {
+    w.on('error', (e) => {
       // The thread could not start or died: the main connection checkpoints again (SQLite's default).
       if (!this.closed) this.main.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
       up(false);
-      for (const w of this.waiting.values()) w.reject(e);
+      for (const job of this.waiting.values()) job.reject(e);
       this.waiting.clear();
     });
+    return this.startedP;
   }
 
-  /** One checkpoint now, in the thread (tests, and whoever wants the WAL copied before going on). */
-  checkpoint(): Promise<CheckpointResult> {
-    if (this.closed) return Promise.reject(new Error('the store is closed'));
+  /** One checkpoint now, in the thread, started if need be (tests, and whoever wants the WAL copied before going on). */
+  async checkpoint(): Promise<CheckpointResult> {
+    if (this.closed || !(await this.start()) || !this.worker) throw new Error(this.closed ? 'the store is closed' : 'no checkpoint thread');
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
       this.waiting.set(id, { resolve, reject });
-      this.worker.postMessage({ id });
+      this.worker!.postMessage({ id });
     });
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.worker.terminate();
-    for (const w of this.waiting.values()) w.reject(new Error('the store is closed'));
+    clearInterval(this.watch);
+    await this.worker?.terminate();
+    for (const job of this.waiting.values()) job.reject(new Error('the store is closed'));
     this.waiting.clear();
   }
 }
