@@ -87,6 +87,7 @@ async function fault(c: Cluster, kind: FaultKind, schema: string | null): Promis
     case 'sigkill':
       if (!v) return;
       say(`${c.name}: SIGKILL ${v.o.name} (pid ${v.pid})`);
+      c.kills.push(Date.now());
       await v.kill();
       await v.start();
       break;
@@ -210,10 +211,10 @@ async function main(): Promise<number> {
 
   console.log('\nfaults injected:');
   for (const [k, v] of [...injected].sort()) console.log(`  ${k}: ${v}`);
-  console.log('\n| store | accepted | answered | lost | doubled | unanswered | callbacks | webhooks (redelivered) | channel sends | exec lines | SSE reconnects | client errors | resent after a kill |');
+  console.log('\n| store | accepted | answered | lost | doubled | unanswered | callbacks | webhooks (redelivered) | channel sends (again after a kill) | exec lines | SSE reconnects | client errors | resent after a kill |');
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const { name, t } of tallies) {
-    console.log(`| ${name} | ${t.accepted} | ${t.answered} | ${t.lost} | ${t.doubled} | ${t.unanswered} | ${t.callbacks} | ${t.webhooks} (${t.webhookRedeliveries}) | ${t.channelSends} | ${t.execLines} | ${t.sseReconnects} | ${t.clientErrors} | ${t.resends} |`);
+    console.log(`| ${name} | ${t.accepted} | ${t.answered} | ${t.lost} | ${t.doubled} | ${t.unanswered} | ${t.callbacks} | ${t.webhooks} (${t.webhookRedeliveries}) | ${t.channelSends} (${t.channelResentAfterKill}) | ${t.execLines} | ${t.sseReconnects} | ${t.clientErrors} | ${t.resends} |`);
   }
   for (const { name, t } of tallies)
     if (t.steeredOver) console.log(`${name}: ${t.steeredOver} async send(s) or detached delegate(s) never started: a message steered into the turn before its first model step hid its /tool line (the scripted model reads the newest message); no callback owed`);

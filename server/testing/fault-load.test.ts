@@ -1,6 +1,7 @@
-// The fault suite's check of owed callbacks (fault-load.ts owesCallback), on transcripts shaped like the ones it reads.
+// The fault suite's checks: owed callbacks (fault-load.ts owesCallback) on transcripts shaped like the ones it reads, and
+// which channel doubles are the documented at-least-once resend after a kill (resentAfterKill).
 import { describe, expect, it } from 'vitest';
-import { owesCallback } from './fault-load';
+import { owesCallback, RECORD_WINDOW_MS, resentAfterKill } from './fault-load';
 
 const tag = 'pg-delegate-215';
 const cb = `dg-${tag}.`;
@@ -21,5 +22,28 @@ describe('owesCallback', () => {
   it('no tool call and no steer into the turn: still owed (a loss is not explained away)', () => {
     const h = [ask, { role: 'user', kind: 'steer', content: 'm-other', runId: 'run_other' }, { role: 'assistant', kind: 'message', content: 'hm', runId: 'run_p' }];
     expect(owesCallback(h, tag, cb)).toBe(true);
+  });
+});
+
+describe('a channel send the platform got twice', () => {
+  // Seed 200: the platform answered at 10:59:34.581, sqlite0 was SIGKILLed at 10:59:35.253, the send was made again at 11:00:05.502.
+  const first = Date.parse('2026-11-26T10:59:34.581Z');
+  const again = Date.parse('2026-11-26T11:00:05.502Z');
+  const kill = Date.parse('2026-11-26T10:59:35.253Z');
+
+  it('after a kill between the answer and its record: a resend (at least once to the platform), not a double', () => {
+    expect(resentAfterKill([again, first], [kill])).toBe(true);
+  });
+
+  it('with no kill between, a kill before the first arrival, or one long after it: a double', () => {
+    expect(resentAfterKill([first, again], [])).toBe(false);
+    expect(resentAfterKill([first, again], [first - 1])).toBe(false);
+    expect(resentAfterKill([first, again], [first + RECORD_WINDOW_MS + 1])).toBe(false);
+    expect(resentAfterKill([first, first + 10], [first + 20])).toBe(false); // the kill came after both
+  });
+
+  it('three arrivals need a kill after each of the first two', () => {
+    expect(resentAfterKill([first, again, again + 60_000], [kill])).toBe(false);
+    expect(resentAfterKill([first, again, again + 60_000], [kill, again + 100])).toBe(true);
   });
 });

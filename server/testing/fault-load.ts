@@ -28,6 +28,8 @@ export interface Cluster {
    */
   strict: boolean;
   resends: number;
+  /** When a process of this cluster was SIGKILLed (the fault runner's record, for the channel sends' check). */
+  kills: number[];
   close(): Promise<void>;
 }
 
@@ -85,6 +87,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     schema: o.pgUrl ? schema : null,
     strict: !!o.strict,
     resends: 0,
+    kills: [],
     async close() {
       for (const p of procs) await p.kill();
       await webhooks.close();
@@ -243,6 +246,11 @@ export interface Tally {
   webhookRedeliveries: number;
   resends: number;
   channelSends: number;
+  /**
+   * Channel sends the platform got a second time because a process was SIGKILLed after the platform's answer and
+   * before its record: at least once to a platform that does not de-duplicate (README, idempotency), not a double.
+   */
+  channelResentAfterKill: number;
   execLines: number;
   sseClients: number;
   sseReconnects: number;
@@ -250,6 +258,19 @@ export interface Tally {
   /** Async sends and detached delegates whose `/tool` line a message steered into the same turn hid (no callback owed). */
   steeredOver: number;
   problems: string[];
+}
+
+/** How long after a platform's answer a send's record may still be unwritten (a loaded machine's commit). */
+export const RECORD_WINDOW_MS = 5000;
+
+/**
+ * True when each arrival after the first follows a SIGKILL that came after the arrival before it, within
+ * RECORD_WINDOW_MS of it: the process died between the platform's answer and its record, and the send was made again.
+ */
+export function resentAfterKill(arrivals: number[], kills: number[]): boolean {
+  const at = [...arrivals].sort((a, b) => a - b);
+  for (let i = 1; i < at.length; i++) if (!kills.some((k) => k >= at[i - 1]! && k <= at[i - 1]! + RECORD_WINDOW_MS && k <= at[i]!)) return false;
+  return true;
 }
 
 const count = (xs: string[], needle: string) => xs.filter((x) => x.includes(needle)).length;
@@ -275,7 +296,7 @@ export function owesCallback(h: Row[], tag: string, callback: string): boolean {
 export async function verify(c: Cluster, r: Rng, l: Ledger, followers: Array<ReturnType<typeof follow>>, o: { waitMs?: number } = {}): Promise<Tally> {
   const problems: string[] = [];
   const deadline = Date.now() + (o.waitMs ?? 120_000);
-  const t: Tally = { accepted: l.accepted.size + l.sends.size, answered: 0, lost: 0, doubled: 0, unanswered: 0, callbacks: 0, webhooks: 0, webhookRedeliveries: 0, resends: 0, channelSends: 0, execLines: 0, sseClients: followers.length, sseReconnects: 0, clientErrors: l.clientErrors.length, steeredOver: 0, problems };
+  const t: Tally = { accepted: l.accepted.size + l.sends.size, answered: 0, lost: 0, doubled: 0, unanswered: 0, callbacks: 0, webhooks: 0, webhookRedeliveries: 0, resends: 0, channelSends: 0, channelResentAfterKill: 0, execLines: 0, sseClients: followers.length, sseReconnects: 0, clientErrors: l.clientErrors.length, steeredOver: 0, problems };
   // Approvals may still come up while runs are re-driven: approve them until every run has ended.
   const results = new Map<string, { status: string; error?: string }>();
   const pending = [...l.accepted.entries()];
@@ -380,6 +401,7 @@ export async function verify(c: Cluster, r: Rng, l: Ledger, followers: Array<Ret
     const got = hits.length;
     if (got === 1) t.channelSends++;
     // With the arrival times, to match a double against the faults log (a kill between the API's answer and its record).
+    else if (got > 1 && resentAfterKill(hits.map((g) => g.at), c.kills)) t.channelResentAfterKill++;
     else if (got > 1) (t.doubled++, problems.push(`${tag}: channel API got the message ${got} times (at ${hits.map((g) => new Date(g.at).toISOString()).join(', ')})`));
     else (t.lost++, problems.push(`${tag}: channel API never got the message`));
   }
