@@ -101,6 +101,38 @@ export class HotSqlite {
     }, true);
   }
 
+  /**
+   * A message that starts a run at once (nothing active on its session in this process), in ONE transaction: the
+   * session created when missing (`session`: its new row), the idempotency key claimed (`claim`; null when taken:
+   * nothing of the run is written), the run inserted already running (its `queue_mode` from `mode`, given the session
+   * row; `run` is updated to the row as written), the session running with the input rows counted, the rows.
+   */
+  startNew(o: {
+    session: Record<string, unknown>;
+    run: RunRow;
+    mode: (s: SessionRow) => string;
+    claim: { c: IdempotencyClaim; now: string; cutoff: string } | undefined;
+    rows: MessageValues[];
+    ts: string;
+  }): Promise<{ ids: number[]; session: SessionRow } | null> {
+    return this.locked(() => {
+      const key = o.run.session_key;
+      const get = this.st('select * from "sessions" where "key" = ?');
+      let before = get.get(key) as SessionRow | undefined;
+      if (!before) {
+        const cols = setCols(o.session);
+        before = this.st(`insert into "sessions" (${cols.map(q).join(', ')}) values (${marks(cols.length)}) returning *`).get(cols.map((c) => o.session[c]) as Params) as SessionRow;
+      }
+      if (o.claim && !this.claim(o.claim.c, o.claim.now, o.claim.cutoff)) return null;
+      const r = o.run;
+      Object.assign(r, { queue_mode: o.mode(before), status: 'running', started_at: o.ts });
+      const cols = setCols(r);
+      this.st(`insert into "runs" (${cols.map(q).join(', ')}) values (${marks(cols.length)})`).run(cols.map((c) => (r as Record<string, unknown>)[c]) as Params);
+      const session = this.st(`update "sessions" set "status" = 'running', "message_count" = "message_count" + ?, "bytes" = "bytes" + ?, "last_activity_at" = ? where "key" = ? returning *`).get(o.rows.length, bytesOf(o.rows), o.rows.length ? o.ts : before.last_activity_at, key) as SessionRow;
+      return { ids: this.insertMessages(o.rows), session };
+    }, true);
+  }
+
   /** `insertClaim`'s statement: inserted, or an expired row taken over. */
   private claim(c: IdempotencyClaim, now: string, cutoff: string): boolean {
     const v = [JSON.stringify(c.result ?? null), c.settled ? 'done' : 'pending', c.settled ? null : c.owner, c.runId ?? null, now];
