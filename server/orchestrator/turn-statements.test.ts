@@ -1,6 +1,7 @@
 // What a scripted turn (`agent` then `agent.wait`) costs the store, counted (never timed): on SQLite its write
 // transactions (the start — session, run, input rows — and the end), on PostgreSQL its statements by shape; and an
 // `agent.wait` after the run's end reads nothing.
+import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { HotSqlite } from '../store/hot-sqlite';
@@ -8,7 +9,7 @@ import { startTestServer, type TestServer } from '../testing/harness';
 
 const TURNS = 5;
 
-// Statements node-postgres sends, by their first three words, while `pgStatements` counts. Installed before any
+// Statements node-postgres sends, by their first three words, while `statements` counts. Installed before any
 // connection is made: the store's prepared-statement wrapper binds each client's `query` when it connects.
 let counts: Map<string, number> | null = null;
 {
@@ -23,7 +24,22 @@ let counts: Map<string, number> | null = null;
     return orig.call(this, config, ...rest);
   };
 }
-async function pgStatements(fn: () => Promise<void>): Promise<Map<string, number>> {
+// The same for better-sqlite3's statements (its Statement class is one for every connection; BEGIN and COMMIT of
+// its transactions are statements too).
+{
+  const cls = Object.getPrototypeOf(new BetterSqlite3(':memory:').prepare('select 1')) as Record<string, (...a: unknown[]) => unknown>;
+  for (const m of ['run', 'get', 'all', 'iterate']) {
+    const f = cls[m]!;
+    cls[m] = function (this: { source: string }, ...a: unknown[]) {
+      if (counts) {
+        const shape = this.source.replace(/\s+/g, ' ').trim().split(' ').slice(0, 3).join(' ');
+        counts.set(shape, (counts.get(shape) ?? 0) + 1);
+      }
+      return f.apply(this, a);
+    };
+  }
+}
+async function statements(fn: () => Promise<void>): Promise<Map<string, number>> {
   const mine = (counts = new Map());
   try {
     await fn();
@@ -57,8 +73,16 @@ describe('a turn’s store statements', () => {
       await s.rpc('agent', { sessionKey: 'agent:main:warm', message: 'warm' });
       writes.mockClear();
       // A new session each turn (its creation is part of the start) and a session turned again.
-      for (let i = 0; i < TURNS; i++) await turns(`agent:main:count-${i % 2}`);
-      expect(writes.mock.calls.filter((c) => c[1] === true)).toHaveLength(2 * TURNS * TURNS);
+      const n = TURNS * TURNS;
+      const counted = await statements(async () => {
+        for (let i = 0; i < TURNS; i++) await turns(`agent:main:count-${i % 2}`);
+      });
+      expect(writes.mock.calls.filter((c) => c[1] === true)).toHaveLength(2 * n);
+      expect(counted.get('BEGIN')).toBe(2 * n);
+      // Its events written once, already folded: nothing rewritten or deleted.
+      expect(counted.get('insert into "events"')).toBe(n);
+      expect(counted.get('update "events" set') ?? 0).toBe(0);
+      expect(counted.get('delete from "events"') ?? 0).toBe(0);
       // A wait after the run's end is answered from memory.
       const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:count-0', message: 'x' });
       await vi.waitUntil(async () => (await s.rt.store.getRun(runId))?.status === 'ok');
@@ -74,7 +98,7 @@ describe('a turn’s store statements', () => {
   it('PostgreSQL: one statement to start a turn, one to end it with its events folded, none for agent.wait', async () => {
     if (s.rt.store.dialect !== 'postgres') return;
     await s.rpc('agent', { sessionKey: 'agent:main:warm', message: 'warm' });
-    const counts = await pgStatements(async () => {
+    const counts = await statements(async () => {
       for (let i = 0; i < TURNS; i++) {
         const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:pg-count', message: `hello ${i}` });
         await s.rpc('agent.wait', { runId, timeoutMs: 5000 });
