@@ -75,7 +75,7 @@ export class PgWebhookDispatcher implements WebhookDispatcher {
       { batchSize: 5, localConcurrency: 2, burstWhenBatchFull: true, perJobResults: true, includeMetadata: true, ...poll },
       (jobs) => Promise.all(jobs.map((j) => this.attempt(j))),
     );
-    await boss.work<Data, never, { includeMetadata: true; pollingIntervalSeconds: number; notifyPollingIntervalSeconds: number }>(
+    await boss.work<Data, void, { includeMetadata: true; pollingIntervalSeconds: number; notifyPollingIntervalSeconds: number }>(
       WEBHOOK_DEAD_QUEUE,
       { includeMetadata: true, pollingIntervalSeconds: 2 * ENGINE.pollSeconds, notifyPollingIntervalSeconds: 2 * ENGINE.pollSeconds },
       async (jobs) => {
