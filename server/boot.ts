@@ -96,7 +96,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     onOutcome: (state) => metrics.pushes.inc({ outcome: state }),
   });
   await push.start();
-  gateway = new GatewayService({ push,  config, store, bus, orchestrator, tools, delegates, metrics, channels, cluster, mcpStatus: () => mcp.status(), usage, compactor });
+  gateway = new GatewayService({ push, config, store, bus, orchestrator, tools, delegates, metrics, channels, cluster, mcpStatus: () => mcp.status(), usage, compactor, log });
   mcp.start(); // in the background, before recovery re-drives runs that may call MCP tools
   if (cluster && feed) {
     orchestrator.cluster = cluster;

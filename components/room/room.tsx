@@ -7,7 +7,8 @@ import { usePrefetchOnSelect } from '@/lib/room/use-prefetch-on-select';
 import { useRoomKeys } from '@/lib/room/use-room-keys';
 import { useSessionEvents } from '@/lib/room/use-session-events';
 import { useRoomStore, useRoomStoreApi } from '@/stores/room-store-provider';
-import { Activity, useEffect, useState } from 'react';
+import { useEffect, useState } from 'react';
+import { DeferredPart, HydrationGateProvider, useRoomHydrationGate } from './deferred-part';
 import { SessionSidebar } from '../sessions/session-sidebar';
 import { ConnectionBanner, StatusBar } from '../status/status-bar';
 import { ToolboxPanel } from '../toolbox/toolbox-panel';
@@ -35,7 +36,8 @@ export function Room() {
   const selected = useRoomStore((s) => s.selectedSessionKey);
   const sessionKey = usePaneKey(selected);
   const defaultSessionKey = useRoomStore((s) => s.defaultSessionKey);
-  const events = useSessionEvents(sessionKey);
+  const gate = useRoomHydrationGate();
+  const events = useSessionEvents(sessionKey, gate);
   useRoomKeys();
   usePrefetchOnSelect();
   const prefetchBoard = usePrefetchBoard();
@@ -65,24 +67,25 @@ export function Room() {
   }, [sessionKey, defaultSessionKey]);
 
   return (
-    <PendingCountProvider>
-      <div className="flex h-dvh flex-col">
-        <ConnectionBanner onRetry={events.reset} />
-        <div className="flex min-h-0 flex-1">
-          {/* Activity boundaries split hydration: the shell (with the live event stream) commits first, then the
-              sidebar, transcript and panels hydrate in later tasks (a click on one hydrates it at once). Unlike
-              Suspense, the server renders them inline, so nothing waits for a streamed reveal. */}
-          <Activity>
-            <SessionSidebar />
-          </Activity>
-          {/* Keyed by session: per-session local state (scroll position, reason box) starts fresh on switch. */}
-          <SessionPane key={sessionKey} sessionKey={sessionKey} prefetchBoard={prefetchBoard} />
+    <HydrationGateProvider value={gate}>
+      <PendingCountProvider>
+        <div className="flex h-dvh flex-col">
+          <ConnectionBanner onRetry={events.reset} />
+          <div className="flex min-h-0 flex-1">
+            {/* Deferred parts split hydration: the shell (with the live event stream) commits first, then the
+                sidebar, transcript and panels hydrate in later tasks; the stream's cache writes wait for them. */}
+            <DeferredPart id="sidebar">
+              <SessionSidebar />
+            </DeferredPart>
+            {/* Keyed by session: per-session local state (scroll position, reason box) starts fresh on switch. */}
+            <SessionPane key={sessionKey} sessionKey={sessionKey} prefetchBoard={prefetchBoard} />
+          </div>
+          <DeferredPart id="approvals-dialog">
+            <ApprovalsDialog />
+          </DeferredPart>
         </div>
-        <Activity>
-          <ApprovalsDialog />
-        </Activity>
-      </div>
-    </PendingCountProvider>
+      </PendingCountProvider>
+    </HydrationGateProvider>
   );
 }
 
@@ -150,16 +153,16 @@ function SessionPane({ sessionKey, prefetchBoard }: { sessionKey: string; prefet
           </div>
         </header>
         <SessionHeaderBar sessionKey={sessionKey} />
-        <Activity>
+        <DeferredPart id="transcript">
           <TranscriptView sessionKey={sessionKey} />
-        </Activity>
+        </DeferredPart>
         <Composer sessionKey={sessionKey} />
         <StatusBar sessionKey={sessionKey} running={running} />
       </main>
-      <Activity>
+      <DeferredPart id="panels">
         <ToolboxPanel sessionKey={sessionKey} approvals={approvals} />
         <SidePanel sessionKey={sessionKey} />
-      </Activity>
+      </DeferredPart>
     </div>
   );
 }

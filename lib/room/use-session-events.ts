@@ -11,6 +11,7 @@ import { historyInput } from './queries';
 import { mergeMessage, type HistoryData } from './use-transcript';
 import { liveStateKey } from './use-live-state';
 import { patchSessionStatus, type SessionsData } from './sidebar';
+import type { HydrationGate } from './hydration-gate';
 
 const DELEGATE_KINDS = new Set(['agent_callback_result', 'delegate_follow_up_started', 'delegate_follow_up_completed']);
 
@@ -19,7 +20,12 @@ function messageOf(ev: AgentEvent): TranscriptMessage | undefined {
   return m && typeof m.id === 'number' && typeof m.kind === 'string' ? m : undefined;
 }
 
-export function useSessionEvents(sessionKey: string) {
+/**
+ * `gate` holds the cache writes (events, the refetches of a (re)connect) until the room's deferred parts have hydrated:
+ * written earlier, a part would hydrate with data the server did not render (see hydration-gate.ts). The connection
+ * state is not held: the status bar is in the shell.
+ */
+export function useSessionEvents(sessionKey: string, gate: Pick<HydrationGate, 'run'>) {
   const trpc = useTRPC();
   const qc = useQueryClient();
   const setConnection = useRoomStore((s) => s.setConnection);
@@ -83,9 +89,12 @@ export function useSessionEvents(sessionKey: string) {
           setConnection('connected');
           // The live stream starts now: refetch what may have changed before it (initial load race, or a reconnect
           // that the server could not replay), then let events carry the rest.
-          if (startedKey.current === sessionKey) void qc.invalidateQueries({ queryKey: historyKey });
-          void qc.invalidateQueries({ queryKey: approvalsKey });
+          const reconnect = startedKey.current === sessionKey;
           startedKey.current = sessionKey;
+          gate.run(() => {
+            if (reconnect) void qc.invalidateQueries({ queryKey: historyKey });
+            void qc.invalidateQueries({ queryKey: approvalsKey });
+          });
         },
         onConnectionStateChange(state) {
           if (state.state === 'connecting') setConnection(startedKey.current === sessionKey ? 'reconnecting' : 'connecting', state.error?.message ?? null);
@@ -94,7 +103,7 @@ export function useSessionEvents(sessionKey: string) {
           setConnection('error', error.message ?? 'subscription failed');
         },
         onData(tracked) {
-          onEvent(tracked.data as AgentEvent);
+          gate.run(() => onEvent(tracked.data as AgentEvent));
         },
       },
     ),

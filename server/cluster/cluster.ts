@@ -10,6 +10,8 @@ import type { DecidedBy } from '../orchestrator/approvals';
 import type { Database, ProcessesTable, RunRow } from '../store/schema';
 import { type EnqueuePg, enqueuePg, type EnqueuePgResult } from '../store/run-writes';
 import { ClaimTaken, enqueueClaimedPg } from '../store/idempotency';
+import { retryConflicts } from '../store/pg-errors';
+import { freeSessionsOf, freeSessionsOfGone, NEXT_EPOCH } from './lease-sql';
 
 export type ControlMessage =
   | { kind: 'work'; to: string; sessionKey: string }
@@ -39,8 +41,6 @@ export const LIVENESS = {
 
 const hash31 = (s: string) => crypto.createHash('sha1').update(s).digest().readUInt32BE(0) & 0x7fffffff;
 const dbNowMs = sql<number>`(extract(epoch from clock_timestamp()) * 1000)::bigint`;
-/** A lease epoch no session ever had (0011_fencing): a claim, a release and a takeover each take one. */
-const NEXT_EPOCH = sql<number>`nextval('session_epochs')`;
 
 export class Cluster {
   id = '';
@@ -281,23 +281,17 @@ export class Cluster {
         const marked = await this.db.updateTable('processes').set({ status: 'dead' }).where('id', '=', id).where('status', '=', 'alive').executeTakeFirst();
         if (Number(marked.numUpdatedRows) !== 1) continue;
         // Bumping the epoch fences whatever the dead process might still try to write.
-        const r = await this.db
-          .updateTable('sessions')
-          .set({ owner: null, epoch: NEXT_EPOCH })
-          .where('owner', '=', id)
-          .executeTakeFirst();
-        freed += Number(r.numUpdatedRows);
-        this.log.warn({ processId: id, sessions: Number(r.numUpdatedRows) }, 'cluster: process found dead; its sessions are taken over');
+        const n = await freeSessionsOf(this.db, id);
+        freed += n;
+        this.log.warn({ processId: id, sessions: n }, 'cluster: process found dead; its sessions are taken over');
       }
       // Sessions claimed under an identity already declared dead (a zombie that took a free session before it
       // learnt it was dead: a SIGSTOP or a lost liveness connection) are freed too: nobody else would ever free
       // them, since a process is swept once, at its death. Bumping the epoch fences the zombie's writes.
-      const late = await sql`
-        update sessions set owner = null, epoch = ${NEXT_EPOCH}
-        where owner is not null and owner in (select id from processes where status <> 'alive' and id <> ${this.id})`.execute(this.db);
-      if (Number(late.numAffectedRows ?? 0)) {
-        freed += Number(late.numAffectedRows);
-        this.log.warn({ sessions: Number(late.numAffectedRows) }, 'cluster: sessions held by processes declared dead were freed');
+      const late = await freeSessionsOfGone(this.db, this.id);
+      if (late) {
+        freed += late;
+        this.log.warn({ sessions: late }, 'cluster: sessions held by processes declared dead were freed');
       }
       // Every few sweeps (and at once after a death) look for sessions with work and no owner.
       if (freed || dead.rows.length || ++this.sweeps % 4 === 0) this.hooks.onOrphans();
@@ -318,7 +312,8 @@ export class Cluster {
    */
   async enqueue(row: RunRow, o: Omit<EnqueuePg, 'row' | 'me'>, claim?: { key: string; owner: string; settled?: boolean }): Promise<EnqueuePgResult> {
     // With an idempotency key: claimed in the same transaction (ClaimTaken when another request claimed it first).
-    const x = claim ? await enqueueClaimedPg(this.db, { row, me: this.id, ...o }, claim) : await enqueuePg(this.db, { row, me: this.id, ...o });
+    // One statement, or one transaction: a deadlock rolls it back whole, so it is made again (`retryConflicts`).
+    const x = await retryConflicts(() => (claim ? enqueueClaimedPg(this.db, { row, me: this.id, ...o }, claim) : enqueuePg(this.db, { row, me: this.id, ...o })));
     if (!x) throw new ClaimTaken(claim!.key);
     let owner = x.owner;
     if (x.claimed == null && (owner == null || owner === this.id)) owner = await this.ownerOf(row.session_key);
@@ -402,12 +397,7 @@ export class Cluster {
       await this.db.updateTable('processes').set({ status: 'stopped' }).where('id', '=', this.id).execute();
       // A session claimed here after the orchestrator let its sessions go (a request in flight at the stop) is let
       // go too: nobody sweeps the sessions of a process that stopped rather than died.
-      const r = await this.db
-        .updateTable('sessions')
-        .set({ owner: null, epoch: NEXT_EPOCH })
-        .where('owner', '=', this.id)
-        .executeTakeFirst();
-      if (Number(r.numUpdatedRows)) await this.notify({ kind: 'orphans' });
+      if (await freeSessionsOf(this.db, this.id)) await this.notify({ kind: 'orphans' });
     } catch {
       /* the database may be gone */
     }

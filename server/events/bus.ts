@@ -3,7 +3,7 @@
 // On SQLite (one writer) subscribers are fed right after each write; on PostgreSQL the cluster's feed reads
 // the log in (transaction, id) order and fans out, so events of every process arrive in one order.
 import type { Logger } from 'pino';
-import { isConnectionLoss } from '../store/pg-errors';
+import { isConflict, isConnectionLoss } from '../store/pg-errors';
 import type { Store } from '../store/store';
 import { type EventCursor, encodeEventCursor, isAfter } from './cursor';
 import type { AgentEvent, EventStream, PendingEvent } from './types';
@@ -92,6 +92,11 @@ export class EventBus {
       }
       if (o.leased) ctx.leased = true;
     }
+  }
+
+  /** Whether the run is registered here (its events can be emitted). */
+  has(runId: string): boolean {
+    return this.runs.has(runId);
   }
 
   /** The session of a run this process drives under its lease (clustered); undefined for any other run id. */
@@ -258,15 +263,16 @@ export class EventBus {
     return this.store.insertEvents(batch, { notify: !!this.feed, again, logged: (ids) => this.logged(batch, ids as Array<{ id: number; tx?: string }>) });
   }
 
-  /** How long a batch cut off by a lost PostgreSQL connection is tried again before it is dropped. */
+  /** How long a batch cut off by a lost PostgreSQL connection (or a lock conflict) is tried again before it is dropped. */
   retryForMs = Number(process.env.CROSSTALK_EVENT_RETRY_MS ?? 30_000);
   /** The batch being tried again, if any: a run registered anew meanwhile continues after its seqs. */
   private retrying: PendingEvent[] | null = null;
 
   /**
    * A batch whose write failed. Cut off by a lost PostgreSQL connection (a restart, a failover, pg_terminate_backend;
-   * server/store/pg-errors.ts), it is tried again with backoff until the pool connects again, for `retryForMs` at
-   * most; the retry skips rows the first attempt did commit (the reply, not the COMMIT, may be what was lost).
+   * server/store/pg-errors.ts), or rolled back by a lock conflict (deadlock detected, a serialization failure), it is
+   * tried again with backoff until it goes through, for `retryForMs` at most; the retry skips rows the first attempt
+   * did commit (the reply, not the COMMIT, may be what was lost).
    * Any other failure (a bad row), SQLite, or the time up: dropped from the log, as logged (null).
    */
   private async writeAgain(batch: PendingEvent[], err: unknown): Promise<Array<{ id: number; tx?: string } | null> | null> {
@@ -274,8 +280,8 @@ export class EventBus {
     let tries = 0;
     this.retrying = batch;
     try {
-      for (let wait = 50; this.store.dialect === 'postgres' && isConnectionLoss(err) && Date.now() < until; wait = Math.min(wait * 2, 2000)) {
-        if (!tries++) this.log.warn({ err: (err as Error).message, count: batch.length }, 'event log write cut off (database connection lost); trying again');
+      for (let wait = 50; this.store.dialect === 'postgres' && (isConnectionLoss(err) || isConflict(err)) && Date.now() < until; wait = Math.min(wait * 2, 2000)) {
+        if (!tries++) this.log.warn({ err: (err as Error).message, count: batch.length }, isConflict(err) ? 'event log write lost a lock conflict (deadlock or serialization failure); trying again' : 'event log write cut off (database connection lost); trying again');
         await new Promise((r) => setTimeout(r, Math.min(wait, Math.max(0, until - Date.now()))));
         try {
           return await this.write(batch, true);

@@ -163,7 +163,37 @@ describe('event log writes', () => {
     expect(logged.map((r) => r.seq)).toEqual(seqs(3));
   });
 
-  it('a write that fails for another reason than a lost connection (a bad row) is not tried again: the batch is dropped, later ones go on', async () => {
+  it.skipIf(!pgPass).each([
+    ['40P01', 'deadlock detected'],
+    ['40001', 'could not serialize access due to concurrent update'],
+  ])('a batch rolled back by a lock conflict (%s %s) is written again, not dropped: seqs 1..N once', async (code, message) => {
+    const { bus } = s.rt;
+    const run = `r_conflict_${code}`;
+    bus.registerRun(run, `agent:main:conflict-${code}`, 0);
+    let failed = 0;
+    const undo = patchInsert(async (real, events, o) => {
+      if (failed < 2 && events.some((e) => e.runId === run && e.seq === 3)) {
+        failed++;
+        throw Object.assign(new Error(message), { code });
+      }
+      return real(events, o);
+    });
+    try {
+      for (let i = 1; i <= 2; i++) bus.emit(run, 'assistant', { delta: `a${i}` });
+      await bus.drain();
+      for (let i = 3; i <= 5; i++) bus.emit(run, 'assistant', { delta: `a${i}` });
+      await bus.drain();
+      bus.emit(run, 'lifecycle', { phase: 'end' });
+      await bus.drain();
+    } finally {
+      undo();
+    }
+    expect(failed).toBe(2);
+    const logged = await settledEvents(s.rt, { runId: run });
+    expect(logged.map((r) => r.seq)).toEqual(seqs(6));
+  });
+
+  it('a write that fails for another reason than a lost connection or a lock conflict (a bad row) is not tried again: the batch is dropped, later ones go on', async () => {
     const { bus } = s.rt;
     const run = 'r_bad_row';
     bus.registerRun(run, 'agent:main:bad-row', 0);

@@ -49,8 +49,8 @@ import type { PairingsResolveParams } from '../trust/pairing';
 import type { Usage } from '../usage/usage';
 import type { Compactor } from '../orchestrator/compaction';
 import { compactSession } from './compact';
-import { acceptedAnswer, Claimant, ClaimTaken, settleClaim } from '../store/idempotency';
-import { failpoint } from '../failpoints';
+import { Claimant } from '../store/idempotency';
+import { acceptKeyed } from './keyed-accept';
 import type { PushService } from '../push/service';
 import type { PushSubscribeParams, PushUnsubscribeParams } from '../push/schemas';
 
@@ -70,6 +70,7 @@ export interface ServiceDeps {
   compactor?: Compactor;
   /** Web Push (server/push): subscriptions and the VAPID key. */
   push?: PushService;
+  log?: import('../logger').Logger;
 }
 
 export class GatewayService implements Gateway {
@@ -97,31 +98,9 @@ export class GatewayService implements Gateway {
     }
   }
 
-  /**
-   * `agent` with an idempotency key: the key is claimed by the write that accepts the message (see
-   * `IdempotencyClaim`); a repeat gets the first answer, waiting for it while the first request is still answering.
-   */
-  private async agentClaimed(p: AgentParams, key: string): Promise<AgentResult> {
-    for (let attempt = 0; ; attempt++) {
-      // PostgreSQL tries the claim first (a repeat finds it taken); SQLite looks first: its accepting write is the
-      // run's insert, which it cannot take back once the run is under way (one process: nothing races the look).
-      if (!this.d.cluster || attempt > 0) {
-        const seen = await this.claimant.await(key);
-        if (seen.kind === 'done') return seen.result as AgentResult;
-        // Accepted, not yet answered (its process died, or is slow past the wait): the accepted run is the answer.
-        if (seen.kind !== 'none') return acceptedAnswer(this.d.store, seen.claim);
-      }
-      const claim = { key, owner: this.claimant.me, settled: !this.d.cluster };
-      try {
-        const res = await this.startAgent(p, claim);
-        failpoint('idempotency.accepted');
-        if (!claim.settled) await settleClaim(this.d.store.db, key, claim.owner, res);
-        return res;
-      } catch (e) {
-        if (e instanceof ClaimTaken && attempt < 3) continue; // another process claimed it first: its answer
-        throw e;
-      }
-    }
+  /** `agent` with an idempotency key: accepted once, across processes, crashes and a lost connection (./keyed-accept.ts). */
+  private agentClaimed(p: AgentParams, key: string): Promise<AgentResult> {
+    return acceptKeyed({ claimant: this.claimant, store: this.d.store, clustered: !!this.d.cluster, start: (claim) => this.startAgent(p, claim), log: this.d.log }, key);
   }
 
   private async startAgent(p: AgentParams, claim?: { key: string; owner: string }): Promise<AgentResult> {

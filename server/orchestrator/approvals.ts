@@ -269,6 +269,9 @@ export class Approvals {
     // The run may have stopped waiting during that look (cancelled, or stopped and re-driven): its abort answered the
     // gate, and the run may have left the bus. The decision then goes where the run is now, as for a run elsewhere.
     if (waiter && this.waiters.get(approvalId) !== waiter) waiter = undefined;
+    // A run that left the bus with its gate still registered (dropped when a parallel call lost the database): its
+    // copy here is gone; the decision goes where the run is driven now (before, its event threw: `internal`).
+    if (waiter && !this.bus.has(row.run_id)) waiter = undefined;
     by ??= decidedByOfRow(row);
     // An MCP server's authorization raised outside any tool call has a run id of its own (no such run): its waiter reads
     // the store, only the event is due.

@@ -3,7 +3,7 @@
 import crypto from 'node:crypto';
 import type { CallbackRow } from '../store/schema';
 import { FencedError, nowIso } from '../store/store';
-import { isConnectionLoss } from '../store/pg-errors';
+import { isConflict, isConnectionLoss } from '../store/pg-errors';
 import { callbackDeliveryId, planDeliveries } from './callbacks';
 import { markStarted } from './started';
 import { failpoint } from '../failpoints';
@@ -82,11 +82,11 @@ export abstract class RunEnds extends RunQueues {
       if (deliveries.callbacks.length) failpoint('callback.recorded');
     } catch (e) {
       if (e instanceof FencedError) return this.abandon(st, active, 'stopped');
-      if (this.cluster && isConnectionLoss(e)) {
+      if (this.cluster && (isConnectionLoss(e) || isConflict(e))) {
         // The end was not recorded (or not known to be): the run stays unfinished in the store, and the backstop of
         // the orphan sweep re-drives it from its last written step. Ending it here in memory would leave it owned
-        // by this process but driven by none.
-        log.warn({ runId: active.id, err: (e as Error).message }, 'could not record run end: the database connection was lost; it will be re-driven');
+        // by this process but driven by none. (A deadlock met again after the store's own retries: the same.)
+        log.warn({ runId: active.id, err: (e as Error).message }, 'could not record run end: the database connection was lost (or the write lost lock conflicts); it will be re-driven');
         return this.abandon(st, active, 'stopped');
       }
       log.error({ err: e, runId: active.id }, 'could not record run end');

@@ -9,7 +9,7 @@ import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import type { RunRow } from '../store/schema';
 import { FencedError, type NewMessage, type StartedRun, type Store } from '../store/store';
-import { isConnectionLoss } from '../store/pg-errors';
+import { isConflict, isConnectionLoss } from '../store/pg-errors';
 import { deliveredKey, isMessagingTool, postsInOrder } from '../tools/messaging';
 import type { AnyToolDef } from '../tools/types';
 import type { Approvals, DecisionNote } from './approvals';
@@ -81,8 +81,8 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   const emitMessages = (rows: TranscriptMessage[]) => {
     for (const m of rows) bus.emit(run.id, 'message', { message: m });
   };
-  const append = async (msgs: NewMessage[]) => {
-    const rows = await store.appendMessages(msgs, { run: true }); // the run's own rows: fenced by its lease
+  const append = async (msgs: NewMessage[], merge?: { runIds: string[]; into: string }) => {
+    const rows = await store.appendMessages(msgs, { run: true, ...(merge ? { merge } : {}) }); // the run's own rows: fenced by its lease
     emitMessages(rows);
     return rows;
   };
@@ -195,7 +195,8 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
     if (e instanceof FencedError) throw e;
     // PostgreSQL went away under the run (a restart, a terminated connection): the run is not over; it is dropped
     // here and re-driven from its last written step once the database answers (Orchestrator.sweepOrphans).
-    if (deps.store.dialect === 'postgres' && isConnectionLoss(e)) throw e;
+    // So is a write that kept losing lock conflicts (deadlocks) past the store's own retries.
+    if (deps.store.dialect === 'postgres' && (isConnectionLoss(e) || isConflict(e))) throw e;
     if (signal.aborted || e instanceof RunAborted) return { status: 'interrupted', error: 'run interrupted', response: lastText };
     deps.log.warn({ runId: run.id, err: errorMessage(e) }, 'run failed');
     return { status: 'error', error: errorMessage(e), response: lastText };
@@ -216,11 +217,13 @@ function pushToolCalls(messages: PromptMessage[], calls: ToolCall[]) {
   else messages.push({ role: 'assistant', content: parts });
 }
 
-async function injectInbox(deps: RunDeps, run: ActiveRun, messages: PromptMessage[], append: (m: NewMessage[]) => Promise<unknown>) {
+async function injectInbox(deps: RunDeps, run: ActiveRun, messages: PromptMessage[], append: (m: NewMessage[], merge?: { runIds: string[]; into: string }) => Promise<unknown>) {
   while (run.inbox.length) {
     const items = run.inbox.splice(0);
     await Promise.all(items.map((i) => i.persisted));
-    await append(items.map((i) => inputToMessage(run.sessionKey, run.id, i.input, true)));
+    // PostgreSQL: their queued runs are merged in the same statement (a crash before `onInjected` must not leave them
+    // queued to run again as follow-ups); `onInjected` records it here too (SQLite, and the run's `injected`).
+    await append(items.map((i) => inputToMessage(run.sessionKey, run.id, i.input, true)), { runIds: items.map((i) => i.runId), into: run.id });
     for (const i of items) {
       messages.push(userMessage(i.input.content));
       await deps.onInjected(i.runId, run);

@@ -8,6 +8,8 @@ import type { Database, DialectName } from './schema';
 import { migrateToLatest } from './migrations';
 import { lockDataDir } from './data-dir-lock';
 import { SqliteSearcher } from './search-worker';
+import { WalCheckpointer } from './wal-checkpointer';
+import { PG_JIT, UNPREPARED } from './pg-plans';
 export { DataDirInUseError } from './data-dir-lock';
 
 export interface DbHandle {
@@ -18,6 +20,8 @@ export interface DbHandle {
   sqlite?: import('better-sqlite3').Database;
   /** SQLite only: sessions.search's worker thread over the same file (started on the first search). */
   sqliteSearch?: SqliteSearcher;
+  /** SQLite only: the thread that checkpoints the WAL (the main connection never does: ./wal-checkpointer). */
+  walCheckpointer?: WalCheckpointer;
   /** PostgreSQL only: what a dedicated (non-pooled) connection needs, and the schema tests isolate in. */
   pg?: { connect: import('pg').ClientConfig; schema?: string; pool: import('pg').Pool };
 }
@@ -54,13 +58,16 @@ async function openSqlite(dataDir: string): Promise<DbHandle> {
     throw e;
   }
   const sqliteSearch = new SqliteSearcher(file);
+  const walCheckpointer = new WalCheckpointer(file, sqlite);
   return {
     db,
     dialect: 'sqlite',
     sqlite,
     sqliteSearch,
+    walCheckpointer,
     close: async () => {
       await sqliteSearch.close();
+      await walCheckpointer.close();
       await db.destroy();
       unlock();
     },
@@ -97,10 +104,11 @@ function withStatementCache(sqlite: import('better-sqlite3').Database): import('
  * PostgreSQL parses and plans an unnamed statement on every execution; our hot statements (a run's start, end,
  * events) are CTEs whose planning costs as much as running them. Every parameterised statement becomes a named
  * prepared statement of its connection (the name is a hash of its text), up to PREPARED_PER_CONNECTION shapes
- * per connection; past that, statements run unnamed as before.
+ * per connection; past that, statements run unnamed as before. A statement starting with UNPREPARED (./pg-plans) is
+ * never named: it is planned with its values every time.
  */
 const PREPARED_PER_CONNECTION = 300;
-function withPreparedStatements(pool: import('pg').Pool) {
+export function withPreparedStatements(pool: import('pg').Pool) {
   const names = new Map<string, string>();
   const nameOf = (text: string) => {
     let name = names.get(text);
@@ -115,7 +123,8 @@ function withPreparedStatements(pool: import('pg').Pool) {
     const prepared = new Set<string>();
     const query = client.query.bind(client) as (...a: unknown[]) => unknown;
     (client as unknown as { query: (...a: unknown[]) => unknown }).query = (config: unknown, values?: unknown, cb?: unknown) => {
-      if (typeof config === 'string' && Array.isArray(values) && values.length) {
+      // A statement planned for its own values each time (./pg-plans) stays unnamed.
+      if (typeof config === 'string' && Array.isArray(values) && values.length && !config.startsWith(UNPREPARED)) {
         const name = nameOf(config);
         if (prepared.has(name) || prepared.size < PREPARED_PER_CONNECTION) {
           prepared.add(name);
@@ -154,7 +163,8 @@ async function openPostgres(url: string, schema?: string): Promise<DbHandle> {
   types.setTypeParser(20, (v: string) => Number(v)); // int8 ids fit in a JS number
   const connect = pgConnectConfig(url);
   if (schema && !/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`bad schema name ${schema}`);
-  const options = schema ? { options: `-c search_path=${schema}` } : {};
+  // No JIT (./pg-plans): every connection of the store, the pool's, the cluster's and pg-boss's (they share `connect`).
+  const options = { options: [...(schema ? [`-c search_path=${schema}`] : []), `-c jit=${PG_JIT}`].join(' ') };
   const pool = new pg.default.Pool({ ...connect, ...options, max: Number(process.env.CROSSTALK_PG_POOL ?? 10) });
   // An idle client whose connection drops emits 'error' on the pool; unhandled, it would end the process.
   pool.on('error', (e) => console.error(`crosstalk: PostgreSQL connection lost (${e.message}); the pool reconnects on the next query`));

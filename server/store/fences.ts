@@ -3,6 +3,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { Database, RunRow } from './schema';
 import { ApprovalRecords } from './approval-records';
+import { retryConflicts } from './pg-errors';
 import { FencedError, nowIso } from './store-base';
 
 export class FencedStore extends ApprovalRecords {
@@ -88,10 +89,11 @@ export class FencedStore extends ApprovalRecords {
     }
     const cols = Object.keys(fields) as Array<keyof typeof fields>;
     if (!cols.length) return;
-    const r = await sql<{ held: number }>`
+    // One statement: a deadlock rolls it back whole, so it is made again (`retryConflicts`).
+    const r = await retryConflicts(() => sql<{ held: number }>`
       with f as (select key from sessions where key = ${sessionKey} and epoch = ${fence} for share),
       u as (update runs set ${sql.join(cols.map((c) => sql`${sql.ref(c)} = ${fields[c] ?? null}`))} where id = ${id} and exists (select 1 from f) returning id)
-      select (select count(*) from f)::int as held, (select count(*) from u)::int as n`.execute(this.db);
+      select (select count(*) from f)::int as held, (select count(*) from u)::int as n`.execute(this.db));
     if (!r.rows[0]!.held) await this.lostSession(sessionKey);
   }
 
@@ -112,11 +114,11 @@ export class FencedStore extends ApprovalRecords {
     const fence = this.fences.get(sessionKey);
     if (fence === undefined) this.refuseUnfenced(sessionKey);
     if (fence !== undefined && this.dialect === 'postgres') {
-      const r = await sql<{ held: number; won: number }>`
+      const r = await retryConflicts(() => sql<{ held: number; won: number }>`
         with f as (select key from sessions where key = ${sessionKey} and epoch = ${fence} for share),
         i as (insert into tool_starts (run_id, call_id, started_at) select ${runId}, ${callId}, ${nowIso()} where exists (select 1 from f)
               on conflict (run_id, call_id) do nothing returning call_id)
-        select (select count(*) from f)::int as held, (select count(*) from i)::int as won`.execute(this.db);
+        select (select count(*) from f)::int as held, (select count(*) from i)::int as won`.execute(this.db));
       if (!r.rows[0]!.held) await this.lostSession(sessionKey);
       return r.rows[0]!.won > 0;
     }

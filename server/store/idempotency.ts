@@ -115,15 +115,16 @@ export class Claimant {
 
   /**
    * A repeat's view of a key: none (claim it), its answer, or still pending when the wait is over (`pending`: its
-   * claimant lives; `orphaned`: its claimant died before answering).
+   * claimant lives; `orphaned`: its claimant died before answering, or with `mineCutOff` is this claimant).
    */
-  async await(key: string): Promise<Awaited> {
+  async await(key: string, o: { mineCutOff?: boolean } = {}): Promise<Awaited> {
     const end = Date.now() + this.waitMs;
     for (let delay = 5; ; delay = Math.min(delay * 2, 100)) {
       const c = await readClaim(this.db, key);
       if (!c) return { kind: 'none' };
       if (c.state === 'done') return { kind: 'done', result: c.result };
-      if (!c.owner || !(await this.alive(c.owner))) return { kind: 'orphaned', claim: c };
+      // `mineCutOff`: a pending claim of this claimant is the caller's own attempt, cut off (no one else answers it).
+      if (!c.owner || (o.mineCutOff && c.owner === this.me) || !(await this.alive(c.owner))) return { kind: 'orphaned', claim: c };
       if (Date.now() > end) return { kind: 'pending', claim: c };
       await new Promise((r) => setTimeout(r, delay));
     }

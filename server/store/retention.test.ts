@@ -6,7 +6,8 @@ import { createLogger } from '../logger';
 import { startTestServer, type TestServer } from '../testing/harness';
 import { admit, listPairings, MAX_PENDING_PER_CHANNEL, resolvePairing } from '../trust/pairing';
 import { idempotencyTtlMs } from './idempotency';
-import { pairingTtlMs, sweepRetention } from './retention';
+import { sql } from 'kysely';
+import { endedToolStarts, pairingTtlMs, sweepRetention } from './retention';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -72,6 +73,15 @@ describe('tool-start marks', () => {
     expect(await marks(done.runId)).toEqual([]);
     expect((await marks(live.runId)).length).toBe(1);
     await s.rpc('agent.cancel', { runId: live.runId });
+  });
+
+  it('are found from the marks, each run looked up by its key: the sweep never lists every ended run', async () => {
+    const { store } = s.rt;
+    if (store.dialect !== 'sqlite') return; // PostgreSQL already planned it so (a nested loop from tool_starts)
+    const q = endedToolStarts(store).compile();
+    const plan = (await sql.raw<{ detail: string }>(`explain query plan ${q.sql}`.replace(/\?/g, () => "'x'")).execute(store.db)).rows.map((r) => r.detail);
+    expect(plan.some((d) => /SCAN tool_starts/.test(d))).toBe(true);
+    expect(plan.filter((d) => /SCAN runs|LIST SUBQUERY/.test(d))).toEqual([]);
   });
 });
 

@@ -24,12 +24,20 @@ export async function sweepRetention(store: Store, o: { idempotencyTtlMs?: numbe
     .where('created_at', '<', keysBefore)
     .where((eb) => eb.or(EXPIRING_PREFIXES.map((p) => eb('key', 'like', `${p}%`))))
     .executeTakeFirst();
-  const starts = await db
-    .deleteFrom('tool_starts')
-    .where('run_id', 'in', (eb) => eb.selectFrom('runs').select('id').where('status', 'in', ENDED))
-    .executeTakeFirst();
+  const starts = await endedToolStarts(store).executeTakeFirst();
   const pairings = await expirePairings(store, pairingCutoff(o.pairingTtlMs));
   return { idempotency: Number(keys.numDeletedRows), toolStarts: Number(starts.numDeletedRows), pairings };
+}
+
+/**
+ * The delete of the tool-start marks of ended runs, driven by the marks (a few: ten minutes' tool calls) with a lookup
+ * of each one's run by key. `run_id in (select id from runs where status in …)` had SQLite list every ended run first:
+ * 500,000 at 100,000 sessions, 0.6 s of CPU (2.5 s cold) on the event loop at start and every sweep.
+ */
+export function endedToolStarts(store: Store) {
+  return store.db
+    .deleteFrom('tool_starts')
+    .where((eb) => eb.exists(eb.selectFrom('runs').select('runs.id').whereRef('runs.id', '=', 'tool_starts.run_id').where('runs.status', 'in', ENDED)));
 }
 
 /** Deletes pending pairing requests older than `before` and the messages held for them (one transaction). */

@@ -49,6 +49,8 @@ interface AppendPg {
   usage?: UsageValues[];
   /** Deliveries these rows carry to their target: `running` in the same statement (CONTRACT §9). */
   deliveryIds?: string[];
+  /** Steered messages' queued runs, merged into `into` with these rows (their input): never run on their own. */
+  merge?: { runIds: string[]; into: string };
 }
 
 interface AppendPgResult {
@@ -75,7 +77,7 @@ export async function appendPg(db: Kysely<Database>, o: AppendPg): Promise<Appen
     s as (update sessions set message_count = message_count + ${o.rows.length}, bytes = bytes + ${bytes}, last_activity_at = ${ts}
             ${o.startRun ? sql`, status = 'running'` : sql``}
           where key = ${o.key} and exists (select 1 from ${gate}) returning *)
-    ${messagesCte(o.rows, 's')}${o.usage?.length ? usageCte(o.usage, 's') : sql``}${o.deliveryIds?.length ? runningCte(o.deliveryIds, sql`s`, ts) : sql``}
+    ${messagesCte(o.rows, 's')}${o.usage?.length ? usageCte(o.usage, 's') : sql``}${o.deliveryIds?.length ? runningCte(o.deliveryIds, sql`s`, ts) : sql``}${o.merge?.runIds.length ? mergeCte(o.merge, ts) : sql``}
     select (select count(*) from f)::int as held, (select count(*) from r)::int as started,
       (select array_agg(id order by id) from m) as ids${o.startRun ? sql`, (select to_jsonb(s) from s) as session` : sql``}${o.deliveryIds?.length ? sql`, (select json_agg(dl) from dl) as deliveries` : sql``}`.execute(db);
   const x = r.rows[0]! as typeof r.rows[0] & { deliveries?: DeliveryRowJson[] | null };
@@ -99,6 +101,14 @@ export interface FinishPg {
   /** The cluster's NOTIFY channel for event wake-ups. */
   notify?: string;
 }
+
+/**
+ * Steered messages' queued runs marked merged in the statement that writes their rows into the run they joined: a
+ * process that dies right after cannot leave them queued, to run again as follow-ups (the fault load's doubled steer).
+ */
+const mergeCte = (m: { runIds: string[]; into: string }, ts: string) => sql`, mg as (
+      update runs set status = 'merged', ended_at = ${ts}, merged_into = ${m.into}
+      where id = any(${m.runIds}::text[]) and status = 'queued' and exists (select 1 from s))`;
 
 /**
  * A run's end on PostgreSQL, inside the caller's transaction, in two statements: (1) lock the session row

@@ -1,9 +1,11 @@
 // sessions.search on PostgreSQL finds the newest matches by id-range steps: the same answer as one statement over every match, reading only the window's rows.
-import { type Kysely, sql } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../testing/harness';
 import { onPostgresPass } from '../testing/store-under-test';
 import type { Database } from './schema';
+import { type DbHandle, withPreparedStatements } from './db';
 import { newestMatches, searchPostgres } from './search-pg';
 
 const WINDOW = 20;
@@ -77,5 +79,24 @@ describe.runIf(onPostgresPass())('sessions.search on PostgreSQL (search-pg.ts)',
     const want = await sql<{ id: string }>`SELECT message_id AS id FROM message_search WHERE tsv @@ to_tsquery('simple', 'zebu:*') ORDER BY message_id DESC LIMIT ${WINDOW}`.execute(db);
     expect(found.map((f) => f.id)).toEqual(want.rows.map((r) => Number(r.id)));
     expect(pages).toBeLessThan(4 * WINDOW); // every match's page: 800
+  });
+
+  it('plans every search statement for its own values: none is a named prepared statement (whose generic plan walked every row)', async () => {
+    // The store's own statement naming over one connection, to read that connection's prepared statements.
+    const { connect } = (s.rt.store as unknown as { handle: DbHandle }).handle.pg!;
+    const pool = new pg.Pool({ ...connect, max: 1 });
+    withPreparedStatements(pool);
+    const one = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    try {
+      // More runs than PostgreSQL's five custom plans before it may switch a prepared statement to its generic plan.
+      for (let i = 0; i < 7; i++) await search(['zebu'], 5, i, 'agent:ops:%', one);
+      expect(await search(['zebu'], 10, 0, undefined, one)).toEqual(await reference('zebu:*', 10, 0));
+      await sql`select ${1}::int as prepared_here`.execute(one);
+      const prepared = (await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(one)).rows.map((r) => r.statement);
+      expect(prepared.some((t) => t.includes('prepared_here'))).toBe(true);
+      expect(prepared.filter((t) => /message_search|session_key LIKE/.test(t))).toEqual([]);
+    } finally {
+      await one.destroy();
+    }
   });
 });

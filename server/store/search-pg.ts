@@ -2,6 +2,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { Database } from './schema';
 import type { SqliteSearchHit } from './search-sqlite';
+import { UNPREPARED } from './pg-plans';
 
 export interface PgSearchQuery {
   terms: string[];
@@ -39,7 +40,8 @@ export async function newestMatches(db: Kysely<Database>, tsquery: string, windo
   while (hi > 0 && found.length < window) {
     const lo = Math.max(0, hi - span);
     const need = window - found.length;
-    const res = await sql<{ id: string; score: number }>`
+    // Planned for these values each time (./pg-plans): the range and the words decide between the GIN index and a walk.
+    const res = await sql<{ id: string; score: number }>`${sql.raw(UNPREPARED)}
       SELECT s.message_id AS id, ts_rank(s.tsv, q) AS score
       FROM message_search s, to_tsquery('simple', ${tsquery}) q
       WHERE s.tsv @@ q AND s.message_id > ${lo} AND s.message_id <= ${hi}
@@ -57,14 +59,17 @@ export async function newestMatches(db: Kysely<Database>, tsquery: string, windo
   return found;
 }
 
-/** Best match first (ts_rank among the newest `window` matches), newest first among equals. */
+/**
+ * Best match first (ts_rank among the newest `window` matches), newest first among equals. Every statement here is
+ * planned for its own values (UNPREPARED, ./pg-plans), never a generic plan.
+ */
 export async function searchPostgres(db: Kysely<Database>, q: PgSearchQuery): Promise<SqliteSearchHit[]> {
   const tsquery = q.terms.map((t, i) => (i === q.terms.length - 1 ? `${t}:*` : t)).join(' & ');
   // The newest id, and the share of rows holding the query's rarest listed word (ANALYZE's most common elements of
   // tsv; every word must match, so the query's share is at most that): a word in 0.5 % of messages needs ~window /
   // 0.005 ids, so the first step reads about that many instead of stepping up to it, reading the word's GIN entries
   // once per step. The last word's prefix may match more than the word itself: that step then reads more matches.
-  const top = await sql<{ max: string | null; share: number | null }>`
+  const top = await sql<{ max: string | null; share: number | null }>`${sql.raw(UNPREPARED)}
     SELECT (SELECT max(message_id) FROM message_search) AS max,
       (SELECT min(u.f) FROM pg_stats, unnest(most_common_elems::text::text[], most_common_elem_freqs) AS u(e, f)
         WHERE schemaname = current_schema() AND tablename = 'message_search' AND attname = 'tsv' AND u.e = ANY(${q.terms}::text[])) AS share`.execute(db);
@@ -74,7 +79,7 @@ export async function searchPostgres(db: Kysely<Database>, q: PgSearchQuery): Pr
   ranked.sort((a, b) => b.score - a.score || b.id - a.id);
   if (q.agentPrefix && ranked.length) {
     // The agent filter needs each match's session; only then are the window's rows joined to messages.
-    const keep = await sql<{ id: string }>`SELECT id FROM messages WHERE id = ANY(${ranked.map((r) => r.id)}::bigint[]) AND session_key LIKE ${q.agentPrefix}`.execute(db);
+    const keep = await sql<{ id: string }>`${sql.raw(UNPREPARED)} SELECT id FROM messages WHERE id = ANY(${ranked.map((r) => r.id)}::bigint[]) AND session_key LIKE ${q.agentPrefix}`.execute(db);
     const ids = new Set(keep.rows.map((r) => Number(r.id)));
     ranked = ranked.filter((r) => ids.has(r.id));
   }
@@ -82,7 +87,7 @@ export async function searchPostgres(db: Kysely<Database>, q: PgSearchQuery): Pr
   if (!page.length) return [];
   const ids = page.map((r) => r.id);
   const opts = `StartSel="",StopSel="",MaxWords=${q.snippetWords},MinWords=6,ShortWord=0,FragmentDelimiter=" … "`;
-  const res = await sql<SqliteSearchHit>`
+  const res = await sql<SqliteSearchHit>`${sql.raw(UNPREPARED)}
     SELECT m.id, m.session_key, m.role, m.kind, m.created_at,
            ts_headline('simple', s.body, to_tsquery('simple', ${tsquery}), ${opts}) AS snippet
     FROM messages m JOIN message_search s ON s.message_id = m.id

@@ -44,6 +44,11 @@ parentPort.on('message', (m) => {
 });
 `;
 
+/** Where a thread looks for better-sqlite3: from where this code lives (a bundle's chunk), the start script, the working directory. */
+export function sqliteModuleBases(): string[] {
+  return [import.meta.url, process.argv[1], path.join(process.cwd(), 'index.js')].filter((b): b is string => !!b);
+}
+
 interface Job {
   id: number;
   q: SqliteSearchQuery;
@@ -136,7 +141,7 @@ export class SqliteSearcher {
 
   private ensureWorker(): { thread: Worker; ready: Promise<void>; isReady: () => boolean } {
     if (this.worker && this.ready) return { thread: this.worker, ready: this.ready, isReady: () => true };
-    const bases = this.opts.moduleBases ?? [import.meta.url, process.argv[1], path.join(process.cwd(), 'index.js')].filter((b): b is string => !!b);
+    const bases = this.opts.moduleBases ?? sqliteModuleBases();
     const w = new Worker(THREAD, { eval: true, workerData: { file: this.file, bases, gate: this.opts.gate } });
     this.started++;
     let ready = false;

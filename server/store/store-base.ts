@@ -307,13 +307,14 @@ export class StoreBase {
 
   /**
    * PostgreSQL, one statement (one round trip, no BEGIN/COMMIT): the fence check (FOR SHARE on the sessions held
-   * under a lease), the insert of the rows that pass it, in order, and one NOTIFY (identical notifications of a
-   * transaction are delivered once).
+   * under a lease, locked in key order like every statement that locks several: server/cluster/lease-sql.ts), the
+   * insert of the rows that pass it, in order, and one NOTIFY (identical notifications of a transaction are
+   * delivered once).
    */
   private async insertEventsPg(events: PendingEvent[], notify: boolean): Promise<Array<{ id: number; tx?: string } | null>> {
     const fenced = [...new Set(events.filter((e) => e.epoch !== undefined).map((e) => e.sessionKey))];
     const res = await sql<{ id: number; tx: string; run_id: string; seq: number }>`
-      with f as (select key, epoch from sessions where key = any(${fenced}::text[]) for share),
+      with f as (select key, epoch from sessions where key = any(${fenced}::text[]) order by key for share),
       ins as (${insertEventsSql(events, { where: sql`x.e is null or exists (select 1 from f where f.key = x.k and f.epoch = x.e)`, returning: sql`id, tx::text as tx, run_id, seq` })})
       select ins.id, ins.tx, ins.run_id, ins.seq${notify && this.eventsChannel ? sql`, ${wakeEventsSql(this.eventsChannel)}` : sql``} from ins`.execute(this.db);
     const at = new Map(events.map((e, i) => [`${e.runId}\u0000${e.seq}`, i]));

@@ -2,6 +2,7 @@
 // transcripts and runs here; the session lists in SessionLists; fencing (leases' epochs, fenced run writes) in
 // FencedStore; the event log, approvals, callbacks, webhooks and idempotency in StoreBase.
 import { type ExpressionBuilder, type Kysely, type UpdateObject } from 'kysely';
+import { retryConflicts } from './pg-errors';
 import type { PendingEvent, TranscriptMessage } from '../events/types';
 import type { DbHandle } from './db';
 import { ClaimTaken, claimCutoff, type IdempotencyClaim, insertClaim } from './idempotency';
@@ -112,12 +113,13 @@ export class Store extends SessionLists {
    * Appends rows in one transaction and bumps the session's counters. `run`: a run's own rows (clustered, refused with
    * no fence for the session here: `refuseUnfenced`); rows from outside a run (a mirror, a notice) are not fenced.
    */
-  async appendMessages(msgs: NewMessage[], o: { run?: boolean } = {}): Promise<TranscriptMessage[]> {
+  /** `merge` (PostgreSQL): steered messages' queued runs, merged into the run these rows join in the same statement. */
+  async appendMessages(msgs: NewMessage[], o: { run?: boolean; merge?: { runIds: string[]; into: string } } = {}): Promise<TranscriptMessage[]> {
     if (!msgs.length) return [];
     const key = msgs[0]!.sessionKey;
     if (o.run) this.refuseUnfenced(key);
     const mirrorsDelivery = msgs.some((m) => m.kind === 'mirror' && m.meta?.deliveryId);
-    if (this.dialect === 'postgres' && !mirrorsDelivery && msgs.every((m) => m.sessionKey === key)) return (await this.appendPgRows(key, msgs, { usage: this.takeUsage(msgs) })).rows;
+    if (this.dialect === 'postgres' && !mirrorsDelivery && msgs.every((m) => m.sessionKey === key)) return (await this.appendPgRows(key, msgs, { usage: this.takeUsage(msgs), ...(o.merge ? { merge: o.merge } : {}) })).rows;
     const usage = this.takeUsage(msgs);
     const hot = this.hotFor(key, msgs);
     if (hot) {
@@ -195,10 +197,10 @@ export class Store extends SessionLists {
   }
 
   /** PostgreSQL: one session's rows in one statement (`appendPg`, fenced, moving their deliveries), as transcript rows. */
-  private async appendPgRows(key: string, msgs: NewMessage[], o: { usage?: UsageValues[]; startRun?: string }) {
+  private async appendPgRows(key: string, msgs: NewMessage[], o: { usage?: UsageValues[]; startRun?: string; merge?: { runIds: string[]; into: string } }) {
     const values = msgs.map((m) => messageValues(m, nowIso()));
     const deliveryIds = values.map((v) => deliveryIdOfMeta(v.meta)).filter((x): x is string => !!x);
-    const r = await appendPg(this.db, { key, epoch: this.fences.get(key), rows: values, deliveryIds, ...o });
+    const r = await retryConflicts(() => appendPg(this.db, { key, epoch: this.fences.get(key), rows: values, deliveryIds, ...o }));
     if (!r.held) await this.lostSession(key);
     this.announceRunning(r.deliveries);
     return { ...r, rows: this.writtenRows(values, r.ids, r.session) };
@@ -292,10 +294,8 @@ export class Store extends SessionLists {
   }
 
   /**
-   * SQLite (`canStartNew`): a message whose run starts at once, in one transaction — the session created when missing,
-   * the idempotency key claimed (ClaimTaken: nothing written), the run inserted running (`row` becomes the row as
-   * written, its queue mode `mode(session)`), its input rows. What `ensureSession`, `insertRun` and `startRun` do
-   * in three.
+   * SQLite (`canStartNew`): what `ensureSession`, `insertRun` (ClaimTaken: nothing written) and `startRun` do, in ONE
+   * transaction; `row` becomes the row as written (running, its queue mode `mode(session)`).
    */
   async startNew(row: RunRow, msgs: NewMessage[], session: NewSession, mode: (s: SessionRow) => string, claim?: IdempotencyClaim): Promise<StartedRun> {
     const ts = nowIso();
@@ -373,7 +373,7 @@ export class Store extends SessionLists {
       const b = o.before;
       // Its whole log written here: its deltas folded in the same statement (none written to be folded later).
       const fold = this.foldDeltas && !b?.events.length ? foldPlan(id, events) : null;
-      const r = await finishPgOne(this.db, { key: session.key, epoch: this.fences.get(session.key), runId: id, set: fields as FinishPg['set'], rows: values, usage, idle: session.idle, release: !!session.release, events, messageOf, notify: this.eventsChannel, fold });
+      const r = await retryConflicts(() => finishPgOne(this.db, { key: session.key, epoch: this.fences.get(session.key), runId: id, set: fields as FinishPg['set'], rows: values, usage, idle: session.idle, release: !!session.release, events, messageOf, notify: this.eventsChannel, fold }));
       if (r.held) {
         rows.forEach((row, i) => (row.id = r.ids[i]!));
         this.remember(rows);
@@ -385,7 +385,10 @@ export class Store extends SessionLists {
       first = { events, messageOf };
       // Nothing was written: the transaction below tells a deleted session from a lost lease.
     }
-    const out = await this.loggedTx(async (tx) => {
+    // On PostgreSQL a deadlock rolls the transaction back whole: it is made again, with the events prepared once.
+    let prepared: { rows: TranscriptMessage[]; events: PendingEvent[] } | undefined;
+    const out = await (pg ? retryConflicts : <T>(f: () => Promise<T>) => f())(() => this.loggedTx(async (tx) => {
+      changes.length = 0;
       let released = false;
       let rows: TranscriptMessage[] = [];
       let events: PendingEvent[] = [];
@@ -402,8 +405,13 @@ export class Store extends SessionLists {
           idle: session.idle,
           release: !!session.release,
           events: (msgIds) => {
-            rows = values.map((v, i) => toTranscriptMessage({ ...v, id: msgIds[i]! }));
-            return (events = o.events?.(rows) ?? []);
+            if (prepared) prepared.rows.forEach((r, i) => (r.id = msgIds[i]!)); // the events carry these rows
+            else {
+              const made = values.map((v, i) => toTranscriptMessage({ ...v, id: msgIds[i]! }));
+              prepared = { rows: made, events: o.events?.(made) ?? [] };
+            }
+            rows = prepared.rows;
+            return (events = prepared.events);
           },
           notify: this.eventsChannel,
         });
@@ -414,7 +422,8 @@ export class Store extends SessionLists {
           await this.lostSession(session.key, true, tx); // FencedError unless the session was deleted under the run
           // Deleted: the run's end and its events are logged, its last rows (and their events) are not; only while
           // the run is unfinished (a zombie's late end must not overwrite the end its re-driver wrote).
-          events = first ? withoutRowEvents(first.events, first.messageOf) : (o.events?.([]) ?? []);
+          if (!first) first = prepared ? { events: prepared.events, messageOf: prepared.events.map((e) => prepared!.rows.indexOf((e.data as { message?: TranscriptMessage }).message!)) } : { events: o.events?.([]) ?? [], messageOf: [] };
+          events = withoutRowEvents(first.events, first.messageOf);
           const last = events.findLast((e) => e.runId === id)?.seq;
           const ended = await tx
             .updateTable('runs')
@@ -445,7 +454,7 @@ export class Store extends SessionLists {
         changes.push(...(await insertDeliveries(tx, dl.created)));
       }
       return { released, rows, events, ids };
-    }, o.logged && ((r) => o.logged!(r.events, r.ids)));
+    }, o.logged && ((r) => o.logged!(r.events, r.ids))));
     this.remember(out.rows);
     this.announce(changes);
     return out;

@@ -1,0 +1,108 @@
+// SQLite WAL checkpoints off the event loop: commits on the main connection never checkpoint; the thread keeps the WAL bounded.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { tmpDataDir } from '../testing/harness';
+import { openDatabase } from './db';
+import { WalCheckpointer } from './wal-checkpointer';
+
+const MB = 1024 * 1024;
+const open: Array<{ close(): unknown }> = [];
+afterEach(async () => {
+  for (const x of open.splice(0).reverse()) await x.close();
+});
+
+function mainConnection() {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ct-wal-')), 'db.sqlite');
+  const db = new BetterSqlite3(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.exec('create table blobs (b blob)');
+  open.push(db);
+  // 2 MiB a transaction (512 pages): SQLite's own autocheckpoint (1000 pages) would run inside the second commit.
+  const write = () => db.exec('with recursive c(i) as (select 1 union all select i + 1 from c where i < 512) insert into blobs select randomblob(4000) from c');
+  return { file, db, write, walSize: () => fs.statSync(`${file}-wal`).size };
+}
+
+describe('WAL checkpoints in a thread of their own', () => {
+  it('commits never checkpoint on the main connection: with the thread held, the WAL holds every commit', async () => {
+    const gate = new Int32Array(new SharedArrayBuffer(4));
+    gate[0] = 1;
+    const m = mainConnection();
+    const cp = new WalCheckpointer(m.file, m.db, { gate, everyMs: 10 });
+    open.push(cp);
+    expect(await cp.start()).toBe(true);
+    for (let i = 0; i < 4; i++) m.write();
+    // 8 MiB of commits, none copied into the database by the committing connection (SQLite's default would have
+    // checkpointed at 1000 pages and started the WAL over: about 4 MiB).
+    expect(m.walSize()).toBeGreaterThanOrEqual(8 * MB);
+    gate[0] = 0;
+    Atomics.notify(gate, 0);
+    const r = await cp.checkpoint();
+    expect(r.busy).toBe(false);
+    expect(r.checkpointed).toBe(r.log);
+    expect((m.db.prepare('select count(*) as n from blobs').get() as { n: number }).n).toBe(4 * 512);
+  });
+
+  it('keeps the WAL bounded: after a checkpoint the next commit starts the WAL over', async () => {
+    const m = mainConnection();
+    const cp = new WalCheckpointer(m.file, m.db, { everyMs: 60_000 });
+    open.push(cp);
+    expect(await cp.start()).toBe(true);
+    m.write();
+    await cp.checkpoint();
+    const size = m.walSize();
+    for (let i = 0; i < 10; i++) {
+      m.write();
+      const r = await cp.checkpoint();
+      expect(r.checkpointed).toBe(r.log);
+    }
+    // 20 MiB written in all, the WAL never much beyond one round's commits (a few more b-tree pages as the table grows).
+    expect(m.walSize()).toBeLessThan(size + MB);
+  });
+
+  it('checkpoints by itself on its timer', async () => {
+    const m = mainConnection();
+    const cp = new WalCheckpointer(m.file, m.db, { everyMs: 20 });
+    open.push(cp);
+    await cp.start();
+    m.write();
+    // Only a checkpoint copies pages into the database file: it grows to hold the 2 MiB once the thread ran one.
+    const until = Date.now() + 10_000;
+    while (Date.now() < until && fs.statSync(m.file).size < 2 * MB) await new Promise((r) => setTimeout(r, 20));
+    expect(fs.statSync(m.file).size).toBeGreaterThanOrEqual(2 * MB);
+  });
+
+  it('falls back to the main connection checkpointing when the thread cannot start', async () => {
+    const m = mainConnection();
+    const cp = new WalCheckpointer(m.file, m.db, { moduleBases: [path.join(os.tmpdir(), 'nowhere', 'x.js')] });
+    open.push(cp);
+    expect(await cp.start()).toBe(false);
+    expect(m.db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+  });
+
+  it('the store runs it: its connection never checkpoints, its thread does', async () => {
+    const h = await openDatabase({ dataDir: tmpDataDir() });
+    open.push(h);
+    expect(h.sqlite!.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
+    expect(await h.walCheckpointer!.start()).toBe(true);
+    const r = await h.walCheckpointer!.checkpoint();
+    expect(r.checkpointed).toBe(r.log);
+  });
+
+  it('starts its thread only once the WAL has grown: an idle store has none', async () => {
+    const m = mainConnection();
+    const cp = new WalCheckpointer(m.file, m.db, { watchMs: 20, startAtBytes: 3 * 1024 * 1024 });
+    open.push(cp);
+    m.write(); // 2 MiB
+    await new Promise((r) => setTimeout(r, 200));
+    expect(cp.running).toBe(false);
+    m.write(); // 4 MiB: the next look starts it, and it checkpoints on its timer
+    const until = Date.now() + 10_000;
+    while (Date.now() < until && fs.statSync(m.file).size < 4 * MB) await new Promise((r) => setTimeout(r, 20));
+    expect(cp.running).toBe(true);
+    expect(fs.statSync(m.file).size).toBeGreaterThanOrEqual(4 * MB);
+  });
+});
