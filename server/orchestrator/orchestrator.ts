@@ -116,6 +116,8 @@ export class Orchestrator extends ClusterRuns {
       // A run in flight here needs no read: its end resolves the waiter registered above.
       let sessionKey = this.running.get(runId);
       if (sessionKey === undefined) {
+        const ended = this.ended.get(runId);
+        if (ended) return ended;
         const row = await this.o.store.getRun(runId);
         if (!row) throw new CrosstalkError('unknown_run', `no run ${runId}`);
         if (TERMINAL.has(row.status)) return { ...waitResultOf(row), ...(row.status !== 'ok' && row.merged_into ? { continuedIn: row.merged_into } : {}) };

@@ -40,6 +40,7 @@ export abstract class RunEnds extends RunQueues {
     if (outcome.status === 'abandoned' || active.abort.signal.reason === SHUTDOWN) return this.abandon(st, active, outcome.error === 'skipped' ? 'skipped' : 'stopped');
     if (active.cancelled && outcome.status === 'interrupted') outcome = { status: 'error', error: 'cancelled', response: outcome.response };
     let released = false;
+    let recorded = false;
     const epoch = st.epoch;
     markStarted(active); // a run that failed before writing its input must not hold `agent` up
     let deliveries: ReturnType<typeof planDeliveries> = { callbacks: [], webhooks: [], failed: [], records: { answered: [], failed: [], created: [] } };
@@ -72,6 +73,7 @@ export abstract class RunEnds extends RunQueues {
       // An enqueue in this process may have claimed the session again between the release and here (it took this
       // state over with a new epoch): the session is held then, not let go.
       released = end.released && st.epoch === epoch;
+      recorded = true;
       // Its end is committed under this process's lease: its text deltas can be folded (replay expands them).
       // A fold that fails (its connection lost at a PostgreSQL restart: "could not fold the run's text deltas") is one
       // transaction or statement rolled back, or committed whole if only its reply was lost: either way replay stays
@@ -105,6 +107,7 @@ export abstract class RunEnds extends RunQueues {
     const continuedIn = outcome.status !== 'ok' && !active.cancelled ? active.inbox[0]?.runId : undefined;
     if (continuedIn) await store.updateRun(active.id, { merged_into: continuedIn }).catch((e) => log.error({ err: e }, 'could not record the follow-up'));
     const result = { ...waitResultOf({ status: outcome.status, response: outcome.response ?? null, error: outcome.error ?? null }), ...(continuedIn ? { continuedIn } : {}) };
+    if (recorded) this.rememberEnd(active.id, result);
     this.running.delete(active.id);
     const ws = this.waiters.get(active.id);
     if (ws) for (const w of ws) w(result);

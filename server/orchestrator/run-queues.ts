@@ -10,13 +10,13 @@ import type { Metrics } from '../metrics';
 import { lazyRemoteA2AModel, lazyRemoteContextId } from '../a2a/remote-lazy';
 import { createModelChain, FallbackTracker } from '../models/fallback';
 import { agentIdOf, sessionKindOf } from '../sessions/keys';
-import type { ApprovalRow, CallbackRow, RunRow } from '../store/schema';
+import type { ApprovalRow, CallbackRow, RunRow, SessionRow } from '../store/schema';
 import { FencedError, nowIso, type Store } from '../store/store';
 import { isConflict, isConnectionLoss } from '../store/pg-errors';
 import type { AnyToolDef } from '../tools/types';
 import { Approvals, type DecidedBy } from './approvals';
 import { reviewerOver } from './reviewer';
-import { executeRun, type RunDeps } from './run-loop';
+import { executeRun, inputToMessage, type RunDeps } from './run-loop';
 import type { ActiveRun, InboxItem, RunInput, RunOutcome } from './types';
 import type { Cluster } from '../cluster/cluster';
 import { sameTrust, trustOf } from '../trust/trust';
@@ -24,10 +24,22 @@ import { Budgets } from './budget';
 import { type RunHookDeps, startRunTrace } from './run-hooks';
 import { mergeInputs, newRunId, parseOrigin, type QueueItem, SHUTDOWN, type SessionState, type SubmitOptions } from './queue';
 
+/** How many ended runs' answers `RunQueues.ended` keeps. */
+const ENDED_KEPT = 1000;
+
 export abstract class RunQueues {
   readonly approvals: Approvals;
   protected readonly sessions = new Map<string, SessionState>();
   protected readonly waiters = new Map<string, Set<(r: WaitResult) => void>>();
+  /**
+   * The answers of the runs whose end this process recorded last (at most ENDED_KEPT), by run id: an `agent.wait`
+   * arriving after the end needs no read of the run (an ended run's row changes no more).
+   */
+  protected readonly ended = new Map<string, WaitResult>();
+  protected rememberEnd(runId: string, r: WaitResult): void {
+    if (this.ended.size >= ENDED_KEPT) this.ended.delete(this.ended.keys().next().value!);
+    this.ended.set(runId, r);
+  }
   /** Runs this process is executing, by id: their session key. */
   protected readonly running = new Map<string, string>();
   protected readonly trackers = new Map<string, FallbackTracker>();
@@ -161,11 +173,27 @@ export abstract class RunQueues {
     const runId = opts.runId ?? newRunId();
     // PostgreSQL: the session's creation, its queue mode and the lease claim are part of the enqueue statement.
     if (this.cluster) return this.submitShared(sessionKey, agent, input, runId, opts);
+    // One process: the answer is known before the write, so the idempotency key is claimed with it, settled.
+    const claim = (result: AgentResult, row = runId) => opts.claim && { ...opts.claim, runId: row, result, settled: true };
+    const msgs = [inputToMessage(sessionKey, runId, input)];
+    if (!this.sessions.get(sessionKey)?.active && this.o.store.canStartNew(sessionKey, msgs)) {
+      // Nothing active here (so nothing queued): the run starts now. Its session (created when missing), its row
+      // and its start are ONE transaction (SQLite), taken before any await so no other message slips in between.
+      const st = this.state(sessionKey);
+      const row = this.runRow(runId, sessionKey, [input], this.o.config.session.queueMode, opts);
+      const mode = (s: SessionRow) => opts.queueMode ?? s.queue_mode ?? this.o.config.session.queueMode;
+      const item: QueueItem = { runId, inputs: [input], persisted: Promise.resolve(), collect: false, row };
+      item.persisted = this.o.store
+        .startNew(row, msgs, { key: sessionKey, agentId: agent.id, kind: sessionKindOf(sessionKey) }, mode, claim({ runId, status: 'started' }))
+        .then((started) => void (item.startedWith = started));
+      const active = this.start(st, item, false);
+      await item.persisted;
+      await new Promise<void>((resolve) => (active.started ? resolve() : (active.onStarted = resolve)));
+      return { runId, status: 'started' };
+    }
     const session = await this.o.store.ensureSession({ key: sessionKey, agentId: agent.id, kind: sessionKindOf(sessionKey) });
     const mode = (opts.queueMode ?? (session.queue_mode as QueueMode | null) ?? this.o.config.session.queueMode) as QueueMode;
     const st = this.state(sessionKey);
-    // One process: the answer is known before the write, so the idempotency key is claimed with it, settled.
-    const claim = (result: AgentResult, row = runId) => opts.claim && { ...opts.claim, runId: row, result, settled: true };
 
     // Everything below up to the first await is synchronous, so the session's state cannot change under us.
     if (!st.active) {

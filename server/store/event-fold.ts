@@ -158,20 +158,48 @@ function foldGroups(rows: StoredRow[]): StoredRow[][] {
   return groups;
 }
 
-function foldedData(group: StoredRow[]): string {
-  const first = group[0]!;
-  const id0 = Number(first.id);
+/** A delta's entry in the folded row that begins with `first`. */
+function entryOf(r: StoredRow, first: StoredRow): Entry {
   const t0 = Date.parse(first.ts);
-  const tx0 = first.tx === undefined ? undefined : BigInt(first.tx);
-  const entries: Entry[] = group.map((r) => {
-    const off = Date.parse(r.ts) - t0;
-    const dTs: number | string = r.ts === first.ts ? 0 : off !== 0 && Number.isSafeInteger(off) && new Date(t0 + off).toISOString() === r.ts ? off : r.ts;
-    const e: Entry = [Number(r.id) - id0, dTs, (JSON.parse(r.data) as { delta: string }).delta];
-    const dTx = tx0 === undefined ? 0 : Number(BigInt(r.tx!) - tx0);
-    if (dTx) e.push(dTx);
-    return e;
-  });
-  return JSON.stringify(entries);
+  const off = Date.parse(r.ts) - t0;
+  const dTs: number | string = r.ts === first.ts ? 0 : off !== 0 && Number.isSafeInteger(off) && new Date(t0 + off).toISOString() === r.ts ? off : r.ts;
+  const e: Entry = [Number(r.id) - Number(first.id), dTs, (JSON.parse(r.data) as { delta: string }).delta];
+  const dTx = first.tx === undefined ? 0 : Number(BigInt(r.tx!) - BigInt(first.tx));
+  if (dTx) e.push(dTx);
+  return e;
+}
+
+function foldedData(group: StoredRow[]): string {
+  return JSON.stringify(group.map((r) => entryOf(r, group[0]!)));
+}
+
+/** A run's folds planned before its events are written (`foldPlan`), by the events' indexes. */
+export interface PlannedFold {
+  /** The index of the first event of the event's fold, or null: stored as it is. */
+  group: Array<number | null>;
+  /** A folded event's entry without its id offset, as JSON (`dTs,"text"`): the writer puts `[offset,` before it and `]` after. */
+  tail: Array<string | null>;
+}
+
+/**
+ * The folds of a run's events before they are written, when they are its whole log (`wholeRunLog`) and are written
+ * in ONE statement, so that their ids rise in their order and they share one transaction (all `foldGroups` asks of
+ * their places): the writer stores each fold's first event as the folded row and leaves the others out. Null when
+ * nothing folds.
+ */
+export function foldPlan(runId: string, events: Parameters<typeof wholeRunLog>[1]): PlannedFold | null {
+  const whole = wholeRunLog(runId, events, events.map((_, i) => ({ id: i + 1 })));
+  const groups = whole ? foldGroups(whole) : [];
+  if (!groups.length) return null;
+  const plan: PlannedFold = { group: events.map(() => null), tail: events.map(() => null) };
+  for (const g of groups) {
+    for (const r of g) {
+      const i = Number(r.id) - 1;
+      plan.group[i] = Number(g[0]!.id) - 1;
+      plan.tail[i] = JSON.stringify(entryOf(r, g[0]!).slice(1)).slice(1, -1);
+    }
+  }
+  return plan;
 }
 
 /** One fold: the group's first row becomes the folded row (`data`, ending at `last`), the `rest` are deleted. */

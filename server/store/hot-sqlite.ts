@@ -5,7 +5,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely } from 'kysely';
 import type { PendingEvent } from '../events/types';
-import { foldSteps, wholeRunLog } from './event-fold';
+import { foldPlan, foldSteps, type PlannedFold, wholeRunLog } from './event-fold';
 import type { IdempotencyClaim } from './idempotency';
 import { type MessageValues, rowBytes, type UsageValues } from './run-writes';
 import type { Database, MessageRow, RunRow, SessionRow } from './schema';
@@ -101,6 +101,38 @@ export class HotSqlite {
     }, true);
   }
 
+  /**
+   * A message that starts a run at once (nothing active on its session in this process), in ONE transaction: the
+   * session created when missing (`session`: its new row), the idempotency key claimed (`claim`; null when taken:
+   * nothing of the run is written), the run inserted already running (its `queue_mode` from `mode`, given the session
+   * row; `run` is updated to the row as written), the session running with the input rows counted, the rows.
+   */
+  startNew(o: {
+    session: Record<string, unknown>;
+    run: RunRow;
+    mode: (s: SessionRow) => string;
+    claim: { c: IdempotencyClaim; now: string; cutoff: string } | undefined;
+    rows: MessageValues[];
+    ts: string;
+  }): Promise<{ ids: number[]; session: SessionRow } | null> {
+    return this.locked(() => {
+      const key = o.run.session_key;
+      const get = this.st('select * from "sessions" where "key" = ?');
+      let before = get.get(key) as SessionRow | undefined;
+      if (!before) {
+        const cols = setCols(o.session);
+        before = this.st(`insert into "sessions" (${cols.map(q).join(', ')}) values (${marks(cols.length)}) returning *`).get(cols.map((c) => o.session[c]) as Params) as SessionRow;
+      }
+      if (o.claim && !this.claim(o.claim.c, o.claim.now, o.claim.cutoff)) return null;
+      const r = o.run;
+      Object.assign(r, { queue_mode: o.mode(before), status: 'running', started_at: o.ts });
+      const cols = setCols(r);
+      this.st(`insert into "runs" (${cols.map(q).join(', ')}) values (${marks(cols.length)})`).run(cols.map((c) => (r as Record<string, unknown>)[c]) as Params);
+      const session = this.st(`update "sessions" set "status" = 'running', "message_count" = "message_count" + ?, "bytes" = "bytes" + ?, "last_activity_at" = ? where "key" = ? returning *`).get(o.rows.length, bytesOf(o.rows), o.rows.length ? o.ts : before.last_activity_at, key) as SessionRow;
+      return { ids: this.insertMessages(o.rows), session };
+    }, true);
+  }
+
   /** `insertClaim`'s statement: inserted, or an expired row taken over. */
   private claim(c: IdempotencyClaim, now: string, cutoff: string): boolean {
     const v = [JSON.stringify(c.result ?? null), c.settled ? 'done' : 'pending', c.settled ? null : c.owner, c.runId ?? null, now];
@@ -151,8 +183,11 @@ export class HotSqlite {
       if (o.rows.length) this.st(`update "sessions" set "message_count" = "message_count" + ?, "bytes" = "bytes" + ?, "last_activity_at" = ?, "status" = ? where "key" = ?`).run(o.rows.length, bytesOf(o.rows), ts, status, o.key);
       else this.st(`update "sessions" set "status" = ? where "key" = ?`).run(status, o.key);
       const events = o.events(ids);
-      const eventIds = this.insertEvents(events);
       const b = o.fold?.before;
+      // Its whole log written here: written folded (no rows written to be rewritten and deleted).
+      const plan = o.fold && !b?.events.length ? foldPlan(o.runId, events) : null;
+      if (plan && plan.group[events.length - 1] === null) return { ids, events, eventIds: this.insertFolded(events, plan), folded: true };
+      const eventIds = this.insertEvents(events);
       const whole = o.fold ? wholeRunLog(o.runId, b ? [...b.events, ...events] : events, b ? [...b.ids, ...eventIds] : eventIds) : null;
       if (whole) this.fold(o.runId, whole);
       return { ids, events, eventIds, folded: !!whole };
@@ -168,6 +203,36 @@ export class HotSqlite {
       this.st('update "events" set "data" = ?, "fold_id" = ? where "id" = ?').run(f.data, f.last.id, f.first);
       this.st('delete from "events" where "run_id" = ? and "id" in (select "value" from json_each(?))').run(runId, JSON.stringify(f.rest));
     }
+  }
+
+  /**
+   * A run's events with their folds planned (`foldPlan`; the last event in none): each gets the next id of the log
+   * (AUTOINCREMENT: above every id ever used, so the ids a fold stands for are never used again once the last event,
+   * stored, has the greatest), a fold's first event is stored as the folded row, the others it stands for are not.
+   */
+  private insertFolded(events: PendingEvent[], plan: PlannedFold): Array<{ id: number }> {
+    const base = Number((this.st(`select max(coalesce((select "seq" from "sqlite_sequence" where "name" = 'events'), 0), coalesce((select max("id") from "events"), 0)) as "n"`).get() as { n: number | bigint }).n);
+    const ids = events.map((_, i) => ({ id: base + 1 + i }));
+    const folds = new Map<number, { data: string[]; last: number }>();
+    plan.group.forEach((g, i) => {
+      if (g === null) return;
+      const f = folds.get(g) ?? { data: [], last: 0 };
+      f.data.push(`[${ids[i]!.id - ids[g]!.id},${plan.tail[i]}]`);
+      f.last = ids[i]!.id;
+      folds.set(g, f);
+    });
+    const kept = events.flatMap((e, i) => (plan.group[i] === null || plan.group[i] === i ? [i] : []));
+    for (let c = 0; c < kept.length; c += EVENT_CHUNK) {
+      const chunk = kept.slice(c, c + EVENT_CHUNK);
+      const values = Array.from({ length: chunk.length }, () => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
+      const params = chunk.flatMap((i) => {
+        const e = events[i]!;
+        const f = folds.get(i);
+        return [ids[i]!.id, e.runId, e.seq, e.stream, e.ts, e.sessionKey, f ? `[${f.data.join(',')}]` : JSON.stringify(e.data), f ? f.last : null];
+      });
+      this.st(`insert into "events" ("id", "run_id", "seq", "stream", "ts", "session_key", "data", "fold_id") values ${values}`).run(params);
+    }
+    return ids;
   }
 
   /** Events in chunks of one multi-row statement each (a statement's ids rise in its rows' order). */

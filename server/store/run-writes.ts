@@ -6,6 +6,7 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { PendingEvent } from '../events/types';
 import { insertEventsSql, wakeEventsSql } from './event-sql';
+import type { PlannedFold } from './event-fold';
 import { type DeliveryRowJson, deliveryIdOfMeta, runningCte } from './deliveries';
 import { type NewMessage, type NewSession, sessionValues } from './store-base';
 import type { Database, MessageRow, ModelUsageTable, RunRow, SessionRow } from './schema';
@@ -180,24 +181,29 @@ const usageCte = (usage: UsageValues[], gate: string) => sql`, u as (
  * saw this process as the owner and tells it (`work`), and the orchestrator claims the session again.
  * `messageOf[i]`: the index of the row event i carries (its data's `message.id` is set here), or -1.
  */
-export async function finishPgOne(db: Kysely<Database>, o: Omit<FinishPg, 'events'> & { events: PendingEvent[]; messageOf: number[] }): Promise<{ held: boolean; released: boolean; ids: number[]; events: Array<{ id: number; tx: string }> }> {
+export async function finishPgOne(
+  db: Kysely<Database>,
+  o: Omit<FinishPg, 'events'> & { events: PendingEvent[]; messageOf: number[]; fold?: PlannedFold | null },
+): Promise<{ held: boolean; released: boolean; ids: number[]; events: Array<{ id: number; tx: string }> }> {
+  const fold = o.fold && o.events.length ? o.fold : null;
   const res = await sql<{ held: number; owner: string | null; mids: Array<number | string> | null; id: number | string | null; tx: string | null }>`
     with ${fenceCte(o.key, o.epoch)},
     r as (update runs set ${runEndSet(o.set)} where id = ${o.runId} and exists (select 1 from f) returning id)
     ${o.rows.length ? messagesCte(o.rows, 'r') : sql`, m as (select null::bigint as id where false)`}
     , mm as (select id, (row_number() over (order by id))::int - 1 as o from m)
     ${o.usage.length ? usageCte(o.usage, 'r') : sql``},
-    s as (${sessionAtEnd(o, 'f')}),
-    ins as (${insertEventsSql(o.events, {
+    s as (${sessionAtEnd(o, 'f')})
+    ${fold ? foldedEventsCtes(o.events, o.messageOf, fold) : sql`, ins as (${insertEventsSql(o.events, {
       messageOf: o.messageOf,
       join: sql` left join mm on mm.o = x.m`,
       where: sql`exists (select 1 from f)`,
       data: sql`case when x.m is null then x.d else jsonb_set(x.d::jsonb, '{message,id}', to_jsonb(mm.id))::text end`,
-    })})
+    })})`}
     ${o.notify && o.events.length ? sql`, wake as (select ${wakeEventsSql(o.notify)} where exists (select 1 from f))` : sql``}
-    select (select count(*) from f)::int as held, (select owner from s) as owner, (select array_agg(id order by id) from m) as mids, ins.id, ins.tx
-    from (select 1) one left join ins on true${o.notify && o.events.length ? sql` left join wake on true` : sql``}
-    order by ins.id`.execute(db);
+    select (select count(*) from f)::int as held, (select owner from s) as owner, (select array_agg(id order by id) from m) as mids,
+      ${fold ? sql`ev.nid as id, case when ev.nid is not null then pg_current_xact_id()::text end as tx from (select 1) one left join ev on true` : sql`ins.id, ins.tx from (select 1) one left join ins on true`}
+      ${o.notify && o.events.length ? sql` left join wake on true` : sql``}
+    order by ${fold ? sql`ev.o` : sql`ins.id`}`.execute(db);
   const x = res.rows[0]!;
   if (!x.held) return { held: false, released: false, ids: [], events: [] };
   return {
@@ -206,6 +212,45 @@ export async function finishPgOne(db: Kysely<Database>, o: Omit<FinishPg, 'event
     ids: (x.mids ?? []).map(Number),
     events: res.rows.filter((r) => r.id != null).map((r) => ({ id: Number(r.id), tx: r.tx! })),
   };
+}
+
+/**
+ * A run's events written with their folds planned (`foldPlan`), gated on CTE `f`, after CTE `mm` (the rows' ids by
+ * their index): `ev`, every event with an id taken from the log's sequence (they rise with the events' order; the
+ * ids are paired with the events by rank, whatever order nextval ran in); `fd`, each fold's data (its entries with
+ * their id offsets) and last id; `ins`, the insert of every event but those a fold stands for, a fold's first event
+ * stored as the folded row (at its place, ending at the last one's: the same transaction). What `foldWrittenPg`
+ * makes of the rows afterwards, with no rows written to be rewritten and deleted.
+ */
+function foldedEventsCtes(events: PendingEvent[], messageOf: number[], plan: PlannedFold) {
+  const records = events.map((e, i) => ({
+    o: i,
+    r: e.runId,
+    s: e.seq,
+    st: e.stream,
+    ts: e.ts,
+    k: e.sessionKey,
+    d: JSON.stringify(e.data),
+    m: messageOf[i]! >= 0 ? messageOf[i] : null,
+    g: plan.group[i],
+    t: plan.tail[i],
+  }));
+  return sql`, ev as (
+      select x.*, a.nid from jsonb_to_recordset(${JSON.stringify(records)}::jsonb) as x(o int, r text, s int, st text, ts text, k text, d text, m int, g int, t text)
+      join (select nid, (row_number() over (order by nid))::int - 1 as o
+            from (select nextval(pg_get_serial_sequence('events', 'id')) as nid from generate_series(1, ${events.length}::int)) q) a on a.o = x.o
+      where exists (select 1 from f)),
+    fd as (
+      select v.g, '[' || string_agg('[' || (v.nid - h.nid)::text || ',' || v.t || ']', ',' order by v.o) || ']' as data, max(v.nid) as last
+      from ev v join ev h on h.o = v.g where v.g is not null group by v.g),
+    ins as (
+      insert into events (id, run_id, seq, stream, ts, session_key, data, fold_id, fold_tx)
+      select x.nid, x.r, x.s, x.st, x.ts, x.k,
+        case when fd.g is not null then fd.data when x.m is null then x.d else jsonb_set(x.d::jsonb, '{message,id}', to_jsonb(mm.id))::text end,
+        fd.last, case when fd.g is not null then pg_current_xact_id() end
+      from ev x left join mm on mm.o = x.m left join fd on fd.g = x.o
+      where x.g is null or x.g = x.o
+      order by x.o)`;
 }
 
 export interface EnqueuePg {

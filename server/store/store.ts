@@ -9,7 +9,7 @@ import { ClaimTaken, claimCutoff, type IdempotencyClaim, insertClaim } from './i
 import { appendPg, type FinishPg, finishPg, finishPgOne, type MessageValues, messageValues, queuedBehindLock, rowBytes, type UsageValues, withoutRowEvents } from './run-writes';
 import type { CallbackRow, Database, MessageRow, RunRow, SessionRow, WebhookRow } from './schema';
 import { SessionLists } from './session-lists';
-import { type FoldStep, foldSteps, wholeRunLog } from './event-fold';
+import { type FoldStep, foldPlan, foldSteps, wholeRunLog } from './event-fold';
 import { HotSqlite } from './hot-sqlite';
 import { RecentRows } from './recent-rows';
 import { advanceDeliveries, type DeliveryChange, deliveryIdOfMeta, type DeliveryRowJson, fromJsonRows, insertDeliveries, type NewDelivery } from './deliveries';
@@ -288,6 +288,23 @@ export class Store extends SessionLists {
     });
   }
 
+  /** SQLite: whether a message for this session can start its run through `startNew` (the prepared path). */
+  canStartNew(key: string, msgs: NewMessage[]): boolean {
+    return !!this.hotFor(key, msgs);
+  }
+
+  /**
+   * SQLite (`canStartNew`): what `ensureSession`, `insertRun` (ClaimTaken: nothing written) and `startRun` do, in ONE
+   * transaction; `row` becomes the row as written (running, its queue mode `mode(session)`).
+   */
+  async startNew(row: RunRow, msgs: NewMessage[], session: NewSession, mode: (s: SessionRow) => string, claim?: IdempotencyClaim): Promise<StartedRun> {
+    const ts = nowIso();
+    const values = msgs.map((m) => messageValues(m, ts));
+    const r = await this.hot!.startNew({ session: sessionValues(session, ts), run: row, mode, claim: claim && { c: claim, now: ts, cutoff: claimCutoff() }, rows: values, ts });
+    if (!r) throw new ClaimTaken(claim!.key);
+    return { rows: this.writtenRows(values, r.ids, r.session), session: r.session };
+  }
+
   /** A `collect` message joins a queued run's input; with `claim`, its idempotency key is claimed in the same transaction. */
   async mergeInput(runId: string, input: string, claim?: IdempotencyClaim): Promise<void> {
     if (!claim) {
@@ -353,12 +370,15 @@ export class Store extends SessionLists {
       const rows = values.map((v) => toTranscriptMessage({ ...v, id: 0 }));
       const events = o.events?.(rows) ?? [];
       const messageOf = events.map((e) => rows.indexOf((e.data as { message?: TranscriptMessage }).message as TranscriptMessage));
-      const r = await retryConflicts(() => finishPgOne(this.db, { key: session.key, epoch: this.fences.get(session.key), runId: id, set: fields as FinishPg['set'], rows: values, usage, idle: session.idle, release: !!session.release, events, messageOf, notify: this.eventsChannel }));
+      const b = o.before;
+      // Its whole log written here: its deltas folded in the same statement (none written to be folded later).
+      const fold = this.foldDeltas && !b?.events.length ? foldPlan(id, events) : null;
+      const r = await retryConflicts(() => finishPgOne(this.db, { key: session.key, epoch: this.fences.get(session.key), runId: id, set: fields as FinishPg['set'], rows: values, usage, idle: session.idle, release: !!session.release, events, messageOf, notify: this.eventsChannel, fold }));
       if (r.held) {
         rows.forEach((row, i) => (row.id = r.ids[i]!));
         this.remember(rows);
         o.logged?.(events, r.events);
-        const b = o.before;
+        if (fold) return { released: r.released, events, ids: r.events, folds: [] };
         const whole = this.foldDeltas ? wholeRunLog(id, b ? [...b.events, ...events] : events, b ? [...b.ids, ...r.events] : r.events) : null;
         return { released: r.released, events, ids: r.events, ...(whole ? { folds: foldSteps(whole) } : {}) };
       }
