@@ -322,6 +322,10 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
         } catch (e) {
           // This process lost the session's lease during the call (an MCP call's status write was refused): quiet end.
           if (e instanceof FencedError) throw e;
+          // PostgreSQL went away under a tool that is safe to call again (a send finds its own delivery by the call's
+          // id): the run is cut off like any of its writes and its re-drive calls the tool again, rather than telling
+          // the model the send failed (issue 20: a send cut by a restart never reached its target).
+          if (deps.store.dialect === 'postgres' && IDEMPOTENT_TOOLS.has(def.name) && (isConnectionLoss(e) || isConflict(e))) throw e;
           deps.log.error({ err: e, tool: def.name }, 'tool threw');
           result = toolError('internal', `${def.name} failed: ${errorMessage(e)}`);
         }
