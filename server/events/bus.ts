@@ -77,9 +77,10 @@ export class EventBus {
    */
   registerRun(runId: string, sessionKey: string, lastSeq = 0, o: { leased?: boolean } = {}): void {
     if (this.retrying) {
-      // The log lags behind while a batch is tried again: its seqs (and those queued behind it) are taken.
-      for (const e of this.retrying) if (e.runId === runId && e.seq > lastSeq) lastSeq = e.seq;
-      for (const e of this.pending) if (e.runId === runId && e.seq > lastSeq) lastSeq = e.seq;
+      // The log lags behind while a batch is tried again: its seqs (and those queued behind it) are taken, unless the
+      // fence is sure to drop them (a gap in the log, CONTRACT §4: the re-drive continues from the log's seq then).
+      for (const e of this.retrying) if (e.runId === runId && e.seq > lastSeq && !this.doomed(e)) lastSeq = e.seq;
+      for (const e of this.pending) if (e.runId === runId && e.seq > lastSeq && !this.doomed(e)) lastSeq = e.seq;
     }
     const ctx = this.runs.get(runId);
     if (!ctx) {
@@ -92,6 +93,15 @@ export class EventBus {
       }
       if (o.leased) ctx.leased = true;
     }
+  }
+
+  /** An event the fence is sure to refuse: under `NO_FENCE`, or an epoch older than this process's fence on its session now
+   * (claimed again, e.g. declared dead in a PostgreSQL restart; epochs never repeat). A re-drive may reuse its seq. */
+  private doomed(e: PendingEvent): boolean {
+    if (e.epoch === undefined) return false;
+    if (e.epoch === NO_FENCE) return true;
+    const fence = this.store.fenceOf(e.sessionKey);
+    return fence !== undefined && fence !== e.epoch;
   }
 
   /** Whether the run is registered here (its events can be emitted). */

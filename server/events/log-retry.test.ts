@@ -163,6 +163,55 @@ describe('event log writes', () => {
     expect(logged.map((r) => r.seq)).toEqual(seqs(3));
   });
 
+  it.skipIf(!pgPass)('a run re-driven under a newer lease while its old batch is tried again continues from the log, not after the batch the fence drops (seed 201: 3 then 6)', async () => {
+    // The 200-fault run's gap: PostgreSQL restarted mid-run, the run's batch (seqs 4, 5, under the old epoch) was
+    // tried again; the process, declared dead, claimed the session again (a new epoch) and re-drove the run, which
+    // continued at 6 after the batch; then the batch went through the fence check and was dropped: 1, 2, 3, 6, 7.
+    const { bus, store } = s.rt;
+    expect(bus.feed).toBeTruthy(); // events carry their epoch on PostgreSQL (the feed fans out)
+    const run = 'r_refenced';
+    const key = 'agent:main:refenced';
+    await store.ensureSession({ key, agentId: 'main', kind: 'main' });
+    const epochOf = async () => Number((await admin!.query('select epoch from sessions where key = $1', [key])).rows[0].epoch);
+    store.setFence(key, await epochOf());
+    // Every write of this run's events fails as a restart's backends do (57P01) while the flag row is there.
+    await admin!.query(`create table ct_fail_flag (x int); insert into ct_fail_flag values (1);
+      create function ct_fail_events() returns trigger language plpgsql as $f$ begin
+        if new.run_id = '${run}' and new.seq > 3 and exists (select 1 from ct_fail_flag) then
+          raise exception 'terminating connection due to administrator command' using errcode = '57P01';
+        end if;
+        return new;
+      end $f$;
+      create trigger ct_fail_events before insert on events for each row execute function ct_fail_events()`);
+    try {
+      bus.registerRun(run, key, 0, { leased: true });
+      for (let i = 1; i <= 3; i++) bus.emit(run, 'assistant', { delta: `old${i}` });
+      await bus.drain();
+      bus.emit(run, 'assistant', { delta: 'old4' });
+      bus.emit(run, 'assistant', { delta: 'old5' });
+      const drained = bus.drain();
+      await until(() => (bus as unknown as { retrying: unknown }).retrying);
+      // The run is dropped here; the session is claimed again (a new epoch) and the run re-driven from the log.
+      bus.unregisterRun(run);
+      const next = Number((await admin!.query(`update sessions set epoch = nextval('session_epochs') where key = $1 returning epoch`, [key])).rows[0].epoch);
+      store.setFence(key, next);
+      bus.registerRun(run, key, await store.maxSeq(run), { leased: true });
+      bus.emit(run, 'assistant', { delta: 'new' });
+      bus.emit(run, 'lifecycle', { phase: 'end' });
+      await admin!.query('delete from ct_fail_flag');
+      await drained;
+      await bus.drain();
+    } finally {
+      await admin!.query('drop trigger if exists ct_fail_events on events; drop function if exists ct_fail_events(); drop table if exists ct_fail_flag');
+      store.clearFence(key);
+    }
+    const logged = await settledEvents(s.rt, { runId: run });
+    expect(logged.map((r) => r.seq)).toEqual(seqs(5));
+    expect(logged.map((r) => (r.data.includes('delta') ? JSON.parse(r.data).delta : 'end'))).toEqual(['old1', 'old2', 'old3', 'new', 'end']);
+    const replay = await readSse(`${s.url}/api/gateway/events?runId=${run}`, { lastEventId: 0, until: (evs) => evs.some(isEnd), timeoutMs: 20_000 });
+    expect(replay.map((e) => e.seq)).toEqual(seqs(5));
+  }, 60_000);
+
   it.skipIf(!pgPass).each([
     ['40P01', 'deadlock detected'],
     ['40001', 'could not serialize access due to concurrent update'],
