@@ -45,7 +45,33 @@ it('a sessions_send cut off by a lost connection is made again by the re-drive: 
   const t = await history(target);
   expect(t.filter((m) => JSON.stringify(m.content).includes('/reply cut-answer'))).toHaveLength(1);
   expect(t.filter((m) => m.role === 'assistant' && JSON.stringify(m.content).includes('cut-answer'))).toHaveLength(1);
+  // Its delivery went on to `answered` (the cut-off attempt did not mark it failed).
+  const dl = await s.rpc<{ deliveries: Array<{ state: string }> }>('deliveries.list', { sessionKey: from, kind: 'session_message' });
+  expect(dl.deliveries.map((d) => d.state)).toEqual(['answered']);
   // The model was never told the send failed.
   expect((await history(from)).filter((m) => JSON.stringify(m.content).includes('sessions_send failed'))).toEqual([]);
   await sql.raw(`drop trigger toolcut on runs`).execute(db);
 }, 90_000);
+
+it('two submits of one derived run id racing past the look: the second gets the first run, not a duplicate-key error', async () => {
+  const key = 'agent:main:dup-run';
+  const runId = `run_dup_${crypto.randomBytes(4).toString('hex')}`;
+  const orch = s.rt.orchestrator;
+  const first = await orch.submit(key, { content: '/reply once', kind: 'message', author: { type: 'user', id: 'test' } } as never, { runId });
+  expect(first.runId).toBe(runId);
+  // The second submit's look (getRun) ran before the first's insert committed: it sees no run, then inserts.
+  const store = s.rt.store;
+  const getRun = store.getRun.bind(store);
+  let blinded = 0;
+  store.getRun = (async (id: string) => (id === runId && !blinded++ ? undefined : getRun(id))) as typeof store.getRun;
+  try {
+    const second = await orch.submit(key, { content: '/reply once', kind: 'message', author: { type: 'user', id: 'test' } } as never, { runId });
+    expect(second).toMatchObject({ runId, status: 'queued' });
+  } finally {
+    store.getRun = getRun;
+  }
+  expect(blinded).toBeGreaterThanOrEqual(1);
+  expect(await s.rpc('agent.wait', { runId })).toMatchObject({ status: 'ok', response: 'once' });
+  const h = await history(key);
+  expect(h.filter((m) => m.role === 'user')).toHaveLength(1);
+});

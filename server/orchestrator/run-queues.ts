@@ -12,7 +12,7 @@ import { createModelChain, FallbackTracker } from '../models/fallback';
 import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { ApprovalRow, CallbackRow, RunRow, SessionRow } from '../store/schema';
 import { FencedError, nowIso, type Store } from '../store/store';
-import { isConflict, isConnectionLoss } from '../store/pg-errors';
+import { isConflict, isConnectionLoss, isDuplicateKey } from '../store/pg-errors';
 import type { AnyToolDef } from '../tools/types';
 import { Approvals, type DecidedBy } from './approvals';
 import { reviewerOver } from './reviewer';
@@ -172,7 +172,19 @@ export abstract class RunQueues {
     }
     const runId = opts.runId ?? newRunId();
     // PostgreSQL: the session's creation, its queue mode and the lease claim are part of the enqueue statement.
-    if (this.cluster) return this.submitShared(sessionKey, agent, input, runId, opts);
+    if (this.cluster) {
+      try {
+        return await this.submitShared(sessionKey, agent, input, runId, opts);
+      } catch (e) {
+        // Two processes submitting one derived run id at once (a re-driven call, a callback both sweeps deliver): the
+        // second insert is refused by the run's key after both looked; that run is the first's, accepted once.
+        if (opts.runId && isDuplicateKey(e, 'runs_pkey')) {
+          const existing = await this.o.store.getRun(opts.runId);
+          if (existing) return { runId: existing.merged_into ?? existing.id, status: 'queued' };
+        }
+        throw e;
+      }
+    }
     // One process: the answer is known before the write, so the idempotency key is claimed with it, settled.
     const claim = (result: AgentResult, row = runId) => opts.claim && { ...opts.claim, runId: row, result, settled: true };
     const msgs = [inputToMessage(sessionKey, runId, input)];

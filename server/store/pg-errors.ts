@@ -48,3 +48,9 @@ export async function retryConflicts<T>(write: () => Promise<T>, tries = CONFLIC
     }
   }
 }
+
+/** True when `e` is PostgreSQL's unique violation (23505) of `constraint`. */
+export function isDuplicateKey(e: unknown, constraint: string): boolean {
+  const x = e as { code?: unknown; constraint?: unknown } | null;
+  return !!x && typeof x === 'object' && x.code === '23505' && x.constraint === constraint;
+}
