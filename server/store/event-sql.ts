@@ -5,6 +5,11 @@ import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { PendingEvent } from '../events/types';
 import type { Database } from './schema';
 
+/** One event as a record of the `x` record set: its index, run, seq, stream, time, session, data and row index. */
+export function eventRecord(e: PendingEvent, i: number, messageOf?: number[]) {
+  return { o: i, r: e.runId, s: e.seq, st: e.stream, ts: e.ts, k: e.sessionKey, d: JSON.stringify(e.data), m: messageOf && messageOf[i]! >= 0 ? messageOf[i] : null };
+}
+
 /**
  * `insert into events … select … from jsonb_to_recordset(…) as x(o, r, s, st, ts, k, d, m, e)`: `x.o` is the
  * event's index, `x.m` the index of the transcript row it carries (`messageOf`, -1: none), `x.e` its epoch.
@@ -14,17 +19,7 @@ export function insertEventsSql(
   events: PendingEvent[],
   o: { messageOf?: number[]; join?: RawBuilder<unknown>; where?: RawBuilder<unknown>; data?: RawBuilder<unknown>; returning?: RawBuilder<unknown> } = {},
 ): RawBuilder<unknown> {
-  const records = events.map((e, i) => ({
-    o: i,
-    r: e.runId,
-    s: e.seq,
-    st: e.stream,
-    ts: e.ts,
-    k: e.sessionKey,
-    d: JSON.stringify(e.data),
-    m: o.messageOf && o.messageOf[i]! >= 0 ? o.messageOf[i] : null,
-    e: e.epoch ?? null,
-  }));
+  const records = events.map((e, i) => ({ ...eventRecord(e, i, o.messageOf), e: e.epoch ?? null }));
   return sql`insert into events (run_id, seq, stream, ts, session_key, data)
       select x.r, x.s, x.st, x.ts, x.k, ${o.data ?? sql`x.d`}
       from jsonb_to_recordset(${JSON.stringify(records)}::jsonb) as x(o int, r text, s int, st text, ts text, k text, d text, m int, e int)${o.join ?? sql``}

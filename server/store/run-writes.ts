@@ -5,7 +5,7 @@
 // lock, so a process that lost its lease writes nothing and a takeover waits for the statement to end.
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { PendingEvent } from '../events/types';
-import { insertEventsSql, wakeEventsSql } from './event-sql';
+import { eventRecord, insertEventsSql, wakeEventsSql } from './event-sql';
 import type { PlannedFold } from './event-fold';
 import { type DeliveryRowJson, deliveryIdOfMeta, runningCte } from './deliveries';
 import { type NewMessage, type NewSession, sessionValues } from './store-base';
@@ -223,18 +223,7 @@ export async function finishPgOne(
  * makes of the rows afterwards, with no rows written to be rewritten and deleted.
  */
 function foldedEventsCtes(events: PendingEvent[], messageOf: number[], plan: PlannedFold) {
-  const records = events.map((e, i) => ({
-    o: i,
-    r: e.runId,
-    s: e.seq,
-    st: e.stream,
-    ts: e.ts,
-    k: e.sessionKey,
-    d: JSON.stringify(e.data),
-    m: messageOf[i]! >= 0 ? messageOf[i] : null,
-    g: plan.group[i],
-    t: plan.tail[i],
-  }));
+  const records = events.map((e, i) => ({ ...eventRecord(e, i, messageOf), g: plan.group[i], t: plan.tail[i] }));
   return sql`, ev as (
       select x.*, a.nid from jsonb_to_recordset(${JSON.stringify(records)}::jsonb) as x(o int, r text, s int, st text, ts text, k text, d text, m int, g int, t text)
       join (select nid, (row_number() over (order by nid))::int - 1 as o
