@@ -5,7 +5,7 @@ import { carryTree } from './budget';
 import crypto from 'node:crypto';
 import type { AgentConfig } from '../config';
 import { CrosstalkError } from '../errors';
-import { isConflict, isConnectionLoss } from '../store/pg-errors';
+import { isCutOff } from '../store/pg-errors';
 import type { EventBus } from '../events/bus';
 import type { TranscriptMessage } from '../events/types';
 import type { Logger } from '../logger';
@@ -179,7 +179,7 @@ export class Delegates {
       } catch (e) {
         sub?.close();
         // Cut off by a lost PostgreSQL connection (or a lock conflict): not refused; the run's re-drive makes the call again.
-        if (!isConnectionLoss(e) && !isConflict(e)) await store.advanceDeliveries([deliveryId], 'failed', { error: { code: (e as { code?: string }).code ?? 'internal', message: (e as Error).message } });
+        if (!isCutOff(e)) await store.advanceDeliveries([deliveryId], 'failed', { error: { code: (e as { code?: string }).code ?? 'internal', message: (e as Error).message } });
         throw e;
       }
       const runId = res.runId;

@@ -3,7 +3,7 @@
 import crypto from 'node:crypto';
 import type { CallbackRow } from '../store/schema';
 import { FencedError, nowIso } from '../store/store';
-import { isConflict, isConnectionLoss } from '../store/pg-errors';
+import { isCutOff } from '../store/pg-errors';
 import { callbackDeliveryId, planDeliveries } from './callbacks';
 import { markStarted } from './started';
 import { failpoint } from '../failpoints';
@@ -82,7 +82,7 @@ export abstract class RunEnds extends RunQueues {
       if (deliveries.callbacks.length) failpoint('callback.recorded');
     } catch (e) {
       if (e instanceof FencedError) return this.abandon(st, active, 'stopped');
-      if (this.cluster && (isConnectionLoss(e) || isConflict(e))) {
+      if (this.cluster && isCutOff(e)) {
         // The end was not recorded (or not known to be): the run stays unfinished in the store, and the backstop of
         // the orphan sweep re-drives it from its last written step. Ending it here in memory would leave it owned
         // by this process but driven by none. (A deadlock met again after the store's own retries: the same.)

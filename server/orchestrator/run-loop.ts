@@ -9,7 +9,7 @@ import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import type { RunRow } from '../store/schema';
 import { FencedError, type NewMessage, type StartedRun, type Store } from '../store/store';
-import { isConflict, isConnectionLoss } from '../store/pg-errors';
+import { isCutOff } from '../store/pg-errors';
 import { deliveredKey, isMessagingTool, postsInOrder } from '../tools/messaging';
 import type { AnyToolDef } from '../tools/types';
 import type { Approvals, DecisionNote } from './approvals';
@@ -196,7 +196,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
     // PostgreSQL went away under the run (a restart, a terminated connection): the run is not over; it is dropped
     // here and re-driven from its last written step once the database answers (Orchestrator.sweepOrphans).
     // So is a write that kept losing lock conflicts (deadlocks) past the store's own retries.
-    if (deps.store.dialect === 'postgres' && (isConnectionLoss(e) || isConflict(e))) throw e;
+    if (deps.store.dialect === 'postgres' && isCutOff(e)) throw e;
     if (signal.aborted || e instanceof RunAborted) return { status: 'interrupted', error: 'run interrupted', response: lastText };
     deps.log.warn({ runId: run.id, err: errorMessage(e) }, 'run failed');
     return { status: 'error', error: errorMessage(e), response: lastText };
@@ -325,7 +325,7 @@ async function runTool(deps: RunDeps, run: ActiveRun, call: ToolCall, append: (m
           // PostgreSQL went away under a tool that is safe to call again (a send finds its own delivery by the call's
           // id): the run is cut off like any of its writes and its re-drive calls the tool again, rather than telling
           // the model the send failed (issue 20: a send cut by a restart never reached its target).
-          if (deps.store.dialect === 'postgres' && IDEMPOTENT_TOOLS.has(def.name) && (isConnectionLoss(e) || isConflict(e))) throw e;
+          if (deps.store.dialect === 'postgres' && IDEMPOTENT_TOOLS.has(def.name) && isCutOff(e)) throw e;
           deps.log.error({ err: e, tool: def.name }, 'tool threw');
           result = toolError('internal', `${def.name} failed: ${errorMessage(e)}`);
         }

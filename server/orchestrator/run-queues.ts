@@ -12,7 +12,7 @@ import { createModelChain, FallbackTracker } from '../models/fallback';
 import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { ApprovalRow, CallbackRow, RunRow, SessionRow } from '../store/schema';
 import { FencedError, nowIso, type Store } from '../store/store';
-import { isConflict, isConnectionLoss, isDuplicateKey } from '../store/pg-errors';
+import { isCutOff, isDuplicateKey } from '../store/pg-errors';
 import type { AnyToolDef } from '../tools/types';
 import { Approvals, type DecidedBy } from './approvals';
 import { reviewerOver } from './reviewer';
@@ -345,7 +345,7 @@ export abstract class RunQueues {
       outcome = process.env.CROSSTALK_BENCH_GLOBAL_LOCK ? await this.underGlobalLock(run) : await run();
     } catch (e) {
       if (e instanceof FencedError || active.abort.signal.reason === SHUTDOWN) outcome = { status: 'abandoned', error: 'fenced' };
-      else if (this.cluster && (isConnectionLoss(e) || isConflict(e))) {
+      else if (this.cluster && isCutOff(e)) {
         // PostgreSQL went away mid-run: nothing says the run is over. It is dropped here (the lease stays) and the
         // orphan sweep's backstop takes the session in again and re-drives it once the database answers.
         this.o.log.warn({ runId: active.id, err: (e as Error).message }, 'run lost its database connection; it will be re-driven');

@@ -31,6 +31,12 @@ export function isConflict(e: unknown): boolean {
   return false;
 }
 
+/**
+ * A write cut off without being refused: the connection was lost or it lost a lock conflict. A run meeting one is not
+ * over (it is re-driven from its last written step), and what it was doing is not a failure to report.
+ */
+export const isCutOff = (e: unknown): boolean => isConnectionLoss(e) || isConflict(e);
+
 /** How often a write that lost a lock conflict is made again before its error is let through (`retryConflicts`). */
 export const CONFLICT_TRIES = 5;
 

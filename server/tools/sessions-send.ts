@@ -7,7 +7,7 @@ import { carryTree } from '../orchestrator/budget';
 import { z } from 'zod';
 import type { CrosstalkConfig } from '../config';
 import { asToolData, CrosstalkError } from '../errors';
-import { isConflict, isConnectionLoss } from '../store/pg-errors';
+import { isCutOff } from '../store/pg-errors';
 import { MAX_MESSAGE_BYTES, sessionKeySchema, webhookSchema } from '../gateway/schemas';
 import { described, toolText } from './describe';
 import type { MessageOrigin } from '../orchestrator/callbacks';
@@ -100,7 +100,7 @@ export function sendToSession(
     } catch (e) {
       // Refused by the target (a `reject` session busy, …): the delivery ends `failed` with the refusal.
       // Cut off by a lost PostgreSQL connection (or a lock conflict): not refused; the run's re-drive makes the call again.
-      if (!isConnectionLoss(e) && !isConflict(e)) await store.advanceDeliveries([deliveryId], 'failed', { error: { code: (e as { code?: string }).code ?? 'internal', message: (e as Error).message } });
+      if (!isCutOff(e)) await store.advanceDeliveries([deliveryId], 'failed', { error: { code: (e as { code?: string }).code ?? 'internal', message: (e as Error).message } });
       throw e;
     }
     if (fresh) await deps.usage?.link(ctx.sessionKey, p.targetKey);
