@@ -109,10 +109,17 @@ npx --no-install tsc --noEmit
 step_ok
 
 # Each test server takes a schema of its own in the test database; drop the ones earlier runs left behind (hundreds of
-# them make every fresh schema's migration slow: kysely's migrator looks its tables up across every schema).
+# them make every fresh schema's migration slow: kysely's migrator looks its tables up across every schema). The
+# PostgreSQL pass's workers each have a database of their own, <test>_w<N> (server/testing/pg-worker-setup.ts, which
+# creates it when missing): those are dropped whole, faster than their schemas one by one.
 drop_test_schemas() {
-  psql -q -h 127.0.0.1 -p 5432 -d test -Atc "select format('drop schema if exists %I cascade;', nspname) from pg_namespace where nspname like 't\_%'" \
-    | psql -q -h 127.0.0.1 -p 5432 -d test >/dev/null 2>&1 || echo "(could not drop old test schemas; going on)"
+  psql -q -h 127.0.0.1 -p 5432 -d "$pg_db" -Atc "select format('drop schema if exists %I cascade;', nspname) from pg_namespace where nspname like 't\_%'" \
+    | psql -q -h 127.0.0.1 -p 5432 -d "$pg_db" >/dev/null 2>&1 || echo "(could not drop old test schemas; going on)"
+  local db
+  for db in $(psql -h 127.0.0.1 -p 5432 -d "$pg_db" -Atc "select datname from pg_database where datname ~ '^${pg_db}_w[0-9]+\$'" 2>/dev/null); do
+    psql -q -h 127.0.0.1 -p 5432 -d "$pg_db" -c "drop database if exists \"$db\" with (force)" >/dev/null 2>&1 \
+      || echo "(could not drop the worker database $db; going on)"
+  done
 }
 
 section vitest "Unit + integration tests (vitest run)"
