@@ -18,13 +18,13 @@ export default defineConfig({
     // vitest's default is one worker per core less one: a single file at a time on 2-core CI, whose files mostly wait
     // (child processes, PostgreSQL, the server under test) or load the server's modules. Two at a time there cut a
     // 17-file PostgreSQL sample from 1,065 s to 689 s of wall at the same load (BENCHMARKS.md, "CI time").
-    // The PostgreSQL pass too, since each worker has a database of its own (server/testing/pg-worker-setup.ts points
-    // TEST_DATABASE_URL at `<base>_w<VITEST_POOL_ID>`): on the one test database, files side by side held each other's
+    // The PostgreSQL pass too, since each test file has a database of its own (server/testing/pg-test-db-setup.ts points
+    // TEST_DATABASE_URL at `<base>_r<run>_<pid>`): on the one test database, files side by side held each other's
     // event-log horizon (settled.ts waits for every transaction of its database) and their waits for settled events
     // timed out (3 of 3 CI runs, a different suite each time).
     maxWorkers: Math.max(2, os.availableParallelism() - 1),
     projects: postgresPass
-      ? [{ extends: true, test: { name: 'postgres', include: ['server/**/*.test.ts'], exclude: once, setupFiles: ['server/testing/pg-worker-setup.ts'] } }]
+      ? [{ extends: true, test: { name: 'postgres', include: ['server/**/*.test.ts'], exclude: once, globalSetup: ['server/testing/pg-test-db-global.ts'], setupFiles: ['server/testing/pg-test-db-setup.ts'] } }]
       : [
           { extends: true, test: { name: 'once', include: once, env: { CROSSTALK_TEST_STORE_INDEPENDENT: '1' } } },
           { extends: true, test: { name: 'sqlite', include: ALL, exclude: once } },

@@ -110,15 +110,15 @@ step_ok
 
 # Each test server takes a schema of its own in the test database; drop the ones earlier runs left behind (hundreds of
 # them make every fresh schema's migration slow: kysely's migrator looks its tables up across every schema). The
-# PostgreSQL pass's workers each have a database of their own, <test>_w<N> (server/testing/pg-worker-setup.ts, which
-# creates it when missing): those are dropped whole, faster than their schemas one by one.
+# PostgreSQL pass gives each test file a database of its own, <test>_r<run>_<pid> (server/testing/pg-test-db*.ts), and
+# drops it after the file and at the run's end; a run killed half-way leaves some: dropped here, whole.
 drop_test_schemas() {
   psql -q -h 127.0.0.1 -p 5432 -d "$pg_db" -Atc "select format('drop schema if exists %I cascade;', nspname) from pg_namespace where nspname like 't\_%'" \
     | psql -q -h 127.0.0.1 -p 5432 -d "$pg_db" >/dev/null 2>&1 || echo "(could not drop old test schemas; going on)"
   local db
-  for db in $(psql -h 127.0.0.1 -p 5432 -d "$pg_db" -Atc "select datname from pg_database where datname ~ '^${pg_db}_w[0-9]+\$'" 2>/dev/null); do
+  for db in $(psql -h 127.0.0.1 -p 5432 -d "$pg_db" -Atc "select datname from pg_database where datname ~ '^${pg_db}_r[0-9]+_[0-9]+\$'" 2>/dev/null); do
     psql -q -h 127.0.0.1 -p 5432 -d "$pg_db" -c "drop database if exists \"$db\" with (force)" >/dev/null 2>&1 \
-      || echo "(could not drop the worker database $db; going on)"
+      || echo "(could not drop the test file database $db; going on)"
   done
 }
 

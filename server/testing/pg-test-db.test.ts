@@ -1,11 +1,11 @@
-// The PostgreSQL pass gives each vitest worker a database of its own (pg-worker-setup.ts), so files side by side never
-// hold each other's settled horizon; a harness server's schema lands there, and creating the database is race-safe.
+// The PostgreSQL pass gives each test file a database of its own (pg-test-db-setup.ts), so files side by side never
+// hold each other's settled horizon; a harness server's schema lands there, and making and dropping one is race-safe.
 import path from 'node:path';
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { pgConnectConfig } from '../store/db';
 import { startTestServer } from './harness';
-import { ensureDatabase, workerDatabaseUrl } from './pg-worker-db';
+import { databaseName, dropDatabase, ensureDatabase, fileDatabaseUrl, listDatabases, runDatabasePattern } from './pg-test-db';
 import { onPostgresPass } from './store-under-test';
 
 async function query<T>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
@@ -18,31 +18,40 @@ async function query<T>(url: string, text: string, values: unknown[] = []): Prom
   }
 }
 
-describe('workerDatabaseUrl', () => {
-  it('suffixes the database name with the worker number, keeping user, host and query', () => {
-    expect(workerDatabaseUrl('postgres://127.0.0.1:5432/test', 2)).toBe('postgres://127.0.0.1:5432/test_w2');
-    expect(workerDatabaseUrl('postgres://postgres@db:5433/ci?sslmode=disable', '1')).toBe('postgres://postgres@db:5433/ci_w1?sslmode=disable');
+describe('fileDatabaseUrl', () => {
+  it('suffixes the database name with the run and the file, keeping user, host and query', () => {
+    expect(fileDatabaseUrl('postgres://127.0.0.1:5432/test', 'r12', 345)).toBe('postgres://127.0.0.1:5432/test_r12_345');
+    expect(fileDatabaseUrl('postgres://postgres@db:5433/ci?sslmode=disable', 'r1', '2')).toBe('postgres://postgres@db:5433/ci_r1_2?sslmode=disable');
+    expect(runDatabasePattern('test', 'r12').test('test_r12_345')).toBe(true);
+    expect(runDatabasePattern('test', 'r12').test('test_r123_45')).toBe(false);
+    expect(runDatabasePattern('test').test('test_r123_45')).toBe(true);
+    expect(runDatabasePattern('test').test('test')).toBe(false);
   });
-  it('refuses a worker number or a database name it could not put into SQL as is', () => {
-    expect(() => workerDatabaseUrl('postgres://127.0.0.1:5432/test', '0')).toThrow();
-    expect(() => workerDatabaseUrl('postgres://127.0.0.1:5432/test', 'x;drop')).toThrow();
-    expect(() => workerDatabaseUrl('postgres://127.0.0.1:5432/Te%22st', 1)).toThrow();
+  it('refuses a run, a file or a database name it could not put into SQL as is', () => {
+    expect(() => fileDatabaseUrl('postgres://127.0.0.1:5432/test', 'r1', '0')).toThrow();
+    expect(() => fileDatabaseUrl('postgres://127.0.0.1:5432/test', 'r1', 'x;drop')).toThrow();
+    expect(() => fileDatabaseUrl('postgres://127.0.0.1:5432/test', 'x";', 1)).toThrow();
+    expect(() => fileDatabaseUrl('postgres://127.0.0.1:5432/Te%22st', 'r1', 1)).toThrow();
   });
 });
 
-describe.skipIf(!onPostgresPass())('the PostgreSQL pass: a database per vitest worker', () => {
+describe.skipIf(!onPostgresPass())('the PostgreSQL pass: a database per test file', () => {
   const base = process.env.CROSSTALK_TEST_BASE_DATABASE_URL!;
-  const fresh = `${new URL(base ?? 'postgres://x/test').pathname.slice(1)}_wdbtest_${process.pid}`;
+  const fresh = `${databaseName(base ?? 'postgres://x/test')}_probe_${process.pid}`; // not a run's name (runDatabasePattern)
+  const freshUrl = () => {
+    const u = new URL(base);
+    u.pathname = `/${fresh}`;
+    return u.toString();
+  };
   afterAll(async () => {
-    if (base) await query(base, `drop database if exists "${fresh}"`);
+    if (base) await dropDatabase(base, fresh, { force: true });
   });
 
-  it("points TEST_DATABASE_URL at this worker's database, where a harness server's schema lands", async () => {
+  it("points TEST_DATABASE_URL at this file's database, where a harness server's schema lands", async () => {
     expect(base).toBeTruthy();
-    const worker = process.env.VITEST_POOL_ID!;
-    expect(process.env.TEST_DATABASE_URL).toBe(workerDatabaseUrl(base, worker));
+    expect(process.env.TEST_DATABASE_URL).toBe(fileDatabaseUrl(base, inject('crosstalkPgRun'), process.pid));
     const [{ db }] = await query<{ db: string }>(process.env.TEST_DATABASE_URL!, 'select current_database() as db');
-    expect(db).toMatch(new RegExp(`_w${worker}$`));
+    expect(db).toBe(`${databaseName(base)}_${inject('crosstalkPgRun')}_${process.pid}`);
     const srv = await startTestServer();
     try {
       const schema = `t_${path.basename(srv.dataDir).replace(/[^a-z0-9]/gi, '').toLowerCase()}`;
@@ -54,12 +63,24 @@ describe.skipIf(!onPostgresPass())('the PostgreSQL pass: a database per vitest w
     }
   });
 
-  it('creates a missing database once, even when two workers ask at the same time', async () => {
-    const u = new URL(base);
-    u.pathname = `/${fresh}`;
-    const url = u.toString();
-    await Promise.all([ensureDatabase(base, url), ensureDatabase(base, url), ensureDatabase(base, url)]);
-    await ensureDatabase(base, url); // and again, existing
-    expect(await query(base, 'select 1 from pg_database where datname = $1', [fresh])).toHaveLength(1);
+  it('creates a missing database once, even when several processes ask at the same time', async () => {
+    await Promise.all([ensureDatabase(base, freshUrl()), ensureDatabase(base, freshUrl()), ensureDatabase(base, freshUrl())]);
+    await ensureDatabase(base, freshUrl()); // and again, existing
+    expect(await listDatabases(base, new RegExp(`^${fresh}$`))).toEqual([fresh]);
+  });
+
+  it('drops a database in use only with force: a server left open keeps its database until the run ends', async () => {
+    await ensureDatabase(base, freshUrl());
+    const held = new pg.Client(pgConnectConfig(freshUrl()));
+    await held.connect();
+    held.on('error', () => undefined); // terminated by the forced drop
+    try {
+      expect(await dropDatabase(base, fresh)).toBe(false);
+      expect(await listDatabases(base, new RegExp(`^${fresh}$`))).toEqual([fresh]);
+      expect(await dropDatabase(base, fresh, { force: true })).toBe(true);
+      expect(await listDatabases(base, new RegExp(`^${fresh}$`))).toEqual([]);
+    } finally {
+      await held.end().catch(() => undefined);
+    }
   });
 });

@@ -1,25 +1,42 @@
-// The PostgreSQL pass's database per vitest worker: `<base>_w<N>`, so that files run side by side never share a database.
+// The PostgreSQL pass's database per test file: `<base>_r<run>_<pid>`, so that files run side by side never share one.
 //
 // Why: the event log's settled horizon (server/store/settled.ts) waits for every running transaction of its own
 // database. Two files on the one test database held each other's horizon, and their waits for settled events timed
-// out. The horizon already ignores other databases, so a database per worker keeps the files apart.
+// out; the horizon ignores other databases. A fresh database per file also keeps each store's migration fast: kysely's
+// migrator lists every column of every table of every schema in the database, so a database holding the run's earlier
+// servers' schemas (hundreds) made each new one slower (160 ms in an empty database, 900 ms beside 125 schemas).
+// Created by pg-test-db-setup.ts (a vitest setup file), dropped at the file's end and by pg-test-db-global.ts.
 import pg from 'pg';
 import { pgConnectConfig } from '../store/db';
 
 /** The harness's default when TEST_DATABASE_URL is not set (server/testing/harness.ts). */
 export const DEFAULT_TEST_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
-/** `<base>_w<worker>`: the base URL with its database name suffixed (user, host and query kept). */
-export function workerDatabaseUrl(base: string, worker: string | number): string {
-  if (!/^[1-9][0-9]*$/.test(String(worker))) throw new Error(`bad vitest worker number ${worker}`);
+export const databaseName = (url: string): string => decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
+
+/** `<base>_<run>_<file>`: the base URL with its database name suffixed (user, host and query kept). */
+export function fileDatabaseUrl(base: string, run: string, file: string | number): string {
+  if (!/^r[0-9]+$/.test(run)) throw new Error(`bad test run tag ${run}`);
+  if (!/^[1-9][0-9]*$/.test(String(file))) throw new Error(`bad test file number ${file}`);
   const url = new URL(base);
-  const db = decodeURIComponent(url.pathname.replace(/^\//, ''));
+  const db = databaseName(base);
   if (!/^[a-z_][a-z0-9_]*$/.test(db)) throw new Error(`test database name "${db}" is not a plain lower-case name`);
-  url.pathname = `/${db}_w${worker}`;
+  url.pathname = `/${db}_${run}_${file}`;
   return url.toString();
 }
 
-const databaseName = (url: string) => decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
+/** Matches the databases of the run `run` (every run's, without one) made from the base database `base`. */
+export const runDatabasePattern = (baseDb: string, run?: string): RegExp => new RegExp(`^${baseDb}_(${run ?? 'r[0-9]+'})_[0-9]+$`);
+
+async function withClient<T>(base: string, f: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client(pgConnectConfig(base));
+  await c.connect();
+  try {
+    return await f(c);
+  } finally {
+    await c.end();
+  }
+}
 
 /**
  * Creates the database of `url` unless it exists, connecting through `base` (a database that does exist). Race-safe:
@@ -27,24 +44,43 @@ const databaseName = (url: string) => decodeURIComponent(new URL(url).pathname.r
  */
 export async function ensureDatabase(base: string, url: string): Promise<void> {
   const name = databaseName(url);
-  const c = new pg.Client(pgConnectConfig(base));
-  await c.connect();
-  try {
-    const { rowCount } = await c.query('select 1 from pg_database where datname = $1', [name]);
-    if (rowCount) return;
+  await withClient(base, async (c) => {
     for (let attempt = 1; ; attempt++) {
       try {
         await c.query(`create database "${name}"`);
         return;
       } catch (e) {
         const code = (e as { code?: string }).code;
-        if (code === '42P04' || code === '23505') return; // made meanwhile by another worker
+        if (code === '42P04' || code === '23505') return; // there already, or made meanwhile by another process
         // object_in_use: the template database was busy (another CREATE DATABASE copying it); it is over soon.
         if (code !== '55006' || attempt >= 20) throw e;
         await new Promise((r) => setTimeout(r, 100 * attempt));
       }
     }
-  } finally {
-    await c.end();
-  }
+  });
+}
+
+/** The databases whose names match `pattern`. */
+export async function listDatabases(base: string, pattern: RegExp): Promise<string[]> {
+  const { rows } = await withClient(base, (c) => c.query<{ datname: string }>('select datname from pg_database'));
+  return rows.map((r) => r.datname).filter((n) => pattern.test(n));
+}
+
+/**
+ * Drops the database `name`. Without `force` one still in use (a connection left open) stays, and false is
+ * returned: the run's end drops it with `force`, once no test can be using it.
+ */
+export async function dropDatabase(base: string, name: string, o: { force?: boolean } = {}): Promise<boolean> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`bad database name ${name}`);
+  return withClient(base, async (c) => {
+    // Not asked to drop one in use: PostgreSQL would wait 5 s for its connections to go before refusing.
+    if (!o.force && (await c.query('select 1 from pg_stat_activity where datname = $1', [name])).rowCount) return false;
+    try {
+      await c.query(`drop database if exists "${name}"${o.force ? ' with (force)' : ''}`);
+      return true;
+    } catch (e) {
+      if ((e as { code?: string }).code === '55006') return false; // object_in_use: connected meanwhile
+      throw e;
+    }
+  });
 }
