@@ -7,6 +7,9 @@ import { STORE_INDEPENDENT } from './server/testing/store-independent.ts';
 const ALL = ['server/**/*.test.ts', 'lib/**/*.test.ts', 'stores/**/*.test.ts', 'bin/**/*.test.ts', 'bench/lib/**/*.test.ts'];
 const once = [...STORE_INDEPENDENT];
 const postgresPass = process.env.TEST_STORE === 'postgres';
+// The projects whose files use PostgreSQL (TEST_DATABASE_URL) get a database each, made before the file and dropped
+// after it: the PostgreSQL pass, and the run-once files (clusters, crash bursts, webhooks on pg-boss).
+const pgFileDatabases = { globalSetup: ['server/testing/pg-test-db-global.ts'], setupFiles: ['server/testing/pg-test-db-setup.ts'] };
 
 export default defineConfig({
   resolve: { alias: { '@': import.meta.dirname } },
@@ -24,9 +27,9 @@ export default defineConfig({
     // timed out (3 of 3 CI runs, a different suite each time).
     maxWorkers: Math.max(2, os.availableParallelism() - 1),
     projects: postgresPass
-      ? [{ extends: true, test: { name: 'postgres', include: ['server/**/*.test.ts'], exclude: once, globalSetup: ['server/testing/pg-test-db-global.ts'], setupFiles: ['server/testing/pg-test-db-setup.ts'] } }]
+      ? [{ extends: true, test: { name: 'postgres', include: ['server/**/*.test.ts'], exclude: once, ...pgFileDatabases } }]
       : [
-          { extends: true, test: { name: 'once', include: once, env: { CROSSTALK_TEST_STORE_INDEPENDENT: '1' } } },
+          { extends: true, test: { name: 'once', include: once, env: { CROSSTALK_TEST_STORE_INDEPENDENT: '1' }, ...pgFileDatabases } },
           { extends: true, test: { name: 'sqlite', include: ALL, exclude: once } },
         ],
   },
