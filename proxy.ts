@@ -15,6 +15,6 @@ export function proxy(request: NextRequest): NextResponse {
 }
 
 export const config = {
-  // Pages only: API routes, A2A, MCP and built assets are never documents (next.config.ts gives them the framing headers).
+  // Pages only: API routes, A2A, MCP and built assets are never documents (next.config.mjs gives them the framing headers).
   matcher: [{ source: '/((?!api/|a2a/|mcp|_next/static|_next/image|favicon.ico|icon.svg).*)' }],
 };

@@ -107,7 +107,7 @@ async function measure(t: ScaleTarget): Promise<ScaleResult> {
   server = await startServer({
     dataDir: t.dataDir,
     token: TOKEN,
-    // The repo root: Next (16.4.6) resolves next.config.ts's relative imports against the working directory.
+    // The repo root (Next's working directory as `npm start` runs it).
     cwd: repoRoot,
     readyTimeoutMs: 300_000,
     nodeArgs: [`--import=${path.join(repoRoot, 'bench', 'lib', 'loop-probe.mjs')}`, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])],

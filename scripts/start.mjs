@@ -96,7 +96,7 @@ async function startInProcess() {
   // instrumentation.ts has started the runtime by now; it keeps its promise on globalThis.
   const runtimeKey = Symbol.for('crosstalk.runtime');
   const runtime = globalThis[runtimeKey] ? await globalThis[runtimeKey] : null;
-  // What lib/security/headers.ts gives Next's responses (next.config.ts, proxy.ts), for the routes served here:
+  // What lib/security/headers.ts gives Next's responses (next.config.mjs, proxy.ts), for the routes served here:
   // JSON and event streams, never documents.
   const apiHeaders = (res) => {
     res.setHeader('X-Frame-Options', 'DENY');

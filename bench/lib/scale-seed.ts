@@ -136,6 +136,8 @@ export function seedSqlite(dataDir: string, sessions: number, progress: Progress
   // sessions.search's word list (0021_search_terms), whose triggers were set aside with the index's.
   db.exec(fillSearchTerms);
   db.exec(`insert into messages_fts(messages_fts, rank) values ('automerge', 4)`);
+  // Every message loaded is indexed: the store's batch indexer (server/store/search-indexer.ts) goes on after them.
+  db.exec(`update search_indexed set upto = (select coalesce(max(id), 0) from messages)`);
   for (const tr of triggers) db.exec(tr.sql);
   db.pragma('wal_checkpoint(TRUNCATE)');
   db.exec('analyze');

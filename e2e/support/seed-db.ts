@@ -113,6 +113,7 @@ async function main() {
     });
     await tx.insertInto('sessions').values(archived).execute();
   });
+  await handle.searchIndexer?.catchUp(); // the seeded transcript searchable from the server's start
   await handle.close();
   console.log(`seed-db: ${BIG_ROWS} rows in ${BIG_SESSION}, ${kinds.length} in ${KINDS_SESSION}, ${ARCHIVE_SESSIONS} empty ${ARCHIVE_AGENT} sessions (${now})`);
 }

@@ -1,6 +1,6 @@
 // The room's security headers: a per-request Content-Security-Policy (script and style nonces) and the framing ban.
 
-/** Sent on every response (next.config.ts for what Next serves, scripts/start.mjs for the routes it serves itself). */
+/** Sent on every response (next.config.mjs for what Next serves, scripts/start.mjs for the routes it serves itself). */
 export const FRAME_HEADERS = { 'X-Frame-Options': 'DENY', 'X-Content-Type-Options': 'nosniff' } as const;
 
 /** A fresh nonce: 128 random bits, base64. */

@@ -149,3 +149,18 @@ describe('the board and budgets', () => {
     }
   });
 });
+
+describe('status', () => {
+  it('counts every dead webhook, past the 1,000 rows it used to read to count them', async () => {
+    const key = 'agent:main:dead-count';
+    hook.status = 500;
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/reply x', webhook: { url: hook.url } });
+    await s.rpc('agent.wait', { runId });
+    const dead = await until(async () => (await s.rt.store.db.selectFrom('webhook_outbox').selectAll().where('run_id', '=', runId).where('status', '=', 'dead').executeTakeFirst()) ?? null, 30_000);
+    const before = (await s.rpc<{ webhooksDead: number }>('status')).webhooksDead;
+    const copies = Array.from({ length: 1000 }, (_, i) => ({ ...dead, id: `${dead.id}-copy-${i}` }));
+    for (let i = 0; i < copies.length; i += 100) await s.rt.store.db.insertInto('webhook_outbox').values(copies.slice(i, i + 100)).execute();
+    expect(before).toBeGreaterThanOrEqual(1);
+    expect((await s.rpc<{ webhooksDead: number }>('status')).webhooksDead).toBe(before + 1000);
+  });
+});

@@ -8,6 +8,7 @@ import type { Database, DialectName } from './schema';
 import { migrateToLatest } from './migrations';
 import { lockDataDir } from './data-dir-lock';
 import { SqliteSearcher } from './search-worker';
+import { SqliteSearchIndexer } from './search-indexer';
 import { WalCheckpointer } from './wal-checkpointer';
 import { PG_JIT, UNPREPARED } from './pg-plans';
 export { DataDirInUseError } from './data-dir-lock';
@@ -20,6 +21,8 @@ export interface DbHandle {
   sqlite?: import('better-sqlite3').Database;
   /** SQLite only: sessions.search's worker thread over the same file (started on the first search). */
   sqliteSearch?: SqliteSearcher;
+  /** SQLite only: writes the full-text index behind the turns, in batches (./search-indexer). */
+  searchIndexer?: SqliteSearchIndexer;
   /** SQLite only: the thread that checkpoints the WAL (the main connection never does: ./wal-checkpointer). */
   walCheckpointer?: WalCheckpointer;
   /** PostgreSQL only: what a dedicated (non-pooled) connection needs, and the schema tests isolate in. */
@@ -57,15 +60,18 @@ async function openSqlite(dataDir: string): Promise<DbHandle> {
     unlock();
     throw e;
   }
-  const sqliteSearch = new SqliteSearcher(file);
+  const searchIndexer = new SqliteSearchIndexer(sqlite, db).start();
+  const sqliteSearch = new SqliteSearcher(file, { beforeSearch: () => searchIndexer.catchUp() });
   const walCheckpointer = new WalCheckpointer(file, sqlite);
   return {
     db,
     dialect: 'sqlite',
     sqlite,
     sqliteSearch,
+    searchIndexer,
     walCheckpointer,
     close: async () => {
+      searchIndexer.close();
       await sqliteSearch.close();
       await walCheckpointer.close();
       await db.destroy();

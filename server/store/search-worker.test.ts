@@ -44,14 +44,15 @@ afterAll(async () => {
 describe('SQLite search worker', () => {
   it('keeps the word list (search_terms) by trigger, a batch at a time, and finds the words still waiting', async () => {
     const n = async (term: string) => (await sql<{ n: number }>`select n from search_terms where term = ${term}`.execute(h.db)).rows[0]?.n;
-    const waiting = async () => Number((await sql<{ c: number }>`select count(*) as c from search_terms_pending`.execute(h.db)).rows[0]!.c);
+    // The index (and with it the word list's waiting rows) follows the messages in batches (./search-indexer).
+    const waiting = async () => (await h.searchIndexer!.catchUp(), Number((await sql<{ c: number }>`select count(*) as c from search_terms_pending`.execute(h.db)).rows[0]!.c));
     // 76 messages so far: the first SEARCH_TERMS_BATCH counted (folded as the index folds: "Café" is "cafe"), the rest waiting.
-    expect({ cafe: await n('cafe'), wombat: await n('wombat'), n42: await n('42'), waiting: await waiting() }).toEqual({ cafe: 2, wombat: 2, n42: 1, waiting: 76 - SEARCH_TERMS_BATCH });
+    expect({ waiting: await waiting(), cafe: await n('cafe'), wombat: await n('wombat'), n42: await n('42') }).toEqual({ cafe: 2, wombat: 2, n42: 1, waiting: 76 - SEARCH_TERMS_BATCH });
     await sql`update messages set content = 'now a quokka' where session_key = 'agent:main:a'`.execute(h.db);
     expect(await n('quokka')).toBeUndefined();
     expect((await h.sqliteSearch!.search(q('quok'))).map((x) => x.session_key)).toEqual(['agent:main:a']);
     for (let i = 0; i < SEARCH_TERMS_BATCH; i++) await insert('agent:main:y', `batch ${i}`);
-    expect({ quokka: await n('quokka'), waiting: await waiting() }).toEqual({ quokka: 1, waiting: 76 + 1 + SEARCH_TERMS_BATCH - 2 * SEARCH_TERMS_BATCH });
+    expect({ waiting: await waiting(), quokka: await n('quokka') }).toEqual({ quokka: 1, waiting: 76 + 1 + SEARCH_TERMS_BATCH - 2 * SEARCH_TERMS_BATCH });
   });
 
   it('answers in the worker as the same search in this thread does (prefixes, agent filter, pages)', async () => {
@@ -75,6 +76,7 @@ describe('SQLite search worker', () => {
   it('leaves the event loop free while a search runs', async () => {
     const gate = new Int32Array(new SharedArrayBuffer(4));
     Atomics.store(gate, 0, 1);
+    await h.searchIndexer!.catchUp(); // a searcher of its own (no catching up before its searches)
     const searcher = new SqliteSearcher(file, { gate });
     try {
       let settled = false;
@@ -93,6 +95,7 @@ describe('SQLite search worker', () => {
 
   it('stops a search past its time bound with a timeout error and answers the next one from a new thread', async () => {
     const gate = new Int32Array(new SharedArrayBuffer(4));
+    await h.searchIndexer!.catchUp();
     const searcher = new SqliteSearcher(file, { gate, timeoutMs: 200 });
     try {
       expect((await searcher.search(q('wombat'))).length).toBe(2);
@@ -107,6 +110,7 @@ describe('SQLite search worker', () => {
   });
 
   it('searches in this thread when the worker cannot start (no better-sqlite3 where it looks)', async () => {
+    await h.searchIndexer!.catchUp();
     const searcher = new SqliteSearcher(file, { moduleBases: ['/nonexistent/index.js'] });
     try {
       const local = inThreadSqliteSearch(new BetterSqlite3(file, { readonly: true }));

@@ -20,6 +20,8 @@ export interface SqliteSearcherOptions {
   gate?: Int32Array;
   /** Where the thread looks for better-sqlite3 (tests: somewhere it is not, to see the fallback). */
   moduleBases?: string[];
+  /** Runs before each search (the store's: the full-text index caught up with every message written, ./search-indexer). */
+  beforeSearch?: () => Promise<void>;
 }
 
 // The thread: better-sqlite3 resolved from where the main thread's code lives (a bundle's chunk, the start script or
@@ -74,7 +76,13 @@ export class SqliteSearcher {
     private readonly opts: SqliteSearcherOptions = {},
   ) {}
 
-  search(q: SqliteSearchQuery): Promise<SqliteSearchHit[]> {
+  async search(q: SqliteSearchQuery): Promise<SqliteSearchHit[]> {
+    if (this.closed) throw new CrosstalkError('internal', 'the store is closed');
+    await this.opts.beforeSearch?.();
+    return this.queued(q);
+  }
+
+  private queued(q: SqliteSearchQuery): Promise<SqliteSearchHit[]> {
     if (this.closed) return Promise.reject(new CrosstalkError('internal', 'the store is closed'));
     if (this.inThread) return Promise.resolve(this.inThread(q));
     if (this.queue.length >= SEARCH_QUEUE) return Promise.reject(new CrosstalkError('rate_limited', 'too many searches waiting; try again'));

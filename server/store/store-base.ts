@@ -251,6 +251,12 @@ export class StoreBase {
     return r !== null;
   }
 
+  /** How many webhooks are in a state: a count over the (status, next_attempt_at) index, no rows read. */
+  async countWebhooks(status: string): Promise<number> {
+    const r = await this.db.selectFrom('webhook_outbox').select((eb) => eb.fn.countAll<string | number>().as('n')).where('status', '=', status).executeTakeFirst();
+    return Number(r?.n ?? 0);
+  }
+
   listWebhooks(o: { status?: string; limit: number }): Promise<WebhookRow[]> {
     let q = this.db.selectFrom('webhook_outbox').selectAll();
     if (o.status) q = q.where('status', '=', o.status);

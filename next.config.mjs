@@ -1,12 +1,13 @@
 // Next.js config: native and server-only packages stay out of the bundle; framing headers on every response.
-import type { NextConfig } from 'next';
 
-// No relative imports here: Next resolves them from the process's cwd, not from this file (its legacy TS config
-// loader compiles this file into a module without a filename), so `npm start` / `crosstalk` run from any other
-// directory failed to load the config. These must equal lib/security/headers.ts FRAME_HEADERS (next-config.test.ts).
-const FRAME_HEADERS = { 'X-Frame-Options': 'DENY', 'X-Content-Type-Options': 'nosniff' } as const;
+// Plain ESM, not next.config.ts: Next compiles a TypeScript config with SWC at every start, which maps SWC's native
+// binding (24 MB of RSS, a tokio thread) into the production server for the life of the process (issue 24.5:
+// RSS after the load; lib/security/next-config.test.ts checks it stays out). It cannot import lib/security/headers.ts
+// (TypeScript) either: these must equal its FRAME_HEADERS (next-config.test.ts).
+const FRAME_HEADERS = { 'X-Frame-Options': 'DENY', 'X-Content-Type-Options': 'nosniff' };
 
-const nextConfig: NextConfig = {
+/** @type {import('next').NextConfig} */
+const nextConfig = {
   serverExternalPackages: ['better-sqlite3', 'pg', 'pino', 'prom-client', 'kysely', '@slack/web-api', 'grammy', '@discordjs/rest', 'nostr-tools', 'ws'],
   poweredByHeader: false,
   reactStrictMode: true,

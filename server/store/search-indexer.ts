@@ -1,0 +1,118 @@
+// SQLite's full-text index (messages_fts, and search_terms through search_terms_pending) written in batches behind the
+// turns, instead of by a trigger inside every transaction that inserts a message; caught up before every search.
+import type BetterSqlite3 from 'better-sqlite3';
+import type { Kysely } from 'kysely';
+import type { Database } from './schema';
+import { sqliteBody } from './search-sqlite';
+
+/**
+ * How often new messages are looked for. Why batches (issue 24.4, tmpdiag A/B of in-process turns): FTS5 writes a new
+ * index segment at every commit that inserted a row, so a turn's two commits each wrote the index's pages as well
+ * (and counted a pending term row); without the insert triggers a sequential turn took 11–18 % less and a round of
+ * 50 new sessions 25–35 % less. Indexed 64 at a time, a message costs a fraction of its own segment.
+ */
+export const INDEX_EVERY_MS = 200;
+/** Messages indexed per transaction. */
+export const INDEX_BATCH = 256;
+/** A tick indexes batches for this long at most, then yields the event loop and goes on right after (a backlog). */
+export const TICK_BUDGET_MS = 8;
+
+export class SqliteSearchIndexer {
+  private timer?: NodeJS.Timeout;
+  private closed = false;
+  private ticking = false;
+  private readonly stmts: {
+    newest: BetterSqlite3.Statement;
+    upto: BetterSqlite3.Statement;
+    last: BetterSqlite3.Statement;
+    index: BetterSqlite3.Statement;
+    terms: BetterSqlite3.Statement;
+    mark: BetterSqlite3.Statement;
+  };
+  private readonly batch: (upto: number) => number;
+  /** The newest message id this indexer put in the index (tests). */
+  lastIndexed = 0;
+
+  constructor(
+    raw: BetterSqlite3.Database,
+    private readonly db: Kysely<Database>,
+    private readonly opts: { everyMs?: number; batch?: number } = {},
+  ) {
+    this.stmts = {
+      newest: raw.prepare('select coalesce(max(id), 0) as id from messages'),
+      upto: raw.prepare('select upto from search_indexed'),
+      last: raw.prepare('select max(id) as id from (select id from messages where id > ? order by id limit ?)'),
+      // OR REPLACE: a message changed before it was indexed was indexed by the update trigger already.
+      index: raw.prepare(`insert or replace into messages_fts(rowid, body) select m.id, ${sqliteBody('m')} from messages m where m.id > ? and m.id <= ?`),
+      terms: raw.prepare('insert or ignore into search_terms_pending(id) select id from messages where id > ? and id <= ?'),
+      mark: raw.prepare('update search_indexed set upto = ?'),
+    };
+    this.batch = raw.transaction((upto: number) => {
+      const last = (this.stmts.last.get(upto, this.opts.batch ?? INDEX_BATCH) as { id: number | null }).id;
+      if (last == null) return 0;
+      this.stmts.index.run(upto, last);
+      this.stmts.terms.run(upto, last);
+      this.stmts.mark.run(last);
+      return last;
+    });
+  }
+
+  /** Starts looking for new messages every INDEX_EVERY_MS (unref'd: it keeps no process alive). */
+  start(): this {
+    if (!this.timer && !this.closed) {
+      this.timer = setInterval(() => void this.tick(), this.opts.everyMs ?? INDEX_EVERY_MS);
+      this.timer.unref();
+    }
+    return this;
+  }
+
+  /** Every message written so far is in the index once this resolves (sessions.search calls it first). */
+  catchUp(): Promise<void> {
+    return this.locked(() => {
+      while (this.step(Infinity)) {
+        /* until nothing is left */
+      }
+    });
+  }
+
+  close(): void {
+    this.closed = true;
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Batches while messages wait, for TICK_BUDGET_MS at most; the rest right after, the event loop served between. */
+  private tick(): Promise<void> | undefined {
+    if (this.closed || this.ticking) return;
+    this.ticking = true;
+    let more = false;
+    return this.locked(() => {
+      const until = performance.now() + TICK_BUDGET_MS;
+      do more = this.step(1);
+      while (more && performance.now() < until);
+    })
+      .catch(() => undefined) // a failed batch is tried again next tick
+      .finally(() => {
+        this.ticking = false;
+        if (more) setImmediate(() => void this.tick());
+      });
+  }
+
+  /** Indexes up to `batches` batches; whether more may be left. */
+  private step(batches: number): boolean {
+    for (let i = 0; i < batches; i++) {
+      const upto = (this.stmts.upto.get() as { upto: number }).upto;
+      if ((this.stmts.newest.get() as { id: number }).id <= upto) return false;
+      const last = this.batch(upto);
+      if (!last) return false;
+      this.lastIndexed = last;
+    }
+    return true;
+  }
+
+  /** Under Kysely's connection lock (SQLite has one connection): no other statement interleaves with a batch. */
+  private locked(fn: () => void): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return this.db.connection().execute(async () => fn());
+  }
+}
