@@ -25,7 +25,7 @@ export default defineConfig({
     // 17-file PostgreSQL sample from 1,065 s to 689 s of wall at the same load (BENCHMARKS.md, "CI time").
     // The PostgreSQL pass too, since each test file has a database of its own (pgFileDatabases): on the one test
     // database, files side by side held each other's event-log horizon (settled.ts waits for every transaction of its
-    // database) and their waits for settled events timed out (3 of 3 CI runs). 476 s one at a time, 162–244 s now.
+    // database) and their waits for settled events timed out (3 of 3 CI runs). 476 s one at a time, 155–244 s now.
     maxWorkers: Math.max(2, os.availableParallelism() - 1),
     projects: postgresPass
       ? [{ extends: true, test: { name: 'postgres', include: ['server/**/*.test.ts'], exclude: once, ...pgFileDatabases } }]
