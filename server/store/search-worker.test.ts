@@ -2,7 +2,7 @@
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { tmpDataDir } from '../testing/harness';
 import { openDatabase, type DbHandle } from './db';
 import { MAX_PREFIX_TERMS, RANK_WINDOW } from './search';
@@ -105,6 +105,19 @@ describe('SQLite search worker', () => {
       expect((await searcher.search(q('wombat'))).length).toBe(2);
       expect(searcher.started).toBe(2);
     } finally {
+      await searcher.close();
+    }
+  });
+
+  it('answers from what the index holds when it cannot catch up first', async () => {
+    await h.searchIndexer!.catchUp();
+    const searcher = new SqliteSearcher(file, { beforeSearch: () => Promise.reject(new Error('database is locked')) });
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
+    try {
+      expect((await searcher.search(q('wombat'))).map((x) => x.session_key)).toEqual(['agent:main:c', 'agent:ops:b']);
+      expect(warn).toHaveBeenCalledTimes(1);
+    } finally {
+      warn.mockRestore();
       await searcher.close();
     }
   });

@@ -68,6 +68,7 @@ export class SqliteSearcher {
   private running?: Job;
   private nextId = 1;
   private closed = false;
+  private warned = false;
   /** Threads started so far (tests: a stopped search's thread is replaced). */
   started = 0;
 
@@ -78,7 +79,12 @@ export class SqliteSearcher {
 
   async search(q: SqliteSearchQuery): Promise<SqliteSearchHit[]> {
     if (this.closed) throw new CrosstalkError('internal', 'the store is closed');
-    await this.opts.beforeSearch?.();
+    // An index that could not catch up (a locked or failing write) still answers with what it holds: at most the
+    // messages of the last INDEX_EVERY_MS are missing, and the indexer's next tick tries again.
+    await this.opts.beforeSearch?.().catch((e: unknown) => {
+      if (!this.warned) console.warn(`crosstalk: the search index could not catch up before a search (${(e as Error)?.message ?? e}); answering from what it holds`);
+      this.warned = true;
+    });
     return this.queued(q);
   }
 
