@@ -6,10 +6,10 @@ import type { Database } from './schema';
 import { sqliteBody } from './search-sqlite';
 
 /**
- * How often new messages are looked for. Why batches (issue 24.4, tmpdiag A/B of in-process turns): FTS5 writes a new
- * index segment at every commit that inserted a row, so a turn's two commits each wrote the index's pages as well
- * (and counted a pending term row); without the insert triggers a sequential turn took 11–18 % less and a round of
- * 50 new sessions 25–35 % less. Indexed 64 at a time, a message costs a fraction of its own segment.
+ * How often new messages are looked for. Why batches (issue 24.4): FTS5 writes a new index segment at every commit
+ * that inserted a row, so a turn's two commits each wrote the index's pages as well (and counted a pending term row).
+ * Two built servers side by side, interleaved, this against the insert triggers: a round of 50 new sessions 55.7 / 65.0
+ * against 77.4 / 70.4 ms, a sequential turn 1.27 / 1.40 against 1.53 / 1.55 ms (BENCHMARKS.md).
  */
 export const INDEX_EVERY_MS = 200;
 /** Messages indexed per transaction. */
