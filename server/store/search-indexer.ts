@@ -21,15 +21,8 @@ export class SqliteSearchIndexer {
   private timer?: NodeJS.Timeout;
   private closed = false;
   private ticking = false;
-  private readonly stmts: {
-    newest: BetterSqlite3.Statement;
-    upto: BetterSqlite3.Statement;
-    last: BetterSqlite3.Statement;
-    index: BetterSqlite3.Statement;
-    terms: BetterSqlite3.Statement;
-    mark: BetterSqlite3.Statement;
-  };
-  private readonly batch: (upto: number) => number;
+  private readonly next: BetterSqlite3.Statement;
+  private readonly write: (from: number, to: number) => void;
   /** The newest message id this indexer put in the index (tests). */
   lastIndexed = 0;
 
@@ -38,22 +31,16 @@ export class SqliteSearchIndexer {
     private readonly db: Kysely<Database>,
     private readonly opts: { everyMs?: number; batch?: number } = {},
   ) {
-    this.stmts = {
-      newest: raw.prepare('select coalesce(max(id), 0) as id from messages'),
-      upto: raw.prepare('select upto from search_indexed'),
-      last: raw.prepare('select max(id) as id from (select id from messages where id > ? order by id limit ?)'),
-      // OR REPLACE: a message changed before it was indexed was indexed by the update trigger already.
-      index: raw.prepare(`insert or replace into messages_fts(rowid, body) select m.id, ${sqliteBody('m')} from messages m where m.id > ? and m.id <= ?`),
-      terms: raw.prepare('insert or ignore into search_terms_pending(id) select id from messages where id > ? and id <= ?'),
-      mark: raw.prepare('update search_indexed set upto = ?'),
-    };
-    this.batch = raw.transaction((upto: number) => {
-      const last = (this.stmts.last.get(upto, this.opts.batch ?? INDEX_BATCH) as { id: number | null }).id;
-      if (last == null) return 0;
-      this.stmts.index.run(upto, last);
-      this.stmts.terms.run(upto, last);
-      this.stmts.mark.run(last);
-      return last;
+    // The next batch: the newest id indexed, and the last of the (at most `batch`) messages after it (null: none).
+    this.next = raw.prepare('select upto, (select max(id) from (select id from messages where id > upto order by id limit ?)) as last from search_indexed');
+    // OR REPLACE: a message changed before it was indexed was indexed by the update trigger already.
+    const index = raw.prepare(`insert or replace into messages_fts(rowid, body) select m.id, ${sqliteBody('m')} from messages m where m.id > ? and m.id <= ?`);
+    const terms = raw.prepare('insert or ignore into search_terms_pending(id) select id from messages where id > ? and id <= ?');
+    const mark = raw.prepare('update search_indexed set upto = ?');
+    this.write = raw.transaction((from: number, to: number) => {
+      index.run(from, to);
+      terms.run(from, to);
+      mark.run(to);
     });
   }
 
@@ -69,7 +56,7 @@ export class SqliteSearchIndexer {
   /** Every message written so far is in the index once this resolves (sessions.search calls it first). */
   catchUp(): Promise<void> {
     return this.locked(() => {
-      while (this.step(Infinity)) {
+      while (this.step()) {
         /* until nothing is left */
       }
     });
@@ -88,7 +75,7 @@ export class SqliteSearchIndexer {
     let more = false;
     return this.locked(() => {
       const until = performance.now() + TICK_BUDGET_MS;
-      do more = this.step(1);
+      do more = this.step();
       while (more && performance.now() < until);
     })
       .catch(() => undefined) // a failed batch is tried again next tick
@@ -98,15 +85,12 @@ export class SqliteSearchIndexer {
       });
   }
 
-  /** Indexes up to `batches` batches; whether more may be left. */
-  private step(batches: number): boolean {
-    for (let i = 0; i < batches; i++) {
-      const upto = (this.stmts.upto.get() as { upto: number }).upto;
-      if ((this.stmts.newest.get() as { id: number }).id <= upto) return false;
-      const last = this.batch(upto);
-      if (!last) return false;
-      this.lastIndexed = last;
-    }
+  /** Indexes one batch (a transaction of its own); whether there was one. Nothing waiting: one read, no transaction. */
+  private step(): boolean {
+    const { upto, last } = this.next.get(this.opts.batch ?? INDEX_BATCH) as { upto: number; last: number | null };
+    if (last == null) return false;
+    this.write(upto, last);
+    this.lastIndexed = last;
     return true;
   }
 
