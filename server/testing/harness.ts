@@ -7,6 +7,7 @@ import { createRuntime } from '../boot';
 import type { FullRuntime } from '../runtime-types';
 import { serve } from '../http/node-server';
 import { storeUnderTest } from './store-under-test';
+import { DEFAULT_TEST_DATABASE_URL } from './pg-test-db';
 export { serve };
 
 export const TEST_TOKEN = 'test-token';
@@ -36,7 +37,7 @@ export interface StartOptions {
 }
 
 /** TEST_STORE=postgres runs every harness server on PostgreSQL (TEST_DATABASE_URL), each in a schema of its own. */
-const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const PG_URL = process.env.TEST_DATABASE_URL ?? DEFAULT_TEST_DATABASE_URL;
 const schemaFor = (dataDir: string) => `t_${path.basename(dataDir).replace(/[^a-z0-9]/gi, '').toLowerCase()}`;
 
 export async function startTestServer(o: StartOptions = {}): Promise<TestServer> {

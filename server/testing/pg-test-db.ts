@@ -9,7 +9,7 @@
 import pg from 'pg';
 import { pgConnectConfig } from '../store/db';
 
-/** The harness's default when TEST_DATABASE_URL is not set (server/testing/harness.ts). */
+/** The test servers' database when TEST_DATABASE_URL is not set (harness.ts, store-dialects.ts, the setup files). */
 export const DEFAULT_TEST_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
 export const databaseName = (url: string): string => decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));

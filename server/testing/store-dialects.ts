@@ -5,11 +5,12 @@ import { afterAll, beforeAll } from 'vitest';
 import { openDatabase } from '../store/db';
 import { Store } from '../store/store';
 import { tmpDataDir } from './harness';
+import { DEFAULT_TEST_DATABASE_URL } from './pg-test-db';
 
 export const DIALECTS = ['sqlite', 'postgres'] as const;
 export type Dialect = (typeof DIALECTS)[number];
 
-const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const PG_URL = process.env.TEST_DATABASE_URL ?? DEFAULT_TEST_DATABASE_URL;
 
 /** Opens the suite's store before its tests (handed to `set`) and closes it after, dropping its PostgreSQL schema. */
 export function withSuiteStore(dialect: Dialect, prefix: string, set: (store: Store) => void): void {
