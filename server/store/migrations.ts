@@ -13,9 +13,10 @@ import { pushMigrations } from './migrations-push';
 import { foldMigrations } from './migrations-fold';
 import { pgsearchMigrations } from './migrations-pgsearch';
 import { searchBatchMigrations } from './migrations-search-batches';
+import { sparseIndexMigrations } from './migrations-sparse-indexes';
 
 // Later capabilities keep their migrations in modules of their own (server/store/migrations-<name>.ts): add the set here.
-const sets: MigrationSet[] = [oauthMigrations, approvalHistoryMigrations, deliveriesMigrations, pushMigrations, scaleMigrations, searchMigrations, foldMigrations, pgsearchMigrations, searchBatchMigrations];
+const sets: MigrationSet[] = [oauthMigrations, approvalHistoryMigrations, deliveriesMigrations, pushMigrations, scaleMigrations, searchMigrations, foldMigrations, pgsearchMigrations, searchBatchMigrations, sparseIndexMigrations];
 
 function migrations(dialect: DialectName): Record<string, Migration> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
