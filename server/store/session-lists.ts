@@ -1,5 +1,6 @@
 // The session lists: the sidebar's sessions and a parent's delegates, keyset-paged, and the delegate counters. Store
 // (store.ts) builds on it; fencing below it in FencedStore.
+import { sql } from 'kysely';
 import type { SessionRow } from './schema';
 import { FencedStore } from './fences';
 import { nowIso } from './store-base';
@@ -31,7 +32,8 @@ export class SessionLists extends FencedStore {
     const r = await this.db
       .selectFrom('sessions')
       .select((eb) => [eb.fn.countAll().as('n'), eb.fn.sum<number>('bytes').as('b')])
-      .where('kind', '=', 'subagent')
+      // A literal, as the partial index (0024_sparse_indexes) names it: a bound value would not prove the index usable.
+      .where('kind', '=', sql.lit('subagent'))
       .where('dismissed_at', 'is', null)
       .executeTakeFirst();
     return { reusable: Number(r?.n ?? 0), bytes: Number(r?.b ?? 0) };
