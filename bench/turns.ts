@@ -15,7 +15,7 @@ import { CLK_TCK, processTree } from './lib/proc';
 import { startFakeOpenAI } from '../server/models/testing/fake-openai-server';
 import { signWebhook } from '../server/webhooks/signature';
 import { writeMarked } from './lib/sections';
-import { makeTempDir, repoRoot, type ServerHandle, startServer } from './lib/server';
+import { afterWarm, makeTempDir, repoRoot, type ServerHandle, startServer } from './lib/server';
 import { sleep, summarize, type Summary } from './lib/stats';
 import { pgCapacity, pgStatementsPerTurn, type CapacityPoint, type StatementCount } from './lib/pg-capacity';
 import { putSummaryRows, renderTurns, summaryRows, type SteerLatency, type TurnsResults, type TurnsSettings } from './lib/turns-report';
@@ -226,7 +226,7 @@ async function main() {
   try {
     log(`load ${results.load.begin}; starting the servers`);
     sqlite = await start(dataDir, cwd, env);
-    await sleep(1000);
+    await afterWarm(sqlite); // idle RSS once the room's modules are loaded, as they stay
     results.idleRssKb = [sqlite.rss().totalKb];
     await attempt('postgres server', async () => {
       pg = await start(pgDir, cwd, { ...env, DATABASE_URL: PG, CROSSTALK_PG_SCHEMA: schema });
@@ -271,7 +271,7 @@ async function main() {
       results.starts = [];
       for (let i = 0; i < S.starts; i++) {
         const h = await start(dataDir, cwd, env);
-        await sleep(1000);
+        await afterWarm(h);
         results.starts.push(h.readyMs);
         results.idleRssKb!.push(h.rss().totalKb);
         log(`start ${i + 1}: ready in ${h.readyMs.toFixed(0)} ms, idle ${(h.rss().totalKb / 1024).toFixed(0)} MB`);

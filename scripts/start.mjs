@@ -79,6 +79,24 @@ if (process.env.CROSSTALK_START_MODE === 'spawn') {
 }
 
 /**
+ * The room's first server render instantiates its modules: ~0.5–1 s in one task on the event loop (and ~19 MB), which
+ * in the middle of a first visit stalls every run streaming then (bench/profile-room.ts: a 1,140 ms long task,
+ * `requirePage` → `instantiateModule`). Done once instead, shortly after the server is ready: the page rendered for
+ * ourselves over loopback, its answer dropped. CROSSTALK_WARM_ROOM_MS: the delay after listening (default 1000;
+ * negative: never).
+ */
+const WARM_ROOM_MS = Number(process.env.CROSSTALK_WARM_ROOM_MS ?? 1000);
+function warmRoom(http, port, token) {
+  const t0 = performance.now();
+  const loopback = host === '::' || host === '::1' ? '::1' : host === '0.0.0.0' || host === '' ? '127.0.0.1' : host;
+  const req = http.get({ host: loopback, port, path: '/', headers: { authorization: `Bearer ${token}` } }, (res) => {
+    res.resume();
+    res.on('end', () => console.log(`crosstalk: room warmed (HTTP ${res.statusCode}, ${Math.round(performance.now() - t0)} ms)`));
+  });
+  req.on('error', (e) => console.log(`crosstalk: room not warmed (${e.message}); its first visit loads it`));
+}
+
+/**
  * Next's production server inside this process, behind a node:http server of our own: POST /api/gateway (the
  * JSON-RPC hot path), /api/trpc/* (the room's queries and event stream), /mcp and POST /api/channels/* (platform
  * webhooks: an inbound message's way to the model, issue 24.3) go straight to the runtime's node-level handlers,
@@ -117,7 +135,9 @@ async function startInProcess() {
   });
   server.listen(port, host, () => {
     const addr = server.address();
-    console.log(`crosstalk: listening on http://${host}:${typeof addr === 'object' && addr ? addr.port : port}${runtime ? '' : ' (runtime not started by instrumentation: gateway served by Next)'}`);
+    const bound = typeof addr === 'object' && addr ? addr.port : port;
+    console.log(`crosstalk: listening on http://${host}:${bound}${runtime ? '' : ' (runtime not started by instrumentation: gateway served by Next)'}`);
+    if (runtime && WARM_ROOM_MS >= 0) setTimeout(() => warmRoom(http, bound, runtime.token), WARM_ROOM_MS).unref();
   });
   let inFlight = 0;
   server.on('request', (req, res) => {
