@@ -11,6 +11,7 @@
 // /proc/<pid>/environ holds none of them.
 import './require-node.mjs';
 import { launchWithoutSecrets } from './secrets.mjs';
+import { staticAssets } from './static-assets.mjs';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -116,16 +117,19 @@ async function startInProcess() {
   const runtime = globalThis[runtimeKey] ? await globalThis[runtimeKey] : null;
   // What lib/security/headers.ts gives Next's responses (next.config.mjs, proxy.ts), for the routes served here:
   // JSON and event streams, never documents.
+  const FRAME = { 'X-Frame-Options': 'DENY', 'X-Content-Type-Options': 'nosniff' };
   const apiHeaders = (res) => {
-    res.setHeader('X-Frame-Options', 'DENY');
-    res.setHeader('X-Content-Type-Options', 'nosniff');
+    for (const [k, v] of Object.entries(FRAME)) res.setHeader(k, v);
     res.setHeader('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
   };
+  // The build's immutable chunks from memory, compressed once (scripts/static-assets.mjs), with the framing ban.
+  const assets = staticAssets(path.join(root, '.next', 'static'), { headers: FRAME });
   const server = http.createServer((req, res) => {
     if (runtime && req.method === 'POST' && (req.url === '/api/gateway' || req.url?.startsWith('/api/gateway?'))) return apiHeaders(res), runtime.nodeGateway(req, res);
     if (runtime?.nodeTrpc && req.url?.startsWith('/api/trpc/')) return apiHeaders(res), runtime.nodeTrpc(req, res);
     if (runtime?.nodeChannels && req.method === 'POST' && req.url?.startsWith('/api/channels/')) return apiHeaders(res), runtime.nodeChannels(req, res);
     if (runtime?.nodeMcp && (req.url === '/mcp' || req.url?.startsWith('/mcp?'))) return apiHeaders(res), runtime.nodeMcp(req, res);
+    if (req.url?.startsWith('/_next/static/')) return assets(req, res, () => handle(req, res));
     handle(req, res);
   });
   server.keepAliveTimeout = 65_000;

@@ -8,6 +8,7 @@ export const STORE_INDEPENDENT: readonly string[] = [
   'server/testing/store-under-test.test.ts',
   // No store at all: configuration, routing, model adapters, the lazy boot (a child process of its own).
   'server/boot-lazy.test.ts',
+  'server/http/static-assets.test.ts',
   'server/config.test.ts',
   'server/channels/approval-wire.test.ts',
   'server/channels/routing.test.ts',

@@ -1,0 +1,8 @@
+// Types of scripts/static-assets.mjs (the build's /_next/static/* from memory), for the TypeScript tests.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+export function acceptedEncodings(header: string | undefined): Set<string>;
+export function staticAssets(
+  dir: string,
+  options?: { headers?: Record<string, string>; maxBytes?: number },
+): (req: IncomingMessage, res: ServerResponse, next: () => void) => void;
