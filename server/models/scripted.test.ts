@@ -1,7 +1,7 @@
 // Tests the scripted model through the real AI SDK entry points (streamText / generateText).
 import { describe, expect, it } from 'vitest';
 import { generateText, jsonSchema, streamText, tool, type ModelMessage, type ToolSet } from 'ai';
-import { createScriptedModel, splitIntoDeltas } from './scripted';
+import { countTokens, createScriptedModel, splitIntoDeltas } from './scripted';
 
 // Tools without execute: the run loop executes them itself, one model step per call.
 const anyArgs = jsonSchema<Record<string, unknown>>({ type: 'object', additionalProperties: true });
@@ -210,5 +210,32 @@ describe('splitIntoDeltas', () => {
       expect(splitIntoDeltas(s).join('')).toBe(s);
     }
     expect(splitIntoDeltas('')).toEqual([]);
+  });
+});
+
+describe('countTokens (the scripted model usage)', () => {
+  const byRegex = (t: string) => (t.match(/[\p{L}\p{N}_]+|[^\s\p{L}\p{N}_]/gu) ?? []).length;
+  it('counts what the word-or-symbol regex matches, in one pass', () => {
+    const samples = [
+      '',
+      'hello world',
+      '  leading\tand\ntrailing\r\n ',
+      'snake_case and CamelCase42, x=1+2; {"a": [1, 2]}',
+      'naïve café — déjà vu…',
+      'ＡＢＣ 日本語のテキスト 中文',
+      'emoji 😀👍🏽 and 𝒳𝒴 math letters 𝟘𝟙',
+      'non\u00a0breaking\u2003spaces\u3000ideographic\ufeffbom',
+      'lone \ud800 surrogate \udc00 here',
+      'Ⅻ roman ² superscript ٣ arabic digit',
+    ];
+    for (const t of samples) expect(countTokens(t), JSON.stringify(t)).toBe(byRegex(t));
+    // Random strings over a mixed alphabet.
+    const alphabet = ['a', 'Z', '9', '_', ' ', '\t', '\n', '.', ',', 'é', 'ß', '日', '😀', '\u00a0', '\u2028', '-', '"', '٣', '\ud800'];
+    let seed = 7;
+    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    for (let k = 0; k < 300; k++) {
+      const t = Array.from({ length: Math.floor(rnd() * 40) }, () => alphabet[Math.floor(rnd() * alphabet.length)]).join('');
+      expect(countTokens(t), JSON.stringify(t)).toBe(byRegex(t));
+    }
   });
 });

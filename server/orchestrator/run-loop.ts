@@ -93,6 +93,12 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   if (!resume) {
     const started = startedWith ?? (await store.startRun(run.id, run.sessionKey, inputs.map((i) => inputToMessage(run.sessionKey, run.id, i))));
     if (!started) return { status: 'abandoned', error: 'skipped' }; // cancelled (from any process) before it started
+    markStarted(run);
+    // The rest in a task of its own: the answer to the message that started the run (`agent`, told by markStarted)
+    // leaves first, and the client's next request (`agent.wait`) is on its way while the first step is prepared,
+    // instead of after it (a turn's latency, issue 24.4). The run's first events are emitted after the yield, so the
+    // bus's log batch they start goes with the run's end (written folded, in the same transaction) as before.
+    await new Promise<void>((r) => setImmediate(r));
     bus.emit(run.id, 'lifecycle', { phase: 'start', agentId: run.agent.id, ...(row.origin ? { origin: JSON.parse(row.origin) } : {}), ...(run.traceId ? { traceId: run.traceId, traceparent: run.traceparent } : {}) });
     for (const i of inputs) {
       const endedAt = i.kind === 'agent_callback_result' ? (i.meta?.targetEndedAt as string | undefined) : undefined;
@@ -100,7 +106,6 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
     }
     emitMessages(started.rows);
     session = started.session;
-    markStarted(run);
   } else {
     await store.updateRunFenced(run.id, run.sessionKey, { status: 'running' });
   }
