@@ -14,6 +14,7 @@ import { createLogger } from '../server/logger';
 import { createRequire } from 'node:module';
 import vm from 'node:vm';
 import { BARE_SERVER } from './lib/bare';
+import { turnClientSource } from './lib/http';
 import { byCaller, type Profile } from './lib/cpu-profile';
 
 const arg = (name: string) => {
@@ -60,26 +61,7 @@ function count(text: string) {
 
 const CLIENT = `
 const { parentPort, workerData } = require('node:worker_threads');
-const http = require('node:http');
-const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
-let id = 1;
-function call(method, params) {
-  const body = JSON.stringify({ jsonrpc: '2.0', id: id++, method, params });
-  return new Promise((resolve, reject) => {
-    const req = http.request(workerData.url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: 'Bearer ' + workerData.token } }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => { const p = JSON.parse(Buffer.concat(chunks).toString()); p.error ? reject(new Error(p.error.message)) : resolve(p.result); });
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-async function turn(key, text) {
-  const s = await call('agent', { sessionKey: key, message: text });
-  const w = await call('agent.wait', { runId: s.runId, timeoutMs: 120000 });
-  if (w.status !== 'ok') throw new Error('turn ' + w.status + ' ' + (w.error || ''));
-}
+${turnClientSource('workerData.url', 'workerData.token')}
 parentPort.on('message', async (m) => {
   try {
     if (m.kind === 'seq') for (let i = 0; i < m.n; i++) await turn(m.key, 'hello ' + i);

@@ -13,21 +13,12 @@ import { parseRawConfig, resolveConfig } from '../server/config';
 import { serve } from '../server/http/node-server';
 import { createLogger } from '../server/logger';
 import type { Profile, ProfileNode } from './lib/cpu-profile';
+import { turnClientSource } from './lib/http';
 
 const TURNS = Number(process.argv[2] ?? 1500);
 const SKIP = Math.min(200, TURNS >> 2);
-const CLIENT = `
-const http = require('node:http');
-const agent = new http.Agent({ keepAlive: true });
-let id = 1;
-const call = (method, params) => new Promise((resolve, reject) => {
-  const body = JSON.stringify({ jsonrpc: '2.0', id: id++, method, params });
-  const req = http.request(process.env.URL, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: 'Bearer ' + process.env.TOKEN } }, (res) => {
-    const c = []; res.on('data', (d) => c.push(d)); res.on('end', () => { const p = JSON.parse(Buffer.concat(c)); p.error ? reject(new Error(p.error.message)) : resolve(p.result); });
-  });
-  req.on('error', reject); req.end(body);
-});
-(async () => { for (let i = 0; i < Number(process.env.TURNS); i++) { const s = await call('agent', { sessionKey: 'agent:main:timeline', message: 'hello ' + i }); await call('agent.wait', { runId: s.runId, timeoutMs: 60000 }); } agent.destroy(); })().catch((e) => { console.error(e); process.exit(1); });
+const CLIENT = `${turnClientSource('process.env.URL', 'process.env.TOKEN')}
+(async () => { for (let i = 0; i < Number(process.env.TURNS); i++) await turn('agent:main:timeline', 'hello ' + i); agent.destroy(); })().catch((e) => { console.error(e); process.exit(1); });
 `;
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ct-timeline-'));

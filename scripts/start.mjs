@@ -89,7 +89,8 @@ if (process.env.CROSSTALK_START_MODE === 'spawn') {
 const WARM_ROOM_MS = Number(process.env.CROSSTALK_WARM_ROOM_MS ?? 1000);
 function warmRoom(http, port, token) {
   const t0 = performance.now();
-  const loopback = host === '::' || host === '::1' ? '::1' : host === '0.0.0.0' || host === '' ? '127.0.0.1' : host;
+  // A wildcard address is reached on loopback; a named host as it is.
+  const loopback = host === '::' ? '::1' : host === '0.0.0.0' ? '127.0.0.1' : host;
   const req = http.get({ host: loopback, port, path: '/', headers: { authorization: `Bearer ${token}` } }, (res) => {
     res.resume();
     res.on('end', () => console.log(`crosstalk: room warmed (HTTP ${res.statusCode}, ${Math.round(performance.now() - t0)} ms)`));

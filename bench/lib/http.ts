@@ -172,3 +172,33 @@ export async function replayUntil<T>(url: string, token: string, pick: (event: u
   sub.close();
   return found;
 }
+
+/**
+ * Plain JavaScript source of a keep-alive JSON-RPC client (`call`) and a scripted turn (`turn`: `agent` then
+ * `agent.wait`, throwing unless ok), for a client run as a worker or a child process beside an in-process server;
+ * `url` and `token` are JavaScript expressions evaluated there.
+ */
+export function turnClientSource(url: string, token: string): string {
+  return `
+const http = require('node:http');
+const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+let id = 1;
+function call(method, params) {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: id++, method, params });
+  return new Promise((resolve, reject) => {
+    const req = http.request(${url}, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: 'Bearer ' + ${token} } }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => { const p = JSON.parse(Buffer.concat(chunks).toString()); p.error ? reject(new Error(p.error.message)) : resolve(p.result); });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+async function turn(key, text) {
+  const s = await call('agent', { sessionKey: key, message: text });
+  const w = await call('agent.wait', { runId: s.runId, timeoutMs: 120000 });
+  if (w.status !== 'ok') throw new Error('turn ' + w.status + ' ' + (w.error || ''));
+}
+`;
+}

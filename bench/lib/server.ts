@@ -155,6 +155,6 @@ export function makeTempDir(prefix: string): string {
  * Idle RSS and steady-state figures are read after it.
  */
 export async function afterWarm(h: ServerHandle): Promise<void> {
-  for (let t = 0; t < 10_000 && !/room (not )?warmed/.test(h.output()); t += 100) await new Promise((r) => setTimeout(r, 100));
-  await new Promise((r) => setTimeout(r, 500));
+  for (let t = 0; t < 10_000 && !/room (not )?warmed/.test(h.output()); t += 100) await sleep(100);
+  await sleep(500);
 }
