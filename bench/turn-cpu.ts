@@ -26,6 +26,7 @@ const arg = (name: string) => {
 
 // Statements counted where the drivers run them: better-sqlite3's Statement run/get/all/iterate, node-postgres's Client.query.
 const counts = new Map<string, number>();
+const answerMs = new Map<string, number>();
 let counting = false;
 const shapeOf = (text: string) => text.replace(/\s+/g, ' ').trim().split(' ').slice(0, 3).join(' ').slice(0, 40);
 function count(text: string) {
@@ -37,8 +38,25 @@ function count(text: string) {
   const proto = pg.Client.prototype as unknown as { query: (...a: unknown[]) => unknown };
   const orig = proto.query;
   proto.query = function (this: unknown, config: unknown, ...rest: unknown[]) {
-    count(typeof config === 'string' ? config : ((config as { text?: string })?.text ?? ''));
-    return orig.call(this, config, ...rest);
+    const text = typeof config === 'string' ? config : ((config as { text?: string })?.text ?? '');
+    count(text);
+    if (!counting) return orig.call(this, config, ...rest);
+    // Client-side time from sending a statement to its answer, by shape (node-postgres queues a client's queries:
+    // with one query at a time per client, as the store runs them, this is the round trip and the server's work).
+    const t0 = performance.now();
+    const took = () => {
+      const s = shapeOf(text);
+      answerMs.set(s, (answerMs.get(s) ?? 0) + performance.now() - t0);
+    };
+    const cb = rest.findIndex((a) => typeof a === 'function');
+    if (cb >= 0) {
+      const f = rest[cb] as (...a: unknown[]) => unknown;
+      rest[cb] = (...a: unknown[]) => (took(), f(...a));
+      return orig.call(this, config, ...rest);
+    }
+    const r = orig.call(this, config, ...rest) as Promise<unknown> | undefined;
+    if (r && typeof r.then === 'function') r.then(took, took);
+    return r;
   };
   const sp = (BetterSqlite3 as unknown as { prototype: { prepare: (s: string) => object } }).prototype;
   const prep = sp.prepare;
@@ -133,6 +151,7 @@ async function main(): Promise<void> {
     }
     const phase = async (label: string, m: { kind: 'seq' | 'conc'; n: number; key: string }, n: number) => {
       counts.clear();
+      answerMs.clear();
       counting = true;
       const b0 = pgUrl ? ticksNow(await backendPids(pgUrl, app)) : undefined;
       const c0 = cpuMs();
@@ -148,7 +167,7 @@ async function main(): Promise<void> {
       // The backends' CPU (/proc, clock ticks), the idle background not taken off.
       const pgMs = b0 ? ((await backendTicksSince(pgUrl!, app, b0)) * 1000) / CLK_TCK : undefined;
       const stmts = [...counts.values()].reduce((a, b) => a + b, 0);
-      const shapes = [...counts.entries()].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([s, k]) => `${(k / n).toFixed(2)}× ${s}`);
+      const shapes = [...counts.entries()].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([s, k]) => `${(k / n).toFixed(2)}× ${s}${answerMs.has(s) ? ` (sent to answered ${(answerMs.get(s)! / k).toFixed(3)} ms each)` : ''}`);
       console.log(`${label}: ${n} turns, server-thread CPU ${(cpu / n).toFixed(3)} ms/turn (${(raw / n).toFixed(3)} before the idle background is taken off; ${(sys / n).toFixed(3)} of it in the kernel), wall ${(wall / n).toFixed(3)} ms/turn, statements ${(stmts / n).toFixed(2)}/turn${pgMs === undefined ? '' : `, PostgreSQL backends' CPU ${(pgMs / n).toFixed(3)} ms/turn`}`);
       console.log(`  ${shapes.join('\n  ')}`);
     };
