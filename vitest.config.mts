@@ -1,5 +1,6 @@
-// vitest: every suite on SQLite (`vitest run`), then server/'s suites again on PostgreSQL (`TEST_STORE=postgres vitest run
-// server`) — except the run-once list (server/testing/store-independent.ts), project "once", guarded against the store.
+// vitest: every suite on SQLite and server/'s suites again on PostgreSQL, in one run (`vitest run`; `TEST_STORE=postgres
+// vitest run server` runs the PostgreSQL project alone) — except the run-once list (server/testing/store-independent.ts),
+// project "once", guarded against the store.
 import os from 'node:os';
 import { defineConfig } from 'vitest/config';
 import { STORE_INDEPENDENT } from './server/testing/store-independent.ts';
@@ -13,6 +14,13 @@ const postgresPass = process.env.TEST_STORE === 'postgres';
 // (kysely's migrator reads every schema of the database: 160 ms in an empty one, 900 ms beside 125 test schemas).
 const pgFileDatabases = { globalSetup: ['server/testing/pg-test-db-global.ts'], setupFiles: ['server/testing/pg-test-db-setup.ts'] };
 
+// server/'s suites again with every server on PostgreSQL (TEST_STORE=postgres in its workers), in the same run as the
+// SQLite ones: one pool for both passes keeps both cores busy through each pass's tail (its last long files).
+const postgresProject = {
+  extends: true,
+  test: { name: 'postgres', include: ['server/**/*.test.ts'], exclude: once, env: { TEST_STORE: 'postgres' }, ...pgFileDatabases },
+} as const;
+
 export default defineConfig({
   resolve: { alias: { '@': import.meta.dirname } },
   test: {
@@ -21,17 +29,19 @@ export default defineConfig({
     hookTimeout: 30_000,
     pool: 'forks',
     // vitest's default is one worker per core less one: a single file at a time on 2-core CI, whose files mostly wait
-    // (child processes, PostgreSQL, the server under test) or load the server's modules. Two at a time there cut a
-    // 17-file PostgreSQL sample from 1,065 s to 689 s of wall at the same load (BENCHMARKS.md, "CI time").
-    // The PostgreSQL pass too, since each test file has a database of its own (pgFileDatabases): on the one test
-    // database, files side by side held each other's event-log horizon (settled.ts waits for every transaction of its
-    // database) and their waits for settled events timed out (3 of 3 CI runs). 476 s one at a time, 155–244 s now.
-    maxWorkers: Math.max(2, os.availableParallelism() - 1),
+    // (child processes, PostgreSQL, the server under test) or load the server's modules. One more worker than cores,
+    // the SQLite and PostgreSQL projects in one pool (BENCHMARKS.md, "CI time"): on 2 cores at load 2-4 the two passes
+    // took 380 s with 2 workers and 326 s with 3 (4: 333 s, and a test race surfaced), against 236 + 160 s as two runs
+    // of 2 workers on a quiet machine. Each PostgreSQL test file has a database of its own (pgFileDatabases): on the
+    // one test database, files side by side held each other's event-log horizon (settled.ts waits for every
+    // transaction of its database) and their waits for settled events timed out.
+    maxWorkers: Math.max(3, os.availableParallelism() + 1),
     projects: postgresPass
-      ? [{ extends: true, test: { name: 'postgres', include: ['server/**/*.test.ts'], exclude: once, ...pgFileDatabases } }]
+      ? [postgresProject]
       : [
           { extends: true, test: { name: 'once', include: once, env: { CROSSTALK_TEST_STORE_INDEPENDENT: '1' }, ...pgFileDatabases } },
           { extends: true, test: { name: 'sqlite', include: ALL, exclude: once } },
+          postgresProject,
         ],
   },
 });

@@ -1,4 +1,4 @@
-// Test fixtures: a logged-in room page object, a unique session key per test, and a guard against page errors.
+// Test fixtures: each worker's own seeded room server, a logged-in room page object, a unique session key per test, and a guard against page errors.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,6 +24,15 @@ interface Fixtures {
   ownServer: (opts?: OwnServerOptions) => Promise<ServerProcess>;
 }
 
+interface WorkerFixtures {
+  /**
+   * The room server of this Playwright worker: `node scripts/start.mjs` on a port and a data dir of its own, seeded by
+   * e2e/support/seed-db.ts (a 10,000-row transcript, one row of every kind, archive sessions). Every test's `baseURL`
+   * points at it, so workers run side by side without seeing each other's sessions, approvals or counts.
+   */
+  roomServer: ServerProcess;
+}
+
 export type OwnServerOptions = Parameters<typeof startServerProcess>[1] & {
   /** A `crosstalk.config.json` for this server: written to a temp dir (removed at teardown), passed as CROSSTALK_CONFIG. */
   config?: unknown;
@@ -32,7 +41,19 @@ export type OwnServerOptions = Parameters<typeof startServerProcess>[1] & {
 // A session that has no row yet answers chat.history with 404 (unknown_session): the room shows it as empty.
 const EXPECTED_CONSOLE = [/Failed to load resource: the server responded with a status of 404/];
 
-export const test = base.extend<Fixtures>({
+export const test = base.extend<Fixtures, WorkerFixtures>({
+  roomServer: [
+    async ({}, use) => {
+      const server = await startServerProcess(TOKEN, { seed: true, startTimeoutMs: 120_000 });
+      await use(server);
+      await server.dispose();
+    },
+    { scope: 'worker', timeout: 180_000 },
+  ],
+  baseURL: async ({ roomServer }, use, testInfo) => {
+    await use(roomServer.origin);
+    if (testInfo.status !== testInfo.expectedStatus) console.log(`room server output (${roomServer.origin}):\n${roomServer.output()}`);
+  },
   expectedConsole: async ({}, use) => {
     await use([...EXPECTED_CONSOLE]);
   },

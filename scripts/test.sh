@@ -122,21 +122,16 @@ drop_test_schemas() {
   done
 }
 
-section vitest "Unit + integration tests (vitest run)"
-# The run-once suites (clusters, crash bursts) use PostgreSQL in this pass too.
+section vitest "Unit + integration tests (vitest run): every suite on SQLite, server/'s again with every server on PostgreSQL"
+# One run, three vitest projects sharing one pool of workers (vitest.config.mts): "sqlite", "postgres" (TEST_STORE=postgres
+# in its workers) and "once" (server/testing/store-independent.ts: suites that pick their stores themselves, such as the
+# clusters and crash bursts, run once, on PostgreSQL where they use it).
 drop_test_schemas
 npx --no-install vitest run
 step_ok
 
-section vitest-pg "The gateway's integration suites again, every server on PostgreSQL (TEST_STORE=postgres)"
-# Not the run-once suites (server/testing/store-independent.ts): they do not use the store under test, and ran above in
-# the project "once", where using it throws.
-drop_test_schemas
-TEST_STORE=postgres npx --no-install vitest run server
-step_ok
-
 section faults "The fault suite, short seeded run (3 processes on PostgreSQL + 1 on SQLite: SIGKILL, SIGTERM, SIGSTOP, liveness loss, a PostgreSQL restart, a hanging webhook receiver)"
-# Runs after vitest-pg: nothing else uses PostgreSQL now, so the suite restarts it for real (pg_ctlcluster) and starts
+# Runs after vitest: nothing else uses PostgreSQL now, so the suite restarts it for real (pg_ctlcluster) and starts
 # it again if it is left down. A failing run prints its seed. See scripts/faults-step.sh for its parameters.
 scripts/faults-step.sh
 step_ok

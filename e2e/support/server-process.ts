@@ -48,11 +48,28 @@ async function waitHttp(origin: string, proc: ChildProcess, timeoutMs: number, o
   throw new Error(`server did not answer at ${origin} within ${timeoutMs} ms:\n${out()}`);
 }
 
-/** Starts a server on a free loopback port with a fresh data dir (uses the existing `next build`). */
-export async function startServerProcess(token: string, opts: { startTimeoutMs?: number; env?: Record<string, string> } = {}): Promise<ServerProcess> {
+/** Runs e2e/support/seed-db.ts on a data dir (before its server starts): the seeded sessions the room's tests read. */
+async function seedDataDir(dataDir: string): Promise<void> {
+  const child = spawn(path.join(ROOT, 'node_modules', '.bin', 'tsx'), ['e2e/support/seed-db.ts', dataDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (c) => resolve(c));
+  });
+  if (code !== 0) throw new Error(`seed-db failed (${code}):\n${out}`);
+}
+
+/**
+ * Starts a server on a free loopback port with a fresh data dir (uses the existing `next build`); with `seed`, the data
+ * dir is seeded first (e2e/support/seed-db.ts), as for each Playwright worker's own room server (fixtures.ts).
+ */
+export async function startServerProcess(token: string, opts: { startTimeoutMs?: number; env?: Record<string, string>; seed?: boolean } = {}): Promise<ServerProcess> {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'crosstalk-e2e-restart-'));
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), opts.seed ? 'crosstalk-e2e-room-' : 'crosstalk-e2e-restart-'));
+  if (opts.seed) await seedDataDir(dataDir);
   const timeout = opts.startTimeoutMs ?? 60_000;
   let proc: ChildProcess | null = null;
   let log: string[] = [];
@@ -104,6 +121,7 @@ export async function startServerProcess(token: string, opts: { startTimeoutMs?:
     async dispose() {
       await kill();
       fs.rmSync(dataDir, { recursive: true, force: true });
+      fs.rmSync(`${dataDir}-ws`, { recursive: true, force: true });
     },
   };
 }

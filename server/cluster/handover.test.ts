@@ -177,7 +177,9 @@ describe('handovers drive a run once (PostgreSQL)', () => {
     try {
       const key = 'agent:main:late-place';
       const o = a.rt.orchestrator as any;
-      const r1 = await a.rpc<Started>('agent', { sessionKey: key, message: '/reply one' });
+      // The run sleeps first: A's state for the session is still there when `agent` has answered (a run that ended at
+      // once could let the session go before the answer reached the test, on a loaded machine).
+      const r1 = await a.rpc<Started>('agent', { sessionKey: key, message: '/sleep 1000\n/reply one' });
       const st = o.sessions.get(key);
       expect(st).toBeTruthy();
       expect(await a.rpc('agent.wait', { runId: r1.runId, timeoutMs: 20_000 })).toMatchObject({ status: 'ok' });
