@@ -1,4 +1,5 @@
 // One MCP server seen through the official SDK client: connect (stdio or streamable HTTP), list tools, call them, reconnect with backoff.
+import fs from 'node:fs';
 import path from 'node:path';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -17,6 +18,43 @@ import type { McpCallInfo } from './call-info';
 export type { McpCallInfo } from './call-info';
 
 export type McpState = 'connecting' | 'ready' | 'failed';
+
+let setprivPath: string | null | undefined;
+/** util-linux's setpriv on Linux (Debian: /usr/bin/setpriv), looked up once; null elsewhere or when missing. */
+function setpriv(): string | null {
+  if (setprivPath === undefined) {
+    setprivPath = process.platform !== 'linux' ? null : (['/usr/bin/setpriv', '/bin/setpriv'].find((p) => isExecutable(p)) ?? null);
+  }
+  return setprivPath;
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** Whether `command` names an executable file, as spawn would find it (a path, or a name on `PATH`). */
+export function findsCommand(command: string, pathVar: string | undefined, cwd: string | undefined): boolean {
+  if (command.includes('/')) return isExecutable(path.resolve(/* turbopackIgnore: true */ cwd ?? process.cwd(), command));
+  return (pathVar ?? '').split(path.delimiter).some((dir) => dir !== '' && isExecutable(path.join(dir, command)));
+}
+
+/**
+ * How a stdio MCP server is spawned: through `setpriv --pdeathsig KILL` where it is there (Linux), so the kernel kills
+ * the server when the gateway dies, SIGKILL and OOM included. Without it a crashed gateway left each of its stdio
+ * servers running, reparented to init, one more at every crash (server-everything and any server with a timer never
+ * exits on its stdin's end). The signal reaches the direct child only: an `npx …` launcher's own child still relies on
+ * its stdin closing. A command that is not found is spawned as it is, so its ENOENT reads as before, not as setpriv's.
+ */
+export function stdioSpawn(command: string, args: string[], pathVar: string | undefined, cwd: string | undefined): { command: string; args: string[] } {
+  const wrapper = setpriv();
+  if (!wrapper || !findsCommand(command, pathVar, cwd)) return { command, args };
+  return { command: wrapper, args: ['--pdeathsig', 'KILL', '--', command, ...args] };
+}
 
 export interface McpConnectionEvents {
   /** The server's tool list is known (first connect, reconnect, or a list-changed notification); `skipped`: left out. */
@@ -102,12 +140,13 @@ export class McpConnection {
 
   private transport(): Transport {
     if ('command' in this.cfg) {
+      // The SDK's default environment (PATH, HOME, …) plus the configured names: never the gateway's own secrets.
+      const env = { ...getDefaultEnvironment(), ...this.cfg.env };
+      const cwd = this.cfg.cwd ? path.resolve(/* turbopackIgnore: true */ process.cwd(), this.cfg.cwd) : undefined;
       const t = new StdioClientTransport({
-        command: this.cfg.command,
-        args: this.cfg.args,
-        // The SDK's default environment (PATH, HOME, …) plus the configured names: never the gateway's own secrets.
-        env: { ...getDefaultEnvironment(), ...this.cfg.env },
-        cwd: this.cfg.cwd ? path.resolve(/* turbopackIgnore: true */ process.cwd(), this.cfg.cwd) : undefined,
+        ...stdioSpawn(this.cfg.command, this.cfg.args ?? [], env.PATH, cwd),
+        env,
+        cwd,
         stderr: 'pipe',
         // A line (one message) longer than this is not parsed: the transport closes, and the server is reconnected.
         maxBufferSize: MAX_MESSAGE_BYTES,
