@@ -11,6 +11,7 @@ import type { McpServerConfig } from '../config';
 import type { Logger } from '../logger';
 import { cappedFetch, MAX_MESSAGE_BYTES } from './limits';
 import { listTools, type SkippedTool } from './listing';
+import { failedExec, stdioLaunch } from './pdeathsig';
 import { type McpOAuth, OAuthDeclined } from './oauth';
 import type { McpCallInfo } from './call-info';
 
@@ -68,6 +69,8 @@ export class McpConnection {
   private attempts = 0;
   private timer: NodeJS.Timeout | null = null;
   private pinger: NodeJS.Timeout | null = null;
+  /** setpriv's "failed to execute …" line from this attempt's stderr (pdeathsig.ts). */
+  private execFailure?: string;
   private stopped = false;
   private generation = 0;
   /** Progress listeners of calls in flight, by the progressToken we sent. */
@@ -102,12 +105,16 @@ export class McpConnection {
 
   private transport(): Transport {
     if ('command' in this.cfg) {
+      // The SDK's default environment (PATH, HOME, …) plus the configured names: never the gateway's own secrets.
+      const env = { ...getDefaultEnvironment(), ...this.cfg.env };
+      const cwd = this.cfg.cwd ? path.resolve(/* turbopackIgnore: true */ process.cwd(), this.cfg.cwd) : undefined;
+      // On Linux through setpriv's parent-death signal: a gateway killed hard (SIGKILL, OOM) leaves no server running.
+      const launch = stdioLaunch(this.cfg.command, this.cfg.args ?? [], env, cwd);
       const t = new StdioClientTransport({
-        command: this.cfg.command,
-        args: this.cfg.args,
-        // The SDK's default environment (PATH, HOME, …) plus the configured names: never the gateway's own secrets.
-        env: { ...getDefaultEnvironment(), ...this.cfg.env },
-        cwd: this.cfg.cwd ? path.resolve(/* turbopackIgnore: true */ process.cwd(), this.cfg.cwd) : undefined,
+        command: launch.command,
+        args: launch.args,
+        env,
+        cwd,
         stderr: 'pipe',
         // A line (one message) longer than this is not parsed: the transport closes, and the server is reconnected.
         maxBufferSize: MAX_MESSAGE_BYTES,
@@ -121,6 +128,7 @@ export class McpConnection {
           const line = buf.slice(0, i).trim();
           buf = buf.slice(i + 1);
           if (line) this.o.log.info({ server: this.name, stderr: line.slice(0, 2000) }, 'mcp server stderr');
+          this.execFailure ??= failedExec(line);
         }
         if (buf.length > 8192) buf = buf.slice(-8192);
       });
@@ -159,6 +167,7 @@ export class McpConnection {
     if (this.stopped) return;
     const gen = ++this.generation;
     this.closedBecause = undefined;
+    this.execFailure = undefined;
     this.setState('connecting');
     const client = new Client(CLIENT_INFO, { jsonSchemaValidator: noValidation, capabilities: CAPABILITIES });
     client.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
@@ -202,7 +211,8 @@ export class McpConnection {
       if (gen !== this.generation) return;
       if (this.o.oauth && (isUnauthorized(e) || this.o.oauth.waiting)) return this.awaitAuthorization(gen);
       if (e instanceof Error && e.name === 'OAuthDeclined') return this.declined(e.message);
-      this.down(e instanceof Error ? e.message : String(e));
+      // setpriv could not execute the command: its reason, not the SDK's "Connection closed".
+      this.down(this.execFailure ?? (e instanceof Error ? e.message : String(e)));
     }
   }
 
