@@ -1,4 +1,4 @@
-// `npx tsx bench/turn-cpu.ts [--pg URL] [--turns N] [--rounds R] [--prof out.cpuprofile]`: the gateway's CPU per scripted turn, load-independent — an in-process runtime (SQLite, or PostgreSQL in a schema of its own) in the main thread, its HTTP client in a worker thread; main-thread CPU (process.threadCpuUsage) per turn, statements per turn, and optionally a CPU profile of the server thread alone.
+// `npx tsx bench/turn-cpu.ts [--pg URL] [--turns N] [--rounds R] [--prof out.cpuprofile] [--keep]`: the gateway's CPU per scripted turn, load-independent — an in-process runtime (SQLite, or PostgreSQL in a schema of its own) in the main thread, its HTTP client in a worker thread; main-thread CPU (process.threadCpuUsage) per turn, statements per turn, on PostgreSQL its backends' CPU per turn (/proc), and optionally a CPU profile of the server thread alone.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -16,6 +16,8 @@ import vm from 'node:vm';
 import { BARE_SERVER } from './lib/bare';
 import { turnClientSource } from './lib/http';
 import { byCaller, type Profile } from './lib/cpu-profile';
+import { backendPids, backendTicksSince, ticksNow, withAppName } from './lib/pg-capacity';
+import { CLK_TCK } from './lib/proc';
 
 const arg = (name: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -24,6 +26,7 @@ const arg = (name: string) => {
 
 // Statements counted where the drivers run them: better-sqlite3's Statement run/get/all/iterate, node-postgres's Client.query.
 const counts = new Map<string, number>();
+const answerMs = new Map<string, number>();
 let counting = false;
 const shapeOf = (text: string) => text.replace(/\s+/g, ' ').trim().split(' ').slice(0, 3).join(' ').slice(0, 40);
 function count(text: string) {
@@ -35,8 +38,25 @@ function count(text: string) {
   const proto = pg.Client.prototype as unknown as { query: (...a: unknown[]) => unknown };
   const orig = proto.query;
   proto.query = function (this: unknown, config: unknown, ...rest: unknown[]) {
-    count(typeof config === 'string' ? config : ((config as { text?: string })?.text ?? ''));
-    return orig.call(this, config, ...rest);
+    const text = typeof config === 'string' ? config : ((config as { text?: string })?.text ?? '');
+    count(text);
+    if (!counting) return orig.call(this, config, ...rest);
+    // Client-side time from sending a statement to its answer, by shape (node-postgres queues a client's queries:
+    // with one query at a time per client, as the store runs them, this is the round trip and the server's work).
+    const t0 = performance.now();
+    const took = () => {
+      const s = shapeOf(text);
+      answerMs.set(s, (answerMs.get(s) ?? 0) + performance.now() - t0);
+    };
+    const cb = rest.findIndex((a) => typeof a === 'function');
+    if (cb >= 0) {
+      const f = rest[cb] as (...a: unknown[]) => unknown;
+      rest[cb] = (...a: unknown[]) => (took(), f(...a));
+      return orig.call(this, config, ...rest);
+    }
+    const r = orig.call(this, config, ...rest) as Promise<unknown> | undefined;
+    if (r && typeof r.then === 'function') r.then(took, took);
+    return r;
   };
   const sp = (BetterSqlite3 as unknown as { prototype: { prepare: (s: string) => object } }).prototype;
   const prep = sp.prepare;
@@ -100,7 +120,8 @@ async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ct-turncpu-'));
   const schema = `bench_${crypto.randomBytes(4).toString('hex')}`;
   const env: Record<string, string> = { CROSSTALK_DATA_DIR: dir, CROSSTALK_WORKSPACES: `${dir}-ws` };
-  if (pgUrl) env.DATABASE_URL = pgUrl;
+  const app = `turncpu_${schema}`;
+  if (pgUrl) env.DATABASE_URL = withAppName(pgUrl, app);
   const bare = process.argv.includes('--bare');
   // --bare: the floor (bench/lib/bare.ts's server) in this thread instead of the gateway.
   const rt = bare ? undefined : await createRuntime({ config: resolveConfig(parseRawConfig({}), env), log: createLogger('warn'), ...(pgUrl ? { pgSchema: schema } : {}) });
@@ -130,7 +151,9 @@ async function main(): Promise<void> {
     }
     const phase = async (label: string, m: { kind: 'seq' | 'conc'; n: number; key: string }, n: number) => {
       counts.clear();
+      answerMs.clear();
       counting = true;
+      const b0 = pgUrl ? ticksNow(await backendPids(pgUrl, app)) : undefined;
       const c0 = cpuMs();
       const s0 = sysMs();
       const w0 = performance.now();
@@ -141,13 +164,15 @@ async function main(): Promise<void> {
       const sys = sysMs() - s0;
       const cpu = raw - idlePerMs * wall;
       counting = false;
+      // The backends' CPU (/proc, clock ticks), the idle background not taken off.
+      const pgMs = b0 ? ((await backendTicksSince(pgUrl!, app, b0)) * 1000) / CLK_TCK : undefined;
       const stmts = [...counts.values()].reduce((a, b) => a + b, 0);
-      const shapes = [...counts.entries()].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([s, k]) => `${(k / n).toFixed(2)}× ${s}`);
-      console.log(`${label}: ${n} turns, server-thread CPU ${(cpu / n).toFixed(3)} ms/turn (${(raw / n).toFixed(3)} before the idle background is taken off; ${(sys / n).toFixed(3)} of it in the kernel), wall ${(wall / n).toFixed(3)} ms/turn, statements ${(stmts / n).toFixed(2)}/turn`);
+      const shapes = [...counts.entries()].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([s, k]) => `${(k / n).toFixed(2)}× ${s}${answerMs.has(s) ? ` (sent to answered ${(answerMs.get(s)! / k).toFixed(3)} ms each)` : ''}`);
+      console.log(`${label}: ${n} turns, server-thread CPU ${(cpu / n).toFixed(3)} ms/turn (${(raw / n).toFixed(3)} before the idle background is taken off; ${(sys / n).toFixed(3)} of it in the kernel), wall ${(wall / n).toFixed(3)} ms/turn, statements ${(stmts / n).toFixed(2)}/turn${pgMs === undefined ? '' : `, PostgreSQL backends' CPU ${(pgMs / n).toFixed(3)} ms/turn`}`);
       console.log(`  ${shapes.join('\n  ')}`);
     };
     await phase('sequential (one session)', { kind: 'seq', n: turns, key: 'agent:main:seq' }, turns);
-    await phase('50 concurrent sessions', { kind: 'conc', n: rounds, key: 'agent:main:conc' }, rounds * 50);
+    if (rounds > 0) await phase('50 concurrent sessions', { kind: 'conc', n: rounds, key: 'agent:main:conc' }, rounds * 50);
     console.log(`${bare ? 'the floor (bare node:http)' : `store ${pgUrl ? 'postgres' : 'sqlite'}`}, idle background ${(idlePerMs * 1000).toFixed(1)} ms CPU/s, load ${os.loadavg().map((v) => v.toFixed(1)).join(' ')}`);
     if (session) {
       const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: Profile };
@@ -165,7 +190,7 @@ async function main(): Promise<void> {
     await rt?.close();
     fs.rmSync(dir, { recursive: true, force: true });
     fs.rmSync(`${dir}-ws`, { recursive: true, force: true });
-    if (pgUrl) {
+    if (pgUrl && !process.argv.includes('--keep')) {
       const c = new pg.Client({ connectionString: pgUrl });
       await c.connect();
       await c.query(`drop schema if exists "${schema}" cascade`).catch(() => undefined);

@@ -41,14 +41,14 @@ function patchClient(): void {
   };
 }
 
-const withAppName = (url: string, app: string) => {
+export const withAppName = (url: string, app: string) => {
   const u = new URL(url);
   u.searchParams.set('application_name', app);
   return u.toString();
 };
 
 /** PostgreSQL backends whose application_name is `app` (our pool's connections, LISTEN included). */
-async function backendPids(url: string, app: string): Promise<number[]> {
+export async function backendPids(url: string, app: string): Promise<number[]> {
   const c = new pg.Client(pgClientConfig(url));
   await c.connect();
   try {
@@ -66,7 +66,7 @@ function pgClientConfig(url: string): pg.ClientConfig {
 }
 
 /** CPU ticks of each backend now (a backend that is gone is left out). */
-const ticksNow = (pids: number[]) => new Map(pids.flatMap((pid) => {
+export const ticksNow = (pids: number[]) => new Map(pids.flatMap((pid) => {
   const t = procStat(pid)?.ticks;
   return t === undefined ? [] : [[pid, t] as const];
 }));
@@ -75,7 +75,7 @@ const ticksNow = (pids: number[]) => new Map(pids.flatMap((pid) => {
  * Backend CPU ticks used since `before`, over the backends of `app` then and now: a backend opened meanwhile counts
  * whole, one that closed meanwhile counts nothing after `before` (a slight undercount, never negative).
  */
-async function backendTicksSince(url: string, app: string, before: Map<number, number>): Promise<number> {
+export async function backendTicksSince(url: string, app: string, before: Map<number, number>): Promise<number> {
   const now = ticksNow([...new Set([...before.keys(), ...(await backendPids(url, app))])]);
   let sum = 0;
   for (const [pid, t] of now) sum += Math.max(0, t - (before.get(pid) ?? 0));

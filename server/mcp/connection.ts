@@ -1,4 +1,5 @@
 // One MCP server seen through the official SDK client: connect (stdio or streamable HTTP), list tools, call them, reconnect with backoff.
+import fs from 'node:fs';
 import path from 'node:path';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -11,13 +12,49 @@ import type { McpServerConfig } from '../config';
 import type { Logger } from '../logger';
 import { cappedFetch, MAX_MESSAGE_BYTES } from './limits';
 import { listTools, type SkippedTool } from './listing';
-import { failedExec, stdioLaunch } from './pdeathsig';
 import { type McpOAuth, OAuthDeclined } from './oauth';
 import type { McpCallInfo } from './call-info';
 
 export type { McpCallInfo } from './call-info';
 
 export type McpState = 'connecting' | 'ready' | 'failed';
+
+let setprivPath: string | null | undefined;
+/** util-linux's setpriv on Linux (Debian: /usr/bin/setpriv), looked up once; null elsewhere or when missing. */
+function setpriv(): string | null {
+  if (setprivPath === undefined) {
+    setprivPath = process.platform !== 'linux' ? null : (['/usr/bin/setpriv', '/bin/setpriv'].find((p) => isExecutable(p)) ?? null);
+  }
+  return setprivPath;
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** Whether `command` names an executable file, as spawn would find it (a path, or a name on `PATH`). */
+export function findsCommand(command: string, pathVar: string | undefined, cwd: string | undefined): boolean {
+  if (command.includes('/')) return isExecutable(path.resolve(/* turbopackIgnore: true */ cwd ?? process.cwd(), command));
+  return (pathVar ?? '').split(path.delimiter).some((dir) => dir !== '' && isExecutable(path.join(dir, command)));
+}
+
+/**
+ * How a stdio MCP server is spawned: through `setpriv --pdeathsig KILL` where it is there (Linux), so the kernel kills
+ * the server when the gateway dies, SIGKILL and OOM included. Without it a crashed gateway left each of its stdio
+ * servers running, reparented to init, one more at every crash (server-everything and any server with a timer never
+ * exits on its stdin's end). The signal reaches the direct child only: an `npx …` launcher's own child still relies on
+ * its stdin closing. A command that is not found is spawned as it is, so its ENOENT reads as before, not as setpriv's.
+ */
+export function stdioSpawn(command: string, args: string[], pathVar: string | undefined, cwd: string | undefined): { command: string; args: string[] } {
+  const wrapper = setpriv();
+  if (!wrapper || !findsCommand(command, pathVar, cwd)) return { command, args };
+  return { command: wrapper, args: ['--pdeathsig', 'KILL', '--', command, ...args] };
+}
 
 export interface McpConnectionEvents {
   /** The server's tool list is known (first connect, reconnect, or a list-changed notification); `skipped`: left out. */
@@ -69,8 +106,6 @@ export class McpConnection {
   private attempts = 0;
   private timer: NodeJS.Timeout | null = null;
   private pinger: NodeJS.Timeout | null = null;
-  /** setpriv's "failed to execute …" line from this attempt's stderr (pdeathsig.ts). */
-  private execFailure?: string;
   private stopped = false;
   private generation = 0;
   /** Progress listeners of calls in flight, by the progressToken we sent. */
@@ -108,11 +143,8 @@ export class McpConnection {
       // The SDK's default environment (PATH, HOME, …) plus the configured names: never the gateway's own secrets.
       const env = { ...getDefaultEnvironment(), ...this.cfg.env };
       const cwd = this.cfg.cwd ? path.resolve(/* turbopackIgnore: true */ process.cwd(), this.cfg.cwd) : undefined;
-      // On Linux through setpriv's parent-death signal: a gateway killed hard (SIGKILL, OOM) leaves no server running.
-      const launch = stdioLaunch(this.cfg.command, this.cfg.args ?? [], env, cwd);
       const t = new StdioClientTransport({
-        command: launch.command,
-        args: launch.args,
+        ...stdioSpawn(this.cfg.command, this.cfg.args ?? [], env.PATH, cwd),
         env,
         cwd,
         stderr: 'pipe',
@@ -128,7 +160,6 @@ export class McpConnection {
           const line = buf.slice(0, i).trim();
           buf = buf.slice(i + 1);
           if (line) this.o.log.info({ server: this.name, stderr: line.slice(0, 2000) }, 'mcp server stderr');
-          this.execFailure ??= failedExec(line);
         }
         if (buf.length > 8192) buf = buf.slice(-8192);
       });
@@ -167,7 +198,6 @@ export class McpConnection {
     if (this.stopped) return;
     const gen = ++this.generation;
     this.closedBecause = undefined;
-    this.execFailure = undefined;
     this.setState('connecting');
     const client = new Client(CLIENT_INFO, { jsonSchemaValidator: noValidation, capabilities: CAPABILITIES });
     client.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
@@ -211,8 +241,7 @@ export class McpConnection {
       if (gen !== this.generation) return;
       if (this.o.oauth && (isUnauthorized(e) || this.o.oauth.waiting)) return this.awaitAuthorization(gen);
       if (e instanceof Error && e.name === 'OAuthDeclined') return this.declined(e.message);
-      // setpriv could not execute the command: its reason, not the SDK's "Connection closed".
-      this.down(this.execFailure ?? (e instanceof Error ? e.message : String(e)));
+      this.down(e instanceof Error ? e.message : String(e));
     }
   }
 

@@ -25,6 +25,7 @@ export const STORE_INDEPENDENT: readonly string[] = [
   'server/store/pool-error.test.ts',
   'server/orchestrator/delivery-crash.test.ts',
   'server/orchestrator/crash.test.ts',
+  'server/mcp/orphans.test.ts',
   // They pick their stores themselves (PostgreSQL by TEST_DATABASE_URL, SQLite by data dir), in processes of their own.
   'server/cluster/cluster.test.ts',
   'server/cluster/crash-burst.test.ts',

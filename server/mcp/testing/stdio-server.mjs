@@ -7,6 +7,8 @@ import { z } from 'zod';
 
 const log = (line) => process.env.MCP_TEST_LOG && fs.appendFileSync(process.env.MCP_TEST_LOG, `${line}\n`);
 log(`start ${process.pid}`);
+// Like many real servers (server-everything's timers), one that outlives its stdin: MCP_TEST_LINGER keeps it running.
+if (process.env.MCP_TEST_LINGER) setInterval(() => {}, 1 << 30);
 
 const server = new McpServer({ name: 'test-stdio', version: '1.0.0' });
 server.registerTool(
