@@ -5,8 +5,11 @@
 // the room in real Chromium (interactive, session switch, keystrokes, the agent board opening), search, and the
 // event loop's longest gap in each phase. Its own checks: the right session opens, search finds the planted words,
 // the sidebar's counts match the store. Figures, never assertions; writes BENCHMARKS.md "Scale: 100,000 sessions".
-//   npm run bench:scale -- [--store=sqlite|postgres|both] [--sessions=N] [--reseed] [--cpu-prof] [--only=board]
+//   npm run bench:scale -- [--store=sqlite|postgres|both] [--sessions=N] [--reseed] [--cpu-prof] [--only=board] [--pin]
+// --pin: the server on CPU 0, this process with its Chromium and its load client on CPU 1 (taskset), as when the
+// browser and the clients are other machines; results in results-<store>-<N>-pinned.json, BENCHMARKS.md untouched.
 // --only=board: runs.board, deliveries.list and the board's opening only (issue 22 item 7), figures in the results JSON.
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -30,6 +33,7 @@ const SESSIONS = Number(opt('sessions') ?? 100_000);
 const STORES: StoreName[] = opt('store') === 'sqlite' ? ['sqlite'] : opt('store') === 'postgres' ? ['postgres'] : ['sqlite', 'postgres'];
 const CPU_PROF = argv.includes('--cpu-prof');
 const ONLY_BOARD = opt('only') === 'board';
+const PIN = argv.includes('--pin');
 const STREAMING = 50;
 const TOKEN = 'bench-scale-token';
 const RPC_SAMPLES = 40;
@@ -112,7 +116,10 @@ async function measure(t: ScaleTarget): Promise<ScaleResult> {
     readyTimeoutMs: 300_000,
     nodeArgs: [`--import=${path.join(repoRoot, 'bench', 'lib', 'loop-probe.mjs')}`, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])],
     env: { CROSSTALK_LOOP_PROBE: probe, ...(t.databaseUrl ? { DATABASE_URL: t.databaseUrl } : {}) },
+    ...(PIN ? { cpus: '0' } : {}),
   });
+  // This process's threads now, and the Chromium and load client it starts later, off the server's CPU.
+  if (PIN) execFileSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
   const startS = (performance.now() - t0) / 1000;
   await afterWarm(server); // the phases measure steady state: the room's one-time warm-up is over
   const pid = server.pid;
@@ -259,7 +266,7 @@ async function main() {
     const t = scaleTarget(store, SESSIONS);
     console.log(`bench:scale ${store}: ${SESSIONS.toLocaleString()} sessions in ${t.dir}${t.databaseUrl ? ` (${t.databaseUrl})` : ''}`);
     const r = await measure(t);
-    fs.writeFileSync(path.join(path.dirname(t.dir), `results-${store}-${SESSIONS}.json`), JSON.stringify(r, null, 2));
+    fs.writeFileSync(path.join(path.dirname(t.dir), `results-${store}-${SESSIONS}${PIN ? '-pinned' : ''}.json`), JSON.stringify(r, null, 2));
     if (ONLY_BOARD) {
       const f = (xs?: number[]) => (xs?.length ? `p50 ${p(xs, 50).toFixed(1)} / p95 ${p(xs, 95).toFixed(1)} ms, median ${p(xs, 50).toFixed(0)} max ${Math.max(...xs).toFixed(0)} (${xs.length})` : 'n/a');
       console.log(`${store}: runs.board ${f(r.rpc.board)}; deliveries.list ${f(r.rpc.deliveries)}; board opening ${f(r.room.boards)}; load at start ${r.machine.loadAvg}, at end ${os.loadavg().map((l) => l.toFixed(2)).join(' / ')}; checks ${JSON.stringify(r.checks)}`);
@@ -267,7 +274,7 @@ async function main() {
     }
     console.log(JSON.stringify({ ...r, room: Object.fromEntries(Object.entries(r.room).map(([k, v]) => [k, { p50: p(v, 50), p95: p(v, 95) }])), rpc: Object.fromEntries(Object.entries(r.rpc).map(([k, v]) => [k, { p50: p(v, 50), p95: p(v, 95) }])) }, null, 1));
   }
-  if (ONLY_BOARD) return void clearTimeout(watchdog);
+  if (ONLY_BOARD || PIN) return void clearTimeout(watchdog);
   const results = (['sqlite', 'postgres'] as const)
     .map((s) => path.join(path.dirname(scaleTarget(s, SESSIONS).dir), `results-${s}-${SESSIONS}.json`))
     .filter((f) => fs.existsSync(f))

@@ -48,6 +48,8 @@ export interface StartOptions {
   /** Another checkout to start instead of this one (e.g. the last Node 20 commit), and the node binary to run it with. */
   root?: string;
   nodePath?: string;
+  /** CPUs the server and everything it starts may run on (`taskset -c`, e.g. '0'), as if it had a machine of its own. */
+  cpus?: string;
 }
 
 export interface ServerHandle {
@@ -87,7 +89,10 @@ export async function startServer(opts: StartOptions): Promise<ServerHandle> {
   };
   const t0 = performance.now();
   const root = opts.root ?? repoRoot;
-  const child: ChildProcess = spawn(opts.nodePath ?? process.execPath, [...startScriptNodeFlags(root), ...(opts.nodeArgs ?? []), path.join(root, 'scripts', 'start.mjs')], {
+  const node = opts.nodePath ?? process.execPath;
+  const args = [...startScriptNodeFlags(root), ...(opts.nodeArgs ?? []), path.join(root, 'scripts', 'start.mjs')];
+  // taskset execs the server in its own place (same pid), and every process and thread it starts inherits the CPUs.
+  const child: ChildProcess = spawn(opts.cpus ? 'taskset' : node, opts.cpus ? ['-c', opts.cpus, node, ...args] : args, {
     cwd: opts.cwd,
     env: env as NodeJS.ProcessEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
