@@ -10,7 +10,7 @@ export interface ServerProcess {
   port: number;
   origin: string;
   dataDir: string;
-  /** SIGKILL: no graceful shutdown, open streams drop, runs in flight stay as they were on disk. */
+  /** SIGKILL to its process group: no graceful shutdown, open streams drop, runs in flight stay as they were on disk; its children die too. */
   kill(): Promise<void>;
   /** Starts the server again on the same port and data dir; resolves once it answers HTTP. */
   start(): Promise<void>;
@@ -90,6 +90,8 @@ export async function startServerProcess(token: string, opts: { startTimeoutMs?:
         ...opts.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
+      // A process group of its own: kill() ends the server's descendants (its stdio MCP servers…) with it.
+      detached: true,
     });
     const keep = (chunk: Buffer) => {
       log.push(chunk.toString());
@@ -106,7 +108,12 @@ export async function startServerProcess(token: string, opts: { startTimeoutMs?:
     proc = null;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    child.kill('SIGKILL');
+    // SIGKILL to the whole group (no graceful shutdown, as before): nothing the server started outlives it.
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      child.kill('SIGKILL');
+    }
     await exited;
   };
 

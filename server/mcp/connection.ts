@@ -106,6 +106,8 @@ export class McpConnection {
   private attempts = 0;
   private timer: NodeJS.Timeout | null = null;
   private pinger: NodeJS.Timeout | null = null;
+  /** setpriv's "failed to execute …" line from this attempt's stderr. */
+  private execFailure?: string;
   private stopped = false;
   private generation = 0;
   /** Progress listeners of calls in flight, by the progressToken we sent. */
@@ -160,6 +162,8 @@ export class McpConnection {
           const line = buf.slice(0, i).trim();
           buf = buf.slice(i + 1);
           if (line) this.o.log.info({ server: this.name, stderr: line.slice(0, 2000) }, 'mcp server stderr');
+          // setpriv found the command but could not execute it (a missing interpreter, a permission): its reason.
+          if (line.startsWith('setpriv: failed to execute ')) this.execFailure ??= line.slice('setpriv: '.length);
         }
         if (buf.length > 8192) buf = buf.slice(-8192);
       });
@@ -198,6 +202,7 @@ export class McpConnection {
     if (this.stopped) return;
     const gen = ++this.generation;
     this.closedBecause = undefined;
+    this.execFailure = undefined;
     this.setState('connecting');
     const client = new Client(CLIENT_INFO, { jsonSchemaValidator: noValidation, capabilities: CAPABILITIES });
     client.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
@@ -241,7 +246,8 @@ export class McpConnection {
       if (gen !== this.generation) return;
       if (this.o.oauth && (isUnauthorized(e) || this.o.oauth.waiting)) return this.awaitAuthorization(gen);
       if (e instanceof Error && e.name === 'OAuthDeclined') return this.declined(e.message);
-      this.down(e instanceof Error ? e.message : String(e));
+      // Not the SDK's "Connection closed" when setpriv said why the command did not start.
+      this.down(this.execFailure ?? (e instanceof Error ? e.message : String(e)));
     }
   }
 

@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startChildServer, until } from '../testing/harness';
-import { stdioSpawn } from './connection';
+import { createLogger } from '../logger';
+import { McpConnection, stdioSpawn } from './connection';
 
 const STDIO_SERVER = path.join(import.meta.dirname, 'testing', 'stdio-server.mjs');
 const hasSetpriv = process.platform === 'linux' && fs.existsSync('/usr/bin/setpriv');
@@ -53,4 +54,30 @@ describe('stdio MCP servers and the gateway process', () => {
     expect(stdioSpawn(missing, ['x'], process.env.PATH, undefined)).toEqual({ command: missing, args: ['x'] });
     expect(stdioSpawn('ct-no-such-binary', [], process.env.PATH, undefined)).toEqual({ command: 'ct-no-such-binary', args: [] });
   });
+
+  /** The error a stdio server with this command is reported down with. */
+  async function failure(command: string): Promise<string | undefined> {
+    const states: { state: string; error?: string }[] = [];
+    const conn = new McpConnection('broken', { command }, {
+      log: createLogger('silent'),
+      reconnectBaseMs: 60_000,
+      reconnectMaxMs: 60_000,
+      onTools: () => undefined,
+      onState: (state, error) => states.push({ state, error }),
+    });
+    await conn.start();
+    await until(() => states.some((s) => s.state === 'failed'), 10_000);
+    await conn.stop();
+    return states.find((s) => s.state === 'failed')?.error;
+  }
+
+  it('a missing command is reported as spawn ENOENT; one found but not executable, with setpriv\'s reason', async () => {
+    const missing = path.join(os.tmpdir(), `ct-orphans-no-such-binary-${process.pid}`);
+    expect(await failure(missing)).toBe(`spawn ${missing} ENOENT`);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ct-mcp-orphans-'));
+    dirs.push(dir);
+    const script = path.join(dir, 'no-interpreter.sh');
+    fs.writeFileSync(script, '#!/nonexistent/interpreter\n', { mode: 0o755 });
+    expect(await failure(script)).toBe(hasSetpriv ? `failed to execute ${script}: No such file or directory` : `spawn ${script} ENOENT`);
+  }, 30_000);
 });

@@ -146,13 +146,14 @@ describe('an approved exec in a real server (npm run worker)', () => {
     expect(fs.statSync(path.join(dataDir, 'token')).mode & 0o777).toBe(0o600);
   });
 
-  it.skipIf(process.getuid?.() !== 0)('cannot read the server’s environ (by $PPID and by its pid), the token file, nor write the store', async () => {
+  it.skipIf(process.getuid?.() !== 0)('cannot read the server’s environ (by its parent chain and by its pid), the token file, nor write the store', async () => {
     const ws = path.join(`${dataDir}-ws`, 'main');
     const tokenFile = path.join(dataDir, 'token');
     const store = path.join(dataDir, 'crosstalk.sqlite');
     const probes = [
-      'echo ppid=$PPID',
-      `cat /proc/$PPID/environ`,
+      // The shell's parent is coreutils' timeout (exec.ts shellArgv), whose parent is the server.
+      'p=$PPID; [ "$(cat /proc/$p/comm)" = timeout ] && p=$(cut -d" " -f4 /proc/$p/stat); echo ppid=$p',
+      `cat /proc/$p/environ`,
       `cat /proc/${serverPid}/environ`,
       `cat ${path.relative(ws, tokenFile)}`,
       `cat ${tokenFile}`,
@@ -168,7 +169,7 @@ describe('an approved exec in a real server (npm run worker)', () => {
     expect(w.status).toBe('ok');
     const result = JSON.parse(w.response.slice('exec: '.length)) as { status: string; stdout: string };
     expect(result.status).toBe('ok');
-    expect(result.stdout).toContain(`ppid=${serverPid}`); // $PPID is the server itself
+    expect(result.stdout).toContain(`ppid=${serverPid}`); // $p is the server itself
     expect(result.stdout).toContain('probe0=0');
     for (let i = 1; i < probes.length; i++) expect(result.stdout).toMatch(new RegExp(`^probe${i}=[1-9]`, 'm'));
     for (const value of [...Object.values(SECRETS), token]) expect(result.stdout).not.toContain(value);

@@ -54,7 +54,9 @@ describe('exec environment', () => {
   // Isolation needs root (README, Security); a server that is not root says so at start (exec-isolation.test.ts).
   it.skipIf(process.getuid?.() !== 0)('as root, runs as nobody with the workspace as HOME: it cannot read the server’s environ or write the store', async () => {
     const store = path.join(s.dataDir, 'crosstalk.sqlite');
-    const out = await exec({ command: `id -u; echo "$HOME"; cat /proc/$PPID/environ 2>&1; echo rc=$?; echo pwned >> ${store}; echo rc=$?; ls ${s.dataDir} 2>&1; echo rc=$?` });
+    // The shell's parent is coreutils' timeout (exec.ts shellArgv), whose parent is the server.
+    const server = 'p=$PPID; [ "$(cat /proc/$p/comm)" = timeout ] && p=$(cut -d" " -f4 /proc/$p/stat)';
+    const out = await exec({ command: `id -u; echo "$HOME"; ${server}; cat /proc/$p/environ 2>&1; echo rc=$?; echo pwned >> ${store}; echo rc=$?; ls ${s.dataDir} 2>&1; echo rc=$?` });
     const [uid, home] = out.stdout!.split('\n');
     expect(Number(uid)).toBe(65534);
     expect(home).toBe(fs.realpathSync(s.rt.config.agents[0]!.workspace));

@@ -16,6 +16,30 @@ export const DEFAULT_TIMEOUT_S = 120;
 /** Per stream, in bytes of UTF-8. */
 export const OUTPUT_CAP = 64 * 1024;
 
+/**
+ * coreutils' `timeout`, found once: the shell runs under it with a deadline of its own, `timeoutSeconds` plus
+ * TIMEOUT_GRACE_S, after which it SIGKILLs the command's process group. The gateway's own timer ends the command first
+ * and reports the timeout; `timeout` holds the deadline when the gateway is gone (SIGKILL, OOM), which used to leave
+ * the command running for ever, reparented to init. null where it is missing: the gateway's timer alone, as before.
+ */
+const TIMEOUT_BIN: string | null = ['/usr/bin/timeout', '/bin/timeout'].find((f) => {
+  try {
+    fs.accessSync(f, fs.constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}) ?? null;
+
+/** How long after the gateway's deadline `timeout` kills the command itself (only when the gateway did not). */
+export const TIMEOUT_GRACE_S = 2;
+
+/** The shell's command line: `sh -c command`, under `timeout` where there is one. */
+export function shellArgv(command: string, limitS: number): [string, string[]] {
+  if (!TIMEOUT_BIN) return ['/bin/sh', ['-c', command]];
+  return [TIMEOUT_BIN, ['-s', 'KILL', `${limitS + TIMEOUT_GRACE_S}s`, '/bin/sh', '-c', command]];
+}
+
 /** After the shell exits, how long output still in the pipes may take to arrive (a grandchild may hold them open forever). */
 const PIPE_DRAIN_MS = 100;
 
@@ -118,7 +142,8 @@ export function createExecTool(): ToolDef<z.infer<typeof input>> {
         // Its own session and process group; fd 3 marks every process it starts (exec-tree.ts).
         let child: ReturnType<typeof spawn>;
         try {
-          child = spawn('/bin/sh', ['-c', command], {
+          const [file, argv] = shellArgv(command, limitS);
+          child = spawn(file, argv, {
             cwd: dir,
             env,
             stdio: ['ignore', 'pipe', 'pipe', tree.markerFd],
