@@ -1,5 +1,4 @@
 // One MCP server seen through the official SDK client: connect (stdio or streamable HTTP), list tools, call them, reconnect with backoff.
-import fs from 'node:fs';
 import path from 'node:path';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -10,6 +9,7 @@ import { type CallToolResult, type ElicitRequest, ElicitRequestSchema, type Elic
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { McpServerConfig } from '../config';
 import type { Logger } from '../logger';
+import { isExecutableFile, systemBinary } from '../system-binary';
 import { cappedFetch, MAX_MESSAGE_BYTES } from './limits';
 import { listTools, type SkippedTool } from './listing';
 import { type McpOAuth, OAuthDeclined } from './oauth';
@@ -19,28 +19,10 @@ export type { McpCallInfo } from './call-info';
 
 export type McpState = 'connecting' | 'ready' | 'failed';
 
-let setprivPath: string | null | undefined;
-/** util-linux's setpriv on Linux (Debian: /usr/bin/setpriv), looked up once; null elsewhere or when missing. */
-function setpriv(): string | null {
-  if (setprivPath === undefined) {
-    setprivPath = process.platform !== 'linux' ? null : (['/usr/bin/setpriv', '/bin/setpriv'].find((p) => isExecutable(p)) ?? null);
-  }
-  return setprivPath;
-}
-
-function isExecutable(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return fs.statSync(file).isFile();
-  } catch {
-    return false;
-  }
-}
-
 /** Whether `command` names an executable file, as spawn would find it (a path, or a name on `PATH`). */
 export function findsCommand(command: string, pathVar: string | undefined, cwd: string | undefined): boolean {
-  if (command.includes('/')) return isExecutable(path.resolve(/* turbopackIgnore: true */ cwd ?? process.cwd(), command));
-  return (pathVar ?? '').split(path.delimiter).some((dir) => dir !== '' && isExecutable(path.join(dir, command)));
+  if (command.includes('/')) return isExecutableFile(path.resolve(/* turbopackIgnore: true */ cwd ?? process.cwd(), command));
+  return (pathVar ?? '').split(path.delimiter).some((dir) => dir !== '' && isExecutableFile(path.join(dir, command)));
 }
 
 /**
@@ -51,7 +33,7 @@ export function findsCommand(command: string, pathVar: string | undefined, cwd: 
  * its stdin closing. A command that is not found is spawned as it is, so its ENOENT reads as before, not as setpriv's.
  */
 export function stdioSpawn(command: string, args: string[], pathVar: string | undefined, cwd: string | undefined): { command: string; args: string[] } {
-  const wrapper = setpriv();
+  const wrapper = process.platform === 'linux' ? systemBinary('setpriv') : null;
   if (!wrapper || !findsCommand(command, pathVar, cwd)) return { command, args };
   return { command: wrapper, args: ['--pdeathsig', 'KILL', '--', command, ...args] };
 }

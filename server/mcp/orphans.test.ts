@@ -4,26 +4,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startChildServer, until } from '../testing/harness';
+import { isRunning } from '../testing/procs';
 import { createLogger } from '../logger';
 import { McpConnection, stdioSpawn } from './connection';
 
 const STDIO_SERVER = path.join(import.meta.dirname, 'testing', 'stdio-server.mjs');
 const hasSetpriv = process.platform === 'linux' && fs.existsSync('/usr/bin/setpriv');
 
-/** Alive and not a zombie (an orphan that died waits for init to reap it). */
-function running(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
-
 describe('stdio MCP servers and the gateway process', () => {
   const dirs: string[] = [];
   const pids: number[] = [];
   afterAll(() => {
-    for (const pid of pids) if (running(pid)) process.kill(pid, 'SIGKILL');
+    for (const pid of pids) if (isRunning(pid)) process.kill(pid, 'SIGKILL');
     for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
   });
 
@@ -41,10 +33,10 @@ describe('stdio MCP servers and the gateway process', () => {
     }, 20_000);
     pids.push(pid);
     await until(async () => (await gw.rpc<{ mcp?: Array<{ server: string; state: string }> }>('status')).mcp?.find((s) => s.server === 'lingering')?.state === 'ready', 20_000);
-    expect(running(pid)).toBe(true);
+    expect(isRunning(pid)).toBe(true);
     gw.kill();
     await gw.exited;
-    await until(() => !running(pid), 5_000);
+    await until(() => !isRunning(pid), 5_000);
   }, 60_000);
 
   it.runIf(hasSetpriv)('spawns a command it finds through setpriv, and one it does not find as it is (its ENOENT unchanged)', () => {

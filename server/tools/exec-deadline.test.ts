@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startChildServer, until } from '../testing/harness';
+import { isRunning } from '../testing/procs';
 import { shellArgv, TIMEOUT_GRACE_S } from './exec';
 
 const hasTimeout = fs.existsSync('/usr/bin/timeout') || fs.existsSync('/bin/timeout');
@@ -15,9 +16,7 @@ function sleepers(): number[] {
   for (const d of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
     try {
-      if (fs.readFileSync(`/proc/${d}/cmdline`, 'utf8') !== `sleep\0${MARK}\0`) continue;
-      if (/^\d+ \(.*\) Z /.test(fs.readFileSync(`/proc/${d}/stat`, 'utf8'))) continue;
-      pids.push(Number(d));
+      if (fs.readFileSync(`/proc/${d}/cmdline`, 'utf8') === `sleep\0${MARK}\0` && isRunning(Number(d))) pids.push(Number(d));
     } catch {
       // gone while read
     }

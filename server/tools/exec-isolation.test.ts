@@ -7,6 +7,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseRawConfig, resolveConfig } from '../config';
 import { tmpDataDir, until } from '../testing/harness';
+import { isRunning } from '../testing/procs';
 import { createExecTool } from './exec';
 import { blockedFor, prepareExecIsolation } from './exec-isolation';
 import { onPostgresPass } from '../testing/store-under-test';
@@ -35,7 +36,7 @@ const childrenOf = (pid: number) =>
     })
     .map(Number);
 
-const gone = (pid: number) => !fs.existsSync(`/proc/${pid}`) || /\) [ZX] /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+const gone = (pid: number) => !isRunning(pid);
 
 describe('the launcher (scripts/secrets.mjs)', () => {
   const secretsModule = JSON.stringify(path.join(root, 'scripts/secrets.mjs'));

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../config';
 import { startTestServer, tmpDataDir, type TestServer, until } from '../testing/harness';
+import { isRunning } from '../testing/procs';
 import { createExecTool, DEFAULT_TIMEOUT_S, OUTPUT_CAP, utf8Prefix } from './exec';
 
 let s: TestServer;
@@ -129,13 +130,6 @@ describe('exec ends its whole process tree', () => {
   const ws = () => s.rt.config.agents[0]!.workspace;
   /** A grandchild in a session of its own, output elsewhere: neither its group, nor its session, nor the pipes hold it. */
   const escapee = (file: string) => `setsid sh -c 'echo $$ > ${file}; exec sleep 45' >/dev/null 2>&1 & while [ ! -s ${file} ]; do sleep 0.05; done`;
-  const alive = (pid: number) => {
-    try {
-      return !/^\S+ \(.*\) [ZX] /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
-    } catch {
-      return false;
-    }
-  };
   const pidIn = (file: string) => Number(fs.readFileSync(path.join(ws(), file), 'utf8'));
 
   it('when the command exits: a setsid grandchild does not outlive it', async () => {
@@ -143,14 +137,14 @@ describe('exec ends its whole process tree', () => {
     expect(out).toMatchObject({ status: 'ok', exitCode: 0, stdout: 'started\n' });
     const pid = pidIn('exit.pid');
     expect(pid).toBeGreaterThan(1);
-    await until(() => !alive(pid));
+    await until(() => !isRunning(pid));
   });
 
   it('on timeout', async () => {
     const out = await exec({ command: `${escapee('timeout.pid')}; sleep 45`, timeoutSeconds: 1 });
     expect(out).toMatchObject({ status: 'error', error: { code: 'timeout' } });
     const pid = pidIn('timeout.pid');
-    await until(() => !alive(pid));
+    await until(() => !isRunning(pid));
   });
 
   it('on agent.cancel (the run ends with it)', async () => {
@@ -158,10 +152,10 @@ describe('exec ends its whole process tree', () => {
     const r = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: `/tool exec ${JSON.stringify({ command: `${escapee('cancel.pid')}; sleep 45` })}` });
     await until(() => fs.existsSync(path.join(ws(), 'cancel.pid')) && pidIn('cancel.pid') > 1);
     const pid = pidIn('cancel.pid');
-    expect(alive(pid)).toBe(true);
+    expect(isRunning(pid)).toBe(true);
     await s.rpc('agent.cancel', { runId: r.runId });
     expect(await s.rpc('agent.wait', { runId: r.runId, timeoutMs: 20_000 })).toMatchObject({ status: 'error', error: 'cancelled' });
-    await until(() => !alive(pid));
+    await until(() => !isRunning(pid));
   });
 });
 

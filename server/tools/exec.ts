@@ -9,6 +9,7 @@ import type { ToolDef } from './types';
 import { described } from './describe';
 import { blockedFor, execIdentity, mkdirFor } from './exec-isolation';
 import { ProcessTree } from './exec-tree';
+import { systemBinary } from '../system-binary';
 
 /** Seconds a command may run when the call names no timeout. */
 export const DEFAULT_TIMEOUT_S = 120;
@@ -17,27 +18,19 @@ export const DEFAULT_TIMEOUT_S = 120;
 export const OUTPUT_CAP = 64 * 1024;
 
 /**
- * coreutils' `timeout`, found once: the shell runs under it with a deadline of its own, `timeoutSeconds` plus
+ * The shell runs under coreutils' `timeout` (found at the first command) with a deadline of its own, `timeoutSeconds` plus
  * TIMEOUT_GRACE_S, after which it SIGKILLs the command's process group. The gateway's own timer ends the command first
  * and reports the timeout; `timeout` holds the deadline when the gateway is gone (SIGKILL, OOM), which used to leave
  * the command running for ever, reparented to init. null where it is missing: the gateway's timer alone, as before.
  */
-const TIMEOUT_BIN: string | null = ['/usr/bin/timeout', '/bin/timeout'].find((f) => {
-  try {
-    fs.accessSync(f, fs.constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}) ?? null;
-
 /** How long after the gateway's deadline `timeout` kills the command itself (only when the gateway did not). */
 export const TIMEOUT_GRACE_S = 2;
 
 /** The shell's command line: `sh -c command`, under `timeout` where there is one. */
 export function shellArgv(command: string, limitS: number): [string, string[]] {
-  if (!TIMEOUT_BIN) return ['/bin/sh', ['-c', command]];
-  return [TIMEOUT_BIN, ['-s', 'KILL', `${limitS + TIMEOUT_GRACE_S}s`, '/bin/sh', '-c', command]];
+  const timeout = systemBinary('timeout');
+  if (!timeout) return ['/bin/sh', ['-c', command]];
+  return [timeout, ['-s', 'KILL', `${limitS + TIMEOUT_GRACE_S}s`, '/bin/sh', '-c', command]];
 }
 
 /** After the shell exits, how long output still in the pipes may take to arrive (a grandchild may hold them open forever). */
