@@ -4,30 +4,21 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startChildServer, until } from '../testing/harness';
-import { isRunning } from '../testing/procs';
+import { sleepers as procSleepers } from '../testing/procs';
+import { pidNamespace } from './exec-namespace';
 import { shellArgv, TIMEOUT_GRACE_S } from './exec';
 
 const hasTimeout = fs.existsSync('/usr/bin/timeout') || fs.existsSync('/bin/timeout');
 const MARK = '31.4159'; // sleep's argument: finds the command's process in /proc
-
-/** Live (not zombie) pids whose command line is `sleep <MARK>`. */
-function sleepers(): number[] {
-  const pids: number[] = [];
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (fs.readFileSync(`/proc/${d}/cmdline`, 'utf8') === `sleep\0${MARK}\0` && isRunning(Number(d))) pids.push(Number(d));
-    } catch {
-      // gone while read
-    }
-  }
-  return pids;
-}
+const ESCAPED = '31.4158'; // a grandchild's, one that left the command's session and closed its marker fd
+const sleepers = () => procSleepers(MARK);
+const ns = await pidNamespace();
+const hasNamespace = 'unshare' in ns;
 
 describe('exec when the gateway dies', () => {
   const dirs: string[] = [];
   afterAll(() => {
-    for (const pid of sleepers()) process.kill(pid, 'SIGKILL');
+    for (const pid of [...sleepers(), ...procSleepers(ESCAPED)]) process.kill(pid, 'SIGKILL');
     for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
   });
 
@@ -36,6 +27,13 @@ describe('exec when the gateway dies', () => {
     if (!hasTimeout) return expect([file, argv]).toEqual(['/bin/sh', ['-c', 'echo hi']]);
     expect(path.basename(file)).toBe('timeout');
     expect(argv).toEqual(['-s', 'KILL', `${10 + TIMEOUT_GRACE_S}s`, '/bin/sh', '-c', 'echo hi']);
+  });
+
+  it('in a PID namespace, unshare drops to the exec user and runs the same command line', () => {
+    const [file, argv] = shellArgv('echo hi', 10, { unshare: '/usr/bin/unshare', id: { uid: 65534, gid: 65534 } });
+    expect(file).toBe('/usr/bin/unshare');
+    expect(argv.slice(0, argv.indexOf('--'))).toEqual(['--pid', '--fork', '--kill-child', '--mount-proc', '--setgid', '65534', '--setuid', '65534']);
+    expect(argv.slice(argv.indexOf('--') + 1)).toEqual([...(hasTimeout ? [shellArgv('echo hi', 10)[0], '-s', 'KILL', `${10 + TIMEOUT_GRACE_S}s`] : []), '/bin/sh', '-c', 'echo hi']);
   });
 
   it.runIf(hasTimeout)('a command still running when the gateway is killed with SIGKILL ends at its deadline', async () => {
@@ -56,5 +54,21 @@ describe('exec when the gateway dies', () => {
     const t0 = Date.now();
     await until(() => sleepers().length === 0, 15_000);
     expect(Date.now() - t0).toBeLessThan(15_000);
+  }, 60_000);
+
+  it.runIf(hasTimeout && hasNamespace)('with the gateway killed, a grandchild that left the session and closed fd 3 ends at the deadline too (PID namespace)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ct-exec-deadline-'));
+    fs.chmodSync(dir, 0o755);
+    dirs.push(dir);
+    const configFile = path.join(dir, 'crosstalk.config.json');
+    fs.writeFileSync(configFile, JSON.stringify({ agents: [{ id: 'main', tools: { exec: 'auto' } }] }));
+    const gw = await startChildServer({ dataDir: path.join(dir, 'data'), configFile });
+    const command = `setsid sh -c 'exec 3>&-; exec sleep ${ESCAPED}' >/dev/null 2>&1 & sleep ${MARK}; true`;
+    await gw.rpc('agent', { sessionKey: 'agent:main:deadline-escape', message: `/tool exec ${JSON.stringify({ command, timeoutSeconds: 2 })}` });
+    await until(() => sleepers().length === 1 && procSleepers(ESCAPED).length === 1, 20_000);
+    gw.kill();
+    await gw.exited;
+    // Without the namespace, timeout killed its own process group at the deadline and the escapee ran its 31 s.
+    await until(() => sleepers().length === 0 && procSleepers(ESCAPED).length === 0, 15_000);
   }, 60_000);
 });

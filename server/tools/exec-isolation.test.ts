@@ -10,10 +10,12 @@ import { tmpDataDir, until } from '../testing/harness';
 import { isRunning } from '../testing/procs';
 import { createExecTool } from './exec';
 import { blockedFor, prepareExecIsolation } from './exec-isolation';
+import { pidNamespace } from './exec-namespace';
 import { onPostgresPass } from '../testing/store-under-test';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const PG = onPostgresPass();
+const namespaced = 'unshare' in (await pidNamespace());
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const SECRETS = {
   OPENAI_API_KEY: 'sk-openai-secret-value',
@@ -152,7 +154,8 @@ describe('an approved exec in a real server (npm run worker)', () => {
     const tokenFile = path.join(dataDir, 'token');
     const store = path.join(dataDir, 'crosstalk.sqlite');
     const probes = [
-      // The shell's parent is coreutils' timeout (exec.ts shellArgv), whose parent is the server.
+      // The shell's parent is coreutils' timeout (exec.ts shellArgv), whose parent is the server; in exec's PID
+      // namespace timeout is PID 1 there and its parent, outside, shows as 0.
       'p=$PPID; [ "$(cat /proc/$p/comm)" = timeout ] && p=$(cut -d" " -f4 /proc/$p/stat); echo ppid=$p',
       `cat /proc/$p/environ`,
       `cat /proc/${serverPid}/environ`,
@@ -170,7 +173,7 @@ describe('an approved exec in a real server (npm run worker)', () => {
     expect(w.status).toBe('ok');
     const result = JSON.parse(w.response.slice('exec: '.length)) as { status: string; stdout: string };
     expect(result.status).toBe('ok');
-    expect(result.stdout).toContain(`ppid=${serverPid}`); // $p is the server itself
+    expect(result.stdout).toContain(namespaced ? 'ppid=0' : `ppid=${serverPid}`); // $p is the server itself, or out of sight
     expect(result.stdout).toContain('probe0=0');
     for (let i = 1; i < probes.length; i++) expect(result.stdout).toMatch(new RegExp(`^probe${i}=[1-9]`, 'm'));
     for (const value of [...Object.values(SECRETS), token]) expect(result.stdout).not.toContain(value);

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { CrosstalkConfig } from '../config';
 import type { Logger } from '../logger';
+import { pidNamespace } from './exec-namespace';
 
 /** `exec` as another user (uid/gid), or as the server's own user with the reason it cannot be isolated. */
 export type ExecIdentity = { isolated: true; user: string; uid: number; gid: number } | { isolated: false; reason: string };
@@ -126,5 +127,13 @@ export function prepareExecIsolation(config: CrosstalkConfig, log: Logger): void
   }
   for (const [reason, agents] of notIsolated) {
     log.warn({ agents }, `exec is not isolated: ${reason}; a command can read the token, the store and the data dir (README, Security)`);
+  }
+  // As root, whether commands get a PID namespace (found out once, after the start's own work, so the first command does not wait for it).
+  if (process.getuid?.() === 0) {
+    setTimeout(() => {
+      void pidNamespace().then((ns) => {
+        if ('reason' in ns) log.warn(`exec runs without a PID namespace of its own: ${ns.reason}; a command that leaves its session and closes fd 3 outlives it (README, Security)`);
+      });
+    }, 2000).unref();
   }
 }

@@ -4,10 +4,12 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../config';
 import { startTestServer, tmpDataDir, type TestServer, until } from '../testing/harness';
-import { isRunning } from '../testing/procs';
+import { isRunning, sleepers } from '../testing/procs';
+import { pidNamespace } from './exec-namespace';
 import { createExecTool, DEFAULT_TIMEOUT_S, OUTPUT_CAP, utf8Prefix } from './exec';
 
 let s: TestServer;
+const namespaced = 'unshare' in (await pidNamespace());
 beforeAll(async () => {
   process.env.CROSSTALK_TEST_PASSED = 'visible-by-name';
   process.env.DATABASE_URL_FAKE_SECRET = 'server-secret';
@@ -128,31 +130,49 @@ describe('exec settles', () => {
 
 describe('exec ends its whole process tree', () => {
   const ws = () => s.rt.config.agents[0]!.workspace;
-  /** A grandchild in a session of its own, output elsewhere: neither its group, nor its session, nor the pipes hold it. */
-  const escapee = (file: string) => `setsid sh -c 'echo $$ > ${file}; exec sleep 45' >/dev/null 2>&1 & while [ ! -s ${file} ]; do sleep 0.05; done`;
-  const pidIn = (file: string) => Number(fs.readFileSync(path.join(ws(), file), 'utf8'));
+  /**
+   * A grandchild in a session of its own, output elsewhere: neither its group, nor its session, nor the pipes hold it;
+   * `sleep <mark>` finds it in /proc (its own `$$` is another number inside exec's PID namespace). With `closeMarker`
+   * it also closes fd 3, the marker exec-tree.ts finds it by.
+   */
+  const escapee = (file: string, mark: string, closeMarker = false) =>
+    `setsid sh -c '${closeMarker ? 'exec 3>&-; ' : ''}echo x > ${file}; exec sleep ${mark}' >/dev/null 2>&1 & while [ ! -s ${file} ]; do sleep 0.05; done`;
+  const one = async (mark: string) => {
+    await until(() => sleepers(mark).length === 1);
+    return sleepers(mark)[0]!;
+  };
 
   it('when the command exits: a setsid grandchild does not outlive it', async () => {
-    const out = await exec({ command: `${escapee('exit.pid')}; echo started` });
+    const out = await exec({ command: `${escapee('exit.pid', '45.001')}; echo started` });
     expect(out).toMatchObject({ status: 'ok', exitCode: 0, stdout: 'started\n' });
-    const pid = pidIn('exit.pid');
-    expect(pid).toBeGreaterThan(1);
-    await until(() => !isRunning(pid));
+    await until(() => sleepers('45.001').length === 0);
+  });
+
+  it.runIf(namespaced)('when the command exits: nor one that also closed fd 3 (PID namespace)', async () => {
+    const out = await exec({ command: `${escapee('exit-fd3.pid', '45.002', true)}; echo started` });
+    expect(out).toMatchObject({ status: 'ok', exitCode: 0, stdout: 'started\n' });
+    // Without the namespace nothing marks it as the command's: it ran its 45 s.
+    await until(() => sleepers('45.002').length === 0);
+  });
+
+  it.runIf(namespaced)('a command sees its own processes only', async () => {
+    const out = await exec({ command: `test -e /proc/${process.pid} && echo server-seen-$((1+1)); cat /proc/1/cmdline | tr '\\0' ' '` });
+    expect(out.stdout).not.toContain('server-seen-2'); // the command line holds the words, not the answer
+    expect(out.stdout).toMatch(/^(\S*\/)?timeout |^\/bin\/sh /);
   });
 
   it('on timeout', async () => {
-    const out = await exec({ command: `${escapee('timeout.pid')}; sleep 45`, timeoutSeconds: 1 });
+    const out = await exec({ command: `${escapee('timeout.pid', '45.003')}; sleep 45`, timeoutSeconds: 1 });
     expect(out).toMatchObject({ status: 'error', error: { code: 'timeout' } });
-    const pid = pidIn('timeout.pid');
-    await until(() => !isRunning(pid));
+    await until(() => sleepers('45.003').length === 0);
   });
 
   it('on agent.cancel (the run ends with it)', async () => {
     const key = 'agent:main:exec-tree-cancel';
-    const r = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: `/tool exec ${JSON.stringify({ command: `${escapee('cancel.pid')}; sleep 45` })}` });
-    await until(() => fs.existsSync(path.join(ws(), 'cancel.pid')) && pidIn('cancel.pid') > 1);
-    const pid = pidIn('cancel.pid');
+    const r = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: `/tool exec ${JSON.stringify({ command: `${escapee('cancel.pid', '45.004')}; sleep 45` })}` });
+    const pid = await one('45.004');
     expect(isRunning(pid)).toBe(true);
+    expect(fs.existsSync(path.join(ws(), 'cancel.pid'))).toBe(true);
     await s.rpc('agent.cancel', { runId: r.runId });
     expect(await s.rpc('agent.wait', { runId: r.runId, timeoutMs: 20_000 })).toMatchObject({ status: 'error', error: 'cancelled' });
     await until(() => !isRunning(pid));

@@ -1,5 +1,6 @@
 // exec: runs a shell command in the agent's workspace folder, output capped; the canonical approval case. Not a sandbox:
-// as root it runs the command as an unprivileged user (exec-isolation.ts), and ends its whole process tree (exec-tree.ts).
+// as root it runs the command as an unprivileged user (exec-isolation.ts) in a PID namespace of its own
+// (exec-namespace.ts), and ends its whole process tree (exec-tree.ts).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -10,6 +11,7 @@ import { described } from './describe';
 import { blockedFor, execIdentity, mkdirFor } from './exec-isolation';
 import { ProcessTree } from './exec-tree';
 import { systemBinary } from '../system-binary';
+import { inPidNamespace, pidNamespace } from './exec-namespace';
 
 /** Seconds a command may run when the call names no timeout. */
 export const DEFAULT_TIMEOUT_S = 120;
@@ -26,11 +28,14 @@ export const OUTPUT_CAP = 64 * 1024;
 /** How long after the gateway's deadline `timeout` kills the command itself (only when the gateway did not). */
 export const TIMEOUT_GRACE_S = 2;
 
-/** The shell's command line: `sh -c command`, under `timeout` where there is one. */
-export function shellArgv(command: string, limitS: number): [string, string[]] {
+/**
+ * The shell's command line: `sh -c command`, under `timeout` where there is one, and in a PID namespace of its own
+ * when `ns` names unshare (run as `ns.id` when given: unshare drops to that user, not spawn).
+ */
+export function shellArgv(command: string, limitS: number, ns?: { unshare: string; id?: { uid: number; gid: number } }): [string, string[]] {
   const timeout = systemBinary('timeout');
-  if (!timeout) return ['/bin/sh', ['-c', command]];
-  return [timeout, ['-s', 'KILL', `${limitS + TIMEOUT_GRACE_S}s`, '/bin/sh', '-c', command]];
+  const argv = timeout ? [timeout, '-s', 'KILL', `${limitS + TIMEOUT_GRACE_S}s`, '/bin/sh', '-c', command] : ['/bin/sh', '-c', command];
+  return ns ? inPidNamespace(ns.unshare, argv, ns.id) : [argv[0]!, argv.slice(1)];
 }
 
 /** After the shell exits, how long output still in the pipes may take to arrive (a grandchild may hold them open forever). */
@@ -130,18 +135,20 @@ export function createExecTool(): ToolDef<z.infer<typeof input>> {
       const limitS = timeoutSeconds ?? DEFAULT_TIMEOUT_S;
       const env = execEnv(ctx.agent.execEnv ?? []);
       if (id.isolated) env.HOME = realRoot; // the server's HOME is not the user's to read
+      const ns = await pidNamespace();
       const tree = new ProcessTree();
       return new Promise((resolve) => {
         // Its own session and process group; fd 3 marks every process it starts (exec-tree.ts).
         let child: ReturnType<typeof spawn>;
         try {
-          const [file, argv] = shellArgv(command, limitS);
+          const user = id.isolated ? { uid: id.uid, gid: id.gid } : undefined;
+          const [file, argv] = shellArgv(command, limitS, 'unshare' in ns ? { unshare: ns.unshare, id: user } : undefined);
           child = spawn(file, argv, {
             cwd: dir,
             env,
             stdio: ['ignore', 'pipe', 'pipe', tree.markerFd],
             detached: true,
-            ...(id.isolated ? { uid: id.uid, gid: id.gid } : {}),
+            ...(user && !('unshare' in ns) ? user : {}),
           });
         } catch (e) {
           tree.close();
