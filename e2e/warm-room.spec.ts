@@ -23,3 +23,16 @@ test('the server warms the room after it is ready, before anyone visits', async 
   const room = new RoomPage(page);
   await room.waitLive();
 });
+
+test('the gateway answers before Next is loaded; the first page loads it', async ({ request, ownServer }) => {
+  test.setTimeout(90_000);
+  const server = await ownServer({ env: { CROSSTALK_WARM_ROOM_MS: '-1' }, waitFor: 'gateway' });
+  const call = async () => (await request.post(`${server.origin}/api/gateway`, { headers: { authorization: `Bearer ${TOKEN}` }, data: { jsonrpc: '2.0', id: 1, method: 'agents.list', params: {} } })).json();
+  expect((await call()).result.agents.length).toBeGreaterThan(0);
+  // Nothing has asked for a page (no warm-up): Next's server is not loaded, and the gateway does not need it.
+  await new Promise((r) => setTimeout(r, 1_500));
+  expect(server.output()).not.toContain('pages ready');
+  expect((await request.get(`${server.origin}/login`, { maxRedirects: 0 })).status()).toBeLessThan(500);
+  expect(server.output()).toMatch(/crosstalk: pages ready \(Next\.js loaded in \d+ ms\)/);
+  expect((await call()).result.agents.length).toBeGreaterThan(0);
+});

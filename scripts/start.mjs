@@ -118,13 +118,45 @@ async function startInProcess() {
   process.env.NODE_ENV = 'production';
   process.env.NEXT_RUNTIME = 'nodejs';
   const http = await import('node:http');
-  const next = require('next');
-  const app = next({ dev: false, dir: root, hostname: host, port });
-  const handle = app.getRequestHandler();
-  await app.prepare();
-  // instrumentation.ts has started the runtime by now; it keeps its promise on globalThis.
+  // The runtime first, then listen: the gateway answers before Next's own server (its router, the pages' code) is
+  // loaded (issue 24 item 5: load nothing the first request does not need). It is the build's instrumentation hook that
+  // Next would call (instrumentation.ts), after the .env files Next would load; Next's own call later finds the runtime
+  // started (server/runtime.ts keeps it on globalThis).
+  require('@next/env').loadEnvConfig(root, false, { info: () => {}, error: console.error });
   const runtimeKey = Symbol.for('crosstalk.runtime');
+  const hook = path.join(root, '.next', 'server', 'instrumentation.js');
+  if (fs.existsSync(hook)) await require(hook).register?.();
   const runtime = globalThis[runtimeKey] ? await globalThis[runtimeKey] : null;
+  // Next is loaded by the first request for it (a page, an asset, the room's warm-up below), not before: ~0.3 s of
+  // mostly synchronous module loading that would hold the gateway's first answers. First when there is no runtime
+  // (no hook in the build): then Next serves the gateway too, and the server is ready only with it.
+  let app;
+  let nextHandler;
+  let startNext;
+  const nextReady = new Promise((resolve) => (startNext = resolve)).then(async () => {
+    const t0 = performance.now();
+    app = require('next')({ dev: false, dir: root, hostname: host, port });
+    nextHandler = app.getRequestHandler();
+    await app.prepare();
+    console.log(`crosstalk: pages ready (Next.js loaded in ${Math.round(performance.now() - t0)} ms)`);
+  });
+  // A failed prepare fails the start, as it did before.
+  nextReady.catch((e) => {
+    console.error(`crosstalk: Next.js did not start: ${e?.stack ?? e}`);
+    process.exit(1);
+  });
+  if (!runtime) {
+    startNext();
+    await nextReady;
+  }
+  // Pages and Next's routes wait for Next to be ready.
+  let prepared = !runtime;
+  void nextReady.then(() => (prepared = true));
+  const handle = (req, res) => {
+    if (prepared) return nextHandler(req, res);
+    startNext();
+    void nextReady.then(() => nextHandler(req, res));
+  };
   // What lib/security/headers.ts gives Next's responses (next.config.mjs, proxy.ts), for the routes served here:
   // JSON and event streams, never documents.
   const FRAME = { 'X-Frame-Options': 'DENY', 'X-Content-Type-Options': 'nosniff' };
@@ -151,6 +183,7 @@ async function startInProcess() {
     const addr = server.address();
     const bound = typeof addr === 'object' && addr ? addr.port : port;
     console.log(`crosstalk: listening on http://${host}:${bound}${runtime ? '' : ' (runtime not started by instrumentation: gateway served by Next)'}`);
+    // The warm-up's request for the room loads Next too, when nothing has asked for a page before.
     if (runtime && WARM_ROOM_MS >= 0) setTimeout(() => warmRoom(http, bound, runtime.token), WARM_ROOM_MS).unref();
   });
   let inFlight = 0;
@@ -163,7 +196,7 @@ async function startInProcess() {
   const close = async () => {
     server.close();
     server.closeIdleConnections?.();
-    void app.close?.();
+    void app?.close?.();
     if (!runtime) return;
     const end = Date.now() + GRACE_MS;
     await runtime.orchestrator.shutdown({ graceMs: GRACE_MS });

@@ -33,13 +33,16 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function waitHttp(origin: string, proc: ChildProcess, timeoutMs: number, out: () => string): Promise<void> {
+/** Waits until the server answers: its room page (loading Next), or with `token` only the gateway (an authorized agents.list). */
+async function waitHttp(origin: string, proc: ChildProcess, timeoutMs: number, out: () => string, token?: string): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`server exited early (${proc.exitCode ?? proc.signalCode}):\n${out()}`);
     try {
-      const res = await fetch(`${origin}/`, { signal: AbortSignal.timeout(2_000) });
-      if (res.status < 500) return;
+      const res = token
+        ? await fetch(`${origin}/api/gateway`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"agents.list","params":{}}', signal: AbortSignal.timeout(2_000) })
+        : await fetch(`${origin}/`, { signal: AbortSignal.timeout(2_000) });
+      if (token ? res.status === 200 : res.status < 500) return;
     } catch {
       // not listening yet
     }
@@ -63,9 +66,10 @@ async function seedDataDir(dataDir: string): Promise<void> {
 
 /**
  * Starts a server on a free loopback port with a fresh data dir (uses the existing `next build`); with `seed`, the data
- * dir is seeded first (e2e/support/seed-db.ts), as for each Playwright worker's own room server (fixtures.ts).
+ * dir is seeded first (e2e/support/seed-db.ts), as for each Playwright worker's own room server (fixtures.ts). Started
+ * means its room page answers (Next loaded), or with `waitFor: 'gateway'` its gateway alone.
  */
-export async function startServerProcess(token: string, opts: { startTimeoutMs?: number; env?: Record<string, string>; seed?: boolean } = {}): Promise<ServerProcess> {
+export async function startServerProcess(token: string, opts: { startTimeoutMs?: number; env?: Record<string, string>; seed?: boolean; waitFor?: 'page' | 'gateway' } = {}): Promise<ServerProcess> {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), opts.seed ? 'crosstalk-e2e-room-' : 'crosstalk-e2e-restart-'));
@@ -100,7 +104,7 @@ export async function startServerProcess(token: string, opts: { startTimeoutMs?:
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
     proc = child;
-    await waitHttp(origin, child, timeout, output);
+    await waitHttp(origin, child, timeout, output, opts.waitFor === 'gateway' ? token : undefined);
   };
 
   const kill = async () => {
