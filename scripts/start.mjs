@@ -15,17 +15,13 @@ import { staticAssets } from './static-assets.mjs';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
-import module, { createRequire } from 'node:module';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 await launchWithoutSecrets();
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-// V8's compiled code for the modules loaded from here on, kept on disk between starts (Node's compile cache): start to
-// ready ~15% sooner once warm (BENCHMARKS.md). In the build's folder, so each `next build` starts it afresh;
-// NODE_COMPILE_CACHE names another, NODE_DISABLE_COMPILE_CACHE turns it off. Written out after the room's warm-up.
-module.enableCompileCache?.(process.env.NODE_COMPILE_CACHE || path.join(root, '.next', 'node-compile-cache'));
 const require = createRequire(path.join(root, 'package.json'));
 const nextBin = path.join(root, 'node_modules', 'next', 'dist', 'bin', 'next');
 
@@ -97,12 +93,7 @@ function warmRoom(http, port, token) {
   const loopback = host === '::' ? '::1' : host === '0.0.0.0' ? '127.0.0.1' : host;
   const req = http.get({ host: loopback, port, path: '/', headers: { authorization: `Bearer ${token}` } }, (res) => {
     res.resume();
-    res.on('end', () => {
-      console.log(`crosstalk: room warmed (HTTP ${res.statusCode}, ${Math.round(performance.now() - t0)} ms)`);
-      // What the server and the room loaded is compiled by now: on disk for the next start (else only at exit, and
-      // never for a process that is killed).
-      module.flushCompileCache?.();
-    });
+    res.on('end', () => console.log(`crosstalk: room warmed (HTTP ${res.statusCode}, ${Math.round(performance.now() - t0)} ms)`));
   });
   req.on('error', (e) => console.log(`crosstalk: room not warmed (${e.message}); its first visit loads it`));
 }
