@@ -136,6 +136,8 @@ export function createExecTool(): ToolDef<z.infer<typeof input>> {
       const env = execEnv(ctx.agent.execEnv ?? []);
       if (id.isolated) env.HOME = realRoot; // the server's HOME is not the user's to read
       const ns = await pidNamespace();
+      // Interrupted while that was found out (the first command waits for the probe): it never starts.
+      if (ctx.signal.aborted) return toolError('interrupted', 'run interrupted');
       const tree = new ProcessTree();
       return new Promise((resolve) => {
         // Its own session and process group; fd 3 marks every process it starts (exec-tree.ts).
