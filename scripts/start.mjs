@@ -122,13 +122,14 @@ async function startInProcess() {
   // mostly synchronous module loading that would hold the gateway's first answers. First when there is no runtime
   // (no hook in the build): then Next serves the gateway too, and the server is ready only with it.
   let app;
-  let nextHandler;
+  let serveNext = null; // Next's request handler, once it is prepared
   let startNext;
   const nextReady = new Promise((resolve) => (startNext = resolve)).then(async () => {
     const t0 = performance.now();
     app = require('next')({ dev: false, dir: root, hostname: host, port });
-    nextHandler = app.getRequestHandler();
+    const nextHandler = app.getRequestHandler();
     await app.prepare();
+    serveNext = nextHandler;
     console.log(`crosstalk: pages ready (Next.js loaded in ${Math.round(performance.now() - t0)} ms)`);
   });
   // A failed prepare fails the start, as it did before.
@@ -141,12 +142,10 @@ async function startInProcess() {
     await nextReady;
   }
   // Pages and Next's routes wait for Next to be ready.
-  let prepared = !runtime;
-  void nextReady.then(() => (prepared = true));
   const handle = (req, res) => {
-    if (prepared) return nextHandler(req, res);
+    if (serveNext) return serveNext(req, res);
     startNext();
-    void nextReady.then(() => nextHandler(req, res));
+    void nextReady.then(() => serveNext(req, res));
   };
   // What lib/security/headers.ts gives Next's responses (next.config.mjs, proxy.ts), for the routes served here:
   // JSON and event streams, never documents.
