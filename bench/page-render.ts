@@ -5,6 +5,7 @@
 // Figures, not assertions.
 import fs from 'node:fs';
 import path from 'node:path';
+import { CLK_TCK, cpuTicks, processTree } from './lib/proc';
 import { afterWarm, makeTempDir, repoRoot, startServer } from './lib/server';
 import { RpcClient, turn } from './lib/http';
 
@@ -35,19 +36,8 @@ const md = '# Title\n\nSome **bold** and `code` with a [link](http://x.y).\n\n- 
 for (let i = 0; i < 30; i++) await turn(rpc, 'agent:main:markdown', md + i);
 for (let i = 0; i < 30; i++) await turn(rpc, 'agent:main:plain', `just some plain words in a sentence that is long enough to look like a reply ${i}`);
 
-/** CPU ms of the server and its direct children (/proc). */
-function cpuMs(): number {
-  let t = 0;
-  for (const p of fs.readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
-    try {
-      const f = fs.readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      if (Number(p) === server.pid || Number(f[1]) === server.pid) t += (Number(f[11]) + Number(f[12])) * 10;
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return t;
-}
+/** CPU ms of the server and its children so far (the launcher re-executes itself). */
+const cpuMs = () => cpuTicks(processTree(server.pid)) * (1000 / CLK_TCK);
 const N = Number(process.env.N ?? 40);
 const median = (xs: number[]) => xs[Math.floor(xs.length / 2)] ?? 0;
 const load = async (u: string) => (await (await fetch(server.baseUrl + u, { headers: { cookie: 'crosstalk_token=tk' } })).text()).length;
