@@ -2,7 +2,6 @@
 // session that has a row): the room's own reads on a quiet server over a bench:scale store — the page's server render
 // (`/?session=agent:main:live-0`, no row until a stream has run there, and KEY's), then each tRPC query the room asks
 // for — wall time per call and the server's CPU per call (/proc, the launcher and its child).
-import fs from 'node:fs';
 import path from 'node:path';
 import { CLK_TCK, cpuTicks, processTree } from './lib/proc';
 import { repoRoot, startServer } from './lib/server';
