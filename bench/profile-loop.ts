@@ -37,7 +37,7 @@ const token = 'bench-loop-token';
 const nowUs = () => Number(process.hrtime.bigint() / 1000n); // CLOCK_MONOTONIC, as V8's profile timestamps
 const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', '--import', path.join(repoRoot, 'bench', 'lib', 'loop-probe.mjs'), '--cpu-prof', `--cpu-prof-dir=${profDir}`, ...(process.env.NODE_FLAGS ?? '').split(' ').filter(Boolean), 'server/worker.ts'], {
   cwd: repoRoot,
-  env: { PATH: process.env.PATH, HOME: process.env.HOME, HOST: '127.0.0.1', PORT: String(port), CROSSTALK_DATA_DIR: t.dataDir, CROSSTALK_WORKSPACES: `${t.dataDir}-ws`, CROSSTALK_TOKEN: token, CROSSTALK_LOOP_PROBE: probe, CROSSTALK_LOG_LEVEL: 'warn', ...(t.databaseUrl ? { DATABASE_URL: t.databaseUrl } : {}) } as unknown as NodeJS.ProcessEnv,
+  env: { PATH: process.env.PATH, HOME: process.env.HOME, HOST: '127.0.0.1', PORT: String(port), CROSSTALK_DATA_DIR: t.dataDir, CROSSTALK_WORKSPACES: `${t.dataDir}-ws`, CROSSTALK_TOKEN: token, CROSSTALK_LOOP_PROBE: probe, CROSSTALK_LOG_LEVEL: 'warn', ...(process.env.CROSSTALK_SQLITE_TURN_MS ? { CROSSTALK_SQLITE_TURN_MS: process.env.CROSSTALK_SQLITE_TURN_MS } : {}), ...(t.databaseUrl ? { DATABASE_URL: t.databaseUrl } : {}) } as unknown as NodeJS.ProcessEnv,
   stdio: ['ignore', 'inherit', 'inherit'],
 });
 const rpc = new RpcClient({ baseUrl: `http://127.0.0.1:${port}`, token, timeoutMs: 120_000 });

@@ -3,10 +3,11 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect } from 'kysely';
 import type { Database, DialectName } from './schema';
 import { migrateToLatest } from './migrations';
 import { lockDataDir } from './data-dir-lock';
+import { LoopShare, LoopSharingSqliteDialect } from './loop-share';
 import { SqliteSearcher } from './search-worker';
 import { SqliteSearchIndexer } from './search-indexer';
 import { WalCheckpointer } from './wal-checkpointer';
@@ -41,6 +42,12 @@ export async function openDatabase(opts: OpenDbOptions): Promise<DbHandle> {
   return openSqlite(opts.dataDir);
 }
 
+/**
+ * The store's work in one turn of the event loop past which the next transaction waits for a later turn (./loop-share).
+ * CROSSTALK_SQLITE_TURN_MS=0 hands the connection over at once, as before (for comparing).
+ */
+const SQLITE_TURN_BUDGET_MS = Number(process.env.CROSSTALK_SQLITE_TURN_MS ?? 5) || Infinity;
+
 async function openSqlite(dataDir: string): Promise<DbHandle> {
   const { default: BetterSqlite3 } = await import('better-sqlite3');
   fs.mkdirSync(/* turbopackIgnore: true */ dataDir, { recursive: true });
@@ -54,7 +61,7 @@ async function openSqlite(dataDir: string): Promise<DbHandle> {
     // WAL + NORMAL: commits do not fsync; the WAL is synced at checkpoints (durable across process crashes).
     sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('busy_timeout = 5000');
-    db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+    db = new Kysely<Database>({ dialect: new LoopSharingSqliteDialect({ database: withStatementCache(sqlite) }, new LoopShare(SQLITE_TURN_BUDGET_MS)) });
     await migrateToLatest(db, 'sqlite');
   } catch (e) {
     unlock();

@@ -17,6 +17,7 @@ export const STORE_INDEPENDENT: readonly string[] = [
   'server/models/providers.test.ts',
   'server/models/registry.test.ts',
   'server/models/scripted.test.ts',
+  'server/store/loop-share.test.ts',
   // The MCP conformance suite's client side: its harness (scripts/mcp-conformance-client.mjs) is always on SQLite.
   'server/mcp/conformance-client.test.ts',
   // Both stores in the one file (SQLite and PostgreSQL by TEST_DATABASE_URL), or SQLite child processes by data dir.
