@@ -2,8 +2,8 @@
 // session that has a row): the room's own reads on a quiet server over a bench:scale store — the page's server render
 // (`/?session=agent:main:live-0`, no row until a stream has run there, and KEY's), then each tRPC query the room asks
 // for — wall time per call and the server's CPU per call (/proc, the launcher and its child).
-import fs from 'node:fs';
 import path from 'node:path';
+import { CLK_TCK, cpuTicks, processTree } from './lib/proc';
 import { repoRoot, startServer } from './lib/server';
 
 const dir = path.resolve(process.argv.slice(2).find((a) => !a.startsWith('--'))!);
@@ -18,19 +18,8 @@ const server = await startServer({
   nodeArgs: prof ? ['--cpu-prof', `--cpu-prof-dir=${path.join(dir, 'prof-reads')}`] : [],
   env: process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {},
 });
-/** CPU ms of the server and its direct children (the launcher re-executes itself). */
-function cpuMs(): number {
-  let t = 0;
-  for (const p of fs.readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
-    try {
-      const f = fs.readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      if (Number(p) === server.pid || Number(f[1]) === server.pid) t += (Number(f[11]) + Number(f[12])) * 10;
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return t;
-}
+/** CPU ms of the server and its children so far (the launcher re-executes itself). */
+const cpuMs = () => cpuTicks(processTree(server.pid)) * (1000 / CLK_TCK);
 const q = (proc: string, input?: unknown) => `/api/trpc/${proc}${input === undefined ? '' : `?input=${encodeURIComponent(JSON.stringify(input))}`}`;
 const live = 'agent:main:live-0';
 const reads: Record<string, string> = {

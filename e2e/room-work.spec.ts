@@ -36,6 +36,22 @@ test.describe('markdown', () => {
     await shot(page, 'markdown');
   });
 
+  test('the server parses the Markdown of the newest rows only; the older ones are rich once hydrated', async ({ room, page, request, freshSession }) => {
+    // 10 turns: 20 rows, 10 Markdown replies. The first screen's 6 rows (3 replies) come parsed in the page's HTML.
+    for (let i = 0; i < 10; i++) {
+      const { runId } = await rpc<{ runId: string }>(request, TOKEN, 'agent', { sessionKey: freshSession, message: `**bold ${i}** here` });
+      await rpc(request, TOKEN, 'agent.wait', { runId });
+    }
+    const html = await (await request.get(`/?session=${encodeURIComponent(freshSession)}`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
+    const parsed = [...html.matchAll(/<strong[^>]*>bold (\d+)<\/strong>/g)].map((m) => Number(m[1]));
+    expect(parsed.sort((a, b) => a - b)).toEqual([7, 8, 9]);
+    // The older replies are in the HTML as their text (offscreen at first paint), not missing.
+    expect(html).toContain('echo: **bold 0** here');
+    await room.open(freshSession);
+    await expect(room.texts('assistant').locator('strong')).toHaveText(Array.from({ length: 10 }, (_, i) => `bold ${i}`));
+    await expect(room.texts('assistant').locator('.markdown-plain')).toHaveCount(0);
+  });
+
   test('a Markdown reply streams in with a layout shift under 0.1', async ({ room, page, freshSession }) => {
     await room.open(freshSession);
     await room.send('warm up');

@@ -2,6 +2,7 @@
 import { Room } from '@/components/room/room';
 import { RoomProviders } from '@/components/room/room-providers';
 import { LoginHint } from '@/components/status/login-hint';
+import { inTurns } from '@/lib/room/in-turns';
 import { historyInput, historyPaging, sessionsListInput, sessionsPaging } from '@/lib/room/queries';
 import { createServerTRPC, getServerQueryClient, HydrateClient } from '@/lib/trpc/server';
 import { isAuthorized } from '@/server/auth';
@@ -13,6 +14,7 @@ import { mainSessionKey } from '@/server/sessions/keys';
 export const dynamic = 'force-dynamic';
 
 type SearchParams = Promise<Record<string, string | string[] | undefined>>;
+
 
 export default async function WorkspacePage({ searchParams }: { searchParams: SearchParams }) {
   const runtime = await getRuntime();
@@ -28,12 +30,14 @@ export default async function WorkspacePage({ searchParams }: { searchParams: Se
   // (Failures are left to the browser's own fetch, e.g. a session with no row yet.)
   const trpc = await createServerTRPC(requestHeaders);
   const qc = getServerQueryClient();
-  await Promise.all([
-    qc.prefetchQuery(trpc.agents.list.queryOptions({})),
-    qc.prefetchInfiniteQuery(trpc.sessions.list.infiniteQueryOptions(sessionsListInput, sessionsPaging)),
-    qc.prefetchQuery(trpc.approvals.list.queryOptions({ sessionKey })),
-    qc.prefetchQuery(trpc.status.get.queryOptions(undefined)),
-    qc.prefetchInfiniteQuery(trpc.chat.history.infiniteQueryOptions(historyInput(sessionKey), historyPaging)),
+  // Each read in a task of its own, and the render after them in another: the runs streaming meanwhile get the loop
+  // between the pieces of the page's server work (one 15–35 ms task before).
+  await inTurns([
+    () => qc.prefetchQuery(trpc.agents.list.queryOptions({})),
+    () => qc.prefetchInfiniteQuery(trpc.sessions.list.infiniteQueryOptions(sessionsListInput, sessionsPaging)),
+    () => qc.prefetchQuery(trpc.approvals.list.queryOptions({ sessionKey })),
+    () => qc.prefetchQuery(trpc.status.get.queryOptions(undefined)),
+    () => qc.prefetchInfiniteQuery(trpc.chat.history.infiniteQueryOptions(historyInput(sessionKey), historyPaging)),
   ]);
 
   return (

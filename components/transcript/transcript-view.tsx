@@ -10,6 +10,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { memo, useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode, type RefObject } from 'react';
 import { Button } from '../ui/button';
+import { ServerPlainMarkdown } from './markdown';
 import { Bubble, MessageRow } from './message-row';
 import { mergeToolRows, ToolCallsProvider } from './tool-calls-context';
 
@@ -18,6 +19,8 @@ const STICK_PX = 96;
 const LOAD_OLDER_PX = 400;
 /** Short transcripts render every row (find-in-page works); longer ones only what is on screen. */
 export const VIRTUALIZE_AFTER = 200;
+/** The newest rows whose Markdown the page's server render parses (~1–6 ms a reply with code or a table). Older rows: rich once hydrated. */
+export const SERVER_RICH_ROWS = 6;
 
 // Memoized: the pane re-renders for its other queries (approvals, usage) without re-rendering every row here.
 export const TranscriptView = memo(function TranscriptView({ sessionKey }: { sessionKey: string }) {
@@ -120,7 +123,11 @@ export const TranscriptView = memo(function TranscriptView({ sessionKey }: { ses
           {shown.length > VIRTUALIZE_AFTER ? (
             <VirtualRows rows={shown} scroller={scroller} focusedId={focusTarget} />
           ) : (
-            shown.map((m) => <TranscriptRow key={m.id} message={m} focused={focusTarget === m.id} scrollTo={focusTarget === m.id} />)
+            shown.map((m, i) => (
+              <ServerPlainMarkdown key={m.id} value={i < shown.length - SERVER_RICH_ROWS}>
+                <TranscriptRow message={m} focused={focusTarget === m.id} scrollTo={focusTarget === m.id} />
+              </ServerPlainMarkdown>
+            ))
           )}
         </ToolCallsProvider>
         {pending.map(([runId, text]) => (
