@@ -70,7 +70,9 @@ describe('a turn’s store statements', () => {
     const writes = vi.spyOn(HotSqlite.prototype as unknown as { locked: (fn: unknown, write: boolean) => unknown }, 'locked');
     const reads = vi.spyOn(HotSqlite.prototype, 'getRun');
     try {
-      await s.rpc('agent', { sessionKey: 'agent:main:warm', message: 'warm' });
+      // The warm-up turn ended before counting: its end is not one of the turns' writes.
+      const warm = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:warm', message: 'warm' });
+      await s.rpc('agent.wait', { runId: warm.runId, timeoutMs: 5000 });
       writes.mockClear();
       // A new session each turn (its creation is part of the start) and a session turned again.
       const n = TURNS * TURNS;
