@@ -28,7 +28,7 @@ async function main() {
     cwd: repoRoot,
     readyTimeoutMs: 300_000,
     nodeArgs: [`--import=${path.join(repoRoot, 'bench', 'lib', 'loop-probe.mjs')}`, ...(cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${work}`] : [])],
-    env: { CROSSTALK_LOOP_PROBE: probe, ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}), ...(process.env.CROSSTALK_SQLITE_TURN_MS ? { CROSSTALK_SQLITE_TURN_MS: process.env.CROSSTALK_SQLITE_TURN_MS } : {}) },
+    env: { CROSSTALK_LOOP_PROBE: probe, ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) },
   });
   const rpc = new RpcClient({ baseUrl: server.baseUrl, token: TOKEN, timeoutMs: 60_000 });
   let sseEvents = 0;

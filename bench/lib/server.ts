@@ -80,6 +80,8 @@ export async function startServer(opts: StartOptions): Promise<ServerHandle> {
     CROSSTALK_TOKEN: opts.token,
     NEXT_TELEMETRY_DISABLED: '1',
     ...(opts.mode === 'spawn' ? { CROSSTALK_START_MODE: 'spawn' } : {}),
+    // A/B of the SQLite loop share (server/store/loop-share.ts) from the bench's own environment.
+    ...(process.env.CROSSTALK_SQLITE_TURN_MS ? { CROSSTALK_SQLITE_TURN_MS: process.env.CROSSTALK_SQLITE_TURN_MS } : {}),
     ...opts.env,
   };
   let out = '';

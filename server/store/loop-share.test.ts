@@ -27,6 +27,7 @@ describe('LoopShare', () => {
         if (wait) await wait;
         seen.push({ i, turn: turns });
         busy(3);
+        share.done();
       }),
     );
     ticking = false;
@@ -36,6 +37,34 @@ describe('LoopShare', () => {
     for (const s of seen) perTurn.set(s.turn, (perTurn.get(s.turn) ?? 0) + 1);
     expect(Math.max(...perTurn.values())).toBeLessThanOrEqual(2);
     expect(share.queued).toBe(0);
+  });
+
+  it('a later turn runs as many waiters as fit in its budget, not one', async () => {
+    const share = new LoopShare(5);
+    let turns = 0;
+    let ticking = true;
+    const tick = () => {
+      turns++;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    await new Promise((r) => setImmediate(r));
+    const seen: number[] = [];
+    await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        const wait = share.turn();
+        if (wait) await wait;
+        seen.push(turns);
+        busy(1);
+        share.done();
+      }),
+    );
+    ticking = false;
+    const perTurn = new Map<number, number>();
+    for (const t of seen) perTurn.set(t, (perTurn.get(t) ?? 0) + 1);
+    const [first, ...later] = [...perTurn.values()];
+    expect(first).toBeLessThanOrEqual(6);
+    expect(Math.max(...later)).toBeGreaterThanOrEqual(3);
   });
 
   it('hands over at once while a turn is within its budget', () => {
