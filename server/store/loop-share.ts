@@ -1,5 +1,6 @@
 // The SQLite connection shared fairly with the event loop: once the store's work in one turn of the loop has run past
-// a budget, the next hand-over of the connection waits for a later turn, one waiter per turn (issue 24 item 2).
+// a budget, the next hand-over of the connection waits for a later turn, whose budget the waiters then share in order
+// (issue 24 item 2).
 import { SqliteDialect, type DatabaseConnection, type Driver } from 'kysely';
 
 /**
