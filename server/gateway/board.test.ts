@@ -23,6 +23,18 @@ const until = async (what: string, ok: (b: Board) => boolean): Promise<Board> =>
 const has = (items: BoardItem[], runId: string) => items.some((i) => i.runId === runId);
 
 describe('runs.board', () => {
+  it('lists each group by the start it shows, newest first: a follow-up queued early and started late is above a later run', async () => {
+    const first = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:writer:order-a', message: '/sleep 400\n/reply a1' });
+    const queued = await s.rpc<{ runId: string; status: string }>('agent', { sessionKey: 'agent:writer:order-a', message: '/reply a2', queueMode: 'followup' });
+    expect(queued.status).toBe('queued');
+    await new Promise((r) => setTimeout(r, 50));
+    const later = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:writer:order-b', message: '/reply b' });
+    for (const r of [first, queued, later]) expect(await s.rpc('agent.wait', { runId: r.runId, timeoutMs: 10_000 })).toMatchObject({ status: 'ok' });
+    const done = (await board()).done.filter((i) => [first.runId, queued.runId, later.runId].includes(i.runId));
+    // Created first, first.runId and queued.runId; started last, queued.runId (after the first ended).
+    expect(done.map((i) => i.runId)).toEqual([queued.runId, later.runId, first.runId]);
+  });
+
   it('groups a delegate tree: waiting on an approval, working, done, failed', async () => {
     const exec = JSON.stringify({ command: 'echo from-the-delegate' }).replace(/"/g, '\\"');
     const parent = await s.rpc<{ runId: string }>('agent', {

@@ -99,7 +99,10 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
     };
   });
   const failedItems = [...groups.failed.map(item), ...deadItems].sort((a, b) => (b.endedAt ?? b.startedAt).localeCompare(a.endedAt ?? a.startedAt)).slice(0, limit);
-  return { needsInput: groups.needsInput.map(item), working: groups.working.map(item), done: groups.done.map(item), failed: failedItems };
+  // Each group newest first by the start it shows: a group's page is its newest runs by creation (the indexes' order),
+  // and a follow-up queued behind a long run starts after runs created later.
+  const byStart = (items: BoardItem[]) => items.sort((a, b) => b.startedAt.localeCompare(a.startedAt));
+  return { needsInput: byStart(groups.needsInput.map(item)), working: byStart(groups.working.map(item)), done: byStart(groups.done.map(item)), failed: failedItems };
 }
 
 /** Each run's request tree spend against its root agent's cap, for the runs whose tree has a budget. */
