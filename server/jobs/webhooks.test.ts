@@ -171,11 +171,21 @@ describe('webhooks on the job engine, several processes', () => {
   });
 
   it('a dead-letter copy older than a deliveries.retry leaves the retried row to its new round', async () => {
+    // The first attempt fails (500: with one attempt, the row is dead); the retried round's attempt is left hanging, so
+    // that round is still undecided when its dead-letter copy comes (a quick second failure raced the test's check).
+    let posts = 0;
+    const hook = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (posts++ === 0) res.writeHead(500).end('no');
+      });
+    });
+    await new Promise<void>((ok) => hook.listen(0, '127.0.0.1', ok));
     const s = await startTestServer({ databaseUrl: PG_URL, pgSchema: newSchema(), config: { webhooks: { allowPrivateNetwork: true, maxAttempts: 1 } } });
     try {
       const { store } = s.rt;
       const dispatcher = s.rt.webhooks as PgWebhookDispatcher;
-      const r = webhookRow('run_dlq', { url: 'http://127.0.0.2:9/' }, {}, 'dlq');
+      const r = webhookRow('run_dlq', { url: `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook` }, {}, 'dlq');
       await store.db.transaction().execute((tx) => store.insertWebhooks(tx, [r]));
       const status = async () => (await store.db.selectFrom('webhook_outbox').select('status').where('id', '=', r.id).executeTakeFirstOrThrow()).status;
       await until(async () => (await status()) === 'dead'); // its one attempt failed
@@ -190,6 +200,8 @@ describe('webhooks on the job engine, several processes', () => {
       expect(await dispatcher.deadLettered(r.id, new Date(Date.now() + 1000))).toBe(true);
       expect(await status()).toBe('dead');
     } finally {
+      hook.closeAllConnections();
+      hook.close();
       await s.close();
     }
   });
