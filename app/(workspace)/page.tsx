@@ -15,7 +15,6 @@ export const dynamic = 'force-dynamic';
 
 type SearchParams = Promise<Record<string, string | string[] | undefined>>;
 
-
 export default async function WorkspacePage({ searchParams }: { searchParams: SearchParams }) {
   const runtime = await getRuntime();
   const requestHeaders = new Headers(await headers());

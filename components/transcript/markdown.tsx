@@ -20,7 +20,7 @@ export function preloadMarkdown() {
 
 /**
  * True around transcript rows the page's server render leaves as plain text: those above the first screen. Parsing
- * Markdown is most of a room's server render (~1 ms a reply, on the gateway's event loop); those rows are offscreen at
+ * Markdown is most of a room's server render (1–6 ms a reply, on the gateway's event loop); those rows are offscreen at
  * first paint and turn rich right after hydration, without a parse on the server.
  */
 export const ServerPlainMarkdown = createContext(false);
