@@ -8,6 +8,8 @@ import path from 'node:path';
 import { CLK_TCK, cpuTicks, processTree } from './lib/proc';
 import { afterWarm, makeTempDir, repoRoot, startServer } from './lib/server';
 import { RpcClient, turn } from './lib/http';
+import { loopWindows } from './lib/loop-windows';
+import { median, ms } from './lib/stats';
 
 const dir = makeTempDir('page-render');
 const prof = process.argv.includes('--cpu-prof');
@@ -19,17 +21,6 @@ const server = await startServer({
   env: { CROSSTALK_LOOP_PROBE: probe },
   nodeArgs: [`--import=${path.join(repoRoot, 'bench', 'lib', 'loop-probe.mjs')}`, ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${dir}/prof`] : [])],
 });
-/** The loop's longest gap (ms) in each of the probe's windows that ended within [from, to] (wall clock), sorted. */
-function gaps(from: number, to: number): number[] {
-  const out: number[] = [];
-  for (const f of fs.readdirSync(dir).filter((x) => x.startsWith('loop-probe.'))) {
-    for (const line of fs.readFileSync(path.join(dir, f), 'utf8').split('\n').filter(Boolean)) {
-      const w = JSON.parse(line) as { t: number; max: number };
-      if (w.t > from + 100 && w.t <= to) out.push(w.max);
-    }
-  }
-  return out.sort((a, b) => a - b);
-}
 await afterWarm(server);
 const rpc = new RpcClient({ baseUrl: server.baseUrl, token: 'tk' });
 const md = '# Title\n\nSome **bold** and `code` with a [link](http://x.y).\n\n- one\n- two\n- three\n\n```ts\nconst x = 1;\nfunction f(a: number) { return a + 1; }\n```\n\n| a | b |\n| - | - |\n| 1 | 2 |\n';
@@ -39,7 +30,6 @@ for (let i = 0; i < 30; i++) await turn(rpc, 'agent:main:plain', `just some plai
 /** CPU ms of the server and its children so far (the launcher re-executes itself). */
 const cpuMs = () => cpuTicks(processTree(server.pid)) * (1000 / CLK_TCK);
 const N = Number(process.env.N ?? 40);
-const median = (xs: number[]) => xs[Math.floor(xs.length / 2)] ?? 0;
 const load = async (u: string) => (await (await fetch(server.baseUrl + u, { headers: { cookie: 'crosstalk_token=tk' } })).text()).length;
 for (const [name, key] of [['30 Markdown replies', 'agent:main:markdown'], ['30 plain replies', 'agent:main:plain'], ['no rows', 'agent:main:empty']]) {
   const u = `/?session=${encodeURIComponent(key!)}`;
@@ -52,8 +42,8 @@ for (const [name, key] of [['30 Markdown replies', 'agent:main:markdown'], ['30 
   const wall = (performance.now() - t0) / N;
   const cpu = (cpuMs() - c0) / N;
   await new Promise((r) => setTimeout(r, 250)); // the probe's last window
-  const g = gaps(w0, Date.now() - 150);
-  console.log(`${name}: wall ${wall.toFixed(1)} ms, server CPU ${cpu.toFixed(1)} ms per load, HTML ${Math.round(bytes / N / 1024)} KB, longest loop gap per 100 ms window: median ${median(g).toFixed(1)} ms, max ${(g.at(-1) ?? 0).toFixed(1)} ms`);
+  const g = loopWindows(probe, { from: w0 + 100, to: Date.now() - 150 }).map((w) => w.max);
+  console.log(`${name}: wall ${wall.toFixed(1)} ms, server CPU ${cpu.toFixed(1)} ms per load, HTML ${Math.round(bytes / N / 1024)} KB, longest loop gap per 100 ms window: median ${ms(median(g))}, max ${ms(g.length ? Math.max(...g) : undefined)}`);
 }
 await server.stop();
 if (prof) console.log(`profiles in ${dir}/prof`);

@@ -12,10 +12,11 @@ import path from 'node:path';
 import type { Profile } from './lib/cpu-profile';
 import { RpcClient } from './lib/http';
 import { longTasks } from './lib/long-tasks';
+import { loopWindows } from './lib/loop-windows';
 import { streamLoad } from './lib/room-load';
 import { sessionOf, word } from './lib/scale-seed';
 import { ensureDeliveries, scaleTarget } from './lib/scale-store';
-import { freePort, repoRoot } from './lib/server';
+import { benchEnv, freePort, repoRoot } from './lib/server';
 import { percentile, sleep } from './lib/stats';
 
 const argv = process.argv.slice(2);
@@ -37,7 +38,7 @@ const token = 'bench-loop-token';
 const nowUs = () => Number(process.hrtime.bigint() / 1000n); // CLOCK_MONOTONIC, as V8's profile timestamps
 const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', '--import', path.join(repoRoot, 'bench', 'lib', 'loop-probe.mjs'), '--cpu-prof', `--cpu-prof-dir=${profDir}`, ...(process.env.NODE_FLAGS ?? '').split(' ').filter(Boolean), 'server/worker.ts'], {
   cwd: repoRoot,
-  env: { PATH: process.env.PATH, HOME: process.env.HOME, HOST: '127.0.0.1', PORT: String(port), CROSSTALK_DATA_DIR: t.dataDir, CROSSTALK_WORKSPACES: `${t.dataDir}-ws`, CROSSTALK_TOKEN: token, CROSSTALK_LOOP_PROBE: probe, CROSSTALK_LOG_LEVEL: 'warn', ...(process.env.CROSSTALK_SQLITE_TURN_MS ? { CROSSTALK_SQLITE_TURN_MS: process.env.CROSSTALK_SQLITE_TURN_MS } : {}), ...(t.databaseUrl ? { DATABASE_URL: t.databaseUrl } : {}) } as unknown as NodeJS.ProcessEnv,
+  env: { PATH: process.env.PATH, HOME: process.env.HOME, HOST: '127.0.0.1', PORT: String(port), CROSSTALK_DATA_DIR: t.dataDir, CROSSTALK_WORKSPACES: `${t.dataDir}-ws`, CROSSTALK_TOKEN: token, CROSSTALK_LOOP_PROBE: probe, CROSSTALK_LOG_LEVEL: 'warn', ...benchEnv(), ...(t.databaseUrl ? { DATABASE_URL: t.databaseUrl } : {}) } as unknown as NodeJS.ProcessEnv,
   stdio: ['ignore', 'inherit', 'inherit'],
 });
 const rpc = new RpcClient({ baseUrl: `http://127.0.0.1:${port}`, token, timeoutMs: 120_000 });
@@ -50,11 +51,6 @@ for (let i = 0; ; i++) {
     await sleep(100);
   }
 }
-const windows = () =>
-  fs
-    .readdirSync(profDir)
-    .filter((f) => f.startsWith('loop-probe.'))
-    .flatMap((f) => fs.readFileSync(path.join(profDir, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { t: number; max: number }));
 const phases: Array<{ name: string; fromUs: number; toUs: number; from: number; to: number; ms: number[] }> = [];
 async function phase(name: string, n: number, call: (i: number) => Promise<unknown>): Promise<void> {
   if (only && !only.some((o) => name.startsWith(o))) return;
@@ -106,7 +102,7 @@ try {
   child.kill('SIGINT');
   await new Promise((r) => child.once('exit', r));
 }
-const ws = windows();
+const ws = loopWindows(probe);
 const prof = fs.readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(profDir, f)).sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0];
 console.log(`${store} ${sessions.toLocaleString()} sessions, load ${os.loadavg().map((v) => v.toFixed(1)).join(' / ')}; profile ${prof}`);
 const profile = prof ? (JSON.parse(fs.readFileSync(prof, 'utf8')) as Profile & { startTime: number }) : null;

@@ -7,6 +7,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { RpcClient, subscribeSse } from './lib/http';
 import { byFunctionAndArea, type Profile, selfTimes, topLines } from './lib/cpu-profile';
+import { loopWindows } from './lib/loop-windows';
+import { CLK_TCK, cpuTicks, processTree } from './lib/proc';
 import { streamLoad } from './lib/room-load';
 import { repoRoot, startServer } from './lib/server';
 import { sleep } from './lib/stats';
@@ -54,15 +56,11 @@ async function main() {
   sse.close();
   rpc.close();
   await server.stop();
-  const windows = fs
-    .readdirSync(work)
-    .filter((f) => f.startsWith('loop-probe.'))
-    .flatMap((f) => fs.readFileSync(path.join(work, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { t: number; max: number }))
-    .filter((w) => w.t >= from && w.t <= to);
+  const windows = loopWindows(probe, { from, to });
   const maxes = windows.map((w) => w.max).sort((a, b) => a - b);
   const q = (p: number) => maxes[Math.min(maxes.length - 1, Math.floor((p / 100) * maxes.length))]?.toFixed(0);
   const load1 = fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' / ');
-  console.log(`${seconds} s, 50 streaming: ${runs} runs ended, ${sseEvents} SSE events on live-0; server CPU ${cpu1 >= 0 && cpu0 >= 0 ? (cpu1 - cpu0).toFixed(1) : '?'} s; loop max per 100 ms window p50 ${q(50)} p90 ${q(90)} p99 ${q(99)} max ${q(100)} ms; load ${load1}`);
+  console.log(`${seconds} s, 50 streaming: ${runs} runs ended, ${sseEvents} SSE events on live-0; server CPU ${(cpu1 - cpu0).toFixed(1)} s; loop max per 100 ms window p50 ${q(50)} p90 ${q(90)} p99 ${q(99)} max ${q(100)} ms; load ${load1}`);
   if (cpuProf) {
     // The biggest profile is the server's (the launcher writes a small one of its own).
     const file = fs.readdirSync(work).filter((f) => f.endsWith('.cpuprofile')).sort((a, b) => fs.statSync(path.join(work, b)).size - fs.statSync(path.join(work, a)).size)[0];
@@ -76,19 +74,7 @@ async function main() {
 }
 
 /** The server tree's user+system CPU seconds (the launcher and its child), from /proc. */
-function cpuSeconds(pid: number): number {
-  try {
-    const pids = [pid, ...fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)];
-    let ticks = 0;
-    for (const p of pids) {
-      const f = fs.readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      ticks += Number(f[11]) + Number(f[12]);
-    }
-    return ticks / 100;
-  } catch {
-    return -1;
-  }
-}
+const cpuSeconds = (pid: number) => cpuTicks(processTree(pid)) / CLK_TCK;
 
 main().catch((e) => {
   console.error(e);

@@ -23,6 +23,7 @@ import { ROOM_READY_SCRIPT, type RoomReadyMarks, sessionSwitchScript, type Switc
 import { markWord, PER_SESSION, sessionOf, word } from './lib/scale-seed';
 import { DELIVERIES_PER_KIND, ensureDeliveries, ensureSeeded, type ScaleTarget, scaleTarget, type StoreName, storeQuery } from './lib/scale-store';
 import { scaleSection, type ScaleResult } from './lib/scale-report';
+import { loopWindows } from './lib/loop-windows';
 import { writeMarked } from './lib/sections';
 import { afterWarm, repoRoot, type ServerHandle, startServer } from './lib/server';
 import { percentile, sleep } from './lib/stats';
@@ -48,17 +49,8 @@ const watchdog = setTimeout(() => {
 const p = (xs: number[], q: number) => percentile(xs.filter(Number.isFinite), q);
 
 // ── the event-loop probe's windows ─────────────────────────────────────────
-function loopWindows(probe: string, serverPid: number): Array<{ t: number; max: number }> {
-  const dir = path.dirname(probe);
-  const files = fs.readdirSync(dir).filter((f) => f.startsWith(`${path.basename(probe)}.`));
-  // The launcher re-executes itself (scripts/secrets.mjs): the server is the process that is not the launcher.
-  const mine = files.filter((f) => f !== `${path.basename(probe)}.${serverPid}`);
-  const out: Array<{ t: number; max: number }> = [];
-  for (const f of mine.length ? mine : files) for (const l of fs.readFileSync(path.join(dir, f), 'utf8').split('\n')) if (l) out.push(JSON.parse(l) as { t: number; max: number });
-  return out;
-}
 function maxGap(probe: string, pid: number, from: number, to: number): number {
-  const ws = loopWindows(probe, pid).filter((w) => w.t >= from && w.t <= to + 150);
+  const ws = loopWindows(probe, { from, to: to + 150, exceptPid: pid });
   return ws.length ? Math.max(...ws.map((w) => w.max)) : NaN;
 }
 

@@ -5,6 +5,7 @@
 import crypto from 'node:crypto';
 import { sql } from 'kysely';
 import { startTestServer, type TestServer } from '../server/testing/harness';
+import { dropStoreSchemas } from '../server/testing/pg-test-db';
 
 const TURNS = Number(process.argv[2] ?? 300);
 const PG_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
@@ -79,6 +80,7 @@ const pgs = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema });
 try {
   await measure('PostgreSQL', pgs, () => pgSizes(pgs, schema));
 } finally {
-  await sql`drop schema ${sql.id(schema)} cascade`.execute(pgs.rt.store.db).catch(() => undefined);
   await pgs.close();
+  // The store's schema and pg-boss's beside it (`<schema>_pgboss`), dropped once the runtime has let go of them.
+  await dropStoreSchemas(PG_URL, schema);
 }

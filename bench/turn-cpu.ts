@@ -18,6 +18,7 @@ import { turnClientSource } from './lib/http';
 import { byCaller, type Profile } from './lib/cpu-profile';
 import { backendPids, backendTicksSince, ticksNow, withAppName } from './lib/pg-capacity';
 import { CLK_TCK } from './lib/proc';
+import { dropStoreSchemas } from '../server/testing/pg-test-db';
 
 const arg = (name: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -191,11 +192,7 @@ async function main(): Promise<void> {
     fs.rmSync(dir, { recursive: true, force: true });
     fs.rmSync(`${dir}-ws`, { recursive: true, force: true });
     if (pgUrl && !process.argv.includes('--keep')) {
-      const c = new pg.Client({ connectionString: pgUrl });
-      await c.connect();
-      await c.query(`drop schema if exists "${schema}" cascade`).catch(() => undefined);
-      await c.query(`drop schema if exists "${schema}_pgboss" cascade`).catch(() => undefined);
-      await c.end();
+      await dropStoreSchemas(pgUrl, schema);
     }
   }
 }

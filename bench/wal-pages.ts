@@ -1,6 +1,7 @@
 // `npx tsx bench/wal-pages.ts [turns]`: which b-trees a SQLite turn writes — an in-process runtime (unbundled sources),
 // its WAL frames per turn (the WAL index header's mxFrame before and after each turn) mapped to tables and indexes
-// through dbstat; for turns on one session and on new sessions, medians over `turns` turns. Figures, not assertions.
+// through dbstat; for turns on one session and on new sessions, medians over `turns` turns; then rounds of 50 new
+// sessions at once, whose writes share commits (group commit): frames and commits per turn. Figures, not assertions.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -62,6 +63,26 @@ async function measure(label: string, key: (i: number) => string): Promise<void>
 }
 await measure('a turn on one session', () => 'agent:main:same');
 await measure('a new session\'s turn', (i) => `agent:main:new-${i}`);
+
+/** Rounds of 50 new sessions at once: WAL frames and commits (frames marking one) per turn, over all rounds. */
+async function concurrent(rounds: number): Promise<void> {
+  let frames = 0;
+  let commits = 0;
+  for (let r = 0; r < rounds; ) {
+    await sleep(250);
+    const a = mxFrame();
+    await Promise.all(Array.from({ length: 50 }, (_, i) => turn(rpc, `agent:main:conc-${r}-${i}`, 'hello there')));
+    const b = mxFrame();
+    if (b <= a) continue; // a checkpoint restarted the WAL meanwhile: again
+    const wal = fs.readFileSync(`${file}-wal`);
+    const size = wal.readUInt32BE(8);
+    for (let f = a; f < b; f++) if (wal.readUInt32BE(32 + f * (24 + size) + 4) !== 0) commits++;
+    frames += b - a;
+    r++;
+  }
+  console.log(`50 new sessions at once: ${(frames / (rounds * 50)).toFixed(1)} frames and ${(commits / (rounds * 50)).toFixed(2)} commits per turn (${rounds} rounds)`);
+}
+await concurrent(Math.max(2, Math.round(N / 3)));
 rpc.close();
 await served.close();
 await rt.close();

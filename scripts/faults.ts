@@ -15,6 +15,7 @@ import { rng, sleep } from '../server/testing/fault-kit';
 import { approvePending, type Cluster, follow, type Kind, KINDS, newLedger, startCluster, type Tally, verify, work } from '../server/testing/fault-load';
 import type { Proc } from '../server/testing/fault-kit';
 import { pgConnectConfig } from '../server/store/db';
+import { clusterNamespace } from '../server/cluster/cluster';
 
 const env = process.env;
 const seed = Number(env.FAULTS_SEED ?? Math.floor(Math.random() * 2 ** 31));
@@ -108,8 +109,8 @@ async function fault(c: Cluster, kind: FaultKind, schema: string | null): Promis
       if (!v || !schema) return;
       const rows = await pgQuery<{ pid: number }>(
         `select l.pid from pg_locks l join ${schema}.processes p on l.objid::bigint = p.lock_key
-         where l.locktype = 'advisory' and l.granted and p.status = 'alive' and p.pid = $1`,
-        [v.pid],
+         where l.locktype = 'advisory' and l.granted and l.classid::bigint = $2 and l.objsubid = 2 and p.status = 'alive' and p.pid = $1`,
+        [v.pid, clusterNamespace(schema)],
       );
       say(`${c.name}: pg_terminate_backend on ${v.o.name}'s liveness connection (${rows.length} found)`);
       for (const row of rows) await pgQuery('select pg_terminate_backend($1)', [row.pid]);
@@ -237,7 +238,7 @@ try {
   console.error(e);
   console.log(`\nFAILED (seed ${seed}). Repeat with: ${repro()}`);
 } finally {
+  if (PG_RESTART) await waitPg().catch(() => undefined); // up again before the clusters drop their schemas
   for (const c of clusters) await c.close().catch(() => undefined);
-  if (PG_RESTART) await waitPg().catch(() => undefined);
 }
 process.exit(code);

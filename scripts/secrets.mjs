@@ -1,4 +1,5 @@
-// Keeps the server's secrets out of its environment block: they reach the server over an inherited pipe instead.
+// Starts the server's process as it must run: its secrets kept out of its environment block (they reach it over an
+// inherited pipe instead), and with the C library settings it reads only at start (serverEnv).
 //
 // /proc/<pid>/environ shows a process's *initial* environment, and deleting from process.env does not change it;
 // anything that can read that file (an `exec` command running as the server's own user, for one) would see the
@@ -8,7 +9,8 @@
 // secrets as JSON in a here-document on fd 3 (a pipe); the new image reads them into process.env. Where
 // process.execve is missing (Node < 22.15) it stays a launcher instead: the server runs as its child with fd 3
 // for the secrets and fd 4 as a lifeline, signals forwarded, exit status mirrored. With no secret in the
-// environment nothing happens. Tests start servers the launcher's way with spawnWithSecrets.
+// environment it re-executes in place only to add what `serverEnv` adds (when it adds anything). Tests start
+// servers the launcher's way with spawnWithSecrets.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -37,6 +39,18 @@ export function splitSecrets(env) {
     else rest[k] = v;
   }
   return { env: rest, secrets };
+}
+
+/**
+ * The environment a server process starts with: the one given, with glibc's malloc arenas capped at 2
+ * (`MALLOC_ARENA_MAX`) on Linux unless it is set. glibc gives each thread that allocates an arena of its own, up to
+ * 8 per core, and a freed block stays in its arena: V8's compiler and GC threads and libuv's pool left ~10 MB of
+ * such memory in the server after a burst of turns (bench/memory-after-load.ts). Returns `env` itself when nothing
+ * is added. glibc reads the variable once, at start, so it must be in the environment the process starts with.
+ */
+export function serverEnv(env) {
+  if (process.platform !== 'linux' || env.MALLOC_ARENA_MAX !== undefined) return env;
+  return { ...env, MALLOC_ARENA_MAX: '2' };
 }
 
 /**
@@ -71,7 +85,7 @@ export function receiveSecrets() {
  */
 export function spawnWithSecrets(command, args, { env = process.env, stdio = ['inherit', 'inherit', 'inherit'], ...options } = {}) {
   const split = splitSecrets(env);
-  const child = spawn(command, args, { ...options, env: { ...split.env, [SECRETS_FD_VAR]: '3', [LIFELINE_FD_VAR]: '4' }, stdio: [...stdio.slice(0, 3), 'pipe', 'pipe'] });
+  const child = spawn(command, args, { ...options, env: { ...serverEnv(split.env), [SECRETS_FD_VAR]: '3', [LIFELINE_FD_VAR]: '4' }, stdio: [...stdio.slice(0, 3), 'pipe', 'pipe'] });
   child.stdio[3].on('error', () => {}); // a child that died before reading
   child.stdio[3].end(JSON.stringify(split.secrets));
   child.stdio[4].on('error', () => {});
@@ -87,14 +101,25 @@ export function spawnWithSecrets(command, args, { env = process.env, stdio = ['i
 export async function launchWithoutSecrets() {
   if (receiveSecrets()) return;
   const split = splitSecrets(process.env);
-  if (Object.keys(split.secrets).length === 0) return;
   const self = [process.execPath, ...process.execArgv, ...process.argv.slice(1)];
+  if (Object.keys(split.secrets).length === 0) {
+    // No secret to hand over: re-executed in place only for what the C library reads at start (serverEnv).
+    const env = serverEnv(split.env);
+    if (env !== split.env && typeof process.execve === 'function') {
+      try {
+        process.execve(process.execPath, self, env);
+      } catch {
+        // runs on as it is: the defaults are a saving, not a need
+      }
+    }
+    return;
+  }
   if (typeof process.execve === 'function' && fs.existsSync('/bin/sh')) {
     // The JSON sits in the shell's environment for the instant before its own exec replaces that block; the
     // shell variable `s` is not exported, so the server's environment holds none of it.
     const script = 's=$CROSSTALK_SECRETS_JSON; unset CROSSTALK_SECRETS_JSON; exec "$@" 3<<CROSSTALK_EOF\n$s\nCROSSTALK_EOF\n';
     try {
-      process.execve('/bin/sh', ['sh', '-c', script, 'crosstalk', ...self], { ...split.env, [SECRETS_FD_VAR]: '3', CROSSTALK_SECRETS_JSON: JSON.stringify(split.secrets) });
+      process.execve('/bin/sh', ['sh', '-c', script, 'crosstalk', ...self], { ...serverEnv(split.env), [SECRETS_FD_VAR]: '3', CROSSTALK_SECRETS_JSON: JSON.stringify(split.secrets) });
     } catch (e) {
       console.error(`crosstalk: cannot re-execute without the secrets in the environment (${e.message}); starting the server as a child`);
     }

@@ -7,6 +7,7 @@ import { RpcClient, turn } from './http';
 import { CLK_TCK, cpuTicks, procStat, processTree } from './proc';
 import { makeTempDir, type ServerHandle, startServer } from './server';
 import { sleep, summarize, type Summary } from './stats';
+import { dropStoreSchemas } from '../../server/testing/pg-test-db';
 
 export interface StatementCount {
   turns: number;
@@ -144,24 +145,13 @@ export async function pgStatementsPerTurn(pgUrl: string, turns: number): Promise
     rpc.close();
     await served.close();
     await rt.close();
-    await dropSchema(pgUrl, schema);
+    await dropStoreSchemas(pgUrl, schema);
     fs.rmSync(dataDir, { recursive: true, force: true });
     fs.rmSync(`${dataDir}-ws`, { recursive: true, force: true });
   }
   return out;
 }
 
-async function dropSchema(url: string, schema: string) {
-  const c = new pg.Client(pgClientConfig(url));
-  await c.connect();
-  try {
-    await c.query(`drop schema if exists "${schema}" cascade`);
-  } catch {
-    /* best effort */
-  } finally {
-    await c.end();
-  }
-}
 
 export interface CapacityPoint {
   processes: number;
@@ -238,7 +228,7 @@ export async function pgCapacity(o: { pgUrl: string; token: string; cwd: string;
     } finally {
       await Promise.all(handles.map((h) => h.stop()));
       for (const u of untrack) u();
-      await dropSchema(o.pgUrl, schema);
+      await dropStoreSchemas(o.pgUrl, schema);
       for (const d of dirs) {
         fs.rmSync(d, { recursive: true, force: true });
         fs.rmSync(`${d}-ws`, { recursive: true, force: true });

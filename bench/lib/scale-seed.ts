@@ -161,6 +161,9 @@ async function copy(url: string, table: string, cols: string[], rows: AsyncItera
   await done;
 }
 
+/** The run-count triggers on `runs` (one per operation since 0027_backend_shards). */
+const RUN_COUNT_TRIGGERS = ['runs_counts_insert', 'runs_counts_update', 'runs_counts_delete'];
+
 /** PostgreSQL (a database of its own, migrated by a first start): COPY with the search trigger off and its GIN index rebuilt after. */
 export async function seedPostgres(url: string, sessions: number, progress: Progress): Promise<void> {
   const client = new pg.Client({ connectionString: url });
@@ -170,7 +173,7 @@ export async function seedPostgres(url: string, sessions: number, progress: Prog
     // The counters kept by triggers (0019_scale: run_counts, usage_totals) are computed once after the load: row by
     // row, half a million upserts onto 48 rows in one COPY's transaction each walk a version chain that grows with
     // every upsert (seen: a 100,000-session seed stuck over an hour in COPY runs).
-    await client.query('alter table runs disable trigger runs_counts');
+    for (const t of RUN_COUNT_TRIGGERS) await client.query(`alter table runs disable trigger ${t}`);
     await client.query('alter table model_usage disable trigger model_usage_totals');
     // The search index (GIN) is built once after the load, not row by row: whichever the migrations made.
     const gin = (await client.query<{ name: string; def: string }>(`select indexname as name, indexdef as def from pg_indexes where tablename = 'message_search' and indexdef ilike '%using gin%'`)).rows;
@@ -245,7 +248,7 @@ export async function seedPostgres(url: string, sessions: number, progress: Prog
     await client.query('delete from usage_totals');
     await client.query(`insert into usage_totals (shard, input_tokens, output_tokens, cost_usd) select 0, coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), coalesce(sum(cost_usd), 0) from model_usage`);
     await client.query('commit');
-    await client.query('alter table runs enable trigger runs_counts');
+    for (const t of RUN_COUNT_TRIGGERS) await client.query(`alter table runs enable trigger ${t}`);
     await client.query('alter table model_usage enable trigger model_usage_totals');
     await client.query('vacuum analyze');
   } finally {

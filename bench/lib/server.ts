@@ -12,7 +12,7 @@ import { sleep } from './stats';
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /**
- * The node flags `npm start` passes (package.json `scripts.start`, e.g. `--max-semi-space-size=8`), so the bench
+ * The node flags `npm start` passes (package.json `scripts.start`, e.g. `--max-semi-space-size=4`), so the bench
  * measures exactly what `npm start` runs.
  */
 export function startScriptNodeFlags(root = repoRoot): string[] {
@@ -66,6 +66,11 @@ export interface ServerHandle {
 }
 
 /** Spawns `node scripts/start.mjs` and polls an authorized `agents.list` until it answers. */
+/** Server settings a bench passes on from its own environment: an A/B of the SQLite loop share (server/store/loop-share.ts). */
+export function benchEnv(): Record<string, string> {
+  return process.env.CROSSTALK_SQLITE_TURN_MS ? { CROSSTALK_SQLITE_TURN_MS: process.env.CROSSTALK_SQLITE_TURN_MS } : {};
+}
+
 export async function startServer(opts: StartOptions): Promise<ServerHandle> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
@@ -80,8 +85,7 @@ export async function startServer(opts: StartOptions): Promise<ServerHandle> {
     CROSSTALK_TOKEN: opts.token,
     NEXT_TELEMETRY_DISABLED: '1',
     ...(opts.mode === 'spawn' ? { CROSSTALK_START_MODE: 'spawn' } : {}),
-    // A/B of the SQLite loop share (server/store/loop-share.ts) from the bench's own environment.
-    ...(process.env.CROSSTALK_SQLITE_TURN_MS ? { CROSSTALK_SQLITE_TURN_MS: process.env.CROSSTALK_SQLITE_TURN_MS } : {}),
+    ...benchEnv(),
     ...opts.env,
   };
   let out = '';

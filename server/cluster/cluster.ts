@@ -40,6 +40,12 @@ export const LIVENESS = {
 };
 
 const hash31 = (s: string) => crypto.createHash('sha1').update(s).digest().readUInt32BE(0) & 0x7fffffff;
+/**
+ * The first key of every advisory lock (and the NOTIFY channel's name) of the cluster in `schema`: advisory locks are
+ * the whole database's, so two clusters in one database tell theirs apart by it (a test or an operator picking a
+ * process's liveness lock from pg_locks matches it too).
+ */
+export const clusterNamespace = (schema: string | null | undefined) => hash31(`crosstalk:${schema ?? 'public'}`);
 const dbNowMs = sql<number>`(extract(epoch from clock_timestamp()) * 1000)::bigint`;
 
 export class Cluster {
@@ -60,7 +66,7 @@ export class Cluster {
     private readonly pgInfo: { connect: pg.ClientConfig; schema?: string },
     private readonly log: Logger,
   ) {
-    this.ns = hash31(`crosstalk:${pgInfo.schema ?? 'public'}`);
+    this.ns = clusterNamespace(pgInfo.schema);
     this.channel = `crosstalk_${this.ns.toString(36)}`;
   }
 

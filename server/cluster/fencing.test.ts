@@ -11,6 +11,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAI, type FakeOpenAIServer } from '../models/testing/fake-openai-server';
 import { pgConnectConfig } from '../store/db';
+import { clusterNamespace } from './cluster';
 import { readSse, startChildServer, tmpDataDir, until } from '../testing/harness';
 
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
@@ -68,7 +69,7 @@ async function cluster() {
     await fb.close();
   };
   cleanups.push(stop);
-  return { a, b, fa, db, hooks, hookUrl, releaseA };
+  return { a, b, fa, db, hooks, hookUrl, releaseA, schema };
 }
 
 type Cluster = Awaited<ReturnType<typeof cluster>>;
@@ -125,9 +126,11 @@ describe('a process told it is dead writes nothing of the runs it lost', () => {
     // Terminate A's advisory-lock backend until B has declared A dead (A takes its lock back when it reconnects first).
     await until(async () => {
       await c.db.query(
+        // This cluster's lock only (its namespace is the first key): another test's cluster in the same database may
+        // hold a lock with the same process key.
         `select pg_terminate_backend(l.pid) from pg_locks l join processes p on l.objid::bigint = p.lock_key
-         where l.locktype = 'advisory' and l.granted and l.objsubid = 2 and p.id = $1`,
-        [aId],
+         where l.locktype = 'advisory' and l.granted and l.classid::bigint = $2 and l.objsubid = 2 and p.id = $1`,
+        [aId, clusterNamespace(c.schema)],
       );
       return (await c.db.query('select status from processes where id = $1', [aId])).rows[0]?.status === 'dead';
     }, 20_000);

@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { decodeCursor, encodeCursor } from '../store/cursor';
 import { searchMessages } from '../store/search';
 import type { Store } from '../store/store';
+import { IN_FLIGHT } from '../store/store-base';
 import type { SessionsSearchParams } from './schemas';
 import type { SearchResult } from './types';
 
@@ -32,7 +33,7 @@ export async function activeRunIds(store: Store, sessionKey: string): Promise<st
     .selectFrom('runs')
     .select('id')
     .where('session_key', '=', sessionKey)
-    .where('status', 'in', ['running', 'waiting_approval'])
+    .where('status', 'in', IN_FLIGHT)
     .orderBy('created_at')
     .limit(20)
     .execute();

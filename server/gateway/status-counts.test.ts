@@ -35,6 +35,33 @@ describe.runIf(onPostgresPass())('status run counts on PostgreSQL', () => {
     expect(status.runs).toEqual(want);
   });
 
+  it('two transactions ending runs and recording usage at once never wait on each other (a row per backend, 0027)', async () => {
+    const db = s.rt.store.db;
+    const at = new Date().toISOString();
+    const run = (id: string) => sql`insert into runs (id, session_key, status, input, queue_mode, created_at, last_seq) values (${id}, 'agent:main:shards', 'ok', '{}', 'collect', ${at}, 0)`;
+    const usage = (runId: string) =>
+      sql`insert into model_usage (run_id, session_key, agent_id, model, kind, input_tokens, output_tokens, cached_tokens, cost_usd, priced, created_at, root_run_id)
+          values (${runId}, 'agent:main:shards', 'main', 'scripted', 'step', 1, 1, 0, 0, 0, ${at}, ${runId})`;
+    const before = await grouped();
+    await db.connection().execute(async (a) => {
+      await sql`begin`.execute(a);
+      await run('shard-a').execute(a);
+      await usage('shard-a').execute(a);
+      // A second connection while the first holds its rows' locks: with rows picked by run id (16 of them), one of
+      // 100 runs or 16 consecutive usage rows lands on the first's row and waits for its commit (here: lock_timeout).
+      await db.connection().execute(async (b) => {
+        await sql`begin`.execute(b);
+        await sql`set local lock_timeout = '2s'`.execute(b);
+        for (let i = 0; i < 100; i++) await run(`shard-b-${i}`).execute(b);
+        for (let i = 0; i < 16; i++) await usage(`shard-b-${i}`).execute(b);
+        await sql`commit`.execute(b);
+      });
+      await sql`commit`.execute(a);
+    });
+    expect((await grouped()).ok).toBe(before.ok + 101);
+    expect((await s.rpc<Status>('status', {})).runs).toEqual(await grouped());
+  });
+
   it('status reads the kept counts, not a count over every run', async () => {
     await sql`insert into run_counts (status, shard, n) values ('ok', 0, 1000) on conflict (status, shard) do update set n = run_counts.n + 1000`.execute(s.rt.store.db);
     const want = await grouped();

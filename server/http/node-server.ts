@@ -66,7 +66,10 @@ export async function serve(rt: FullRuntime, o: { host?: string; port?: number }
       return (p.startsWith('/a2a/') ? await routeA2A(rt, request) : null) ?? Response.json({ ok: false, error: { code: 'invalid_request', message: `no route ${req.method} ${p}` } }, { status: 404 });
     });
   });
-  server.keepAliveTimeout = 1000;
+  // As `npm start`'s server (scripts/start.mjs). Node's http.Agent and undici keep a socket for a second less than the
+  // server's `Keep-Alive: timeout=N` hint, and not at all when that leaves nothing: at 1 s, every request paid a new
+  // connection. A stop does not wait for idle connections (`drained` counts only open requests; `close` ends them).
+  server.keepAliveTimeout = 65_000;
   let lastConnection = 0;
   server.on('connection', (socket: net.Socket) => {
     lastConnection = Date.now();
@@ -90,8 +93,8 @@ export async function serve(rt: FullRuntime, o: { host?: string; port?: number }
       do await new Promise((r) => setTimeout(r, 50)); // at least one poll of the listening socket
       while (Date.now() < end && Date.now() - lastConnection < 100);
       // net.Server's close only: http.Server's would also close connections with no request yet, and one accepted a
-      // moment ago carries a request on its way. Idle keep-alive connections end by keepAliveTimeout; every answer
-      // from now on says `Connection: close`.
+      // moment ago carries a request on its way. Idle keep-alive connections end at `close` (or by keepAliveTimeout);
+      // every answer from now on says `Connection: close`.
       net.Server.prototype.close.call(server);
     },
     async drained(ms) {

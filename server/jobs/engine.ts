@@ -11,6 +11,7 @@
 import type pg from 'pg';
 import { type Db, PgBoss } from 'pg-boss';
 import type { Logger } from '../logger';
+import { jobsSchema } from '../store/db';
 
 export interface Listener {
   listen(channel: string, onNotification: (payload: string) => void, onReconnect: () => void): Promise<{ close(): Promise<void> }>;
@@ -24,7 +25,7 @@ export const ENGINE = {
   pollSeconds: Number(process.env.CROSSTALK_JOBS_POLL_S ?? 1),
 };
 
-export const jobsSchema = (pgSchema?: string) => (pgSchema ? `${pgSchema}_pgboss` : 'pgboss');
+export { jobsSchema } from '../store/db';
 
 export async function startJobEngine(o: { pool: pg.Pool; pgSchema?: string; listener?: Listener; log: Logger }): Promise<PgBoss> {
   const db: Db = {

@@ -72,7 +72,7 @@ export async function contextView(store: Store, sessionKey: string, n: number, m
   const window = await store.contextRows(sessionKey, n, store.dialect === 'postgres' ? messageCount : undefined);
   let summary: TranscriptMessage | undefined = window.findLast((r) => r.kind === 'compaction');
   if (!summary && window.length >= n) {
-    const row = await store.db.selectFrom('messages').selectAll().where('session_key', '=', sessionKey).where('kind', '=', 'compaction').orderBy('id', 'desc').limit(1).executeTakeFirst();
+    const row = await store.newestCompaction(sessionKey);
     if (row) summary = toTranscriptMessage(row);
   }
   const through = throughOf(summary);

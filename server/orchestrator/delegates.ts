@@ -131,11 +131,19 @@ export class Delegates {
   private async followUp(caller: DelegateCaller, conversationId: string, prompt: string, mode: 'standard' | 'detached', agentId?: string) {
     const s = await this.owned(caller.sessionKey, conversationId);
     if (agentId && agentId !== s.agent_id) throw new CrosstalkError('invalid_request', `conversation ${s.key} belongs to agent ${s.agent_id}, not ${agentId}`);
-    if (this.isRunning(s.key)) throw new CrosstalkError('agent_busy', 'delegate still running');
+    // A re-driven call whose follow-up was accepted before (its run id derives from the call) finds that run again:
+    // it is the call's own, not a reason to refuse it.
+    const planned = caller.runId && caller.callId ? `run_${derivedId(caller.runId, caller.callId, s.key)}` : undefined;
+    if (!(planned && (await this.d.store.getRun(planned))) && (await this.isRunning(s.key))) throw new CrosstalkError('agent_busy', 'delegate still running');
     return this.run(caller, s.key, s.agent_id, prompt, mode, true);
   }
 
-  private isRunning(key: string): boolean {
+  /** Whether a delegate is busy: a call to it in flight here, or a run of it in flight on any process. */
+  private async isRunning(key: string): Promise<boolean> {
+    return this.isRunningHere(key) || (await this.d.store.activeRunOf(key)) !== undefined;
+  }
+
+  private isRunningHere(key: string): boolean {
     for (const set of this.running.values()) if (set.has(key)) return true;
     return this.d.orchestrator.isActive(key);
   }
@@ -243,6 +251,7 @@ export class Delegates {
     const rows = await this.d.store.listDelegates({ parentKey, limit: limit + 1, after });
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
+    const live = await this.d.store.activeAmong(page.filter((r) => !this.isRunningHere(r.key)).map((r) => r.key));
     return {
       sessions: page.map((r) => {
         const meta = (r.meta ? JSON.parse(r.meta) : {}) as { mode?: string; cwd?: string | null };
@@ -252,7 +261,7 @@ export class Delegates {
           mode: meta.mode ?? 'standard',
           cwd: meta.cwd ?? null,
           last_interacted_at: r.last_interacted_at ?? r.created_at,
-          status: this.isRunning(r.key) ? 'running' : 'idle',
+          status: this.isRunningHere(r.key) || live.has(r.key) ? 'running' : 'idle',
           turns: r.turns,
           bytes: r.bytes,
         };

@@ -40,6 +40,17 @@ export interface HotFinish {
   fold?: { before: { events: PendingEvent[]; ids: Array<{ id: number }> } | null };
 }
 
+/** A write waiting for the group commit. */
+interface GroupedWrite {
+  fn: () => unknown;
+  committed?: (r: unknown) => void;
+  resolve: (r: unknown) => void;
+  reject: (e: unknown) => void;
+}
+
+/** How long one group commit may run its writes before leaving the rest to the next hand-over of the connection. */
+const GROUP_BUDGET_MS = 4;
+
 export class HotSqlite {
   private readonly stmts = new Map<string, BetterSqlite3.Statement>();
   private readonly inTx: (fn: () => unknown) => unknown;
@@ -57,13 +68,90 @@ export class HotSqlite {
     return s;
   }
 
-  /** Runs `fn` holding Kysely's connection lock (SQLite has one connection), in one transaction when `write`; then `committed`, still holding it. */
+  /**
+   * Runs `fn` holding Kysely's connection lock (SQLite has one connection); then `committed`, still holding it. A
+   * write (`write`) is committed with the writes queued behind the lock with it, one transaction for the group (group
+   * commit), each write in a savepoint of its own: one that throws is rolled back alone and rejects alone.
+   */
   private locked<T>(fn: () => T, write: boolean, committed?: (r: T) => void): Promise<T> {
-    return this.db.connection().execute(async () => {
-      const r = write ? (this.inTx(fn) as T) : fn();
-      committed?.(r);
-      return r;
+    if (!write)
+      return this.db.connection().execute(async () => {
+        const r = fn();
+        committed?.(r);
+        return r;
+      });
+    return new Promise<T>((resolve, reject) => {
+      this.pending.push({ fn, committed: committed as ((r: unknown) => void) | undefined, resolve: resolve as (r: unknown) => void, reject });
+      this.requestFlush();
     });
+  }
+
+  // Why a group: every commit writes each B-tree page it touched as a WAL frame (~40 a turn: "Stop 37" in
+  // BENCHMARKS.md), and the newest pages of messages, events, runs and their indexes are the same for every run. With
+  // 50 runs at once their writes queue behind the connection; one commit for the queue writes those pages once.
+  // A write asked for after a read still joins a group that was waiting before that read: the read then runs after
+  // the write and sees it (a newer state than when it was asked for, never an older one).
+  private pending: GroupedWrite[] = [];
+  private flushRequested = false;
+
+  private requestFlush(): void {
+    if (this.flushRequested) return;
+    this.flushRequested = true;
+    void this.db
+      .connection()
+      .execute(async () => {
+        this.flushRequested = false; // writes queued from here on wait for the next hand-over
+        this.commitGroup(this.pending.splice(0));
+      })
+      .catch((e) => {
+        // The connection could not be had (the store is closing): nothing queued can be written.
+        for (const w of this.pending.splice(0)) w.reject(e);
+      });
+  }
+
+  /** The group's writes in one transaction, each in a savepoint, while GROUP_BUDGET_MS lasts; the rest go to the next hand-over. */
+  private commitGroup(group: GroupedWrite[]): void {
+    if (!group.length) return;
+    const done: Array<{ w: GroupedWrite; ok: boolean; value: unknown }> = [];
+    const t0 = performance.now();
+    try {
+      this.inTx(() => {
+        for (const w of group) {
+          if (done.length && performance.now() - t0 > GROUP_BUDGET_MS) break;
+          if (group.length === 1) done.push({ w, ok: true, value: w.fn() });
+          else
+            try {
+              done.push({ w, ok: true, value: this.inTx(w.fn) });
+            } catch (e) {
+              done.push({ w, ok: false, value: e });
+            }
+        }
+      });
+    } catch (e) {
+      // The commit (or a lone write) failed: none of the group was written.
+      for (const w of group.slice(0, Math.max(done.length, 1))) w.reject(e);
+      this.requeue(group.slice(Math.max(done.length, 1)));
+      return;
+    }
+    for (const { w, ok, value } of done) {
+      if (!ok) {
+        w.reject(value);
+        continue;
+      }
+      try {
+        w.committed?.(value);
+        w.resolve(value);
+      } catch (e) {
+        w.reject(e);
+      }
+    }
+    this.requeue(group.slice(done.length));
+  }
+
+  private requeue(rest: GroupedWrite[]): void {
+    if (!rest.length) return;
+    this.pending.unshift(...rest);
+    this.requestFlush();
   }
 
   getSession(key: string): Promise<SessionRow | undefined> {

@@ -4,7 +4,7 @@
 import { sql } from 'kysely';
 import type { MigrationSet } from './migration-kit';
 
-/** PostgreSQL spreads the totals and run counts over this many rows (the row is picked by the usage row's id), so concurrent turns do not queue on one row lock. */
+/** 0019's spread of the totals and run counts over rows (picked by the usage row's id, the run id's hash); 0027_backend_shards picks the row by the writing backend instead (migrations-turn-triggers.ts). */
 export const USAGE_TOTAL_SHARDS = 16;
 
 export const scaleMigrations: MigrationSet = (dialect) => ({

@@ -6,6 +6,8 @@
 // subagent sessions only, so a top-level session's `bytes` changing at every turn no longer rewrites it; its query
 // names the kind as a literal, as the index does. `runs_session` (session_key, created_at) goes: every query on a
 // session's runs is served by `runs_session_status` (session_key, status, created_at).
+// 0026_compaction_index: `messages_session_kind` (session_key, kind, id) served one query, a session's newest
+// compaction row, and took an entry for every message; `messages_compaction` holds the compaction rows only.
 import { sql } from 'kysely';
 import type { MigrationSet } from './migration-kit';
 
@@ -18,6 +20,9 @@ export const SPARSE_INDEXES = [
   ['sessions_kind_live', 'sessions', 'kind, dismissed_at, bytes', "kind = 'subagent' and dismissed_at is null"],
 ] as const;
 
+/** A session's compaction rows (compaction.ts finds the newest; its query names the kind as a literal, as this does). */
+export const COMPACTION_INDEX = ['messages_compaction', 'session_key, id', "kind = 'compaction'"] as const;
+
 export const sparseIndexMigrations: MigrationSet = () => ({
   '0024_sparse_indexes': {
     async up(db) {
@@ -26,6 +31,12 @@ export const sparseIndexMigrations: MigrationSet = () => ({
         await sql`create index ${sql.raw(name)} on ${sql.raw(table)} (${sql.raw(cols)}) where ${sql.raw(rows)}`.execute(db);
       }
       await sql`drop index if exists runs_session`.execute(db);
+    },
+  },
+  '0026_compaction_index': {
+    async up(db) {
+      await sql`create index if not exists ${sql.raw(COMPACTION_INDEX[0])} on messages (${sql.raw(COMPACTION_INDEX[1])}) where ${sql.raw(COMPACTION_INDEX[2])}`.execute(db);
+      await sql`drop index if exists messages_session_kind`.execute(db);
     },
   },
 });

@@ -4,7 +4,14 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../testing/harness';
 import { onPostgresPass } from '../testing/store-under-test';
-import { SPARSE_INDEXES } from './migrations-sparse-indexes';
+import { COMPACTION_INDEX, SPARSE_INDEXES } from './migrations-sparse-indexes';
+
+/** An index's definition as the store keeps it (undefined: no such index). */
+const indexDef = async (db: TestServer['rt']['store']['db'], name: string) =>
+  onPostgresPass()
+    ? (await sql<{ d: string }>`select indexdef as d from pg_indexes where indexname = ${name} and schemaname = current_schema()`.execute(db)).rows[0]?.d
+    : (await sql<{ d: string }>`select sql as d from sqlite_master where type = 'index' and name = ${name}`.execute(db)).rows[0]?.d;
+const flat = (x: string) => x.toLowerCase().replace(/[()]|::text/g, '').replace(/\s+/g, ' ');
 
 describe('sparse indexes (0024_sparse_indexes)', () => {
   let s: TestServer;
@@ -16,11 +23,8 @@ describe('sparse indexes (0024_sparse_indexes)', () => {
   it('are partial, on the column that must be set', async () => {
     const db = s.rt.store.db;
     for (const [name, , , rows] of SPARSE_INDEXES) {
-      const def = onPostgresPass()
-        ? (await sql<{ d: string }>`select indexdef as d from pg_indexes where indexname = ${name} and schemaname = current_schema()`.execute(db)).rows[0]?.d
-        : (await sql<{ d: string }>`select sql as d from sqlite_master where type = 'index' and name = ${name}`.execute(db)).rows[0]?.d;
+      const def = await indexDef(db, name);
       expect(def, name).toBeTruthy();
-      const flat = (x: string) => x.toLowerCase().replace(/[()]|::text/g, '').replace(/\s+/g, ' ');
       expect(flat(def!), name).toContain(`where ${flat(rows)}`);
     }
     const gone = onPostgresPass()
@@ -57,5 +61,45 @@ describe('sparse indexes (0024_sparse_indexes)', () => {
     }
     expect((await s.rt.store.listDelegates({ parentKey: 'agent:main:top', limit: 5 })).map((x) => x.key)).toEqual(['agent:main:subagent:one']);
     expect(await s.rt.store.delegateStats()).toEqual({ reusable: 1, bytes: 0 });
+  });
+});
+
+describe('the compaction index (0026_compaction_index)', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer();
+  }, 120_000);
+  afterAll(() => s?.close());
+
+  it("holds the compaction rows only, replaces messages_session_kind, and serves a session's newest compaction", async () => {
+    const db = s.rt.store.db;
+    const [name, , rows] = COMPACTION_INDEX;
+    const pg = onPostgresPass();
+    expect(flat((await indexDef(db, name))!)).toContain(`where ${flat(rows)}`);
+    expect(await indexDef(db, 'messages_session_kind')).toBeUndefined();
+
+    const key = 'agent:main:compacted';
+    const r = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: 'hello' });
+    await s.rpc('agent.wait', { runId: r.runId, timeoutMs: 10_000 });
+    expect(await s.rt.store.newestCompaction(key)).toBeUndefined();
+    await s.rt.store.appendMessages([{ sessionKey: key, role: 'system', kind: 'compaction', content: 'first summary', author: { type: 'system', id: 'compactor' } }]);
+    await s.rt.store.appendMessages([{ sessionKey: key, role: 'system', kind: 'compaction', content: 'second summary', author: { type: 'system', id: 'compactor' } }]);
+    const r2 = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: 'after' });
+    await s.rpc('agent.wait', { runId: r2.runId, timeoutMs: 10_000 });
+    expect((await s.rt.store.newestCompaction(key))?.content).toBe('second summary');
+
+    if (!pg) {
+      // The index's own entries: the two compaction rows, not the turns' messages.
+      expect(Number((await sql<{ n: number | null }>`select sum(ncell) as n from dbstat where name = ${name} and pagetype = 'leaf'`.execute(db)).rows[0]!.n)).toBe(2);
+      const plan = (await sql<{ detail: string }>`explain query plan select * from messages where session_key = ${key} and kind = 'compaction' order by id desc limit 1`.execute(db)).rows.map((x) => x.detail).join(' | ');
+      expect(plan).toMatch(/USING INDEX messages_compaction/);
+    } else {
+      const plan = await db.transaction().execute(async (tx) => {
+        await sql`set local enable_seqscan = off`.execute(tx);
+        await sql`set local plan_cache_mode = force_generic_plan`.execute(tx);
+        return (await sql<{ 'QUERY PLAN': string }>`explain select * from messages where session_key = ${key} and kind = 'compaction' order by id desc limit 1`.execute(tx)).rows.map((x) => x['QUERY PLAN']).join(' | ');
+      });
+      expect(plan).toMatch(/messages_compaction/);
+    }
   });
 });

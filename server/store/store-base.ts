@@ -34,6 +34,9 @@ export interface NewSession {
 
 export const nowIso = () => new Date().toISOString();
 
+/** A run in flight: running, or paused on an approval. */
+export const IN_FLIGHT = ['running', 'waiting_approval'];
+
 /** The delivery of a webhook outbox row (webhooks and A2A pushes). */
 export const webhookDeliveryId = (rowId: string) => `dlv_${rowId}`;
 
@@ -413,6 +416,31 @@ export class StoreBase {
       select tx::text as tx, id from events where tx < ${SETTLED_XID} order by tx desc, id desc limit 1`.execute(this.db);
     const row = r.rows[0];
     return row ? { tx: BigInt(row.tx), id: Number(row.id) } : START;
+  }
+
+  // ── runs' state as every process sees it (queued, in flight) ───────────
+
+  queuedRuns(sessionKey: string): Promise<RunRow[]> {
+    return this.db.selectFrom('runs').selectAll().where('session_key', '=', sessionKey).where('status', '=', 'queued').orderBy('created_at').orderBy('id').execute();
+  }
+
+  /** Ends a run that has not started (from any process); false when it had started or ended meanwhile. */
+  async endQueued(runId: string, error: string): Promise<boolean> {
+    const r = await this.db.updateTable('runs').set({ status: 'error', error, ended_at: nowIso() }).where('id', '=', runId).where('status', '=', 'queued').executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
+  }
+
+  /** The session's run in flight (running, or paused on an approval), on whichever process drives it. */
+  async activeRunOf(sessionKey: string): Promise<string | undefined> {
+    const r = await this.db.selectFrom('runs').select('id').where('session_key', '=', sessionKey).where('status', 'in', IN_FLIGHT).limit(1).executeTakeFirst();
+    return r?.id;
+  }
+
+  /** Of these sessions, those with a run in flight (as `activeRunOf`), in one statement. */
+  async activeAmong(keys: string[]): Promise<Set<string>> {
+    if (!keys.length) return new Set();
+    const rows = await this.db.selectFrom('runs').select('session_key').distinct().where('session_key', 'in', keys).where('status', 'in', IN_FLIGHT).execute();
+    return new Set(rows.map((r) => r.session_key));
   }
 
   // ── idempotency ─────────────────────────────────────────────────────────

@@ -1,7 +1,7 @@
 // Repositories over the Kysely database: every query the gateway runs, keyset-paged and bounded. Sessions,
 // transcripts and runs here; the session lists in SessionLists; fencing (leases' epochs, fenced run writes) in
 // FencedStore; the event log, approvals, callbacks, webhooks and idempotency in StoreBase.
-import { type ExpressionBuilder, type Kysely, type UpdateObject } from 'kysely';
+import { type ExpressionBuilder, type Kysely, sql, type UpdateObject } from 'kysely';
 import { retryConflicts } from './pg-errors';
 import type { PendingEvent, TranscriptMessage } from '../events/types';
 import type { DbHandle } from './db';
@@ -254,6 +254,11 @@ export class Store extends SessionLists {
     return q.orderBy('id', 'desc').limit(o.limit).execute();
   }
 
+  /** A session's newest compaction row, from `messages_compaction` (its predicate matches only a literal kind). */
+  newestCompaction(sessionKey: string): Promise<MessageRow | undefined> {
+    return this.db.selectFrom('messages').selectAll().where('session_key', '=', sessionKey).where('kind', '=', sql.lit('compaction')).orderBy('id', 'desc').limit(1).executeTakeFirst();
+  }
+
   // ── recent rows for model context (./recent-rows) ──────────────────────
 
   /** The newest `n` rows of a session, oldest first (tool rows included). */
@@ -472,16 +477,6 @@ export class Store extends SessionLists {
       .execute();
   }
 
-  queuedRuns(sessionKey: string): Promise<RunRow[]> {
-    return this.db.selectFrom('runs').selectAll().where('session_key', '=', sessionKey).where('status', '=', 'queued').orderBy('created_at').orderBy('id').execute();
-  }
-
-  /** Ends a run that has not started (from any process); false when it had started or ended meanwhile. */
-  async endQueued(runId: string, error: string): Promise<boolean> {
-    const r = await this.db.updateTable('runs').set({ status: 'error', error, ended_at: nowIso() }).where('id', '=', runId).where('status', '=', 'queued').executeTakeFirst();
-    return Number(r.numUpdatedRows) === 1;
-  }
-
   /** Releases an idle session's lease unless queued work arrived (then false: the holder keeps it and runs that). */
   async releaseIfIdle(sessionKey: string, owner: string): Promise<boolean> {
     return this.db.transaction().execute(async (tx) => {
@@ -489,11 +484,5 @@ export class Store extends SessionLists {
       await tx.updateTable('sessions').set({ owner: null, status: 'idle' }).where('key', '=', sessionKey).where('owner', '=', owner).execute();
       return true;
     });
-  }
-
-  /** The session's run in flight (running, or paused on an approval), on whichever process drives it. */
-  async activeRunOf(sessionKey: string): Promise<string | undefined> {
-    const r = await this.db.selectFrom('runs').select('id').where('session_key', '=', sessionKey).where('status', 'in', ['running', 'waiting_approval']).limit(1).executeTakeFirst();
-    return r?.id;
   }
 }

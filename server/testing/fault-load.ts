@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { follow, checkFollower, NotSent, Proc, receiver, rpcAt, rng, sleep, telegramAnswer } from './fault-kit';
 import { tmpDataDir } from './harness';
+import { dropStoreSchemas } from './pg-test-db';
 
 export type Rng = ReturnType<typeof rng>;
 type Receiver = Awaited<ReturnType<typeof receiver>>;
@@ -92,6 +93,8 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
       for (const p of procs) await p.kill();
       await webhooks.close();
       await chat.close();
+      // The cluster's schema and pg-boss's beside it: the seed, not the rows, reproduces a run.
+      if (o.pgUrl) await dropStoreSchemas(o.pgUrl, schema);
     },
   };
 }

@@ -7,7 +7,7 @@
 // servers' schemas (hundreds) made each new one slower (160 ms in an empty database, 900 ms beside 125 schemas).
 // Created by pg-test-db-setup.ts (a vitest setup file), dropped at the file's end and by pg-test-db-global.ts.
 import pg from 'pg';
-import { pgConnectConfig } from '../store/db';
+import { jobsSchema, pgConnectConfig } from '../store/db';
 
 /** The test servers' database when TEST_DATABASE_URL is not set (harness.ts, store-dialects.ts, the setup files). */
 export const DEFAULT_TEST_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
@@ -83,4 +83,15 @@ export async function dropDatabase(base: string, name: string, o: { force?: bool
       throw e;
     }
   });
+}
+
+/** Drops a store's schema and pg-boss's beside it (the runtime using them closed first); best effort. */
+export async function dropStoreSchemas(url: string, schema: string): Promise<void> {
+  const c = new pg.Client(pgConnectConfig(url));
+  try {
+    await c.connect();
+    for (const s of [schema, jobsSchema(schema)]) await c.query(`drop schema if exists "${s}" cascade`).catch(() => undefined);
+  } finally {
+    await c.end().catch(() => undefined);
+  }
 }

@@ -68,6 +68,22 @@ setInterval(() => {}, 1000);`;
     }
   });
 
+  it('starts the server with glibc\'s malloc arenas capped (MALLOC_ARENA_MAX=2), with or without secrets to hand over, unless it is set', async () => {
+    const script = `import { launchWithoutSecrets } from ${secretsModule};\nawait launchWithoutSecrets();\n${report}`;
+    const { CROSSTALK_TOKEN: _t, OPENAI_API_KEY: _k, DATABASE_URL: _d, ...plain } = env;
+    for (const [given, expected] of [[env, '2'], [plain, '2'], [{ ...plain, MALLOC_ARENA_MAX: '4' }, '4']] as const) {
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script], { env: given, stdio: ['ignore', 'pipe', 'inherit'] });
+      try {
+        const line = await firstLine(child);
+        // In place (the same pid), so the variable is in the environment the process started with, where glibc reads it.
+        expect(line.pid).toBe(child.pid);
+        expect(environ(line.pid).split('\0')).toContain(`MALLOC_ARENA_MAX=${expected}`);
+      } finally {
+        child.kill('SIGKILL');
+      }
+    }
+  });
+
   it('a launcher that stays (spawnWithSecrets) hands them over too, and when it is SIGKILLed its server ends with it', async () => {
     const server = `import { receiveSecrets } from ${secretsModule};\nreceiveSecrets();\n${report}`;
     const launcher = `import { spawnWithSecrets } from ${secretsModule};
@@ -81,6 +97,7 @@ setInterval(() => {}, 1000);`;
       expect(line).toMatchObject({ token: 'launcher-token-secret', key: awkward, db: 'postgres://u:pw@db/x', fd: null });
       expect(pid).not.toBe(child.pid);
       for (const secret of ['launcher-token-secret', 'sk-"a', 'u:pw@db']) expect(environ(pid)).not.toContain(secret);
+      expect(environ(pid).split('\0')).toContain('MALLOC_ARENA_MAX=2');
       child.kill('SIGKILL');
       await until(() => gone(pid));
     } finally {
@@ -231,10 +248,11 @@ describe.skipIf(process.getuid?.() !== 0)('the workspace, as root', () => {
   it('out of the exec user’s reach: a warning at start, and `forbidden` from the call', async () => {
     const dataDir = tmpDataDir();
     const closed = fs.mkdtempSync(path.join(dataDir, '..', 'closed-')); // mode 0700, root's
-    const config = resolveConfig(parseRawConfig({ agents: [{ id: 'main', workspace: path.join(closed, 'ws') }] }), { CROSSTALK_DATA_DIR: dataDir });
+    const config = resolveConfig(parseRawConfig({ agents: [{ id: 'main', workspace: path.join(closed, 'ws') }, { id: 'writer', workspace: path.join(closed, 'ws2') }] }), { CROSSTALK_DATA_DIR: dataDir });
     const { log, warnings } = capture();
     prepareExecIsolation(config, log);
-    expect(warnings()).toMatchObject([{ blocked: closed }]);
+    // One warning for the folder both workspaces are under, naming both agents (not one per agent).
+    expect(warnings()).toMatchObject([{ blocked: closed, agents: ['main', 'writer'] }]);
     expect(blockedFor(path.join(closed, 'ws'), nobody)).toBe(closed);
     const ctx = { agent: config.agents[0]!, signal: new AbortController().signal, runId: 'r', sessionKey: 'agent:main:main', callId: 'c' };
     expect(await createExecTool().execute({ command: 'id' }, ctx as never)).toMatchObject({ status: 'error', error: { code: 'forbidden', message: expect.stringContaining(closed) } });

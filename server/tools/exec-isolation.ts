@@ -109,6 +109,8 @@ export function prepareExecIsolation(config: CrosstalkConfig, log: Logger): void
     log.warn({ err: e, dataDir: config.dataDir }, 'cannot make the data dir private (mode 0700)');
   }
   const notIsolated = new Map<string, string[]>();
+  // One warning per folder out of reach (agents' workspaces under one root share it), naming the agents it stops.
+  const blockedAt = new Map<string, { user: string; blocked: string; agents: string[]; workspaces: string[] }>();
   for (const agent of config.agents) {
     if (agent.a2a) continue; // its turns run elsewhere
     const id = execIdentity(agent.execUser);
@@ -120,10 +122,19 @@ export function prepareExecIsolation(config: CrosstalkConfig, log: Logger): void
       mkdirFor(agent.workspace, id);
       handOverWorkspace(agent.workspace, id);
       const blocked = blockedFor(agent.workspace, id);
-      if (blocked) log.warn({ agent: agent.id, workspace: agent.workspace, blocked }, `exec runs as ${id.user}, who cannot use ${blocked} on the way to the workspace: its commands will fail`);
+      if (blocked) {
+        const key = `${id.user}\0${blocked}`;
+        const b = blockedAt.get(key) ?? { user: id.user, blocked, agents: [], workspaces: [] };
+        b.agents.push(agent.id);
+        b.workspaces.push(agent.workspace);
+        blockedAt.set(key, b);
+      }
     } catch (e) {
       log.warn({ err: e, agent: agent.id, workspace: agent.workspace }, `cannot prepare the workspace for exec as ${id.user}`);
     }
+  }
+  for (const { user, blocked, agents, workspaces } of blockedAt.values()) {
+    log.warn({ agents, workspaces, blocked }, `exec runs as ${user}, who cannot use ${blocked} on the way to the workspace of ${agents.join(', ')}: their commands will fail`);
   }
   for (const [reason, agents] of notIsolated) {
     log.warn({ agents }, `exec is not isolated: ${reason}; a command can read the token, the store and the data dir (README, Security)`);

@@ -147,6 +147,12 @@ describe('channel trust', () => {
     const viaDelegate = await until(async () => (await s.rt.gateway.approvalsList({})).approvals.find((a) => a.sessionKey.startsWith('agent:writer:subagent:')));
     expect(viaDelegate.trust).toEqual(channelTrust);
     await s.rpc('approvals.resolve', { approvalId: viaDelegate.approvalId, decision: 'deny' });
+    // The delegate's end brings a callback turn into the channel session: the next message waits until it has ended,
+    // else it could be steered into that turn (the scripted model would not run its /tool line) rather than run alone.
+    await until(async () => {
+      const runs = await runsOf(s, key);
+      return runs.filter((x) => x.id.startsWith('run_cb_')).length >= 2 && runs.every((x) => !['queued', 'running', 'waiting_approval'].includes(x.status));
+    });
 
     await inbound(s, 'mallory2', `/tool sessions_send {"sessionKey":"agent:writer:main","message":${execPrompt},"mode":"async"}`);
     const viaSend = await until(async () => (await pendingIn(s, 'agent:writer:main'))[0]);
