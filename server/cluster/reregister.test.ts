@@ -56,9 +56,11 @@ describe('re-registration after being declared dead', () => {
     expect(cluster.id).toBe(first); // not registered yet: no new identity was taken
 
     await admin.query(`alter role ${role} login`);
-    const row = await until(async () => (await admin.query(`select id, pid from ${schema}.processes where status = 'alive'`)).rows[0], 20_000);
-    expect(row).toEqual({ id: cluster.id, pid: process.pid });
-    expect(cluster.id).not.toBe(first);
+    // The new id is taken once its row is written (a read of the table can see the row a moment before): wait for
+    // the id, then the one alive row is its own.
+    await until(() => cluster.id !== first, 20_000);
+    const alive = await admin.query(`select id, pid from ${schema}.processes where status = 'alive'`);
+    expect(alive.rows).toEqual([{ id: cluster.id, pid: process.pid }]);
     expect(fenced).toBe(1);
   }, 60_000);
 });
