@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cpuTicks, parseStat, procStat, processTree } from './proc';
+import { commandLabel, cpuTicks, parseStat, procStat, processTree } from './proc';
 
 describe('/proc/<pid>/stat', () => {
   it('reads the fields after the last ")", whatever the command name holds', () => {
@@ -16,5 +16,14 @@ describe('/proc/<pid>/stat', () => {
     expect(procStat(2 ** 30)).toBeUndefined();
     expect(cpuTicks([process.pid, 2 ** 30])).toBeGreaterThanOrEqual(s.ticks);
     expect(processTree(process.ppid)).toContain(process.pid);
+  });
+});
+
+describe('a command line in a report', () => {
+  it('names the program by its file, shows paths under the folder relative to it, and keeps every flag whole', () => {
+    const argv = ['/work/main/node_modules/node/bin/node', '--max-semi-space-size=4', '/work/main/scripts/start.mjs', '/tmp/x'];
+    expect(commandLabel(argv, '/work/main')).toBe('node --max-semi-space-size=4 scripts/start.mjs /tmp/x');
+    expect(commandLabel(['next-server (v16.0.0)'], '/work/main')).toBe('next-server (v16.0.0)');
+    expect(commandLabel(['node', 'x'.repeat(200)]).length).toBe(100);
   });
 });

@@ -1,5 +1,6 @@
 // Processes read from /proc (Linux only): a process tree, its resident memory and CPU time.
 import fs from 'node:fs';
+import path from 'node:path';
 
 /** Clock ticks per second of the times in /proc/<pid>/stat (`getconf CLK_TCK`: 100 on Linux). */
 export const CLK_TCK = 100;
@@ -86,11 +87,22 @@ export interface TreeRss {
   processes: Array<{ pid: number; rssKb: number; name: string }>;
 }
 
+/**
+ * A command line as a report shows it: the program by its file name, paths under `cwd` relative to it, the rest as
+ * given (`/work/main/node_modules/node/bin/node --max-semi-space-size=4 /work/main/scripts/start.mjs` →
+ * `node --max-semi-space-size=4 scripts/start.mjs`), at most 100 characters.
+ */
+export function commandLabel(argv: string[], cwd = process.cwd()): string {
+  const [program = '?', ...args] = argv;
+  const short = (a: string) => (path.isAbsolute(a) && a.startsWith(cwd + path.sep) ? path.relative(cwd, a) : a);
+  return [path.basename(program), ...args.map(short)].join(' ').slice(0, 100);
+}
+
 /** The command line (what `ps` shows; Next renames its process to "next-server (vX)"), shortened. */
 function nameOf(pid: number): string {
   try {
-    const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
-    return (cmd || fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim()).slice(0, 60);
+    const argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    return argv.length ? commandLabel(argv) : fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
   } catch {
     return '?';
   }
