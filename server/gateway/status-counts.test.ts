@@ -43,13 +43,19 @@ describe.runIf(onPostgresPass())('status run counts on PostgreSQL', () => {
       sql`insert into model_usage (run_id, session_key, agent_id, model, kind, input_tokens, output_tokens, cached_tokens, cost_usd, priced, created_at, root_run_id)
           values (${runId}, 'agent:main:shards', 'main', 'scripted', 'step', 1, 1, 0, 0, 0, ${at}, ${runId})`;
     const before = await grouped();
+    type Conn = typeof db;
+    const shard = async (c: Conn) => (await sql<{ s: number }>`select pg_backend_pid() % 1024 as s`.execute(c)).rows[0]!.s;
+    // Another pooled connection than `a`, on another backend row: two backends whose pids agree modulo 1024 share a
+    // row by design (they then wait on each other, as any two writers of one row do); that is not what this asks.
+    const onAnotherShard = async (taken: number, fn: (c: Conn) => Promise<void>, tries = 3): Promise<void> =>
+      db.connection().execute(async (c) => ((await shard(c)) !== taken || tries <= 1 ? fn(c) : onAnotherShard(taken, fn, tries - 1)));
     await db.connection().execute(async (a) => {
       await sql`begin`.execute(a);
       await run('shard-a').execute(a);
       await usage('shard-a').execute(a);
       // A second connection while the first holds its rows' locks: with rows picked by run id (16 of them), one of
       // 100 runs or 16 consecutive usage rows lands on the first's row and waits for its commit (here: lock_timeout).
-      await db.connection().execute(async (b) => {
+      await onAnotherShard(await shard(a), async (b) => {
         await sql`begin`.execute(b);
         await sql`set local lock_timeout = '2s'`.execute(b);
         for (let i = 0; i < 100; i++) await run(`shard-b-${i}`).execute(b);
