@@ -134,7 +134,7 @@ export class Delegates {
     // A re-driven call whose follow-up was accepted before (its run id derives from the call) finds that run again:
     // it is the call's own, not a reason to refuse it.
     const planned = caller.runId && caller.callId ? `run_${derivedId(caller.runId, caller.callId, s.key)}` : undefined;
-    if (!(planned && (await this.d.store.getRun(planned))) && (await this.isRunning(s.key))) throw new CrosstalkError('agent_busy', 'delegate still running');
+    if ((await this.isRunning(s.key)) && !(planned && (await this.d.store.getRun(planned)))) throw new CrosstalkError('agent_busy', 'delegate still running');
     return this.run(caller, s.key, s.agent_id, prompt, mode, true);
   }
 

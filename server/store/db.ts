@@ -149,13 +149,13 @@ export function withPreparedStatements(pool: import('pg').Pool) {
   });
 }
 
+/** pg-boss's schema beside the store's (`<schema>_pgboss`; `pgboss` beside `public`). */
+export const jobsSchema = (pgSchema?: string) => (pgSchema ? `${pgSchema}_pgboss` : 'pgboss');
+
 /**
  * Connection settings as psql takes them: the URL, then PG* variables, then the OS user name. node-postgres
  * alone reads only USER, which minimal shells and containers may lack ("no PostgreSQL user name specified").
  */
-/** pg-boss's schema beside the store's (`<schema>_pgboss`; `pgboss` beside `public`). */
-export const jobsSchema = (pgSchema?: string) => (pgSchema ? `${pgSchema}_pgboss` : 'pgboss');
-
 export function pgConnectConfig(url: string): import('pg').ClientConfig {
   const parsed = new URL(url);
   if (parsed.username) return { connectionString: url };
