@@ -336,9 +336,18 @@ export function checkFollower(f: ReturnType<typeof follow>): string[] {
         break;
       }
     }
-    const started = evs[0].seq === 1 && evs[0].stream === 'lifecycle';
-    const ended = evs.some((e) => e.stream === 'lifecycle' && (e.data?.phase === 'end' || e.data?.phase === 'error'));
-    if (started && !ended && evs[0].data?.phase === 'start') problems.push(`${f.sessionKey}: SSE client saw ${runId} start but not end`);
   }
+  for (const runId of unended(f)) problems.push(`${f.sessionKey}: SSE client saw ${runId} start but not end`);
   return problems;
+}
+
+/** The runs an SSE follower saw start (from their first event) and has not seen end yet. */
+export function unended(f: ReturnType<typeof follow>): string[] {
+  const first = new Map<string, any>();
+  const ended = new Set<string>();
+  for (const e of f.events) {
+    if (!first.has(e.runId)) first.set(e.runId, e);
+    if (e.stream === 'lifecycle' && (e.data?.phase === 'end' || e.data?.phase === 'error')) ended.add(e.runId);
+  }
+  return [...first].filter(([runId, e]) => e.seq === 1 && e.stream === 'lifecycle' && e.data?.phase === 'start' && !ended.has(runId)).map(([runId]) => runId);
 }

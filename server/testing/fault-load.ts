@@ -4,7 +4,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { follow, checkFollower, NotSent, Proc, receiver, rpcAt, rng, sleep, telegramAnswer } from './fault-kit';
+import { follow, checkFollower, NotSent, Proc, receiver, rpcAt, rng, sleep, telegramAnswer, unended } from './fault-kit';
 import { tmpDataDir } from './harness';
 import { dropStoreSchemas } from './pg-test-db';
 
@@ -422,6 +422,11 @@ export async function verify(c: Cluster, r: Rng, l: Ledger, followers: Array<Ret
     const runs = new Set(f.events.filter((e) => e.stream === 'lifecycle' && e.data?.phase === 'start').map((e) => e.runId as string));
     for (const runId of runs) await call(c, r, 'agent.wait', { runId, timeoutMs: 10_000 }, 30_000).catch(() => undefined);
   }
+  // An ended run's last events reach a follower on another process through that process's feed: woken by NOTIFY, or
+  // by its poll each second when a notification was lost to a restart. Wait for them (the check below still fails a
+  // run whose end never came), then half a second more for anything doubled.
+  const endsBy = Date.now() + 15_000;
+  while (followers.some((f) => unended(f).length) && Date.now() < endsBy) await sleep(100);
   await sleep(500);
   for (const f of followers) await f.close();
   for (const f of followers) {
