@@ -28,6 +28,7 @@ const arg = (name: string) => {
 // Statements counted where the drivers run them: better-sqlite3's Statement run/get/all/iterate, node-postgres's Client.query.
 const counts = new Map<string, number>();
 const answerMs = new Map<string, number>();
+const sqliteMs = new Map<string, number>();
 let counting = false;
 const shapeOf = (text: string) => text.replace(/\s+/g, ' ').trim().split(' ').slice(0, 3).join(' ').slice(0, 40);
 function count(text: string) {
@@ -72,7 +73,15 @@ function count(text: string) {
         const f = cls[m]!;
         cls[m] = function (this: { source: string }, ...a: unknown[]) {
           count(this.source);
-          return f.apply(this, a);
+          if (!counting) return f.apply(this, a);
+          // SQLite runs a statement in the calling thread: this is the statement's own time, by shape.
+          const t0 = performance.now();
+          try {
+            return f.apply(this, a);
+          } finally {
+            const sh = shapeOf(this.source);
+            sqliteMs.set(sh, (sqliteMs.get(sh) ?? 0) + performance.now() - t0);
+          }
         };
       }
     }
@@ -152,6 +161,7 @@ async function main(): Promise<void> {
     }
     const phase = async (label: string, m: { kind: 'seq' | 'conc'; n: number; key: string }, n: number) => {
       counts.clear();
+      sqliteMs.clear();
       answerMs.clear();
       counting = true;
       const b0 = pgUrl ? ticksNow(await backendPids(pgUrl, app)) : undefined;
@@ -168,7 +178,7 @@ async function main(): Promise<void> {
       // The backends' CPU (/proc, clock ticks), the idle background not taken off.
       const pgMs = b0 ? ((await backendTicksSince(pgUrl!, app, b0)) * 1000) / CLK_TCK : undefined;
       const stmts = [...counts.values()].reduce((a, b) => a + b, 0);
-      const shapes = [...counts.entries()].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([s, k]) => `${(k / n).toFixed(2)}× ${s}${answerMs.has(s) ? ` (sent to answered ${(answerMs.get(s)! / k).toFixed(3)} ms each)` : ''}`);
+      const shapes = [...counts.entries()].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([s, k]) => `${(k / n).toFixed(2)}× ${s}${answerMs.has(s) ? ` (sent to answered ${(answerMs.get(s)! / k).toFixed(3)} ms each)` : ''}${sqliteMs.has(s) ? ` (${((sqliteMs.get(s)! / k) * 1000).toFixed(1)} µs each, ${(sqliteMs.get(s)! / n).toFixed(3)} ms/turn)` : ''}`);
       console.log(`${label}: ${n} turns, server-thread CPU ${(cpu / n).toFixed(3)} ms/turn (${(raw / n).toFixed(3)} before the idle background is taken off; ${(sys / n).toFixed(3)} of it in the kernel), wall ${(wall / n).toFixed(3)} ms/turn, statements ${(stmts / n).toFixed(2)}/turn${pgMs === undefined ? '' : `, PostgreSQL backends' CPU ${(pgMs / n).toFixed(3)} ms/turn`}`);
       console.log(`  ${shapes.join('\n  ')}`);
     };
