@@ -1,6 +1,8 @@
 // The fault suite's checks: owed callbacks (fault-load.ts owesCallback) on transcripts shaped like the ones it reads, and
-// which channel doubles are the documented at-least-once resend after a kill (resentAfterKill).
+// which channel doubles are the documented at-least-once resend after a kill (resentAfterKill), and the runs an SSE
+// follower saw start and not end (fault-kit unended, checkFollower).
 import { describe, expect, it } from 'vitest';
+import { checkFollower, unended } from './fault-kit';
 import { owesCallback, RECORD_WINDOW_MS, resentAfterKill } from './fault-load';
 
 const tag = 'pg-delegate-215';
@@ -45,5 +47,26 @@ describe('a channel send the platform got twice', () => {
   it('three arrivals need a kill after each of the first two', () => {
     expect(resentAfterKill([first, again, again + 60_000], [kill])).toBe(false);
     expect(resentAfterKill([first, again, again + 60_000], [kill, again + 100])).toBe(true);
+  });
+});
+
+describe('an SSE follower: runs seen start and not end (fault-kit unended, checkFollower)', () => {
+  const ev = (runId: string, seq: number, stream: string, phase?: string) => ({ id: `${runId}:${seq}`, runId, seq, stream, data: phase ? { phase } : {} });
+  const follower = (events: any[]) => ({ sessionKey: 'agent:main:f0', events, reconnects: 0, close: async () => undefined }) as unknown as Parameters<typeof checkFollower>[0];
+
+  it('a run whose start it saw and whose end has not come yet is unended; once the end comes it is not', () => {
+    const events = [ev('run_a', 1, 'lifecycle', 'start'), ev('run_a', 2, 'assistant')];
+    const f = follower(events);
+    expect(unended(f)).toEqual(['run_a']);
+    expect(checkFollower(f)).toEqual(['agent:main:f0: SSE client saw run_a start but not end']);
+    events.push(ev('run_a', 3, 'lifecycle', 'end'));
+    expect(unended(f)).toEqual([]);
+    expect(checkFollower(f)).toEqual([]);
+  });
+
+  it('a run it joined half-way, or that ended in an error, is not unended', () => {
+    const f = follower([ev('run_b', 4, 'assistant'), ev('run_c', 1, 'lifecycle', 'start'), ev('run_c', 2, 'lifecycle', 'error')]);
+    expect(unended(f)).toEqual([]);
+    expect(checkFollower(f)).toEqual([]);
   });
 });
