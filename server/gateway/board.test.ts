@@ -1,5 +1,5 @@
 // `runs.board` (CONTRACT §3): a tree of runs moves between the four groups as it starts, waits, finishes and fails.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestServer, type TestServer } from '../testing/harness';
 import type { Board, BoardItem } from './board';
 
@@ -71,6 +71,19 @@ describe('runs.board', () => {
     expect((await board(1)).done).toHaveLength(1);
     const starts = end.done.map((i) => i.startedAt);
     expect([...starts].sort().reverse()).toEqual(starts);
+  });
+
+  it('orders without ICU collation: String.prototype.localeCompare is never called (its first use blocks the loop for ms)', async () => {
+    const a = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:writer:order-icu', message: '/reply x' });
+    await s.rpc('agent.wait', { runId: a.runId, timeoutMs: 10_000 });
+    const spy = vi.spyOn(String.prototype, 'localeCompare');
+    try {
+      const b = await board();
+      expect(has(b.done, a.runId)).toBe(true);
+      expect(spy).not.toHaveBeenCalled();
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('refuses a bad limit', async () => {

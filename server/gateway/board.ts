@@ -14,6 +14,13 @@ type RunPick = { id: string; session_key: string; status: string; created_at: st
 /** What the board needs of the config: an agent's budget (CONTRACT §5 "Budgets"), to show a tree's spend against it. */
 export type BudgetOf = (agentId: string) => { usd?: number; tokens?: number } | undefined;
 
+/**
+ * Newest first by an ISO timestamp: code-point order, which is time order for these strings. `localeCompare` would
+ * give the same order through ICU's collator, whose first use blocks the event loop for 5–8 ms and maps 2.5 MB of
+ * collation data into the process (BENCHMARKS.md, 'Stop 40'); each comparison after that is twice as slow.
+ */
+const newestFirst = (a: string, b: string) => (a < b ? 1 : a > b ? -1 : 0);
+
 const STATUSES = { needs: ['waiting_approval'], working: ['queued', 'running'], done: ['ok'], failed: ['error', 'interrupted'] } as const;
 const PICK = ['runs.id', 'runs.session_key', 'runs.status', 'runs.created_at', 'runs.started_at', 'runs.ended_at', 'runs.origin'] as const;
 
@@ -51,7 +58,7 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
   ]);
   const waitingOn = new Map<string, { id: string; tool: string }>();
   for (const a of pending) if (!waitingOn.has(a.id)) waitingOn.set(a.id, { id: a.approval_id, tool: a.tool });
-  const newest = (rows: RunPick[], list: readonly string[], n: number) => rows.filter((r) => list.includes(r.status)).sort((a, b) => b.created_at.localeCompare(a.created_at)).slice(0, n);
+  const newest = (rows: RunPick[], list: readonly string[], n: number) => rows.filter((r) => list.includes(r.status)).sort((a, b) => newestFirst(a.created_at, b.created_at)).slice(0, n);
   const needs = new Map<string, RunPick>();
   for (const r of [...newest(runs, STATUSES.needs, limit), ...pending]) if (r.status === 'waiting_approval' || r.status === 'running' || r.status === 'queued') needs.set(r.id, r);
   let working = newest(runs, STATUSES.working, limit).filter((r) => !needs.has(r.id));
@@ -60,7 +67,7 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
     working = newest(await newestOf(STATUSES.working.map((st): [string, number] => [st, limit + needs.size])), STATUSES.working, limit + needs.size).filter((r) => !needs.has(r.id));
   }
   const groups = {
-    needsInput: [...needs.values()].sort((a, b) => b.created_at.localeCompare(a.created_at)).slice(0, limit),
+    needsInput: [...needs.values()].sort((a, b) => newestFirst(a.created_at, b.created_at)).slice(0, limit),
     working: working.slice(0, limit),
     done: newest(runs, STATUSES.done, limit),
     failed: newest(runs, STATUSES.failed, limit),
@@ -98,10 +105,10 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
       delivery: { deliveryId: d.id, kind: d.kind, to: d.to_url ?? d.to_target ?? d.to_session ?? '', attempts: Number(d.attempts), ...(d.error_message ? { error: d.error_message } : {}) },
     };
   });
-  const failedItems = [...groups.failed.map(item), ...deadItems].sort((a, b) => (b.endedAt ?? b.startedAt).localeCompare(a.endedAt ?? a.startedAt)).slice(0, limit);
+  const failedItems = [...groups.failed.map(item), ...deadItems].sort((a, b) => newestFirst(a.endedAt ?? a.startedAt, b.endedAt ?? b.startedAt)).slice(0, limit);
   // Each group newest first by the start it shows: a group's page is its newest runs by creation (the indexes' order),
   // and a follow-up queued behind a long run starts after runs created later.
-  const byStart = (items: BoardItem[]) => items.sort((a, b) => b.startedAt.localeCompare(a.startedAt));
+  const byStart = (items: BoardItem[]) => items.sort((a, b) => newestFirst(a.startedAt, b.startedAt));
   return { needsInput: byStart(groups.needsInput.map(item)), working: byStart(groups.working.map(item)), done: byStart(groups.done.map(item)), failed: failedItems };
 }
 
