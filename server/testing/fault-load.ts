@@ -417,14 +417,11 @@ export async function verify(c: Cluster, r: Rng, l: Ledger, followers: Array<Ret
     const n = lines.filter((x) => x === tag).length;
     if (n > 1) (t.doubled++, problems.push(`${tag}: approved exec ran ${n} times`));
   }
-  // Runs the SSE clients saw start (callback turns among them, which no client waited for) end before they close.
-  for (const f of followers) {
-    const runs = new Set(f.events.filter((e) => e.stream === 'lifecycle' && e.data?.phase === 'start').map((e) => e.runId as string));
-    for (const runId of runs) await call(c, r, 'agent.wait', { runId, timeoutMs: 10_000 }, 30_000).catch(() => undefined);
-  }
-  // An ended run's last events reach a follower on another process through that process's feed: woken by NOTIFY, or
-  // by its poll each second when a notification was lost to a restart. Wait for them (the check below still fails a
-  // run whose end never came), then half a second more for anything doubled.
+  // Runs the SSE clients saw start and not end yet (callback turns among them, which no client waited for) end before
+  // they close. An ended run's last events reach a follower on another process through that process's feed: woken by
+  // NOTIFY, or by its poll each second when a notification was lost to a restart. Wait for them (the check below still
+  // fails a run whose end never came), then half a second more for anything doubled.
+  for (const runId of new Set(followers.flatMap(unended))) await call(c, r, 'agent.wait', { runId, timeoutMs: 10_000 }, 30_000).catch(() => undefined);
   const endsBy = Date.now() + 15_000;
   while (followers.some((f) => unended(f).length) && Date.now() < endsBy) await sleep(100);
   await sleep(500);
