@@ -53,6 +53,10 @@ function maxGap(probe: string, pid: number, from: number, to: number): number {
   const ws = loopWindows(probe, { from, to: to + 150, exceptPid: pid });
   return ws.length ? Math.max(...ws.map((w) => w.max)) : NaN;
 }
+/** The longest garbage-collection pause over the same windows as maxGap. */
+function maxGc(probe: string, pid: number, from: number, to: number): number {
+  return Math.max(0, ...loopWindows(probe, { from, to: to + 150, exceptPid: pid }).map((w) => w.gc ?? 0));
+}
 
 // ── browser measurements (as bench/room.ts) ───────────────────────────────────
 async function interactive(page: Page, url: string): Promise<number> {
@@ -116,12 +120,13 @@ async function measure(t: ScaleTarget): Promise<ScaleResult> {
   await afterWarm(server); // the phases measure steady state: the room's one-time warm-up is over
   const pid = server.pid;
   const rpc = new RpcClient({ baseUrl: server.baseUrl, token: TOKEN, timeoutMs: 60_000 });
-  const r: ScaleResult = { store: t.store, sessions: t.sessions, messages: t.sessions * PER_SESSION, seededS: seeded.seededS, startS, rpc: {}, loop: {}, room: {}, checks: {}, machine: machineInfo() };
+  const r: ScaleResult = { store: t.store, sessions: t.sessions, messages: t.sessions * PER_SESSION, seededS: seeded.seededS, startS, rpc: {}, loop: {}, loopGc: {}, room: {}, checks: {}, machine: machineInfo() };
   const phase = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
     const from = Date.now();
     const v = await fn();
     await sleep(250);
     r.loop[name] = maxGap(probe, pid, from, Date.now());
+    r.loopGc![name] = maxGc(probe, pid, from, Date.now());
     return v;
   };
   try {
@@ -228,6 +233,7 @@ async function measure(t: ScaleTarget): Promise<ScaleResult> {
       const keyTimes = await phase('keystrokes (50 streaming)', () => keystrokes(page, SAMPLES.keys));
       const searchLoaded = await phase('sessions.search (50 streaming)', () => timeRpc(rpc, SAMPLES.search, (i) => rpc.call('sessions.search', { query: searchQuery(i + 1), limit: 20 })));
       r.loop['all of the streaming phase'] = maxGap(probe, pid, loadFrom, Date.now());
+      r.loopGc!['all of the streaming phase'] = maxGc(probe, pid, loadFrom, Date.now());
       r.room = { loads, switches, keys: keyTimes, boards, searchLoaded };
       r.runs = await load.stop();
       // The sidebar's counts against the store, once the streams are still (a fresh page).

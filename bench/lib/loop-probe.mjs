@@ -1,17 +1,26 @@
 // Event-loop probe for bench:scale, loaded into the server with `node --import`: every 100 ms it appends
-// `{t, max, p99}` (wall clock ms; the loop's longest delay in that window, ms, from perf_hooks.monitorEventLoopDelay)
-// to $CROSSTALK_LOOP_PROBE.<pid>, so the bench can take the max gap over each of its phases.
+// `{t, max, p99, gc, gcKind}` (wall clock ms; the loop's longest delay in that window, ms, from
+// perf_hooks.monitorEventLoopDelay; the window's longest GC pause, ms, and its kind: 1 minor, 4 major, 8 incremental)
+// to $CROSSTALK_LOOP_PROBE.<pid>, so the bench can take the max gap over each of its phases, and how much V8 made.
 import fs from 'node:fs';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 
 const file = process.env.CROSSTALK_LOOP_PROBE;
 if (file) {
   const h = monitorEventLoopDelay({ resolution: 5 });
   h.enable();
   const out = `${file}.${process.pid}`;
+  // The window's longest garbage-collection pause and its kind (perf_hooks 'gc' entries), to tell a gap V8 made.
+  let gc = 0;
+  let gcKind = 0;
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) if (e.duration > gc) (gc = e.duration), (gcKind = e.detail?.kind ?? 0);
+  }).observe({ entryTypes: ['gc'] });
   setInterval(() => {
-    const line = JSON.stringify({ t: Date.now(), max: h.max / 1e6, p99: h.percentile(99) / 1e6 });
+    const line = JSON.stringify({ t: Date.now(), max: h.max / 1e6, p99: h.percentile(99) / 1e6, gc, gcKind });
     h.reset();
+    gc = 0;
+    gcKind = 0;
     fs.appendFile(out, `${line}\n`, () => {});
   }, 100).unref();
 }

@@ -7,6 +7,8 @@ export interface LoopWindow {
   t: number;
   /** The loop's longest delay in the window, ms. */
   max: number;
+  /** The window's longest garbage-collection pause, ms (0: none; absent in files written before the probe kept it). */
+  gc?: number;
 }
 
 /**

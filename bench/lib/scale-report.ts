@@ -13,6 +13,8 @@ export interface ScaleResult {
   rpc: Record<string, number[]>;
   /** The event loop's longest delay (ms) in each phase (perf_hooks.monitorEventLoopDelay in the server). */
   loop: Record<string, number>;
+  /** The longest garbage-collection pause (ms) in each phase: how much of its longest gap V8 made. */
+  loopGc?: Record<string, number>;
   room: Record<string, number[]>;
   checks: Record<string, string>;
   runs?: number;
@@ -22,6 +24,8 @@ export interface ScaleResult {
 
 const q = (xs: number[] | undefined, n: number) => (xs?.length ? percentile(xs.filter(Number.isFinite), n) : NaN);
 const ms = (v: number) => (Number.isFinite(v) ? `${v < 10 ? v.toFixed(1) : Math.round(v)} ms` : 'n/a');
+/** ` (GC ≤ n ms)`: the phase's longest garbage-collection pause, when the probe recorded one. */
+const gcNote = (r: ScaleResult, phase: string) => (r.loopGc?.[phase] ? ` (GC ≤ ${ms(r.loopGc[phase])})` : '');
 const verdict = (v: number, goal: number) => (!Number.isFinite(v) ? 'not measured' : v <= goal ? 'met' : 'not met');
 
 interface Goal {
@@ -40,7 +44,7 @@ const GOALS: Goal[] = [
   { what: 'the agent board opening in the room (click → groups on screen)', goal: '≤ 300 ms', limit: 300, figure: (r) => Math.max(...(r.room.boards ?? [NaN])), detail: (r) => `median ${ms(q(r.room.boards, 50))}, max ${ms(Math.max(...(r.room.boards ?? [NaN])))} (${r.room.boards?.length ?? 0} opens)` },
   { what: '`runs.board` (issue 22 item 7)', goal: 'p95 ≤ 50 ms', limit: 50, figure: (r) => q(r.rpc.board, 95), detail: (r) => `p50 ${ms(q(r.rpc.board, 50))}, p95 ${ms(q(r.rpc.board, 95))}` },
   { what: '`deliveries.list` (issue 22 item 7)', goal: 'p95 ≤ 50 ms', limit: 50, figure: (r) => q(r.rpc.deliveries, 95), detail: (r) => (r.rpc.deliveries ? `p50 ${ms(q(r.rpc.deliveries, 50))}, p95 ${ms(q(r.rpc.deliveries, 95))}` : (r.checks.deliveries ?? 'n/a')) },
-  { what: 'event loop, longest gap while 50 runs stream and the room is open', goal: '≤ 20 ms', limit: 20, figure: (r) => r.loop['all of the streaming phase'] ?? NaN, detail: (r) => Object.entries(r.loop).filter(([k]) => k.includes('streaming')).map(([k, v]) => `${k} ${ms(v)}`).join('; ') },
+  { what: 'event loop, longest gap while 50 runs stream and the room is open', goal: '≤ 20 ms', limit: 20, figure: (r) => r.loop['all of the streaming phase'] ?? NaN, detail: (r) => Object.entries(r.loop).filter(([k]) => k.includes('streaming')).map(([k, v]) => `${k} ${ms(v)}${gcNote(r, k)}`).join('; ') },
   { what: 'event loop, longest gap while status, sessions.usage, sessions.list and search run', goal: '≤ 20 ms', limit: 20, figure: (r) => Math.max(...['status', 'sessions.usage', 'sessions.list', 'sessions.list (paging)', 'sessions.search'].map((k) => r.loop[k] ?? NaN)), detail: (r) => ['idle', 'status', 'sessions.usage', 'sessions.list', 'sessions.list (paging)', 'sessions.search', 'runs.board', 'deliveries.list'].filter((k) => k in r.loop).map((k) => `${k} ${ms(r.loop[k]!)}`).join('; ') },
 ];
 
