@@ -61,8 +61,9 @@ describe('hostile MCP servers', () => {
     const agents = (await srv.rpc<{ agents: any[] }>('agents.list')).agents;
     expect(agents[0].mcpTools.find((t: any) => t.name === 'mcp__h__a_b').tool).toBe('a_b');
     const event = await until(async () =>
-      (await srv.rt.store.eventsAfter({ after: { id: 0 }, sessionKey: 'agent:main:main', limit: 500 })).rows.find((e) => JSON.parse(e.data).phase === 'mcp_tools_skipped'),
+      (await srv.rt.store.eventsAfter({ after: { id: 0 }, sessionKey: 'agent:main:main', limit: 500 })).rows.find((e) => e.stream === 'error' && JSON.parse(e.data).skipped),
     );
+    expect(JSON.parse(event.data)).toMatchObject({ code: 'tool_unavailable', source: 'mcp', server: 'h' });
     expect(JSON.parse(event.data).skipped.map((x: any) => x.tool).sort()).toEqual(['a.b', 'array_top', 'bad_type', 'huge']);
     const done = await turn(srv, '/tool mcp__h__ok {"x":"1"}\n/tool mcp__h__a_b {}');
     expect(done.response).toBe('mcp__h__ok: {"status":"ok","content":[{"type":"text","text":"ok ran"}]}\nmcp__h__a_b: {"status":"ok","content":[{"type":"text","text":"a_b ran"}]}');

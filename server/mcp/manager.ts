@@ -150,12 +150,10 @@ export class McpManager {
     const { log, bus, config } = this.o;
     if (state === 'failed') log.warn({ server, err: error }, 'mcp server unavailable; its tools answer tool_unavailable until it is back');
     else if (state === 'ready') log.info({ server, tools: this.owned.get(server)?.size ?? 0 }, 'mcp server ready');
-    if (state === 'connecting') return;
-    // Reported on the default agent's main session, which the room opens first.
-    this.emit(server, (id) => {
-      if (state === 'failed') bus.emit(id, 'error', { code: 'tool_unavailable', source: 'mcp', server, message: `MCP server ${server} is unavailable: ${error ?? 'unknown error'}` });
-      else bus.emit(id, 'lifecycle', { phase: 'mcp_ready', source: 'mcp', server, tools: this.owned.get(server)?.size ?? 0 });
-    });
+    // A failure is an event on the default agent's main session, which the room opens first. Being ready is not: the
+    // log and the status panel show it, and §4's lifecycle phases belong to runs.
+    if (state !== 'failed') return;
+    this.emit(server, (id) => bus.emit(id, 'error', { code: 'tool_unavailable', source: 'mcp', server, message: `MCP server ${server} is unavailable: ${error ?? 'unknown error'}` }));
   }
 
   /** An event about a server, on the default agent's main session (the room opens it first). */
@@ -201,7 +199,9 @@ export class McpManager {
     this.o.log.info({ server, tools: [...now] }, 'mcp tools registered');
     if (skipped.length) {
       this.o.log.warn({ server, skipped }, 'mcp tools left out; the rest of the server is offered');
-      this.emit(server, (id) => this.o.bus.emit(id, 'lifecycle', { phase: 'mcp_tools_skipped', source: 'mcp', server, skipped: skipped.map((x) => ({ ...x })) }));
+      this.emit(server, (id) =>
+        this.o.bus.emit(id, 'error', { code: 'tool_unavailable', source: 'mcp', server, message: `MCP server ${server}: ${skipped.length} tool(s) left out`, skipped: skipped.map((x) => ({ ...x })) }),
+      );
     }
   }
 

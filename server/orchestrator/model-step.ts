@@ -18,18 +18,23 @@ export interface StepToolCall {
 /** Tool calls one model step may make (CONTRACT §3); the rest answer `limit_exceeded`. */
 export const MAX_TOOL_CALLS_PER_STEP = 64;
 
+/** Calls past the cap that each answer `limit_exceeded` on their own: with the calls that ran and their results, a step's rows still fit the newest 200 a prompt holds. */
+export const OVER_CAP_ANSWERED = 32;
+
 /**
- * The calls a step keeps: the first MAX_TOOL_CALLS_PER_STEP, and one more that answers `limit_exceeded` for all
- * the calls past the cap, so a step of 10,000 calls writes a bounded number of rows and events.
+ * The calls a step keeps: the first MAX_TOOL_CALLS_PER_STEP run; each of the next OVER_CAP_ANSWERED answers
+ * `limit_exceeded` on its own, and the last of those answers for every call after it too, so a step of 10,000 calls
+ * writes a bounded number of rows and events.
  */
 export function capToolCalls(calls: StepToolCall[]): StepToolCall[] {
   if (calls.length <= MAX_TOOL_CALLS_PER_STEP) return calls;
-  const over = calls.length - MAX_TOOL_CALLS_PER_STEP;
-  const first = calls[MAX_TOOL_CALLS_PER_STEP]!;
-  return [
-    ...calls.slice(0, MAX_TOOL_CALLS_PER_STEP),
-    { ...first, limitError: `at most ${MAX_TOOL_CALLS_PER_STEP} tool calls per model step: this call and the ${over - 1} after it were not run` },
-  ];
+  const kept = calls.slice(0, MAX_TOOL_CALLS_PER_STEP + OVER_CAP_ANSWERED);
+  const cap = `at most ${MAX_TOOL_CALLS_PER_STEP} tool calls per model step`;
+  return kept.map((c, i) => {
+    if (i < MAX_TOOL_CALLS_PER_STEP) return c;
+    const after = i === kept.length - 1 ? calls.length - kept.length : 0;
+    return { ...c, limitError: after ? `${cap}: this call and the ${after} after it were not run` : `${cap}: this call was not run` };
+  });
 }
 
 export interface StepResult {

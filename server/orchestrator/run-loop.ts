@@ -254,7 +254,6 @@ async function modelStep(deps: RunDeps, run: ActiveRun, model: LanguageModelV4, 
   }
   if (signal.aborted) throw new RunAborted();
   deps.metrics.modelSteps.inc({ outcome: 'ok' });
-  if (step.usage) deps.bus.emit(run.id, 'lifecycle', { phase: 'step', usage: toJsonValue(step.usage) });
   return step;
 }
 

@@ -1,7 +1,7 @@
 // Tool calls per model step are capped (CONTRACT §3): the rest answer `limit_exceeded`; made-up tool names are not metric labels.
 import { afterEach, describe, expect, it } from 'vitest';
 import { startChildServer, startTestServer, TEST_TOKEN, type TestServer, tmpDataDir, until } from '../testing/harness';
-import { MAX_TOOL_CALLS_PER_STEP } from './model-step';
+import { MAX_TOOL_CALLS_PER_STEP, OVER_CAP_ANSWERED } from './model-step';
 
 let s: TestServer | undefined;
 afterEach(async () => {
@@ -17,26 +17,30 @@ describe('tool calls per model step', () => {
     const done = await s.rpc<{ status: string; response: string }>('agent.wait', { runId, timeoutMs: 60_000 });
     expect(done.status).toBe('ok');
     const lines = done.response.split('\n');
-    // The scripted model answers one line per result it was given: the 64 that ran, and one that stands for the rest.
-    expect(lines).toHaveLength(MAX_TOOL_CALLS_PER_STEP + 1);
+    // The scripted model answers one line per result it was given: the 64 that ran, 32 more that each answer
+    // limit_exceeded, the last of which stands for the rest.
+    const KEPT = MAX_TOOL_CALLS_PER_STEP + OVER_CAP_ANSWERED;
+    expect(lines).toHaveLength(KEPT);
     for (const line of lines.slice(0, MAX_TOOL_CALLS_PER_STEP)) expect(line).toMatch(/^x\d+: .*"code":"invalid_request".*unknown tool x\d+/);
-    const last = JSON.parse(lines[MAX_TOOL_CALLS_PER_STEP]!.slice(`x${MAX_TOOL_CALLS_PER_STEP}: `.length));
-    expect(last).toMatchObject({ status: 'error', error: { code: 'limit_exceeded' } });
-    expect(last.error.message).toContain(`the ${10_000 - MAX_TOOL_CALLS_PER_STEP - 1} after it were not run`);
+    const over = lines.slice(MAX_TOOL_CALLS_PER_STEP).map((l) => JSON.parse(l.slice(l.indexOf(': ') + 2)));
+    for (const r of over) expect(r).toMatchObject({ status: 'error', error: { code: 'limit_exceeded' } });
+    expect(over[0].error.message).toContain('this call was not run');
+    expect(over.at(-1).error.message).toContain(`the ${10_000 - KEPT} after it were not run`);
 
-    // Bounded rows: the whole transcript fits one page of 200 (user message, 65 calls, 65 results, the reply).
+    // Bounded rows: the whole transcript fits one page of 200 (user message, 96 calls, 96 results, the reply).
     const page = await s.rpc<{ messages: any[]; next_cursor: string | null }>('chat.history', { sessionKey: 'agent:main:main', includeTools: true, limit: 200 });
     expect(page.next_cursor).toBeNull();
-    expect(page.messages.filter((m) => m.kind === 'tool_call')).toHaveLength(MAX_TOOL_CALLS_PER_STEP + 1);
-    const results = page.messages.filter((m) => m.kind === 'tool_result');
-    expect(results).toHaveLength(MAX_TOOL_CALLS_PER_STEP + 1);
-    expect(results.filter((m) => m.tool.result?.error?.code === 'limit_exceeded')).toHaveLength(1);
+    const rows = page.messages;
+    expect(rows.filter((m) => m.kind === 'tool_call')).toHaveLength(KEPT);
+    const results = rows.filter((m) => m.kind === 'tool_result');
+    expect(results).toHaveLength(KEPT);
+    expect(results.filter((m) => m.tool.result?.error?.code === 'limit_exceeded')).toHaveLength(OVER_CAP_ANSWERED);
 
     // Bounded series: the made-up names are one label, `unknown`.
     const metrics = await (await fetch(`${s.url}/api/metrics`, { headers: { authorization: `Bearer ${TEST_TOKEN}` } })).text();
     const series = metrics.split('\n').filter((l) => l.startsWith('crosstalk_tool_calls_total{'));
     expect(series.some((l) => /tool="x\d+"/.test(l))).toBe(false);
-    expect(series.filter((l) => l.includes('tool="unknown"')).map((l) => Number(l.split(' ').pop())).reduce((a, b) => a + b, 0)).toBe(MAX_TOOL_CALLS_PER_STEP + 1);
+    expect(series.filter((l) => l.includes('tool="unknown"')).map((l) => Number(l.split(' ').pop())).reduce((a, b) => a + b, 0)).toBe(MAX_TOOL_CALLS_PER_STEP + OVER_CAP_ANSWERED);
     expect(series.length).toBeLessThanOrEqual(2);
   });
 
@@ -60,10 +64,12 @@ describe('tool calls per model step', () => {
       const results = await until(async () => {
         const { messages } = await b.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:main', includeTools: true, limit: 200 });
         const r = messages.filter((m) => m.kind === 'tool_result');
-        return r.length === MAX_TOOL_CALLS_PER_STEP + 1 ? r : null;
+        return r.length === MAX_TOOL_CALLS_PER_STEP + 2 ? r : null;
       });
-      const last = results.find((m) => m.tool.name === `x${MAX_TOOL_CALLS_PER_STEP}`);
-      expect(last.tool.result).toMatchObject({ status: 'error', error: { code: 'limit_exceeded' } });
+      // Each call past the cap answers for itself.
+      for (const name of [`x${MAX_TOOL_CALLS_PER_STEP}`, `x${MAX_TOOL_CALLS_PER_STEP + 1}`]) {
+        expect(results.find((m) => m.tool.name === name).tool.result).toMatchObject({ status: 'error', error: { code: 'limit_exceeded', message: expect.stringContaining('this call was not run') } });
+      }
     } finally {
       b.kill();
       await b.exited;
