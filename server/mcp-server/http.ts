@@ -39,7 +39,8 @@ function mcpServer(rt: FullRuntime): Server {
     const out = await callMcpTool(tool, req.params.arguments, { gateway: rt.gateway, defaultAgentId: rt.config.defaultAgentId, progress, signal: extra.signal });
     if (out.ok) return { content: [{ type: 'text', text: JSON.stringify(out.value) }], structuredContent: out.value as Record<string, unknown> };
     const error = { code: out.code, message: out.message, ...(out.issues ? { issues: out.issues } : {}) };
-    return { content: [{ type: 'text', text: `${out.code}: ${out.message}` }], structuredContent: { status: 'error', error }, isError: true };
+    const own = out.value && typeof out.value === 'object' ? (out.value as Record<string, unknown>) : {};
+    return { content: [{ type: 'text', text: `${out.code}: ${out.message}` }], structuredContent: { ...own, status: 'error', error }, isError: true };
   });
   return server;
 }

@@ -52,7 +52,7 @@ describe('crosstalk as an MCP server', () => {
       onprogress: (p) => void progress.push(p),
     })) as { isError?: boolean; structuredContent?: Structured };
     expect(r.isError).toBeFalsy();
-    expect(r.structuredContent).toMatchObject({ status: 'ok', response: 'from the researcher' });
+    expect(r.structuredContent).toMatchObject({ status: 'ok', response: 'from the researcher', deliveryId: expect.stringMatching(/^dlv_/) });
     expect(progress.length).toBeGreaterThan(0);
     expect(progress.map((p) => p.message)).toContain('lifecycle start');
     expect(progress.map((p) => p.progress)).toEqual(progress.map((_, i) => i + 1)); // rising, as the spec asks
@@ -75,7 +75,7 @@ describe('crosstalk as an MCP server', () => {
 
   it('a sync send that outlasts its timeout says so, delivered', async () => {
     const r = await call('crosstalk_send', { sessionKey: 'agent:main:mcp-slow', message: '/sleep 1500\n/reply late', timeoutSeconds: 0.1 });
-    expect(r.structuredContent).toMatchObject({ status: 'timeout', delivered: true, runId: expect.any(String) });
+    expect(r.structuredContent).toMatchObject({ status: 'timeout', delivered: true, runId: expect.any(String), deliveryId: expect.stringMatching(/^dlv_/) });
     const w = await call('crosstalk_wait', { runId: r.structuredContent!.runId, timeoutSeconds: 10 });
     expect(w.structuredContent).toMatchObject({ status: 'ok', response: 'late' });
   });
@@ -92,6 +92,23 @@ describe('crosstalk as an MCP server', () => {
     expect(unknown.structuredContent).toMatchObject({ status: 'error', error: { code: 'unknown_agent' } });
     const run = await call('crosstalk_wait', { runId: 'run_does_not_exist' });
     expect(run.structuredContent).toMatchObject({ error: { code: 'unknown_run' } });
+    // An agent id that cannot make a session key names agentId, not the key made from it.
+    const badAgent = await call('crosstalk_send', { agentId: 'Bad Agent', message: 'x' });
+    expect(badAgent.isError).toBe(true);
+    expect(badAgent.content[0]!.text).toMatch(/^invalid_request: agentId: /);
+    expect(badAgent.structuredContent).toMatchObject({ error: { code: 'invalid_request', issues: [{ path: 'agentId' }] } });
+  });
+
+  it('crosstalk_wait on a run that failed answers as agent.wait does; a sync send to it keeps its ids', async () => {
+    const sent = await call('crosstalk_send', { sessionKey: 'agent:main:mcp-fail', message: '/fail broke' });
+    expect(sent.isError).toBe(true);
+    expect(sent.structuredContent).toMatchObject({ status: 'error', runId: expect.any(String), deliveryId: expect.stringMatching(/^dlv_/), error: { code: 'internal' } });
+    const runId = sent.structuredContent!.runId as string;
+    const w = await call('crosstalk_wait', { runId, timeoutSeconds: 10 });
+    expect(w.isError).toBeFalsy();
+    const { usage: _u, ...direct } = await s.rpc<Record<string, unknown>>('agent.wait', { runId });
+    expect(w.structuredContent).toMatchObject(direct);
+    expect(w.structuredContent).toMatchObject({ status: 'error', error: expect.stringContaining('broke') });
   });
 
   it('an unknown tool name is JSON-RPC -32602', async () => {

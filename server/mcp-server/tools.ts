@@ -4,7 +4,7 @@ import type { Gateway, WaitResult } from '../gateway/types';
 import { cursorSchema, limitSchema, messageSchema, sessionKeySchema } from '../gateway/schemas';
 import { callMethod, zodIssues } from '../gateway/jsonrpc';
 import { nulPath } from '../gateway/nul';
-import { errorMessage, isCrosstalkError } from '../errors';
+import { CrosstalkError, errorMessage, isCrosstalkError } from '../errors';
 import { asciiLower, mainSessionKey } from '../sessions/keys';
 
 /** How long a sync `crosstalk_send` waits for the reply unless told (as `sessions_send`). */
@@ -55,6 +55,14 @@ async function waitUpTo(gateway: Gateway, runId: string, totalMs: number, signal
   }
 }
 
+/** The main session of `agentId`; an agent id that cannot make a session key is an invalid argument naming the field. */
+function targetOf(agentId: string): string {
+  const key = sessionKeySchema.safeParse(mainSessionKey(asciiLower(agentId)));
+  if (key.success) return key.data;
+  const message = `not an agent id: ${key.error.issues[0]?.message ?? 'invalid'}`;
+  throw new CrosstalkError('invalid_request', `agentId: ${message}`, [{ path: 'agentId', message }]);
+}
+
 /** The live events of a run, as one-line progress messages, until `signal` aborts. */
 async function reportProgress(ctx: McpToolContext, runId: string, signal: AbortSignal) {
   if (!ctx.progress) return;
@@ -83,23 +91,24 @@ export const MCP_TOOLS: McpToolDef[] = [
     name: 'crosstalk_send',
     title: 'Message an agent',
     description:
-      'Sends a message to a crosstalk agent session. sync (default) waits for the reply: {status:"ok", runId, response}, or {status:"timeout", runId, delivered:true}; async answers {status:"accepted", runId, deliveryId}. Progress notifications follow the run when asked for.',
+      'Sends a message to a crosstalk agent session. sync (default) waits for the reply: {status:"ok", runId, deliveryId, response}, or {status:"timeout", runId, deliveryId, delivered:true}; async answers {status:"accepted", runId, deliveryId}. Progress notifications follow the run when asked for.',
     input: sendInput,
     readOnly: false,
     run: async (args: z.infer<typeof sendInput>, ctx) => {
-      const sessionKey = args.sessionKey ?? sessionKeySchema.parse(mainSessionKey(asciiLower(args.agentId ?? ctx.defaultAgentId)));
-      // A hand-off with its delivery record (CONTRACT §9, §10): async answers its id.
+      const sessionKey = args.sessionKey ?? targetOf(args.agentId ?? ctx.defaultAgentId);
+      // A hand-off with its delivery record (CONTRACT §9, §10): every answer carries its id, as sessions_send's do.
       const started = await ctx.gateway.agentDelivered({ sessionKey, message: args.message });
-      if (args.mode === 'async') return { status: 'accepted', runId: started.runId, deliveryId: started.deliveryId };
+      const { runId, deliveryId } = started;
+      if (args.mode === 'async') return { status: 'accepted', runId, deliveryId };
       const stop = new AbortController();
       const onAbort = () => stop.abort();
       ctx.signal.addEventListener('abort', onAbort, { once: true });
-      const progress = reportProgress(ctx, started.runId, stop.signal);
+      const progress = reportProgress(ctx, runId, stop.signal);
       try {
-        const w = await waitUpTo(ctx.gateway, started.runId, (args.timeoutSeconds ?? DEFAULT_SYNC_TIMEOUT_S) * 1000, ctx.signal);
-        if (w.status === 'timeout') return { status: 'timeout', runId: started.runId, delivered: true };
-        if (w.status === 'error') return { status: 'error', runId: started.runId, error: { code: 'internal', message: w.error ?? 'the run failed' } };
-        return { status: 'ok', runId: started.runId, response: w.response ?? '' };
+        const w = await waitUpTo(ctx.gateway, runId, (args.timeoutSeconds ?? DEFAULT_SYNC_TIMEOUT_S) * 1000, ctx.signal);
+        if (w.status === 'timeout') return { status: 'timeout', runId, deliveryId, delivered: true };
+        if (w.status === 'error') return { status: 'error', runId, deliveryId, error: { code: 'internal', message: `target run failed: ${w.error ?? 'error'}` } };
+        return { status: 'ok', runId, deliveryId, response: w.response ?? '' };
       } finally {
         stop.abort();
         ctx.signal.removeEventListener('abort', onAbort);
@@ -126,7 +135,8 @@ export const MCP_TOOLS: McpToolDef[] = [
   },
 ];
 
-export type McpCallOutcome = { ok: true; value: unknown } | { ok: false; code: string; message: string; issues?: Array<{ path: string; message: string }> };
+/** A refusal keeps the tool's own answer (`value`) when it had one, so its ids (runId, deliveryId) reach the client. */
+export type McpCallOutcome = { ok: true; value: unknown } | { ok: false; code: string; message: string; issues?: Array<{ path: string; message: string }>; value?: unknown };
 
 /** Validates and runs one tool; every refusal is data (the §6 code), never a throw. */
 export async function callMcpTool(tool: McpToolDef, rawArgs: unknown, ctx: McpToolContext): Promise<McpCallOutcome> {
@@ -139,8 +149,13 @@ export async function callMcpTool(tool: McpToolDef, rawArgs: unknown, ctx: McpTo
   }
   try {
     const value = await tool.run(parsed.data as never, ctx);
-    const v = value as { status?: string; error?: { code?: string; message?: string } };
-    if (v && v.status === 'error' && v.error) return { ok: false, code: v.error.code ?? 'internal', message: v.error.message ?? 'failed' };
+    // A tool's refusal ({status: "error", error: {code, message}}) is an error result; a run that ended in error, as
+    // agent.wait reports it ({status: "error", error: "<text>"}), is an answer like any other.
+    const v = value as { status?: string; error?: unknown };
+    if (v && v.status === 'error' && v.error && typeof v.error === 'object') {
+      const e = v.error as { code?: string; message?: string };
+      return { ok: false, code: e.code ?? 'internal', message: e.message ?? 'failed', value };
+    }
     return { ok: true, value };
   } catch (e) {
     if (isCrosstalkError(e)) return { ok: false, code: e.code, message: e.message, ...(e.issues ? { issues: e.issues } : {}) };
