@@ -180,8 +180,20 @@ describe('13. forged cursors', () => {
     ];
     for (const [method, params] of cases) {
       const r = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method, params });
-      expect(r.body.error, `${method} ${JSON.stringify(params)}`).toMatchObject({ code: -32602, data: { code: 'invalid_cursor' } });
+      expect(r.body.error, `${method} ${JSON.stringify(params)}`).toMatchObject({ code: -32602, data: { code: 'invalid_cursor', issues: [{ path: 'cursor' }] } });
     }
+  });
+
+  it('an empty or over-long cursor is invalid_cursor too, and -32602 names the field it is about', async () => {
+    for (const cursor of ['', 'x'.repeat(2049), 'garbage']) {
+      const r = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'sessions.list', params: { cursor } });
+      expect(r.body.error, `cursor of ${cursor.length}`).toMatchObject({ code: -32602, data: { code: 'invalid_cursor', issues: [{ path: 'cursor' }] } });
+    }
+    // A cursor beside another bad field is an invalid request; an unknown key is named by its own path.
+    const both = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'sessions.list', params: { cursor: '', limit: 0 } });
+    expect(both.body.error.data.code).toBe('invalid_request');
+    const extra = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'sessions.list', params: { extra: 1 } });
+    expect(extra.body.error).toMatchObject({ code: -32602, data: { code: 'invalid_request', issues: [{ path: 'extra' }] } });
   });
 });
 

@@ -217,8 +217,9 @@ describe('queue modes', () => {
 
   it('sessions.patch sets the session queue mode', async () => {
     await wait((await send('agent:main:patched', 'x')).runId);
-    const p = await s.rpc<{ label: string }>('sessions.patch', { sessionKey: 'agent:main:patched', queueMode: 'reject', label: 'Patched' });
-    expect(p).toMatchObject({ sessionKey: 'agent:main:patched', label: 'Patched' });
+    const p = await s.rpc<{ label: string }>('sessions.patch', { sessionKey: 'agent:main:patched', queueMode: 'reject', label: 'Patched', thinkingLevel: 'high', spawnDepth: 2 });
+    // The patched session answers the settings it was given (CONTRACT §3).
+    expect(p).toMatchObject({ sessionKey: 'agent:main:patched', label: 'Patched', queueMode: 'reject', thinkingLevel: 'high', spawnDepth: 2 });
     expect((await s.rt.gateway.sessionsGet('agent:main:patched')).queueMode).toBe('reject');
     const a = await send('agent:main:patched', '/sleep 200');
     const res = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'agent', params: { sessionKey: 'agent:main:patched', message: 'y' } });

@@ -47,7 +47,11 @@ const methods: Record<string, Method> = {
     const r = await gw.sessionsList(p);
     return { sessions: r.sessions.map(contractSession), next_cursor: r.next_cursor };
   } },
-  'sessions.patch': { params: s.sessionsPatchParams, call: async (gw, p) => contractSession(await gw.sessionsPatch(p)) },
+  // The patched session: the list's fields and the settings `sessions.patch` takes.
+  'sessions.patch': { params: s.sessionsPatchParams, call: async (gw, p) => {
+    const x = await gw.sessionsPatch(p);
+    return { ...contractSession(x), ...(x.thinkingLevel ? { thinkingLevel: x.thinkingLevel } : {}), ...(x.spawnDepth !== undefined ? { spawnDepth: x.spawnDepth } : {}), ...(x.queueMode ? { queueMode: x.queueMode } : {}) };
+  } },
   'sessions.delete': { params: s.sessionsDeleteParams, call: (gw, p) => gw.sessionsDelete(p) },
   'sessions.search': { params: s.sessionsSearchParams, call: (gw, p) => gw.sessionsSearch(p) },
   'chat.history': { params: s.chatHistoryParams, call: (gw, p) => gw.chatHistory(p) },
@@ -105,12 +109,23 @@ export async function callMethod(gw: Gateway, name: string, params: unknown): Pr
   const method = Object.hasOwn(methods, name) ? methods[name] : undefined;
   if (!method) throw new CrosstalkError('invalid_request', `unknown method: ${name}`);
   const parsed = method.params.safeParse(params ?? {});
-  if (!parsed.success) throw new CrosstalkError('invalid_request', 'invalid params', zodIssues(parsed.error));
+  if (!parsed.success) {
+    const issues = zodIssues(parsed.error);
+    throw new CrosstalkError(paramsCode(issues), 'invalid params', issues);
+  }
   return method.call(gw, parsed.data);
 }
 
+/** Each issue with the field it is about; an unknown key names that key (zod's strict objects put it on the parent). */
 export function zodIssues(err: z.ZodError) {
-  return err.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
+  return err.issues.flatMap((i) =>
+    i.code === 'unrecognized_keys' ? i.keys.map((k) => ({ path: [...i.path, k].join('.'), message: `unknown key "${k}"` })) : [{ path: i.path.join('.'), message: i.message }],
+  );
+}
+
+/** The §6 code of params that fail their schema: a cursor alone that cannot be one is `invalid_cursor` (CONTRACT §3). */
+export function paramsCode(issues: Array<{ path: string }>): 'invalid_cursor' | 'invalid_request' {
+  return issues.length > 0 && issues.every((i) => i.path === 'cursor') ? 'invalid_cursor' : 'invalid_request';
 }
 
 const envelope = z.object({
@@ -151,7 +166,8 @@ async function handleOne(gw: Gateway, msg: unknown, log?: Logger): Promise<RpcRe
   if (nul !== null) return rpcError(id, -32602, 'invalid params', { code: 'invalid_request', issues: [{ path: nul, message: 'strings must not contain NUL (U+0000)' }] });
   const params = method.params.safeParse(env.params ?? {});
   if (!params.success) {
-    return rpcError(id, -32602, 'invalid params', { code: 'invalid_request', issues: zodIssues(params.error) });
+    const issues = zodIssues(params.error);
+    return rpcError(id, -32602, 'invalid params', { code: paramsCode(issues), issues });
   }
   try {
     const result = await method.call(gw, params.data);

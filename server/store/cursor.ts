@@ -1,6 +1,9 @@
 // Opaque keyset cursors: base64url JSON tagged with the list they belong to, so a foreign cursor is refused.
 import { CrosstalkError } from '../errors';
 
+/** `invalid_cursor`, naming the field (a -32602's `data.issues`, CONTRACT §3). */
+const invalidCursor = (message: string) => new CrosstalkError('invalid_cursor', message, [{ path: 'cursor', message }]);
+
 export function encodeCursor(list: string, scope: string, key: Array<string | number>): string {
   return Buffer.from(JSON.stringify({ l: list, s: scope, k: key }), 'utf8').toString('base64url');
 }
@@ -11,11 +14,11 @@ export function decodeCursor(cursor: string, list: string, scope: string, arity:
   try {
     parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
-    throw new CrosstalkError('invalid_cursor', 'cursor does not decode');
+    throw invalidCursor('cursor does not decode');
   }
   const p = parsed as { l?: unknown; s?: unknown; k?: unknown };
   if (!p || typeof p !== 'object' || p.l !== list || p.s !== scope || !Array.isArray(p.k) || p.k.length !== arity) {
-    throw new CrosstalkError('invalid_cursor', 'cursor belongs to another list');
+    throw invalidCursor('cursor belongs to another list');
   }
   const shape = SHAPES[list];
   const ok = (v: unknown, i: number) => {
@@ -27,7 +30,7 @@ export function decodeCursor(cursor: string, list: string, scope: string, arity:
     return typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
   };
   // Each position is checked for what it holds: a forged value never reaches a query (PostgreSQL would refuse its type).
-  if (!p.k.every(ok)) throw new CrosstalkError('invalid_cursor', 'cursor does not decode');
+  if (!p.k.every(ok)) throw invalidCursor('cursor does not decode');
   return p.k as Array<string | number>;
 }
 
