@@ -113,13 +113,16 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     const p = plugin(channel);
     const idempotencyKey = o.idempotencyKey ?? `ct-${crypto.randomUUID()}`;
     if (!p.deliver) return `${p.id}:${idempotencyKey}`; // webchat: the transcript is the delivery
-    const cfg = p.configSchema ? resolveChannelConfig(config.channels, p.id, p.configSchema, target.accountId) : (config.channels[p.id] ?? {});
-    const c = cfg as Partial<RetrySettings>;
-    const settings: RetrySettings = { maxAttempts: c.maxAttempts ?? 3, maxRetryAfterMs: c.maxRetryAfterMs ?? 30_000, retryBaseMs: c.retryBaseMs ?? 500 };
-    // With a delivery record: each failed attempt is counted on it, and a send that gives up ends it (CONTRACT §9).
-    const attempt = o.deliveryId ? countedAttempt(store, o.deliveryId, () => p.deliver!(cfg, { target, text, idempotencyKey, signal: o.signal })) : null;
+    let cfg: unknown;
+    const send = () => p.deliver!(cfg as never, { target, text, idempotencyKey, signal: o.signal });
+    // With a delivery record: each failed attempt is counted on it, and a send that gives up ends it (CONTRACT §9) —
+    // one to a channel that is not configured included.
+    const attempt = o.deliveryId ? countedAttempt(store, o.deliveryId, send) : null;
     try {
-      const res = await withDeliveryRetry(p.label, settings, attempt ? attempt.run : () => p.deliver!(cfg, { target, text, idempotencyKey, signal: o.signal }), o.signal);
+      cfg = p.configSchema ? resolveChannelConfig(config.channels, p.id, p.configSchema, target.accountId) : (config.channels[p.id] ?? {});
+      const c = cfg as Partial<RetrySettings>;
+      const settings: RetrySettings = { maxAttempts: c.maxAttempts ?? 3, maxRetryAfterMs: c.maxRetryAfterMs ?? 30_000, retryBaseMs: c.retryBaseMs ?? 500 };
+      const res = await withDeliveryRetry(p.label, settings, attempt ? attempt.run : send, o.signal);
       return res.messageId;
     } catch (e) {
       if (attempt) await attempt.end(e);

@@ -116,6 +116,12 @@ describe('deliveries', () => {
     expect(await rpcError('deliveries.list', { cursor: sessions.next_cursor })).toMatchObject({ code: -32602, data: { code: 'invalid_cursor' } });
   });
 
+  it('a send to a channel that is not configured is a channel_error, and its record ends failed (not left accepted)', async () => {
+    expect(await rpcError('send', { channel: 'telegram', to: '42', message: 'hi' })).toMatchObject({ code: -32000, data: { code: 'channel_error' } });
+    const [d] = (await s.rpc<{ deliveries: any[] }>('deliveries.list', { kind: 'channel', limit: 1 })).deliveries;
+    expect(d).toMatchObject({ kind: 'channel', state: 'failed', error: { code: 'channel_error', message: expect.stringContaining('not configured') } });
+  });
+
   it('lists newest first across pages without repeats', async () => {
     const seen: string[] = [];
     let cursor: string | undefined;
