@@ -95,7 +95,8 @@ describe('bad input', () => {
       if (ev?.stream === 'error') break;
     }
     sub.close();
-    expect(ev.data).toMatchObject({ code: 'target_run_failed', targetSessionKey: 'agent:researcher:failing', error: 'nope' });
+    // A §6 code (CONTRACT §4 `error`), with what happened beside it.
+    expect(ev.data).toMatchObject({ code: 'internal', reason: 'target_run_failed', targetSessionKey: 'agent:researcher:failing', error: 'nope' });
     await new Promise((r) => setTimeout(r, 100));
     expect((await history('agent:main:failcb')).some((m) => m.kind === 'agent_callback_result')).toBe(false);
   });
@@ -132,6 +133,18 @@ describe('busy callers', () => {
     const cb = h.find((m) => m.kind === 'agent_callback_result')!;
     expect(cb.content).toBe('quick');
     expect(cb.runId).not.toBe(runId); // its own follow-up turn
+  });
+
+  it('a send refused by a busy target in reject mode answers agent_busy with its delivery id, and the delivery ends failed', async () => {
+    const target = 'agent:researcher:busy-target';
+    await turn(target, 'create');
+    await s.rpc('sessions.patch', { sessionKey: target, queueMode: 'reject' });
+    const busy = await s.rpc<{ runId: string }>('agent', { sessionKey: target, message: '/sleep 400' });
+    const r = await turn('agent:main:refused-sender', `/tool sessions_send {"sessionKey":"${target}","message":"hi"}`);
+    const result = JSON.parse(r.response.replace(/^sessions_send: /, ''));
+    expect(result).toMatchObject({ status: 'error', error: { code: 'agent_busy' }, deliveryId: expect.stringMatching(/^dlv_/) });
+    expect(await s.rpc('deliveries.get', { deliveryId: result.deliveryId })).toMatchObject({ state: 'failed', error: { code: 'agent_busy' } });
+    await s.rpc('agent.wait', { runId: busy.runId });
   });
 
   it('a callback to a busy caller in steer mode is injected at the next model boundary', async () => {

@@ -6,7 +6,7 @@ import { carryTrust } from '../trust/trust';
 import { carryTree } from '../orchestrator/budget';
 import { z } from 'zod';
 import type { CrosstalkConfig } from '../config';
-import { asToolData, CrosstalkError } from '../errors';
+import { asToolData, CrosstalkError, isCrosstalkError, toolError } from '../errors';
 import { isCutOff } from '../store/pg-errors';
 import { MAX_MESSAGE_BYTES, sessionKeySchema, webhookSchema } from '../gateway/schemas';
 import { described, toolText } from './describe';
@@ -101,6 +101,8 @@ export function sendToSession(
       // Refused by the target (a `reject` session busy, …): the delivery ends `failed` with the refusal.
       // Cut off by a lost PostgreSQL connection (or a lock conflict): not refused; the run's re-drive makes the call again.
       if (!isCutOff(e)) await store.advanceDeliveries([deliveryId], 'failed', { error: { code: (e as { code?: string }).code ?? 'internal', message: (e as Error).message } });
+      // A refusal answers with the record's id too (CONTRACT §9: the result of a send carries it).
+      if (isCrosstalkError(e) && !isCutOff(e)) return { ...toolError(e.code, e.message), deliveryId };
       throw e;
     }
     if (fresh) await deps.usage?.link(ctx.sessionKey, p.targetKey);
