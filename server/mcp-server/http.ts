@@ -82,13 +82,17 @@ function allowedHosts(): Set<string> {
 const hostName = (host: string) => (host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!).toLowerCase();
 
 /**
- * One request to /mcp: a Host this server answers to and no foreign Origin (DNS rebinding: a web page must not reach
- * it through a browser), then the bearer token.
+ * One request to /mcp. From a browser (it sends an Origin): a Host this server answers to and its own Origin — a web
+ * page must not reach it, also not through DNS rebinding, where the page's Origin and Host are both the attacker's
+ * name. Then, from anyone, the bearer token: an MCP client (no Origin) may reach it by any name, as a container's
+ * service name or a machine's address (CONTRACT §10).
  */
 export async function handleMcp(rt: FullRuntime, req: Request): Promise<Response> {
   const host = req.headers.get('host');
-  if (host !== null && !allowedHosts().has(hostName(host))) return jsonError(403, -32001, `Host ${host} refused (CROSSTALK_ALLOWED_HOSTS)`, 'forbidden');
-  if (req.headers.get('origin') !== null && !isSameOrigin(req.headers)) return jsonError(403, -32001, 'foreign Origin refused', 'forbidden');
+  if (req.headers.get('origin') !== null) {
+    if (host !== null && !allowedHosts().has(hostName(host))) return jsonError(403, -32001, `Host ${host} refused (CROSSTALK_ALLOWED_HOSTS)`, 'forbidden');
+    if (!isSameOrigin(req.headers)) return jsonError(403, -32001, 'foreign Origin refused', 'forbidden');
+  }
   if (!isAuthorized(req.headers, rt.token, { method: req.method })) return jsonError(401, -32001, 'unauthorized', 'unauthorized');
   let parsedBody: unknown;
   if (req.method === 'POST') {

@@ -136,18 +136,23 @@ describe('crosstalk as an MCP server', () => {
     await ok.body?.cancel();
   });
 
-  it('refuses a Host it does not answer to (DNS rebinding), with the token', async () => {
-    const status = (host: string) =>
+  it('refuses a browser on a Host it does not answer to (DNS rebinding), with the token; a client without an Origin may use any name', async () => {
+    const status = (host: string, origin?: string) =>
       new Promise<number>((resolve, reject) => {
         const u = new URL(`${s.url}/mcp`);
-        const req = http.request({ host: u.hostname, port: u.port, path: '/mcp', method: 'POST', headers: { host, authorization: `Bearer ${TEST_TOKEN}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' } }, (res) => {
+        const headers = { host, authorization: `Bearer ${TEST_TOKEN}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(origin ? { origin } : {}) };
+        const req = http.request({ host: u.hostname, port: u.port, path: '/mcp', method: 'POST', headers }, (res) => {
           res.resume();
           resolve(res.statusCode ?? 0);
         });
         req.on('error', reject);
         req.end(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }));
       });
-    expect(await status('evil.example:3000')).toBe(403);
-    expect(await status(`localhost:${new URL(s.url).port}`)).not.toBe(403);
+    // A rebound page: its Origin and the Host are both the attacker's name.
+    expect(await status('evil.example:3000', 'http://evil.example:3000')).toBe(403);
+    expect(await status(`localhost:${new URL(s.url).port}`, `http://localhost:${new URL(s.url).port}`)).toBe(200);
+    // An MCP client reaching the server by a service name (no Origin): the token is what counts.
+    expect(await status('crosstalk:3000')).toBe(200);
+    expect(await status(`localhost:${new URL(s.url).port}`)).toBe(200);
   });
 });
