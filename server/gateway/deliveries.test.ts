@@ -50,6 +50,13 @@ describe('deliveries', () => {
       expect(mine.map((e) => e.data.phase)).toEqual(['accepted', 'delivered', 'running', 'answered']);
       expect(mine[0].data).toMatchObject({ deliveryId: out.deliveryId, kind: 'session_message', state: 'accepted', from: { sessionKey: from }, to: { sessionKey: to } });
     }
+    // `answered` means the answer went back (CONTRACT §9): on the caller's stream the callback's own delivery is
+    // `delivered` (its row is in the caller's transcript) before the send is `answered`.
+    const fromEvs = await fromEvents;
+    const rowAt = fromEvs.findIndex((e) => e.stream === 'delivery' && e.data.kind === 'callback' && e.data.phase === 'delivered');
+    const answeredAt = fromEvs.findIndex((e) => e.stream === 'delivery' && e.data.deliveryId === out.deliveryId && e.data.phase === 'answered');
+    expect(rowAt).toBeGreaterThanOrEqual(0);
+    expect(rowAt).toBeLessThan(answeredAt);
     const d = await s.rpc<any>('deliveries.get', { deliveryId: out.deliveryId });
     expect(d).toMatchObject({ deliveryId: out.deliveryId, kind: 'session_message', from: { sessionKey: from, runId: expect.any(String) }, to: { sessionKey: to }, state: 'answered', runId: out.runId, attempts: 0 });
     expect(Date.parse(d.createdAt)).not.toBeNaN();

@@ -37,7 +37,9 @@ export function planDeliveries(target: { runId: string; sessionKey: string; agen
     const origin = (row.origin ? JSON.parse(row.origin) : null) as MessageOrigin | null;
     // The hand-off that brought this message: answered with this end (its answer is stored, for a sync caller, or
     // goes back as the callback row written here), or failed with the run.
-    if (typeof origin?.deliveryId === 'string') (outcome.status === 'ok' ? out.records.answered : failedIds).push(origin.deliveryId);
+    // A hand-off answered by a callback row is `answered` when that row is written (deliverCallback), not here.
+    const answeredByCallback = !!(origin?.callback && origin.from?.sessionKey && outcome.status === 'ok');
+    if (typeof origin?.deliveryId === 'string' && !answeredByCallback) (outcome.status === 'ok' ? out.records.answered : failedIds).push(origin.deliveryId);
     if (origin?.callback && origin.from?.sessionKey) {
       if (outcome.status === 'ok') {
         out.callbacks.push({
@@ -47,7 +49,7 @@ export function planDeliveries(target: { runId: string; sessionKey: string; agen
           caller_session_key: origin.from.sessionKey,
           caller_run_id: origin.from.runId ?? null,
           response,
-          meta: JSON.stringify({ fromAgentId: target.agentId, fromAgentName: target.agentName, endedAt, ...(origin.delegate ? { delegate: origin.delegate } : {}), ...(runTrust.kind === 'channel' ? { trust: runTrust } : {}), ...(origin.tree ? { tree: origin.tree } : {}) }),
+          meta: JSON.stringify({ fromAgentId: target.agentId, fromAgentName: target.agentName, endedAt, ...(origin.delegate ? { delegate: origin.delegate } : {}), ...(runTrust.kind === 'channel' ? { trust: runTrust } : {}), ...(origin.tree ? { tree: origin.tree } : {}), ...(typeof origin.deliveryId === 'string' ? { answers: origin.deliveryId } : {}) }),
           status: 'pending',
           error: null,
           created_at: endedAt,

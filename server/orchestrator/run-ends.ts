@@ -159,13 +159,13 @@ export abstract class RunEnds extends RunQueues {
   async deliverCallback(cb: CallbackRow): Promise<void> {
     const { store, log } = this.o;
     try {
+      const meta = JSON.parse(cb.meta ?? '{}') as { fromAgentId?: string; fromAgentName?: string; endedAt?: string; delegate?: unknown; trust?: unknown; traceparent?: string; tree?: unknown; answers?: string };
       const caller = await store.getSession(cb.caller_session_key);
       if (!caller || !this.agents.has(caller.agent_id)) {
-        await store.settleCallback(cb.id, 'dropped', 'unknown_session');
+        await store.settleCallback(cb.id, 'dropped', { error: 'unknown_session', answers: meta.answers });
         log.warn({ callbackId: cb.id, caller: cb.caller_session_key }, 'callback dropped: the caller session no longer exists');
         return;
       }
-      const meta = JSON.parse(cb.meta ?? '{}') as { fromAgentId?: string; fromAgentName?: string; endedAt?: string; delegate?: unknown; trust?: unknown; traceparent?: string; tree?: unknown };
       await this.submit(
         cb.caller_session_key,
         {
@@ -176,7 +176,8 @@ export abstract class RunEnds extends RunQueues {
         },
         { runId: `run_${cb.id}`, neverRefuse: true, origin: { callbackOf: cb.target_run_id, deliveryId: callbackDeliveryId(cb.id), ...carryTrust(meta), ...(meta.tree ? { tree: meta.tree } : {}), ...(meta.traceparent ? { traceparent: meta.traceparent } : {}) } },
       );
-      await store.settleCallback(cb.id, 'delivered');
+      // The callback row is written: the hand-off it answers is `answered` now (CONTRACT §9).
+      await store.settleCallback(cb.id, 'delivered', { answers: meta.answers });
     } catch (e) {
       log.error({ err: e, callbackId: cb.id }, 'callback delivery failed; it stays pending for the next start');
     }

@@ -99,7 +99,7 @@ describe.each(dialects)('deliveries on %s', (name, open) => {
     expect(await state('dlv_cb_run_d')).toBe('answered');
     // A callback dropped (its caller gone) fails its delivery.
     await store.createDeliveries([{ id: 'dlv_cb_gone', kind: 'callback', to: { sessionKey: 'agent:main:gone' } }]);
-    await store.settleCallback('cb_gone', 'dropped', 'unknown_session');
+    await store.settleCallback('cb_gone', 'dropped', { error: 'unknown_session' });
     expect(await getDeliveryRow(store.db, 'dlv_cb_gone')).toMatchObject({ state: 'failed', error_code: 'unknown_session' });
   });
 

@@ -128,11 +128,17 @@ export class StoreBase {
     return q.orderBy('created_at').orderBy('id').limit(1000).execute();
   }
 
-  async settleCallback(id: string, status: 'delivered' | 'dropped', error?: string): Promise<void> {
+  /**
+   * A callback settled: `delivered` once its row is in the caller's transcript, which answers the hand-off it carries
+   * (`answers`, CONTRACT §9); `dropped` when the caller is gone, which fails both.
+   */
+  async settleCallback(id: string, status: 'delivered' | 'dropped', o: { error?: string; answers?: string } = {}): Promise<void> {
     const changes = await this.db.transaction().execute(async (tx) => {
-      await tx.updateTable('callbacks').set({ status, error: error ?? null, delivered_at: nowIso() }).where('id', '=', id).execute();
-      // Dropped: the caller is gone, its callback delivery fails with it (delivered is recorded with the caller's row).
-      return status === 'dropped' ? advanceDeliveries(tx, [`dlv_${id}`], 'failed', { error: { code: error ?? 'unknown_session', message: 'the caller session is gone' } }) : [];
+      await tx.updateTable('callbacks').set({ status, error: o.error ?? null, delivered_at: nowIso() }).where('id', '=', id).execute();
+      // The callback's own delivery is recorded `delivered` with the caller's row.
+      if (status === 'delivered') return o.answers ? advanceDeliveries(tx, [o.answers], 'answered', { error: null }) : [];
+      const gone = { code: o.error ?? 'unknown_session', message: 'the caller session is gone' };
+      return advanceDeliveries(tx, [`dlv_${id}`, ...(o.answers ? [o.answers] : [])], 'failed', { error: gone });
     });
     this.announce(changes);
   }
