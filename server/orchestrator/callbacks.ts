@@ -35,9 +35,8 @@ export function planDeliveries(target: { runId: string; sessionKey: string; agen
   const runTrust = weakest(rows.map((r) => trustOf(r.origin ? JSON.parse(r.origin) : null)));
   for (const row of rows) {
     const origin = (row.origin ? JSON.parse(row.origin) : null) as MessageOrigin | null;
-    // The hand-off that brought this message: answered with this end (its answer is stored, for a sync caller, or
-    // goes back as the callback row written here), or failed with the run.
-    // A hand-off answered by a callback row is `answered` when that row is written (deliverCallback), not here.
+    // The hand-off that brought this message: answered with this end when a sync caller reads the stored answer, or
+    // failed with the run. One answered by a callback row is `answered` when that row is written (deliverCallback).
     const answeredByCallback = !!(origin?.callback && origin.from?.sessionKey && outcome.status === 'ok');
     if (typeof origin?.deliveryId === 'string' && !answeredByCallback) (outcome.status === 'ok' ? out.records.answered : failedIds).push(origin.deliveryId);
     if (origin?.callback && origin.from?.sessionKey) {
