@@ -1,4 +1,4 @@
-// The tool policy a run gets from its trust: `tools` for the operator's runs, `channelTools` for channel senders'.
+// The tool policy a run gets from its trust: `tools` for the operator's runs, `channelTools` for channel senders' (never wider than a deny in `tools`).
 import { type AgentConfig, type ToolPolicy, toolPolicyFor } from '../config';
 import type { Trust } from './trust';
 
@@ -15,8 +15,14 @@ export function channelPolicyFor(agent: AgentConfig, tool: string): ToolPolicy {
   return CHANNEL_AUTO.has(tool) ? 'auto' : 'ask';
 }
 
+/**
+ * A run's policy for a tool: the operator's runs `tools`; a channel sender's runs `channelTools` — except that what
+ * `tools` denies stays denied (a sender never gets a tool the operator may not use).
+ */
 export function policyFor(agent: AgentConfig, tool: string, trust: Trust): ToolPolicy {
-  return trust.kind === 'channel' ? channelPolicyFor(agent, tool) : toolPolicyFor(agent, tool);
+  const own = toolPolicyFor(agent, tool);
+  if (trust.kind !== 'channel' || own === 'deny') return own;
+  return channelPolicyFor(agent, tool);
 }
 
 /**
