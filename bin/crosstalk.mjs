@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // crosstalk CLI: a small client of the gateway's JSON-RPC and event stream (status, approvals, send, tail, delegates).
+import '../scripts/require-node.mjs';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';

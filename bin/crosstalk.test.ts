@@ -49,3 +49,17 @@ describe('crosstalk delegates', () => {
     await expect(run(process.execPath, [CLI, 'nope'])).rejects.toMatchObject({ code: 2 });
   });
 });
+
+describe('the CLI on an old Node', () => {
+  it('refuses with one line naming the version it needs (README Runtime: every entry point checks first)', async () => {
+    // process.versions.node as a Node 20 would report it, before the CLI loads.
+    const old = 'data:text/javascript,Object.defineProperty(process.versions,"node",{value:"20.1.0"})';
+    const r = await run(process.execPath, ['--import', old, CLI, 'status', '--url', 'http://127.0.0.1:9', '--token', 'x']).then(
+      () => null,
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(r?.code).toBe(1);
+    expect(r?.stderr).toMatch(/^crosstalk: needs Node\.js >= 22\.12/);
+    expect(r?.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});

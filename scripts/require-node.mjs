@@ -4,7 +4,7 @@ const [major, minor] = process.versions.node.split('.').map(Number);
 if (major < 22 || (major === 22 && minor < 12)) {
   console.error(
     `crosstalk: needs Node.js >= 22.12 (24 LTS recommended), this is ${process.version}; ` +
-      '`npm install` provides Node 24 in node_modules/.bin, so start with `npm start` / `npm run worker`.',
+      '`npm install` provides Node 24 in node_modules/.bin, so run it through npm: `npm start`, `npm run worker`, `npx crosstalk`.',
   );
   process.exit(1);
 }
