@@ -35,6 +35,10 @@ const KNOWN_WINDOWS: Array<[string, number]> = [
   ['claude-3-5-haiku', 200_000],
   ['claude-haiku-4', 200_000],
   ['claude-3', 200_000],
+  // Every Claude model since 2.1, and the ones still to come under the same name (README: `claude-*`).
+  ['claude-', 200_000],
+  ['claude-2.0', 100_000],
+  ['claude-instant', 100_000],
 ];
 
 /** The context window of a spec: `models.<spec>.contextWindow`, else the built-in value, else a conservative 8,192. */

@@ -19,6 +19,11 @@ describe('prices and windows', () => {
     expect(contextWindowFor('scripted', {})).toBe(32_000);
     expect(contextWindowFor('openai:gpt-4o-mini', {})).toBe(128_000);
     expect(contextWindowFor('anthropic:claude-sonnet-4-5', {})).toBe(200_000);
+    // Any claude-* (README): one named after the table was written too; the 100k ones of old keep theirs.
+    expect(contextWindowFor('anthropic:claude-opus-5', {})).toBe(200_000);
+    expect(contextWindowFor('anthropic:claude-2.1', {})).toBe(200_000);
+    expect(contextWindowFor('anthropic:claude-2.0', {})).toBe(100_000);
+    expect(contextWindowFor('anthropic:claude-instant-1.2', {})).toBe(100_000);
     expect(contextWindowFor('openai:gpt-4o-mini', { 'openai:gpt-4o-mini': { contextWindow: 64_000 } })).toBe(64_000);
     expect(contextWindowFor('compatible:llama3', {})).toBe(8192);
   });
