@@ -7,6 +7,11 @@ export interface McpCallInfo {
   /** The calling run's abort signal: a cancelled call cancels its elicitation. */
   signal: AbortSignal;
   /**
+   * Aborted when the MCP call is over, however it ended (set by the connection): an elicitation the server raised
+   * during it and never waited out (its request timed out, its cancellation was lost) is cancelled then.
+   */
+  ended?: AbortSignal;
+  /**
    * Set when a status write the call's elicitation or authorization item makes was refused (FencedError: this process
    * lost the session's lease): the call then throws it, and the run ends quietly (the lease holder re-drives it).
    */

@@ -344,7 +344,11 @@ export class McpConnection {
     const { signal } = o;
     const client = this.client;
     if (!client || this.state !== 'ready') throw new McpUnavailable(`MCP server ${this.name} is not available${this.lastError ? `: ${this.lastError}` : ''}`);
-    if (o.caller) this.inFlight.push(o.caller);
+    const ended = new AbortController();
+    if (o.caller) {
+      o.caller.ended = ended.signal;
+      this.inFlight.push(o.caller);
+    }
     const progressToken = o.onProgress ? `crosstalk-${++this.progressSeq}` : undefined;
     if (progressToken) this.progress.set(progressToken, o.onProgress!);
     try {
@@ -382,6 +386,7 @@ export class McpConnection {
       if (progressToken) this.progress.delete(progressToken);
       const i = o.caller ? this.inFlight.indexOf(o.caller) : -1;
       if (i >= 0) this.inFlight.splice(i, 1);
+      ended.abort();
     }
   }
 
