@@ -24,7 +24,8 @@ test('an MCP elicitation is a form in the Approval row and in the Approvals dial
   await expect(room.approval.getByLabel('String with default', { exact: true })).toHaveValue('It was a dark and stormy night.');
   await expect(room.approval.getByLabel('Integer', { exact: true })).toHaveValue('42');
   await expect(room.approval.getByLabel('Titled Single Select Enum', { exact: true })).toHaveValue('hero-1');
-  await room.approval.getByRole('textbox', { name: 'String', exact: true }).fill('Ada Lovelace');
+  // A required field is found by its label exactly too (the star is beside the label, not in its name).
+  await room.approval.getByLabel('String', { exact: true }).fill('Ada Lovelace');
   await room.approval.getByLabel('Boolean', { exact: true }).check();
   await room.approval.getByRole('button', { name: 'Submit', exact: true }).click();
   await expect(room.approval).toHaveCount(0);
@@ -33,7 +34,7 @@ test('an MCP elicitation is a form in the Approval row and in the Approvals dial
   // Declined from the Approvals dialog.
   await room.send('/tool mcp__everything__trigger-elicitation-request {}');
   await expect(room.approval).toBeVisible({ timeout: 30_000 });
-  await page.getByRole('button', { name: /^Approvals/ }).click();
+  await page.getByRole('button', { name: 'Approvals', exact: true }).click();
   const dialog = page.getByRole('dialog', { name: 'Approvals' });
   await expect(dialog.getByRole('textbox', { name: 'String', exact: true })).toBeVisible();
   await expect(dialog.getByRole('button', { name: 'Cancel', exact: true })).toBeVisible();

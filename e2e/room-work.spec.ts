@@ -135,14 +135,15 @@ test("the inbox lists a grand-delegate's approval with its parent chain; allowin
   const inner = JSON.stringify({ agent_id: 'writer', prompt: '/tool exec {"command":"echo from-grandchild"}' });
   const outer = JSON.stringify({ agent_id: 'researcher', prompt: `/tool delegate_agent ${inner}` });
   await room.send(`/tool delegate_agent ${outer}`);
-  const button = page.getByRole('button', { name: /^Approvals/ });
+  const button = page.getByRole('button', { name: 'Approvals', exact: true });
   await expect(button.getByTestId('approvals-count')).not.toHaveText('0');
   await button.click();
   const dialog = page.getByRole('dialog', { name: 'Approvals' });
   await expect(dialog).toBeVisible();
   const item = dialog.getByTestId('inbox-approval').filter({ has: page.locator(`[data-testid="inbox-chain"] [data-session-key="${freshSession}"]`) });
   await expect(item).toHaveCount(1);
-  await expect(item.getByTestId('inbox-chain')).toHaveText('main → researcher → writer');
+  // Each session of the chain by its key, root first.
+  await expect(item.getByRole('group', { name: 'Parent chain' })).toHaveText(new RegExp(`^${freshSession} → agent:researcher:subagent:\\S+ → agent:writer:subagent:\\S+$`));
   await expect(item.getByTestId('inbox-trust')).toHaveText('trust: operator');
   await expect(item.getByTestId('inbox-session')).toHaveText(/^agent:writer:subagent:/);
   await expect(item).toContainText('echo from-grandchild');

@@ -10,7 +10,7 @@ import { useRoomStore } from '@/stores/room-store-provider';
 import { useInbox } from '@/lib/room/use-inbox';
 import { usePendingCount } from './pending-count';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useRef, useState } from 'react';
+import { useEffect, useId, useRef, useState } from 'react';
 import { Button } from '../ui/button';
 import { DecisionButtons, decisionKey } from '../toolbox/decision-buttons';
 import { CodeBlock } from '../ui/code-block';
@@ -20,9 +20,11 @@ import { ApprovalsHistory } from './approvals-history';
 
 type Decision = 'allow_once' | 'allow_always' | 'deny';
 
+/** Named exactly "Approvals" (CONTRACT §7); the pending count it shows is its description. */
 export function ApprovalsButton() {
   const n = usePendingCount() ?? 0;
   const setOpen = useRoomStore((s) => s.setApprovalsOpen);
+  const countId = useId();
   return (
     <Button
       size="sm"
@@ -30,10 +32,12 @@ export function ApprovalsButton() {
       data-testid="open-approvals"
       data-count={n}
       aria-haspopup="dialog"
+      aria-label="Approvals"
+      aria-describedby={countId}
       onClick={() => setOpen(true)}
       className={n > 0 ? 'border-amber-400 dark:border-amber-600' : undefined}
     >
-      Approvals <span data-testid="approvals-count" className={n > 0 ? 'rounded-full bg-amber-400 px-1.5 font-semibold text-amber-950' : 'text-zinc-500'}>{n}</span>
+      Approvals <span id={countId} data-testid="approvals-count" className={n > 0 ? 'rounded-full bg-amber-400 px-1.5 font-semibold text-amber-950' : 'text-zinc-500'}>{n}</span>
     </Button>
   );
 }
@@ -169,11 +173,12 @@ function InboxItem({ approval: a, onOpenSession }: { approval: PendingApproval; 
         </span>
       </div>
       <div className="flex flex-wrap items-center gap-x-2 text-[11px] text-zinc-600 dark:text-zinc-400">
-        <span data-testid="inbox-chain" aria-label="Parent chain" title={chain.join(' → ')}>
+        {/* The chain of sessions, root first, ending at this item's session (CONTRACT §7: its session and parent chain). */}
+        <span data-testid="inbox-chain" role="group" aria-label="Parent chain" className="min-w-0 break-all font-mono">
           {chain.map((k, i) => (
             <span key={k} data-session-key={k}>
               {i > 0 && ' → '}
-              {k.split(':')[1] ?? k}
+              {k}
             </span>
           ))}
         </span>

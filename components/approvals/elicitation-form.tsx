@@ -140,10 +140,17 @@ export function ElicitationForm({ approval, busy, decide }: { approval: PendingA
           }
           return (
             <div key={name} className={p.type === 'boolean' ? 'flex items-center gap-2' : 'flex flex-col gap-0.5'}>
-              <label htmlFor={id} className="text-xs font-medium" title={p.description}>
-                {label}
-                {required && <span aria-hidden> *</span>}
-              </label>
+              {/* The star sits beside the label, not in it: the field's name is exactly its title or name (CONTRACT §7). */}
+              <span className="flex items-baseline">
+                <label htmlFor={id} className="text-xs font-medium" title={p.description}>
+                  {label}
+                </label>
+                {required && (
+                  <span aria-hidden className="text-xs font-medium">
+                    &nbsp;*
+                  </span>
+                )}
+              </span>
               {field}
             </div>
           );
