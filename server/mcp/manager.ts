@@ -147,7 +147,7 @@ export class McpManager {
   }
 
   private report(server: string, state: McpState, error?: string) {
-    const { log, bus, config } = this.o;
+    const { log, bus } = this.o;
     if (state === 'failed') log.warn({ server, err: error }, 'mcp server unavailable; its tools answer tool_unavailable until it is back');
     else if (state === 'ready') log.info({ server, tools: this.owned.get(server)?.size ?? 0 }, 'mcp server ready');
     // A failure is an event on the default agent's main session, which the room opens first. Being ready is not: the
