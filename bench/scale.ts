@@ -49,13 +49,10 @@ const watchdog = setTimeout(() => {
 const p = (xs: number[], q: number) => percentile(xs.filter(Number.isFinite), q);
 
 // ── the event-loop probe's windows ─────────────────────────────────────────
-function maxGap(probe: string, pid: number, from: number, to: number): number {
+/** The longest loop gap and the longest garbage-collection pause over [from, to], from one read of the probe's windows. */
+function loopOver(probe: string, pid: number, from: number, to: number): { gap: number; gc: number } {
   const ws = loopWindows(probe, { from, to: to + 150, exceptPid: pid });
-  return ws.length ? Math.max(...ws.map((w) => w.max)) : NaN;
-}
-/** The longest garbage-collection pause over the same windows as maxGap. */
-function maxGc(probe: string, pid: number, from: number, to: number): number {
-  return Math.max(0, ...loopWindows(probe, { from, to: to + 150, exceptPid: pid }).map((w) => w.gc ?? 0));
+  return { gap: ws.length ? Math.max(...ws.map((w) => w.max)) : NaN, gc: Math.max(0, ...ws.map((w) => w.gc ?? 0)) };
 }
 
 // ── browser measurements (as bench/room.ts) ───────────────────────────────────
@@ -125,8 +122,7 @@ async function measure(t: ScaleTarget): Promise<ScaleResult> {
     const from = Date.now();
     const v = await fn();
     await sleep(250);
-    r.loop[name] = maxGap(probe, pid, from, Date.now());
-    r.loopGc![name] = maxGc(probe, pid, from, Date.now());
+    ({ gap: r.loop[name], gc: r.loopGc![name] } = loopOver(probe, pid, from, Date.now()));
     return v;
   };
   try {
@@ -232,8 +228,7 @@ async function measure(t: ScaleTarget): Promise<ScaleResult> {
       await page.evaluate(sessionSwitchScript(keys[0]!));
       const keyTimes = await phase('keystrokes (50 streaming)', () => keystrokes(page, SAMPLES.keys));
       const searchLoaded = await phase('sessions.search (50 streaming)', () => timeRpc(rpc, SAMPLES.search, (i) => rpc.call('sessions.search', { query: searchQuery(i + 1), limit: 20 })));
-      r.loop['all of the streaming phase'] = maxGap(probe, pid, loadFrom, Date.now());
-      r.loopGc!['all of the streaming phase'] = maxGc(probe, pid, loadFrom, Date.now());
+      ({ gap: r.loop['all of the streaming phase'], gc: r.loopGc!['all of the streaming phase'] } = loopOver(probe, pid, loadFrom, Date.now()));
       r.room = { loads, switches, keys: keyTimes, boards, searchLoaded };
       r.runs = await load.stop();
       // The sidebar's counts against the store, once the streams are still (a fresh page).
