@@ -50,17 +50,23 @@ export class Elicitations {
     // The run's own status: fenced by its session's lease (a zombie's write is refused, never sets an ended run back).
     await this.d.store.updateRunFenced(call.runId, call.sessionKey, { status: 'waiting_approval' }).catch((e: unknown) => fenced(call, e, true));
     try {
-      return await this.answer(row.id, call, [call.signal, serverSignal, ...(call.ended ? [call.ended] : [])]);
+      return await this.answer(row.id, call, serverSignal);
     } finally {
       if (!call.signal.aborted) await this.d.store.updateRunFenced(call.runId, call.sessionKey, { status: 'running' }).catch((e: unknown) => fenced(call, e, false));
     }
   }
 
-  /** `signals`: the call's, the server's request's, and the call's end, in that order; any of them cancels the item. */
-  private async answer(id: string, call: McpCallInfo, signals: AbortSignal[]): Promise<ElicitResult> {
+  /** Polls the item until it is answered; the call's cancellation, the server's, or the call's end cancels it. */
+  private async answer(id: string, call: McpCallInfo, serverSignal: AbortSignal): Promise<ElicitResult> {
+    const why: Array<[AbortSignal | undefined, string]> = [
+      [call.signal, 'the tool call was cancelled'],
+      [serverSignal, 'the MCP server cancelled the request'],
+      [call.ended, 'the tool call ended without waiting for the answer'],
+    ];
+    const signals = why.flatMap(([s]) => (s ? [s] : []));
     for (;;) {
-      if (signals.some((s) => s.aborted)) {
-        const reason = call.signal.aborted ? 'the tool call was cancelled' : signals[1]?.aborted ? 'the MCP server cancelled the request' : 'the tool call ended without waiting for the answer';
+      const reason = why.find(([s]) => s?.aborted)?.[1];
+      if (reason) {
         if (await this.d.store.settleApproval(id, 'cancelled', 'cancel', reason)) this.d.bus.emit(call.runId, 'approval', { phase: 'resolved', approvalId: id, decision: 'cancel', reason });
         return { action: 'cancel' };
       }
