@@ -84,7 +84,8 @@ describe('a delegate’s follow-ups across processes (PostgreSQL)', () => {
       // B's turn follows the idle delegate up; the follow-up F pauses on an approval while the turn waits on it.
       const r2 = await b.rpc<Started>('agent', { sessionKey: parent, message: tool('delegate_agent', { conversation_id: conv, prompt: tool('exec', { command: 'echo fu' }) }) });
       await until(async () => (await b.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: conv })).approvals[0], 30_000);
-      const f = (await runsOf(b, conv)).find((r) => r.status === 'waiting_approval')!;
+      // The run's waiting_approval mark follows its approval row by a statement: wait for the mark too.
+      const f = await until(async () => (await runsOf(b, conv)).find((r) => r.status === 'waiting_approval'), 30_000);
       // B is SIGTERM'd (no grace): its turn waiting on F is stopped for a re-drive, and F is handed over, not aborted.
       await b.rt.orchestrator.shutdown({ graceMs: 0 });
       expect((await b.rt.store.getRun(f.id))?.status).toBe('waiting_approval');
