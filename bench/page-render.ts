@@ -18,7 +18,8 @@ const server = await startServer({
   dataDir: path.join(dir, 'data'),
   token: 'tk',
   cwd: repoRoot,
-  env: { CROSSTALK_LOOP_PROBE: probe },
+  // With a profile, each loop gap of 10 ms or more is traced too, for the profile's samples to name (bench/lib/long-tasks.ts framesIn).
+  env: { CROSSTALK_LOOP_PROBE: probe, ...(prof ? { CROSSTALK_GAP_TRACE: '10' } : {}) },
   nodeArgs: [`--import=${path.join(repoRoot, 'bench', 'lib', 'loop-probe.mjs')}`, ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${dir}/prof`] : [])],
 });
 await afterWarm(server);

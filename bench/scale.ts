@@ -24,6 +24,8 @@ import { markWord, PER_SESSION, sessionOf, word } from './lib/scale-seed';
 import { DELIVERIES_PER_KIND, ensureDeliveries, ensureSeeded, type ScaleTarget, scaleTarget, type StoreName, storeQuery } from './lib/scale-store';
 import { scaleSection, type ScaleResult } from './lib/scale-report';
 import { loopWindows } from './lib/loop-windows';
+import type { Profile } from './lib/cpu-profile';
+import { framesIn } from './lib/long-tasks';
 import { writeMarked } from './lib/sections';
 import { afterWarm, repoRoot, type ServerHandle, startServer } from './lib/server';
 import { percentile, sleep } from './lib/stats';
@@ -53,6 +55,29 @@ const p = (xs: number[], q: number) => percentile(xs.filter(Number.isFinite), q)
 function loopOver(probe: string, pid: number, from: number, to: number): { gap: number; gc: number } {
   const ws = loopWindows(probe, { from, to: to + 150, exceptPid: pid });
   return { gap: ws.length ? Math.max(...ws.map((w) => w.max)) : NaN, gc: Math.max(0, ...ws.map((w) => w.gc ?? 0)) };
+}
+
+// ── with --cpu-prof: what held the loop in each phase's longest gaps ─────────
+const GAP_MS = 15;
+const monoUs = () => Number(process.hrtime.bigint() / 1000n); // CLOCK_MONOTONIC, as the probe's gap trace and V8's profiles
+type Span = { name: string; fromUs: number; toUs: number };
+/** Prints each phase's three longest traced gaps with the frames the server's CPU profile sampled in them. */
+function gapCauses(dir: string, profDir: string, spans: Span[]) {
+  const gaps = fs
+    .readdirSync(dir)
+    .filter((f) => f.startsWith('loop-probe-gaps.'))
+    .flatMap((f) => fs.readFileSync(path.join(dir, f), 'utf8').split('\n').filter(Boolean).map((l) => ({ ...(JSON.parse(l) as { from: number; to: number }), pid: f.split('.').pop() })));
+  const profiles = fs.readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile') && f.split('.')[4] === '0').map((f) => ({ pid: f.split('.')[3], p: JSON.parse(fs.readFileSync(path.join(profDir, f), 'utf8')) as Profile & { startTime: number } }));
+  for (const s of spans) {
+    const mine = gaps.filter((g) => g.to >= s.fromUs && g.from <= s.toUs).sort((a, b) => b.to - b.from - (a.to - a.from));
+    console.log(`gaps ≥ ${GAP_MS} ms in "${s.name}": ${mine.length}`);
+    for (const g of mine.slice(0, 3)) {
+      const prof = profiles.find((x) => x.pid === g.pid);
+      if (!prof) continue;
+      const f = framesIn(prof.p, g.from, g.to);
+      console.log(`  ${((g.to - g.from) / 1000).toFixed(1)} ms (idle ${(f.idleUs / 1000).toFixed(1)} of ${(f.sampledUs / 1000).toFixed(1)} sampled): ${f.frames.slice(0, 12).map(([k, us]) => `${k} ${(us / 1000).toFixed(1)}`).join(' | ')}`);
+    }
+  }
 }
 
 // ── browser measurements (as bench/room.ts) ───────────────────────────────────
@@ -98,7 +123,7 @@ const searchQuery = (i: number) => {
 async function measure(t: ScaleTarget): Promise<ScaleResult> {
   const seeded = await ensureSeeded(t);
   const probe = path.join(t.dir, 'loop-probe');
-  for (const f of fs.readdirSync(t.dir)) if (f.startsWith('loop-probe.')) fs.rmSync(path.join(t.dir, f));
+  for (const f of fs.readdirSync(t.dir)) if (f.startsWith('loop-probe.') || f.startsWith('loop-probe-gaps.')) fs.rmSync(path.join(t.dir, f));
   const profDir = path.join(t.dir, 'prof');
   const t0 = performance.now();
   server = await startServer({
@@ -108,7 +133,8 @@ async function measure(t: ScaleTarget): Promise<ScaleResult> {
     cwd: repoRoot,
     readyTimeoutMs: 300_000,
     nodeArgs: [`--import=${path.join(repoRoot, 'bench', 'lib', 'loop-probe.mjs')}`, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])],
-    env: { CROSSTALK_LOOP_PROBE: probe, ...(t.databaseUrl ? { DATABASE_URL: t.databaseUrl } : {}) },
+    // With a profile, the probe also traces each gap of GAP_MS or more, for the profile's samples to name (gapCauses).
+    env: { CROSSTALK_LOOP_PROBE: probe, ...(CPU_PROF ? { CROSSTALK_GAP_TRACE: String(GAP_MS) } : {}), ...(t.databaseUrl ? { DATABASE_URL: t.databaseUrl } : {}) },
     ...(PIN ? { cpus: '0' } : {}),
   });
   // This process's threads now, and the Chromium and load client it starts later, off the server's CPU.
@@ -118,10 +144,13 @@ async function measure(t: ScaleTarget): Promise<ScaleResult> {
   const pid = server.pid;
   const rpc = new RpcClient({ baseUrl: server.baseUrl, token: TOKEN, timeoutMs: 60_000 });
   const r: ScaleResult = { store: t.store, sessions: t.sessions, messages: t.sessions * PER_SESSION, seededS: seeded.seededS, startS, rpc: {}, loop: {}, loopGc: {}, room: {}, checks: {}, machine: machineInfo() };
+  const spans: Span[] = [];
   const phase = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
     const from = Date.now();
+    const fromUs = monoUs();
     const v = await fn();
     await sleep(250);
+    spans.push({ name, fromUs, toUs: monoUs() });
     ({ gap: r.loop[name], gc: r.loopGc![name] } = loopOver(probe, pid, from, Date.now()));
     return v;
   };
@@ -249,8 +278,11 @@ async function measure(t: ScaleTarget): Promise<ScaleResult> {
     rpc.close();
     await server.stop();
     server = undefined;
+    if (CPU_PROF) {
+      r.profile = fs.readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(profDir, f)).join(', ');
+      gapCauses(t.dir, profDir, spans);
+    }
   }
-  if (CPU_PROF) r.profile = fs.readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(profDir, f)).join(', ');
   return r;
 }
 

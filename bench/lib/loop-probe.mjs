@@ -2,6 +2,9 @@
 // `{t, max, p99, gc, gcKind}` (wall clock ms; the loop's longest delay in that window, ms, from
 // perf_hooks.monitorEventLoopDelay; the window's longest GC pause, ms, and its kind: 1 minor, 4 major, 8 incremental)
 // to $CROSSTALK_LOOP_PROBE.<pid>, so the bench can take the max gap over each of its phases, and how much V8 made.
+// With CROSSTALK_GAP_TRACE=<ms> it also appends each stretch longer than that in which a 1 ms timer could not run,
+// `{from, to}` in CLOCK_MONOTONIC µs (the clock of V8's CPU profiles), to $CROSSTALK_LOOP_PROBE-gaps.<pid>: a CPU
+// profile's samples between the two name what held the loop (bench/lib/long-tasks.ts `framesIn`).
 import fs from 'node:fs';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 
@@ -23,4 +26,15 @@ if (file) {
     gcKind = 0;
     fs.appendFile(out, `${line}\n`, () => {});
   }, 100).unref();
+}
+if (file && Number(process.env.CROSSTALK_GAP_TRACE) > 0) {
+  const minUs = Number(process.env.CROSSTALK_GAP_TRACE) * 1000;
+  const out = `${file}-gaps.${process.pid}`;
+  const nowUs = () => Number(process.hrtime.bigint() / 1000n);
+  let last = nowUs();
+  setInterval(() => {
+    const now = nowUs();
+    if (now - last >= minUs) fs.appendFile(out, `${JSON.stringify({ from: last, to: now })}\n`, () => {});
+    last = now;
+  }, 1).unref();
 }

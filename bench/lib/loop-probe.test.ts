@@ -23,4 +23,25 @@ describe('loop-probe.mjs', () => {
     // gc() is a full collection: some window's longest pause is a major one (kind 4).
     expect(ws.some((w) => (w.gc ?? 0) > 0 && (w as { gcKind?: number }).gcKind === 4)).toBe(true);
   });
+
+  it('traces each gap past CROSSTALK_GAP_TRACE ms as a span of the monotonic clock that holds it', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'loop-probe-'));
+    const probe = path.join(dir, 'probe');
+    // After a moment of idle, an 80 ms busy loop; its span on CLOCK_MONOTONIC (µs) printed around it.
+    const script = `
+      setTimeout(() => {
+        const from = Number(process.hrtime.bigint() / 1000n);
+        const end = Date.now() + 80; while (Date.now() < end);
+        console.log(JSON.stringify({ from, to: Number(process.hrtime.bigint() / 1000n) }));
+        setTimeout(() => {}, 100);
+      }, 100);`;
+    const busy = JSON.parse(execFileSync(process.execPath, [`--import=${path.join(__dirname, 'loop-probe.mjs')}`, '-e', script], { env: { ...process.env, CROSSTALK_LOOP_PROBE: probe, CROSSTALK_GAP_TRACE: '30' }, timeout: 20_000 }).toString()) as { from: number; to: number };
+    const file = fs.readdirSync(dir).find((f) => f.startsWith('probe-gaps.'));
+    const gaps = file ? fs.readFileSync(path.join(dir, file), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { from: number; to: number }) : [];
+    fs.rmSync(dir, { recursive: true, force: true });
+    // One gap holds the busy loop; the probe's own windows file is not mistaken for it.
+    expect(gaps.some((g) => g.from <= busy.from && g.to >= busy.to && g.to - g.from >= 80_000)).toBe(true);
+    expect(gaps.every((g) => g.to - g.from >= 30_000)).toBe(true);
+  });
 });
+
