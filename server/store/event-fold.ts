@@ -52,7 +52,7 @@ export function expandRow(r: StoredRow): LogRow[] {
   return entries.map(([dId, dTs, text, dTx], i) => {
     const eid = id + dId;
     const etx = tx === undefined ? undefined : tx + BigInt(dTx ?? 0);
-    const ts = typeof dTs === 'string' ? dTs : dTs === 0 ? r.ts : new Date(t0 + dTs).toISOString();
+    const ts = typeof dTs === 'string' ? dTs : dTs === 0 ? r.ts : timeAfter(r.ts, t0, dTs);
     return { id: eid, run_id: r.run_id, seq: r.seq + i, stream: r.stream, ts, session_key: r.session_key, data: JSON.stringify({ delta: text }), ...txField(etx), cursor: place(eid, etx) };
   });
 }
@@ -128,49 +128,98 @@ export async function resolvePlainId(db: Kysely<Database>, id: number): Promise<
   return best ? best.cursor : null;
 }
 
-/** The ended run's deltas to fold: maximal runs (≥ 2, ≤ FOLD_MAX) of consecutive plain deltas, in log order. */
-function foldGroups(rows: StoredRow[]): StoredRow[][] {
-  const maxSeq = Math.max(...rows.map((r) => r.seq));
-  const plain = (r: StoredRow) => {
-    if (r.stream !== 'assistant' || r.fold_id !== null || r.seq === maxSeq) return false;
+/** `ts`'s time as an offset from `t0` when the offset gives `ts` back exactly as the string it is, else `ts` itself. */
+function exactOffset(ts: string, t0: number): number | string {
+  const off = Date.parse(ts) - t0;
+  return off !== 0 && Number.isSafeInteger(off) && new Date(t0 + off).toISOString() === ts ? off : ts;
+}
+
+/** A time as `toISOString` writes it, with minutes and seconds in range (so it is a time, and written back the same). */
+const CANONICAL_TS = /^\d{4}-\d{2}-\d{2}T\d{2}:[0-5]\d:[0-5]\d\.\d{3}Z$/;
+const digit = (s: string, i: number) => s.charCodeAt(i) - 48;
+/** Milliseconds into its hour of a CANONICAL_TS time. */
+const msInHour = (ts: string) => ((digit(ts, 14) * 10 + digit(ts, 15)) * 60 + digit(ts, 17) * 10 + digit(ts, 18)) * 1000 + digit(ts, 20) * 100 + digit(ts, 21) * 10 + digit(ts, 22);
+
+/**
+ * `exactOffset` without a Date for the common case, times written by the server in the same hour: the offset is the
+ * difference of their minutes, seconds and milliseconds, and it gives the string back (`first`'s time is a valid
+ * `t0`, and the two share everything up to the hour). Undefined when that does not hold. A delta's Date.parse,
+ * new Date and toISOString were a third of a run's fold (`bench/fold-timing.ts`).
+ */
+function sameHourOffset(first: string, ts: string, t0: number): number | undefined {
+  if (Number.isNaN(t0) || first.length !== 24 || ts.length !== 24 || !ts.startsWith(first.slice(0, 14)) || !CANONICAL_TS.test(ts) || !CANONICAL_TS.test(first)) return undefined;
+  const off = msInHour(ts) - msInHour(first);
+  return off === 0 ? undefined : off;
+}
+
+/** The time `dTs` ms after `ts` (a folded row's first time), as `toISOString` writes it: by hand within the hour. */
+function timeAfter(ts: string, t0: number, dTs: number): string {
+  if (ts.length === 24 && CANONICAL_TS.test(ts) && !Number.isNaN(t0)) {
+    const ms = msInHour(ts) + dTs;
+    if (ms >= 0 && ms < 3_600_000) {
+      const m = Math.floor(ms / 60_000);
+      const sec = Math.floor((ms % 60_000) / 1000);
+      const milli = ms % 1000;
+      return `${ts.slice(0, 14)}${m < 10 ? '0' : ''}${m}:${sec < 10 ? '0' : ''}${sec}.${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
+    }
+  }
+  return new Date(t0 + dTs).toISOString();
+}
+
+/** A row that may fold: its delta's text (its `data` is exactly `{"delta":…}` as JSON writes it) and its place. */
+type Foldable = { row: StoredRow; text: string; place: EventCursor };
+
+/**
+ * The ended run's deltas to fold: maximal runs (≥ 2, ≤ FOLD_MAX) of consecutive plain deltas, in log order. Each row
+ * is parsed and placed once (50 runs of 60 deltas ending together took 17 ms here, in one task, when every check
+ * parsed again: BENCHMARKS.md 'Stop 42').
+ */
+function foldGroups(rows: StoredRow[]): Foldable[][] {
+  let maxSeq = -Infinity;
+  for (const r of rows) if (r.seq > maxSeq) maxSeq = r.seq;
+  const foldable = (r: StoredRow): Foldable | null => {
+    if (r.stream !== 'assistant' || r.fold_id !== null || r.seq === maxSeq) return null;
     try {
       const d = JSON.parse(r.data) as { delta?: unknown };
-      return typeof d.delta === 'string' && r.data === JSON.stringify({ delta: d.delta });
+      if (typeof d.delta !== 'string' || r.data !== JSON.stringify({ delta: d.delta })) return null;
+      return { row: r, text: d.delta, place: expandRow(r)[0]!.cursor };
     } catch {
-      return false;
+      return null;
     }
   };
-  const place = (r: StoredRow) => expandRow(r)[0]!.cursor;
-  const groups: StoredRow[][] = [];
-  let cur: StoredRow[] = [];
+  const groups: Foldable[][] = [];
+  let cur: Foldable[] = [];
   const close = () => {
     if (cur.length >= 2) groups.push(cur);
     cur = [];
   };
   for (const r of rows) {
+    const f = foldable(r);
     const prev = cur[cur.length - 1];
     // Consecutive: the next seq, a later place in the log, a greater id (the offsets stay positive).
-    if (prev && (!plain(r) || r.seq !== prev.seq + 1 || Number(r.id) <= Number(prev.id) || !isAfter(place(r), place(prev)) || cur.length >= FOLD_MAX)) close();
-    if (plain(r)) cur.push(r);
+    if (prev && (!f || r.seq !== prev.row.seq + 1 || Number(r.id) <= Number(prev.row.id) || !isAfter(f.place, prev.place) || cur.length >= FOLD_MAX)) close();
+    if (f) cur.push(f);
     else close();
   }
   close();
   return groups;
 }
 
-/** A delta's entry in the folded row that begins with `first`. */
-function entryOf(r: StoredRow, first: StoredRow): Entry {
-  const t0 = Date.parse(first.ts);
-  const off = Date.parse(r.ts) - t0;
-  const dTs: number | string = r.ts === first.ts ? 0 : off !== 0 && Number.isSafeInteger(off) && new Date(t0 + off).toISOString() === r.ts ? off : r.ts;
-  const e: Entry = [Number(r.id) - Number(first.id), dTs, (JSON.parse(r.data) as { delta: string }).delta];
+/** A delta's entry in the folded row that begins with `first` (`t0`: the first's time, parsed). */
+function entryOf(f: Foldable, first: StoredRow, t0: number): Entry {
+  const r = f.row;
+  const dTs: number | string = r.ts === first.ts ? 0 : (sameHourOffset(first.ts, r.ts, t0) ?? exactOffset(r.ts, t0));
+  const e: Entry = [Number(r.id) - Number(first.id), dTs, f.text];
   const dTx = first.tx === undefined ? 0 : Number(BigInt(r.tx!) - BigInt(first.tx));
   if (dTx) e.push(dTx);
   return e;
 }
 
-function foldedData(group: StoredRow[]): string {
-  return JSON.stringify(group.map((r) => entryOf(r, group[0]!)));
+/** Each delta's entry in the group's folded row. */
+function entries(group: Foldable[]): Entry[] {
+  const first = group[0]!.row;
+  const t0 = Date.parse(first.ts);
+  return group.map((f) => entryOf(f, first, t0));
 }
 
 /** A run's folds planned before its events are written (`foldPlan`), by the events' indexes. */
@@ -193,11 +242,12 @@ export function foldPlan(runId: string, events: Parameters<typeof wholeRunLog>[1
   if (!groups.length) return null;
   const plan: PlannedFold = { group: events.map(() => null), tail: events.map(() => null) };
   for (const g of groups) {
-    for (const r of g) {
-      const i = Number(r.id) - 1;
-      plan.group[i] = Number(g[0]!.id) - 1;
-      plan.tail[i] = JSON.stringify(entryOf(r, g[0]!).slice(1)).slice(1, -1);
-    }
+    const es = entries(g);
+    g.forEach((f, k) => {
+      const i = Number(f.row.id) - 1;
+      plan.group[i] = Number(g[0]!.row.id) - 1;
+      plan.tail[i] = JSON.stringify(es[k]!.slice(1)).slice(1, -1);
+    });
   }
   return plan;
 }
@@ -213,8 +263,8 @@ export interface FoldStep {
 /** The folds of a run's whole log (its stored rows, in seq order). */
 export function foldSteps(rows: StoredRow[]): FoldStep[] {
   return foldGroups(rows).map((g) => {
-    const last = g[g.length - 1]!;
-    return { first: Number(g[0]!.id), last: { id: Number(last.id), ...(last.tx === undefined ? {} : { tx: last.tx }) }, data: foldedData(g), rest: g.slice(1).map((r) => Number(r.id)) };
+    const last = g[g.length - 1]!.row;
+    return { first: Number(g[0]!.row.id), last: { id: Number(last.id), ...(last.tx === undefined ? {} : { tx: last.tx }) }, data: JSON.stringify(entries(g)), rest: g.slice(1).map((f) => Number(f.row.id)) };
   });
 }
 
