@@ -2,7 +2,7 @@
 // Assistant text: plain lines as text; anything Markdown could format through the streamdown renderer, whose code
 // (parser, highlighter) loads on first use, so opening the room does not wait for it.
 import { looksLikeMarkdown } from '@/lib/room/markdown-hint';
-import { createContext, lazy, Suspense, use, useSyncExternalStore } from 'react';
+import { createContext, lazy, Suspense, use, useSyncExternalStore, type ReactNode } from 'react';
 
 let loading: Promise<typeof import('./markdown-rich')> | undefined;
 const load = () => (loading ??= import('./markdown-rich'));
@@ -34,6 +34,29 @@ const useHydrated = () =>
     () => false,
   );
 
+/**
+ * The server render's turns for rich replies. Each reply's parse (1–6 ms) is a piece of the page's render; in one task
+ * with the rest, a page with six rich replies held the gateway's event loop for ~21 ms while runs streamed (issue 24.2,
+ * bench/page-render.ts). So on the server each rich reply waits for a turn of the loop of its own, and React renders it
+ * when pinged, in a later task. It waits outside any Suspense boundary: the page's shell waits with it, so the HTML
+ * still comes whole with every reply in place (a boundary would send a fallback and reveal the reply later, which
+ * React throttles to 300 ms after the first paint). Turns are chained (each two `setImmediate` hops after the one
+ * before: React's own retry is one hop after the ping, so two replies never land in one task). A reply's turn is kept
+ * by its props object, which React's retry of a suspended component renders again, so a retry takes no second turn.
+ */
+let lastTurn: Promise<void> = Promise.resolve();
+const turnOf = new WeakMap<object, Promise<void>>();
+const hop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+function ServerTurn(props: { children: ReactNode }) {
+  if (typeof window === 'undefined') {
+    let turn = turnOf.get(props);
+    if (!turn) turnOf.set(props, (turn = lastTurn = lastTurn.then(hop).then(hop)));
+    use(turn);
+  }
+  return props.children;
+}
+
 function Plain({ text }: { text: string }) {
   return <p className="markdown-plain whitespace-pre-wrap">{text}</p>;
 }
@@ -43,8 +66,10 @@ export function Markdown({ text, streaming = false }: { text: string; streaming?
   const hydrated = useHydrated();
   if (!looksLikeMarkdown(text) || (serverPlain && !hydrated)) return <Plain text={text} />;
   return (
-    <Suspense fallback={<Plain text={text} />}>
-      <MarkdownRich text={text} streaming={streaming} />
-    </Suspense>
+    <ServerTurn>
+      <Suspense fallback={<Plain text={text} />}>
+        <MarkdownRich text={text} streaming={streaming} />
+      </Suspense>
+    </ServerTurn>
   );
 }
