@@ -83,7 +83,10 @@ if (process.env.CROSSTALK_START_MODE === 'spawn') {
  * The room's first server render instantiates its modules: ~0.5–1 s in one task on the event loop (and ~19 MB), which
  * in the middle of a first visit stalls every run streaming then (bench/profile-room.ts: a 1,140 ms long task,
  * `requirePage` → `instantiateModule`). Done once instead, shortly after the server is ready: the page rendered for
- * ourselves over loopback, its answer dropped. CROSSTALK_WARM_ROOM_MS: the delay after listening (default 1000;
+ * ourselves over loopback, its answer dropped. Then what a browser's first visit asks for next, one at a time: the
+ * build's chunks the page names (each compressed once, scripts/static-assets.mjs) and its manifest and icon (Next's route
+ * runtime loads with the first). On a first visit with runs streaming these cost the gateway's loop gaps of 50–240 ms
+ * (bench:scale --cpu-prof, BENCHMARKS.md 'Stop 42'). CROSSTALK_WARM_ROOM_MS: the delay after listening (default 1000;
  * negative: never).
  */
 const WARM_ROOM_MS = Number(process.env.CROSSTALK_WARM_ROOM_MS ?? 1000);
@@ -91,11 +94,29 @@ function warmRoom(http, port, token) {
   const t0 = performance.now();
   // A wildcard address is reached on loopback; a named host as it is.
   const loopback = host === '::' ? '::1' : host === '0.0.0.0' ? '127.0.0.1' : host;
-  const req = http.get({ host: loopback, port, path: '/', headers: { authorization: `Bearer ${token}` } }, (res) => {
-    res.resume();
-    res.on('end', () => console.log(`crosstalk: room warmed (HTTP ${res.statusCode}, ${Math.round(performance.now() - t0)} ms)`));
+  // The page uncompressed (it is read here); the rest as a browser asks for it.
+  const get = (p, onBody) => {
+    const headers = { authorization: `Bearer ${token}`, ...(p === '/' ? {} : { 'accept-encoding': 'br, gzip' }) };
+    const req = http.get({ host: loopback, port, path: p, headers }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => onBody && chunks.push(c));
+      res.on('end', () => onBody?.(res.statusCode, Buffer.concat(chunks).toString('utf8')));
+    });
+    req.on('error', (e) => onBody?.(0, '', e));
+  };
+  get('/', (status, html, err) => {
+    if (err) return console.log(`crosstalk: room not warmed (${err.message}); its first visit loads it`);
+    const rendered = Math.round(performance.now() - t0);
+    const assets = [...new Set(html.match(/\/_next\/static\/[^"'\s<>?]+/g) ?? [])];
+    const routes = [...new Set([...html.matchAll(/<link rel="(?:manifest|icon)" href="(\/[^"]*)"/g)].map((m) => m[1].replace(/&amp;/g, '&')))];
+    const rest = [...assets, ...routes];
+    const next = () => {
+      const p = rest.shift();
+      if (p) return get(p, next);
+      console.log(`crosstalk: room warmed (HTTP ${status}, ${rendered} ms; then ${assets.length} assets and ${routes.length} routes in ${Math.round(performance.now() - t0 - rendered)} ms)`);
+    };
+    next();
   });
-  req.on('error', (e) => console.log(`crosstalk: room not warmed (${e.message}); its first visit loads it`));
 }
 
 /**
