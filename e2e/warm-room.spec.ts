@@ -8,7 +8,7 @@ test('the server warms the room after it is ready, before anyone visits', async 
   test.setTimeout(90_000);
   const server = await ownServer();
   // Nobody has asked for a page yet: the server's own render, over loopback, with its token.
-  await expect.poll(() => server.output(), { timeout: 30_000 }).toMatch(/crosstalk: room warmed \(HTTP 200, \d+ ms; then [1-9]\d* assets and 2 routes in \d+ ms\)/);
+  await expect.poll(() => server.output(), { timeout: 30_000 }).toMatch(/crosstalk: room warmed \(HTTP 200, \d+ ms; then [1-9]\d* assets, 2 routes and the room.s API in \d+ ms\)/);
   expect(server.output().match(/room warmed/g)).toHaveLength(1);
   await page.goto(`${server.origin}/login?token=${TOKEN}`);
   await page.goto(`${server.origin}/`);

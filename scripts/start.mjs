@@ -83,11 +83,11 @@ if (process.env.CROSSTALK_START_MODE === 'spawn') {
  * The room's first server render instantiates its modules: ~0.5–1 s in one task on the event loop (and ~19 MB), which
  * in the middle of a first visit stalls every run streaming then (bench/profile-room.ts: a 1,140 ms long task,
  * `requirePage` → `instantiateModule`). Done once instead, shortly after the server is ready: the page rendered for
- * ourselves over loopback, its answer dropped. Then what a browser's first visit asks for next, one at a time: the
- * build's chunks the page names (each compressed once, scripts/static-assets.mjs) and its manifest and icon (Next's route
- * runtime loads with the first). On a first visit with runs streaming these cost the gateway's loop gaps of 50–240 ms
- * (bench:scale --cpu-prof, BENCHMARKS.md 'Stop 42'). CROSSTALK_WARM_ROOM_MS: the delay after listening (default 1000;
- * negative: never).
+ * ourselves over loopback. Then what a browser's first visit asks for next, one at a time: the build's chunks the page
+ * names (each compressed once, scripts/static-assets.mjs), its manifest and icon (Next's route runtime loads with the
+ * first) and the room's API (its module loads with its first request). On a first visit with runs streaming these
+ * cost the gateway's loop gaps of 50–240 ms (bench:scale --cpu-prof, BENCHMARKS.md 'Stop 42').
+ * CROSSTALK_WARM_ROOM_MS: the delay after listening (default 1000; negative: never).
  */
 const WARM_ROOM_MS = Number(process.env.CROSSTALK_WARM_ROOM_MS ?? 1000);
 function warmRoom(http, port, token) {
@@ -109,11 +109,12 @@ function warmRoom(http, port, token) {
     const rendered = Math.round(performance.now() - t0);
     const assets = [...new Set(html.match(/\/_next\/static\/[^"'\s<>?]+/g) ?? [])];
     const routes = [...new Set([...html.matchAll(/<link rel="(?:manifest|icon)" href="(\/[^"]*)"/g)].map((m) => m[1].replace(/&amp;/g, '&')))];
-    const rest = [...assets, ...routes];
+    // The room's API (tRPC, runtime.nodeTrpc) loads its module with its first request: one, so no visit waits for it.
+    const rest = [...assets, ...routes, '/api/trpc/agents.list'];
     const next = () => {
       const p = rest.shift();
       if (p) return get(p, next);
-      console.log(`crosstalk: room warmed (HTTP ${status}, ${rendered} ms; then ${assets.length} assets and ${routes.length} routes in ${Math.round(performance.now() - t0 - rendered)} ms)`);
+      console.log(`crosstalk: room warmed (HTTP ${status}, ${rendered} ms; then ${assets.length} assets, ${routes.length} routes and the room's API in ${Math.round(performance.now() - t0 - rendered)} ms)`);
     };
     next();
   });
