@@ -1,6 +1,6 @@
 // A SQLite start loads none of the heavy modules the first request does not need (issue 24.5): channel SDKs, pg and
-// pg-boss, the OpenTelemetry SDK, the MCP and A2A SDKs, tRPC. A fresh process boots the runtime with a resolve hook
-// that records every module it loads.
+// pg-boss, the OpenTelemetry SDK, the MCP and A2A SDKs, tRPC, the AI SDK's model providers. A fresh process boots the
+// runtime with a resolve hook that records every module it loads.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -46,10 +46,10 @@ process.exit(0);\n`,
 }
 
 describe('start loads only what the first request needs', () => {
-  it('a SQLite runtime boots without the channel SDKs, pg, pg-boss, OpenTelemetry SDK, MCP and A2A SDKs or tRPC', () => {
+  it('a SQLite runtime boots without the channel SDKs, pg, pg-boss, OpenTelemetry SDK, MCP and A2A SDKs, tRPC or the model providers', () => {
     const loaded = packagesLoadedAtBoot();
     expect(loaded).toContain('better-sqlite3'); // the hook saw the store's driver: the list is real
-    const heavy = ['grammy', '@slack/web-api', '@discordjs/rest', 'ws', '@noble/curves', 'pg', 'pg-boss', '@opentelemetry/sdk-trace-base', '@opentelemetry/exporter-trace-otlp-http', '@modelcontextprotocol/sdk', '@a2a-js/sdk', '@trpc/server'];
+    const heavy = ['grammy', '@slack/web-api', '@discordjs/rest', 'ws', '@noble/curves', 'pg', 'pg-boss', '@opentelemetry/sdk-trace-base', '@opentelemetry/exporter-trace-otlp-http', '@modelcontextprotocol/sdk', '@a2a-js/sdk', '@trpc/server', '@ai-sdk/openai', '@ai-sdk/anthropic', '@ai-sdk/openai-compatible'];
     expect(loaded.filter((p) => heavy.includes(p))).toEqual([]);
   }, 150_000);
 });

@@ -61,3 +61,24 @@ describe('validateModelSpec', () => {
     expect(parseModelSpec('scripted:x').ok).toBe(false);
   });
 });
+
+describe('provider models load their SDK with their first step', () => {
+  it('names the same provider and model before and after loading, and streams through the real one', async () => {
+    const { startFakeOpenAI } = await import('./testing/fake-openai-server');
+    const fake = await startFakeOpenAI();
+    try {
+      const model = resolveModel('openai:gpt-lazy', { OPENAI_API_KEY: 'k', OPENAI_BASE_URL: fake.baseURL });
+      expect([model.provider, model.modelId]).toEqual(['openai.chat', 'gpt-lazy']);
+      fake.enqueue({ text: 'hello there' });
+      const { stream } = await model.doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] });
+      const reader = stream.getReader();
+      let text = '';
+      for (let r = await reader.read(); !r.done; r = await reader.read()) if (r.value.type === 'text-delta') text += r.value.delta;
+      expect(text).toBe('hello there');
+      expect(fake.requests.at(-1)?.body).toMatchObject({ model: 'gpt-lazy' });
+      expect(resolveModel('openai:gpt-lazy', { OPENAI_API_KEY: 'k', OPENAI_BASE_URL: fake.baseURL })).toBe(model);
+    } finally {
+      await fake.close();
+    }
+  });
+});

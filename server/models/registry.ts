@@ -1,8 +1,6 @@
 // Turns a model spec string ("scripted", "openai:gpt-4o", …) into an AI SDK (LanguageModel v4) model (CONTRACT §1).
-import { createAnthropic } from '@ai-sdk/anthropic';
-import { createOpenAI } from '@ai-sdk/openai';
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV4 } from '@ai-sdk/provider';
+import type { ProviderModelSettings } from './providers';
 import { createScriptedModel } from './scripted';
 
 export type ModelEnv = Record<string, string | undefined>;
@@ -64,26 +62,43 @@ export function resolveModel(spec: string, env: ModelEnv = process.env): Languag
     case 'openai': {
       const apiKey = nonEmpty(env.OPENAI_API_KEY);
       const baseURL = nonEmpty(env.OPENAI_BASE_URL);
-      const key = `openai|${baseURL ?? ''}|${apiKey ?? ''}`;
-      const provider = cached(key, () => createOpenAI({ apiKey, baseURL }));
-      // Chat completions rather than the Responses API: it is what OpenAI-compatible bases speak.
-      return cached(`${key}|chat|${model}`, () => provider.chat(model));
+      return cached(`openai|${baseURL ?? ''}|${apiKey ?? ''}|chat|${model}`, () => lazyProviderModel({ kind, model, apiKey, baseURL }));
     }
     case 'anthropic': {
       const apiKey = nonEmpty(env.ANTHROPIC_API_KEY);
       const baseURL = nonEmpty(env.ANTHROPIC_BASE_URL);
-      const key = `anthropic|${baseURL ?? ''}|${apiKey ?? ''}`;
-      const provider = cached(key, () => createAnthropic({ apiKey, baseURL }));
-      return cached(`${key}|${model}`, () => provider(model));
+      return cached(`anthropic|${baseURL ?? ''}|${apiKey ?? ''}|${model}`, () => lazyProviderModel({ kind, model, apiKey, baseURL }));
     }
     case 'compatible': {
       const baseURL = env.CROSSTALK_COMPAT_BASE_URL!.trim();
       const apiKey = nonEmpty(env.CROSSTALK_COMPAT_API_KEY);
-      const key = `compatible|${baseURL}|${apiKey ?? ''}`;
-      const provider = cached(key, () => createOpenAICompatible({ name: 'compatible', baseURL, apiKey, includeUsage: true }));
-      return cached(`${key}|${model}`, () => provider.chatModel(model));
+      return cached(`compatible|${baseURL}|${apiKey ?? ''}|${model}`, () => lazyProviderModel({ kind, model, apiKey, baseURL }));
     }
   }
+}
+
+/** The `provider` each SDK's model names itself with (the same before its module is loaded). */
+const PROVIDER_NAMES = { openai: 'openai.chat', anthropic: 'anthropic.messages', compatible: 'compatible.chat' } as const;
+
+let providers: Promise<typeof import('./providers')> | undefined;
+const loadProviders = () => (providers ??= import('./providers'));
+
+/**
+ * A provider's model whose SDK (the AI SDK's OpenAI, Anthropic and OpenAI-compatible providers, with the schemas they
+ * build as they load: ~60–100 ms of a start on a slow machine, BENCHMARKS.md 'Stop 42') loads with its first step, not
+ * at start: a server whose first requests run scripted or A2A models never loads it (issue 24.5).
+ */
+function lazyProviderModel(settings: ProviderModelSettings): LanguageModelV4 {
+  let real: LanguageModelV4 | undefined;
+  const model = async () => (real ??= (await loadProviders()).providerModel(settings));
+  return {
+    specificationVersion: 'v4',
+    provider: PROVIDER_NAMES[settings.kind],
+    modelId: settings.model,
+    supportedUrls: {},
+    doStream: async (options) => (await model()).doStream(options),
+    doGenerate: async (options) => (await model()).doGenerate(options),
+  };
 }
 
 // Providers and models are keyed by their settings so a changed env (tests, reconfiguration) gets a fresh one.
