@@ -46,4 +46,17 @@ describe('folded delta times', () => {
     expect(read).toEqual(times);
     expect(stored).toEqual([0, '2026-13-40T10:00:00.005Z', '2026-11-27T10:00:00.005Z']);
   });
+
+  it('reads back exactly after a first time that parses to another day (T24:00, 30 February)', () => {
+    for (const times of [
+      ['2026-11-27T24:00:00.000Z', '2026-11-28T00:00:00.005Z', '2026-11-27T24:00:00.007Z', '2026-11-28T00:59:00.000Z'],
+      ['2026-02-30T10:00:00.000Z', '2026-03-02T10:00:00.005Z', '2026-02-30T10:00:00.009Z'],
+    ]) {
+      const { stored, read } = roundTrip(times);
+      expect(read).toEqual(times);
+      // The normalized times are offsets (Date gives them back), the others are kept as written.
+      expect(stored.filter((s) => typeof s === 'string')).toEqual(times.filter((t, i) => i > 0 && t.startsWith(times[0]!.slice(0, 11))));
+    }
+  });
 });
+

@@ -49,10 +49,11 @@ export function expandRow(r: StoredRow): LogRow[] {
   }
   const entries = JSON.parse(r.data) as Entry[];
   const t0 = Date.parse(r.ts);
+  const exact = isExactTime(r.ts, t0);
   return entries.map(([dId, dTs, text, dTx], i) => {
     const eid = id + dId;
     const etx = tx === undefined ? undefined : tx + BigInt(dTx ?? 0);
-    const ts = typeof dTs === 'string' ? dTs : dTs === 0 ? r.ts : timeAfter(r.ts, t0, dTs);
+    const ts = typeof dTs === 'string' ? dTs : dTs === 0 ? r.ts : timeAfter(r.ts, t0, exact, dTs);
     return { id: eid, run_id: r.run_id, seq: r.seq + i, stream: r.stream, ts, session_key: r.session_key, data: JSON.stringify({ delta: text }), ...txField(etx), cursor: place(eid, etx) };
   });
 }
@@ -134,34 +135,42 @@ function exactOffset(ts: string, t0: number): number | string {
   return off !== 0 && Number.isSafeInteger(off) && new Date(t0 + off).toISOString() === ts ? off : ts;
 }
 
-/** A time as `toISOString` writes it, with minutes and seconds in range (so it is a time, and written back the same). */
+/** A time shaped as `toISOString` writes it, with minutes and seconds in range. */
 const CANONICAL_TS = /^\d{4}-\d{2}-\d{2}T\d{2}:[0-5]\d:[0-5]\d\.\d{3}Z$/;
 const digit = (s: string, i: number) => s.charCodeAt(i) - 48;
 /** Milliseconds into its hour of a CANONICAL_TS time. */
 const msInHour = (ts: string) => ((digit(ts, 14) * 10 + digit(ts, 15)) * 60 + digit(ts, 17) * 10 + digit(ts, 18)) * 1000 + digit(ts, 20) * 100 + digit(ts, 21) * 10 + digit(ts, 22);
 
 /**
- * `exactOffset` without a Date for the common case, times written by the server in the same hour: the offset is the
- * difference of their minutes, seconds and milliseconds, and it gives the string back (`first`'s time is a valid
- * `t0`, and the two share everything up to the hour). Undefined when that does not hold. A delta's Date.parse,
- * new Date and toISOString were a third of a run's fold (`bench/fold-timing.ts`).
+ * Whether `ts` is exactly what `toISOString` writes for `t0` (its Date.parse): then times in its hour are worked out
+ * from their minutes, seconds and milliseconds. Checked once per folded row, not per delta (a `T24:00` or a 30 February
+ * parses, to another day, and is not such a time).
  */
-function sameHourOffset(first: string, ts: string, t0: number): number | undefined {
-  if (Number.isNaN(t0) || first.length !== 24 || ts.length !== 24 || !ts.startsWith(first.slice(0, 14)) || !CANONICAL_TS.test(ts) || !CANONICAL_TS.test(first)) return undefined;
+const isExactTime = (ts: string, t0: number) => ts.length === 24 && !Number.isNaN(t0) && new Date(t0).toISOString() === ts;
+
+/**
+ * `exactOffset` without a Date for the common case, times written by the server in the same hour as the row's first
+ * (`exactFirst`: `isExactTime` of it): the offset is the difference of their minutes, seconds and milliseconds, and it
+ * gives the string back. Undefined when that does not hold. A delta's Date.parse, new Date and toISOString were a third
+ * of a run's fold (`bench/fold-timing.ts`).
+ */
+function sameHourOffset(first: string, exactFirst: boolean, ts: string): number | undefined {
+  if (!exactFirst || ts.length !== 24 || !ts.startsWith(first.slice(0, 14)) || !CANONICAL_TS.test(ts)) return undefined;
   const off = msInHour(ts) - msInHour(first);
   return off === 0 ? undefined : off;
 }
 
-/** The time `dTs` ms after `ts` (a folded row's first time), as `toISOString` writes it: by hand within the hour. */
-function timeAfter(ts: string, t0: number, dTs: number): string {
-  if (ts.length === 24 && CANONICAL_TS.test(ts) && !Number.isNaN(t0)) {
-    const ms = msInHour(ts) + dTs;
-    if (ms >= 0 && ms < 3_600_000) {
-      const m = Math.floor(ms / 60_000);
-      const sec = Math.floor((ms % 60_000) / 1000);
-      const milli = ms % 1000;
-      return `${ts.slice(0, 14)}${m < 10 ? '0' : ''}${m}:${sec < 10 ? '0' : ''}${sec}.${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
-    }
+/**
+ * The time `dTs` ms after a folded row's first time `ts` (`t0` parsed, `exact`: `isExactTime`), as `toISOString`
+ * writes it: by hand within the hour.
+ */
+function timeAfter(ts: string, t0: number, exact: boolean, dTs: number): string {
+  const ms = exact ? msInHour(ts) + dTs : -1;
+  if (ms >= 0 && ms < 3_600_000) {
+    const m = Math.floor(ms / 60_000);
+    const sec = Math.floor((ms % 60_000) / 1000);
+    const milli = ms % 1000;
+    return `${ts.slice(0, 14)}${m < 10 ? '0' : ''}${m}:${sec < 10 ? '0' : ''}${sec}.${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
   }
   return new Date(t0 + dTs).toISOString();
 }
@@ -205,10 +214,10 @@ function foldGroups(rows: StoredRow[]): Foldable[][] {
   return groups;
 }
 
-/** A delta's entry in the folded row that begins with `first` (`t0`: the first's time, parsed). */
-function entryOf(f: Foldable, first: StoredRow, t0: number): Entry {
+/** A delta's entry in the folded row that begins with `first` (`t0`: the first's time, parsed; `exact`: `isExactTime`). */
+function entryOf(f: Foldable, first: StoredRow, t0: number, exact: boolean): Entry {
   const r = f.row;
-  const dTs: number | string = r.ts === first.ts ? 0 : (sameHourOffset(first.ts, r.ts, t0) ?? exactOffset(r.ts, t0));
+  const dTs: number | string = r.ts === first.ts ? 0 : (sameHourOffset(first.ts, exact, r.ts) ?? exactOffset(r.ts, t0));
   const e: Entry = [Number(r.id) - Number(first.id), dTs, f.text];
   const dTx = first.tx === undefined ? 0 : Number(BigInt(r.tx!) - BigInt(first.tx));
   if (dTx) e.push(dTx);
@@ -219,7 +228,8 @@ function entryOf(f: Foldable, first: StoredRow, t0: number): Entry {
 function entries(group: Foldable[]): Entry[] {
   const first = group[0]!.row;
   const t0 = Date.parse(first.ts);
-  return group.map((f) => entryOf(f, first, t0));
+  const exact = isExactTime(first.ts, t0);
+  return group.map((f) => entryOf(f, first, t0, exact));
 }
 
 /** A run's folds planned before its events are written (`foldPlan`), by the events' indexes. */
