@@ -24,8 +24,7 @@ import { markWord, PER_SESSION, sessionOf, word } from './lib/scale-seed';
 import { DELIVERIES_PER_KIND, ensureDeliveries, ensureSeeded, type ScaleTarget, scaleTarget, type StoreName, storeQuery } from './lib/scale-store';
 import { scaleSection, type ScaleResult } from './lib/scale-report';
 import { loopWindows } from './lib/loop-windows';
-import type { Profile } from './lib/cpu-profile';
-import { framesIn } from './lib/long-tasks';
+import { GAP_MS, gapCauses, monoUs, type Span } from './lib/gap-causes';
 import { writeMarked } from './lib/sections';
 import { afterWarm, repoRoot, type ServerHandle, startServer } from './lib/server';
 import { percentile, sleep } from './lib/stats';
@@ -55,29 +54,6 @@ const p = (xs: number[], q: number) => percentile(xs.filter(Number.isFinite), q)
 function loopOver(probe: string, pid: number, from: number, to: number): { gap: number; gc: number } {
   const ws = loopWindows(probe, { from, to: to + 150, exceptPid: pid });
   return { gap: ws.length ? Math.max(...ws.map((w) => w.max)) : NaN, gc: Math.max(0, ...ws.map((w) => w.gc ?? 0)) };
-}
-
-// ── with --cpu-prof: what held the loop in each phase's longest gaps ─────────
-const GAP_MS = 15;
-const monoUs = () => Number(process.hrtime.bigint() / 1000n); // CLOCK_MONOTONIC, as the probe's gap trace and V8's profiles
-type Span = { name: string; fromUs: number; toUs: number };
-/** Prints each phase's three longest traced gaps with the frames the server's CPU profile sampled in them. */
-function gapCauses(dir: string, profDir: string, spans: Span[]) {
-  const gaps = fs
-    .readdirSync(dir)
-    .filter((f) => f.startsWith('loop-probe-gaps.'))
-    .flatMap((f) => fs.readFileSync(path.join(dir, f), 'utf8').split('\n').filter(Boolean).map((l) => ({ ...(JSON.parse(l) as { from: number; to: number }), pid: f.split('.').pop() })));
-  const profiles = fs.readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile') && f.split('.')[4] === '0').map((f) => ({ pid: f.split('.')[3], p: JSON.parse(fs.readFileSync(path.join(profDir, f), 'utf8')) as Profile & { startTime: number } }));
-  for (const s of spans) {
-    const mine = gaps.filter((g) => g.to >= s.fromUs && g.from <= s.toUs).sort((a, b) => b.to - b.from - (a.to - a.from));
-    console.log(`gaps ≥ ${GAP_MS} ms in "${s.name}": ${mine.length}`);
-    for (const g of mine.slice(0, 3)) {
-      const prof = profiles.find((x) => x.pid === g.pid);
-      if (!prof) continue;
-      const f = framesIn(prof.p, g.from, g.to);
-      console.log(`  ${((g.to - g.from) / 1000).toFixed(1)} ms (idle ${(f.idleUs / 1000).toFixed(1)} of ${(f.sampledUs / 1000).toFixed(1)} sampled): ${f.frames.slice(0, 12).map(([k, us]) => `${k} ${(us / 1000).toFixed(1)}`).join(' | ')}`);
-    }
-  }
 }
 
 // ── browser measurements (as bench/room.ts) ───────────────────────────────────
@@ -280,7 +256,7 @@ async function measure(t: ScaleTarget): Promise<ScaleResult> {
     server = undefined;
     if (CPU_PROF) {
       r.profile = fs.readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(profDir, f)).join(', ');
-      gapCauses(t.dir, profDir, spans);
+      gapCauses(probe, profDir, spans);
     }
   }
   return r;

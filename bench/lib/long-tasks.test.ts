@@ -13,12 +13,13 @@ describe('framesIn', () => {
       samples: [3, 4, 4, 2, 5, 3],
       timeDeltas: [1000, 1000, 1000, 1000, 1000, 1000],
     };
-    const all = framesIn(profile, 1_000_000, 1_007_000);
+    const inSpan = framesIn(profile);
+    const all = inSpan(1_000_000, 1_007_000);
     expect(all.sampledUs).toBe(6000);
     expect(all.idleUs).toBe(2000);
     expect(Object.fromEntries(all.frames)).toEqual({ 'render nm/next/x.js:1': 3000, 'parse server/store/y.ts:1': 2000, '(garbage collector)': 1000 });
     // Only the samples taken within [from, to]: the first parse sample was taken at 1,002,000.
-    const part = framesIn(profile, 1_002_500, 1_004_000);
+    const part = inSpan(1_002_500, 1_004_000);
     expect(Object.fromEntries(part.frames)).toEqual({ 'render nm/next/x.js:1': 2000, 'parse server/store/y.ts:1': 1000 });
   });
 });

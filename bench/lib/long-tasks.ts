@@ -45,25 +45,31 @@ function frameTotals(p: Profile): (samples: Array<[number, number]>) => Array<[s
 
 /**
  * Where the time between two instants went (CLOCK_MONOTONIC µs, the clock of the profile's `startTime`, as
- * bench/lib/loop-probe.mjs's gap trace writes them): the samples taken in [fromUs, toUs], by frame, and the time in
- * "(idle)" samples — a gap whose samples are idle was not the loop's own work (a descheduled thread).
+ * bench/lib/loop-probe.mjs's gap trace writes them): `framesIn(p)` reads the profile once; the function it returns
+ * gives the samples taken in [fromUs, toUs], by frame, and the time in "(idle)" samples — a gap whose samples are
+ * idle was not the loop's own work (a descheduled thread).
  */
-export function framesIn(p: Profile & { startTime: number }, fromUs: number, toUs: number): { frames: Array<[string, number]>; idleUs: number; sampledUs: number } {
+export function framesIn(p: Profile & { startTime: number }): (fromUs: number, toUs: number) => { frames: Array<[string, number]>; idleUs: number; sampledUs: number } {
   const totals = frameTotals(p);
   const idleIds = new Set(p.nodes.filter((n) => n.callFrame.functionName === '(idle)').map((n) => n.id));
-  const picked: Array<[number, number]> = [];
-  let idleUs = 0;
-  let sampledUs = 0;
+  // Each sample's end time; a sample stands for the dt before it.
+  const ends: number[] = [];
   let t = p.startTime;
-  p.samples.forEach((id, i) => {
-    const dt = p.timeDeltas[i] ?? 0;
-    t += dt;
-    if (t <= fromUs || t - dt >= toUs) return; // the sample (the dt before it) overlaps the span
-    sampledUs += dt;
-    if (idleIds.has(id)) idleUs += dt;
-    else picked.push([id, dt]);
-  });
-  return { frames: totals(picked), idleUs, sampledUs };
+  for (let i = 0; i < p.samples.length; i++) ends.push((t += p.timeDeltas[i] ?? 0));
+  return (fromUs, toUs) => {
+    const picked: Array<[number, number]> = [];
+    let idleUs = 0;
+    let sampledUs = 0;
+    p.samples.forEach((id, i) => {
+      const end = ends[i]!;
+      const dt = p.timeDeltas[i] ?? 0;
+      if (end <= fromUs || end - dt >= toUs) return; // the sample (the dt before it) overlaps the span
+      sampledUs += dt;
+      if (idleIds.has(id)) idleUs += dt;
+      else picked.push([id, dt]);
+    });
+    return { frames: totals(picked), idleUs, sampledUs };
+  };
 }
 
 export function longTasks(p: Profile, minMs: number): LongTask[] {

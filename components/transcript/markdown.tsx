@@ -1,6 +1,7 @@
 'use client';
 // Assistant text: plain lines as text; anything Markdown could format through the streamdown renderer, whose code
 // (parser, highlighter) loads on first use, so opening the room does not wait for it.
+import { nextTask } from '@/lib/room/in-turns';
 import { looksLikeMarkdown } from '@/lib/room/markdown-hint';
 import { createContext, lazy, Suspense, use, useSyncExternalStore, type ReactNode } from 'react';
 
@@ -46,12 +47,11 @@ const useHydrated = () =>
  */
 let lastTurn: Promise<void> = Promise.resolve();
 const turnOf = new WeakMap<object, Promise<void>>();
-const hop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 function ServerTurn(props: { children: ReactNode }) {
   if (typeof window === 'undefined') {
     let turn = turnOf.get(props);
-    if (!turn) turnOf.set(props, (turn = lastTurn = lastTurn.then(hop).then(hop)));
+    if (!turn) turnOf.set(props, (turn = lastTurn = lastTurn.then(nextTask).then(nextTask)));
     use(turn);
   }
   return props.children;

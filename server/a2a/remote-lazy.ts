@@ -1,22 +1,14 @@
 // A remote A2A agent as a model whose A2A client SDK loads with its first step (issue 24.5: nothing at start that a first request does not need).
 import type { LanguageModelV4 } from '@ai-sdk/provider';
+import { lazyModel } from '../models/lazy-model';
 import type { RemoteA2AConfig, RemoteA2ADeps } from './remote-model';
 
 let loading: Promise<typeof import('./remote-model')> | undefined;
 const remoteModel = () => (loading ??= import('./remote-model'));
 
-/** The same model as `createRemoteA2AModel`, its module loaded on the first `doStream`. */
+/** The same model as `createRemoteA2AModel`, its module loaded on the first step. */
 export function lazyRemoteA2AModel(cfg: RemoteA2AConfig, deps: RemoteA2ADeps): LanguageModelV4 {
-  let real: LanguageModelV4 | undefined;
-  const model = async () => (real ??= (await remoteModel()).createRemoteA2AModel(cfg, deps));
-  return {
-    specificationVersion: 'v4',
-    provider: 'a2a',
-    modelId: cfg.url,
-    supportedUrls: {},
-    doStream: async (options) => (await model()).doStream(options),
-    doGenerate: async (options) => (await model()).doGenerate(options),
-  };
+  return lazyModel('a2a', cfg.url, async () => (await remoteModel()).createRemoteA2AModel(cfg, deps));
 }
 
 /** `remoteContextId` of ./remote-model, loading it on call. */

@@ -12,23 +12,15 @@ export interface ProviderModelSettings {
   baseURL: string | undefined;
 }
 
-// Providers are stateless (settings only), so one per settings serves every model of it.
-const providers = new Map<string, unknown>();
-function provider<T>(key: string, create: () => T): T {
-  let p = providers.get(key) as T | undefined;
-  if (p === undefined) providers.set(key, (p = create()));
-  return p;
-}
-
+/** The SDK's model for these settings (the registry keeps one per spec and settings). */
 export function providerModel({ kind, model, apiKey, baseURL }: ProviderModelSettings): LanguageModelV4 {
-  const key = `${kind}|${baseURL ?? ''}|${apiKey ?? ''}`;
   switch (kind) {
     case 'openai':
       // Chat completions rather than the Responses API: it is what OpenAI-compatible bases speak.
-      return provider(key, () => createOpenAI({ apiKey, baseURL })).chat(model);
+      return createOpenAI({ apiKey, baseURL }).chat(model);
     case 'anthropic':
-      return provider(key, () => createAnthropic({ apiKey, baseURL }))(model);
+      return createAnthropic({ apiKey, baseURL })(model);
     case 'compatible':
-      return provider(key, () => createOpenAICompatible({ name: 'compatible', baseURL: baseURL!, apiKey, includeUsage: true })).chatModel(model);
+      return createOpenAICompatible({ name: 'compatible', baseURL: baseURL!, apiKey, includeUsage: true }).chatModel(model);
   }
 }

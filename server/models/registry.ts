@@ -1,5 +1,6 @@
 // Turns a model spec string ("scripted", "openai:gpt-4o", …) into an AI SDK (LanguageModel v4) model (CONTRACT §1).
 import type { LanguageModelV4 } from '@ai-sdk/provider';
+import { lazyModel } from './lazy-model';
 import type { ProviderModelSettings } from './providers';
 import { createScriptedModel } from './scripted';
 
@@ -56,25 +57,14 @@ export function resolveModel(spec: string, env: ModelEnv = process.env): Languag
   const { kind, model } = (parseModelSpec(spec) as { ok: true; spec: ParsedModelSpec }).spec;
   // The model objects are stateless (settings + model id), so one per spec and settings serves every
   // run: building the provider's model entry on each run cost ~0.4 ms a turn (bench/profile-provider.ts).
-  switch (kind) {
-    case 'scripted':
-      return cached('scripted', () => createScriptedModel());
-    case 'openai': {
-      const apiKey = nonEmpty(env.OPENAI_API_KEY);
-      const baseURL = nonEmpty(env.OPENAI_BASE_URL);
-      return cached(`openai|${baseURL ?? ''}|${apiKey ?? ''}|chat|${model}`, () => lazyProviderModel({ kind, model, apiKey, baseURL }));
-    }
-    case 'anthropic': {
-      const apiKey = nonEmpty(env.ANTHROPIC_API_KEY);
-      const baseURL = nonEmpty(env.ANTHROPIC_BASE_URL);
-      return cached(`anthropic|${baseURL ?? ''}|${apiKey ?? ''}|${model}`, () => lazyProviderModel({ kind, model, apiKey, baseURL }));
-    }
-    case 'compatible': {
-      const baseURL = env.CROSSTALK_COMPAT_BASE_URL!.trim();
-      const apiKey = nonEmpty(env.CROSSTALK_COMPAT_API_KEY);
-      return cached(`compatible|${baseURL}|${apiKey ?? ''}|${model}`, () => lazyProviderModel({ kind, model, apiKey, baseURL }));
-    }
-  }
+  if (kind === 'scripted') return cached('scripted', () => createScriptedModel());
+  const settings: ProviderModelSettings =
+    kind === 'openai'
+      ? { kind, model, apiKey: nonEmpty(env.OPENAI_API_KEY), baseURL: nonEmpty(env.OPENAI_BASE_URL) }
+      : kind === 'anthropic'
+        ? { kind, model, apiKey: nonEmpty(env.ANTHROPIC_API_KEY), baseURL: nonEmpty(env.ANTHROPIC_BASE_URL) }
+        : { kind, model, apiKey: nonEmpty(env.CROSSTALK_COMPAT_API_KEY), baseURL: env.CROSSTALK_COMPAT_BASE_URL!.trim() };
+  return cached(`${kind}|${settings.baseURL ?? ''}|${settings.apiKey ?? ''}|${model}`, () => lazyProviderModel(settings));
 }
 
 /** The `provider` each SDK's model names itself with (the same before its module is loaded). */
@@ -89,28 +79,16 @@ const loadProviders = () => (providers ??= import('./providers'));
  * at start: a server whose first requests run scripted or A2A models never loads it (issue 24.5).
  */
 function lazyProviderModel(settings: ProviderModelSettings): LanguageModelV4 {
-  let real: LanguageModelV4 | undefined;
-  const model = async () => (real ??= (await loadProviders()).providerModel(settings));
-  return {
-    specificationVersion: 'v4',
-    provider: PROVIDER_NAMES[settings.kind],
-    modelId: settings.model,
-    supportedUrls: {},
-    doStream: async (options) => (await model()).doStream(options),
-    doGenerate: async (options) => (await model()).doGenerate(options),
-  };
+  return lazyModel(PROVIDER_NAMES[settings.kind], settings.model, async () => (await loadProviders()).providerModel(settings));
 }
 
-// Providers and models are keyed by their settings so a changed env (tests, reconfiguration) gets a fresh one.
-const providerCache = new Map<string, unknown>();
+// Models are keyed by their settings so a changed env (tests, reconfiguration) gets a fresh one.
+const models = new Map<string, LanguageModelV4>();
 
-function cached<T>(key: string, create: () => T): T {
-  let provider = providerCache.get(key) as T | undefined;
-  if (provider === undefined) {
-    provider = create();
-    providerCache.set(key, provider);
-  }
-  return provider;
+function cached(key: string, create: () => LanguageModelV4): LanguageModelV4 {
+  let model = models.get(key);
+  if (model === undefined) models.set(key, (model = create()));
+  return model;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
