@@ -227,7 +227,7 @@ async function main() {
   try {
     log(`load ${results.load.begin}; starting the servers`);
     sqlite = await start(dataDir, cwd, env);
-    await afterWarm(sqlite); // idle RSS once the room's modules are loaded, as they stay
+    await afterWarm(sqlite); // idle RSS once the start's warm-up is over (no page asked for yet)
     results.idleRssKb = [sqlite.rss().totalKb];
     await attempt('postgres server', async () => {
       pg = await start(pgDir, cwd, { ...env, DATABASE_URL: PG, CROSSTALK_PG_SCHEMA: schema });
@@ -279,6 +279,10 @@ async function main() {
         await afterWarm(h);
         results.starts.push(h.readyMs);
         results.idleRssKb!.push(h.rss().totalKb);
+        // One page: the pages' worker starts (scripts/pages.mjs) and stays until it has been idle for 5 minutes.
+        await (await fetch(`${h.baseUrl}/`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
+        await sleep(1500);
+        (results.pagesRssKb ??= []).push(h.rss().totalKb);
         log(`start ${i + 1}: ready in ${h.readyMs.toFixed(0)} ms, idle ${(h.rss().totalKb / 1024).toFixed(0)} MB`);
         await stop(h);
       }

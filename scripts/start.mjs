@@ -12,6 +12,7 @@
 import './require-node.mjs';
 import { launchWithoutSecrets } from './secrets.mjs';
 import { staticAssets } from './static-assets.mjs';
+import { pagesWorker } from './pages.mjs';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -80,109 +81,69 @@ if (process.env.CROSSTALK_START_MODE === 'spawn') {
 }
 
 /**
- * The room's first server render instantiates its modules: ~0.5–1 s in one task on the event loop (and ~19 MB), which
- * in the middle of a first visit stalls every run streaming then (bench/profile-room.ts: a 1,140 ms long task,
- * `requirePage` → `instantiateModule`). Done once instead, shortly after the server is ready: the page rendered for
- * ourselves over loopback. Then what a browser's first visit asks for next, one at a time: the build's chunks the page
- * names (each compressed once, scripts/static-assets.mjs), its manifest and icon (Next's route runtime loads with the
- * first) and the room's API (its module loads with its first request). On a first visit with runs streaming these
- * cost the gateway's loop gaps of 50–240 ms (bench:scale --cpu-prof, BENCHMARKS.md 'Stop 42').
- * CROSSTALK_WARM_ROOM_MS: the delay after listening (default 1000; negative: never).
+ * The room's API (tRPC) loads its module with its first request: ~50–100 ms on the event loop that, in the middle of a
+ * first visit with runs streaming, would stall them. Done once instead, shortly after the server is ready, over
+ * loopback with our own token. (The pages themselves render in a worker thread started by the first visit, so their
+ * modules never load on this loop: scripts/pages.mjs.) CROSSTALK_WARM_ROOM_MS: the delay after listening (default
+ * 1000; negative: never).
  */
 const WARM_ROOM_MS = Number(process.env.CROSSTALK_WARM_ROOM_MS ?? 1000);
+/** This server from inside its process: a wildcard address is reached on loopback, a named host as it is. */
+const loopbackHost = () => (host === '::' ? '::1' : host === '0.0.0.0' ? '127.0.0.1' : host);
+const inUrl = (h) => (h.includes(':') ? `[${h}]` : h);
 function warmRoom(http, port, token) {
   const t0 = performance.now();
-  // A wildcard address is reached on loopback; a named host as it is.
-  const loopback = host === '::' ? '::1' : host === '0.0.0.0' ? '127.0.0.1' : host;
-  // The page uncompressed (it is read here); the rest as a browser asks for it.
-  const get = (p, onBody) => {
-    const headers = { authorization: `Bearer ${token}`, ...(p === '/' ? {} : { 'accept-encoding': 'br, gzip' }) };
-    const req = http.get({ host: loopback, port, path: p, headers }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => onBody && chunks.push(c));
-      res.on('end', () => onBody?.(res.statusCode, Buffer.concat(chunks).toString('utf8')));
-    });
-    req.on('error', (e) => onBody?.(0, '', e));
-  };
-  get('/', (status, html, err) => {
-    if (err) return console.log(`crosstalk: room not warmed (${err.message}); its first visit loads it`);
-    const rendered = Math.round(performance.now() - t0);
-    const assets = [...new Set(html.match(/\/_next\/static\/[^"'\s<>?]+/g) ?? [])];
-    const routes = [...new Set([...html.matchAll(/<link rel="(?:manifest|icon)" href="(\/[^"]*)"/g)].map((m) => m[1].replace(/&amp;/g, '&')))];
-    // The room's API (tRPC, runtime.nodeTrpc) loads its module with its first request: one, so no visit waits for it.
-    const rest = [...assets, ...routes, '/api/trpc/agents.list'];
-    const next = () => {
-      const p = rest.shift();
-      if (p) return get(p, next);
-      console.log(`crosstalk: room warmed (HTTP ${status}, ${rendered} ms; then ${assets.length} assets, ${routes.length} routes and the room's API in ${Math.round(performance.now() - t0 - rendered)} ms)`);
-    };
-    next();
+  const req = http.get({ host: loopbackHost(), port, path: '/api/trpc/agents.list', headers: { authorization: `Bearer ${token}` } }, (res) => {
+    res.resume();
+    res.on('end', () => console.log(`crosstalk: room's API warmed (HTTP ${res.statusCode}, ${Math.round(performance.now() - t0)} ms)`));
   });
+  req.on('error', (e) => console.log(`crosstalk: room's API not warmed (${e.message}); its first request loads it`));
 }
 
 /**
- * Next's production server inside this process, behind a node:http server of our own: POST /api/gateway (the
- * JSON-RPC hot path), /api/trpc/* (the room's queries and event stream), /mcp and POST /api/channels/* (platform
- * webhooks: an inbound message's way to the model, issue 24.3) go straight to the runtime's node-level handlers,
- * everything else to Next. Next's router costs more than a whole scripted turn; app/api/gateway/route.ts
- * and app/api/trpc/[trpc]/route.ts still serve `next dev`.
+ * The gateway and Next's production server in this process, behind a node:http server of our own: the gateway's routes
+ * (POST /api/gateway, the JSON-RPC hot path; /api/trpc/*, the room's queries and event stream; the event streams, /mcp,
+ * A2A, POST /api/channels/* (platform webhooks: an inbound message's way to the model, issue 24.3), /login) go straight
+ * to the runtime's node-level handlers (runtime.nodeApi), the build's chunks are served from memory, and pages go to
+ * Next in a worker thread (scripts/pages.mjs). Next's router costs more than a whole scripted turn, and a page's render
+ * would hold the gateway's loop; app/api/* and app/login still serve `next dev`.
  */
 async function startInProcess() {
   process.env.NODE_ENV = 'production';
   process.env.NEXT_RUNTIME = 'nodejs';
   const http = await import('node:http');
-  // The runtime first, then listen: the gateway answers before Next's own server (its router, the pages' code) is
-  // loaded (issue 24 item 5: load nothing the first request does not need). It is the build's instrumentation hook that
-  // Next would call (instrumentation.ts), after the .env files Next would load; Next's own call later finds the runtime
-  // started (server/runtime.ts keeps it on globalThis).
+  // The runtime first, then listen: the gateway answers without Next's own server (its router, the pages' code)
+  // (issue 24 item 5: load nothing the first request does not need). It is the build's instrumentation hook that Next
+  // would call (instrumentation.ts), after the .env files Next would load.
   require('@next/env').loadEnvConfig(root, false, { info: () => {}, error: console.error });
   const runtimeKey = Symbol.for('crosstalk.runtime');
   const hook = path.join(root, '.next', 'server', 'instrumentation.js');
   if (fs.existsSync(hook)) await require(hook).register?.();
   const runtime = globalThis[runtimeKey] ? await globalThis[runtimeKey] : null;
-  // Next is loaded by the first request for it (a page, an asset, the room's warm-up below), not before: ~0.3 s of
-  // mostly synchronous module loading that would hold the gateway's first answers. First when there is no runtime
-  // (no hook in the build): then Next serves the gateway too, and the server is ready only with it.
+  // Pages: with a runtime, Next runs in a worker thread (scripts/pages.mjs), started by the first request for a page (a
+  // visit, the room's warm-up below), not before: ~0.3 s of mostly synchronous module loading, and then every page's
+  // render, that would hold the gateway's loop. Without one (no hook in the build), Next is loaded here, first, and
+  // serves the gateway too; the server is ready only with it.
   let app;
-  let serveNext = null; // Next's request handler, once it is prepared
-  let startNext;
-  const nextReady = new Promise((resolve) => (startNext = resolve)).then(async () => {
+  let pages = null;
+  let handle;
+  if (runtime) {
+    pages = pagesWorker({ root, host, port, token: runtime.token, defaultAgentId: runtime.config.defaultAgentId, api: () => `http://${inUrl(loopbackHost())}:${boundPort}` });
+    handle = pages.handle;
+  } else {
     const t0 = performance.now();
     app = require('next')({ dev: false, dir: root, hostname: host, port });
-    const nextHandler = app.getRequestHandler();
+    handle = app.getRequestHandler();
     await app.prepare();
-    serveNext = nextHandler;
     console.log(`crosstalk: pages ready (Next.js loaded in ${Math.round(performance.now() - t0)} ms)`);
-  });
-  // A failed prepare fails the start, as it did before.
-  nextReady.catch((e) => {
-    console.error(`crosstalk: Next.js did not start: ${e?.stack ?? e}`);
-    process.exit(1);
-  });
-  if (!runtime) {
-    startNext();
-    await nextReady;
   }
-  // Pages and Next's routes wait for Next to be ready.
-  const handle = (req, res) => {
-    if (serveNext) return serveNext(req, res);
-    startNext();
-    void nextReady.then(() => serveNext(req, res));
-  };
-  // What lib/security/headers.ts gives Next's responses (next.config.mjs, proxy.ts), for the routes served here:
-  // JSON and event streams, never documents.
+  // The build's immutable chunks from memory, compressed once (scripts/static-assets.mjs), with the framing ban that
+  // next.config.mjs gives Next's responses (lib/security/headers.ts).
   const FRAME = { 'X-Frame-Options': 'DENY', 'X-Content-Type-Options': 'nosniff' };
-  const apiHeaders = (res) => {
-    for (const [k, v] of Object.entries(FRAME)) res.setHeader(k, v);
-    res.setHeader('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
-  };
-  // The build's immutable chunks from memory, compressed once (scripts/static-assets.mjs), with the framing ban.
   const assets = staticAssets(path.join(root, '.next', 'static'), { headers: FRAME });
   const server = http.createServer((req, res) => {
-    if (runtime && req.method === 'POST' && (req.url === '/api/gateway' || req.url?.startsWith('/api/gateway?'))) return apiHeaders(res), runtime.nodeGateway(req, res);
-    if (runtime?.nodeTrpc && req.url?.startsWith('/api/trpc/')) return apiHeaders(res), runtime.nodeTrpc(req, res);
-    if (runtime?.nodeChannels && req.method === 'POST' && req.url?.startsWith('/api/channels/')) return apiHeaders(res), runtime.nodeChannels(req, res);
-    if (runtime?.nodeMcp && (req.url === '/mcp' || req.url?.startsWith('/mcp?'))) return apiHeaders(res), runtime.nodeMcp(req, res);
+    // The gateway's routes (API, event streams, A2A, MCP, login) on this thread; pages and the rest to the worker.
+    if (runtime?.nodeApi(req, res)) return;
     if (req.url?.startsWith('/_next/static/')) return assets(req, res, () => handle(req, res));
     handle(req, res);
   });
@@ -191,11 +152,12 @@ async function startInProcess() {
     console.error(`crosstalk: cannot listen on ${host}:${port}: ${e.message}`);
     process.exit(1);
   });
+  let boundPort = port;
   server.listen(port, host, () => {
     const addr = server.address();
     const bound = typeof addr === 'object' && addr ? addr.port : port;
+    boundPort = bound;
     console.log(`crosstalk: listening on http://${host}:${bound}${runtime ? '' : ' (runtime not started by instrumentation: gateway served by Next)'}`);
-    // The warm-up's request for the room loads Next too, when nothing has asked for a page before.
     if (runtime && WARM_ROOM_MS >= 0) setTimeout(() => warmRoom(http, bound, runtime.token), WARM_ROOM_MS).unref();
   });
   let inFlight = 0;
@@ -214,6 +176,7 @@ async function startInProcess() {
     await runtime.orchestrator.shutdown({ graceMs: GRACE_MS });
     while (inFlight > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
     runtime.orchestrator.endWaits();
+    void pages?.close();
     await new Promise((r) => setTimeout(r, 50));
     server.closeAllConnections?.();
     await runtime.close().catch((e) => console.error(`crosstalk: closing the runtime failed: ${e.message}`));

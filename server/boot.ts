@@ -1,10 +1,7 @@
 // Builds the runtime: config → store → event bus → tools → orchestrator → gateway; then recovers unfinished runs.
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { resolveToken } from './auth';
 import { type ChannelService, createChannels } from './channels';
-import { handleGatewayNode } from './http/node-gateway';
-import { serveFetch } from './http/node-fetch';
-import { channelOf, handleChannelInbound } from './http/channel-inbound';
+import { isApiPath, serveApi } from './http/node-routes';
 import { ConfigError, type CrosstalkConfig, loadConfig } from './config';
 import { EventBus } from './events/bus';
 import { deliveryEmitter } from './events/delivery-events';
@@ -138,19 +135,10 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
     compactor,
     tools,
     push,
-    nodeGateway(req, res) {
-      handleGatewayNode(rt, req, res);
-    },
-    nodeTrpc(req, res) {
-      // The room's API (tRPC) loads with its first request: the gateway is ready without it.
-      serveFetch(req, res, async (r) => (await import('./http/trpc')).handleTrpc(r, rt), { gzip: true });
-    },
-    nodeChannels(req, res) {
-      serveFetch(req, res, (r) => handleChannelInbound(rt, channelOf(new URL(r.url).pathname), r));
-    },
-    nodeMcp(req, res) {
-      // The MCP server (and its SDK) loads with the first request to /mcp.
-      serveFetch(req, res, async (r) => (await import('./mcp-server/http')).handleMcp(rt, r));
+    nodeApi(req, res) {
+      if (!isApiPath(req.url)) return false;
+      serveApi(rt, req, res);
+      return true;
     },
     async close() {
       await mcp.stop();

@@ -48,12 +48,9 @@ export interface FullRuntime extends Runtime {
   mcp: McpManager;
   /** Web Push of pending items (CONTRACT §7 "Notifications"). */
   push: PushService;
-  /** POST /api/gateway on bare node:http, for servers that route it before Next (scripts/start.mjs). */
-  nodeGateway(req: IncomingMessage, res: ServerResponse): void;
-  /** /api/trpc/* (the room's queries, mutations and event stream) on bare node:http, likewise. */
-  nodeTrpc(req: IncomingMessage, res: ServerResponse): void;
-  /** /mcp (crosstalk as an MCP server, CONTRACT §10) on bare node:http, likewise. */
-  nodeMcp(req: IncomingMessage, res: ServerResponse): void;
-  /** POST /api/channels/<channel> (platform webhooks) at the node level, as `npm start` serves it (Next's router costs more than the inbound itself). */
-  nodeChannels(req: IncomingMessage, res: ServerResponse): void;
+  /**
+   * The gateway's HTTP routes (API, event streams, A2A, MCP, login: server/http/node-routes.ts) on bare node:http, for
+   * servers that route them before the pages (scripts/start.mjs). False, and nothing sent, for any other path.
+   */
+  nodeApi(req: IncomingMessage, res: ServerResponse): boolean;
 }

@@ -4,10 +4,9 @@ import { RoomProviders } from '@/components/room/room-providers';
 import { LoginHint } from '@/components/status/login-hint';
 import { inTurns } from '@/lib/room/in-turns';
 import { historyInput, historyPaging, sessionsListInput, sessionsPaging } from '@/lib/room/queries';
-import { createServerTRPC, getServerQueryClient, HydrateClient } from '@/lib/trpc/server';
+import { createServerTRPC, getServerQueryClient, HydrateClient, pagesHost, roomHost } from '@/lib/trpc/server';
 import { isAuthorized } from '@/server/auth';
 import { sessionKeySchema } from '@/server/gateway/schemas';
-import { getRuntime } from '@/server/runtime';
 import { headers } from 'next/headers';
 import { mainSessionKey } from '@/server/sessions/keys';
 
@@ -16,28 +15,31 @@ export const dynamic = 'force-dynamic';
 type SearchParams = Promise<Record<string, string | string[] | undefined>>;
 
 export default async function WorkspacePage({ searchParams }: { searchParams: SearchParams }) {
-  const runtime = await getRuntime();
+  const host = await roomHost();
   const requestHeaders = new Headers(await headers());
-  if (!isAuthorized(requestHeaders, runtime.token, { navigation: true })) return <LoginHint />;
+  if (!isAuthorized(requestHeaders, host.token, { navigation: true })) return <LoginHint />;
   // `/?session=<key>` deep-links a session; anything invalid falls back to the default agent's main session.
   const requested = (await searchParams).session;
   const parsed = sessionKeySchema.safeParse(typeof requested === 'string' ? requested : '');
-  const defaultSessionKey = mainSessionKey(runtime.config.defaultAgentId);
+  const defaultSessionKey = mainSessionKey(host.defaultAgentId);
   const sessionKey = parsed.success ? parsed.data : defaultSessionKey;
 
-  // First paint comes with data: what the room asks for first is fetched here, in-process, and hydrated.
+  // First paint comes with data: what the room asks for first is fetched here and hydrated.
   // (Failures are left to the browser's own fetch, e.g. a session with no row yet.)
   const trpc = await createServerTRPC(requestHeaders);
   const qc = getServerQueryClient();
-  // Each read in a task of its own, and the render after them in another: the runs streaming meanwhile get the loop
-  // between the pieces of the page's server work (one 15–35 ms task before).
-  await inTurns([
+  const reads = [
     () => qc.prefetchQuery(trpc.agents.list.queryOptions({})),
     () => qc.prefetchInfiniteQuery(trpc.sessions.list.infiniteQueryOptions(sessionsListInput, sessionsPaging)),
     () => qc.prefetchQuery(trpc.approvals.list.queryOptions({ sessionKey })),
     () => qc.prefetchQuery(trpc.status.get.queryOptions(undefined)),
     () => qc.prefetchInfiniteQuery(trpc.chat.history.infiniteQueryOptions(historyInput(sessionKey), historyPaging)),
-  ]);
+  ];
+  // In the pages' worker the reads are requests to the gateway, each a task of its own there: all at once. In the
+  // gateway's own process each read in a task of its own, and the render after them in another: the runs streaming
+  // meanwhile get the loop between the pieces of the page's server work (one 15–35 ms task before).
+  if (pagesHost()) await Promise.all(reads.map((read) => read()));
+  else await inTurns(reads);
 
   return (
     <RoomProviders init={{ selectedSessionKey: sessionKey, defaultSessionKey }}>

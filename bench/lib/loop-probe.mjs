@@ -7,8 +7,11 @@
 // profile's samples between the two name what held the loop (bench/lib/long-tasks.ts `framesIn`).
 import fs from 'node:fs';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
+import { isMainThread } from 'node:worker_threads';
 
-const file = process.env.CROSSTALK_LOOP_PROBE;
+// The gateway's loop only: a worker thread (the room's pages, scripts/pages.mjs) inherits `--import` and has a loop of
+// its own, whose gaps hold no run or request of the gateway's.
+const file = isMainThread ? process.env.CROSSTALK_LOOP_PROBE : undefined;
 if (file) {
   const h = monitorEventLoopDelay({ resolution: 5 });
   h.enable();

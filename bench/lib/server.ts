@@ -161,11 +161,10 @@ export function makeTempDir(prefix: string): string {
 }
 
 /**
- * Waits until the server has warmed the room for itself (scripts/start.mjs `warmRoom`, ~1 s after ready: a one-time
- * task of ~0.5 s on its event loop, after which the room's modules stay loaded), then half a second; at most 10 s.
- * Idle RSS and steady-state figures are read after it.
+ * Waits until the server has warmed the room's API (scripts/start.mjs `warmRoom`, ~1 s after ready: its module loads
+ * once, then stays), then half a second; at most 10 s. Idle RSS and steady-state figures are read after it.
  */
 export async function afterWarm(h: ServerHandle): Promise<void> {
-  for (let t = 0; t < 10_000 && !/room (not )?warmed/.test(h.output()); t += 100) await sleep(100);
+  for (let t = 0; t < 10_000 && !/room's API (not )?warmed/.test(h.output()); t += 100) await sleep(100);
   await sleep(500);
 }

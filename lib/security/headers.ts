@@ -1,7 +1,6 @@
 // The room's security headers: a per-request Content-Security-Policy (script and style nonces) and the framing ban.
 
-/** Sent on every response (next.config.mjs for what Next serves, scripts/start.mjs for the routes it serves itself). */
-export const FRAME_HEADERS = { 'X-Frame-Options': 'DENY', 'X-Content-Type-Options': 'nosniff' } as const;
+export { FRAME_HEADERS, NON_DOCUMENT_CSP } from '@/server/http/security-headers';
 
 /** A fresh nonce: 128 random bits, base64. */
 export function newNonce(): string {
@@ -39,6 +38,3 @@ export function contentSecurityPolicy(nonce: string, opts: { dev?: boolean } = {
     "frame-ancestors 'none'",
   ].join('; ');
 }
-
-/** For responses that are never documents (JSON, event streams): nothing may load or frame them. */
-export const NON_DOCUMENT_CSP = "default-src 'none'; frame-ancestors 'none'";

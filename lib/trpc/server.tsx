@@ -1,19 +1,48 @@
-// Server-only tRPC access for server components: a per-request query client and an options proxy over the router.
-// (Import from server components only: it pulls in the runtime.)
-import { getRuntime } from '@/server/runtime';
-import { createTRPCContext } from '@/server/trpc/init';
-import { appRouter } from '@/server/trpc/root';
+// Server-only tRPC access for server components: a per-request query client and an options proxy over the room's API.
+// Under `npm start` pages render in a worker thread of their own (scripts/pages-worker.mjs) and read the API over
+// loopback; elsewhere (`next dev`, tests) the router is called in-process. (Import from server components only.)
 import { dehydrate, HydrationBoundary } from '@tanstack/react-query';
+import { createTRPCClient, httpLink } from '@trpc/client';
 import { createTRPCOptionsProxy } from '@trpc/tanstack-react-query';
 import type { ReactNode } from 'react';
 import { cache } from 'react';
+import type { AppRouter } from '@/server/trpc/root';
 import { getQueryClient } from './query-client';
+
+/** What the pages' worker is handed by its process (scripts/pages.mjs): no runtime, the gateway's API on loopback. */
+export interface PagesHost {
+  token: string;
+  defaultAgentId: string;
+  /** The gateway's origin on loopback, e.g. http://127.0.0.1:3000. */
+  api: string;
+}
+
+const PAGES = Symbol.for('crosstalk.pages');
+
+/** The pages' worker's host, when this render runs in one. */
+export const pagesHost = (): PagesHost | undefined => (globalThis as { [PAGES]?: PagesHost })[PAGES];
+
+/** What a page needs of the gateway: its token (to check the visitor's) and the default agent. */
+export async function roomHost(): Promise<{ token: string; defaultAgentId: string }> {
+  const host = pagesHost();
+  if (host) return host;
+  const runtime = await (await import('@/server/runtime')).getRuntime();
+  return { token: runtime.token, defaultAgentId: runtime.config.defaultAgentId };
+}
 
 /** One query client per server request (React `cache` scopes it to the render). */
 export const getServerQueryClient = cache(getQueryClient);
 
-/** tRPC options for prefetching in a server component, called directly (no HTTP) with the request's auth. */
+/** tRPC options for prefetching in a server component, for a visitor the page has authorized. */
 export async function createServerTRPC(headers: Headers) {
+  const host = pagesHost();
+  if (host) {
+    // The worker checked the visitor's cookie against the token; it reads the API with the token itself. One request
+    // per query: each is a task of its own on the gateway's loop.
+    const client = createTRPCClient<AppRouter>({ links: [httpLink({ url: `${host.api}/api/trpc`, headers: { authorization: `Bearer ${host.token}` } })] });
+    return createTRPCOptionsProxy<AppRouter>({ client, queryClient: getServerQueryClient });
+  }
+  const [{ getRuntime }, { createTRPCContext }, { appRouter }] = await Promise.all([import('@/server/runtime'), import('@/server/trpc/init'), import('@/server/trpc/root')]);
   const ctx = createTRPCContext({ headers, navigation: true, runtime: await getRuntime() }); // the room's server render: a page load
   return createTRPCOptionsProxy({ ctx, router: appRouter, queryClient: getServerQueryClient });
 }

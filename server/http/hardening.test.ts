@@ -23,7 +23,7 @@ beforeAll(async () => {
   const ev = await import('../../app/api/gateway/events/route');
   const trpc = await import('../../app/api/trpc/[trpc]/route');
   next = { gatewayPost: gw.POST, events: ev.GET, trpc: trpc.POST };
-  trpcServer = http.createServer((req, res) => s.rt.nodeTrpc(req, res));
+  trpcServer = http.createServer((req, res) => s.rt.nodeApi(req, res));
   await new Promise<void>((r) => trpcServer.listen(0, '127.0.0.1', r));
   trpcOrigin = `http://127.0.0.1:${(trpcServer.address() as AddressInfo).port}`;
 });

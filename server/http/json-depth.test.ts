@@ -42,7 +42,7 @@ let trpcUrl: string;
 
 beforeAll(async () => {
   s = await startTestServer({ config: { channels: { webhook: { secret: 'depth' } } } });
-  trpc = http.createServer((req, res) => s.rt.nodeTrpc(req, res));
+  trpc = http.createServer((req, res) => s.rt.nodeApi(req, res));
   await new Promise<void>((r) => trpc.listen(0, '127.0.0.1', r));
   trpcUrl = `http://127.0.0.1:${(trpc.address() as AddressInfo).port}`;
 });

@@ -14,7 +14,7 @@ let base = '';
 beforeAll(async () => {
   s = await startTestServer({ config: { channels: { webhook: { secret: SECRET, dmPolicy: 'open' } } } });
   // Served the way scripts/start.mjs does: only the runtime's node handler, no Next, no node-server routing.
-  srv = http.createServer((req, res) => s.rt.nodeChannels(req, res));
+  srv = http.createServer((req, res) => s.rt.nodeApi(req, res));
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
 });
@@ -28,7 +28,7 @@ const post = async (path: string, body: string, headers: Record<string, string>)
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 };
 
-describe('rt.nodeChannels', () => {
+describe('rt.nodeApi: POST /api/channels', () => {
   it('a signed webhook message is accepted and answered in the peer session; bad signature 401; unknown channel 404', async () => {
     const body = JSON.stringify({ from: 'peer-nc', text: 'hello from the node path', messageId: 'nc-1' });
     const ok = await post('/api/channels/webhook', body, signWebhook(SECRET, body));

@@ -1,17 +1,9 @@
-// A plain node:http server for the gateway's fetch-style handlers: the headless worker and the tests use it (Next serves the app).
+// A plain node:http server for the gateway's routes (server/http/node-routes.ts): the headless worker and the tests use it (Next serves the app).
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { FullRuntime } from '../runtime-types';
-import { routeA2A } from '../a2a/http';
-import { handleEvents, handleMetrics } from './handlers';
-import { handleGatewayNode } from './node-gateway';
-import { channelOf, handleChannelInbound } from './channel-inbound';
-import { serveFetch } from './node-fetch';
-import { handleMcp } from '../mcp-server/http';
-import { handlePushAction } from './push-action';
-import { handleOAuthCallback } from '../mcp/oauth-callback';
-
+import { serveApi } from './node-routes';
 
 export interface Served {
   url: string;
@@ -35,7 +27,8 @@ export async function serve(rt: FullRuntime, o: { host?: string; port?: number }
   const streams = new Set<http.IncomingMessage>();
   let stopping = false;
   const server = http.createServer((req, res) => {
-    const isStream = req.method === 'GET' && !!req.url?.startsWith('/api/gateway/events');
+    // Event streams: the gateway's and the room's (tRPC subscriptions ask for text/event-stream).
+    const isStream = req.method === 'GET' && (!!req.url?.startsWith('/api/gateway/events') || (!!req.url?.startsWith('/api/trpc/') && !!req.headers.accept?.includes('text/event-stream')));
     if (stopping) res.shouldKeepAlive = false;
     if (isStream) {
       if (stopping) {
@@ -53,18 +46,7 @@ export async function serve(rt: FullRuntime, o: { host?: string; port?: number }
         res.once('close', () => c.open--);
       }
     }
-    if (req.method === 'POST' && (req.url === '/api/gateway' || req.url?.startsWith('/api/gateway?'))) return handleGatewayNode(rt, req, res);
-    serveFetch(req, res, async (request) => {
-      const p = new URL(request.url).pathname;
-      if (p === '/api/gateway/events' && req.method === 'GET') return handleEvents(rt, request);
-      if (p === '/api/metrics') return handleMetrics(rt, request);
-      if (p === '/api/health') return Response.json({ status: 'ok' });
-      if (p === '/mcp') return handleMcp(rt, request);
-      if (p === '/api/push/action' && req.method === 'POST') return handlePushAction(rt, request);
-      if (p === '/api/mcp/oauth/callback') return handleOAuthCallback(rt.mcp, request);
-      if (req.method === 'POST' && p.startsWith('/api/channels/')) return handleChannelInbound(rt, channelOf(p), request);
-      return (p.startsWith('/a2a/') ? await routeA2A(rt, request) : null) ?? Response.json({ ok: false, error: { code: 'invalid_request', message: `no route ${req.method} ${p}` } }, { status: 404 });
-    });
+    serveApi(rt, req, res);
   });
   // As `npm start`'s server (scripts/start.mjs). Node's http.Agent and undici keep a socket for a second less than the
   // server's `Keep-Alive: timeout=N` hint, and not at all when that leaves nothing: at 1 s, every request paid a new

@@ -2,8 +2,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ERROR_CODES } from '../errors';
-import { handleLogin } from '../http/login';
-import { serveFetch } from '../http/node-fetch';
 import type { FullRuntime } from '../runtime-types';
 import { caseSeed, type Entry, ENTRIES, type FuzzCase, type FuzzWorld, GENERATORS, makeGen, rng } from './fuzz-cases';
 
@@ -46,14 +44,10 @@ const STREAM_READ_MS = 500;
 const ALLOWED_RPC = new Set([-32700, -32600, -32601, -32602, -32001, -32004, -32009, -32000]);
 const ERROR_SET = new Set<string>(ERROR_CODES);
 
-/** The origin the fuzz needs beside the gateway's: the room's tRPC handler and /login (Next serves both under `npm start`). */
+/** The origin the fuzz needs beside the gateway's: the room's tRPC handler and /login, as `npm start` serves them (rt.nodeApi). */
 export async function serveFront(rt: FullRuntime): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer((req, res) => {
-    if (req.url?.startsWith('/api/trpc/')) return rt.nodeTrpc(req, res);
-    if (req.url === '/login' || req.url?.startsWith('/login?')) {
-      if (req.method !== 'GET') return void res.writeHead(405).end();
-      return serveFetch(req, res, async (r) => handleLogin(r, rt.token));
-    }
+    if (rt.nodeApi(req, res)) return;
     res.writeHead(404).end();
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

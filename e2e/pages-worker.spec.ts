@@ -1,0 +1,34 @@
+// `npm start` renders the room's pages in a worker thread (scripts/pages.mjs): the gateway answers with no page code
+// loaded, the first visit starts the worker, a room left open keeps working on the gateway alone once the worker has
+// stopped for want of page requests, and the next visit starts it again.
+import { expect, test, TOKEN } from './fixtures';
+import { RoomPage } from './pages/room-page';
+
+test('the first page starts the pages worker; an open room works without it; the next page starts it again', async ({ page, request, ownServer }) => {
+  test.setTimeout(90_000);
+  const server = await ownServer({ env: { CROSSTALK_PAGES_IDLE_MS: '2000' }, waitFor: 'gateway' });
+  const call = async () => (await request.post(`${server.origin}/api/gateway`, { headers: { authorization: `Bearer ${TOKEN}` }, data: { jsonrpc: '2.0', id: 1, method: 'agents.list', params: {} } })).json();
+  expect((await call()).result.agents.length).toBeGreaterThan(0);
+  // The room's API is warmed after the start, over loopback with the server's token; no page has been asked for.
+  await expect.poll(() => server.output(), { timeout: 30_000 }).toMatch(/crosstalk: room's API warmed \(HTTP 200, \d+ ms\)/);
+  expect(server.output()).not.toContain('pages ready');
+
+  // Login is the gateway's route: still no page code.
+  expect((await request.get(`${server.origin}/login?token=${TOKEN}`, { maxRedirects: 0 })).status()).toBe(303);
+  expect(server.output()).not.toContain('pages ready');
+  const room = new RoomPage(page);
+  await page.goto(`${server.origin}/login?token=${TOKEN}`); // and its redirect to the room: the first page
+  await room.waitLive();
+  expect(server.output()).toMatch(/crosstalk: pages ready \(Next\.js loaded in a worker thread in \d+ ms\)/);
+
+  // No page asked for in 2 s: the worker stops. The open room talks to the gateway only: a turn still streams in.
+  await expect.poll(() => server.output(), { timeout: 30_000 }).toContain("crosstalk: pages' worker stopped");
+  await room.send('still here');
+  await expect(room.texts('assistant').last()).toHaveText('echo: still here');
+
+  // A reload is a page again: a new worker renders it, with the turn in the transcript.
+  await page.reload();
+  await room.waitLive();
+  await expect(room.texts('assistant').last()).toHaveText('echo: still here');
+  expect(server.output().split("pages' worker stopped").at(-1)).toMatch(/pages ready \(Next\.js loaded in a worker thread/);
+});

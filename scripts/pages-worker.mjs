@@ -1,0 +1,21 @@
+// The room's pages in a worker thread of `npm start`'s process (scripts/pages.mjs): Next renders documents here, off the
+// gateway's event loop, and reads the gateway's API over loopback (lib/trpc/server.tsx). No runtime starts here.
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { parentPort, workerData } from 'node:worker_threads';
+
+const { root, host, port, token, defaultAgentId, api } = workerData;
+// Read by lib/trpc/server.tsx (the page's reads) and instrumentation.ts (which then boots nothing).
+globalThis[Symbol.for('crosstalk.pages')] = { token, defaultAgentId, api };
+
+const t0 = performance.now();
+const require = createRequire(path.join(root, 'package.json'));
+const app = require('next')({ dev: false, dir: root, hostname: host, port });
+const handler = app.getRequestHandler();
+await app.prepare();
+const server = http.createServer((req, res) => handler(req, res));
+server.keepAliveTimeout = 65_000;
+server.listen(0, '127.0.0.1', () => {
+  parentPort.postMessage({ type: 'ready', port: server.address().port, ms: Math.round(performance.now() - t0) });
+});

@@ -1,0 +1,20 @@
+// Types of scripts/pages.mjs (the room's pages in a worker thread of `npm start`), for the TypeScript tests.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+export interface PagesWorker {
+  handle(req: IncomingMessage, res: ServerResponse): void;
+  readonly running: boolean;
+  close(): Promise<number> | undefined;
+}
+
+export function pagesWorker(options: {
+  root: string;
+  host: string;
+  port: number;
+  token: string;
+  defaultAgentId: string;
+  api: () => string;
+  idleMs?: number;
+  workerFile?: URL | string;
+  log?: { log(message: string): void; error(message: string): void };
+}): PagesWorker;
