@@ -13,7 +13,8 @@ export function pagesWorker(options: {
   port: number;
   token: string;
   defaultAgentId: string;
-  api: () => string;
+  /** Answers the worker's query of the room's API as JSON text (runtime.roomQuery). */
+  query: (path: string, input: unknown) => Promise<string>;
   idleMs?: number;
   workerFile?: URL | string;
   log?: { log(message: string): void; error(message: string): void };

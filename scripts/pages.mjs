@@ -1,5 +1,6 @@
 // The room's pages for `npm start`: a worker thread runs Next (scripts/pages-worker.mjs) and this process forwards it
-// every request that is not the gateway's, over loopback. A page's render (~13 ms of React for any session, more on a
+// every request that is not the gateway's, over loopback, and answers its page's reads (queries of the room's API) by
+// message. A page's render (~13 ms of React for any session, more on a
 // first visit) and Next's heap then never hold the gateway's event loop or its collections (issue 24.2).
 import http from 'node:http';
 import { Worker } from 'node:worker_threads';
@@ -12,21 +13,29 @@ const endToEnd = (headers) => Object.fromEntries(Object.entries(headers).filter(
  * The worker starts with the first request for a page and stops once no page was asked for in `idleMs` (default
  * CROSSTALK_PAGES_IDLE_MS, else 5 minutes): a room open in a browser talks to the gateway only (its API and event stream),
  * so Next's ~40 MB are held while people load pages, not while runs stream or the server waits. A first visit after
- * that pays the worker's start (~0.3–0.7 s) in its own thread, not on the gateway's loop. `api()` is the gateway's
- * origin on loopback, known once this process listens. A worker that fails to start answers 502 and the next request
- * tries again; so does one that dies.
+ * that pays the worker's start (~0.3–0.7 s) in its own thread, not on the gateway's loop. `query(path, input)`
+ * answers the worker's reads as JSON text (runtime.roomQuery). A worker that fails to start answers 502 and the next
+ * request tries again; so does one that dies.
  */
-export function pagesWorker({ root, host, port, token, defaultAgentId, api, idleMs = Number(process.env.CROSSTALK_PAGES_IDLE_MS ?? 300_000), workerFile = new URL('./pages-worker.mjs', import.meta.url), log = console }) {
+export function pagesWorker({ root, host, port, token, defaultAgentId, query, idleMs = Number(process.env.CROSSTALK_PAGES_IDLE_MS ?? 300_000), workerFile = new URL('./pages-worker.mjs', import.meta.url), log = console }) {
   let worker = null;
   let ready = null; // the worker's port (and this side's connections to it), once Next is prepared
   let open = 0; // requests waiting for the worker or forwarded to it
   let idleTimer = null;
   const start = () => {
-    const w = new Worker(workerFile, { workerData: { root, host, port, token, defaultAgentId, api: api() } });
+    const w = new Worker(workerFile, { workerData: { root, host, port, token, defaultAgentId } });
     const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
     worker = w;
     ready = new Promise((resolve, reject) => {
-      w.once('message', (m) => {
+      w.on('message', (m) => {
+        if (m?.type === 'query') {
+          const answer = (a) => w.postMessage({ type: 'answer', id: m.id, ...a });
+          return void query(m.path, m.input).then(
+            (json) => answer({ json }),
+            (e) => answer({ error: { message: String(e?.message ?? e), code: e?.code } }),
+          );
+        }
+        if (m?.type !== 'ready') return;
         log.log(`crosstalk: pages ready (Next.js loaded in a worker thread in ${m.ms} ms)`);
         resolve({ port: m.port, agent });
       });

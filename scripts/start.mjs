@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // `npm start`: serves the existing Next build on HOST:PORT, building first only when there is none.
 //
-// The production server runs inside this process (Next's own `next start` code path, loaded
-// in-process) rather than as a child of it: one Node process instead of two saves ~40 MB of RSS
-// and ~100 ms of start (see BENCHMARKS.md). CROSSTALK_START_MODE=spawn runs `next start` as a
+// The production server runs inside this process rather than as a child of it: the gateway on the main thread, Next's
+// own server (its `next start` code path) in a worker thread for the pages (scripts/pages.mjs). One process instead of
+// two saves ~40 MB of RSS and ~100 ms of start (see BENCHMARKS.md). CROSSTALK_START_MODE=spawn runs `next start` as a
 // child instead (signals forwarded); it exists only to compare the two.
 //
 // Secrets in the environment (CROSSTALK_TOKEN, *_API_KEY, DATABASE_URL, …) first make this process re-execute
@@ -90,7 +90,6 @@ if (process.env.CROSSTALK_START_MODE === 'spawn') {
 const WARM_ROOM_MS = Number(process.env.CROSSTALK_WARM_ROOM_MS ?? 1000);
 /** This server from inside its process: a wildcard address is reached on loopback, a named host as it is. */
 const loopbackHost = () => (host === '::' ? '::1' : host === '0.0.0.0' ? '127.0.0.1' : host);
-const inUrl = (h) => (h.includes(':') ? `[${h}]` : h);
 function warmRoom(http, port, token) {
   const t0 = performance.now();
   const req = http.get({ host: loopbackHost(), port, path: '/api/trpc/agents.list', headers: { authorization: `Bearer ${token}` } }, (res) => {
@@ -120,15 +119,15 @@ async function startInProcess() {
   const hook = path.join(root, '.next', 'server', 'instrumentation.js');
   if (fs.existsSync(hook)) await require(hook).register?.();
   const runtime = globalThis[runtimeKey] ? await globalThis[runtimeKey] : null;
-  // Pages: with a runtime, Next runs in a worker thread (scripts/pages.mjs), started by the first request for a page (a
-  // visit, the room's warm-up below), not before: ~0.3 s of mostly synchronous module loading, and then every page's
-  // render, that would hold the gateway's loop. Without one (no hook in the build), Next is loaded here, first, and
+  // Pages: with a runtime, Next runs in a worker thread (scripts/pages.mjs), started by the first request for a page,
+  // not before: ~0.3 s of mostly synchronous module loading, and then every page's render, that would otherwise hold
+  // the gateway's loop. Without one (no hook in the build), Next is loaded here, first, and
   // serves the gateway too; the server is ready only with it.
   let app;
   let pages = null;
   let handle;
   if (runtime) {
-    pages = pagesWorker({ root, host, port, token: runtime.token, defaultAgentId: runtime.config.defaultAgentId, api: () => `http://${inUrl(loopbackHost())}:${boundPort}` });
+    pages = pagesWorker({ root, host, port, token: runtime.token, defaultAgentId: runtime.config.defaultAgentId, query: (p, input) => runtime.roomQuery(p, input) });
     handle = pages.handle;
   } else {
     const t0 = performance.now();
@@ -152,11 +151,9 @@ async function startInProcess() {
     console.error(`crosstalk: cannot listen on ${host}:${port}: ${e.message}`);
     process.exit(1);
   });
-  let boundPort = port;
   server.listen(port, host, () => {
     const addr = server.address();
     const bound = typeof addr === 'object' && addr ? addr.port : port;
-    boundPort = bound;
     console.log(`crosstalk: listening on http://${host}:${bound}${runtime ? '' : ' (runtime not started by instrumentation: gateway served by Next)'}`);
     if (runtime && WARM_ROOM_MS >= 0) setTimeout(() => warmRoom(http, bound, runtime.token), WARM_ROOM_MS).unref();
   });

@@ -140,6 +140,9 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
       serveApi(rt, req, res);
       return true;
     },
+    async roomQuery(path, input) {
+      return (await import('./http/trpc')).roomQuery(rt, path, input);
+    },
     async close() {
       await mcp.stop();
       push.stop();

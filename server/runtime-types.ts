@@ -53,4 +53,6 @@ export interface FullRuntime extends Runtime {
    * servers that route them before the pages (scripts/start.mjs). False, and nothing sent, for any other path.
    */
   nodeApi(req: IncomingMessage, res: ServerResponse): boolean;
+  /** A query of the room's API for the pages' worker (`chat.history`, …), answered as JSON text (server/http/trpc.ts). */
+  roomQuery(path: string, input: unknown): Promise<string>;
 }

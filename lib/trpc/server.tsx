@@ -1,20 +1,22 @@
 // Server-only tRPC access for server components: a per-request query client and an options proxy over the room's API.
-// Under `npm start` pages render in a worker thread of their own (scripts/pages-worker.mjs) and read the API over
-// loopback; elsewhere (`next dev`, tests) the router is called in-process. (Import from server components only.)
+// Under `npm start` pages render in a worker thread of their own (scripts/pages-worker.mjs) and ask the gateway's
+// thread for their reads by message; elsewhere (`next dev`, tests) the router is called in-process. (Import from
+// server components only.)
 import { dehydrate, HydrationBoundary } from '@tanstack/react-query';
-import { createTRPCClient, httpLink } from '@trpc/client';
+import { createTRPCClient, TRPCClientError, type TRPCLink } from '@trpc/client';
+import { observable } from '@trpc/server/observable';
 import { createTRPCOptionsProxy } from '@trpc/tanstack-react-query';
 import type { ReactNode } from 'react';
 import { cache } from 'react';
 import type { AppRouter } from '@/server/trpc/root';
 import { getQueryClient } from './query-client';
 
-/** What the pages' worker is handed by its process (scripts/pages.mjs): no runtime, the gateway's API on loopback. */
+/** What the pages' worker is handed by its process (scripts/pages.mjs): no runtime, the gateway's queries by message. */
 export interface PagesHost {
   token: string;
   defaultAgentId: string;
-  /** The gateway's origin on loopback, e.g. http://127.0.0.1:3000. */
-  api: string;
+  /** A query of the room's API (`chat.history`, …), answered by the gateway's thread (runtime.roomQuery). */
+  query(path: string, input: unknown): Promise<unknown>;
 }
 
 const PAGES = Symbol.for('crosstalk.pages');
@@ -30,6 +32,21 @@ export async function roomHost(): Promise<{ token: string; defaultAgentId: strin
   return { token: runtime.token, defaultAgentId: runtime.config.defaultAgentId };
 }
 
+/** A tRPC link that hands each query to the pages' host (queries only: a page render reads). */
+function messageLink(host: PagesHost): TRPCLink<AppRouter> {
+  return () =>
+    ({ op }) =>
+      observable((observer) => {
+        host.query(op.path, op.input).then(
+          (data) => {
+            observer.next({ result: { type: 'data', data } });
+            observer.complete();
+          },
+          (e: unknown) => observer.error(TRPCClientError.from(e instanceof Error ? e : new Error(String(e)))),
+        );
+      });
+}
+
 /** One query client per server request (React `cache` scopes it to the render). */
 export const getServerQueryClient = cache(getQueryClient);
 
@@ -37,9 +54,9 @@ export const getServerQueryClient = cache(getQueryClient);
 export async function createServerTRPC(headers: Headers) {
   const host = pagesHost();
   if (host) {
-    // The worker checked the visitor's cookie against the token; it reads the API with the token itself. One request
-    // per query: each is a task of its own on the gateway's loop.
-    const client = createTRPCClient<AppRouter>({ links: [httpLink({ url: `${host.api}/api/trpc`, headers: { authorization: `Bearer ${host.token}` } })] });
+    // The worker checked the visitor's cookie against the token. One message per query: each is a task of its own on
+    // the gateway's loop, with no HTTP on either side.
+    const client = createTRPCClient<AppRouter>({ links: [messageLink(host)] });
     return createTRPCOptionsProxy<AppRouter>({ client, queryClient: getServerQueryClient });
   }
   const [{ getRuntime }, { createTRPCContext }, { appRouter }] = await Promise.all([import('@/server/runtime'), import('@/server/trpc/init'), import('@/server/trpc/root')]);

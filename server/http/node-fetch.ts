@@ -2,7 +2,11 @@
 // response streamed back with backpressure, a JSON body gzipped when the client takes it (as Next would).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import { gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { gzip as gzipCb } from 'node:zlib';
+
+// On libuv's thread pool: a room's page of history compressed on the event loop held it 1–3 ms.
+const gzip = promisify(gzipCb);
 
 /** The request as a fetch Request; its signal aborts when the client goes away. */
 function toRequest(req: IncomingMessage, res: ServerResponse): { request: Request; signal: AbortSignal } {
@@ -50,7 +54,7 @@ async function writeResponse(req: IncomingMessage, res: ServerResponse, response
   if (o.gzip && /^application\/json\b/.test(response.headers.get('content-type') ?? '') && !req.headers['trpc-accept']) {
     let body = Buffer.from(await response.arrayBuffer());
     if (body.length >= GZIP_MIN_BYTES && /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''))) {
-      body = gzipSync(body, { level: 4 });
+      body = await gzip(body, { level: 4 });
       headers['content-encoding'] = 'gzip';
       headers.vary = headers.vary ? `${headers.vary}, Accept-Encoding` : 'Accept-Encoding';
     }

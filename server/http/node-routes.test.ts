@@ -72,4 +72,13 @@ describe('runtime.nodeApi', () => {
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
     }
   });
+
+  it("runtime.roomQuery answers the pages' worker a query as JSON text, as the API would, and no mutation", async () => {
+    const viaApi = (await (await fetch(`${base}/api/trpc/agents.list?input=${encodeURIComponent('{}')}`, { headers: auth })).json()) as { result: { data: unknown } };
+    expect(JSON.parse(await s.rt.roomQuery('agents.list', {}))).toEqual(viaApi.result.data);
+    await expect(s.rt.roomQuery('sessions.patch', { key: 'agent:main:main', label: 'x' })).rejects.toThrow('no query sessions.patch');
+    await expect(s.rt.roomQuery('nope.nothing', {})).rejects.toThrow('no query nope.nothing');
+    // Invalid input is refused by the procedure's own validation, as over HTTP.
+    await expect(s.rt.roomQuery('chat.history', { sessionKey: 42 })).rejects.toThrow();
+  });
 });

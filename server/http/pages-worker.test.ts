@@ -6,13 +6,23 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type PagesWorker, pagesWorker } from '../../scripts/pages.mjs';
 
-// A stand-in for scripts/pages-worker.mjs with the same handshake: listens on loopback, posts its port. It answers with
-// what it was handed and what it received, streams /stream in pieces, and exits on /exit.
+// A stand-in for scripts/pages-worker.mjs with the same handshake and the same query messages: listens on loopback,
+// posts its port. It answers with what it was handed and what it received, asks the gateway's thread a query on
+// /query/<path>, streams /stream in pieces, and exits on /exit.
 const WORKER = `
 import http from 'node:http';
 import { parentPort, workerData, threadId } from 'node:worker_threads';
+const waiting = new Map();
+parentPort.on('message', (m) => { if (m.type === 'answer') waiting.get(m.id)(m), waiting.delete(m.id); });
+let id = 0;
 const server = http.createServer((req, res) => {
   if (req.url === '/exit') process.exit(3);
+  if (req.url.startsWith('/query/')) {
+    const q = ++id;
+    waiting.set(q, (m) => res.end(JSON.stringify(m)));
+    parentPort.postMessage({ type: 'query', id: q, path: req.url.slice(7), input: { limit: 2 } });
+    return;
+  }
   if (req.url === '/stream') {
     res.writeHead(200, { 'content-type': 'text/plain' });
     res.write('one,');
@@ -53,8 +63,13 @@ describe('the pages worker (scripts/pages.mjs)', () => {
     await new Promise((r) => server.close(r));
     fs.rmSync(dir, { recursive: true, force: true });
   });
+  // The gateway's side of a query: answers sessions.list with its input, refuses anything else.
+  const query = async (p: string, input: unknown) => {
+    if (p !== 'sessions.list') throw Object.assign(new Error(`no query ${p}`), { code: 'NOT_FOUND' });
+    return JSON.stringify({ sessions: [], input });
+  };
   const make = (idleMs: number) =>
-    pagesWorker({ root: dir, host: '127.0.0.1', port: 3000, token: 'tok', defaultAgentId: 'main', api: () => 'http://127.0.0.1:1', idleMs, workerFile: path.join(dir, 'worker.mjs'), log });
+    pagesWorker({ root: dir, host: '127.0.0.1', port: 3000, token: 'tok', defaultAgentId: 'main', query, idleMs, workerFile: path.join(dir, 'worker.mjs'), log });
   const get = async (p: string, init?: RequestInit) => {
     const res = await fetch(base + p, init);
     return { status: res.status, headers: res.headers, text: await res.text() };
@@ -66,7 +81,7 @@ describe('the pages worker (scripts/pages.mjs)', () => {
     const r = await get('/some/page?x=1', { method: 'POST', body: 'hello', headers: { cookie: 'crosstalk_token=t', 'x-custom': 'yes', connection: 'keep-alive' } });
     expect(r.status).toBe(200);
     const seen = JSON.parse(r.text);
-    expect(seen).toMatchObject({ url: '/some/page?x=1', method: 'POST', body: 'hello', workerData: { token: 'tok', defaultAgentId: 'main', api: 'http://127.0.0.1:1', port: 3000 } });
+    expect(seen).toMatchObject({ url: '/some/page?x=1', method: 'POST', body: 'hello', workerData: { token: 'tok', defaultAgentId: 'main', port: 3000 } });
     expect(seen.headers).toMatchObject({ cookie: 'crosstalk_token=t', 'x-custom': 'yes' });
     // Both cookies come back (an array of set-cookie headers is not folded into one).
     expect(r.headers.getSetCookie()).toEqual(['a=1', 'b=2']);
@@ -74,6 +89,15 @@ describe('the pages worker (scripts/pages.mjs)', () => {
     expect(logs.filter((l) => l.includes('pages ready'))).toHaveLength(1);
     // The same worker answers the next request.
     expect(JSON.parse((await get('/again')).text).threadId).toBe(seen.threadId);
+  });
+
+  it("answers the worker's queries by message, as JSON text, and its refusals as errors", async () => {
+    pages = make(60_000);
+    const ok = JSON.parse((await get('/query/sessions.list')).text);
+    expect(JSON.parse(ok.json)).toEqual({ sessions: [], input: { limit: 2 } });
+    const refused = JSON.parse((await get('/query/sessions.patch')).text);
+    expect(refused.json).toBeUndefined();
+    expect(refused.error).toEqual({ message: 'no query sessions.patch', code: 'NOT_FOUND' });
   });
 
   it('streams an answer as the worker writes it', async () => {

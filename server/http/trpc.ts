@@ -3,7 +3,7 @@
 import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
 import type { Runtime } from '../runtime-types';
 import { createTRPCContext } from '../trpc/init';
-import { appRouter } from '../trpc/root';
+import { appRouter, createCaller } from '../trpc/root';
 import { limitTrpcRequest, TRPC_MAX_BATCH } from './trpc-limits';
 
 /** `runtime`: the one to serve (Next's route hands in the process runtime, getRuntime()). */
@@ -20,4 +20,16 @@ export async function handleTrpc(incoming: Request, runtime: Runtime): Promise<R
       if (error.code === 'INTERNAL_SERVER_ERROR') console.error(`tRPC ${path ?? '?'} failed:`, error.cause ?? error);
     },
   });
+}
+
+/**
+ * One query of the room's API for the pages' worker (scripts/pages.mjs): a page's reads come by message from its own
+ * worker thread, which checked the visitor's cookie, instead of over HTTP. The answer is JSON text, as over HTTP.
+ */
+export async function roomQuery(runtime: Runtime, path: string, input: unknown): Promise<string> {
+  const procedure = (appRouter._def.procedures as unknown as Record<string, { _def: { type: string } } | undefined>)[path];
+  if (procedure?._def.type !== 'query') throw new Error(`no query ${path}`);
+  const caller = createCaller({ runtime, authorized: true }) as unknown as Record<string, Record<string, (input: unknown) => Promise<unknown>>>;
+  const [router, name] = path.split('.') as [string, string];
+  return JSON.stringify(await caller[router]![name]!(input));
 }
