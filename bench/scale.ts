@@ -22,7 +22,7 @@ import { keystrokes } from './lib/room-keys';
 import { ROOM_READY_SCRIPT, type RoomReadyMarks, sessionSwitchScript, type SwitchTimes } from './lib/room-ready';
 import { markWord, PER_SESSION, sessionOf, word } from './lib/scale-seed';
 import { DELIVERIES_PER_KIND, ensureDeliveries, ensureSeeded, type ScaleTarget, scaleTarget, type StoreName, storeQuery } from './lib/scale-store';
-import { scaleSection, type ScaleResult } from './lib/scale-report';
+import { scaleSection, type ScaleResult, type WindowSpread } from './lib/scale-report';
 import { loopWindows } from './lib/loop-windows';
 import { GAP_MS, gapCauses, monoUs, type Span } from './lib/gap-causes';
 import { writeMarked } from './lib/sections';
@@ -50,10 +50,16 @@ const watchdog = setTimeout(() => {
 const p = (xs: number[], q: number) => percentile(xs.filter(Number.isFinite), q);
 
 // ── the event-loop probe's windows ─────────────────────────────────────────
-/** The longest loop gap and the longest garbage-collection pause over [from, to], from one read of the probe's windows. */
-function loopOver(probe: string, pid: number, from: number, to: number): { gap: number; gc: number } {
+/**
+ * The longest loop gap and the longest garbage-collection pause over [from, to], from one read of the probe's windows;
+ * and how the windows spread (a phase's longest gap is one window of hundreds, and moves from run to run): how many,
+ * how many over 20 ms (of them with a GC pause over 10 ms), the 99th percentile of their longest gaps.
+ */
+function loopOver(probe: string, pid: number, from: number, to: number): { gap: number; gc: number; spread: WindowSpread } {
   const ws = loopWindows(probe, { from, to: to + 150, exceptPid: pid });
-  return { gap: ws.length ? Math.max(...ws.map((w) => w.max)) : NaN, gc: Math.max(0, ...ws.map((w) => w.gc ?? 0)) };
+  const over = ws.filter((w) => w.max > 20);
+  const spread = { windows: ws.length, over20: over.length, over20gc: over.filter((w) => (w.gc ?? 0) > 10).length, p99: p(ws.map((w) => w.max), 99) };
+  return { gap: ws.length ? Math.max(...ws.map((w) => w.max)) : NaN, gc: Math.max(0, ...ws.map((w) => w.gc ?? 0)), spread };
 }
 
 // ── browser measurements (as bench/room.ts) ───────────────────────────────────
@@ -119,7 +125,7 @@ async function measure(t: ScaleTarget): Promise<ScaleResult> {
   await afterWarm(server); // the phases measure steady state: the room's one-time warm-up is over
   const pid = server.pid;
   const rpc = new RpcClient({ baseUrl: server.baseUrl, token: TOKEN, timeoutMs: 60_000 });
-  const r: ScaleResult = { store: t.store, sessions: t.sessions, messages: t.sessions * PER_SESSION, seededS: seeded.seededS, startS, rpc: {}, loop: {}, loopGc: {}, room: {}, checks: {}, machine: machineInfo() };
+  const r: ScaleResult = { store: t.store, sessions: t.sessions, messages: t.sessions * PER_SESSION, seededS: seeded.seededS, startS, rpc: {}, loop: {}, loopGc: {}, loopSpread: {}, room: {}, checks: {}, machine: machineInfo() };
   const spans: Span[] = [];
   const phase = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
     const from = Date.now();
@@ -127,7 +133,7 @@ async function measure(t: ScaleTarget): Promise<ScaleResult> {
     const v = await fn();
     await sleep(250);
     spans.push({ name, fromUs, toUs: monoUs() });
-    ({ gap: r.loop[name], gc: r.loopGc![name] } = loopOver(probe, pid, from, Date.now()));
+    ({ gap: r.loop[name], gc: r.loopGc![name], spread: r.loopSpread![name]! } = loopOver(probe, pid, from, Date.now()));
     return v;
   };
   try {
@@ -233,7 +239,7 @@ async function measure(t: ScaleTarget): Promise<ScaleResult> {
       await page.evaluate(sessionSwitchScript(keys[0]!));
       const keyTimes = await phase('keystrokes (50 streaming)', () => keystrokes(page, SAMPLES.keys));
       const searchLoaded = await phase('sessions.search (50 streaming)', () => timeRpc(rpc, SAMPLES.search, (i) => rpc.call('sessions.search', { query: searchQuery(i + 1), limit: 20 })));
-      ({ gap: r.loop['all of the streaming phase'], gc: r.loopGc!['all of the streaming phase'] } = loopOver(probe, pid, loadFrom, Date.now()));
+      ({ gap: r.loop['all of the streaming phase'], gc: r.loopGc!['all of the streaming phase'], spread: r.loopSpread!['all of the streaming phase']! } = loopOver(probe, pid, loadFrom, Date.now()));
       r.room = { loads, switches, keys: keyTimes, boards, searchLoaded };
       r.runs = await load.stop();
       // The sidebar's counts against the store, once the streams are still (a fresh page).

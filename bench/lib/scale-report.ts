@@ -2,6 +2,14 @@
 import type { BenchResults } from './report';
 import { percentile } from './stats';
 
+/** A phase's loop windows: how many, how many with a gap over 20 ms (and of them with a GC pause over 10 ms), p99. */
+export interface WindowSpread {
+  windows: number;
+  over20: number;
+  over20gc: number;
+  p99: number;
+}
+
 export interface ScaleResult {
   store: 'sqlite' | 'postgres';
   sessions: number;
@@ -15,6 +23,8 @@ export interface ScaleResult {
   loop: Record<string, number>;
   /** The longest garbage-collection pause (ms) in each phase: how much of its longest gap V8 made. */
   loopGc?: Record<string, number>;
+  /** Per phase, how the probe's 100 ms windows spread (bench/scale.ts loopOver). */
+  loopSpread?: Record<string, WindowSpread>;
   room: Record<string, number[]>;
   checks: Record<string, string>;
   runs?: number;

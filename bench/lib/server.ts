@@ -65,12 +65,12 @@ export interface ServerHandle {
   stop(): Promise<void>;
 }
 
-/** Spawns `node scripts/start.mjs` and polls an authorized `agents.list` until it answers. */
 /** Server settings a bench passes on from its own environment: an A/B of the SQLite loop share (server/store/loop-share.ts). */
 export function benchEnv(): Record<string, string> {
   return process.env.CROSSTALK_SQLITE_TURN_MS ? { CROSSTALK_SQLITE_TURN_MS: process.env.CROSSTALK_SQLITE_TURN_MS } : {};
 }
 
+/** Spawns `node scripts/start.mjs` and polls an authorized `agents.list` until it answers. */
 export async function startServer(opts: StartOptions): Promise<ServerHandle> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
