@@ -1,7 +1,7 @@
 // The room's pages for `npm start`: a worker thread runs Next (scripts/pages-worker.mjs) and this process forwards it
 // every request that is not the gateway's, over loopback, and answers its page's reads (queries of the room's API) by
-// message. A page's render (~13 ms of React for any session, more on a
-// first visit) and Next's heap then never hold the gateway's event loop or its collections (issue 24.2).
+// message. A page's render (5–13 ms of React for any session, far more on a first visit) and Next's heap then never
+// hold the gateway's event loop or its collections (issue 24.2).
 import http from 'node:http';
 import { Worker } from 'node:worker_threads';
 
@@ -13,7 +13,7 @@ const endToEnd = (headers) => Object.fromEntries(Object.entries(headers).filter(
  * The worker starts with the first request for a page and stops once no page was asked for in `idleMs` (default
  * CROSSTALK_PAGES_IDLE_MS, else 5 minutes): a room open in a browser talks to the gateway only (its API and event stream),
  * so Next's ~40 MB are held while people load pages, not while runs stream or the server waits. A first visit after
- * that pays the worker's start (~0.3–0.7 s) in its own thread, not on the gateway's loop. `query(path, input)`
+ * that pays the worker's start (~0.3–1 s) in its own thread, not on the gateway's loop. `query(path, input)`
  * answers the worker's reads as JSON text (runtime.roomQuery). A worker that fails to start answers 502 and the next
  * request tries again; so does one that dies.
  */
