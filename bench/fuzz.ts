@@ -6,7 +6,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { startTestServer, TEST_TOKEN } from '../server/testing/harness';
-import { describeFailures, type Entry, ENTRIES, runFuzz, serveFront } from '../server/testing/fuzz';
+import { describeFailures, type Entry, ENTRIES, runFuzz } from '../server/testing/fuzz';
 import { fuzzConfig, fuzzWorld } from '../server/testing/fuzz-world';
 import { markedBlock, writeMarked } from './lib/sections';
 import { repoRoot } from './lib/server';
@@ -20,14 +20,13 @@ const SEED = Number(arg('seed') ?? process.env.FUZZ_SEED ?? Math.floor(Math.rand
 const log = (m: string) => console.log(`[bench:fuzz] ${m}`);
 
 const s = await startTestServer({ config: fuzzConfig });
-const front = await serveFront(s.rt);
 const world = fuzzWorld(TEST_TOKEN);
 log(`seed ${SEED}, ${CASES} cases per entry point, store ${s.rt.store.dialect}`);
 const rows: string[] = [];
 let failed = 0;
 const started = Date.now();
 for (const entry of ENTRIES) {
-  const r = await runFuzz({ url: s.url, frontUrl: front.url, world, seed: SEED, counts: { [entry]: CASES } as Partial<Record<Entry, number>>, width: 8, timeoutMs: 30_000 });
+  const r = await runFuzz({ url: s.url, world, seed: SEED, counts: { [entry]: CASES } as Partial<Record<Entry, number>>, width: 8, timeoutMs: 30_000 });
   let alive = true;
   try {
     await s.rpc('status', {});
@@ -40,7 +39,6 @@ for (const entry of ENTRIES) {
   if (r.failures.length) console.error(describeFailures(r, 50));
   rows.push(`| ${entry} | ${r.tried[entry]} | ${(r.ms / 1000).toFixed(1)} | ${r.failures.length} | ${alive ? 'yes' : '**no**'} | ${statuses} |`);
 }
-await front.close();
 await s.close();
 const total = ((Date.now() - started) / 1000).toFixed(0);
 log(failed ? `${failed} failures (seed ${SEED})` : `no failures in ${total} s (seed ${SEED})`);

@@ -2,9 +2,8 @@
 import { Room } from '@/components/room/room';
 import { RoomProviders } from '@/components/room/room-providers';
 import { LoginHint } from '@/components/status/login-hint';
-import { inTurns } from '@/lib/room/in-turns';
 import { historyInput, historyPaging, sessionsListInput, sessionsPaging } from '@/lib/room/queries';
-import { createServerTRPC, getServerQueryClient, HydrateClient, pagesHost, roomHost } from '@/lib/trpc/server';
+import { createServerTRPC, getServerQueryClient, HydrateClient, prefetchAll, roomHost } from '@/lib/trpc/server';
 import { isAuthorized } from '@/server/auth';
 import { sessionKeySchema } from '@/server/gateway/schemas';
 import { headers } from 'next/headers';
@@ -28,18 +27,13 @@ export default async function WorkspacePage({ searchParams }: { searchParams: Se
   // (Failures are left to the browser's own fetch, e.g. a session with no row yet.)
   const trpc = await createServerTRPC(requestHeaders);
   const qc = getServerQueryClient();
-  const reads = [
+  await prefetchAll([
     () => qc.prefetchQuery(trpc.agents.list.queryOptions({})),
     () => qc.prefetchInfiniteQuery(trpc.sessions.list.infiniteQueryOptions(sessionsListInput, sessionsPaging)),
     () => qc.prefetchQuery(trpc.approvals.list.queryOptions({ sessionKey })),
     () => qc.prefetchQuery(trpc.status.get.queryOptions(undefined)),
     () => qc.prefetchInfiniteQuery(trpc.chat.history.infiniteQueryOptions(historyInput(sessionKey), historyPaging)),
-  ];
-  // In the pages' worker the reads are requests to the gateway, each a task of its own there: all at once. In the
-  // gateway's own process each read in a task of its own, and the render after them in another: the runs streaming
-  // meanwhile get the loop between the pieces of the page's server work (one 15–35 ms task before).
-  if (pagesHost()) await Promise.all(reads.map((read) => read()));
-  else await inTurns(reads);
+  ]);
 
   return (
     <RoomProviders init={{ selectedSessionKey: sessionKey, defaultSessionKey }}>

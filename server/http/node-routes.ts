@@ -21,6 +21,9 @@ export function isApiPath(url: string | undefined): boolean {
   return p.startsWith('/api/') || p.startsWith('/a2a/') || p === '/mcp' || p === '/login';
 }
 
+/** Never documents: nothing may frame them or load anything from them. */
+const API_HEADERS: ReadonlyArray<[string, string]> = [...Object.entries(FRAME_HEADERS), ['Content-Security-Policy', NON_DOCUMENT_CSP]];
+
 const refusal = (status: number, message: string) => Response.json({ ok: false, error: { code: 'invalid_request', message } }, { status });
 const notFound = (method: string, p: string) => refusal(404, `no route ${method} ${p}`);
 /** A path served for other methods only: 405, as Next's routes answer it. */
@@ -33,9 +36,7 @@ const wrongMethod = (method: string, p: string) => refusal(405, `${method} is no
 export function serveApi(rt: FullRuntime, req: IncomingMessage, res: ServerResponse): void {
   const method = req.method ?? 'GET';
   const p = pathOf(req.url);
-  // Never documents: nothing may frame them or load anything from them.
-  for (const [k, v] of Object.entries(FRAME_HEADERS)) res.setHeader(k, v);
-  res.setHeader('Content-Security-Policy', NON_DOCUMENT_CSP);
+  for (const [k, v] of API_HEADERS) res.setHeader(k, v);
   if (p === '/api/gateway' && method === 'POST') return handleGatewayNode(rt, req, res);
   if (p.startsWith('/api/trpc/')) return serveFetch(req, res, async (r) => (await import('./trpc')).handleTrpc(r, rt), { gzip: true });
   serveFetch(req, res, async (request) => {

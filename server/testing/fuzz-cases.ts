@@ -9,9 +9,8 @@ export type Entry = (typeof ENTRIES)[number];
 export interface FuzzCase {
   entry: Entry;
   method: 'GET' | 'POST' | 'DELETE' | 'PUT';
-  /** Path and query string, on the gateway's origin (`front`: the origin serving tRPC and /login). */
+  /** Path and query string, on the gateway's origin. */
   path: string;
-  front?: boolean;
   headers: Record<string, string>;
   body?: string | Buffer;
 }
@@ -167,9 +166,9 @@ export function trpcCase(g: Gen, w: FuzzWorld): FuzzCase {
     const raw = g.int(6) === 0 ? g.pick(['%', '%E0%A4%A', '{', 'undefined', '%7B%22a%22']) : enc(inputText());
     // Keep the URL under node's header limit most of the time (a longer one is a 431, also fine).
     const q = `${batch ? 'batch=1&' : ''}input=${raw.length > 12_000 && g.int(4) ? raw.slice(0, 12_000) : raw}${g.int(5) === 0 ? `&lastEventId=${enc(String(g.value()))}` : ''}`;
-    return { entry: 'trpc', method: 'GET', path: `${path}?${q}`, front: true, headers };
+    return { entry: 'trpc', method: 'GET', path: `${path}?${q}`, headers };
   }
-  return { entry: 'trpc', method: 'POST', path: `${path}${batch ? '?batch=1' : ''}`, front: true, headers, body: g.int(30) === 0 ? g.hugeText() : g.encode(inputText()) };
+  return { entry: 'trpc', method: 'POST', path: `${path}${batch ? '?batch=1' : ''}`, headers, body: g.int(30) === 0 ? g.hugeText() : g.encode(inputText()) };
 }
 
 export function a2aCase(g: Gen, w: FuzzWorld): FuzzCase {
@@ -257,7 +256,7 @@ export function loginCase(g: Gen, w: FuzzWorld): FuzzCase {
     () => enc(w.token) + '&token=' + enc(String(g.value())),
   ])();
   const query = g.int(10) === 0 ? g.pick(['', '?', '?token', '?=&&=', '?token[]=x', `?%74oken=${token}`]) : `?token=${token}`;
-  return { entry: 'login', method: g.int(15) === 0 ? 'POST' : 'GET', path: `/login${query}`, front: true, headers: g.int(4) === 0 ? { 'x-forwarded-proto': g.pick(['https', 'http', 'x']), host: g.pick(['127.0.0.1', 'evil.example', '']) } : {} };
+  return { entry: 'login', method: g.int(15) === 0 ? 'POST' : 'GET', path: `/login${query}`, headers: g.int(4) === 0 ? { 'x-forwarded-proto': g.pick(['https', 'http', 'x']), host: g.pick(['127.0.0.1', 'evil.example', '']) } : {} };
 }
 
 export function sseCase(g: Gen, w: FuzzWorld): FuzzCase {

@@ -1,6 +1,5 @@
 // The fuzz runner over every entry point (the test's short seeded run and bench/fuzz.ts's long one): no 5xx, no `internal`, no hang, still serving.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ERROR_CODES } from '../errors';
 import type { FullRuntime } from '../runtime-types';
 import { caseSeed, type Entry, ENTRIES, type FuzzCase, type FuzzWorld, GENERATORS, makeGen, rng } from './fuzz-cases';
@@ -8,9 +7,8 @@ import { caseSeed, type Entry, ENTRIES, type FuzzCase, type FuzzWorld, GENERATOR
 export { ENTRIES, type Entry } from './fuzz-cases';
 
 export interface FuzzOptions {
-  /** The gateway's origin (node-server: JSON-RPC, SSE, A2A, MCP, channels) and the origin serving tRPC and /login. */
+  /** The gateway's origin (server/http/node-routes.ts: JSON-RPC, SSE, tRPC, A2A, MCP, channels, /login). */
   url: string;
-  frontUrl: string;
   world: FuzzWorld;
   seed: number;
   counts: Partial<Record<Entry, number>>;
@@ -43,19 +41,6 @@ export interface FuzzReport {
 const STREAM_READ_MS = 500;
 const ALLOWED_RPC = new Set([-32700, -32600, -32601, -32602, -32001, -32004, -32009, -32000]);
 const ERROR_SET = new Set<string>(ERROR_CODES);
-
-/** The origin the fuzz needs beside the gateway's: the room's tRPC handler and /login, as `npm start` serves them (rt.nodeApi). */
-export async function serveFront(rt: FullRuntime): Promise<{ url: string; close(): Promise<void> }> {
-  const server = http.createServer((req, res) => {
-    if (rt.nodeApi(req, res)) return;
-    res.writeHead(404).end();
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
-  };
-}
 
 interface Answer {
   status: number;
@@ -169,7 +154,7 @@ export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
       while (next < jobs.length) {
         const { entry, index } = jobs[next++]!;
         const c = GENERATORS[entry](makeGen(rng(caseSeed(o.seed, entry, index))), o.world);
-        const a = await send(c.front ? o.frontUrl : o.url, c, o.timeoutMs ?? 15_000);
+        const a = await send(o.url, c, o.timeoutMs ?? 15_000);
         if (a === 'client-refused') continue;
         tried[entry]++;
         const key = `${entry} ${a === 'hang' ? 'hang' : a.status}`;
