@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { tmpDataDir } from '../testing/harness';
 import { openDatabase, type DbHandle } from './db';
 import { RANK_WINDOW, MAX_PREFIX_TERMS } from './search';
-import { SqliteSearchIndexer } from './search-indexer';
+import { MERGE_PAGES, SqliteSearchIndexer } from './search-indexer';
 import type { SqliteSearchQuery } from './search-sqlite';
 
 const q = (query: string): SqliteSearchQuery => ({ terms: query.split(' '), limit: 50, offset: 0, window: RANK_WINDOW, maxExpansion: MAX_PREFIX_TERMS, scanTerms: 20_000, snippetWords: 16 });
@@ -77,5 +77,28 @@ describe('SQLite search index in batches', () => {
     const { h: again } = await open(dataDir);
     await vi.waitFor(async () => expect((await indexedIds(again)).at(-1)).toBe(more), { timeout: 5_000, interval: 50 });
     expect(await keysOf(again, 'wallaby')).toHaveLength(26);
+  });
+
+  it('merges the index in steps of MERGE_PAGES pages owed by its batches, never inside a write (FTS5 automerge off)', async () => {
+    const { h } = await open();
+    h.searchIndexer!.close(); // this test's indexer alone
+    const raw = h.sqlite!;
+    expect(raw.prepare(`select v from messages_fts_config where k = 'automerge'`).pluck().get()).toBe(0);
+    const own = new SqliteSearchIndexer(raw, h.db, { batch: 4 });
+    const insertRow = raw.prepare(`insert into messages (session_key, role, kind, content, created_at, author_type, author_id)
+      values ('agent:main:m', 'user', 'message', ?, '2026-01-01T00:00:00.000Z', 'user', 'user')`);
+    const pages = raw.prepare('select id from messages_fts_data').pluck();
+    let most = 0;
+    for (let b = 0; b < 400; b++) {
+      for (let i = 0; i < 4; i++) insertRow.run(Array.from({ length: 60 }, (_, k) => `w${(b * 37 + i * 11 + k * 7) % 3000}`).join(' '));
+      const before = new Set(pages.all());
+      await own.tick(); // one batch (its segment), then the merge step it owes
+      most = Math.max(most, (pages.all() as number[]).filter((p) => !before.has(p)).length);
+    }
+    // A batch's own segment is 1–3 pages here. With FTS5's own merging a batch wrote 50 pages now and then (64 a level
+    // at 10,000,000 messages); with no merging at all the segments pile up to FTS5's crisis merge (10 here).
+    const segments = raw.prepare('select count(distinct segid) from messages_fts_idx').pluck().get() as number;
+    expect({ mostPagesInOneBatch: most <= MERGE_PAGES + 8, segments: segments <= 6 }).toEqual({ mostPagesInOneBatch: true, segments: true });
+    expect((await h.sqliteSearch!.search(q('w42'))).length).toBeGreaterThan(0);
   });
 });
