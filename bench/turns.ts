@@ -283,6 +283,9 @@ async function main() {
         await (await fetch(`${h.baseUrl}/`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
         await sleep(1500);
         (results.pagesRssKb ??= []).push(h.rss().totalKb);
+        // Idle again: V8's memory reducer gives back the page's garbage in both heaps some seconds after the last request.
+        await sleep(8500);
+        (results.pagesSettledRssKb ??= []).push(h.rss().totalKb);
         log(`start ${i + 1}: ready in ${h.readyMs.toFixed(0)} ms, idle ${(h.rss().totalKb / 1024).toFixed(0)} MB`);
         await stop(h);
       }
