@@ -16,7 +16,7 @@ import { pagesWorker } from './pages.mjs';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
-import { createRequire } from 'node:module';
+import module, { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -24,6 +24,10 @@ await launchWithoutSecrets();
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(path.join(root, 'package.json'));
+// Node's compile cache (V8's code cache of every module this process compiles, kept beside the build): a start after
+// the first one loads the gateway's modules without compiling them again (issue 24.5, BENCHMARKS.md 'Stop 44'). It is
+// written after the warm-up (below) and at exit; NODE_DISABLE_COMPILE_CACHE=1 turns it off.
+const compileCache = module.enableCompileCache?.(path.join(root, '.next', 'cache', 'node-compile-cache'));
 const nextBin = path.join(root, 'node_modules', 'next', 'dist', 'bin', 'next');
 
 process.env.NEXT_TELEMETRY_DISABLED = '1';
@@ -94,7 +98,10 @@ function warmRoom(http, port, token) {
   const t0 = performance.now();
   const req = http.get({ host: loopbackHost(), port, path: '/api/trpc/agents.list', headers: { authorization: `Bearer ${token}` } }, (res) => {
     res.resume();
-    res.on('end', () => console.log(`crosstalk: room's API warmed (HTTP ${res.statusCode}, ${Math.round(performance.now() - t0)} ms)`));
+    res.on('end', () => {
+      console.log(`crosstalk: room's API warmed (HTTP ${res.statusCode}, ${Math.round(performance.now() - t0)} ms)`);
+      if (compileCache?.status === module.constants.compileCacheStatus.ENABLED) module.flushCompileCache?.();
+    });
   });
   req.on('error', (e) => console.log(`crosstalk: room's API not warmed (${e.message}); its first request loads it`));
 }

@@ -1,0 +1,58 @@
+// `npm start` keeps Node's compile cache beside the build (.next/cache/node-compile-cache): the first start writes
+// it after its warm-up, so a start after one killed hard still finds it, and loads the gateway's modules from it.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect, test, TOKEN } from './fixtures';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const CACHE = path.join(ROOT, '.next', 'cache', 'node-compile-cache');
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Starts `node scripts/start.mjs` with Node's compile cache tracing on, until its output matches `until`; then SIGKILL (nothing written at exit). All it printed. */
+async function startUntil(dataDir: string, until: RegExp): Promise<string> {
+  const child = spawn(process.execPath, ['scripts/start.mjs'], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: String(await freePort()), HOST: '127.0.0.1', CROSSTALK_TOKEN: TOKEN, CROSSTALK_DATA_DIR: dataDir, CROSSTALK_WORKSPACES: `${dataDir}-ws`, NODE_DEBUG_NATIVE: 'COMPILE_CACHE', CROSSTALK_WARM_ROOM_MS: '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+  try {
+    await expect.poll(() => until.test(out), { timeout: 60_000 }).toBe(true);
+  } finally {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+  }
+  return out;
+}
+
+test("a start after the first loads the gateway's modules from Node's compile cache, written after the warm-up", async () => {
+  test.setTimeout(120_000);
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'crosstalk-e2e-cache-'));
+  try {
+    fs.rmSync(CACHE, { recursive: true, force: true });
+    // The first start compiles everything and writes the cache once the room's API is warmed, then dies unannounced.
+    const first = await startUntil(dataDir, /room's API warmed[^\n]*\n[\s\S]*writing cache for CommonJS [^\n]*instrumentation\.js/);
+    expect(first).not.toMatch(/V8 code cache for CommonJS \S*\.next\/server\/instrumentation\.js was accepted/);
+    // The next start reads the build's modules from it.
+    const second = await startUntil(dataDir, /crosstalk: listening on/);
+    expect(second).toMatch(/V8 code cache for CommonJS \S*\.next\/server\/instrumentation\.js was accepted/);
+    expect(second).toMatch(/V8 code cache for CommonJS \S*\.next\/server\/chunks\/\S+ was accepted/);
+  } finally {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    fs.rmSync(`${dataDir}-ws`, { recursive: true, force: true });
+  }
+});
