@@ -45,7 +45,7 @@ export class SqliteSearchIndexer {
   constructor(
     raw: BetterSqlite3.Database,
     private readonly db: Kysely<Database>,
-    private readonly opts: { everyMs?: number; batch?: number } = {},
+    private readonly opts: { everyMs?: number; batch?: number; budgetMs?: number } = {},
   ) {
     // The next batch: the newest id indexed, and the last of the (at most `batch`) messages after it (null: none).
     this.next = raw.prepare('select upto, (select max(id) from (select id from messages where id > upto order by id limit ?)) as last from search_indexed');
@@ -97,7 +97,7 @@ export class SqliteSearchIndexer {
     this.ticking = true;
     let more = false;
     return this.locked(() => {
-      const until = performance.now() + TICK_BUDGET_MS;
+      const until = performance.now() + (this.opts.budgetMs ?? TICK_BUDGET_MS);
       do more = this.step() || this.payMerge();
       while (more && performance.now() < until);
     })
