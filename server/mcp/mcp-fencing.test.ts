@@ -24,11 +24,17 @@ async function endedRun(key: string): Promise<McpCallInfo> {
   return { runId: r.runId, sessionKey: key, callId: 'call_mcp', tool: 'ask', signal: new AbortController().signal };
 }
 
+/**
+ * Another process takes the session over: a new epoch and that process as its owner (so this process's orphan sweep,
+ * which claims unowned sessions with unfinished runs, cannot claim it back under a fresh fence meanwhile).
+ */
+const takeOver = (key: string) => sql`update sessions set epoch = nextval('session_epochs'), owner = 'another-process' where key = ${key}`.execute(s.rt.store.db);
+
 /** This process held the session's lease, then another process took it over (a new epoch): its fence is stale. */
 async function takenOver(key: string): Promise<void> {
   const { store } = s.rt;
   store.setFence(key, Number((await store.getSession(key))!.epoch));
-  await sql`update sessions set epoch = nextval('session_epochs') where key = ${key}`.execute(store.db);
+  await takeOver(key);
 }
 
 function oauthFor(call: McpCallInfo): McpOAuth {
@@ -81,7 +87,7 @@ describe.skipIf(!onPostgresPass())('PostgreSQL: an MCP call’s status writes un
       expect((await store.getRun(call.runId))!.status).toBe('waiting_approval');
       const [item] = await store.pendingApprovals({ runId: call.runId });
       // Another process takes the session over and ends the run; then the person declines the item.
-      await sql`update sessions set epoch = nextval('session_epochs') where key = ${key}`.execute(store.db);
+      await takeOver(key);
       await store.updateRun(call.runId, { status: ended });
       expect(await store.settleApproval(item!.id, 'denied', 'decline', 'no')).toBeTruthy();
       await expect(oauth.waitAuthorized()).rejects.toThrow(/declined/);
