@@ -2,22 +2,14 @@
 // it after its warm-up, so a start after one killed hard still finds it, and loads the gateway's modules from it.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, test, TOKEN } from './fixtures';
+import { freePort } from './support/server-process';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CACHE = path.join(ROOT, '.next', 'cache', 'node-compile-cache');
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** Starts `node scripts/start.mjs` with Node's compile cache tracing on, until its output matches `until`, `thenMs` more; then SIGKILL (nothing written at exit). All it printed. */
 async function startUntil(dataDir: string, until: RegExp, thenMs = 0): Promise<string> {

@@ -27,7 +27,7 @@ const require = createRequire(path.join(root, 'package.json'));
 // Node's compile cache (V8's code cache of every module this process compiles, kept beside the build): a start after
 // the first one loads the gateway's modules without compiling them again (issue 24.5, BENCHMARKS.md 'Stop 44'). It is
 // written after the warm-up (below) and at exit; NODE_DISABLE_COMPILE_CACHE=1 turns it off.
-const compileCache = module.enableCompileCache?.(path.join(root, '.next', 'cache', 'node-compile-cache'));
+module.enableCompileCache?.(path.join(root, '.next', 'cache', 'node-compile-cache'));
 const nextBin = path.join(root, 'node_modules', 'next', 'dist', 'bin', 'next');
 
 process.env.NEXT_TELEMETRY_DISABLED = '1';
@@ -100,7 +100,7 @@ function warmRoom(http, port, token) {
     res.resume();
     res.on('end', () => {
       console.log(`crosstalk: room's API warmed (HTTP ${res.statusCode}, ${Math.round(performance.now() - t0)} ms)`);
-      if (compileCache?.status === module.constants.compileCacheStatus.ENABLED) module.flushCompileCache?.();
+      module.flushCompileCache?.(); // nothing to write when the cache is off
     });
   });
   req.on('error', (e) => console.log(`crosstalk: room's API not warmed (${e.message}); its first request loads it`));
