@@ -194,17 +194,18 @@ export class EventBus {
     for (let i = 0; i < events.length; i++) {
       const w = ids[i];
       if (!w) continue;
+      const e = events[i]!;
       const cursor: EventCursor = w.tx === undefined ? { id: w.id } : { id: w.id, tx: BigInt(w.tx) };
-      const kept = this.written.get(events[i]!.runId);
+      const kept = this.written.get(e.runId);
       if (kept) {
-        if (kept.events.length >= KEEP_PER_RUN) this.written.set(events[i]!.runId, null);
+        if (kept.events.length >= KEEP_PER_RUN) this.written.set(e.runId, null);
         else {
-          kept.events.push(events[i]!);
+          kept.events.push(e);
           kept.ids.push(w);
         }
       }
-      const { epoch: _epoch, ...rest } = events[i]!;
-      const ev: AgentEvent = { id: w.id, ...rest, cursor: encodeEventCursor(cursor) };
+      // The event without its fence (`epoch`), in one object (the keys in the order emit and prepare give them).
+      const ev: AgentEvent = { id: w.id, runId: e.runId, seq: e.seq, stream: e.stream, ts: e.ts, sessionKey: e.sessionKey, data: e.data, cursor: encodeEventCursor(cursor) };
       this.notifyListeners(ev);
       if (!this.feed) this.fanOut(ev, cursor);
     }

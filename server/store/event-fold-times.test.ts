@@ -60,3 +60,43 @@ describe('folded delta times', () => {
   });
 });
 
+
+describe('a whole run log in hand', () => {
+  // `wholeRunLog` gives a plain delta's text without writing its data as JSON; the folds must be those of the same
+  // rows as the store gives them back (data as JSON text), for every shape of data that JSON writes alike or not.
+  const ts = '2026-11-27T10:00:00.000Z';
+  class Delta {
+    constructor(readonly delta: string) {}
+  }
+  const shapes: unknown[] = [
+    { delta: 'a' },
+    { delta: 'b', extra: undefined },
+    { delta: 'c', extra: 1 },
+    { delta: 5 },
+    { text: 'd' },
+    Object.assign(Object.create(null), { delta: 'e' }),
+    new Delta('f'),
+    { delta: 'g' },
+    { delta: '' },
+    { delta: 'h', toJSON: () => ({ delta: 'x' }) },
+    { delta: 'i' },
+    { delta: 'j' },
+  ];
+  it('folds as the same rows read back from the store do', () => {
+    const ev: Ev[] = [{ runId: 'r', seq: 1, stream: 'lifecycle', ts, sessionKey: 'k', data: { phase: 'start' } }];
+    for (const data of shapes) ev.push({ runId: 'r', seq: ev.length + 1, stream: 'assistant', ts, sessionKey: 'k', data });
+    ev.push({ runId: 'r', seq: ev.length + 1, stream: 'tool', ts, sessionKey: 'k', data: { delta: 'not text' } });
+    ev.push({ runId: 'r', seq: ev.length + 1, stream: 'assistant', ts, sessionKey: 'k', data: { delta: 'k' } });
+    ev.push({ runId: 'r', seq: ev.length + 1, stream: 'assistant', ts, sessionKey: 'k', data: { delta: 'l' } });
+    ev.push({ runId: 'r', seq: ev.length + 1, stream: 'lifecycle', ts, sessionKey: 'k', data: { phase: 'end' } });
+    const inHand = wholeRunLog('r', ev, ev.map((_, i) => ({ id: 100 + i })))!;
+    const stored = ev.map((e, i) => ({ id: 100 + i, run_id: e.runId, seq: e.seq, stream: e.stream, ts: e.ts, session_key: e.sessionKey, data: JSON.stringify(e.data), fold_id: null }));
+    const steps = foldSteps(inHand);
+    expect(steps).toEqual(foldSteps(stored));
+    // Folded: a–b (`extra: undefined` is not written); e–j, whatever the object, as JSON writes them (h's toJSON
+    // writes `{"delta":"x"}`); k–l.
+    expect(steps.map((s) => (JSON.parse(s.data) as Array<[number, number, string]>).map((e) => e[2]).join(''))).toEqual(['ab', 'efgxij', 'kl']);
+    // The plain deltas were not written as JSON to be parsed back.
+    expect(inHand.filter((r) => r.data === '').map((r) => r.delta)).toEqual(['a', 'b', 'g', '', 'i', 'j', 'k', 'l']);
+  });
+});

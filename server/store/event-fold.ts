@@ -25,6 +25,8 @@ export interface StoredRow extends EventFields {
   fold_tx?: string | null;
   xmin?: string;
   b?: number | string;
+  /** A row built from an event in hand (`wholeRunLog`) whose data is a plain delta: its text (`data` is left empty). */
+  delta?: string;
 }
 
 /**
@@ -188,13 +190,19 @@ function foldGroups(rows: StoredRow[]): Foldable[][] {
   for (const r of rows) if (r.seq > maxSeq) maxSeq = r.seq;
   const foldable = (r: StoredRow): Foldable | null => {
     if (r.stream !== 'assistant' || r.fold_id !== null || r.seq === maxSeq) return null;
-    try {
-      const d = JSON.parse(r.data) as { delta?: unknown };
-      if (typeof d.delta !== 'string' || r.data !== JSON.stringify({ delta: d.delta })) return null;
-      return { row: r, text: d.delta, place: expandRow(r)[0]!.cursor };
-    } catch {
-      return null;
+    let text = r.delta;
+    if (text === undefined) {
+      // A stored row: foldable when its data is exactly `{"delta":…}` as JSON writes it.
+      try {
+        const d = JSON.parse(r.data) as { delta?: unknown };
+        if (typeof d.delta !== 'string' || r.data !== JSON.stringify({ delta: d.delta })) return null;
+        text = d.delta;
+      } catch {
+        return null;
+      }
     }
+    // The place an unfolded row's expansion gives it (`expandRow`), without building the event.
+    return { row: r, text, place: r.tx === undefined || r.tx === null ? { id: Number(r.id) } : { id: Number(r.id), tx: BigInt(r.tx) } };
   };
   const groups: Foldable[][] = [];
   let cur: Foldable[] = [];
@@ -280,7 +288,8 @@ export function foldSteps(rows: StoredRow[]): FoldStep[] {
 
 /**
  * A run's events as just written with its end, as its stored rows — only when they are its WHOLE log (seqs 1 to n,
- * nothing of it written before): then its folds are known without reading the log back. Else null.
+ * nothing of it written before): then its folds are known without reading the log back. Else null. For `foldSteps`
+ * and `foldPlan` only: a plain delta's row has its text in `delta` and an empty `data`.
  */
 export function wholeRunLog(runId: string, events: Array<{ runId: string; seq: number; stream: string; ts: string; sessionKey: string; data: unknown }>, ids: Array<{ id: number; tx?: string }>): StoredRow[] | null {
   const rows: StoredRow[] = [];
@@ -289,9 +298,30 @@ export function wholeRunLog(runId: string, events: Array<{ runId: string; seq: n
     if (e.runId !== runId) continue;
     const w = ids[i];
     if (!w || e.seq !== rows.length + 1) return null;
-    rows.push({ id: w.id, run_id: e.runId, seq: e.seq, stream: e.stream, ts: e.ts, session_key: e.sessionKey, data: JSON.stringify(e.data), fold_id: null, ...(w.tx === undefined ? {} : { tx: w.tx }) });
+    // A plain delta's row needs no `data`: its fold reads `delta` (what JSON.parse of its data would give).
+    const delta = e.stream === 'assistant' ? plainDelta(e.data) : undefined;
+    const row: StoredRow = { id: w.id, run_id: e.runId, seq: e.seq, stream: e.stream, ts: e.ts, session_key: e.sessionKey, data: delta === undefined ? JSON.stringify(e.data) : '', fold_id: null };
+    if (delta !== undefined) row.delta = delta;
+    if (w.tx !== undefined) row.tx = w.tx;
+    rows.push(row);
   }
   return rows.length ? rows : null;
+}
+
+/**
+ * The text of an event's data when it is surely one JSON writes as exactly `{"delta":…}`: a plain object whose only
+ * enumerable key with a value is `delta`, a string (every delta the runs emit). Undefined when not sure: then the
+ * row's data is written and `foldGroups` tests it as it tests a stored row.
+ */
+function plainDelta(d: unknown): string | undefined {
+  if (!d || typeof d !== 'object' || Object.getPrototypeOf(d) !== Object.prototype) return undefined;
+  const o = d as Record<string, unknown>;
+  let has = false;
+  for (const k in o) {
+    if (k === 'delta') has = true;
+    else if (o[k] !== undefined) return undefined;
+  }
+  return has && typeof o.delta === 'string' ? o.delta : undefined;
 }
 
 /**

@@ -18,6 +18,13 @@ const USAGE_COLS = ['run_id', 'session_key', 'agent_id', 'model', 'kind', 'input
 const EVENT_CHUNK = 32;
 const q = (c: string) => `"${c}"`;
 const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
+// The statements' texts, built once (a text is the key of its prepared statement: `st`).
+const INSERT_MESSAGE = `insert into "messages" (${MESSAGE_COLS.map(q).join(', ')}) values (${marks(MESSAGE_COLS.length)})`;
+const INSERT_USAGE = `insert into "model_usage" (${USAGE_COLS.map(q).join(', ')}) values (${marks(USAGE_COLS.length)})`;
+const insertEventsText: string[] = [];
+/** The insert of `n` events (1 ≤ n ≤ EVENT_CHUNK), with their ids returned. */
+const insertEventsOf = (n: number) =>
+  (insertEventsText[n] ??= `insert into "events" ("run_id", "seq", "stream", "ts", "session_key", "data") values ${Array.from({ length: n }, () => '(?, ?, ?, ?, ?, ?)').join(', ')} returning "id"`);
 
 /** The columns of `o` that are set (undefined ones are left out, as Kysely leaves them). */
 const setCols = (o: object) => Object.keys(o).filter((c) => (o as Record<string, unknown>)[c] !== undefined);
@@ -327,24 +334,33 @@ export class HotSqlite {
   private insertEvents(events: PendingEvent[]): Array<{ id: number }> {
     const out: Array<{ id: number }> = [];
     for (let i = 0; i < events.length; i += EVENT_CHUNK) {
-      const chunk = events.slice(i, i + EVENT_CHUNK);
-      const values = Array.from({ length: chunk.length }, () => '(?, ?, ?, ?, ?, ?)').join(', ');
-      const params = chunk.flatMap((e) => [e.runId, e.seq, e.stream, e.ts, e.sessionKey, JSON.stringify(e.data)]);
-      const rows = this.st(`insert into "events" ("run_id", "seq", "stream", "ts", "session_key", "data") values ${values} returning "id"`).all(params) as Array<{ id: number | bigint }>;
-      out.push(...rows.map((r) => ({ id: Number(r.id) })).sort((a, b) => a.id - b.id));
+      const n = Math.min(EVENT_CHUNK, events.length - i);
+      const params: Params = new Array(n * 6);
+      for (let j = 0, k = 0; j < n; j++) {
+        const e = events[i + j]!;
+        params[k++] = e.runId;
+        params[k++] = e.seq;
+        params[k++] = e.stream;
+        params[k++] = e.ts;
+        params[k++] = e.sessionKey;
+        params[k++] = JSON.stringify(e.data);
+      }
+      const rows = this.st(insertEventsOf(n)).all(params) as Array<{ id: number | bigint }>;
+      const ids = rows.map((r) => Number(r.id)).sort((a, b) => a - b);
+      for (const id of ids) out.push({ id });
     }
     return out;
   }
 
   private insertMessages(rows: MessageValues[]): number[] {
     if (!rows.length) return [];
-    const ins = this.st(`insert into "messages" (${MESSAGE_COLS.map(q).join(', ')}) values (${marks(MESSAGE_COLS.length)})`);
+    const ins = this.st(INSERT_MESSAGE);
     return rows.map((r) => Number(ins.run(MESSAGE_COLS.map((c) => r[c]) as Params).lastInsertRowid));
   }
 
   private insertUsage(usage: UsageValues[]): void {
     if (!usage.length) return;
-    const ins = this.st(`insert into "model_usage" (${USAGE_COLS.map(q).join(', ')}) values (${marks(USAGE_COLS.length)})`);
+    const ins = this.st(INSERT_USAGE);
     for (const u of usage) ins.run(USAGE_COLS.map((c) => u[c] ?? null) as Params);
   }
 }
