@@ -171,6 +171,23 @@ describe('the kept part', () => {
   const row = (id: number, kind: string, role: string, callId?: string): TranscriptMessage =>
     ({ id, sessionKey: 'k', role, kind, content: `r${id}`, createdAt: '', author: { type: 'user', id: 'u' }, runId: 'run', ...(callId ? { tool: { name: 't', callId, args: {}, result: null } } : {}) }) as TranscriptMessage;
 
+  it('a model step with nothing to compact estimates its prompt once', async () => {
+    const compactor = (s.rt as unknown as { compactor: { estimate: (...a: unknown[]) => unknown } }).compactor;
+    const real = compactor.estimate;
+    let calls = 0;
+    compactor.estimate = function (this: unknown, ...a: unknown[]) {
+      calls++;
+      return real.apply(this, a);
+    };
+    try {
+      const r = await ask('agent:main:estimate-once', 'hello');
+      expect(r.status).toBe('ok');
+      expect(calls).toBe(1);
+    } finally {
+      compactor.estimate = real;
+    }
+  });
+
   it('keeps the newest rows, widened to an unanswered call, a pending approval and whole call/result pairs', () => {
     const rows = [row(1, 'message', 'user'), row(2, 'tool_call', 'assistant', 'a'), row(3, 'tool_result', 'tool', 'a'), row(4, 'message', 'assistant'), row(5, 'message', 'user'), row(6, 'message', 'assistant')];
     expect(keptStart(rows, 2, new Set())).toBe(4); // the newest user message is kept

@@ -189,16 +189,18 @@ export class Compactor {
 
   /**
    * Before a model step: compacts when the prompt passes the threshold (or more rows follow the summary than the window
-   * holds), then rewrites `messages` in place. Returns null when nothing was needed.
+   * holds), then rewrites `messages` in place. `result` is null when nothing was needed; then `raw` is the estimate of
+   * `messages` as they are (`estimate`'s), for the step's span and the provider's correction.
    */
-  async beforeStep(t: CompactionTarget, messages: PromptMessage[], o: { checkRowCount?: boolean } = {}): Promise<CompactionResult | null> {
+  async beforeStep(t: CompactionTarget, messages: PromptMessage[], o: { checkRowCount?: boolean } = {}): Promise<{ result: CompactionResult | null; raw?: number }> {
     const { threshold } = this.d.config.compaction;
     const limit = Math.floor(this.windowOf(t.modelSpec) * threshold);
-    const before = this.estimate(t, messages).tokens;
+    const est = this.estimate(t, messages);
+    const before = est.tokens;
     // Under the threshold, only a run's first step looks at the row count (a run adds few rows of its own).
-    if (before <= limit && !o.checkRowCount) return null;
+    if (before <= limit && !o.checkRowCount) return { result: null, raw: est.raw };
     const view = await contextView(this.d.store, t.sessionKey, this.d.config.session.contextMessages);
-    if (before <= limit && !view.truncated) return null;
+    if (before <= limit && !view.truncated) return { result: null, raw: est.raw };
     const res = await this.compact(t, view, before);
     if (res.status === 'ok') {
       const fresh = await contextView(this.d.store, t.sessionKey, this.d.config.session.contextMessages);
@@ -206,7 +208,7 @@ export class Compactor {
     } else if (res.status === 'error' || before > limit) {
       res.tokensAfter = this.trimToFit(t, messages, limit);
     }
-    return res;
+    return { result: res };
   }
 
   /** The fallback: the newest messages that fit, cut only at a user turn so no call is parted from its result. */

@@ -45,15 +45,17 @@ export interface StepFrame {
 /** Before a model step: compact when the prompt would pass the threshold (rewrites `messages` in place), open the step span. */
 export async function beforeModelStep(d: RunHookDeps, run: ActiveRun, model: LanguageModelV4, messages: PromptMessage[], tools: LanguageModelV4FunctionTool[], system: string): Promise<StepFrame> {
   const modelSpec = specOf(run);
+  let raw = 0;
   if (d.compactor) {
-    await d.compactor.beforeStep(
+    const r = await d.compactor.beforeStep(
       { sessionKey: run.sessionKey, agentId: run.agent.id, modelSpec, model, runId: run.id, system, tools, signal: run.abort.signal, traceparent: run.traceparent },
       messages,
       { checkRowCount: !stepped.has(run) && run.contextTruncated !== false },
     );
     stepped.add(run);
+    // Its estimate when it left the messages as they were; after a compaction, theirs anew.
+    raw = r.raw ?? d.compactor.estimate({ modelSpec, system, tools }, messages).raw;
   }
-  const raw = d.compactor ? d.compactor.estimate({ modelSpec, system, tools }, messages).raw : 0;
   const span = run.span ? d.telemetry?.start(`chat ${modelSpec}`, run.span, { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': modelSpec, 'crosstalk.prompt.estimated_tokens': raw }, { kind: SpanKind.CLIENT }) : undefined;
   return { raw, span };
 }

@@ -187,7 +187,7 @@ type Foldable = { row: StoredRow; text: string; place: EventCursor };
  */
 function foldGroups(rows: StoredRow[]): Foldable[][] {
   let maxSeq = -Infinity;
-  for (const r of rows) if (r.seq > maxSeq) maxSeq = r.seq;
+  for (let i = 0; i < rows.length; i++) if (rows[i]!.seq > maxSeq) maxSeq = rows[i]!.seq;
   const foldable = (r: StoredRow): Foldable | null => {
     if (r.stream !== 'assistant' || r.fold_id !== null || r.seq === maxSeq) return null;
     let text = r.delta;
@@ -210,7 +210,8 @@ function foldGroups(rows: StoredRow[]): Foldable[][] {
     if (cur.length >= 2) groups.push(cur);
     cur = [];
   };
-  for (const r of rows) {
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i]!;
     const f = foldable(r);
     const prev = cur[cur.length - 1];
     // Consecutive: the next seq, a later place in the log, a greater id (the offsets stay positive).

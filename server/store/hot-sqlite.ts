@@ -283,7 +283,7 @@ export class HotSqlite {
       const plan = o.fold && !b?.events.length ? foldPlan(o.runId, events) : null;
       if (plan && plan.group[events.length - 1] === null) return { ids, events, eventIds: this.insertFolded(events, plan), folded: true };
       const eventIds = this.insertEvents(events);
-      const whole = o.fold ? wholeRunLog(o.runId, b ? [...b.events, ...events] : events, b ? [...b.ids, ...eventIds] : eventIds) : null;
+      const whole = o.fold ? wholeRunLog(o.runId, b ? b.events.concat(events) : events, b ? b.ids.concat(eventIds) : eventIds) : null;
       if (whole) this.fold(o.runId, whole);
       return { ids, events, eventIds, folded: !!whole };
       },
