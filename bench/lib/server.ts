@@ -65,9 +65,14 @@ export interface ServerHandle {
   stop(): Promise<void>;
 }
 
-/** Server settings a bench passes on from its own environment: an A/B of the SQLite loop share (server/store/loop-share.ts). */
+/**
+ * Server settings a bench passes on from its own environment, for A/B runs: the SQLite loop share
+ * (server/store/loop-share.ts) and glibc's malloc arenas (`MALLOC_ARENA_MAX`, which `npm start` caps at 2).
+ */
 export function benchEnv(): Record<string, string> {
-  return process.env.CROSSTALK_SQLITE_TURN_MS ? { CROSSTALK_SQLITE_TURN_MS: process.env.CROSSTALK_SQLITE_TURN_MS } : {};
+  const out: Record<string, string> = {};
+  for (const k of ['CROSSTALK_SQLITE_TURN_MS', 'MALLOC_ARENA_MAX']) if (process.env[k]) out[k] = process.env[k]!;
+  return out;
 }
 
 /** Spawns `node scripts/start.mjs` and polls an authorized `agents.list` until it answers. */
