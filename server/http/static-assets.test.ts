@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acceptedEncodings, staticAssets } from '../../scripts/static-assets.mjs';
+import { acceptedEncodings, BROTLI_QUALITY, staticAssets } from '../../scripts/static-assets.mjs';
 
 const CHUNK = `console.log(${JSON.stringify('crosstalk '.repeat(2000))});\n`;
 
@@ -68,6 +68,20 @@ describe('static assets (scripts/static-assets.mjs)', () => {
     const again = await get('/_next/static/chunks/a.js', { 'if-none-match': br.headers.etag as string });
     expect(again.status).toBe(304);
     expect(toNext).toBe(0);
+  });
+
+  it('compresses with brotli quality 6: quality 9 took 55 times the CPU for 1.5% fewer bytes of a build', async () => {
+    // Text that the two qualities compress differently (a repeated line would give the same bytes).
+    let x = 1;
+    const words = Array.from({ length: 6000 }, () => `v${(x = (x * 48271) % 2147483647) % 5000}`);
+    const src = `export const t = ${JSON.stringify(words)};\n`;
+    fs.writeFileSync(path.join(dir, 'static', 'chunks', 'words.js'), src);
+    const r = await get('/_next/static/chunks/words.js', { 'accept-encoding': 'br' });
+    expect(r.headers['content-encoding']).toBe('br');
+    const at = (q: number) => zlib.brotliCompressSync(Buffer.from(src), { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: q, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: src.length } });
+    expect(Buffer.compare(at(6), at(9))).not.toBe(0);
+    expect(r.body.equals(at(6))).toBe(true);
+    expect(BROTLI_QUALITY).toBe(6);
   });
 
   it('keeps what it served in memory: compressed once, not read again', async () => {
