@@ -60,7 +60,6 @@ describe('folded delta times', () => {
   });
 });
 
-
 describe('a whole run log in hand', () => {
   // `wholeRunLog` gives a plain delta's text without writing its data as JSON; the folds must be those of the same
   // rows as the store gives them back (data as JSON text), for every shape of data that JSON writes alike or not.
