@@ -44,15 +44,15 @@ export function byFunctionAndArea(t: SelfTimes, shorten: (url: string) => string
   return { fn, area };
 }
 
-/** The k biggest entries as lines: share of `total`, milliseconds, name. */
-export function topLines(m: Map<string, number>, total: number, k: number): string[] {
+/** The k biggest entries as lines: share of `total`, the amount (`unit`: microseconds as milliseconds), name. */
+export function topLines(m: Map<string, number>, total: number, k: number, unit = (us: number) => `${(us / 1000).toFixed(0).padStart(6)} ms`): string[] {
   return [...m.entries()]
     .sort((a, b) => b[1] - a[1])
     .slice(0, k)
-    .map(([name, us]) => `${((us / total) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(6)} ms  ${name}`);
+    .map(([name, v]) => `${((v / total) * 100).toFixed(1).padStart(5)}%  ${unit(v)}  ${name}`);
 }
 
-const shortUrl = (url: string) => url.replace(/^file:\/\//, '').replace(/.*node_modules\//, 'nm/').replace(/.*\/(server|bench|lib|app)\//, '$1/');
+export const shortUrl = (url: string) => url.replace(/^file:\/\//, '').replace(/.*node_modules\//, 'nm/').replace(/.*\/(server|bench|lib|app)\//, '$1/');
 
 /**
  * Time by the nearest frame in code of our own or a package (native and `node:` frames charged to it; a sample with

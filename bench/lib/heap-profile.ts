@@ -1,5 +1,6 @@
 // Reading a V8 sampling heap profile (bench/lib/heap-sampler.mjs): bytes allocated by function, and by the nearest
 // frame in code of our own or a package (what a load's allocations are for).
+import { shortUrl, topLines } from './cpu-profile';
 import { originalFrame } from './source-maps';
 
 interface HeapNode {
@@ -10,10 +11,8 @@ interface HeapNode {
 }
 export interface HeapProfile {
   head: HeapNode;
-  samples?: Array<{ size: number; nodeId: number }>;
 }
 
-const shortUrl = (url: string) => url.replace(/^file:\/\//, '').replace(/.*node_modules\//, 'nm/').replace(/.*\/(server|bench|lib|app|scripts)\//, '$1/');
 const ours = (n: HeapNode) => !!n.callFrame.url && !n.callFrame.url.startsWith('node:');
 const name = (n: HeapNode) => {
   const { functionName, url, lineNumber, columnNumber } = n.callFrame;
@@ -45,9 +44,4 @@ export function heapTables(p: HeapProfile): { total: number; fn: Map<string, num
 }
 
 /** The k biggest entries as lines: share, MB, name. */
-export function topBytes(m: Map<string, number>, total: number, k: number): string[] {
-  return [...m.entries()]
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, k)
-    .map(([n, b]) => `${((b / total) * 100).toFixed(1).padStart(5)}%  ${(b / 1048576).toFixed(1).padStart(7)} MB  ${n}`);
-}
+export const topBytes = (m: Map<string, number>, total: number, k: number): string[] => topLines(m, total, k, (b) => `${(b / 1048576).toFixed(1).padStart(7)} MB`);

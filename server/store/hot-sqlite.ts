@@ -18,13 +18,25 @@ const USAGE_COLS = ['run_id', 'session_key', 'agent_id', 'model', 'kind', 'input
 const EVENT_CHUNK = 32;
 const q = (c: string) => `"${c}"`;
 const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
-// The statements' texts, built once (a text is the key of its prepared statement: `st`).
-const INSERT_MESSAGE = `insert into "messages" (${MESSAGE_COLS.map(q).join(', ')}) values (${marks(MESSAGE_COLS.length)})`;
-const INSERT_USAGE = `insert into "model_usage" (${USAGE_COLS.map(q).join(', ')}) values (${marks(USAGE_COLS.length)})`;
-const insertEventsText: string[] = [];
-/** The insert of `n` events (1 ≤ n ≤ EVENT_CHUNK), with their ids returned. */
-const insertEventsOf = (n: number) =>
-  (insertEventsText[n] ??= `insert into "events" ("run_id", "seq", "stream", "ts", "session_key", "data") values ${Array.from({ length: n }, () => '(?, ?, ?, ?, ?, ?)').join(', ')} returning "id"`);
+const EVENT_COLS = ['run_id', 'seq', 'stream', 'ts', 'session_key', 'data'] as const;
+const FOLDED_COLS = ['id', ...EVENT_COLS, 'fold_id'] as const;
+/** Texts by their column list (one of the constants above), then by row count and tail. */
+const insertTexts = new Map<readonly string[], Map<string, string>>();
+/**
+ * The insert of `n` rows of `cols` into `table` (then `tail`), its text built once per shape: a text is the key of
+ * its prepared statement (`st`), and building it again at every write was garbage on the run's path.
+ */
+function insertRows(table: string, cols: readonly string[], n: number, tail = ''): string {
+  let byShape = insertTexts.get(cols);
+  if (!byShape) insertTexts.set(cols, (byShape = new Map()));
+  const key = `${table} ${n}${tail}`;
+  let t = byShape.get(key);
+  if (t === undefined) {
+    const row = `(${marks(cols.length)})`;
+    byShape.set(key, (t = `insert into ${q(table)} (${cols.map(q).join(', ')}) values ${Array.from({ length: n }, () => row).join(', ')}${tail}`));
+  }
+  return t;
+}
 
 /** The columns of `o` that are set (undefined ones are left out, as Kysely leaves them). */
 const setCols = (o: object) => Object.keys(o).filter((c) => (o as Record<string, unknown>)[c] !== undefined);
@@ -319,13 +331,13 @@ export class HotSqlite {
     const kept = events.flatMap((e, i) => (plan.group[i] === null || plan.group[i] === i ? [i] : []));
     for (let c = 0; c < kept.length; c += EVENT_CHUNK) {
       const chunk = kept.slice(c, c + EVENT_CHUNK);
-      const values = Array.from({ length: chunk.length }, () => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
+
       const params = chunk.flatMap((i) => {
         const e = events[i]!;
         const f = folds.get(i);
         return [ids[i]!.id, e.runId, e.seq, e.stream, e.ts, e.sessionKey, f ? `[${f.data.join(',')}]` : JSON.stringify(e.data), f ? f.last : null];
       });
-      this.st(`insert into "events" ("id", "run_id", "seq", "stream", "ts", "session_key", "data", "fold_id") values ${values}`).run(params);
+      this.st(insertRows('events', FOLDED_COLS, chunk.length)).run(params);
     }
     return ids;
   }
@@ -345,7 +357,7 @@ export class HotSqlite {
         params[k++] = e.sessionKey;
         params[k++] = JSON.stringify(e.data);
       }
-      const rows = this.st(insertEventsOf(n)).all(params) as Array<{ id: number | bigint }>;
+      const rows = this.st(insertRows('events', EVENT_COLS, n, ' returning "id"')).all(params) as Array<{ id: number | bigint }>;
       const ids = rows.map((r) => Number(r.id)).sort((a, b) => a - b);
       for (const id of ids) out.push({ id });
     }
@@ -354,13 +366,13 @@ export class HotSqlite {
 
   private insertMessages(rows: MessageValues[]): number[] {
     if (!rows.length) return [];
-    const ins = this.st(INSERT_MESSAGE);
+    const ins = this.st(insertRows('messages', MESSAGE_COLS, 1));
     return rows.map((r) => Number(ins.run(MESSAGE_COLS.map((c) => r[c]) as Params).lastInsertRowid));
   }
 
   private insertUsage(usage: UsageValues[]): void {
     if (!usage.length) return;
-    const ins = this.st(INSERT_USAGE);
+    const ins = this.st(insertRows('model_usage', USAGE_COLS, 1));
     for (const u of usage) ins.run(USAGE_COLS.map((c) => u[c] ?? null) as Params);
   }
 }
