@@ -11,11 +11,12 @@ describe('loop-probe.mjs', () => {
   it('records each window’s longest gap and its longest GC pause with the kind', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'loop-probe-'));
     const probe = path.join(dir, 'probe');
-    // A 60 ms busy loop (a gap), then major collections of a heap with something in it, then time for a last window.
+    // A 60 ms busy loop (a gap), then major collections of a heap with something in it, then time for the windows
+    // after them: 350 ms counted from the collections' end, not from the start (under load they end late, and a
+    // window written before the observer saw them would carry no pause).
     const script = `
       const end = Date.now() + 60; while (Date.now() < end);
-      setTimeout(() => { const keep = Array.from({ length: 2e5 }, (_, i) => ({ i })); for (let i = 0; i < 3; i++) gc(); globalThis.k = keep; }, 150);
-      setTimeout(() => {}, 450);`;
+      setTimeout(() => { const keep = Array.from({ length: 2e5 }, (_, i) => ({ i })); for (let i = 0; i < 3; i++) gc(); globalThis.k = keep; setTimeout(() => {}, 350); }, 150);`;
     execFileSync(process.execPath, ['--expose-gc', `--import=${path.join(__dirname, 'loop-probe.mjs')}`, '-e', script], { env: { ...process.env, CROSSTALK_LOOP_PROBE: probe }, timeout: 20_000 });
     const ws = loopWindows(probe);
     fs.rmSync(dir, { recursive: true, force: true });
