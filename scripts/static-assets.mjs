@@ -1,13 +1,14 @@
-// The build's immutable assets (GET /_next/static/*) from memory, each compressed once (brotli and gzip, on libuv's
-// thread pool), instead of through Next's router, which compressed every chunk again on the event loop at every visit
+// The build's immutable assets (GET /_next/static/*) from memory, each compressed once (brotli when loaded, gzip at the
+// first request that takes gzip but not brotli; both on libuv's thread pool), instead of through Next's router, which compressed every chunk again on the event loop at every visit
 // (~51 ms of server CPU per room load, issue 24.2). What is not a file here (or asks for a byte range) goes to Next.
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 
-const gzip = promisify(zlib.gzip);
 const brotli = promisify(zlib.brotliCompress);
+/** Through `zlib.gzip` at each call (not bound at import), so a test can count the calls. */
+const gzip = (raw) => new Promise((resolve, reject) => zlib.gzip(raw, { level: 9 }, (err, out) => (err ? reject(err) : resolve(out))));
 
 /**
  * Brotli's quality for the assets. Quality 9 (what this used) took 13.2 s of CPU for a build's 13.6 MB of chunks,
@@ -62,18 +63,39 @@ export function staticAssets(dir, { headers = {}, maxBytes = 32 << 20 } = {}) {
     const raw = await fs.promises.readFile(file);
     const ext = path.extname(file).toLowerCase();
     const squeeze = COMPRESSIBLE.has(ext) && raw.length >= 512;
-    const [br, gz] = squeeze
-      ? await Promise.all([brotli(raw, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: raw.length } }), gzip(raw, { level: 9 })])
-      : [null, null];
+    // Gzip waits until a client takes gzip and not brotli (every browser the room supports takes brotli): gzip at level 9
+    // of a build's chunks cost 0.33 s of the pool's CPU after each start, for nothing (BENCHMARKS.md 'Stop 46').
+    const br = squeeze ? await brotli(raw, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: raw.length } }) : null;
     return {
       raw,
       br: br && br.length < raw.length ? br : null,
-      gzip: gz && gz.length < raw.length ? gz : null,
+      /** The gzip body (null: not smaller than raw), as a promise made at the first request that takes gzip. */
+      gzip: squeeze ? undefined : Promise.resolve(null),
       type: TYPES[ext] ?? 'application/octet-stream',
       etag: `W/"${raw.length.toString(16)}-${Math.floor(st.mtimeMs).toString(16)}"`,
       modified: st.mtime.toUTCString(),
-      size: raw.length + (br?.length ?? 0) + (gz?.length ?? 0),
+      size: raw.length + (br?.length ?? 0),
+      /** Whether the cache holds it (what it holds counts against `maxBytes`). */
+      kept: false,
     };
+  }
+
+  /** The asset's gzip body, made once and kept with it while `maxBytes` has room (else made again when asked). */
+  function gzipOf(a) {
+    if (a.gzip) return a.gzip;
+    const p = gzip(a.raw).then(
+      (gz) => {
+        const body = gz.length < a.raw.length ? gz : null;
+        if (body && a.kept) {
+          if (kept + body.length > maxBytes) a.gzip = undefined;
+          else kept += body.length;
+        }
+        return body;
+      },
+      () => ((a.gzip = undefined), null),
+    );
+    a.gzip = p;
+    return p;
   }
 
   function assetFor(rel) {
@@ -83,7 +105,10 @@ export function staticAssets(dir, { headers = {}, maxBytes = 32 << 20 } = {}) {
       (a) => {
         // Missing files are not kept (nor is what would pass the cap): asked again, they are looked for again.
         if (!a || kept + a.size > maxBytes) cache.delete(rel);
-        else kept += a.size;
+        else {
+          kept += a.size;
+          a.kept = true;
+        }
         return a;
       },
       () => (cache.delete(rel), null),
@@ -104,23 +129,24 @@ export function staticAssets(dir, { headers = {}, maxBytes = 32 << 20 } = {}) {
     const file = path.resolve(root, rel);
     if (!rel || rel.includes('\0') || !file.startsWith(root + path.sep)) return next();
     assetFor(path.relative(root, file))
-      .then((a) => {
-      if (!a) return next();
-      for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
-      res.setHeader('Cache-Control', 'public, max-age=31536000, immutable');
-      res.setHeader('ETag', a.etag);
-      res.setHeader('Last-Modified', a.modified);
-      res.setHeader('Content-Type', a.type);
-      res.setHeader('Vary', 'Accept-Encoding');
-      if (req.headers['if-none-match'] === a.etag) {
-        res.statusCode = 304;
-        return res.end();
-      }
-      const ok = acceptedEncodings(req.headers['accept-encoding']);
-      const [body, encoding] = a.br && ok.has('br') ? [a.br, 'br'] : a.gzip && ok.has('gzip') ? [a.gzip, 'gzip'] : [a.raw, null];
-      if (encoding) res.setHeader('Content-Encoding', encoding);
-      res.setHeader('Content-Length', body.length);
-      res.end(req.method === 'HEAD' ? undefined : body);
+      .then(async (a) => {
+        if (!a) return next();
+        for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+        res.setHeader('Cache-Control', 'public, max-age=31536000, immutable');
+        res.setHeader('ETag', a.etag);
+        res.setHeader('Last-Modified', a.modified);
+        res.setHeader('Content-Type', a.type);
+        res.setHeader('Vary', 'Accept-Encoding');
+        if (req.headers['if-none-match'] === a.etag) {
+          res.statusCode = 304;
+          return res.end();
+        }
+        const ok = acceptedEncodings(req.headers['accept-encoding']);
+        const gz = !(a.br && ok.has('br')) && ok.has('gzip') ? await gzipOf(a) : null;
+        const [body, encoding] = a.br && ok.has('br') ? [a.br, 'br'] : gz ? [gz, 'gzip'] : [a.raw, null];
+        if (encoding) res.setHeader('Content-Encoding', encoding);
+        res.setHeader('Content-Length', body.length);
+        res.end(req.method === 'HEAD' ? undefined : body);
       })
       .catch(() => (res.headersSent ? res.destroy() : next()));
   };

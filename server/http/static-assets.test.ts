@@ -4,7 +4,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { acceptedEncodings, BROTLI_QUALITY, staticAssets } from '../../scripts/static-assets.mjs';
 
 const CHUNK = `console.log(${JSON.stringify('crosstalk '.repeat(2000))});\n`;
@@ -82,6 +82,26 @@ describe('static assets (scripts/static-assets.mjs)', () => {
     expect(Buffer.compare(at(6), at(9))).not.toBe(0);
     expect(r.body.equals(at(6))).toBe(true);
     expect(BROTLI_QUALITY).toBe(6);
+  });
+
+  it('gzips only for a client that takes gzip and not brotli, once', async () => {
+    fs.writeFileSync(path.join(dir, 'static', 'chunks', 'lazy.js'), CHUNK);
+    const spy = vi.spyOn(zlib, 'gzip');
+    try {
+      const br = await get('/_next/static/chunks/lazy.js', { 'accept-encoding': 'gzip, deflate, br' });
+      expect(br.headers['content-encoding']).toBe('br');
+      expect((await get('/_next/static/chunks/lazy.js')).body.toString()).toBe(CHUNK);
+      expect(spy).not.toHaveBeenCalled();
+      const [a, b] = await Promise.all([1, 2].map(() => get('/_next/static/chunks/lazy.js', { 'accept-encoding': 'gzip' })));
+      for (const r of [a, b]) {
+        expect(r.headers['content-encoding']).toBe('gzip');
+        expect(zlib.gunzipSync(r.body).toString()).toBe(CHUNK);
+      }
+      expect((await get('/_next/static/chunks/lazy.js', { 'accept-encoding': 'gzip' }, 'HEAD')).headers['content-length']).toBe(String(a.body.length));
+      expect(spy).toHaveBeenCalledTimes(1);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('keeps what it served in memory: compressed once, not read again', async () => {
