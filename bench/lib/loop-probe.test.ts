@@ -11,18 +11,22 @@ describe('loop-probe.mjs', () => {
   it('records each window’s longest gap and its longest GC pause with the kind', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'loop-probe-'));
     const probe = path.join(dir, 'probe');
-    // A 60 ms busy loop (a gap), then major collections of a heap with something in it, then time for the windows
-    // after them: 350 ms counted from the collections' end, not from the start (under load they end late, and a
-    // window written before the observer saw them would carry no pause).
+    // A 60 ms busy loop (a gap); then a heap with something in it; 250 ms later (windows of their own: a scavenge while
+    // it is allocated, stretched on a loaded machine, would outlast a major collection in the same window and be the one
+    // kept) major collections; then time for the windows after them: 350 ms counted from the collections' end (under
+    // load they end late, and a window written before the observer saw them would carry no pause).
     const script = `
       const end = Date.now() + 60; while (Date.now() < end);
-      setTimeout(() => { const keep = Array.from({ length: 2e5 }, (_, i) => ({ i })); for (let i = 0; i < 3; i++) gc(); globalThis.k = keep; setTimeout(() => {}, 350); }, 150);`;
+      setTimeout(() => {
+        globalThis.k = Array.from({ length: 2e5 }, (_, i) => ({ i }));
+        setTimeout(() => { for (let i = 0; i < 3; i++) gc(); setTimeout(() => {}, 350); }, 250);
+      }, 150);`;
     execFileSync(process.execPath, ['--expose-gc', `--import=${path.join(__dirname, 'loop-probe.mjs')}`, '-e', script], { env: { ...process.env, CROSSTALK_LOOP_PROBE: probe }, timeout: 20_000 });
     const ws = loopWindows(probe);
     fs.rmSync(dir, { recursive: true, force: true });
     expect(Math.max(...ws.map((w) => w.max))).toBeGreaterThanOrEqual(50);
     // gc() is a full collection: some window's longest pause is a major one (kind 4).
-    expect(ws.some((w) => (w.gc ?? 0) > 0 && (w as { gcKind?: number }).gcKind === 4)).toBe(true);
+    expect(ws.some((w) => (w.gc ?? 0) > 0 && (w as { gcKind?: number }).gcKind === 4), JSON.stringify(ws)).toBe(true);
   });
 
   it('traces each gap past CROSSTALK_GAP_TRACE ms as a span of the monotonic clock that holds it', () => {
