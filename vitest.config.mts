@@ -8,11 +8,13 @@ import { STORE_INDEPENDENT } from './server/testing/store-independent.ts';
 const ALL = ['server/**/*.test.ts', 'lib/**/*.test.ts', 'stores/**/*.test.ts', 'bin/**/*.test.ts', 'bench/lib/**/*.test.ts'];
 const once = [...STORE_INDEPENDENT];
 const postgresPass = process.env.TEST_STORE === 'postgres';
+// Every project's gateway child processes start from a bundle built once for the run (server/testing/child-bundle.ts).
+const childBundles = 'server/testing/child-bundle-global.ts';
 // The projects whose files use PostgreSQL (TEST_DATABASE_URL) get a database each, made before the file and dropped
 // after it (server/testing/pg-test-db.ts): the PostgreSQL pass, and the run-once files (clusters, crash bursts, webhooks
 // on pg-boss). Files side by side then never hold each other's event-log horizon, and each store's migration stays fast
 // (kysely's migrator reads every schema of the database: 160 ms in an empty one, 900 ms beside 125 test schemas).
-const pgFileDatabases = { globalSetup: ['server/testing/pg-test-db-global.ts'], setupFiles: ['server/testing/pg-test-db-setup.ts'] };
+const pgFileDatabases = { globalSetup: [childBundles, 'server/testing/pg-test-db-global.ts'], setupFiles: ['server/testing/pg-test-db-setup.ts'] };
 
 // The SQLite and PostgreSQL projects run their files one after another in each worker process (isolate: false) instead
 // of a fresh process per file: each file paid ~1 s loading the server's modules again, a third of the SQLite project's
@@ -46,7 +48,7 @@ export default defineConfig({
       ? [postgresProject]
       : [
           { extends: true, test: { name: 'once', include: once, env: { CROSSTALK_TEST_STORE_INDEPENDENT: '1' }, ...pgFileDatabases } },
-          { extends: true, test: { name: 'sqlite', include: ALL, exclude: once, ...sharedWorkers } },
+          { extends: true, test: { name: 'sqlite', include: ALL, exclude: once, ...sharedWorkers, globalSetup: [childBundles] } },
           postgresProject,
         ],
   },

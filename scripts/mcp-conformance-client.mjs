@@ -10,9 +10,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { register } from 'tsx/esm/api';
 
-register();
+// TypeScript through tsx, unless this is the test run's bundle of this script (server/testing/child-bundle.ts).
+if (process.env.CROSSTALK_BUNDLED !== '1') (await import('tsx/esm/api')).register();
 const { parseRawConfig, resolveConfig } = await import('../server/config.ts');
 const { createRuntime } = await import('../server/boot.ts');
 const { elicitDefaults, checkElicitContent } = await import('../server/mcp/elicit-content.ts');

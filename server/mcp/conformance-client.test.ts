@@ -6,10 +6,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it, vi } from 'vitest';
+import { childArgs } from '../testing/child-bundle';
 
 const run = promisify(execFile);
 const CLI = path.resolve('node_modules/@modelcontextprotocol/conformance/dist/index.js');
-const HARNESS = path.resolve('scripts/mcp-conformance-client.mjs');
 
 /** The client scenarios crosstalk passes: every one the suite lists for 2025-06-18 and 2025-11-25, OAuth (`auth/*`) included. */
 export const CLIENT_SCENARIOS = [
@@ -57,8 +57,8 @@ describe('the official MCP conformance suite, client side', () => {
 
   it.concurrent.for(cases)('spec %s: %s passes with no failed check', { timeout: 150_000 }, async ([version, scenario], { expect }) => {
     const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-conformance-client-'));
-    // The suite runs the command through a shell; the project's Node runs the harness.
-    const command = `${JSON.stringify(process.execPath)} ${JSON.stringify(HARNESS)}`;
+    // The suite runs the command through a shell; the project's Node runs the harness (this run's bundle of it).
+    const command = [process.execPath, ...childArgs('mcp-conformance-client')].map((a) => JSON.stringify(a)).join(' ');
     // The harness boots a whole runtime: on a loaded machine that alone can pass the suite's 30 s default.
     const out = await run(process.execPath, [CLI, 'client', '--command', command, '--scenario', scenario, '--spec-version', version, '--timeout', '90000'], { cwd, timeout: 120_000 }).then(
       (r) => r.stdout + r.stderr,

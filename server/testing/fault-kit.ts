@@ -3,8 +3,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import { TEST_TOKEN } from './harness';
+import { childArgs } from './child-bundle';
 
 /** A seeded PRNG (mulberry32): the same seed gives the same load and the same faults. */
 export function rng(seed: number) {
@@ -88,7 +88,7 @@ export class Proc {
 
   async start(): Promise<void> {
     this.starts++;
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'child-server.ts')], {
+    const child = spawn(process.execPath, childArgs('child-server'), {
       env: {
         ...process.env,
         CROSSTALK_DATA_DIR: this.o.dataDir,

@@ -8,6 +8,7 @@ import type { FullRuntime } from '../runtime-types';
 import { serve } from '../http/node-server';
 import { storeUnderTest } from './store-under-test';
 import { DEFAULT_TEST_DATABASE_URL } from './pg-test-db';
+import { childArgs } from './child-bundle';
 export { serve };
 
 export const TEST_TOKEN = 'test-token';
@@ -134,7 +135,7 @@ export async function readSse(
 export async function startChildServer(o: { dataDir: string; configFile?: string; env?: Record<string, string> }) {
   // Like a launcher: the secrets (the token, DATABASE_URL) go over a pipe, never into the server's environment block.
   const { spawnWithSecrets } = await import('../../scripts/secrets.mjs');
-  const child = spawnWithSecrets(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'child-server.ts')], {
+  const child = spawnWithSecrets(process.execPath, childArgs('child-server'), {
     env: {
       ...process.env,
       CROSSTALK_DATA_DIR: o.dataDir,

@@ -6,6 +6,8 @@
 // it fails instead of silently losing its PostgreSQL run (store-under-test.test.ts). A suite not listed runs on both.
 export const STORE_INDEPENDENT: readonly string[] = [
   'server/testing/store-under-test.test.ts',
+  // The test children's bundle (a SQLite child of its own).
+  'server/testing/child-bundle.test.ts',
   // No store at all: configuration, routing, model adapters, the lazy boot (a child process of its own).
   'server/boot-lazy.test.ts',
   'server/http/static-assets.test.ts',
