@@ -71,9 +71,13 @@ export async function serve(rt: FullRuntime, o: { host?: string; port?: number }
       // Connections the kernel accepted before the stop (a busy event loop has not taken them yet) carry requests
       // their clients count as sent: closing the listening socket would reset them. Take them first: close once no
       // new connection came for a moment (clients route elsewhere by now), or after a second at most.
+      // Each check waits for a timer and then for the check phase: a timer that fires after the loop was held (a long
+      // task) runs before that iteration's poll, so the connections queued meanwhile are taken only after it.
       const end = Date.now() + 1000;
-      do await new Promise((r) => setTimeout(r, 50)); // at least one poll of the listening socket
-      while (Date.now() < end && Date.now() - lastConnection < 100);
+      do {
+        await new Promise((r) => setTimeout(r, 50));
+        await new Promise((r) => setImmediate(r)); // after the poll of the listening socket that follows the timer
+      } while (Date.now() < end && Date.now() - lastConnection < 100);
       // net.Server's close only: http.Server's would also close connections with no request yet, and one accepted a
       // moment ago carries a request on its way. Idle keep-alive connections end at `close` (or by keepAliveTimeout);
       // every answer from now on says `Connection: close`.

@@ -11,6 +11,7 @@ export const STORE_INDEPENDENT: readonly string[] = [
   // No store at all: configuration, routing, model adapters, the lazy boot (a child process of its own).
   'server/boot-lazy.test.ts',
   'server/http/static-assets.test.ts',
+  'server/http/stop-accepting.test.ts',
   'server/http/pages-worker.test.ts',
   'server/config.test.ts',
   'server/channels/approval-wire.test.ts',
