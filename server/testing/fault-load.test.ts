@@ -3,7 +3,7 @@
 // follower saw start and not end (fault-kit unended, checkFollower).
 import { describe, expect, it } from 'vitest';
 import { checkFollower, unended } from './fault-kit';
-import { owesCallback, RECORD_WINDOW_MS, resentAfterKill } from './fault-load';
+import { ARRIVAL_LAG_MS, owesCallback, RECORD_WINDOW_MS, resentAfterKill } from './fault-load';
 
 const tag = 'pg-delegate-215';
 const cb = `dg-${tag}.`;
@@ -37,9 +37,15 @@ describe('a channel send the platform got twice', () => {
     expect(resentAfterKill([again, first], [kill])).toBe(true);
   });
 
-  it('with no kill between, a kill before the first arrival, or one long after it: a double', () => {
+  it('timed just after the kill: the killed process sent it, the platform’s loop timed it late (CI, seed 21)', () => {
+    // sqlite0 SIGKILLed at 11:10:32.601; the platform timed the arrival at 32.619 and the restarted process's at 34.128.
+    const k = Date.parse('2026-11-28T11:10:32.601Z');
+    expect(resentAfterKill([Date.parse('2026-11-28T11:10:32.619Z'), Date.parse('2026-11-28T11:10:34.128Z')], [k])).toBe(true);
+  });
+
+  it('with no kill between, a kill well before the first arrival, or one long after it: a double', () => {
     expect(resentAfterKill([first, again], [])).toBe(false);
-    expect(resentAfterKill([first, again], [first - 1])).toBe(false);
+    expect(resentAfterKill([first, again], [first - ARRIVAL_LAG_MS - 1])).toBe(false);
     expect(resentAfterKill([first, again], [first + RECORD_WINDOW_MS + 1])).toBe(false);
     expect(resentAfterKill([first, first + 10], [first + 20])).toBe(false); // the kill came after both
   });

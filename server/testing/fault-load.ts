@@ -267,12 +267,20 @@ export interface Tally {
 export const RECORD_WINDOW_MS = 5000;
 
 /**
- * True when each arrival after the first follows a SIGKILL that came after the arrival before it, within
- * RECORD_WINDOW_MS of it: the process died between the platform's answer and its record, and the send was made again.
+ * How much later than its sender's call the fake platform may time an arrival: it runs on the suite's own loop, busy
+ * with the load's clients, so a request a process sent just before its SIGKILL can be timed after the kill (18 ms
+ * after it in a CI run, seed 21).
+ */
+export const ARRIVAL_LAG_MS = 500;
+
+/**
+ * True when each arrival after the first follows a SIGKILL that came after the arrival before it (less
+ * ARRIVAL_LAG_MS), within RECORD_WINDOW_MS of it: the process died between the platform's answer and its record, and
+ * the send was made again.
  */
 export function resentAfterKill(arrivals: number[], kills: number[]): boolean {
   const at = [...arrivals].sort((a, b) => a - b);
-  for (let i = 1; i < at.length; i++) if (!kills.some((k) => k >= at[i - 1]! && k <= at[i - 1]! + RECORD_WINDOW_MS && k <= at[i]!)) return false;
+  for (let i = 1; i < at.length; i++) if (!kills.some((k) => k >= at[i - 1]! - ARRIVAL_LAG_MS && k <= at[i - 1]! + RECORD_WINDOW_MS && k <= at[i]!)) return false;
   return true;
 }
 
