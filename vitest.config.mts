@@ -37,14 +37,14 @@ export default defineConfig({
     hookTimeout: 30_000,
     pool: 'forks',
     // vitest's default is one worker per core less one: a single file at a time on 2-core CI, whose files mostly wait
-    // (child processes, PostgreSQL, the server under test) or load the server's modules. The SQLite and PostgreSQL
-    // projects in one pool (BENCHMARKS.md, "CI time"). Two workers more than cores since the shared workers (above) and
-    // the bundled children left the run waiting more than computing (1.2 cores busy of 2): on this 2-core machine the
-    // whole run took 606 s with 3 workers and 523–558 s with 4 ('Stop 46'; at stop 33, before, 3 beat 4). Each
+    // (child processes, PostgreSQL, the server under test) or load the server's modules. One more worker than cores,
+    // the SQLite and PostgreSQL projects in one pool (BENCHMARKS.md, "CI time"). Four (two more than cores) made the
+    // whole run 523–558 s against 606 s with three, but the heavier load failed a test in three runs of four out of
+    // five (loop-probe, graceful-stop: both mended since, and fencing's takeover timing out): 'Stop 46'. Each
     // PostgreSQL test file has a database of its own (pgFileDatabases): on the one test database, files side by side
     // held each other's event-log horizon (settled.ts waits for every transaction of its database) and their waits
     // for settled events timed out.
-    maxWorkers: Math.max(4, os.availableParallelism() + 2),
+    maxWorkers: Math.max(3, os.availableParallelism() + 1),
     projects: postgresPass
       ? [postgresProject]
       : [
