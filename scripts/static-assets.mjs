@@ -1,6 +1,7 @@
 // The build's immutable assets (GET /_next/static/*) from memory, each compressed once (brotli when loaded, gzip at the
-// first request that takes gzip but not brotli; both on libuv's thread pool), instead of through Next's router, which compressed every chunk again on the event loop at every visit
-// (~51 ms of server CPU per room load, issue 24.2). What is not a file here (or asks for a byte range) goes to Next.
+// first request that takes gzip but not brotli; both on libuv's thread pool), instead of through Next's router, which
+// compressed every chunk again on the event loop at every visit (~51 ms of server CPU per room load, issue 24.2).
+// What is not a file here (or asks for a byte range) goes to Next.
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -64,7 +65,7 @@ export function staticAssets(dir, { headers = {}, maxBytes = 32 << 20 } = {}) {
     const ext = path.extname(file).toLowerCase();
     const squeeze = COMPRESSIBLE.has(ext) && raw.length >= 512;
     // Gzip waits until a client takes gzip and not brotli (every browser the room supports takes brotli): gzip at level 9
-    // of a build's chunks cost 0.33 s of the pool's CPU after each start, for nothing (BENCHMARKS.md 'Stop 46').
+    // of a build's chunks cost 0.39 s of the pool's CPU after each start, for nothing (BENCHMARKS.md 'Stop 46').
     const br = squeeze ? await brotli(raw, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: raw.length } }) : null;
     return {
       raw,
