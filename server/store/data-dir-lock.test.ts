@@ -6,9 +6,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startChildServer, TEST_TOKEN, tmpDataDir, until } from '../testing/harness';
 import { DataDirInUseError, openDatabase } from './db';
 import { onPostgresPass } from '../testing/store-under-test';
+import { childArgs } from '../testing/child-bundle';
 
 const onPg = onPostgresPass();
-const childServer = path.join(import.meta.dirname, '../testing/child-server.ts');
 const cleanup: Array<() => void> = [];
 afterEach(() => {
   while (cleanup.length) cleanup.pop()!();
@@ -29,7 +29,7 @@ function procState(pid: number): string | null {
  * never calls wait(). Killed, the server stays a zombie until the sleeper goes.
  */
 async function serverWithNonReapingParent(dataDir: string): Promise<{ pid: number; url: string; parent: ChildProcess }> {
-  const parent = spawn('sh', ['-c', `"${process.execPath}" --import tsx "${childServer}" & echo "PID $!"; exec sleep 600`], {
+  const parent = spawn('sh', ['-c', `${[process.execPath, ...childArgs('child-server')].map((a) => `"${a}"`).join(' ')} & echo "PID $!"; exec sleep 600`], {
     env: { ...process.env, CROSSTALK_DATA_DIR: dataDir, CROSSTALK_WORKSPACES: `${dataDir}-ws`, CROSSTALK_TOKEN: TEST_TOKEN, CROSSTALK_LOG_LEVEL: 'silent', DATABASE_URL: '' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -113,7 +113,7 @@ describe.skipIf(onPg)('the SQLite data-dir lock (CONTRACT §1)', () => {
     const b = await openDatabase({ dataDir });
     await a.close();
     await a.close();
-    const child = spawn(process.execPath, ['--import', 'tsx', childServer], {
+    const child = spawn(process.execPath, childArgs('child-server'), {
       env: { ...process.env, CROSSTALK_DATA_DIR: dataDir, CROSSTALK_TOKEN: 'x', CROSSTALK_LOG_LEVEL: 'silent', DATABASE_URL: '' },
       stdio: ['ignore', 'ignore', 'pipe'],
     });

@@ -1,7 +1,7 @@
 // The test suites' gateway child processes from one esbuild bundle each, built once per test run, instead of
-// `node --import tsx` resolving, transforming and compiling every module at each start: a child-server start took 1.45 s of CPU
-// (2.3 s and 5.7 s to listen under the suite's load, 54 starts in the run-once project alone) and takes 0.75 s bundled
-// (BENCHMARKS.md 'Stop 46'). The vitest global setup (child-bundle-global.ts) and `npm run faults` build it and name
+// `node --import tsx` resolving, transforming and compiling every module at each start: a child-server start took
+// 1.45 s of CPU (2.3 s, and 5.7 s to listen, under the suite's load; 54 starts in the run-once project alone) and takes
+// 0.75 s bundled (BENCHMARKS.md 'Stop 46'). The vitest global setup (child-bundle-global.ts) and `npm run faults` build it and name
 // its directory in CROSSTALK_TEST_BUNDLES; without that (a script run on its own) children start through tsx as before.
 import fs from 'node:fs';
 import path from 'node:path';
