@@ -317,11 +317,13 @@ export class McpOAuth implements OAuthClientProvider {
       args,
       kind: 'authorization',
     });
+    // The state the callback is bound to is stored before the item can be seen: a person who opens the URL at once (a
+    // browser, a test) came back to a callback that did not know the state yet, and the call waited out its timeout.
+    await this.put(undefined, { approval_id: row.id, state: url.searchParams.get('state') });
     await store.insertApproval(row);
     const before = this.pendingId;
     this.pendingId = row.id;
     if (before) await this.settle(before, 'cancelled', 'cancel', 'superseded by a newer authorization item');
-    await this.put(undefined, { approval_id: row.id, state: url.searchParams.get('state') });
     this.emit(row.run_id, row.session_key, { phase: 'requested', approvalId: row.id, kind: 'authorization', tool: row.tool, args: { ...args }, callId: row.call_id, requestedAt: row.requested_at });
     // Fenced by the session's lease: a zombie's write is refused and its call throws (the run ends quietly).
     if (call) {
