@@ -1,8 +1,8 @@
 // Zombies, for real: a gateway process on PostgreSQL that is told it is dead while its run is in flight (SIGSTOPped
 // past its lease, then SIGCONTed; or its liveness connection terminated by pg_terminate_backend) writes nothing of
-// that run once another process took it over: the survivor's answer is the one written and waited for, the webhook
-// says `ok` once, no row is doubled, no `error` lifecycle event. And sessions.delete of a session running on another
-// process waits for that run to end before deleting.
+// that run once another process (or itself, registered again under a new identity) took it over: the re-drive's answer
+// is the one written and waited for, the webhook says `ok` once, no row is doubled, no `error` lifecycle event. And
+// sessions.delete of a session running on another process waits for that run to end before deleting.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -30,16 +30,23 @@ async function cluster() {
   const dataDir = tmpDataDir('crosstalk-fence-');
   const configFile = path.join(dataDir, 'config.json');
   fs.writeFileSync(configFile, JSON.stringify({ agents: [{ id: 'main', model: 'openai:gpt-test' }], webhooks: { allowPrivateNetwork: true } }));
-  // Each process has its own model server: A's never answers (its run is in flight when it is fenced), B's says "from-b".
+  // Each process has its own model server. A's holds its first request (the run in flight when A is fenced) until the
+  // test lets it answer "from-a", which must never land. Any later request to it is a re-drive by A under the identity
+  // it registered again with: with its liveness connection cut, A is alive and may claim the freed session before B
+  // does (it did in a loaded CI run, and the wait on B timed out while A's re-drive waited here). A re-drive, on either
+  // process, answers "redriven".
   const fa = await startFakeOpenAI();
   let releaseA!: () => void;
   const heldA = new Promise<void>((r) => (releaseA = r));
+  let first = true;
   fa.setHandler(async () => {
+    if (!first) return { text: 'redriven' };
+    first = false;
     await heldA;
     return { text: 'from-a' };
   });
   const fb = await startFakeOpenAI();
-  fb.setHandler(() => ({ text: 'from-b' }));
+  fb.setHandler(() => ({ text: 'redriven' }));
   const env = (f: FakeOpenAIServer) => ({ ...LEASE_ENV, DATABASE_URL: PG_URL, CROSSTALK_TEST_PG_SCHEMA: schema, OPENAI_BASE_URL: f.baseURL, OPENAI_API_KEY: 'sk-test' });
   const a = await startChildServer({ dataDir, configFile, env: env(fa) });
   const b = await startChildServer({ dataDir: tmpDataDir(), configFile, env: env(fb) });
@@ -84,9 +91,9 @@ async function reRegistered(c: Cluster, oldIds: string[]) {
 
 /** Everything about the run, from the public API (and the store's rows): the survivor's answer, once. */
 async function expectSurvivorsAnswer(c: Cluster, sessionKey: string, runId: string) {
-  for (const s of [c.a, c.b]) expect(await s.rpc('agent.wait', { runId, timeoutMs: 5_000 })).toMatchObject({ status: 'ok', response: 'from-b' });
+  for (const s of [c.a, c.b]) expect(await s.rpc('agent.wait', { runId, timeoutMs: 5_000 })).toMatchObject({ status: 'ok', response: 'redriven' });
   const h = (await c.b.rpc<{ messages: any[] }>('chat.history', { sessionKey, includeTools: true })).messages.reverse();
-  expect(h.map((m) => m.content)).toEqual(['hello', 'from-b']);
+  expect(h.map((m) => m.content)).toEqual(['hello', 'redriven']);
   const evs = await readSse(`${c.b.url}/api/gateway/events?runId=${runId}`, { lastEventId: 0, until: (e) => e.some((x) => x.stream === 'lifecycle' && x.data.phase === 'end'), timeoutMs: 5_000 });
   const lifecycle = evs.filter((e) => e.stream === 'lifecycle').map((e) => [e.data.phase, e.data.status ?? null]);
   expect(lifecycle.filter(([p]) => p === 'end' || p === 'error')).toEqual([['end', 'ok']]);
@@ -108,7 +115,7 @@ describe('a process told it is dead writes nothing of the runs it lost', () => {
     const ids = await processIds(c);
     c.a.child.kill('SIGSTOP');
     // B finds A's heartbeat stale, takes the session over and re-drives the run (its model answers).
-    expect(await c.b.rpc('agent.wait', { runId: r.runId, timeoutMs: 30_000 })).toMatchObject({ status: 'ok', response: 'from-b' });
+    expect(await c.b.rpc('agent.wait', { runId: r.runId, timeoutMs: 30_000 })).toMatchObject({ status: 'ok', response: 'redriven' });
     c.a.child.kill('SIGCONT');
     await reRegistered(c, ids);
     c.releaseA(); // A's model would answer now, if A's run were still going
@@ -134,7 +141,32 @@ describe('a process told it is dead writes nothing of the runs it lost', () => {
       );
       return (await c.db.query('select status from processes where id = $1', [aId])).rows[0]?.status === 'dead';
     }, 20_000);
-    expect(await c.b.rpc('agent.wait', { runId: r.runId, timeoutMs: 30_000 })).toMatchObject({ status: 'ok', response: 'from-b' });
+    expect(await c.b.rpc('agent.wait', { runId: r.runId, timeoutMs: 30_000 })).toMatchObject({ status: 'ok', response: 'redriven' });
+    await reRegistered(c, ids);
+    c.releaseA();
+    await new Promise((res) => setTimeout(res, 1000));
+    await expectSurvivorsAnswer(c, key, r.runId);
+  }, 90_000);
+
+  it('declared dead while the others are stopped: it claims its session again under a new identity and re-drives the run once its old copy stopped', async () => {
+    const c = await cluster();
+    const key = 'agent:main:reclaimed';
+    const r = await c.a.rpc<{ runId: string }>('agent', { sessionKey: key, message: 'hello', webhook: { url: c.hookUrl } });
+    await until(() => c.fa.requests.length > 0);
+    const ids = await processIds(c);
+    const [aId] = (await c.db.query<{ id: string }>('select id from processes where pid = $1 and status = $2', [c.a.child.pid, 'alive'])).rows.map((x) => x.id);
+    // B is stopped, so only A can claim the session; B's sweep is done here by hand: A marked dead, its sessions freed
+    // with a new epoch. A learns it at its next heartbeat, aborts its copy of the run (held in its model's request),
+    // registers again and claims the session it had: its new lease waits for the old copy to stop, then re-drives.
+    c.b.child.kill('SIGSTOP');
+    try {
+      await c.db.query(`update processes set status = 'dead' where id = $1`, [aId]);
+      await c.db.query(`update sessions set owner = null, epoch = nextval('session_epochs') where owner = $1`, [aId]);
+      expect(await c.a.rpc('agent.wait', { runId: r.runId, timeoutMs: 30_000 })).toMatchObject({ status: 'ok', response: 'redriven' });
+    } finally {
+      c.b.child.kill('SIGCONT');
+    }
+    expect(c.fa.requests.length).toBe(2);
     await reRegistered(c, ids);
     c.releaseA();
     await new Promise((res) => setTimeout(res, 1000));
