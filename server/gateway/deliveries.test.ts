@@ -71,6 +71,29 @@ describe('deliveries', () => {
     expect(cb).toMatchObject({ kind: 'callback', from: { sessionKey: to, runId: out.runId }, to: { sessionKey: from } });
   });
 
+  it('a send whose callback waits behind its busy caller is answered when the callback row is written, not before', async () => {
+    // CONTRACT §9: `answered` is the answer written back as the callback row. The callback of a send made before the
+    // caller's next run waits in the caller's queue; the send was marked answered as that run was queued (a loaded
+    // CI run saw `answered` on the caller's stream before the callback's own `delivered`).
+    const from = 'agent:main:dl-busy';
+    // The target takes 0.5 s; the caller's next run, 3 s, is running by the time its answer comes back.
+    const out = await turn(from, '/tool sessions_send {"sessionKey":"agent:researcher:dl-busy","message":"/sleep 500","mode":"async"}');
+    const { runId: sleeping } = await s.rpc<{ runId: string }>('agent', { sessionKey: from, message: '/sleep 3000' });
+    const cb = await until(async () => (await s.rpc<{ deliveries: any[] }>('deliveries.list', { sessionKey: from, kind: 'callback' })).deliveries[0]);
+    const settled = () => (s.rt.store.db as any).selectFrom('callbacks').select('status').where('id', '=', cb.deliveryId.replace(/^dlv_/, '')).executeTakeFirst();
+    await until(async () => (await settled())?.status === 'delivered');
+    expect(await s.rt.store.getRun(cb.runId)).toMatchObject({ status: expect.stringMatching(/^(queued|merged)$/) });
+    expect((await s.rpc<any>('agent.wait', { runId: sleeping, timeoutMs: 0 })).status).toBe('timeout'); // still busy
+    expect(await s.rpc<any>('deliveries.get', { deliveryId: out.deliveryId })).toMatchObject({ state: 'running' });
+    expect(await s.rpc<any>('deliveries.get', { deliveryId: cb.deliveryId })).toMatchObject({ state: 'accepted' });
+    // The caller's run ends; the callback's row is written, and with it the send is answered.
+    await s.rpc('agent.wait', { runId: sleeping, timeoutMs: 15_000 });
+    await until(async () => (await s.rpc<any>('deliveries.get', { deliveryId: out.deliveryId })).state === 'answered');
+    const h = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: from, limit: 20 });
+    expect(h.messages.find((m) => m.kind === 'agent_callback_result').meta).toMatchObject({ deliveryId: cb.deliveryId, answersDeliveryId: out.deliveryId });
+    expect(await s.rpc<any>('deliveries.get', { deliveryId: cb.deliveryId })).toMatchObject({ state: expect.stringMatching(/^(running|answered)$/) });
+  });
+
   it('delegate_agent: delivery_id in the result, each batch run its own', async () => {
     const one = await turn('agent:main:dl-deleg', '/tool delegate_agent {"agent_id":"researcher","prompt":"/reply hi"}');
     expect(one).toMatchObject({ status: 'ok', delivery_id: expect.stringMatching(/^dlv_/), response: 'hi' });

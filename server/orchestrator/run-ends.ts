@@ -172,12 +172,21 @@ export abstract class RunEnds extends RunQueues {
           content: cb.response,
           kind: 'agent_callback_result',
           author: { type: 'agent', id: meta.fromAgentId ?? 'unknown', ...(meta.fromAgentName ? { name: meta.fromAgentName } : {}) },
-          meta: { fromSessionKey: cb.target_session_key, runId: cb.target_run_id, targetEndedAt: meta.endedAt, deliveryId: callbackDeliveryId(cb.id), ...(meta.delegate ? { delegate: meta.delegate } : {}) },
+          // `answersDeliveryId`: the hand-off this row answers, `answered` with the row's write (CONTRACT §9), which may
+          // come later than this submit when the caller is busy (the callback's run waits in its queue).
+          meta: {
+            fromSessionKey: cb.target_session_key,
+            runId: cb.target_run_id,
+            targetEndedAt: meta.endedAt,
+            deliveryId: callbackDeliveryId(cb.id),
+            ...(meta.answers ? { answersDeliveryId: meta.answers } : {}),
+            ...(meta.delegate ? { delegate: meta.delegate } : {}),
+          },
         },
         { runId: `run_${cb.id}`, neverRefuse: true, origin: { callbackOf: cb.target_run_id, deliveryId: callbackDeliveryId(cb.id), ...carryTrust(meta), ...(meta.tree ? { tree: meta.tree } : {}), ...(meta.traceparent ? { traceparent: meta.traceparent } : {}) } },
       );
-      // The callback row is written: the hand-off it answers is `answered` now (CONTRACT §9).
-      await store.settleCallback(cb.id, 'delivered', { answers: meta.answers });
+      // The callback's run is in the caller's session: delivered (the hand-off is answered with its row's write).
+      await store.settleCallback(cb.id, 'delivered');
     } catch (e) {
       log.error({ err: e, callbackId: cb.id }, 'callback delivery failed; it stays pending for the next start');
     }

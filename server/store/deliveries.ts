@@ -100,16 +100,33 @@ export function toDelivery(r: DeliveryRow): Delivery {
   };
 }
 
-/** The delivery id a transcript row carries (in its meta) when it is what a delivery put there. */
-export function deliveryIdOfMeta(meta: string | null | undefined): string | undefined {
-  if (!meta || !meta.includes('"deliveryId"')) return undefined;
-  try {
-    const id = (JSON.parse(meta) as { deliveryId?: unknown }).deliveryId;
-    return typeof id === 'string' ? id : undefined;
-  } catch {
-    return undefined;
+/**
+ * The deliveries transcript rows move when they are written, as their meta names them: the one that put a row there
+ * (`deliveryId`) goes `running` (through `delivered`); a callback row also answers the hand-off whose answer it carries
+ * (`answersDeliveryId`): CONTRACT §9's `answered` is "written as its callback row", so it moves with the row's write,
+ * not when the callback run is queued behind a busy caller.
+ */
+export function rowDeliveries(metas: ReadonlyArray<string | null | undefined>): RowDeliveries {
+  const out: RowDeliveries = { running: [], answered: [] };
+  for (const meta of metas) {
+    if (!meta || !meta.includes('eliveryId"')) continue;
+    try {
+      const m = JSON.parse(meta) as { deliveryId?: unknown; answersDeliveryId?: unknown };
+      if (typeof m.deliveryId === 'string') out.running.push(m.deliveryId);
+      if (typeof m.answersDeliveryId === 'string') out.answered.push(m.answersDeliveryId);
+    } catch {
+      // not JSON: no delivery
+    }
   }
+  return out;
 }
+
+export interface RowDeliveries {
+  running: string[];
+  answered: string[];
+}
+
+export const movesAny = (d: RowDeliveries | undefined): d is RowDeliveries => !!d && d.running.length + d.answered.length > 0;
 
 /** Inserts deliveries unless their ids exist (a re-driven call finds its own); returns the new ones. */
 export async function insertDeliveries(db: Kysely<Database>, list: NewDelivery[], ts = new Date().toISOString()): Promise<DeliveryChange[]> {
@@ -230,15 +247,24 @@ export function requireDelivery(row: DeliveryRow | undefined, id: string): Deliv
   return row;
 }
 
-/** PostgreSQL statements (`appendPg`, `enqueuePg`): a CTE moving the deliveries of the rows written to `running`. */
-export function runningCte(ids: string[], gate: ReturnType<typeof sql>, ts: string) {
+/**
+ * PostgreSQL statements (`appendPg`, `enqueuePg`): CTEs moving the deliveries of the rows written (`rowDeliveries`), to
+ * `running` (dl) and `answered` (da), once `gate` has a row; `movedDeliveries` selects them, each with where it moved.
+ */
+export function runningCte(d: RowDeliveries, gate: ReturnType<typeof sql>, ts: string) {
   return sql`, dl as (update deliveries set state = 'running', updated_at = ${ts}
-      where id = any(${ids}::text[]) and state in ('accepted', 'delivered') and exists (select 1 from ${gate}) returning *)`;
+      where id = any(${d.running}::text[]) and state in ('accepted', 'delivered') and exists (select 1 from ${gate}) returning *),
+    da as (update deliveries set state = 'answered', updated_at = ${ts}, error_code = null, error_message = null
+      where id = any(${d.answered}::text[]) and state in ('accepted', 'delivered', 'running') and exists (select 1 from ${gate}) returning *)`;
 }
 
-/** A delivery row as PostgreSQL's `json_agg` returns it (numbers as numbers, the same columns). */
-export type DeliveryRowJson = DeliveryRow;
+export const movedDeliveries = sql`(select json_agg(x) from (select dl.*, 'running' as moved from dl union all select da.*, 'answered' as moved from da) x)`;
 
-export function fromJsonRows(rows: DeliveryRowJson[]): DeliveryRow[] {
-  return rows.map((r) => ({ ...r, attempts: Number(r.attempts) }));
+/** A delivery row as PostgreSQL's `json_agg` returns it (numbers as numbers, the same columns), and where it moved. */
+export type DeliveryRowJson = DeliveryRow & { moved?: 'running' | 'answered' };
+
+/** Moved rows as changes for their events: `running` passes `delivered`; the answered ones follow the running ones. */
+export function movedChanges(rows: DeliveryRowJson[]): DeliveryChange[] {
+  const changes = rows.map(({ moved, ...r }) => ({ row: { ...r, attempts: Number(r.attempts) }, states: (moved === 'answered' ? ['answered'] : ['delivered', 'running']) as DeliveryState[] }));
+  return [...changes.filter((c) => c.states.length > 1), ...changes.filter((c) => c.states.length === 1)];
 }

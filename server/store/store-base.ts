@@ -129,14 +129,14 @@ export class StoreBase {
   }
 
   /**
-   * A callback settled: `delivered` once its row is in the caller's transcript, which answers the hand-off it carries
-   * (`answers`, CONTRACT §9); `dropped` when the caller is gone, which fails both.
+   * A callback settled: `delivered` once its run is in the caller's session (its row, written when that run starts,
+   * moves its own delivery and answers the hand-off it carries: `rowDeliveries`, CONTRACT §9); `dropped` when the
+   * caller is gone, which fails both (`answers`).
    */
   async settleCallback(id: string, status: 'delivered' | 'dropped', o: { error?: string; answers?: string } = {}): Promise<void> {
     const changes = await this.db.transaction().execute(async (tx) => {
       await tx.updateTable('callbacks').set({ status, error: o.error ?? null, delivered_at: nowIso() }).where('id', '=', id).execute();
-      // The callback's own delivery is recorded `delivered` with the caller's row.
-      if (status === 'delivered') return o.answers ? advanceDeliveries(tx, [o.answers], 'answered', { error: null }) : [];
+      if (status === 'delivered') return [];
       const gone = { code: o.error ?? 'unknown_session', message: 'the caller session is gone' };
       return advanceDeliveries(tx, [`dlv_${id}`, ...(o.answers ? [o.answers] : [])], 'failed', { error: gone });
     });

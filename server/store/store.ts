@@ -12,7 +12,7 @@ import { SessionLists } from './session-lists';
 import { type FoldStep, foldPlan, foldSteps, wholeRunLog } from './event-fold';
 import { HotSqlite } from './hot-sqlite';
 import { RecentRows } from './recent-rows';
-import { advanceDeliveries, type DeliveryChange, deliveryIdOfMeta, type DeliveryRowJson, fromJsonRows, insertDeliveries, type NewDelivery } from './deliveries';
+import { advanceDeliveries, type DeliveryChange, type DeliveryRowJson, insertDeliveries, movedChanges, type NewDelivery, rowDeliveries } from './deliveries';
 import { FencedError, type NewMessage, type NewSession, nowIso, sessionValues, toTranscriptMessage } from './store-base';
 
 export { FencedError, type NewMessage, type NewSession, nowIso, toTranscriptMessage } from './store-base';
@@ -47,7 +47,7 @@ export class Store extends SessionLists {
 
   /** The prepared path (SQLite) for rows of one unfenced session that move no deliveries; else the Kysely path. */
   private hotFor(key: string, msgs: NewMessage[]): HotSqlite | undefined {
-    return this.hot && !this.fences.has(key) && msgs.every((m) => m.sessionKey === key && !m.meta?.deliveryId) ? this.hot : undefined;
+    return this.hot && !this.fences.has(key) && msgs.every((m) => m.sessionKey === key && !m.meta?.deliveryId && !m.meta?.answersDeliveryId) ? this.hot : undefined;
   }
 
   private async touchSession(
@@ -157,11 +157,15 @@ export class Store extends SessionLists {
     for (const [key, agg] of perSession) {
       await this.touchSession(tx, key, (eb) => ({ message_count: eb('message_count', '+', agg.count), bytes: eb('bytes', '+', agg.bytes), last_activity_at: ts }));
     }
-    // A mirror row records a channel's 2xx (delivered); any other row is a message its target's run takes in (running).
-    const dids = (mirror: boolean) => out.filter((m) => (m.kind === 'mirror') === mirror).map((m) => (m.meta?.deliveryId as string | undefined) ?? '').filter(Boolean);
-    const toRun = dids(false);
+    // A mirror row records a channel's 2xx (delivered); any other row is a message its target's run takes in (running),
+    // and a callback row answers the hand-off whose answer it carries (`rowDeliveries`).
+    const ids = (mirror: boolean, key: 'deliveryId' | 'answersDeliveryId') =>
+      out.filter((m) => (m.kind === 'mirror') === mirror).map((m) => (m.meta?.[key] as string | undefined) ?? '').filter(Boolean);
+    const toRun = ids(false, 'deliveryId');
     if (toRun.length) changes?.push(...(await advanceDeliveries(tx, toRun, 'running', {}, ['delivered'])));
-    const sent = dids(true);
+    const answered = ids(false, 'answersDeliveryId');
+    if (answered.length) changes?.push(...(await advanceDeliveries(tx, answered, 'answered', { error: null })));
+    const sent = ids(true, 'deliveryId');
     if (sent.length) changes?.push(...(await advanceDeliveries(tx, sent, 'delivered', { attempt: true, error: null })));
     return out;
   }
@@ -199,16 +203,16 @@ export class Store extends SessionLists {
   /** PostgreSQL: one session's rows in one statement (`appendPg`, fenced, moving their deliveries), as transcript rows. */
   private async appendPgRows(key: string, msgs: NewMessage[], o: { usage?: UsageValues[]; startRun?: string; merge?: { runIds: string[]; into: string } }) {
     const values = msgs.map((m) => messageValues(m, nowIso()));
-    const deliveryIds = values.map((v) => deliveryIdOfMeta(v.meta)).filter((x): x is string => !!x);
+    const deliveryIds = rowDeliveries(values.map((v) => v.meta));
     const r = await retryConflicts(() => appendPg(this.db, { key, epoch: this.fences.get(key), rows: values, deliveryIds, ...o }));
     if (!r.held) await this.lostSession(key);
     this.announceRunning(r.deliveries);
     return { ...r, rows: this.writtenRows(values, r.ids, r.session) };
   }
 
-  /** Deliveries a PostgreSQL statement moved to `running` (their target's row written): through `delivered`. */
+  /** Deliveries a PostgreSQL statement moved with its rows' write: to `running` (through `delivered`), or `answered`. */
   announceRunning(rows: DeliveryRowJson[] | null | undefined): void {
-    if (rows?.length) this.announce(fromJsonRows(rows).map((row) => ({ row, states: ['delivered', 'running'] })));
+    if (rows?.length) this.announce(movedChanges(rows));
   }
 
   /** Rows written with these ids (a run's start by `enqueuePg`, an append) as transcript rows, cached; with `session` (the
