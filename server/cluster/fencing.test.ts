@@ -106,6 +106,15 @@ async function expectSurvivorsAnswer(c: Cluster, sessionKey: string, runId: stri
 
 const processIds = async (c: Cluster) => (await c.db.query<{ id: string }>('select id from processes')).rows.map((r) => r.id);
 
+/** A run of `key` accepted by A and in its model step; the processes' ids then, and A's. */
+async function inFlightOnA(c: Cluster, key: string) {
+  const r = await c.a.rpc<{ runId: string }>('agent', { sessionKey: key, message: 'hello', webhook: { url: c.hookUrl } });
+  await until(() => c.fa.requests.length > 0);
+  const ids = await processIds(c);
+  const [aId] = (await c.db.query<{ id: string }>('select id from processes where pid = $1 and status = $2', [c.a.child.pid, 'alive'])).rows.map((x) => x.id);
+  return { r, ids, aId: aId! };
+}
+
 describe('a process told it is dead writes nothing of the runs it lost', () => {
   it('SIGSTOPped past its lease, then SIGCONTed after another took its run over: the survivor’s answer stands', async () => {
     const c = await cluster();
@@ -126,10 +135,7 @@ describe('a process told it is dead writes nothing of the runs it lost', () => {
   it('its liveness connection terminated (pg_terminate_backend): the run taken over ends ok, no error event or webhook', async () => {
     const c = await cluster();
     const key = 'agent:main:terminated';
-    const r = await c.a.rpc<{ runId: string }>('agent', { sessionKey: key, message: 'hello', webhook: { url: c.hookUrl } });
-    await until(() => c.fa.requests.length > 0);
-    const ids = await processIds(c);
-    const [aId] = (await c.db.query<{ id: string }>('select id from processes where pid = $1 and status = $2', [c.a.child.pid, 'alive'])).rows.map((x) => x.id);
+    const { r, ids, aId } = await inFlightOnA(c, key);
     // Terminate A's advisory-lock backend until B has declared A dead (A takes its lock back when it reconnects first).
     await until(async () => {
       await c.db.query(
@@ -151,10 +157,7 @@ describe('a process told it is dead writes nothing of the runs it lost', () => {
   it('declared dead while the others are stopped: it claims its session again under a new identity and re-drives the run once its old copy stopped', async () => {
     const c = await cluster();
     const key = 'agent:main:reclaimed';
-    const r = await c.a.rpc<{ runId: string }>('agent', { sessionKey: key, message: 'hello', webhook: { url: c.hookUrl } });
-    await until(() => c.fa.requests.length > 0);
-    const ids = await processIds(c);
-    const [aId] = (await c.db.query<{ id: string }>('select id from processes where pid = $1 and status = $2', [c.a.child.pid, 'alive'])).rows.map((x) => x.id);
+    const { r, ids, aId } = await inFlightOnA(c, key);
     // B is stopped, so only A can claim the session; B's sweep is done here by hand: A marked dead, its sessions freed
     // with a new epoch. A learns it at its next heartbeat, aborts its copy of the run (held in its model's request),
     // registers again and claims the session it had: its new lease waits for the old copy to stop, then re-drives.
