@@ -94,6 +94,31 @@ describe('deliveries', () => {
     expect(await s.rpc<any>('deliveries.get', { deliveryId: cb.deliveryId })).toMatchObject({ state: expect.stringMatching(/^(running|answered)$/) });
   });
 
+  it('a send whose target run is cancelled while queued ends failed, and so does the send a cancelled callback run would have answered', async () => {
+    // A queued run that never starts (agent.cancel, its session deleted) failed none of the hand-offs it carried: the
+    // send stayed `accepted` for good, and a send answered by a callback row never written stayed `running`.
+    const to = 'agent:researcher:dl-cancel';
+    const { runId: busy } = await s.rpc<{ runId: string }>('agent', { sessionKey: to, message: '/sleep 3000' });
+    await s.rpc('sessions.patch', { sessionKey: to, queueMode: 'followup' });
+    const out = await turn('agent:main:dl-cancel', '/tool sessions_send {"sessionKey":"agent:researcher:dl-cancel","message":"/reply 1","mode":"async"}');
+    expect(await s.rt.store.getRun(out.runId)).toMatchObject({ status: 'queued' });
+    await s.rpc('agent.cancel', { runId: out.runId });
+    expect(await s.rpc<any>('deliveries.get', { deliveryId: out.deliveryId })).toMatchObject({ state: 'failed', error: { code: 'interrupted', message: expect.stringMatching(/cancelled/) } });
+    await s.rpc('agent.cancel', { runId: busy });
+
+    // The callback's run queued behind its busy caller, cancelled there: the send it would have answered fails too.
+    const from = 'agent:main:dl-cancel-cb';
+    const sent = await turn(from, '/tool sessions_send {"sessionKey":"agent:researcher:dl-cancel-cb","message":"/sleep 500","mode":"async"}');
+    await s.rpc('sessions.patch', { sessionKey: from, queueMode: 'followup' });
+    const { runId: sleeping } = await s.rpc<{ runId: string }>('agent', { sessionKey: from, message: '/sleep 3000' });
+    const cb = await until(async () => (await s.rpc<{ deliveries: any[] }>('deliveries.list', { sessionKey: from, kind: 'callback' })).deliveries[0]);
+    await until(async () => (await s.rt.store.getRun(cb.runId))?.status === 'queued');
+    await s.rpc('agent.cancel', { runId: cb.runId });
+    expect(await s.rpc<any>('deliveries.get', { deliveryId: cb.deliveryId })).toMatchObject({ state: 'failed', error: { code: 'interrupted' } });
+    expect(await s.rpc<any>('deliveries.get', { deliveryId: sent.deliveryId })).toMatchObject({ state: 'failed', error: { code: 'interrupted', message: expect.stringMatching(/ended before its row was written/) } });
+    await s.rpc('agent.cancel', { runId: sleeping });
+  });
+
   it('delegate_agent: delivery_id in the result, each batch run its own', async () => {
     const one = await turn('agent:main:dl-deleg', '/tool delegate_agent {"agent_id":"researcher","prompt":"/reply hi"}');
     expect(one).toMatchObject({ status: 'ok', delivery_id: expect.stringMatching(/^dlv_/), response: 'hi' });

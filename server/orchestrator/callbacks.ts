@@ -36,7 +36,8 @@ export function planDeliveries(target: { runId: string; sessionKey: string; agen
   for (const row of rows) {
     const origin = (row.origin ? JSON.parse(row.origin) : null) as MessageOrigin | null;
     // The hand-off that brought this message: answered with this end when a sync caller reads the stored answer, or
-    // failed with the run. One answered by a callback row is `answered` when that row is written (deliverCallback).
+    // failed with the run. One answered by a callback row is `answered` when that row is written (its meta's
+    // `answersDeliveryId`, store/deliveries.ts `rowDeliveries`), or failed if that row's run never starts (`endQueued`).
     const answeredByCallback = !!(origin?.callback && origin.from?.sessionKey && outcome.status === 'ok');
     if (typeof origin?.deliveryId === 'string' && !answeredByCallback) (outcome.status === 'ok' ? out.records.answered : failedIds).push(origin.deliveryId);
     if (origin?.callback && origin.from?.sessionKey) {

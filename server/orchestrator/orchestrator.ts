@@ -2,7 +2,6 @@
 // session's deletion, recovery at start-up and the graceful stop.
 import { CrosstalkError } from '../errors';
 import type { WaitResult } from '../gateway/types';
-import { nowIso } from '../store/store';
 import { SHUTDOWN, TERMINAL, waitResultOf } from './queue';
 import { ClusterRuns } from './cluster-runs';
 
@@ -48,7 +47,7 @@ export class Orchestrator extends ClusterRuns {
     const queued = [...st.queue.splice(0), ...(st.active?.inbox.splice(0) ?? []).map((i) => ({ runId: i.runId, persisted: i.persisted }))];
     for (const item of queued) {
       await item.persisted.catch(() => undefined);
-      await this.o.store.updateRun(item.runId, { status: 'error', error: 'session deleted', ended_at: nowIso() });
+      await this.o.store.endQueued(item.runId, 'session deleted'); // its hand-offs fail with it
       const ws = this.waiters.get(item.runId);
       if (ws) for (const w of ws) w({ status: 'error', error: 'session deleted' });
     }

@@ -121,6 +121,30 @@ export function rowDeliveries(metas: ReadonlyArray<string | null | undefined>): 
   return out;
 }
 
+/**
+ * The hand-offs a queued run's row carries, to fail with it when it will never start (`endQueued`): its own
+ * (`origin.deliveryId`, as its input rows would have moved it) and, for a callback's run, the send its row would have
+ * answered. Each with its reason.
+ */
+export function queuedRunDeliveries(run: { id: string; input: string; origin: string | null }, error: string): Array<{ ids: string[]; message: string }> {
+  const parse = (s: string | null) => {
+    try {
+      return s ? (JSON.parse(s) as unknown) : null;
+    } catch {
+      return null;
+    }
+  };
+  const origin = parse(run.origin) as { deliveryId?: unknown } | null;
+  const inputs = parse(run.input);
+  const metas = (Array.isArray(inputs) ? inputs : []).map((i: { meta?: unknown }) => (i?.meta ? JSON.stringify(i.meta) : null));
+  const d = rowDeliveries(metas);
+  const own = [...new Set([...(typeof origin?.deliveryId === 'string' ? [origin.deliveryId] : []), ...d.running])];
+  return [
+    { ids: own, message: `target run error: ${error}` },
+    { ids: d.answered, message: `the callback's run ${run.id} ended before its row was written: ${error}` },
+  ].filter((x) => x.ids.length);
+}
+
 export interface RowDeliveries {
   running: string[];
   answered: string[];

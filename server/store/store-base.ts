@@ -9,7 +9,7 @@ import type { CallbackRow, Database, DeliveryRow, MessageRow, RunRow, WebhookRow
 import { insertEventsSql, wakeEventsSql, writeSkippingLogged } from './event-sql';
 import { SETTLED_XID } from './settled';
 import { type FoldStep, foldRun, foldWrittenPg, type LogRow, readEventsAfter, resolvePlainId } from './event-fold';
-import { advanceDeliveries, type DeliveryChange, failedAttempt, insertDeliveries, type NewDelivery, newDeliveryId } from './deliveries';
+import { advanceDeliveries, type DeliveryChange, failedAttempt, insertDeliveries, type NewDelivery, newDeliveryId, queuedRunDeliveries } from './deliveries';
 
 export interface NewMessage {
   sessionKey: string;
@@ -432,8 +432,16 @@ export class StoreBase {
 
   /** Ends a run that has not started (from any process); false when it had started or ended meanwhile. */
   async endQueued(runId: string, error: string): Promise<boolean> {
-    const r = await this.db.updateTable('runs').set({ status: 'error', error, ended_at: nowIso() }).where('id', '=', runId).where('status', '=', 'queued').executeTakeFirst();
-    return Number(r.numUpdatedRows) === 1;
+    const changes: DeliveryChange[] = [];
+    const ended = await this.db.transaction().execute(async (tx) => {
+      const run = await tx.updateTable('runs').set({ status: 'error', error, ended_at: nowIso() }).where('id', '=', runId).where('status', '=', 'queued').returning(['id', 'input', 'origin']).executeTakeFirst();
+      if (!run) return false;
+      // The hand-offs it carried fail with it (CONTRACT §9): left as they were, they stayed on their way for good.
+      for (const f of queuedRunDeliveries(run, error)) changes.push(...(await advanceDeliveries(tx, f.ids, 'failed', { error: { code: 'interrupted', message: f.message } })));
+      return true;
+    });
+    this.announce(changes);
+    return ended;
   }
 
   /** The session's run in flight (running, or paused on an approval), on whichever process drives it. */
