@@ -38,6 +38,9 @@ test('a pushed pending item shows a notification whose "Allow once" resolves it'
 
   await page.goto(`${server.origin}/login?token=${TOKEN}`);
   await expect(page.getByRole('button', { name: 'Notifications' })).toBeVisible();
+  // Its bell is drawn (an emoji was an empty box on a machine without a colour emoji font), struck through while off.
+  await expect(page.getByTestId('notifications-icon')).toBeVisible();
+  expect((await page.getByTestId('notifications').textContent())?.trim()).toBe('');
   // The room registers its worker on load (no inline script: /sw.js under the page's CSP, worker-src 'self').
   const scriptURL = await page.evaluate(async () => (await navigator.serviceWorker.ready).active?.scriptURL);
   expect(scriptURL).toBe(`${server.origin}/sw.js`);

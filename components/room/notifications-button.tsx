@@ -28,7 +28,18 @@ export function NotificationsButton() {
       disabled={state === 'unsupported' || state === 'working'}
       onClick={toggle}
     >
-      <span aria-hidden>{state === 'on' ? '🔔' : '🔕'}</span>
+      <BellIcon off={state !== 'on'} />
     </Button>
+  );
+}
+
+/** A bell, struck through when off: drawn, not an emoji (a machine without a colour emoji font showed an empty box). */
+function BellIcon({ off }: { off: boolean }) {
+  return (
+    <svg aria-hidden data-testid="notifications-icon" viewBox="0 0 16 16" width="14" height="14" fill="none" stroke="currentColor" strokeWidth="1.5" strokeLinecap="round" strokeLinejoin="round">
+      <path d="M4 11V7a4 4 0 0 1 8 0v4l1 1.5H3L4 11z" />
+      <path d="M6.5 14a1.5 1.5 0 0 0 3 0" />
+      {off && <path d="M2 2l12 12" />}
+    </svg>
   );
 }

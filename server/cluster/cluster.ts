@@ -240,19 +240,26 @@ export class Cluster {
     })();
   }
 
+  private beating = false;
+
   private async heartbeat() {
-    if (this.stopped) return;
+    if (this.stopped || this.beating) return;
     // No liveness connection and nothing bringing one back (a re-registration that failed): start over, or this
     // process would serve on under an identity the others have declared dead, and claim sessions no one frees.
     if (!this.client) return void (this.reconnecting || this.reRegister());
+    // One at a time, and about the identity it started under: on a loaded machine a heartbeat outlasted the next
+    // tick, both found the old identity dead, and the second dropped the work the new identity had just claimed
+    // (a re-driven run aborted and driven a third time) and registered yet another identity.
+    this.beating = true;
+    const id = this.id;
     try {
       const r = await this.db
         .updateTable('processes')
         .set({ heartbeat_ms: dbNowMs as unknown as number })
-        .where('id', '=', this.id)
+        .where('id', '=', id)
         .where('status', '=', 'alive')
         .executeTakeFirst();
-      if (Number(r.numUpdatedRows) === 0 && !this.stopped) {
+      if (Number(r.numUpdatedRows) === 0 && !this.stopped && this.id === id) {
         this.log.warn({ processId: this.id }, 'cluster: this process was declared dead; dropping its work and re-registering');
         const old = this.client;
         this.client = null;
@@ -262,6 +269,8 @@ export class Cluster {
       }
     } catch (e) {
       this.log.warn({ err: (e as Error).message }, 'cluster: heartbeat failed');
+    } finally {
+      this.beating = false;
     }
   }
 

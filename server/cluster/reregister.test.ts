@@ -63,4 +63,32 @@ describe('re-registration after being declared dead', () => {
     expect(alive.rows).toEqual([{ id: cluster.id, pid: process.pid }]);
     expect(fenced).toBe(1);
   }, 60_000);
+  it('two heartbeats at once that both find its identity declared dead drop its work once and register one new identity', async () => {
+    // On a loaded machine a heartbeat outlasted the next tick: both found the old identity dead, and the second dropped
+    // the work the new identity had just claimed (fencing.test saw a re-driven run aborted and driven a third time).
+    const schema = `t_rereg_${crypto.randomBytes(4).toString('hex')}`;
+    const handle = await openDatabase({ dataDir: tmpDataDir(), databaseUrl: PG_URL, pgSchema: schema });
+    cleanups.push(async () => {
+      await sql.raw(`drop schema if exists ${schema} cascade`).execute(handle.db).catch(() => undefined);
+      await handle.close();
+    });
+    const was = { ...LIVENESS };
+    Object.assign(LIVENESS, { heartbeatMs: 60_000, sweepMs: 60_000 }); // only the two heartbeats below
+    cleanups.push(() => Object.assign(LIVENESS, was));
+    const cluster = new Cluster(handle.db, handle.pg!, createLogger('silent'));
+    let fenced = 0;
+    await cluster.start({ onControl: () => undefined, onEvents: () => undefined, onOrphans: () => undefined, onFenced: () => fenced++ });
+    cleanups.push(() => cluster.stop());
+    const first = cluster.id;
+    await sql`update processes set status = 'dead' where id = ${first}`.execute(handle.db);
+    const beat = () => (cluster as unknown as { heartbeat(): Promise<void> }).heartbeat();
+    await Promise.all([beat(), beat()]);
+    await until(() => cluster.id !== first, 20_000);
+    const rows = await sql<{ id: string; status: string }>`select id, status from processes order by started_at`.execute(handle.db);
+    expect(rows.rows).toEqual([
+      { id: first, status: 'dead' },
+      { id: cluster.id, status: 'alive' },
+    ]);
+    expect(fenced).toBe(1);
+  }, 60_000);
 });
