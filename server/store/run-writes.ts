@@ -47,7 +47,7 @@ interface AppendPg {
   /** Start this queued run in the same statement (its status, and the session's `running`). */
   startRun?: string;
   usage?: UsageValues[];
-  /** Deliveries these rows carry to their target: `running` in the same statement (CONTRACT §9). */
+  /** Deliveries these rows carry to their target (`running`) and a callback row answers (`answered`), in the same statement (CONTRACT §9). */
   deliveryIds?: RowDeliveries;
   /** Steered messages' queued runs, merged into `into` with these rows (their input): never run on their own. */
   merge?: { runIds: string[]; into: string };
