@@ -91,8 +91,10 @@ describe('event bus', () => {
     await s.rpc('agent.wait', { runId: runs[0] });
     await bus.drain();
     const got: number[] = [];
+    // Up to 10 s for each next event (the loop ends at the run's end event): on PostgreSQL the catch-up reads only rows
+    // below the settled horizon, which another file's open transaction can hold back (CI got no event within 300 ms).
     for (;;) {
-      const ev = await Promise.race([sub.next(), new Promise<null>((r) => setTimeout(() => r(null), 300))]);
+      const ev = await Promise.race([sub.next(), new Promise<null>((r) => setTimeout(() => r(null), 10_000))]);
       if (!ev) break;
       got.push(ev.seq);
       if (ev.stream === 'lifecycle' && ev.data.phase === 'end') break;
