@@ -106,20 +106,26 @@ export function toDelivery(r: DeliveryRow): Delivery {
  * (`answersDeliveryId`): CONTRACT §9's `answered` is "written as its callback row", so it moves with the row's write,
  * not when the callback run is queued behind a busy caller.
  */
-export function rowDeliveries(metas: ReadonlyArray<string | null | undefined>): RowDeliveries {
+export function metaDeliveries(metas: ReadonlyArray<{ deliveryId?: unknown; answersDeliveryId?: unknown } | null | undefined>): RowDeliveries {
   const out: RowDeliveries = { running: [], answered: [] };
-  for (const meta of metas) {
-    if (!meta || !meta.includes('eliveryId"')) continue;
-    try {
-      const m = JSON.parse(meta) as { deliveryId?: unknown; answersDeliveryId?: unknown };
-      if (typeof m.deliveryId === 'string') out.running.push(m.deliveryId);
-      if (typeof m.answersDeliveryId === 'string') out.answered.push(m.answersDeliveryId);
-    } catch {
-      // not JSON: no delivery
-    }
+  for (const m of metas) {
+    if (typeof m?.deliveryId === 'string') out.running.push(m.deliveryId);
+    if (typeof m?.answersDeliveryId === 'string') out.answered.push(m.answersDeliveryId);
   }
   return out;
 }
+
+/** `metaDeliveries` of rows' meta as stored (JSON text; most rows carry none, and are not parsed). */
+export const rowDeliveries = (metas: ReadonlyArray<string | null | undefined>): RowDeliveries =>
+  metaDeliveries(metas.map((meta) => (meta?.includes('eliveryId"') ? jsonOrNull(meta) : null)) as Array<{ deliveryId?: unknown } | null>);
+
+const jsonOrNull = (s: string | null): unknown => {
+  try {
+    return s ? JSON.parse(s) : null;
+  } catch {
+    return null;
+  }
+};
 
 /**
  * The hand-offs a queued run's row carries, to fail with it when it will never start (`endQueued`): its own
@@ -127,17 +133,9 @@ export function rowDeliveries(metas: ReadonlyArray<string | null | undefined>): 
  * answered. Each with its reason.
  */
 export function queuedRunDeliveries(run: { id: string; input: string; origin: string | null }, error: string): Array<{ ids: string[]; message: string }> {
-  const parse = (s: string | null) => {
-    try {
-      return s ? (JSON.parse(s) as unknown) : null;
-    } catch {
-      return null;
-    }
-  };
-  const origin = parse(run.origin) as { deliveryId?: unknown } | null;
-  const inputs = parse(run.input);
-  const metas = (Array.isArray(inputs) ? inputs : []).map((i: { meta?: unknown }) => (i?.meta ? JSON.stringify(i.meta) : null));
-  const d = rowDeliveries(metas);
+  const origin = jsonOrNull(run.origin) as { deliveryId?: unknown } | null;
+  const inputs = jsonOrNull(run.input);
+  const d = metaDeliveries((Array.isArray(inputs) ? inputs : []).map((i: { meta?: { deliveryId?: unknown } }) => i?.meta));
   const own = [...new Set([...(typeof origin?.deliveryId === 'string' ? [origin.deliveryId] : []), ...d.running])];
   return [
     { ids: own, message: `target run error: ${error}` },
@@ -289,6 +287,6 @@ export type DeliveryRowJson = DeliveryRow & { moved?: 'running' | 'answered' };
 
 /** Moved rows as changes for their events: `running` passes `delivered`; the answered ones follow the running ones. */
 export function movedChanges(rows: DeliveryRowJson[]): DeliveryChange[] {
-  const changes = rows.map(({ moved, ...r }) => ({ row: { ...r, attempts: Number(r.attempts) }, states: (moved === 'answered' ? ['answered'] : ['delivered', 'running']) as DeliveryState[] }));
-  return [...changes.filter((c) => c.states.length > 1), ...changes.filter((c) => c.states.length === 1)];
+  const change = ({ moved, ...r }: DeliveryRowJson): DeliveryChange => ({ row: { ...r, attempts: Number(r.attempts) }, states: moved === 'answered' ? ['answered'] : ['delivered', 'running'] });
+  return [...rows.filter((r) => r.moved !== 'answered').map(change), ...rows.filter((r) => r.moved === 'answered').map(change)];
 }

@@ -12,7 +12,7 @@ import { SessionLists } from './session-lists';
 import { type FoldStep, foldPlan, foldSteps, wholeRunLog } from './event-fold';
 import { HotSqlite } from './hot-sqlite';
 import { RecentRows } from './recent-rows';
-import { advanceDeliveries, type DeliveryChange, type DeliveryRowJson, insertDeliveries, movedChanges, type NewDelivery, rowDeliveries } from './deliveries';
+import { advanceDeliveries, type DeliveryChange, type DeliveryRowJson, insertDeliveries, metaDeliveries, movedChanges, type NewDelivery, rowDeliveries } from './deliveries';
 import { FencedError, type NewMessage, type NewSession, nowIso, sessionValues, toTranscriptMessage } from './store-base';
 
 export { FencedError, type NewMessage, type NewSession, nowIso, toTranscriptMessage } from './store-base';
@@ -159,13 +159,10 @@ export class Store extends SessionLists {
     }
     // A mirror row records a channel's 2xx (delivered); any other row is a message its target's run takes in (running),
     // and a callback row answers the hand-off whose answer it carries (`rowDeliveries`).
-    const ids = (mirror: boolean, key: 'deliveryId' | 'answersDeliveryId') =>
-      out.filter((m) => (m.kind === 'mirror') === mirror).map((m) => (m.meta?.[key] as string | undefined) ?? '').filter(Boolean);
-    const toRun = ids(false, 'deliveryId');
-    if (toRun.length) changes?.push(...(await advanceDeliveries(tx, toRun, 'running', {}, ['delivered'])));
-    const answered = ids(false, 'answersDeliveryId');
-    if (answered.length) changes?.push(...(await advanceDeliveries(tx, answered, 'answered', { error: null })));
-    const sent = ids(true, 'deliveryId');
+    const taken = metaDeliveries(out.filter((m) => m.kind !== 'mirror').map((m) => m.meta));
+    if (taken.running.length) changes?.push(...(await advanceDeliveries(tx, taken.running, 'running', {}, ['delivered'])));
+    if (taken.answered.length) changes?.push(...(await advanceDeliveries(tx, taken.answered, 'answered', { error: null })));
+    const sent = metaDeliveries(out.filter((m) => m.kind === 'mirror').map((m) => m.meta)).running;
     if (sent.length) changes?.push(...(await advanceDeliveries(tx, sent, 'delivered', { attempt: true, error: null })));
     return out;
   }
