@@ -37,6 +37,7 @@ async function main() {
       `--import=${path.join(repoRoot, 'bench', 'lib', 'loop-probe.mjs')}`,
       ...(heapSample ? [`--import=${path.join(repoRoot, 'bench', 'lib', 'heap-sampler.mjs')}`] : []),
       ...(cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${work}`] : []),
+      ...argv.filter((a) => a.startsWith('--node-arg=')).map((a) => a.slice('--node-arg='.length)),
     ],
     env: {
       CROSSTALK_LOOP_PROBE: probe,

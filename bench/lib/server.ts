@@ -94,7 +94,9 @@ export async function startServer(opts: StartOptions): Promise<ServerHandle> {
     ...opts.env,
   };
   let out = '';
+  const logTo = process.env.BENCH_SERVER_LOG; // a file that gets all the server's output (e.g. with --node-arg=--trace-gc)
   const keep = (chunk: Buffer) => {
+    if (logTo) fs.appendFileSync(logTo, chunk);
     out += chunk.toString('utf8');
     if (out.length > 64_000) out = out.slice(-64_000);
   };

@@ -1,6 +1,7 @@
-// SQLite WAL checkpoints off the event loop: the main connection never checkpoints (wal_autocheckpoint 0); a worker
-// thread with a connection of its own (started once the WAL has grown) runs a PASSIVE checkpoint every
-// CHECKPOINT_EVERY_MS, so the WAL is copied into the database and synced there, while commits only append to it.
+// SQLite WAL checkpoints off the event loop: commits never checkpoint (wal_autocheckpoint 0); a worker thread with a
+// connection of its own (started once the WAL has grown) copies the WAL into the database every CHECKPOINT_EVERY_MS
+// and syncs it there, and the WAL starts over from its beginning (under writes that never pause, with one short step
+// on the main connection: RESTART_AT_FRAMES).
 import fs from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { sqliteModuleBases } from './search-worker';
@@ -10,6 +11,24 @@ import { sqliteModuleBases } from './search-worker';
  * the WAL stays about what the writes of this long add up to (a checkpoint with nothing to copy costs microseconds).
  */
 export const CHECKPOINT_EVERY_MS = 250;
+/**
+ * Passes a checkpoint makes at most to catch up with the commits made while it copied. SQLite starts the WAL over
+ * from its beginning only at a write that begins with every frame of it copied. A pass copies the frames that were
+ * there when it began, so with commits going on, one pass a checkpoint never left the WAL whole: it grew for as long
+ * as they went on (256–494 MB over 3,000 sequential turns, every commit then appending to the file, at about twice
+ * the cost of writing over it: issue 24.4, BENCHMARKS.md "Stop 48"). Each pass copies what the one before left, a
+ * shorter stretch, until one finds the WAL started over, or no commit for a millisecond (the next write starts it
+ * over); a pass with nothing to copy costs microseconds.
+ */
+export const CATCH_UP_PASSES = 8;
+/**
+ * When the passes never found a gap between commits (sustained writes) and the WAL is at least this long (32 MiB of
+ * 4 KiB pages), the thread hands the last step to the main connection: one PASSIVE checkpoint there, between two of
+ * its writes, copies the frames since the thread's last pass (a millisecond or two, most of it the two syncs), and
+ * its next write starts the WAL over. Not a RESTART checkpoint in the thread: that takes the writers' lock, and a
+ * deferred transaction that has read already gets SQLITE_BUSY at its first write instead of waiting.
+ */
+export const RESTART_AT_FRAMES = 8192;
 /** The thread starts when the WAL first reaches this size (SQLite's own autocheckpoint point: 1,000 pages of 4 KiB). */
 export const START_AT_BYTES = 4 * 1024 * 1024;
 /** How often the WAL's size is looked at until then. */
@@ -38,13 +57,36 @@ const db = new Database(workerData.file, { fileMustExist: true });
 db.pragma('busy_timeout = 0');
 db.pragma('synchronous = NORMAL');
 db.pragma('wal_autocheckpoint = 0');
+const pass = () => db.pragma('wal_checkpoint(PASSIVE)')[0];
+const nap = new Int32Array(new SharedArrayBuffer(4));
+let handedOver = false;
 const checkpoint = () => {
   if (workerData.gate) Atomics.wait(workerData.gate, 0, 1);
-  const r = db.pragma('wal_checkpoint(PASSIVE)')[0];
+  // A pass's log is the WAL's length when it began. The WAL starts over at a write that begins with all of it copied:
+  // pass again until a pass finds it started over (shorter), or no commit for a while (the next write will).
+  let r = pass();
+  let over = false;
+  for (let i = 1, quiet = 0; i < workerData.passes && r.busy === 0; i++) {
+    const before = r.log;
+    if (quiet) Atomics.wait(nap, 0, 0, 1);
+    r = pass();
+    if (r.busy === 1 || (over = r.log < before)) break;
+    quiet = r.log === before ? quiet + 1 : 0;
+    if (quiet === 2) break;
+  }
+  // Commits never left the passes a gap, and the WAL is long: the main connection copies the last few frames itself,
+  // between two of its writes, so that its next write starts the WAL over.
+  // No tick of the thread until it has (its pass would make the main connection's busy, or stop its write from
+  // starting the WAL over).
+  if (!over && r.busy === 0 && r.log >= workerData.restartAt) {
+    handedOver = true;
+    parentPort.postMessage({ behind: r.log });
+  }
   return { log: r.log, checkpointed: r.checkpointed, busy: r.busy === 1 };
 };
-setInterval(() => { try { checkpoint(); } catch {} }, workerData.everyMs);
+setInterval(() => { if (!handedOver) try { checkpoint(); } catch {} }, workerData.everyMs);
 parentPort.on('message', (m) => {
+  if (m.done) return void (handedOver = false);
   try { parentPort.postMessage({ id: m.id, result: checkpoint() }); }
   catch (e) { parentPort.postMessage({ id: m.id, error: String((e && e.message) || e) }); }
 });
@@ -53,6 +95,10 @@ parentPort.postMessage({ ready: true });
 
 export interface WalCheckpointerOptions {
   everyMs?: number;
+  /** Passes at most per checkpoint (CATCH_UP_PASSES); 1 is a single PASSIVE checkpoint. */
+  passes?: number;
+  /** The WAL's length in frames from which the main connection finishes a checkpoint whose passes never caught up. */
+  restartAtFrames?: number;
   /** Tests: while `gate[0]` is 1 the thread waits (Atomics.wait) before each checkpoint. */
   gate?: Int32Array;
   /** Where the thread looks for better-sqlite3 (tests: somewhere it is not, to see the fallback). */
@@ -74,6 +120,8 @@ export class WalCheckpointer {
   private nextId = 1;
   private closed = false;
   private startedP?: Promise<boolean>;
+  /** How many times the main connection finished a checkpoint the thread's passes could not (tests, benches). */
+  finished = 0;
   private readonly watch: NodeJS.Timeout;
 
   constructor(
@@ -101,13 +149,14 @@ export class WalCheckpointer {
     if (this.startedP) return this.startedP;
     clearInterval(this.watch);
     if (this.closed) return (this.startedP = Promise.resolve(false));
-    const w = new Worker(THREAD, { eval: true, workerData: { file: this.file, bases: this.o.moduleBases ?? sqliteModuleBases(), everyMs: this.o.everyMs ?? CHECKPOINT_EVERY_MS, gate: this.o.gate } });
+    const w = new Worker(THREAD, { eval: true, workerData: { file: this.file, bases: this.o.moduleBases ?? sqliteModuleBases(), everyMs: this.o.everyMs ?? CHECKPOINT_EVERY_MS, passes: this.o.passes ?? CATCH_UP_PASSES, restartAt: this.o.restartAtFrames ?? RESTART_AT_FRAMES, gate: this.o.gate } });
     w.unref();
     this.worker = w;
     let up!: (ok: boolean) => void;
     this.startedP = new Promise((r) => (up = r));
-    w.on('message', (m: { ready?: boolean; id?: number; result?: CheckpointResult; error?: string }) => {
+    w.on('message', (m: { ready?: boolean; behind?: number; id?: number; result?: CheckpointResult; error?: string }) => {
       if (m.ready) return up(true);
+      if (m.behind !== undefined) return this.finish();
       const job = m.id === undefined ? undefined : this.waiting.get(m.id);
       if (!job) return;
       this.waiting.delete(m.id!);
@@ -132,6 +181,19 @@ export class WalCheckpointer {
       this.waiting.set(id, { resolve, reject });
       this.worker!.postMessage({ id });
     });
+  }
+
+  /** The main connection's own pass, between two of its writes (none open): its next write starts the WAL over. */
+  private finish(): void {
+    try {
+      if (this.closed || this.main.inTransaction) return;
+      const [r] = this.main.pragma('wal_checkpoint(PASSIVE)') as Array<{ busy: number }>;
+      if (r?.busy === 0) this.finished++;
+    } catch {
+      // Closing: nothing more to do. Busy or in a transaction: the thread's next checkpoint tries again.
+    } finally {
+      this.worker?.postMessage({ done: true });
+    }
   }
 
   async close(): Promise<void> {
