@@ -74,10 +74,9 @@ const checkpoint = () => {
     quiet = r.log === before ? quiet + 1 : 0;
     if (quiet === 2) break;
   }
-  // Commits never left the passes a gap, and the WAL is long: the main connection copies the last few frames itself,
-  // between two of its writes, so that its next write starts the WAL over.
-  // No tick of the thread until it has (its pass would make the main connection's busy, or stop its write from
-  // starting the WAL over).
+  // Commits never left the passes such a moment, and the WAL is long: the main connection copies what is left, between
+  // two of its writes, so that its next write starts the WAL over. No tick here until it has: a pass here then would
+  // make its checkpoint busy, or keep its next write from starting the WAL over.
   if (!over && r.busy === 0 && r.log >= workerData.restartAt) {
     handedOver = true;
     parentPort.postMessage({ behind: r.log });
