@@ -1,4 +1,4 @@
-// `npx tsx bench/turn-cpu.ts [--pg URL] [--turns N] [--rounds R] [--prof out.cpuprofile] [--keep]`: the gateway's CPU per scripted turn, load-independent — an in-process runtime (SQLite, or PostgreSQL in a schema of its own) in the main thread, its HTTP client in a worker thread; main-thread CPU (process.threadCpuUsage) per turn, statements per turn, on PostgreSQL its backends' CPU per turn (/proc), and optionally a CPU profile of the server thread alone.
+// `npx tsx bench/turn-cpu.ts [--pg URL] [--turns N] [--rounds R] [--prof out.cpuprofile] [--keep]`: the gateway's CPU per scripted turn, load-independent — an in-process runtime (SQLite, or PostgreSQL in a schema of its own) in the main thread, its HTTP client in a worker thread; main-thread CPU (process.threadCpuUsage) per turn, statements per turn, on PostgreSQL its backends' CPU per turn (/proc), on SQLite the WAL file's largest size and the checkpoints its main connection finished, and optionally a CPU profile of the server thread alone.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -136,6 +136,12 @@ async function main(): Promise<void> {
   // --bare: the floor (bench/lib/bare.ts's server) in this thread instead of the gateway.
   const rt = bare ? undefined : await createRuntime({ config: resolveConfig(parseRawConfig({}), env), log: createLogger('warn'), ...(pgUrl ? { pgSchema: schema } : {}) });
   const served = rt ? await serve(rt) : await startBareHere('bare-token');
+  // SQLite: the WAL file's largest size (looked at every 100 ms), and the checkpoints the main connection finished.
+  const walFile = fs.readdirSync(dir).map((f) => path.join(dir, f)).find((f) => f.endsWith('.sqlite-wal'));
+  let walMax = 0;
+  const walWatch = setInterval(() => {
+    if (walFile) fs.stat(walFile, (err, st) => void (!err && (walMax = Math.max(walMax, st.size))));
+  }, 100);
   const worker = new Worker(CLIENT, { eval: true, workerData: { url: new URL('/api/gateway', served.url).toString(), token: rt?.token ?? 'bare-token' } });
   const ask = (m: { kind: 'seq' | 'conc'; n: number; key: string }) =>
     new Promise<void>((resolve, reject) => {
@@ -184,6 +190,8 @@ async function main(): Promise<void> {
     };
     await phase('sequential (one session)', { kind: 'seq', n: turns, key: 'agent:main:seq' }, turns);
     if (rounds > 0) await phase('50 concurrent sessions', { kind: 'conc', n: rounds, key: 'agent:main:conc' }, rounds * 50);
+    const checkpointer = (rt?.store as unknown as { handle?: { walCheckpointer?: { finished: number } } } | undefined)?.handle?.walCheckpointer;
+    if (walFile) console.log(`WAL file at most ${(walMax / 1048576).toFixed(1)} MiB; checkpoints finished on the main connection: ${checkpointer?.finished ?? 0}`);
     console.log(`${bare ? 'the floor (bare node:http)' : `store ${pgUrl ? 'postgres' : 'sqlite'}`}, idle background ${(idlePerMs * 1000).toFixed(1)} ms CPU/s, load ${os.loadavg().map((v) => v.toFixed(1)).join(' ')}`);
     if (session) {
       const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: Profile };
@@ -196,6 +204,7 @@ async function main(): Promise<void> {
       for (const [name, us] of byCaller(profile, { inclusive: true }).slice(0, 60)) console.log(`  ${(us / 1000 / n).toFixed(4)}  ${name}`);
     }
   } finally {
+    clearInterval(walWatch);
     await worker.terminate();
     await served.close();
     await rt?.close();
