@@ -87,6 +87,27 @@ describe('WAL checkpoints in a thread of their own', () => {
     expect(m.walSize()).toBeLessThan(24 * MB);
   });
 
+  it('hands the last step to the main connection only between its transactions, and goes on ticking after one it skipped', async () => {
+    const m = mainConnection();
+    // One pass a tick and any WAL long enough: every tick that leaves frames hands over.
+    const cp = new WalCheckpointer(m.file, m.db, { everyMs: 20, passes: 1, restartAtFrames: 1 });
+    open.push(cp);
+    expect(await cp.start()).toBe(true);
+    m.db.exec('begin');
+    m.write();
+    const waitFor = async (ok: () => boolean) => {
+      const until = Date.now() + 10_000;
+      while (Date.now() < until && !ok()) await new Promise((r) => setTimeout(r, 10));
+    };
+    // A transaction open across turns of the event loop (as an async Kysely one): no checkpoint inside it.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(cp.finished).toBe(0);
+    m.db.exec('commit');
+    // The thread was told the step was skipped: its next ticks hand over again, and the main connection takes one.
+    await waitFor(() => cp.finished > 0);
+    expect(cp.finished).toBeGreaterThan(0);
+  });
+
   it('checkpoints by itself on its timer', async () => {
     const m = mainConnection();
     const cp = new WalCheckpointer(m.file, m.db, { everyMs: 20 });
