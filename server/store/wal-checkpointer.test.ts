@@ -108,6 +108,22 @@ describe('WAL checkpoints in a thread of their own', () => {
     expect(cp.finished).toBeGreaterThan(0);
   });
 
+  it('a hand-over read late (the event loop was held) is skipped, not taken: the thread hands over again', async () => {
+    const m = mainConnection();
+    const cp = new WalCheckpointer(m.file, m.db, { everyMs: 20, passes: 1, restartAtFrames: 1 });
+    open.push(cp);
+    expect(await cp.start()).toBe(true);
+    m.write();
+    // The thread's first hand-over arrives while the loop is held for 300 ms: by then it is too old to take.
+    const held = Date.now() + 300;
+    while (Date.now() < held) m.db.prepare('select 1').get();
+    const until = Date.now() + 10_000;
+    while (Date.now() < until && cp.finished === 0) await new Promise((r) => setTimeout(r, 10));
+    expect(cp.skipped).toBeGreaterThanOrEqual(1);
+    // The next one, read at once, is taken.
+    expect(cp.finished).toBeGreaterThan(0);
+  });
+
   it('checkpoints by itself on its timer', async () => {
     const m = mainConnection();
     const cp = new WalCheckpointer(m.file, m.db, { everyMs: 20 });

@@ -29,6 +29,8 @@ export const CATCH_UP_PASSES = 8;
  * deferred transaction that has read already gets SQLITE_BUSY at its first write instead of waiting.
  */
 export const RESTART_AT_FRAMES = 8192;
+/** The main connection takes a hand-over only if it reads it within this long of the thread's last pass. */
+export const HAND_OVER_WITHIN_MS = 25;
 /** The thread starts when the WAL first reaches this size (SQLite's own autocheckpoint point: 1,000 pages of 4 KiB). */
 export const START_AT_BYTES = 4 * 1024 * 1024;
 /** How often the WAL's size is looked at until then. */
@@ -79,7 +81,7 @@ const checkpoint = () => {
   // make its checkpoint busy, or keep its next write from starting the WAL over.
   if (!over && r.busy === 0 && r.log >= workerData.restartAt) {
     handedOver = true;
-    parentPort.postMessage({ behind: r.log });
+    parentPort.postMessage({ behind: r.log, at: Date.now() });
   }
   return { log: r.log, checkpointed: r.checkpointed, busy: r.busy === 1 };
 };
@@ -98,6 +100,8 @@ export interface WalCheckpointerOptions {
   passes?: number;
   /** The WAL's length in frames from which the main connection finishes a checkpoint whose passes never caught up. */
   restartAtFrames?: number;
+  /** How old the thread's hand-over may be when the main connection reads it (HAND_OVER_WITHIN_MS). */
+  handOverWithinMs?: number;
   /** Tests: while `gate[0]` is 1 the thread waits (Atomics.wait) before each checkpoint. */
   gate?: Int32Array;
   /** Where the thread looks for better-sqlite3 (tests: somewhere it is not, to see the fallback). */
@@ -121,6 +125,8 @@ export class WalCheckpointer {
   private startedP?: Promise<boolean>;
   /** How many times the main connection finished a checkpoint the thread's passes could not (tests, benches). */
   finished = 0;
+  /** How many of the thread's hand-overs came too late to take (HAND_OVER_WITHIN_MS). */
+  skipped = 0;
   private readonly watch: NodeJS.Timeout;
 
   constructor(
@@ -153,9 +159,9 @@ export class WalCheckpointer {
     this.worker = w;
     let up!: (ok: boolean) => void;
     this.startedP = new Promise((r) => (up = r));
-    w.on('message', (m: { ready?: boolean; behind?: number; id?: number; result?: CheckpointResult; error?: string }) => {
+    w.on('message', (m: { ready?: boolean; behind?: number; at?: number; id?: number; result?: CheckpointResult; error?: string }) => {
       if (m.ready) return up(true);
-      if (m.behind !== undefined) return this.finish();
+      if (m.behind !== undefined) return this.finish(m.at ?? 0);
       const job = m.id === undefined ? undefined : this.waiting.get(m.id);
       if (!job) return;
       this.waiting.delete(m.id!);
@@ -182,10 +188,15 @@ export class WalCheckpointer {
     });
   }
 
-  /** The main connection's own pass, between two of its writes (none open): its next write starts the WAL over. */
-  private finish(): void {
+  /**
+   * The main connection's own pass, between two of its writes (none open): its next write starts the WAL over. Not
+   * when the thread's word is older than HAND_OVER_WITHIN_MS: the event loop was held meanwhile, and the pass would
+   * copy what all those commits wrote, holding it again (the thread hands over again at its next tick).
+   */
+  private finish(at: number): void {
     try {
       if (this.closed || this.main.inTransaction) return;
+      if (Date.now() - at > (this.o.handOverWithinMs ?? HAND_OVER_WITHIN_MS)) return void this.skipped++;
       const [r] = this.main.pragma('wal_checkpoint(PASSIVE)') as Array<{ busy: number }>;
       if (r?.busy === 0) this.finished++;
     } catch {
