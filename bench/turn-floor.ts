@@ -9,6 +9,7 @@ import path from 'node:path';
 import { startBareServer } from './lib/bare';
 import { RpcClient, turn } from './lib/http';
 import { startServer } from './lib/server';
+import { type Summary, summarize } from './lib/stats';
 
 const TURNS = Number(process.argv[2] ?? 600);
 const TOKEN = 'floor-bench';
@@ -21,7 +22,6 @@ const targets = [
 ];
 for (const t of targets) for (let i = 0; i < 200; i++) await turn(t.rpc, 'agent:main:floor-warm', `warm ${i}`);
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
 console.log(`${TURNS} turns on each, load ${os.loadavg().map((v) => v.toFixed(2)).join(' / ')}`);
 for (const block of [1, 10, 100]) {
   const times = targets.map(() => [] as number[]);
@@ -35,10 +35,10 @@ for (const block of [1, 10, 100]) {
         times[i]!.push(performance.now() - t0);
       }
     }
-  const [f, s] = times as [number[], number[]];
+  const [f, s] = times.map(summarize) as [Summary, Summary];
   console.log(
-    `blocks of ${String(block).padStart(3)}: floor p50 ${pct(f, 0.5).toFixed(2)} / p95 ${pct(f, 0.95).toFixed(2)} ms, SQLite p50 ${pct(s, 0.5).toFixed(2)} / p95 ${pct(s, 0.95).toFixed(2)} ms: ` +
-      `${(pct(s, 0.5) / pct(f, 0.5)).toFixed(2)}× / ${(pct(s, 0.95) / pct(f, 0.95)).toFixed(2)}×`,
+    `blocks of ${String(block).padStart(3)}: floor p50 ${f.p50.toFixed(2)} / p95 ${f.p95.toFixed(2)} ms, SQLite p50 ${s.p50.toFixed(2)} / p95 ${s.p95.toFixed(2)} ms: ` +
+      `${(s.p50 / f.p50).toFixed(2)}× / ${(s.p95 / f.p95).toFixed(2)}×`,
   );
 }
 for (const t of targets) t.rpc.close();
