@@ -41,7 +41,7 @@ export abstract class ClusterRuns extends RunEnds {
       // queued for whoever takes the session, never started here after the stop has let its sessions go.
       claim: !this.stopping,
     }, opts.claim);
-    this.o.store.announceRunning(r.deliveries);
+    this.o.store.announceMoved(r.deliveries);
     const effective = (row.queue_mode = r.mode) as QueueMode;
     if (!r.inserted) throw new CrosstalkError('agent_busy', `session ${sessionKey} is busy${r.active ? ` with run ${r.active}` : ''}`);
     if (r.started) {

@@ -115,7 +115,10 @@ export function metaDeliveries(metas: ReadonlyArray<{ deliveryId?: unknown; answ
   return out;
 }
 
-/** `metaDeliveries` of rows' meta as stored (JSON text; most rows carry none, and are not parsed). */
+/**
+ * `metaDeliveries` of rows' meta as stored (JSON text). Most rows carry neither key and are not parsed:
+ * `eliveryId"` is in both `"deliveryId"` and `"answersDeliveryId"`.
+ */
 export const rowDeliveries = (metas: ReadonlyArray<string | null | undefined>): RowDeliveries =>
   metaDeliveries(metas.map((meta) => (meta?.includes('eliveryId"') ? jsonOrNull(meta) : null)) as Array<{ deliveryId?: unknown } | null>);
 
@@ -273,7 +276,7 @@ export function requireDelivery(row: DeliveryRow | undefined, id: string): Deliv
  * PostgreSQL statements (`appendPg`, `enqueuePg`): CTEs moving the deliveries of the rows written (`rowDeliveries`), to
  * `running` (dl) and `answered` (da), once `gate` has a row; `movedDeliveries` selects them, each with where it moved.
  */
-export function runningCte(d: RowDeliveries, gate: ReturnType<typeof sql>, ts: string) {
+export function movesCte(d: RowDeliveries, gate: ReturnType<typeof sql>, ts: string) {
   return sql`, dl as (update deliveries set state = 'running', updated_at = ${ts}
       where id = any(${d.running}::text[]) and state in ('accepted', 'delivered') and exists (select 1 from ${gate}) returning *),
     da as (update deliveries set state = 'answered', updated_at = ${ts}, error_code = null, error_message = null

@@ -7,7 +7,7 @@ import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { PendingEvent } from '../events/types';
 import { eventRecord, insertEventsSql, wakeEventsSql } from './event-sql';
 import type { PlannedFold } from './event-fold';
-import { type DeliveryRowJson, movedDeliveries, movesAny, type RowDeliveries, rowDeliveries, runningCte } from './deliveries';
+import { type DeliveryRowJson, movedDeliveries, movesAny, movesCte, type RowDeliveries, rowDeliveries } from './deliveries';
 import { type NewMessage, type NewSession, sessionValues } from './store-base';
 import type { Database, MessageRow, ModelUsageTable, RunRow, SessionRow } from './schema';
 
@@ -48,7 +48,7 @@ interface AppendPg {
   startRun?: string;
   usage?: UsageValues[];
   /** Deliveries these rows carry to their target (`running`) and a callback row answers (`answered`), in the same statement (CONTRACT §9). */
-  deliveryIds?: RowDeliveries;
+  moves?: RowDeliveries;
   /** Steered messages' queued runs, merged into `into` with these rows (their input): never run on their own. */
   merge?: { runIds: string[]; into: string };
 }
@@ -77,9 +77,9 @@ export async function appendPg(db: Kysely<Database>, o: AppendPg): Promise<Appen
     s as (update sessions set message_count = message_count + ${o.rows.length}, bytes = bytes + ${bytes}, last_activity_at = ${ts}
             ${o.startRun ? sql`, status = 'running'` : sql``}
           where key = ${o.key} and exists (select 1 from ${gate}) returning *)
-    ${messagesCte(o.rows, 's')}${o.usage?.length ? usageCte(o.usage, 's') : sql``}${movesAny(o.deliveryIds) ? runningCte(o.deliveryIds, sql`s`, ts) : sql``}${o.merge?.runIds.length ? mergeCte(o.merge, ts) : sql``}
+    ${messagesCte(o.rows, 's')}${o.usage?.length ? usageCte(o.usage, 's') : sql``}${movesAny(o.moves) ? movesCte(o.moves, sql`s`, ts) : sql``}${o.merge?.runIds.length ? mergeCte(o.merge, ts) : sql``}
     select (select count(*) from f)::int as held, (select count(*) from r)::int as started,
-      (select array_agg(id order by id) from m) as ids${o.startRun ? sql`, (select to_jsonb(s) from s) as session` : sql``}${movesAny(o.deliveryIds) ? sql`, ${movedDeliveries} as deliveries` : sql``}`.execute(db);
+      (select array_agg(id order by id) from m) as ids${o.startRun ? sql`, (select to_jsonb(s) from s) as session` : sql``}${movesAny(o.moves) ? sql`, ${movedDeliveries} as deliveries` : sql``}`.execute(db);
   const x = r.rows[0]! as typeof r.rows[0] & { deliveries?: DeliveryRowJson[] | null };
   return { held: x.held > 0, started: x.started > 0, ids: (x.ids ?? []).map(Number), ...(x.session ? { session: x.session } : {}), deliveries: x.deliveries ?? null };
 }
@@ -335,7 +335,7 @@ export async function enqueuePg(db: Kysely<Database>, o: EnqueuePg): Promise<Enq
       returning id)
     ${n ? messagesCte(start, 'g') : sql`, m as (select null::bigint as id where false)`},
     a as (select id, origin from runs where session_key = ${k} and status in ('running', 'waiting_approval') order by created_at limit 1)
-    ${movesAny(dids) ? runningCte(dids, sql`g`, ts) : sql``}
+    ${movesAny(dids) ? movesCte(dids, sql`g`, ts) : sql``}
     select ${movesAny(dids) ? sql`${movedDeliveries} as deliveries, ` : sql``}(select epoch from cl) as claimed, exists (select 1 from g) as started, (select row from cl where exists (select 1 from g)) as session,
       (select mode from md) as mode, (select owner from sessions where key = ${k}) as owner, (select count(*) from i)::int as inserted,
       (select array_agg(id order by id) from m) as ids, (select id from a) as active, (select origin from a) as active_origin,

@@ -200,15 +200,15 @@ export class Store extends SessionLists {
   /** PostgreSQL: one session's rows in one statement (`appendPg`, fenced, moving their deliveries), as transcript rows. */
   private async appendPgRows(key: string, msgs: NewMessage[], o: { usage?: UsageValues[]; startRun?: string; merge?: { runIds: string[]; into: string } }) {
     const values = msgs.map((m) => messageValues(m, nowIso()));
-    const deliveryIds = rowDeliveries(values.map((v) => v.meta));
-    const r = await retryConflicts(() => appendPg(this.db, { key, epoch: this.fences.get(key), rows: values, deliveryIds, ...o }));
+    const moves = rowDeliveries(values.map((v) => v.meta));
+    const r = await retryConflicts(() => appendPg(this.db, { key, epoch: this.fences.get(key), rows: values, moves, ...o }));
     if (!r.held) await this.lostSession(key);
-    this.announceRunning(r.deliveries);
+    this.announceMoved(r.deliveries);
     return { ...r, rows: this.writtenRows(values, r.ids, r.session) };
   }
 
   /** Deliveries a PostgreSQL statement moved with its rows' write: to `running` (through `delivered`), or `answered`. */
-  announceRunning(rows: DeliveryRowJson[] | null | undefined): void {
+  announceMoved(rows: DeliveryRowJson[] | null | undefined): void {
     if (rows?.length) this.announce(movedChanges(rows));
   }
 
