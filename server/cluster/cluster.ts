@@ -335,13 +335,20 @@ export class Cluster {
     return { ...x, owner };
   }
 
-  /** Claims a session no one holds; the new epoch, or null when someone does. */
+  /**
+   * Claims a session no one holds; the new epoch, or null when someone does, or when this identity is no longer alive.
+   * A process declared dead claims nothing under its old identity while it registers a new one: such a claim (its own
+   * orphan sweep, in the moment between learning it was dead and the new row) was freed again by the next sweep, and the
+   * run it had re-driven was aborted and driven a third time (fencing.test's third model request).
+   */
   async claim(sessionKey: string): Promise<number | null> {
+    const id = this.id;
     const r = await this.db
       .updateTable('sessions')
-      .set({ owner: this.id, epoch: NEXT_EPOCH })
+      .set({ owner: id, epoch: NEXT_EPOCH })
       .where('key', '=', sessionKey)
       .where('owner', 'is', null)
+      .where(({ exists, selectFrom }) => exists(selectFrom('processes').select('id').where('id', '=', id).where('status', '=', 'alive')))
       .returning('epoch')
       .executeTakeFirst();
     return r ? Number(r.epoch) : null;

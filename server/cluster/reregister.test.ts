@@ -1,5 +1,6 @@
 // A process declared dead registers again under a fresh identity, even when PostgreSQL refuses its first attempts
-// (a restart under way): it must never serve on with no liveness connection under the identity the others swept.
+// (a restart under way): it must never serve on with no liveness connection under the identity the others swept, nor
+// claim a free session under it.
 import crypto from 'node:crypto';
 import { sql } from 'kysely';
 import pg from 'pg';
@@ -90,5 +91,34 @@ describe('re-registration after being declared dead', () => {
       { id: cluster.id, status: 'alive' },
     ]);
     expect(fenced).toBe(1);
+  }, 60_000);
+  it('claims no free session under the identity it was declared dead under; under its new one it does', async () => {
+    // Between a heartbeat that finds the identity dead and the new registration, the process's own orphan sweep
+    // claimed the session the others had freed under the dead identity; the next sweep freed it again, and the run it
+    // had re-driven was aborted and driven a third time (fencing.test's third model request).
+    const schema = `t_rereg_${crypto.randomBytes(4).toString('hex')}`;
+    const handle = await openDatabase({ dataDir: tmpDataDir(), databaseUrl: PG_URL, pgSchema: schema });
+    cleanups.push(async () => {
+      await sql.raw(`drop schema if exists ${schema} cascade`).execute(handle.db).catch(() => undefined);
+      await handle.close();
+    });
+    const was = { ...LIVENESS };
+    Object.assign(LIVENESS, { heartbeatMs: 60_000, sweepMs: 60_000 }); // no heartbeat learns of the death here
+    cleanups.push(() => Object.assign(LIVENESS, was));
+    const cluster = new Cluster(handle.db, handle.pg!, createLogger('silent'));
+    await cluster.start({ onControl: () => undefined, onEvents: () => undefined, onOrphans: () => undefined, onFenced: () => undefined });
+    cleanups.push(() => cluster.stop());
+    const now = new Date().toISOString();
+    await sql`insert into sessions (key, agent_id, kind, created_at, last_activity_at) values ('agent:main:freed', 'main', 'main', ${now}, ${now})`.execute(handle.db);
+    const first = cluster.id;
+    await sql`update processes set status = 'dead' where id = ${first}`.execute(handle.db);
+    expect(await cluster.claim('agent:main:freed')).toBeNull();
+    const owner = async () => (await sql<{ owner: string | null }>`select owner from sessions where key = 'agent:main:freed'`.execute(handle.db)).rows[0]!.owner;
+    expect(await owner()).toBeNull();
+    // Registered again (as its heartbeat would), it claims the session under the new identity.
+    await (cluster as unknown as { register(): Promise<void> }).register();
+    expect(cluster.id).not.toBe(first);
+    expect(await cluster.claim('agent:main:freed')).toEqual(expect.any(Number));
+    expect(await owner()).toBe(cluster.id);
   }, 60_000);
 });
