@@ -1,4 +1,4 @@
-// `npx tsx bench/turn-cpu.ts [--pg URL] [--turns N] [--rounds R] [--prof out.cpuprofile] [--keep]`: the gateway's CPU per scripted turn, load-independent — an in-process runtime (SQLite, or PostgreSQL in a schema of its own) in the main thread, its HTTP client in a worker thread; main-thread CPU (process.threadCpuUsage) per turn, statements per turn, on PostgreSQL its backends' CPU per turn (/proc), on SQLite the WAL file's largest size and the checkpoints its main connection finished, and optionally a CPU profile of the server thread alone.
+// `npx tsx bench/turn-cpu.ts [--pg URL] [--turns N] [--rounds R] [--prof out.cpuprofile] [--keep] [--pre-sql 'SQL']`: the gateway's CPU per scripted turn, load-independent — an in-process runtime (SQLite, or PostgreSQL in a schema of its own) in the main thread, its HTTP client in a worker thread; main-thread CPU (process.threadCpuUsage) per turn, statements per turn, on PostgreSQL its backends' CPU per turn (/proc), on SQLite the WAL file's largest size and the checkpoints its main connection finished, and optionally a CPU profile of the server thread alone. `--pre-sql` (PostgreSQL) runs SQL in the bench's schema before the turns, for an A/B of a schema change (e.g. `alter table messages disable trigger messages_search_index`).
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -136,6 +136,13 @@ async function main(): Promise<void> {
   // --bare: the floor (bench/lib/bare.ts's server) in this thread instead of the gateway.
   const rt = bare ? undefined : await createRuntime({ config: resolveConfig(parseRawConfig({}), env), log: createLogger('warn'), ...(pgUrl ? { pgSchema: schema } : {}) });
   const served = rt ? await serve(rt) : await startBareHere('bare-token');
+  const preSql = arg('pre-sql');
+  if (pgUrl && preSql) {
+    const c = new pg.Client({ connectionString: pgUrl });
+    await c.connect();
+    await c.query(`set search_path to ${schema}; ${preSql}`);
+    await c.end();
+  }
   // SQLite: the WAL file's largest size (looked at every 100 ms), and the checkpoints the main connection finished.
   const walFile = fs.readdirSync(dir).map((f) => path.join(dir, f)).find((f) => f.endsWith('.sqlite-wal'));
   let walMax = 0;
