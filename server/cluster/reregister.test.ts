@@ -1,6 +1,6 @@
 // A process declared dead registers again under a fresh identity, even when PostgreSQL refuses its first attempts
 // (a restart under way): it must never serve on with no liveness connection under the identity the others swept, nor
-// claim a free session under it.
+// claim a free session under it (nor take one with a message it accepts meanwhile).
 import crypto from 'node:crypto';
 import { sql } from 'kysely';
 import pg from 'pg';
@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Cluster, LIVENESS } from './cluster';
 import { openDatabase, pgConnectConfig } from '../store/db';
 import { createLogger } from '../logger';
-import { tmpDataDir, until } from '../testing/harness';
+import { startTestServer, tmpDataDir, until } from '../testing/harness';
 
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
 
@@ -120,5 +120,38 @@ describe('re-registration after being declared dead', () => {
     expect(cluster.id).not.toBe(first);
     expect(await cluster.claim('agent:main:freed')).toEqual(expect.any(Number));
     expect(await owner()).toBe(cluster.id);
+  }, 60_000);
+  it('a message it accepts before it learns it was declared dead is queued, not started under the dead identity; it runs once the process is registered again', async () => {
+    // A SIGCONTed process answers the requests waiting in its sockets before its heartbeat runs: their enqueue took a
+    // free session under the dead identity and started the run, which the others' sweep then freed and fenced, and
+    // which was driven again (its model asked twice).
+    const was = { ...LIVENESS };
+    Object.assign(LIVENESS, { heartbeatMs: 60_000, sweepMs: 60_000 }); // it learns of its death only when told below
+    const schema = `t_rereg_${crypto.randomBytes(4).toString('hex')}`;
+    const s = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config: { agents: [{ id: 'main' }] } });
+    Object.assign(LIVENESS, was);
+    cleanups.push(async () => {
+      await s.close();
+      const admin = new pg.Client(pgConnectConfig(PG_URL));
+      await admin.connect();
+      await admin.query(`drop schema if exists ${schema} cascade`).catch(() => undefined);
+      await admin.end();
+    });
+    const cluster = s.rt.cluster!;
+    const first = cluster.id;
+    await sql`update processes set status = 'dead' where id = ${first}`.execute(s.rt.store.db);
+    const key = 'agent:main:zombie-accept';
+    const r = await s.rpc<{ runId: string; status: string }>('agent', { sessionKey: key, message: 'hello' });
+    expect(r.status).toBe('queued');
+    const rows = async () => ({
+      owner: (await sql<{ owner: string | null }>`select owner from sessions where key = ${key}`.execute(s.rt.store.db)).rows[0]?.owner,
+      status: (await sql<{ status: string }>`select status from runs where id = ${r.runId}`.execute(s.rt.store.db)).rows[0]?.status,
+    });
+    expect(await rows()).toEqual({ owner: null, status: 'queued' });
+    // Its heartbeat finds it dead: it registers again and takes the free session in under its new identity.
+    await (cluster as unknown as { heartbeat(): Promise<void> }).heartbeat();
+    await until(() => cluster.id !== first, 20_000);
+    expect(await s.rpc('agent.wait', { runId: r.runId, timeoutMs: 20_000 })).toMatchObject({ status: 'ok', response: 'echo: hello' });
+    expect(await rows()).toMatchObject({ status: 'ok' });
   }, 60_000);
 });

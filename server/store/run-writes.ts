@@ -284,9 +284,10 @@ export interface EnqueuePgResult {
  * A message for a session, in ONE statement: create the session if missing, decide the queue mode (asked, or the
  * session's), claim the lease when no one holds it, and insert the run: queued, or, when the claim found the
  * session free, already running with its input rows written (the common path: a turn's start costs no second
- * round trip). With `reject`, nothing is inserted unless the claim succeeded. With a claim, the session's other
- * unfinished runs come back (locked FOR SHARE: a run that ended while this statement waited for the session's
- * lock is seen as ended, not re-driven).
+ * round trip). A process whose identity is no longer alive (declared dead, not told yet) claims nothing: its
+ * message is queued for whoever holds or claims the session. With `reject`, nothing is inserted unless the claim
+ * succeeded. With a claim, the session's other unfinished runs come back (locked FOR SHARE: a run that ended while
+ * this statement waited for the session's lock is seen as ended, not re-driven).
  */
 export async function enqueuePg(db: Kysely<Database>, o: EnqueuePg): Promise<EnqueuePgResult> {
   const { row, start } = o;
@@ -305,14 +306,15 @@ export async function enqueuePg(db: Kysely<Database>, o: EnqueuePg): Promise<Enq
     message_count: go(sql`${n}::int`, 0),
     bytes: go(sql`${bytes}::bigint`, 0),
     status: go('running', 'idle'),
-    owner: mayClaim ? sql`${o.me}` : sql`null::text`,
+    owner: mayClaim ? sql`case when (select may from al) then ${o.me} end` : sql`null::text`,
     epoch: sql`nextval('session_epochs')`, // epochs never repeat (0011_fencing): a re-created session's too
   };
   const r = await sql<{ claimed: number | null; started: boolean; session: SessionRow | null; mode: string; owner: string | null; inserted: number; ids: Array<number | string> | null; active: string | null; active_origin: string | null; unfinished: RunRow[] | null }>`
     with q as (select queue_mode from sessions where key = ${k}),
+    al as (select ${mayClaim ? sql`exists (select 1 from processes where id = ${o.me} and status = 'alive')` : sql`false`} as may),
     md as (select case when ${o.mode.neverRefuse}::boolean and x.m in ('reject', 'interrupt') then 'followup' else x.m end as mode
            from (select coalesce(${o.mode.asked}::text, (select queue_mode from q), ${o.mode.fallback}::text) as m) x),
-    fr as (select ${n > 0 && mayClaim}::boolean and not exists (
+    fr as (select ${n > 0}::boolean and (select may from al) and not exists (
              select 1 from runs where session_key = ${k} and status in ('queued', 'running', 'waiting_approval')) as go),
     c as (
       insert into sessions as s (${sql.join(Object.keys(cols).map((c) => sql.ref(c)))})
@@ -322,7 +324,7 @@ export async function enqueuePg(db: Kysely<Database>, o: EnqueuePg): Promise<Enq
         status = case when excluded.status = 'running' then 'running' else s.status end,
         message_count = s.message_count + excluded.message_count, bytes = s.bytes + excluded.bytes,
         last_activity_at = case when excluded.message_count > 0 then excluded.last_activity_at else s.last_activity_at end
-      where s.owner is null and ${mayClaim}::boolean
+      where s.owner is null and (select may from al)
       returning s.epoch, s.owner, to_jsonb(s.*) as row),
     cl as (select * from c where owner is not null),
     g as (select 1 from cl, fr where fr.go),
@@ -331,7 +333,7 @@ export async function enqueuePg(db: Kysely<Database>, o: EnqueuePg): Promise<Enq
       select ${row.id}, ${k}, case when exists (select 1 from g) then 'running' else 'queued' end, ${row.input}, (select mode from md), null, null,
         ${row.created_at}, case when exists (select 1 from g) then ${ts} end, null, ${row.origin}, ${row.webhook}, 0, null
       where (select mode from md) <> 'reject' or exists (select 1 from cl)
-        or (not ${mayClaim}::boolean and not exists (select 1 from runs where session_key = ${k} and status in ('queued', 'running', 'waiting_approval')))
+        or (not (select may from al) and not exists (select 1 from runs where session_key = ${k} and status in ('queued', 'running', 'waiting_approval')))
       returning id)
     ${n ? messagesCte(start, 'g') : sql`, m as (select null::bigint as id where false)`},
     a as (select id, origin from runs where session_key = ${k} and status in ('running', 'waiting_approval') order by created_at limit 1)
