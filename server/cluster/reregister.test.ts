@@ -17,6 +17,24 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
+/** A Cluster on a schema of its own whose timers never fire here (the test drives its heartbeat), and how many times it was fenced. */
+async function quietCluster() {
+  const schema = `t_rereg_${crypto.randomBytes(4).toString('hex')}`;
+  const handle = await openDatabase({ dataDir: tmpDataDir(), databaseUrl: PG_URL, pgSchema: schema });
+  cleanups.push(async () => {
+    await sql.raw(`drop schema if exists ${schema} cascade`).execute(handle.db).catch(() => undefined);
+    await handle.close();
+  });
+  const was = { ...LIVENESS };
+  Object.assign(LIVENESS, { heartbeatMs: 60_000, sweepMs: 60_000 });
+  cleanups.push(() => Object.assign(LIVENESS, was));
+  const cluster = new Cluster(handle.db, handle.pg!, createLogger('silent'));
+  const fenced = { n: 0 };
+  await cluster.start({ onControl: () => undefined, onEvents: () => undefined, onOrphans: () => undefined, onFenced: () => fenced.n++ });
+  cleanups.push(() => cluster.stop());
+  return { handle, cluster, fenced };
+}
+
 describe('re-registration after being declared dead', () => {
   it('keeps trying while PostgreSQL refuses new connections, and is registered (alive, a new id) once it accepts them', async () => {
     const admin = new pg.Client(pgConnectConfig(PG_URL));
@@ -67,19 +85,7 @@ describe('re-registration after being declared dead', () => {
   it('two heartbeats at once that both find its identity declared dead drop its work once and register one new identity', async () => {
     // On a loaded machine a heartbeat outlasted the next tick: both found the old identity dead, and the second dropped
     // the work the new identity had just claimed (fencing.test saw a re-driven run aborted and driven a third time).
-    const schema = `t_rereg_${crypto.randomBytes(4).toString('hex')}`;
-    const handle = await openDatabase({ dataDir: tmpDataDir(), databaseUrl: PG_URL, pgSchema: schema });
-    cleanups.push(async () => {
-      await sql.raw(`drop schema if exists ${schema} cascade`).execute(handle.db).catch(() => undefined);
-      await handle.close();
-    });
-    const was = { ...LIVENESS };
-    Object.assign(LIVENESS, { heartbeatMs: 60_000, sweepMs: 60_000 }); // only the two heartbeats below
-    cleanups.push(() => Object.assign(LIVENESS, was));
-    const cluster = new Cluster(handle.db, handle.pg!, createLogger('silent'));
-    let fenced = 0;
-    await cluster.start({ onControl: () => undefined, onEvents: () => undefined, onOrphans: () => undefined, onFenced: () => fenced++ });
-    cleanups.push(() => cluster.stop());
+    const { handle, cluster, fenced } = await quietCluster(); // only the two heartbeats below
     const first = cluster.id;
     await sql`update processes set status = 'dead' where id = ${first}`.execute(handle.db);
     const beat = () => (cluster as unknown as { heartbeat(): Promise<void> }).heartbeat();
@@ -90,24 +96,13 @@ describe('re-registration after being declared dead', () => {
       { id: first, status: 'dead' },
       { id: cluster.id, status: 'alive' },
     ]);
-    expect(fenced).toBe(1);
+    expect(fenced.n).toBe(1);
   }, 60_000);
   it('claims no free session under the identity it was declared dead under; under its new one it does', async () => {
     // Between a heartbeat that finds the identity dead and the new registration, the process's own orphan sweep
     // claimed the session the others had freed under the dead identity; the next sweep freed it again, and the run it
     // had re-driven was aborted and driven a third time (fencing.test's third model request).
-    const schema = `t_rereg_${crypto.randomBytes(4).toString('hex')}`;
-    const handle = await openDatabase({ dataDir: tmpDataDir(), databaseUrl: PG_URL, pgSchema: schema });
-    cleanups.push(async () => {
-      await sql.raw(`drop schema if exists ${schema} cascade`).execute(handle.db).catch(() => undefined);
-      await handle.close();
-    });
-    const was = { ...LIVENESS };
-    Object.assign(LIVENESS, { heartbeatMs: 60_000, sweepMs: 60_000 }); // no heartbeat learns of the death here
-    cleanups.push(() => Object.assign(LIVENESS, was));
-    const cluster = new Cluster(handle.db, handle.pg!, createLogger('silent'));
-    await cluster.start({ onControl: () => undefined, onEvents: () => undefined, onOrphans: () => undefined, onFenced: () => undefined });
-    cleanups.push(() => cluster.stop());
+    const { handle, cluster } = await quietCluster(); // no heartbeat learns of the death here
     const now = new Date().toISOString();
     await sql`insert into sessions (key, agent_id, kind, created_at, last_activity_at) values ('agent:main:freed', 'main', 'main', ${now}, ${now})`.execute(handle.db);
     const first = cluster.id;
@@ -128,8 +123,7 @@ describe('re-registration after being declared dead', () => {
     const was = { ...LIVENESS };
     Object.assign(LIVENESS, { heartbeatMs: 60_000, sweepMs: 60_000 }); // it learns of its death only when told below
     const schema = `t_rereg_${crypto.randomBytes(4).toString('hex')}`;
-    const s = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config: { agents: [{ id: 'main' }] } });
-    Object.assign(LIVENESS, was);
+    const s = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config: { agents: [{ id: 'main' }] } }).finally(() => Object.assign(LIVENESS, was));
     cleanups.push(async () => {
       await s.close();
       const admin = new pg.Client(pgConnectConfig(PG_URL));
