@@ -11,6 +11,7 @@ import { createRuntime } from '../server/boot';
 import { parseRawConfig, resolveConfig } from '../server/config';
 import { serve } from '../server/http/node-server';
 import { createLogger } from '../server/logger';
+import { pgConnectConfig } from '../server/store/db';
 import { createRequire } from 'node:module';
 import vm from 'node:vm';
 import { BARE_SERVER } from './lib/bare';
@@ -138,7 +139,7 @@ async function main(): Promise<void> {
   const served = rt ? await serve(rt) : await startBareHere('bare-token');
   const preSql = arg('pre-sql');
   if (pgUrl && preSql) {
-    const c = new pg.Client({ connectionString: pgUrl });
+    const c = new pg.Client(pgConnectConfig(pgUrl));
     await c.connect();
     await c.query(`set search_path to ${schema}; ${preSql}`);
     await c.end();

@@ -8,7 +8,7 @@ import type pg from 'pg';
 import type { Logger } from '../logger';
 import type { DecidedBy } from '../orchestrator/approvals';
 import type { Database, ProcessesTable, RunRow } from '../store/schema';
-import { type EnqueuePg, enqueuePg, type EnqueuePgResult } from '../store/run-writes';
+import { type EnqueuePg, enqueuePg, type EnqueuePgResult, identityAlive } from '../store/run-writes';
 import { ClaimTaken, enqueueClaimedPg } from '../store/idempotency';
 import { retryConflicts } from '../store/pg-errors';
 import { freeSessionsOf, freeSessionsOfGone, NEXT_EPOCH } from './lease-sql';
@@ -348,7 +348,7 @@ export class Cluster {
       .set({ owner: id, epoch: NEXT_EPOCH })
       .where('key', '=', sessionKey)
       .where('owner', 'is', null)
-      .where(({ exists, selectFrom }) => exists(selectFrom('processes').select('id').where('id', '=', id).where('status', '=', 'alive')))
+      .where(identityAlive(id))
       .returning('epoch')
       .executeTakeFirst();
     return r ? Number(r.epoch) : null;

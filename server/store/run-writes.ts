@@ -281,6 +281,12 @@ export interface EnqueuePgResult {
 }
 
 /**
+ * True when the gateway process `id` is alive (not declared dead, not stopped): a lease is claimed only under such an
+ * identity (`enqueuePg` here, `Cluster.claim`). A process declared dead claims nothing until it registered again.
+ */
+export const identityAlive = (id: string) => sql<boolean>`exists (select 1 from processes where id = ${id} and status = 'alive')`;
+
+/**
  * A message for a session, in ONE statement: create the session if missing, decide the queue mode (asked, or the
  * session's), claim the lease when no one holds it, and insert the run: queued, or, when the claim found the
  * session free, already running with its input rows written (the common path: a turn's start costs no second
@@ -311,7 +317,7 @@ export async function enqueuePg(db: Kysely<Database>, o: EnqueuePg): Promise<Enq
   };
   const r = await sql<{ claimed: number | null; started: boolean; session: SessionRow | null; mode: string; owner: string | null; inserted: number; ids: Array<number | string> | null; active: string | null; active_origin: string | null; unfinished: RunRow[] | null }>`
     with q as (select queue_mode from sessions where key = ${k}),
-    al as (select ${mayClaim ? sql`exists (select 1 from processes where id = ${o.me} and status = 'alive')` : sql`false`} as may),
+    al as (select ${mayClaim ? identityAlive(o.me) : sql`false`} as may),
     md as (select case when ${o.mode.neverRefuse}::boolean and x.m in ('reject', 'interrupt') then 'followup' else x.m end as mode
            from (select coalesce(${o.mode.asked}::text, (select queue_mode from q), ${o.mode.fallback}::text) as m) x),
     fr as (select ${n > 0}::boolean and (select may from al) and not exists (
