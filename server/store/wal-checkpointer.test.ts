@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { tmpDataDir } from '../testing/harness';
+import { tmpDataDir, until } from '../testing/harness';
 import { openDatabase } from './db';
 import { WalCheckpointer } from './wal-checkpointer';
 
@@ -73,9 +73,9 @@ describe('WAL checkpoints in a thread of their own', () => {
     open.push(cp);
     expect(await cp.start()).toBe(true);
     let frames = 0;
-    const until = Date.now() + 30_000;
+    const deadline = Date.now() + 30_000;
     // 80 MiB of frames at least, bounded in time for a slow machine.
-    while (frames < 20_480 && Date.now() < until) {
+    while (frames < 20_480 && Date.now() < deadline) {
       insert.run();
       insert.run();
       frames += 16;
@@ -95,16 +95,12 @@ describe('WAL checkpoints in a thread of their own', () => {
     expect(await cp.start()).toBe(true);
     m.db.exec('begin');
     m.write();
-    const waitFor = async (ok: () => boolean) => {
-      const until = Date.now() + 10_000;
-      while (Date.now() < until && !ok()) await new Promise((r) => setTimeout(r, 10));
-    };
     // A transaction open across turns of the event loop (as an async Kysely one): no checkpoint inside it.
     await new Promise((r) => setTimeout(r, 300));
     expect(cp.finished).toBe(0);
     m.db.exec('commit');
     // The thread was told the step was skipped: its next ticks hand over again, and the main connection takes one.
-    await waitFor(() => cp.finished > 0);
+    await until(() => cp.finished > 0).catch(() => undefined); // the assertion below says what was missing
     expect(cp.finished).toBeGreaterThan(0);
   });
 
@@ -117,8 +113,7 @@ describe('WAL checkpoints in a thread of their own', () => {
     // The thread's first hand-over arrives while the loop is held for 300 ms: by then it is too old to take.
     const held = Date.now() + 300;
     while (Date.now() < held) m.db.prepare('select 1').get();
-    const until = Date.now() + 10_000;
-    while (Date.now() < until && cp.finished === 0) await new Promise((r) => setTimeout(r, 10));
+    await until(() => cp.finished > 0).catch(() => undefined);
     expect(cp.skipped).toBeGreaterThanOrEqual(1);
     // The next one, read at once, is taken.
     expect(cp.finished).toBeGreaterThan(0);
@@ -131,8 +126,8 @@ describe('WAL checkpoints in a thread of their own', () => {
     await cp.start();
     m.write();
     // Only a checkpoint copies pages into the database file: it grows to hold the 2 MiB once the thread ran one.
-    const until = Date.now() + 10_000;
-    while (Date.now() < until && fs.statSync(m.file).size < 2 * MB) await new Promise((r) => setTimeout(r, 20));
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline && fs.statSync(m.file).size < 2 * MB) await new Promise((r) => setTimeout(r, 20));
     expect(fs.statSync(m.file).size).toBeGreaterThanOrEqual(2 * MB);
   });
 
@@ -161,8 +156,8 @@ describe('WAL checkpoints in a thread of their own', () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(cp.running).toBe(false);
     m.write(); // 4 MiB: the next look starts it, and it checkpoints on its timer
-    const until = Date.now() + 10_000;
-    while (Date.now() < until && fs.statSync(m.file).size < 4 * MB) await new Promise((r) => setTimeout(r, 20));
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline && fs.statSync(m.file).size < 4 * MB) await new Promise((r) => setTimeout(r, 20));
     expect(cp.running).toBe(true);
     expect(fs.statSync(m.file).size).toBeGreaterThanOrEqual(4 * MB);
   });
