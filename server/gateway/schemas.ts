@@ -112,7 +112,7 @@ export const sessionsSearchParams = z
 export type SessionsSearchParams = z.infer<typeof sessionsSearchParams>;
 
 export const delegatesListParams = z
-  .object({ sessionKey: sessionKeySchema, cursor: cursorSchema.optional(), limit: z.number().int().min(1).max(50).optional() })
+  .object({ sessionKey: sessionKeySchema, cursor: cursorSchema.optional(), limit: limitSchema.optional() })
   .strict();
 
 export const delegatesMessagesParams = z
@@ -120,7 +120,7 @@ export const delegatesMessagesParams = z
     sessionKey: sessionKeySchema,
     conversation_id: sessionKeySchema,
     cursor: cursorSchema.optional(),
-    limit: z.number().int().min(1).max(50).optional(),
+    limit: limitSchema.optional(),
   })
   .strict();
 

@@ -194,6 +194,11 @@ describe('JSON-RPC delegates.* and previews', () => {
     expect(resumed).toMatchObject({ status: 'ok', conversation_id: d.conversation_id, response: 'resumed' });
     const msgs = await s.rpc<{ messages: any[] }>('delegates.messages', { sessionKey: parent, conversation_id: d.conversation_id, limit: 2 });
     expect(msgs.messages.map((m) => m.content)).toEqual(['resumed', '/reply resumed']);
+    // The gateway's `limit` is 1–200 (CONTRACT §3), not the tool's 50: the whole transcript in one page.
+    const all = await s.rpc<{ messages: any[]; next_cursor: string | null }>('delegates.messages', { sessionKey: parent, conversation_id: d.conversation_id, limit: 200 });
+    expect(all.messages.map((m) => m.content).slice(0, 4)).toEqual(['resumed', '/reply resumed', 'hi', '/reply hi']);
+    expect(all.next_cursor).toBeNull();
+    expect((await s.rpc<{ sessions: any[] }>('delegates.list', { sessionKey: parent, limit: 200 })).sessions).toHaveLength(1);
     expect((await s.rpc<{ reusable: number; bytes: number }>('delegates.stats', {})).bytes).toBeGreaterThan(stats0.bytes);
     expect(await s.rpc('delegates.dismiss', { sessionKey: parent, conversation_id: d.conversation_id })).toEqual({ status: 'ok' });
     expect((await s.rpc<{ reusable: number }>('delegates.stats', {})).reusable).toBe(stats0.reusable - 1);
@@ -201,6 +206,8 @@ describe('JSON-RPC delegates.* and previews', () => {
     expect(gone.body.error).toMatchObject({ code: -32004, data: { code: 'unknown_conversation' } });
     const bad = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'delegates.list', params: { sessionKey: parent, limit: 0 } });
     expect(bad.body.error.code).toBe(-32602);
+    const big = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'delegates.messages', params: { sessionKey: parent, conversation_id: d.conversation_id, limit: 201 } });
+    expect(big.body.error.code).toBe(-32602);
   });
 
   it('previews come from the live cache, and from the store after a restart', async () => {
