@@ -1,6 +1,8 @@
 // `npm start` renders the room's pages in a worker thread (scripts/pages.mjs): the gateway answers with no page code
 // loaded, the first visit starts the worker, a room left open keeps working on the gateway alone once the worker has
 // stopped for want of page requests, and the next visit starts it again.
+import fs from 'node:fs';
+import os from 'node:os';
 import { expect, test, TOKEN } from './fixtures';
 import { RoomPage } from './pages/room-page';
 
@@ -20,6 +22,21 @@ test('the first page starts the pages worker; an open room works without it; the
   await page.goto(`${server.origin}/login?token=${TOKEN}`); // and its redirect to the room: the first page
   await room.waitLive();
   expect(server.output()).toMatch(/crosstalk: pages ready \(Next\.js loaded in a worker thread in \d+ ms\)/);
+  // Its threads (the pages' worker among them, and V8's and libuv's) run below the event loop in the scheduler
+  // (scripts/thread-priority.mjs): nice 10, the main thread as started (this process's).
+  const pid = server.pid()!;
+  const priority = (t: string) => {
+    try {
+      return os.getPriority(Number(t));
+    } catch {
+      return null; // a thread that ended
+    }
+  };
+  const nices = () => Object.fromEntries(fs.readdirSync(`/proc/${pid}/task`).map((t) => [t, priority(t)]).filter(([, n]) => n !== null));
+  const helper = Math.max(10, os.getPriority());
+  await expect.poll(() => Object.entries(nices()).filter(([t, n]) => Number(t) !== pid && n !== helper), { timeout: 10_000 }).toEqual([]);
+  expect(nices()[pid]).toBe(os.getPriority());
+  expect(Object.keys(nices()).length).toBeGreaterThan(5);
 
   // No page asked for in 2 s: the worker stops. The open room talks to the gateway only: a turn still streams in.
   await expect.poll(() => server.output(), { timeout: 30_000 }).toContain("crosstalk: pages' worker stopped");

@@ -15,6 +15,8 @@ export function pagesWorker(options: {
   defaultAgentId: string;
   /** Answers the worker's query of the room's API as JSON text (runtime.roomQuery). */
   query: (path: string, input: unknown) => Promise<string>;
+  /** Called once each worker's thread runs (npm start lowers its priority: scripts/thread-priority.mjs). */
+  onThread?: () => void;
   idleMs?: number;
   workerFile?: URL | string;
   log?: { log(message: string): void; error(message: string): void };

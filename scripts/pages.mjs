@@ -14,10 +14,10 @@ const endToEnd = (headers) => Object.fromEntries(Object.entries(headers).filter(
  * CROSSTALK_PAGES_IDLE_MS, else 5 minutes): a room open in a browser talks to the gateway only (its API and event stream),
  * so Next's ~40 MB are held while people load pages, not while runs stream or the server waits. A first visit after
  * that pays the worker's start (~0.3–1 s) in its own thread, not on the gateway's loop. `query(path, input)`
- * answers the worker's reads as JSON text (runtime.roomQuery). A worker that fails to start answers 502 and the next
+ * answers the worker's reads as JSON text (runtime.roomQuery); `onThread()` is called once each worker's thread runs. A worker that fails to start answers 502 and the next
  * request tries again; so does one that dies.
  */
-export function pagesWorker({ root, host, port, token, defaultAgentId, query, idleMs = Number(process.env.CROSSTALK_PAGES_IDLE_MS ?? 300_000), workerFile = new URL('./pages-worker.mjs', import.meta.url), log = console }) {
+export function pagesWorker({ root, host, port, token, defaultAgentId, query, onThread = () => {}, idleMs = Number(process.env.CROSSTALK_PAGES_IDLE_MS ?? 300_000), workerFile = new URL('./pages-worker.mjs', import.meta.url), log = console }) {
   let worker = null;
   let ready = null; // the worker's port (and this side's connections to it), once Next is prepared
   let open = 0; // requests waiting for the worker or forwarded to it
@@ -26,6 +26,7 @@ export function pagesWorker({ root, host, port, token, defaultAgentId, query, id
     const w = new Worker(workerFile, { workerData: { root, host, port, token, defaultAgentId } });
     const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
     worker = w;
+    w.once('online', onThread); // its thread exists: e.g. below the gateway's loop (scripts/thread-priority.mjs)
     ready = new Promise((resolve, reject) => {
       w.on('message', (m) => {
         if (m?.type === 'query') {

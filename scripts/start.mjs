@@ -13,6 +13,7 @@ import './require-node.mjs';
 import { launchWithoutSecrets } from './secrets.mjs';
 import { staticAssets } from './static-assets.mjs';
 import { pagesWorker } from './pages.mjs';
+import { keepHelpersLow, lowerHelperThreads } from './thread-priority.mjs';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -134,7 +135,7 @@ async function startInProcess() {
   let pages = null;
   let handle;
   if (runtime) {
-    pages = pagesWorker({ root, host, port, token: runtime.token, defaultAgentId: runtime.config.defaultAgentId, query: (p, input) => runtime.roomQuery(p, input) });
+    pages = pagesWorker({ root, host, port, token: runtime.token, defaultAgentId: runtime.config.defaultAgentId, query: (p, input) => runtime.roomQuery(p, input), onThread: () => lowerHelperThreads() });
     handle = pages.handle;
   } else {
     const t0 = performance.now();
@@ -163,6 +164,8 @@ async function startInProcess() {
     const bound = typeof addr === 'object' && addr ? addr.port : port;
     console.log(`crosstalk: listening on http://${host}:${bound}${runtime ? '' : ' (runtime not started by instrumentation: gateway served by Next)'}`);
     if (runtime && WARM_ROOM_MS >= 0) setTimeout(() => warmRoom(http, bound, runtime.token), WARM_ROOM_MS).unref();
+    // The loop above its helper threads from here on (scripts/thread-priority.mjs; CROSSTALK_HELPER_NICE=0: not).
+    keepHelpersLow();
   });
   let inFlight = 0;
   server.on('request', (req, res) => {

@@ -67,11 +67,12 @@ export interface ServerHandle {
 
 /**
  * Server settings a bench passes on from its own environment, for A/B runs: the SQLite loop share
- * (server/store/loop-share.ts) and glibc's malloc arenas (`MALLOC_ARENA_MAX`, which `npm start` caps at 2).
+ * (server/store/loop-share.ts), glibc's malloc arenas (`MALLOC_ARENA_MAX`, which `npm start` caps at 2) and the helper
+ * threads' nice value (`CROSSTALK_HELPER_NICE`, scripts/thread-priority.mjs).
  */
 export function benchEnv(): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const k of ['CROSSTALK_SQLITE_TURN_MS', 'MALLOC_ARENA_MAX']) if (process.env[k]) out[k] = process.env[k]!;
+  for (const k of ['CROSSTALK_SQLITE_TURN_MS', 'MALLOC_ARENA_MAX', 'CROSSTALK_HELPER_NICE']) if (process.env[k]) out[k] = process.env[k]!;
   return out;
 }
 

@@ -18,6 +18,8 @@ export interface ServerProcess {
   dispose(): Promise<void>;
   /** The last lines the server printed (for failure messages). */
   output(): string;
+  /** The running server's process id (undefined when it is not running). */
+  pid(): number | undefined;
 }
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -130,6 +132,7 @@ export async function startServerProcess(token: string, opts: { startTimeoutMs?:
     kill,
     start,
     output,
+    pid: () => proc?.pid,
     async dispose() {
       await kill();
       fs.rmSync(dataDir, { recursive: true, force: true });

@@ -13,6 +13,7 @@ export const STORE_INDEPENDENT: readonly string[] = [
   'server/http/static-assets.test.ts',
   'server/http/stop-accepting.test.ts',
   'server/http/pages-worker.test.ts',
+  'server/http/thread-priority.test.ts',
   'server/config.test.ts',
   'server/channels/approval-wire.test.ts',
   'server/channels/routing.test.ts',
