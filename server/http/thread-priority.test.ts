@@ -13,6 +13,7 @@ const MODULE = pathToFileURL(path.resolve(__dirname, '../../scripts/thread-prior
 // Starts a worker thread, lowers the helpers, starts a second worker under `keepHelpersLow`'s timer, and reports
 // every thread's nice value with the two workers' thread ids (from /proc/thread-self inside each).
 const CHILD = `
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
@@ -28,13 +29,15 @@ const before = nices();
 const changed = lowerHelperThreads(nice);
 const after = nices();
 const again = lowerHelperThreads(nice);
+// A child process started from the loop's thread (as exec and stdio MCP servers are) has the loop's priority.
+const child = Number(execFileSync('sh', ['-c', 'echo $(( $(cut -d")" -f2 /proc/$$/stat | cut -d" " -f18) ))'], { encoding: 'utf8' }).trim());
 const stop = keepHelpersLow({ nice, everyMs: 50 });
 const second = await worker();
 const late0 = os.getPriority(second.tid);
 await new Promise((r) => setTimeout(r, 300));
 const late = os.getPriority(second.tid);
 stop();
-console.log(JSON.stringify({ pid: process.pid, base: os.getPriority(), first: first.tid, second: second.tid, before, changed, after, again, late0, late }));
+console.log(JSON.stringify({ pid: process.pid, base: os.getPriority(), first: first.tid, second: second.tid, before, changed, after, again, late0, late, child }));
 process.exit(0);
 `;
 
@@ -46,7 +49,7 @@ function run(nice: number) {
     const out = execFileSync(process.execPath, [file, MODULE, String(nice)], { encoding: 'utf8', timeout: 30_000 });
     return JSON.parse(out.trim().split('\n').at(-1)!) as {
       pid: number; base: number; first: number; second: number; before: Record<string, number>; changed: number;
-      after: Record<string, number>; again: number; late0: number; late: number;
+      after: Record<string, number>; again: number; late0: number; late: number; child: number;
     };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
@@ -66,6 +69,7 @@ describe.skipIf(process.platform !== 'linux')('helper threads below the event lo
     expect(r.changed).toBeGreaterThan(0);
     expect(r.again).toBe(0); // nothing left to change
     expect(r.late).toBe(target);
+    expect(r.child).toBe(r.base);
   });
 
   it('with nice 0 (CROSSTALK_HELPER_NICE=0) changes nothing', () => {
