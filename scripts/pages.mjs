@@ -14,8 +14,8 @@ const endToEnd = (headers) => Object.fromEntries(Object.entries(headers).filter(
  * CROSSTALK_PAGES_IDLE_MS, else 5 minutes): a room open in a browser talks to the gateway only (its API and event stream),
  * so Next's ~40 MB are held while people load pages, not while runs stream or the server waits. A first visit after
  * that pays the worker's start (~0.3–1 s) in its own thread, not on the gateway's loop. `query(path, input)`
- * answers the worker's reads as JSON text (runtime.roomQuery); `onThread()` is called once each worker's thread runs. A worker that fails to start answers 502 and the next
- * request tries again; so does one that dies.
+ * answers the worker's reads as JSON text (runtime.roomQuery); `onThread()` is called once each worker's thread runs.
+ * A worker that fails to start answers 502 and the next request tries again; so does one that dies.
  */
 export function pagesWorker({ root, host, port, token, defaultAgentId, query, onThread = () => {}, idleMs = Number(process.env.CROSSTALK_PAGES_IDLE_MS ?? 300_000), workerFile = new URL('./pages-worker.mjs', import.meta.url), log = console }) {
   let worker = null;
