@@ -11,6 +11,9 @@ export const helperNice = (env = process.env) => {
   return Number.isInteger(n) && n > 0 ? Math.min(n, 19) : 0;
 };
 
+/** Whether there is anything to do: Linux (a thread id names one thread there), the main thread, a nice above 0. */
+const applies = (nice) => process.platform === 'linux' && isMainThread && nice > 0;
+
 /**
  * Raises the nice value of every thread of this process but the main one (the event loop) to `nice`, where it is
  * lower; returns how many threads it changed. On Linux a thread id given to setpriority(2) names that thread alone.
@@ -18,7 +21,7 @@ export const helperNice = (env = process.env) => {
  * the main thread, or with `nice` 0: nothing.
  */
 export function lowerHelperThreads(nice = helperNice()) {
-  if (process.platform !== 'linux' || !isMainThread || !nice) return 0;
+  if (!applies(nice)) return 0;
   let tids;
   try {
     tids = fs.readdirSync('/proc/self/task');
@@ -45,7 +48,7 @@ export function lowerHelperThreads(nice = helperNice()) {
  * first use). A scan reads one directory and asks one priority per thread (~15). Returns a function that stops it.
  */
 export function keepHelpersLow({ nice = helperNice(), everyMs = 2000 } = {}) {
-  if (process.platform !== 'linux' || !isMainThread || !nice) return () => {};
+  if (!applies(nice)) return () => {};
   lowerHelperThreads(nice);
   const timer = setInterval(() => lowerHelperThreads(nice), everyMs);
   timer.unref();
