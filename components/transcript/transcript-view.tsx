@@ -136,9 +136,9 @@ export const TranscriptView = memo(function TranscriptView({ sessionKey }: { ses
           </Bubble>
         ))}
         {errors.map(([runId, error]) => (
-          error === 'cancelled' ? (
-            <p key={runId} role="status" data-testid="run-cancelled" className="mx-auto max-w-3xl text-center text-xs text-zinc-500">
-              ■ Run cancelled
+          error === 'cancelled' || error === 'interrupted' ? (
+            <p key={runId} role="status" data-testid={`run-${error}`} className="mx-auto max-w-3xl text-center text-xs text-zinc-500">
+              ■ Run {error}
             </p>
           ) : (
             <p key={runId} role="alert" data-testid="run-error" className="mx-auto max-w-3xl text-center text-xs text-rose-600">

@@ -114,7 +114,7 @@ describe('two processes on one PostgreSQL', () => {
     const busy = await b.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'agent', params: { sessionKey: key, message: 'no', queueMode: 'reject' } });
     expect(busy.body.error).toMatchObject({ code: -32009, data: { code: 'agent_busy' } });
     const i = await b.rpc<Started>('agent', { sessionKey: key, message: 'now', queueMode: 'interrupt' });
-    expect(await wait(b, r.runId, 10_000)).toMatchObject({ status: 'error', error: 'run interrupted' });
+    expect(await wait(b, r.runId, 10_000)).toMatchObject({ status: 'error', error: 'interrupted' });
     expect(await wait(b, i.runId, 10_000)).toMatchObject({ status: 'ok', response: 'echo: now' });
   });
 

@@ -201,8 +201,15 @@ describe('queue modes', () => {
     await new Promise((r) => setTimeout(r, 50));
     const b = await send('agent:main:intr', 'now', { queueMode: 'interrupt' });
     expect(b.status).toBe('started');
-    expect(await wait(a.runId)).toMatchObject({ status: 'error', error: 'run interrupted' });
+    expect(await wait(a.runId)).toMatchObject({ status: 'error', error: 'interrupted' });
     expect((await wait(b.runId)).response).toBe('echo: now');
+    // CONTRACT §4: the status `interrupted` is for a run that cannot be re-driven; one stopped by a newer message is an
+    // error with code `interrupted`, on its row, its lifecycle end and the board.
+    expect(await s.rt.store.getRun(a.runId)).toMatchObject({ status: 'error', error: 'interrupted' });
+    const end = (await s.rt.store.eventsAfter({ after: { id: 0 }, runId: a.runId, limit: 1000 })).rows.at(-1)!;
+    expect([end.stream, JSON.parse(end.data)]).toEqual(['lifecycle', { phase: 'error', status: 'error', error: 'interrupted' }]);
+    const board = await s.rpc<{ failed: Array<{ runId: string; status: string }> }>('runs.board', {});
+    expect(board.failed.find((r) => r.runId === a.runId)?.status).toBe('error');
   });
 
   it('a steer that arrives as the run ends becomes a follow-up: nothing lost', async () => {

@@ -39,7 +39,7 @@ export abstract class RunEnds extends RunQueues {
     // Aborted with SHUTDOWN (a graceful stop, or this process was told it is dead): whatever the run reached, it is
     // someone else's to finish (re-driven from its last step); nothing of its end is written here.
     if (outcome.status === 'abandoned' || active.abort.signal.reason === SHUTDOWN) return this.abandon(st, active, outcome.error === 'skipped' ? 'skipped' : 'stopped');
-    if (active.cancelled && outcome.status === 'interrupted') outcome = { status: 'error', error: 'cancelled', response: outcome.response };
+    if (active.cancelled && outcome.status === 'error' && outcome.error === 'interrupted') outcome = { status: 'error', error: 'cancelled', response: outcome.response };
     let released = false;
     let recorded = false;
     const epoch = st.epoch;

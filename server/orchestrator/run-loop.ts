@@ -202,7 +202,9 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
     // here and re-driven from its last written step once the database answers (Orchestrator.sweepOrphans).
     // So is a write that kept losing lock conflicts (deadlocks) past the store's own retries.
     if (deps.store.dialect === 'postgres' && isCutOff(e)) throw e;
-    if (signal.aborted || e instanceof RunAborted) return { status: 'interrupted', error: 'run interrupted', response: lastText };
+    // Stopped from outside (interrupt mode, dismiss, delete, cancel): an `error` with code `interrupted` (`cancelled` for a
+    // cancel, RunEnds.finish). The status `interrupted` is kept for a run that cannot be re-driven (CONTRACT §4).
+    if (signal.aborted || e instanceof RunAborted) return { status: 'error', error: 'interrupted', response: lastText };
     deps.log.warn({ runId: run.id, err: errorMessage(e) }, 'run failed');
     return { status: 'error', error: errorMessage(e), response: lastText };
   }

@@ -304,7 +304,7 @@ export abstract class RunQueues {
       // Nothing is executing in this process for a parked run: close it here.
       const active = s.active;
       s.parked = false;
-      void this.finish(s, active, { status: 'interrupted', error: 'run interrupted' });
+      void this.finish(s, active, { status: 'error', error: 'interrupted' });
     }
   }
 

@@ -85,8 +85,8 @@ describe('send_message', () => {
     await until(async () => (await s.rt.store.getRun(runId))?.status === 'running');
     await s.rpc('sessions.delete', { sessionKey: 'agent:main:vanish' });
     // sessions.delete answers once the run has ended: its outcome is settled, not "ok or error".
-    expect((await s.rt.store.getRun(runId))?.status).toBe('interrupted');
-    expect(await s.rpc('agent.wait', { runId })).toMatchObject({ status: 'error', error: 'run interrupted' });
+    expect(await s.rt.store.getRun(runId)).toMatchObject({ status: 'error', error: 'interrupted' });
+    expect(await s.rpc('agent.wait', { runId })).toMatchObject({ status: 'error', error: 'interrupted' });
     const gone = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'chat.history', params: { sessionKey: 'agent:main:vanish' } });
     expect(gone.body.error).toMatchObject({ code: -32004, data: { code: 'unknown_session' } });
     const posted = await s.rt.store.db.selectFrom('messages').select('content').where('session_key', '=', 'agent:main:vanish').where('content', '=', 'too late').execute();
