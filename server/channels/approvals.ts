@@ -39,7 +39,7 @@ export interface ChatApprovals {
 const MAX_HOPS = 16;
 const postedKey = (approvalId: string) => `chat-approval:${approvalId}`;
 
-const DECISION_TEXT: Record<string, string> = { allow_once: 'Allowed once', allow_always: 'Allowed always', deny: 'Denied', cancelled: 'Cancelled', accept: 'Answered', decline: 'Declined', cancel: 'Cancelled' };
+const DECISION_TEXT: Record<string, string> = { allow_once: 'Allowed once', allow_always: 'Allowed always', deny: 'Denied', accept: 'Answered', decline: 'Declined', cancel: 'Cancelled' };
 
 /** Whether `from` is listed in `channels.<channel>.approvers` (ids as the platform spells them, or `<channel>:<id>`). */
 export function isApprover(config: CrosstalkConfig, channel: string, from: string): boolean {
@@ -175,8 +175,10 @@ export function startChatApprovals(d: ChatApprovalDeps): ChatApprovals {
     const posts = postsOf(record);
     if (!record || !posts.length) return; // never posted to a chat: the room alone shows it
     const decision = String(ev.data.decision);
-    const how = decision === 'cancelled' ? `Cancelled: ${String(ev.data.reason ?? 'run interrupted')}` : `${DECISION_TEXT[decision] ?? decision} by ${describeDecider(ev.data.by as DecidedBy | undefined, label)}`;
-    const reason = ev.data.reason && decision !== 'cancelled' ? ` — ${String(ev.data.reason)}` : '';
+    // A cancel nobody decided (its run or call ended): why, and no decider.
+    const closed = decision === 'cancel' && !ev.data.by;
+    const how = closed ? `Cancelled: ${String(ev.data.reason ?? 'run interrupted')}` : `${DECISION_TEXT[decision] ?? decision} by ${describeDecider(ev.data.by as DecidedBy | undefined, label)}`;
+    const reason = ev.data.reason && !closed ? ` — ${String(ev.data.reason)}` : '';
     // The room: a notice row in the session that asked, saying who decided and how.
     await appendTranscript(
       store,

@@ -1,6 +1,6 @@
 // agent.cancel over real HTTP: a running run is aborted at once, a queued one never runs, an ended one is not_cancelable.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../testing/harness';
+import { startTestServer, type TestServer, until } from '../testing/harness';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -32,6 +32,20 @@ describe('agent.cancel', () => {
     await new Promise((res) => setTimeout(res, 300));
     await call('agent.cancel', { runId: r.runId });
     expect(await wait(r.runId)).toMatchObject({ status: 'error', error: 'cancelled' });
+  });
+
+  it('a call waiting on its approval: the item says kind tool, and the cancel closes it as `cancel`, as every kind spells it', async () => {
+    const r = await send('agent:main:c-approval', '/tool exec {"command":"echo hi"}');
+    const item = await until(async () => (await s.rpc<{ approvals: Array<{ approvalId: string; kind: string }> }>('approvals.list', { sessionKey: 'agent:main:c-approval' })).approvals[0]);
+    expect(item.kind).toBe('tool');
+    await call('agent.cancel', { runId: r.runId });
+    expect(await wait(r.runId)).toMatchObject({ status: 'error', error: 'cancelled' });
+    const events = (await s.rt.store.eventsAfter({ after: { id: 0 }, runId: r.runId, limit: 1000 })).rows.filter((e) => e.stream === 'approval').map((e) => JSON.parse(e.data));
+    expect(events).toEqual([
+      expect.objectContaining({ phase: 'requested', approvalId: item.approvalId, kind: 'tool', tool: 'exec' }),
+      { phase: 'resolved', approvalId: item.approvalId, decision: 'cancel', reason: 'run interrupted' },
+    ]);
+    expect(await s.rt.store.getApproval(item.approvalId)).toMatchObject({ status: 'cancelled', decision: 'cancel' });
   });
 
   it('a queued run never runs', async () => {

@@ -69,6 +69,12 @@ export const trustOfRow = (r: Pick<ApprovalRow, 'trust'>): Trust => (r.trust ? (
 
 export const decidedByOfRow = (r: Pick<ApprovalRow, 'decided_by'>): DecidedBy | undefined => (r.decided_by ? (JSON.parse(r.decided_by) as DecidedBy) : undefined);
 
+/**
+ * The decision a settled row's `resolved` event says: its stored one, or `cancel` for an item closed by its run's end
+ * (rows of earlier versions kept none), so every kind spells a cancel one way (CONTRACT §3's `cancel`).
+ */
+export const decisionOfRow = (r: Pick<ApprovalRow, 'decision' | 'status'>): string => r.decision ?? (r.status === 'cancelled' ? 'cancel' : r.status);
+
 /** A decided row as `approvals.history` returns it (CONTRACT §3). */
 export function toApprovalRecord(r: ApprovalRow): ApprovalRecord {
   return {
@@ -77,7 +83,7 @@ export function toApprovalRecord(r: ApprovalRow): ApprovalRecord {
     runId: r.run_id,
     kind: (r.kind ?? 'tool') as ApprovalRecord['kind'],
     tool: r.tool,
-    decision: r.decision ?? r.status,
+    decision: decisionOfRow(r),
     decidedBy: decidedByOfRow(r) ?? { type: 'user' },
     ...(r.reason ? { reason: r.reason } : {}),
     requestedAt: r.requested_at,
@@ -183,7 +189,7 @@ export class Approvals {
       row = stored.row;
       if (!stored.inserted && row.status !== 'pending') return decisionOf(row);
       if (stored.inserted)
-        this.bus.emit(q.runId, 'approval', { phase: 'requested', approvalId: row.id, tool: q.tool, args: q.args ?? null, callId: q.callId, requestedAt: row.requested_at, trust, ...(q.source ? { source: q.source } : {}), ...(q.review ? { review: { decision: q.review.decision, reason: q.review.reason } } : {}) });
+        this.bus.emit(q.runId, 'approval', { phase: 'requested', approvalId: row.id, kind: 'tool', tool: q.tool, args: q.args ?? null, callId: q.callId, requestedAt: row.requested_at, trust, ...(q.source ? { source: q.source } : {}), ...(q.review ? { review: { decision: q.review.decision, reason: q.review.reason } } : {}) });
     }
     const approvalId = row.id;
     const decided = new Promise<GateResult>((resolve, reject) => {
@@ -194,9 +200,9 @@ export class Approvals {
         // The gate answers once the cancel is stored and said on the run's stream: answered first, the run could end
         // (and leave the bus) before the event, which then had no run to go to (an unhandled rejection).
         void this.store
-          .settleApproval(approvalId, 'cancelled', null, 'run interrupted')
+          .settleApproval(approvalId, 'cancelled', 'cancel', 'run interrupted')
           .then((settled) => {
-            if (settled) this.bus.emit(q.runId, 'approval', { phase: 'resolved', approvalId, decision: 'cancelled', reason: 'run interrupted' });
+            if (settled) this.bus.emit(q.runId, 'approval', { phase: 'resolved', approvalId, decision: 'cancel', reason: 'run interrupted' });
           })
           .catch(() => undefined)
           .finally(() => resolve({ allowed: false, reason: 'run interrupted' }));
@@ -277,12 +283,12 @@ export class Approvals {
     // the store, only the event is due.
     if (!waiter && row.kind === 'authorization' && row.run_id.startsWith(OAUTH_RUN_PREFIX)) {
       this.bus.registerRun(row.run_id, row.session_key, await this.store.maxSeq(row.run_id));
-      this.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId, decision: row.decision ?? row.status, ...(row.reason ? { reason: row.reason } : {}), ...(by ? { by } : {}) });
+      this.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId, decision: decisionOfRow(row), ...(row.reason ? { reason: row.reason } : {}), ...(by ? { by } : {}) });
       this.bus.unregisterRun(row.run_id);
       return;
     }
     if (!waiter) return this.elsewhere(row, by); // the run keeps its bus registration (and seq) for the resume
-    const decision = row.decision ?? row.status;
+    const decision = decisionOfRow(row);
     this.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId, decision, ...(row.reason ? { reason: row.reason } : {}), ...(by ? { by } : {}) });
     const note = noteOf(row);
     waiter({ ...(decision === 'deny' ? { allowed: false as const, reason: row.reason || 'denied by user' } : { allowed: true as const }), ...(note ? { decided: note } : {}) });
