@@ -2,6 +2,7 @@
 // step; allow_once grants one more cap (the next pause at twice it), allow_always lifts it, deny ends it budget_exceeded.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../testing/harness';
+import { Budgets } from './budget';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -74,5 +75,28 @@ describe('budgets', () => {
     // Another agent's tree has no cap.
     const free = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:writer:budget-free', message: '/tool sessions_list {}' });
     expect(await s.rpc('agent.wait', { runId: free.runId, timeoutMs: 10_000 })).toMatchObject({ status: 'ok' });
+  });
+
+  it('pauses when the spend passes the cap, not when it reaches it (CONTRACT §5 "passes")', async () => {
+    const agent = { id: 'capped', budget: { tokens: 100, usd: 0.5 } } as const;
+    const budgets = new Budgets({ store: s.rt.store, bus: s.rt.bus, agent: (id) => (id === 'capped' ? (agent as never) : undefined) });
+    const spend = (root: string, tokens: number, usd: number) =>
+      s.rt.store.db
+        .insertInto('model_usage')
+        .values({ run_id: root, session_key: 'agent:capped:main', agent_id: 'capped', model: 'scripted', kind: 'step', input_tokens: tokens, output_tokens: 0, cached_tokens: 0, cost_usd: usd, priced: 1, root_run_id: root, created_at: new Date().toISOString() })
+        .execute();
+    const run = (root: string) => ({ id: root, sessionKey: 'agent:capped:main', agent: agent as never });
+    // Spent exactly the caps: the next step goes on, no item.
+    await spend('run_cap_equal', 100, 0.5);
+    await budgets.beforeStep(run('run_cap_equal'), new AbortController().signal);
+    expect(await budgetItems()).toEqual([]);
+    // One token past the cap: the step waits on the tree's item (cancelled here by the signal).
+    await spend('run_cap_past', 101, 0);
+    const stop = new AbortController();
+    const waiting = budgets.beforeStep(run('run_cap_past'), stop.signal).catch((e: Error) => e);
+    const item = await nextItem();
+    expect(item.args).toMatchObject({ spentTokens: 101, capTokens: 100, rootRunId: 'run_cap_past' });
+    stop.abort();
+    await waiting;
   });
 });

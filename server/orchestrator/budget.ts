@@ -72,7 +72,7 @@ export class Budgets {
       const times = await this.granted(tree.root);
       if (times === null) return;
       const spent = await this.spent(tree.root);
-      const over = (cap.usd !== undefined && spent.usd >= cap.usd * times) || (cap.tokens !== undefined && spent.tokens >= cap.tokens * times);
+      const over = (cap.usd !== undefined && spent.usd > cap.usd * times) || (cap.tokens !== undefined && spent.tokens > cap.tokens * times);
       if (!over) return;
       const args: BudgetArgs = { spentUsd: Math.round(spent.usd * 1e6) / 1e6, capUsd: cap.usd !== undefined ? cap.usd * times : null, spentTokens: spent.tokens, capTokens: cap.tokens !== undefined ? cap.tokens * times : null, rootRunId: tree.root };
       const callId = `budget:${tree.root}:${times}`;
