@@ -258,8 +258,12 @@ export class GatewayService implements Gateway {
     };
   }
 
-  async approvalsList(p: ApprovalsListParams) {
-    const rows = await this.d.store.pendingApprovals({ sessionKey: p.sessionKey });
+  /**
+   * Pending items; with `sessionKey`, that session's and its delegates' (CONTRACT §4: a delegate's pending approval is
+   * also shown on its parent). `own`: that session's alone (the room's toolbox, whose cards are that session's calls).
+   */
+  async approvalsList(p: ApprovalsListParams, o: { own?: boolean } = {}) {
+    const rows = await this.d.store.pendingApprovals(o.own ? { sessionKey: p.sessionKey } : { under: p.sessionKey });
     const chains = await parentChains(this.d.store, rows.map((r) => r.session_key));
     return {
       approvals: rows.map((r) => {

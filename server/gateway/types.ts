@@ -129,7 +129,7 @@ export interface Gateway {
   sessionsSearch(p: import('./schemas').SessionsSearchParams): Promise<{ results: SearchResult[]; next_cursor: string | null }>;
   /** The ids of a session's runs going now (the room's Stop). */
   sessionActiveRuns(sessionKey: string): Promise<{ runIds: string[] }>;
-  approvalsList(p: ApprovalsListParams): Promise<{ approvals: PendingApproval[] }>;
+  approvalsList(p: ApprovalsListParams, o?: { own?: boolean }): Promise<{ approvals: PendingApproval[] }>;
   /** Decides a pending item; `by` is who and where (the room, JSON-RPC, chat, push …), kept in the record. */
   approvalsResolve(p: ApprovalsResolveParams, by: import('../events/types').DecidedBy): Promise<{ status: 'ok' }>;
   /** Decided items, newest decision first (CONTRACT §3 `approvals.history`). */

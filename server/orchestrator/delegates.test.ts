@@ -99,6 +99,13 @@ describe('attention', () => {
     const parent = 'agent:main:attention';
     const d = await call(parent, 'delegate_agent', { agent_id: 'writer', prompt: tool('exec', { command: 'echo from-delegate' }), mode: 'detached' });
     const approval = await until(async () => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: d.conversation_id })).approvals[0]);
+    // JSON-RPC: the parent's list holds its delegate's item too (CONTRACT §4), with the delegate's key and chain; the
+    // room's per-session list (its toolbox, tRPC) keeps to the session's own calls.
+    expect((await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: parent })).approvals).toEqual([
+      expect.objectContaining({ approvalId: approval.approvalId, sessionKey: d.conversation_id, parentChain: [parent, d.conversation_id] }),
+    ]);
+    expect((await s.rt.gateway.approvalsList({ sessionKey: parent }, { own: true })).approvals).toEqual([]);
+    expect((await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: 'agent:main:deleg' })).approvals).toEqual([]);
     // The attention count is the room's (tRPC over the same service); JSON-RPC keeps the contract's shape.
     const list = async (): Promise<any[]> => (await s.rt.gateway.sessionsList({ limit: 200 }, { attention: true })).sessions;
     // The trees are walked up in one statement, not a getSession per session and ancestor (one read per approval and level).

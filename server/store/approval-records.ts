@@ -1,5 +1,6 @@
 // Approvals and tool rules in the store: one row per run and call, settled once from pending, the decision log
 // (CONTRACT §3 `approvals.history`) and the reviewer's streak. FencedStore (fences.ts) builds on it.
+import { sql } from 'kysely';
 import type { DecidedBy } from '../events/types';
 import type { ApprovalRow } from './schema';
 import { nowIso, StoreBase } from './store-base';
@@ -33,9 +34,17 @@ export class ApprovalRecords extends StoreBase {
     return this.db.selectFrom('approvals').selectAll().where('run_id', '=', runId).where('call_id', '=', callId).executeTakeFirst();
   }
 
-  pendingApprovals(o: { sessionKey?: string; runId?: string } = {}): Promise<ApprovalRow[]> {
+  /** Pending items, oldest first: of one session, one run, or (`under`) a session and every delegate below it. */
+  pendingApprovals(o: { sessionKey?: string; runId?: string; under?: string } = {}): Promise<ApprovalRow[]> {
     let q = this.db.selectFrom('approvals').selectAll().where('status', '=', 'pending');
     if (o.sessionKey) q = q.where('session_key', '=', o.sessionKey);
+    // The delegate tree walked down by sessions.parent_key (indexed); the depth bound ends a cycle in bad data.
+    if (o.under)
+      q = q.where(
+        'session_key',
+        'in',
+        sql<string>`(with recursive tree(key, depth) as (select cast(${o.under} as text), 0 union select s.key, tree.depth + 1 from sessions s join tree on s.parent_key = tree.key where tree.depth < 16) select key from tree)`,
+      );
     if (o.runId) q = q.where('run_id', '=', o.runId);
     return q.orderBy('requested_at').orderBy('id').limit(500).execute();
   }

@@ -9,7 +9,8 @@ const resolveInput = approvalsResolveParams.extend({ via: z.enum(['room', 'inbox
 const historyInput = approvalsHistoryParams.extend({ direction: z.enum(['forward', 'backward']).optional() });
 
 export const approvalsRouter = createTRPCRouter({
-  list: protectedProcedure.input(approvalsListParams).query(({ ctx, input }) => ctx.gateway.approvalsList(input)),
+  // The room asks per session for its toolbox (that session's calls) or for every session (the inbox).
+  list: protectedProcedure.input(approvalsListParams).query(({ ctx, input }) => ctx.gateway.approvalsList(input, { own: true })),
   resolve: protectedProcedure.input(resolveInput).mutation(({ ctx, input: { via, ...p } }) => ctx.gateway.approvalsResolve(p, { type: 'user', id: via ?? 'room' })),
   history: protectedProcedure.input(historyInput).query(({ ctx, input: { direction: _direction, ...p } }) => ctx.gateway.approvalsHistory(p)),
 });
