@@ -59,6 +59,7 @@ describe('deliveries', () => {
     expect(rowAt).toBeLessThan(answeredAt);
     const d = await s.rpc<any>('deliveries.get', { deliveryId: out.deliveryId });
     expect(d).toMatchObject({ deliveryId: out.deliveryId, kind: 'session_message', from: { sessionKey: from, runId: expect.any(String) }, to: { sessionKey: to }, state: 'answered', runId: out.runId, attempts: 0 });
+    expect(d.from).toEqual({ sessionKey: from, runId: expect.any(String) }); // CONTRACT §9's `from`, nothing more
     expect(Date.parse(d.createdAt)).not.toBeNaN();
     // The target's row links back to the sender's call.
     const h = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: to, limit: 10 });

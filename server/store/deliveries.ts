@@ -24,7 +24,7 @@ export const EARLIER: Record<DeliveryState, DeliveryState[]> = {
 export interface Delivery {
   deliveryId: string;
   kind: DeliveryKind;
-  from: { sessionKey?: string; runId?: string; callId?: string };
+  from: { sessionKey?: string; runId?: string };
   to: { sessionKey?: string; channel?: string; target?: string; url?: string };
   state: DeliveryState;
   runId?: string;
@@ -80,7 +80,7 @@ export function toDelivery(r: DeliveryRow): Delivery {
   const from: Delivery['from'] = {};
   if (r.from_session) from.sessionKey = r.from_session;
   if (r.from_run) from.runId = r.from_run;
-  if (r.from_call) from.callId = r.from_call;
+  // (`from_call` stays in the store, for `deliveries.forCall`: the record's `from` is CONTRACT §9's exactly.)
   const to: Delivery['to'] = {};
   if (r.to_session) to.sessionKey = r.to_session;
   if (r.to_channel) to.channel = r.to_channel;
