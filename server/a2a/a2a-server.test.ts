@@ -91,6 +91,16 @@ describe('A2A server', () => {
     for (const d of deliveries) expect(d).toMatchObject({ kind: 'session_message', state: 'answered', to: { sessionKey: 'agent:main:a2a:ctx-1' } });
   });
 
+  it('a contextId in capitals comes back as the client spelled it, on the send and on get; its session key is lowercased', async () => {
+    s = await startTestServer();
+    const c = await client(s);
+    const task = asTask(await c.sendMessage(message('mixed case', 'Ctx-ABC')));
+    expect(task.contextId).toBe('Ctx-ABC');
+    expect((await c.getTask({ tenant: '', id: task.id })).contextId).toBe('Ctx-ABC');
+    const { messages } = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:a2a:ctx-abc' });
+    expect(messages.map((m) => m.content).reverse()).toEqual(['mixed case', 'echo: mixed case']);
+  });
+
   it('streams a task from submitted to completed', async () => {
     s = await startTestServer();
     const c = await client(s);
@@ -404,6 +414,6 @@ describe('A2A server', () => {
     expect((await s.rt.store.db.selectFrom('runs').select('id').execute()).length).toBe(0);
     const ok = await call('message/send', msg('x'.repeat(256 * 1024 - 10), `C${'c'.repeat(511)}`));
     expect(ok.result?.status?.state).toBe('completed');
-    expect(ok.result?.contextId).toBe('c'.repeat(512));
+    expect(ok.result?.contextId).toBe(`C${'c'.repeat(511)}`); // as the client spelled it; its session key is lowercased
   });
 });

@@ -29,7 +29,7 @@ import { SESSION_KEY_RE } from '../sessions/keys';
 import { MAX_CONTEXT_ID } from './params';
 import type { RunRow } from '../store/schema';
 import type { A2APush } from './push';
-import { a2aSessionKey, contextIdOf, SIGNAL_KEY, isFinal, isTerminal, stateOf, streamResponsesOf, taskOf, taskResponse, textOf } from './tasks';
+import { a2aSessionKey, contextOfRun, SIGNAL_KEY, isFinal, isTerminal, stateOf, streamResponsesOf, taskOf, taskResponse, textOf } from './tasks';
 
 const TERMINAL_ROWS = new Set(['ok', 'error', 'interrupted']);
 
@@ -53,7 +53,7 @@ export class CrosstalkA2AHandler implements A2ARequestHandler {
   private async run(taskId: string): Promise<{ row: RunRow; contextId: string }> {
     let row = taskId ? await this.rt.store.getRun(taskId) : undefined;
     if (row?.status === 'merged' && row.merged_into) row = await this.rt.store.getRun(row.merged_into);
-    const contextId = row ? contextIdOf(row.session_key, this.agent.id) : null;
+    const contextId = row ? contextOfRun(row, this.agent.id) : null;
     if (!row || contextId === null) throw new TaskNotFoundError(`no task ${taskId}`);
     return { row, contextId };
   }
@@ -90,7 +90,7 @@ export class CrosstalkA2AHandler implements A2ARequestHandler {
       });
       const hook = p.configuration?.taskPushNotificationConfig;
       if (hook?.url) await this.push.register({ ...hook, taskId: res.runId });
-      return { runId: res.runId, contextId: contextIdOf(sessionKey, this.agent.id)!, sessionKey };
+      return { runId: res.runId, contextId, sessionKey }; // as the client spelled it (its session key is lowercased)
     } catch (e) {
       if (isCrosstalkError(e)) throw new RequestMalformedError(`${e.code}: ${e.message}`);
       throw e;

@@ -16,6 +16,22 @@ export function contextIdOf(sessionKey: string, agentId: string): string | null 
   return sessionKey.startsWith(prefix) ? sessionKey.slice(prefix.length) : null;
 }
 
+/**
+ * A run's contextId as its client spelled it: session keys are lowercased, so the key alone gives `ctx-abc` for a
+ * client's `Ctx-ABC`; the run's origin keeps the spelling it came with. Null: not one of this agent's A2A sessions.
+ */
+export function contextOfRun(row: { session_key: string; origin: string | null }, agentId: string): string | null {
+  const folded = contextIdOf(row.session_key, agentId);
+  if (folded === null || !row.origin) return folded;
+  let given: unknown;
+  try {
+    given = (JSON.parse(row.origin) as { contextId?: unknown } | null)?.contextId;
+  } catch {
+    return folded;
+  }
+  return typeof given === 'string' && a2aSessionKey(agentId, given) === row.session_key ? given : folded;
+}
+
 export const textPart = (text: string): Part => ({ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' });
 
 export function textOf(message: Message | undefined): string {
