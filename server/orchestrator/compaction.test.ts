@@ -54,6 +54,8 @@ describe('compaction', () => {
     }
     const events = await compactionEvents(key);
     expect(events.map((e) => e.phase)).toEqual(['start', 'end']);
+    // Each phase with tokensBefore and tokensAfter (CONTRACT §4); at the start nothing is compacted yet.
+    expect(events[0]).toMatchObject({ tokensBefore: events[1]!.tokensBefore, tokensAfter: events[1]!.tokensBefore });
     const end = events[1]!;
     expect(end.tokensAfter).toBeLessThan(end.tokensBefore);
     expect(end.tokensBefore).toBeGreaterThan(WINDOW * 0.8);

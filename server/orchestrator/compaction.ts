@@ -239,7 +239,8 @@ export class Compactor {
     if (own) bus.registerRun(runId, t.sessionKey, 0);
     const span = this.d.telemetry?.start('compaction', t.traceparent, { 'crosstalk.session_key': t.sessionKey, 'crosstalk.compaction.tokens_before': before });
     try {
-      bus.emit(runId, 'compaction', { phase: 'start', tokensBefore: before });
+      // Every phase carries both counts (CONTRACT §4); until the summary is written, after is before (as on error).
+      bus.emit(runId, 'compaction', { phase: 'start', tokensBefore: before, tokensAfter: before });
       try {
         const { summary, count, last } = await this.summarize(t, runId, view.summary?.content, throughOf(view.summary), upTo);
         const kept = after.slice(s);
