@@ -14,7 +14,10 @@ test('the board follows a delegate tree live; Next needing input opens the waiti
   const board = page.getByRole('region', { name: 'Agent board' });
   await expect(board).toBeVisible();
   const group = (name: string) => board.getByRole('region', { name, exact: true });
-  for (const name of ['Needs input', 'Working', 'Done', 'Failed']) await expect(group(name)).toBeVisible();
+  for (const name of ['Needs input', 'Working', 'Done', 'Failed']) {
+    await expect(group(name)).toBeVisible();
+    await expect(board.getByRole('group', { name, exact: true })).toBeVisible(); // §7's "groups", by either role
+  }
 
   // A delegate that waits on an exec approval, a slow run, a failing one.
   await room.send(`/tool delegate_agent ${JSON.stringify({ agent_id: 'researcher', prompt: '/tool exec {"command":"echo board"}', mode: 'detached' })}`);

@@ -50,21 +50,24 @@ export function AgentBoard() {
         {board.isError && <p className="p-2 text-sm text-rose-600">Could not load the board: {board.error.message}</p>}
         {board.data &&
           GROUPS.map((g) => (
+            // CONTRACT §7 calls them "groups": each is a region (a landmark to jump to) holding a group of that name.
             <section key={g.key} aria-label={g.name} data-testid={`board-${g.key}`} data-count={board.data[g.key].length}>
-              <h3 className="mb-1 flex items-center gap-2 px-1 text-xs font-semibold uppercase tracking-wide text-zinc-500">
-                {g.name} <Badge tone={board.data[g.key].length ? g.tone : 'neutral'}>{board.data[g.key].length}</Badge>
-              </h3>
-              {board.data[g.key].length === 0 ? (
-                <p className="px-1 text-xs text-zinc-400">none</p>
-              ) : (
-                <ul className="space-y-1">
-                  {firstPaint(board.data[g.key], whole).map((item) => (
-                    <li key={item.delivery?.deliveryId ?? item.runId} className="[contain-intrinsic-size:auto_3.5rem] [content-visibility:auto]">
-                      {item.delivery ? <DeadDeliveryCard item={item} /> : <BoardCard item={item} tone={g.tone} />}
-                    </li>
-                  ))}
-                </ul>
-              )}
+              <div role="group" aria-label={g.name}>
+                <h3 className="mb-1 flex items-center gap-2 px-1 text-xs font-semibold uppercase tracking-wide text-zinc-500">
+                  {g.name} <Badge tone={board.data[g.key].length ? g.tone : 'neutral'}>{board.data[g.key].length}</Badge>
+                </h3>
+                {board.data[g.key].length === 0 ? (
+                  <p className="px-1 text-xs text-zinc-400">none</p>
+                ) : (
+                  <ul className="space-y-1">
+                    {firstPaint(board.data[g.key], whole).map((item) => (
+                      <li key={item.delivery?.deliveryId ?? item.runId} className="[contain-intrinsic-size:auto_3.5rem] [content-visibility:auto]">
+                        {item.delivery ? <DeadDeliveryCard item={item} /> : <BoardCard item={item} tone={g.tone} />}
+                      </li>
+                    ))}
+                  </ul>
+                )}
+              </div>
             </section>
           ))}
       </div>
