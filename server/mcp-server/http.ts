@@ -1,7 +1,7 @@
 // POST/GET/DELETE /mcp: crosstalk as an MCP server over streamable HTTP (CONTRACT §10), stateless, so any process answers.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { CallToolRequestSchema, ErrorCode, InitializeRequestSchema, ListToolsRequestSchema, McpError, PingRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ErrorCode, InitializeRequestSchema, ListToolsRequestSchema, PingRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { isAuthorized, isSameOrigin } from '../auth';
 import type { FullRuntime } from '../runtime-types';
@@ -26,7 +26,8 @@ function mcpServer(rt: FullRuntime): Server {
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const tool = byName.get(req.params.name);
     // An unknown tool is a protocol error (-32602), not a tool result (CONTRACT §10).
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `unknown tool: ${req.params.name}`);
+    // (A plain error with a code: McpError would put its own "MCP error -32602: " into the wire message, and the client adds one again.)
+    if (!tool) throw Object.assign(new Error(`unknown tool: ${req.params.name}`), { code: ErrorCode.InvalidParams });
     const token = req.params._meta?.progressToken;
     let step = 0;
     const progress =

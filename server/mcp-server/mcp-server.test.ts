@@ -118,6 +118,7 @@ describe('crosstalk as an MCP server', () => {
     );
     expect(err).toBeInstanceOf(McpError);
     expect((err as McpError).code).toBe(-32602);
+    expect((err as McpError).message).toBe('MCP error -32602: unknown tool: crosstalk_nope'); // the client's prefix once
   });
 
   it('needs the bearer token, and refuses a foreign Origin', async () => {
