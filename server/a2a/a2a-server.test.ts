@@ -415,5 +415,11 @@ describe('A2A server', () => {
     const ok = await call('message/send', msg('x'.repeat(256 * 1024 - 10), `C${'c'.repeat(511)}`));
     expect(ok.result?.status?.state).toBe('completed');
     expect(ok.result?.contextId).toBe(`C${'c'.repeat(511)}`); // as the client spelled it; its session key is lowercased
+    // The session that contextId made (527 characters) is one JSON-RPC reads and writes like any other.
+    const key = `agent:main:a2a:${'c'.repeat(512)}`;
+    expect((await s.rpc<{ messages: unknown[] }>('chat.history', { sessionKey: key })).messages).toHaveLength(2);
+    expect((await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/reply again' })).runId).toBeTruthy();
+    const tooLong = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'chat.history', params: { sessionKey: `agent:main:${'c'.repeat(1024)}` } });
+    expect(tooLong.body.error).toMatchObject({ code: -32602, data: { code: 'invalid_request', issues: [{ path: 'sessionKey' }] } });
   });
 });

@@ -79,6 +79,8 @@ describe('params', () => {
     expect((await call('chat.history', { sessionKey: 'agent:main:main', cursor: otherSession })).body.error.data.code).toBe('invalid_cursor');
     // validation before lookup: an unknown session with a bad cursor is still invalid_cursor
     expect((await call('chat.history', { sessionKey: 'agent:main:nowhere', cursor: 'zzz' })).body.error.data.code).toBe('invalid_cursor');
+    // a cursor holding NUL does not decode either (it was invalid_request, the NUL rule answering first)
+    expect((await call('sessions.list', { cursor: 'a\u0000b' })).body.error).toMatchObject({ code: -32602, data: { code: 'invalid_cursor', issues: [{ path: 'cursor' }] } });
   });
   it('session keys with spaces, non-ASCII or an unknown agent are refused; upper case is lowercased', async () => {
     for (const sessionKey of ['agent:main:has space', 'agent:main:café', 'agent:main:', 'main', 'agent:main:emoji😀']) {

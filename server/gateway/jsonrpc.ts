@@ -163,7 +163,10 @@ async function handleOne(gw: Gateway, msg: unknown, log?: Logger): Promise<RpcRe
   if (!method) return notification ? null : rpcError(id, -32601, `unknown method ${env.method}`, { code: 'invalid_request' });
   if (Array.isArray(env.params)) return rpcError(id, -32602, 'params must be an object', { code: 'invalid_request', issues: [{ path: '', message: 'params must be an object' }] });
   const nul = nulPath(env.params);
-  if (nul !== null) return rpcError(id, -32602, 'invalid params', { code: 'invalid_request', issues: [{ path: nul, message: 'strings must not contain NUL (U+0000)' }] });
+  if (nul !== null) {
+    const issues = [{ path: nul, message: 'strings must not contain NUL (U+0000)' }];
+    return rpcError(id, -32602, 'invalid params', { code: paramsCode(issues), issues }); // a cursor with NUL does not decode: invalid_cursor
+  }
   const params = method.params.safeParse(env.params ?? {});
   if (!params.success) {
     const issues = zodIssues(params.error);

@@ -6,13 +6,20 @@ import { queueModeSchema } from '../config';
 export const MAX_MESSAGE_BYTES = 256 * 1024;
 
 /**
+ * The longest session key taken: room for the keys crosstalk derives itself (an A2A session of a 512-character
+ * contextId, a channel peer's of a 512-character `to` with its account and thread), two of which still fit in one
+ * PostgreSQL index entry (session_links' primary key).
+ */
+export const MAX_SESSION_KEY = 1024;
+
+/**
  * Session keys: ASCII upper case lowered, then `agent:<agentId>:<rest>` of [a-z0-9:._+-] (CONTRACT §4). Only ASCII is
  * canonicalised, so a look-alike (the Kelvin sign U+212A lowercases to `k`) is refused rather than folded.
  */
 export const sessionKeySchema = z
   .string()
   .min(1)
-  .max(512)
+  .max(MAX_SESSION_KEY)
   .transform(asciiLower)
   .refine((s) => /^agent:[a-z0-9._+-]+:[a-z0-9:._+-]+$/.test(s), {
     message: 'session key must be agent:<agentId>:<rest> made of [a-z0-9:._+-]',
