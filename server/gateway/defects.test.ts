@@ -139,6 +139,17 @@ describe('10. a steer into a run that then fails', () => {
     // Asked again later, from the store.
     expect((await s.rpc<Wait>('agent.wait', { runId: st.runId })).continuedIn).toBe(w.continuedIn);
   });
+
+  it('a run cancelled with a message steered into it: the message still runs, and agent.wait on the run says where', async () => {
+    const key = 'agent:main:steer-then-cancel';
+    const r = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/sleep 3000\n/reply never' });
+    const st = await s.rpc<{ runId: string; status: string }>('agent', { sessionKey: key, message: 'still there?' });
+    expect(st).toEqual({ runId: r.runId, status: 'steered' });
+    await s.rpc('agent.cancel', { runId: r.runId });
+    const w = await s.rpc<Wait>('agent.wait', { runId: st.runId });
+    expect(w).toMatchObject({ status: 'error', error: 'cancelled', continuedIn: expect.any(String) });
+    expect(await s.rpc<Wait>('agent.wait', { runId: w.continuedIn })).toMatchObject({ status: 'ok', response: 'echo: still there?' });
+  });
 });
 
 describe('11. inbound de-duplication', () => {

@@ -104,8 +104,9 @@ export abstract class RunEnds extends RunQueues {
         log.info({ runId: active.id, sessionKey: st.key, reason: 'agent_chose_silence' }, 'run posted nothing');
       }
     }
-    // Messages steered into a run that then failed run as a follow-up: the run points at it (agent.wait, the end event).
-    const continuedIn = outcome.status !== 'ok' && !active.cancelled ? active.inbox[0]?.runId : undefined;
+    // Messages steered into a run that then failed, or was cancelled or interrupted, run as a follow-up (none is lost):
+    // the run points at it (agent.wait, the end event), since `agent` answered those messages with this run's id.
+    const continuedIn = outcome.status !== 'ok' ? active.inbox[0]?.runId : undefined;
     if (continuedIn) await store.updateRun(active.id, { merged_into: continuedIn }).catch((e) => log.error({ err: e }, 'could not record the follow-up'));
     const result = { ...waitResultOf({ status: outcome.status, response: outcome.response ?? null, error: outcome.error ?? null }), ...(continuedIn ? { continuedIn } : {}) };
     if (recorded) this.rememberEnd(active.id, result);
