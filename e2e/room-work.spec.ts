@@ -130,6 +130,16 @@ test('Stop ends a /sleep 30000 run, visibly cancelled', async ({ room, page, fre
   await expect(room.texts('assistant').filter({ hasText: 'too late' })).toHaveCount(0);
 });
 
+test('a run interrupted by a newer message says so, not "Run failed"', async ({ room, page, request, freshSession }) => {
+  await room.open(freshSession);
+  await room.send('/sleep 30000\n/reply too late');
+  await expect(page.getByRole('button', { name: 'Stop', exact: true })).toBeVisible();
+  await rpc(request, TOKEN, 'agent', { sessionKey: freshSession, message: '/reply the newer one', queueMode: 'interrupt' });
+  await expect(room.transcript.getByTestId('run-interrupted')).toHaveText(/Run interrupted/);
+  await expect(room.texts('assistant').filter({ hasText: 'the newer one' })).toHaveCount(1);
+  await expect(room.transcript.getByTestId('run-error')).toHaveCount(0);
+});
+
 test("the inbox lists a grand-delegate's approval with its parent chain; allowing it there runs the tool", async ({ room, page, freshSession }) => {
   await room.open(freshSession);
   const inner = JSON.stringify({ agent_id: 'writer', prompt: '/tool exec {"command":"echo from-grandchild"}' });
