@@ -67,6 +67,21 @@ describe('A2A server', () => {
     expect((await c.getAgentCard()).capabilities?.streaming).toBe(true);
     const unauth = await fetch(`${s.url}/a2a/main`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: {} }) });
     expect(unauth.status).toBe(401);
+    expect(await unauth.json()).toEqual({ error: { code: 'unauthorized', message: expect.stringContaining('Bearer') } });
+    // The SDK's client reports the HTTP status: it read the gateway's JSON-RPC -32001 as A2A's TaskNotFound before.
+    const wrongToken = new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+        transports: [new JsonRpcTransportFactory({ fetchImpl: (input, init) => fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), authorization: 'Bearer wrong' } }) })],
+      }),
+    );
+    const refused = await (await wrongToken.createFromUrl(`${s.url}/a2a/main/`)).sendMessage(message('hi', 'ctx-auth')).then(
+      () => null,
+      (e: Error) => e,
+    );
+    expect(refused?.constructor.name).toBe('Error');
+    expect(refused?.message).toMatch(/401/);
+    const nobody = await fetch(`${s.url}/a2a/nobody`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_TOKEN}` }, body: '{}' });
+    expect([nobody.status, (await nobody.json()).error.code]).toEqual([404, 'unknown_agent']);
   });
 
   it('a blocking send runs a turn in agent:<id>:a2a:<contextId> and completes with the response as an artifact; a follow-up shares the context', async () => {

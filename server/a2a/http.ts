@@ -5,7 +5,7 @@ import { defaultServerCallContextBuilder, JsonRpcTransportHandler, validateVersi
 import { isAuthorized } from '../auth';
 import type { FullRuntime } from '../runtime-types';
 import type { AgentConfig } from '../config';
-import { tooLargeResponse, unauthorizedResponse } from '../gateway/jsonrpc';
+import { tooLargeResponse } from '../gateway/jsonrpc';
 import { MAX_BODY_BYTES, readCapped } from '../http/handlers';
 import { jsonTooDeep, TOO_DEEP_MESSAGE } from '../http/json-depth';
 import { CrosstalkA2AHandler } from './handler';
@@ -65,9 +65,11 @@ export function handleAgentCard(rt: FullRuntime, agentId: string, req: Request):
 
 /** POST /a2a/<agentId> — A2A JSON-RPC (v1.0 names with `A2A-Version: 1.0`, v0.3 names otherwise), bearer token required. */
 export async function handleA2ARpc(rt: FullRuntime, agentId: string, req: Request): Promise<Response> {
-  if (!isAuthorized(req.headers, rt.token)) return json(unauthorizedResponse(), 401, { 'www-authenticate': 'Bearer' });
+  // HTTP's own answers, not JSON-RPC errors: in A2A, -32001 is TaskNotFound, so the SDK's client read a missing token
+  // (the gateway's -32001 `unauthorized`) or an unknown agent as "task not found". A plain body makes it report the status.
+  if (!isAuthorized(req.headers, rt.token)) return json({ error: { code: 'unauthorized', message: 'unauthorized: send Authorization: Bearer <token>' } }, 401, { 'www-authenticate': 'Bearer' });
   const agent: AgentConfig | undefined = rt.orchestrator.agent(agentId);
-  if (!agent) return json({ jsonrpc: '2.0', id: null, error: { code: -32001, message: `unknown agent ${agentId}` } }, 404);
+  if (!agent) return json({ error: { code: 'unknown_agent', message: `unknown agent ${agentId}` } }, 404);
   const raw = await readCapped(req, MAX_BODY_BYTES);
   if (raw === null) return json(tooLargeResponse(), 413);
   let body: Record<string, unknown>;
