@@ -106,6 +106,19 @@ describe('A2A server', () => {
     for (const d of deliveries) expect(d).toMatchObject({ kind: 'session_message', state: 'answered', to: { sessionKey: 'agent:main:a2a:ctx-1' } });
   });
 
+  it('a message naming a taskId: an unknown one is TaskNotFound, one of another context is refused, its own context continues', async () => {
+    s = await startTestServer();
+    const c = await client(s);
+    const first = asTask(await c.sendMessage(message('first', 'ctx-task')));
+    const next = asTask(await c.sendMessage(message('second', '', first.id)));
+    expect(next.contextId).toBe('ctx-task');
+    expect(textOf(next.status?.message)).toBe('echo: second');
+    const err = (p: Promise<unknown>) => p.then(() => null, (e: Error) => e);
+    expect((await err(c.sendMessage(message('lost', 'ctx-task', 'run_nope'))))?.constructor.name).toBe('JsonRpcTaskNotFoundError');
+    expect((await err(c.sendMessage(message('elsewhere', 'ctx-other', first.id))))?.message).toMatch(/another contextId/);
+    expect((await s.rpc<{ sessions: Array<{ sessionKey: string }> }>('sessions.list', { kind: 'channel' })).sessions.map((x) => x.sessionKey)).not.toContain('agent:main:a2a:ctx-other');
+  });
+
   it('a contextId in capitals comes back as the client spelled it, on the send and on get; its session key is lowercased', async () => {
     s = await startTestServer();
     const c = await client(s);

@@ -75,7 +75,12 @@ export class CrosstalkA2AHandler implements A2ARequestHandler {
     if (Buffer.byteLength(text) > MAX_MESSAGE_BYTES) throw new RequestMalformedError(`the message text is over ${MAX_MESSAGE_BYTES} bytes (256 KiB)`);
     if ((message.contextId ?? '').length > MAX_CONTEXT_ID) throw new RequestMalformedError(`contextId is over ${MAX_CONTEXT_ID} characters`);
     let contextId = message.contextId;
-    if (!contextId && message.taskId) contextId = (await this.run(message.taskId)).contextId;
+    if (message.taskId) {
+      // A task named must be one of this agent's (TaskNotFound otherwise), in the context the message names, if any.
+      const task = await this.run(message.taskId);
+      if (contextId && a2aSessionKey(this.agent.id, contextId) !== task.row.session_key) throw new RequestMalformedError(`task ${message.taskId} belongs to another contextId`);
+      contextId ||= task.contextId;
+    }
     contextId ||= crypto.randomUUID();
     const sessionKey = a2aSessionKey(this.agent.id, contextId);
     if (!SESSION_KEY_RE.test(sessionKey)) throw new RequestMalformedError('contextId may only hold [a-z0-9:._+-]');
