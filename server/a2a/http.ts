@@ -5,7 +5,7 @@ import { defaultServerCallContextBuilder, JsonRpcTransportHandler, validateVersi
 import { isAuthorized } from '../auth';
 import type { FullRuntime } from '../runtime-types';
 import type { AgentConfig } from '../config';
-import { tooLargeResponse } from '../gateway/jsonrpc';
+import { tooLargeResponse, UNAUTHORIZED_MESSAGE } from '../gateway/jsonrpc';
 import { MAX_BODY_BYTES, readCapped } from '../http/handlers';
 import { jsonTooDeep, TOO_DEEP_MESSAGE } from '../http/json-depth';
 import { CrosstalkA2AHandler } from './handler';
@@ -67,7 +67,7 @@ export function handleAgentCard(rt: FullRuntime, agentId: string, req: Request):
 export async function handleA2ARpc(rt: FullRuntime, agentId: string, req: Request): Promise<Response> {
   // HTTP's own answers, not JSON-RPC errors: in A2A, -32001 is TaskNotFound, so the SDK's client read a missing token
   // (the gateway's -32001 `unauthorized`) or an unknown agent as "task not found". A plain body makes it report the status.
-  if (!isAuthorized(req.headers, rt.token)) return json({ error: { code: 'unauthorized', message: 'unauthorized: send Authorization: Bearer <token>' } }, 401, { 'www-authenticate': 'Bearer' });
+  if (!isAuthorized(req.headers, rt.token)) return json({ error: { code: 'unauthorized', message: UNAUTHORIZED_MESSAGE } }, 401, { 'www-authenticate': 'Bearer' });
   const agent: AgentConfig | undefined = rt.orchestrator.agent(agentId);
   if (!agent) return json({ error: { code: 'unknown_agent', message: `unknown agent ${agentId}` } }, 404);
   const raw = await readCapped(req, MAX_BODY_BYTES);

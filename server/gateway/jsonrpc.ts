@@ -93,7 +93,8 @@ export function rpcError(id: Id, code: number, message: string, data?: RpcError[
 }
 
 /** The transport refusals both HTTP adapters answer (HTTP 401 and 413). */
-export const unauthorizedResponse = () => rpcError(null, -32001, 'unauthorized: send Authorization: Bearer <token>', { code: 'unauthorized' });
+export const UNAUTHORIZED_MESSAGE = 'unauthorized: send Authorization: Bearer <token>';
+export const unauthorizedResponse = () => rpcError(null, -32001, UNAUTHORIZED_MESSAGE, { code: 'unauthorized' });
 export const tooLargeResponse = () => rpcError(null, -32600, 'request body larger than 1 MiB', { code: 'payload_too_large' });
 
 export function errorResponse(id: Id, e: unknown, log?: Logger): RpcResponse {

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { decodeCursor, encodeCursor } from '../store/cursor';
 import { searchMessages } from '../store/search';
 import type { Store } from '../store/store';
-import { IN_FLIGHT } from '../store/store-base';
+import { IN_FLIGHT, MAX_TREE_DEPTH } from '../store/store-base';
 import type { SessionsSearchParams } from './schemas';
 import type { SearchResult } from './types';
 
@@ -40,8 +40,6 @@ export async function activeRunIds(store: Store, sessionKey: string): Promise<st
   return rows.map((r) => r.id);
 }
 
-/** The longest parent chain walked (delegate depth is far lower; a cycle in bad data stops here). */
-const MAX_DEPTH = 16;
 
 /** Each session's ancestors, root first and ending with the session itself (main → delegate → delegate). */
 export async function parentChains(store: Store, keys: string[]): Promise<Map<string, string[]>> {
@@ -57,7 +55,7 @@ export async function parentChains(store: Store, keys: string[]): Promise<Map<st
         select k.column1, (select s.parent_key from sessions s where s.key = k.column1), 0 from (values ${sql.join(part.map((key) => sql`(${key})`))}) k
         union
         select up.parent_key, (select s.parent_key from sessions s where s.key = up.parent_key), up.depth + 1 from up
-          where up.parent_key is not null and up.depth < ${MAX_DEPTH}
+          where up.parent_key is not null and up.depth < ${MAX_TREE_DEPTH}
       ) select key, parent_key from up`.execute(store.db);
     for (const r of rows) parent.set(r.key, r.parent_key);
   }
@@ -66,7 +64,7 @@ export async function parentChains(store: Store, keys: string[]): Promise<Map<st
     const chain: string[] = [];
     let k: string | null = key;
     // Bounded: delegate depth is limited, and a cycle in bad data must not hang the call.
-    for (let depth = 0; k && depth < MAX_DEPTH && !chain.includes(k); depth++) {
+    for (let depth = 0; k && depth < MAX_TREE_DEPTH && !chain.includes(k); depth++) {
       chain.unshift(k);
       k = parent.get(k) ?? null;
     }

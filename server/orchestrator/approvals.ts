@@ -75,6 +75,15 @@ export const decidedByOfRow = (r: Pick<ApprovalRow, 'decided_by'>): DecidedBy | 
  */
 export const decisionOfRow = (r: Pick<ApprovalRow, 'decision' | 'status'>): string => r.decision ?? (r.status === 'cancelled' ? 'cancel' : r.status);
 
+/** A settled row's `approval` `resolved` event data, wherever it is said (here, or by the process driving the run). */
+export const resolvedData = (row: Pick<ApprovalRow, 'id' | 'decision' | 'status' | 'reason'>, by?: DecidedBy) => ({
+  phase: 'resolved',
+  approvalId: row.id,
+  decision: decisionOfRow(row),
+  ...(row.reason ? { reason: row.reason } : {}),
+  ...(by ? { by } : {}),
+});
+
 /** A decided row as `approvals.history` returns it (CONTRACT §3). */
 export function toApprovalRecord(r: ApprovalRow): ApprovalRecord {
   return {
@@ -283,15 +292,15 @@ export class Approvals {
     // the store, only the event is due.
     if (!waiter && row.kind === 'authorization' && row.run_id.startsWith(OAUTH_RUN_PREFIX)) {
       this.bus.registerRun(row.run_id, row.session_key, await this.store.maxSeq(row.run_id));
-      this.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId, decision: decisionOfRow(row), ...(row.reason ? { reason: row.reason } : {}), ...(by ? { by } : {}) });
+      this.bus.emit(row.run_id, 'approval', resolvedData(row, by));
       this.bus.unregisterRun(row.run_id);
       return;
     }
     if (!waiter) return this.elsewhere(row, by); // the run keeps its bus registration (and seq) for the resume
-    const decision = decisionOfRow(row);
-    this.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId, decision, ...(row.reason ? { reason: row.reason } : {}), ...(by ? { by } : {}) });
+    const data = resolvedData(row, by);
+    this.bus.emit(row.run_id, 'approval', data);
     const note = noteOf(row);
-    waiter({ ...(decision === 'deny' ? { allowed: false as const, reason: row.reason || 'denied by user' } : { allowed: true as const }), ...(note ? { decided: note } : {}) });
+    waiter({ ...(data.decision === 'deny' ? { allowed: false as const, reason: row.reason || 'denied by user' } : { allowed: true as const }), ...(note ? { decided: note } : {}) });
   }
 
   /**

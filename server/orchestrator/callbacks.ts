@@ -65,7 +65,7 @@ export function planDeliveries(target: { runId: string; sessionKey: string; agen
     }
   }
   if (failedIds.length) {
-    const code = outcome.status === 'interrupted' || outcome.error === 'interrupted' || outcome.error === 'cancelled' ? 'interrupted' : outcome.error === 'budget_exceeded' ? 'budget_exceeded' : 'internal';
+    const code = outcome.error === 'interrupted' || outcome.error === 'cancelled' ? 'interrupted' : outcome.error === 'budget_exceeded' ? 'budget_exceeded' : 'internal';
     out.records.failed.push({ ids: failedIds, error: { code, message: `target run ${outcome.status}: ${outcome.error ?? outcome.status}` } });
   }
   return out;

@@ -7,7 +7,7 @@ import type { AgentResult } from '../gateway/types';
 import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import { messageValues } from '../store/run-writes';
 import { inputToMessage } from './run-loop';
-import { decisionOfRow, survivesRestart } from './approvals';
+import { resolvedData, survivesRestart } from './approvals';
 import type { ApprovalRow, RunRow } from '../store/schema';
 import type { DecidedBy } from './approvals';
 import { nowIso } from '../store/store';
@@ -358,6 +358,6 @@ export abstract class ClusterRuns extends RunEnds {
 
   private async emitResolved(row: ApprovalRow, by?: DecidedBy): Promise<void> {
     this.o.bus.registerRun(row.run_id, row.session_key, await this.o.store.maxSeq(row.run_id));
-    this.o.bus.emit(row.run_id, 'approval', { phase: 'resolved', approvalId: row.id, decision: decisionOfRow(row), ...(row.reason ? { reason: row.reason } : {}), ...(by ? { by } : {}) });
+    this.o.bus.emit(row.run_id, 'approval', resolvedData(row, by));
   }
 }

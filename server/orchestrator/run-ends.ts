@@ -200,7 +200,7 @@ export abstract class RunEnds extends RunQueues {
       this.o.bus.registerRun(id, callerKey, 0);
       // `code` is a §6 code (the failure's own when it is one); `reason` says what happened.
       const error = outcome.error ?? outcome.status;
-      const code = (ERROR_CODES as readonly string[]).includes(error) ? error : outcome.status === 'interrupted' ? 'interrupted' : 'internal';
+      const code = (ERROR_CODES as readonly string[]).includes(error) ? error : 'internal';
       this.o.bus.emit(id, 'error', { code, reason: 'target_run_failed', targetRunId, targetSessionKey: targetKey, status: outcome.status, error });
       this.o.bus.unregisterRun(id);
     } catch (e) {

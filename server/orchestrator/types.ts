@@ -56,8 +56,12 @@ export interface ActiveRun {
 }
 
 export interface RunOutcome {
-  /** `abandoned`: this process stopped driving the run (graceful stop, or lost the lease); nothing is recorded. */
-  status: 'ok' | 'error' | 'interrupted' | 'abandoned';
+  /**
+   * `abandoned`: this process stopped driving the run (graceful stop, or lost the lease); nothing is recorded. A run
+   * stopped from outside is an `error` (`interrupted`, or `cancelled`); the stored status `interrupted` is only for a run
+   * that cannot be re-driven, written by the recovery without an outcome (CONTRACT §4).
+   */
+  status: 'ok' | 'error' | 'abandoned';
   response?: string;
   error?: string;
 }

@@ -3,7 +3,7 @@
 import { sql } from 'kysely';
 import type { DecidedBy } from '../events/types';
 import type { ApprovalRow } from './schema';
-import { nowIso, StoreBase } from './store-base';
+import { MAX_TREE_DEPTH, nowIso, StoreBase } from './store-base';
 
 export class ApprovalRecords extends StoreBase {
   // ── approvals ───────────────────────────────────────────────────────────
@@ -43,7 +43,7 @@ export class ApprovalRecords extends StoreBase {
       q = q.where(
         'session_key',
         'in',
-        sql<string>`(with recursive tree(key, depth) as (select cast(${o.under} as text), 0 union select s.key, tree.depth + 1 from sessions s join tree on s.parent_key = tree.key where tree.depth < 16) select key from tree)`,
+        sql<string>`(with recursive tree(key, depth) as (select cast(${o.under} as text), 0 union select s.key, tree.depth + 1 from sessions s join tree on s.parent_key = tree.key where tree.depth < ${MAX_TREE_DEPTH}) select key from tree)`,
       );
     if (o.runId) q = q.where('run_id', '=', o.runId);
     return q.orderBy('requested_at').orderBy('id').limit(500).execute();

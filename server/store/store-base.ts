@@ -36,6 +36,8 @@ export const nowIso = () => new Date().toISOString();
 
 /** A run in flight: running, or paused on an approval. */
 export const IN_FLIGHT = ['running', 'waiting_approval'];
+/** The deepest delegate tree walked, up (parent chains) or down (a parent's delegates): delegate depth is far lower; a cycle in bad data stops here. */
+export const MAX_TREE_DEPTH = 16;
 
 /** The delivery of a webhook outbox row (webhooks and A2A pushes). */
 export const webhookDeliveryId = (rowId: string) => `dlv_${rowId}`;
