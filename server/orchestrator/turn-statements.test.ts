@@ -2,6 +2,7 @@
 // transactions (the start — session, run, input rows — and the end), on PostgreSQL its statements by shape; and an
 // `agent.wait` after the run's end reads nothing.
 import BetterSqlite3 from 'better-sqlite3';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { HotSqlite } from '../store/hot-sqlite';
@@ -9,14 +10,19 @@ import { startTestServer, type TestServer } from '../testing/harness';
 
 const TURNS = 5;
 
+// Only this file's server is counted: the SQLite and PostgreSQL projects run files one after another in one worker
+// process (vitest.config.mts, isolate: false), and a server an earlier file started may still be writing (CI once
+// counted two writes more than this file's turns). `mine` tells this server's connections: its SQLite handle, its
+// PostgreSQL schema (each harness server has its own, in the connection's search_path).
+let counts: Map<string, number> | null = null;
+let mine: { sqlite?: unknown; pgSchema?: string } = {};
 // Statements node-postgres sends, by their first three words, while `statements` counts. Installed before any
 // connection is made: the store's prepared-statement wrapper binds each client's `query` when it connects.
-let counts: Map<string, number> | null = null;
 {
   const proto = pg.Client.prototype as unknown as { query: (...a: unknown[]) => unknown };
   const orig = proto.query;
-  proto.query = function (this: unknown, config: unknown, ...rest: unknown[]) {
-    if (counts) {
+  proto.query = function (this: { connectionParameters?: { options?: string } }, config: unknown, ...rest: unknown[]) {
+    if (counts && mine.pgSchema && ` ${this.connectionParameters?.options ?? ''} `.includes(` -c search_path=${mine.pgSchema} `)) {
       const text = typeof config === 'string' ? config : ((config as { text?: string })?.text ?? '');
       const shape = text.replace(/\s+/g, ' ').trim().split(' ').slice(0, 3).join(' ');
       counts.set(shape, (counts.get(shape) ?? 0) + 1);
@@ -30,8 +36,8 @@ let counts: Map<string, number> | null = null;
   const cls = Object.getPrototypeOf(new BetterSqlite3(':memory:').prepare('select 1')) as Record<string, (...a: unknown[]) => unknown>;
   for (const m of ['run', 'get', 'all', 'iterate']) {
     const f = cls[m]!;
-    cls[m] = function (this: { source: string }, ...a: unknown[]) {
-      if (counts) {
+    cls[m] = function (this: { source: string; database: unknown }, ...a: unknown[]) {
+      if (counts && this.database === mine.sqlite) {
         const shape = this.source.replace(/\s+/g, ' ').trim().split(' ').slice(0, 3).join(' ');
         counts.set(shape, (counts.get(shape) ?? 0) + 1);
       }
@@ -51,10 +57,24 @@ async function statements(fn: () => Promise<void>): Promise<Map<string, number>>
 
 describe('a turn’s store statements', () => {
   let s: TestServer;
+  /** A server beside it in this process, turning while the counts run (what a file before this one may leave). */
+  let neighbour: TestServer;
+  let busy: Promise<unknown> = Promise.resolve();
+  const neighbourTurns = () =>
+    (busy = Promise.all(Array.from({ length: 3 }, (_, i) => neighbour.rpc<{ runId: string }>('agent', { sessionKey: `agent:main:n-${i}`, message: 'hi' }).then(({ runId }) => neighbour.rpc('agent.wait', { runId, timeoutMs: 5000 })))));
   beforeAll(async () => {
-    s = await startTestServer();
+    [s, neighbour] = await Promise.all([startTestServer(), startTestServer()]);
+    const hot = (s.rt.store as unknown as { hot?: { raw: unknown } }).hot; // its private connection handle
+    mine = { sqlite: hot?.raw };
+    if (s.rt.store.dialect === 'postgres') {
+      const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(s.rt.store.db);
+      mine.pgSchema = rows[0]!.schema;
+    }
   });
-  afterAll(() => s.close());
+  afterAll(async () => {
+    await busy;
+    await Promise.all([s.close(), neighbour.close()]);
+  });
 
   /** TURNS turns on one session, each waited for after its end (the run is over before `agent.wait` arrives). */
   async function turns(key: string) {
@@ -77,9 +97,14 @@ describe('a turn’s store statements', () => {
       // A new session each turn (its creation is part of the start) and a session turned again.
       const n = TURNS * TURNS;
       const counted = await statements(async () => {
-        for (let i = 0; i < TURNS; i++) await turns(`agent:main:count-${i % 2}`);
+        for (let i = 0; i < TURNS; i++) {
+          neighbourTurns();
+          await turns(`agent:main:count-${i % 2}`);
+          await busy;
+        }
       });
-      expect(writes.mock.calls.filter((c) => c[1] === true)).toHaveLength(2 * n);
+      const own = (s.rt.store as unknown as { hot: unknown }).hot;
+      expect(writes.mock.calls.filter((c, i) => c[1] === true && writes.mock.contexts[i] === own)).toHaveLength(2 * n);
       // Besides the turns': the search index's batches behind them (server/store/search-indexer.ts), one each.
       expect(counted.get('BEGIN')).toBe(2 * n + (counted.get('update search_indexed set') ?? 0));
       // Its events written once, already folded: nothing rewritten or deleted.
@@ -103,9 +128,11 @@ describe('a turn’s store statements', () => {
     await s.rpc('agent', { sessionKey: 'agent:main:warm', message: 'warm' });
     const counts = await statements(async () => {
       for (let i = 0; i < TURNS; i++) {
+        neighbourTurns();
         const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:pg-count', message: `hello ${i}` });
         await s.rpc('agent.wait', { runId, timeoutMs: 5000 });
       }
+      await busy;
       await s.rt.store.foldsSettled();
     });
     expect(counts.get('with q as')).toBe(TURNS); // the enqueue that starts the run
