@@ -1,5 +1,5 @@
 // Restarts: a pending approval survives and resumes the run; a run in flight is re-driven; queued runs still run.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { startTestServer, tmpDataDir, until } from '../testing/harness';
 
 
@@ -70,14 +70,22 @@ describe('restart', () => {
     const dataDir = tmpDataDir();
     const config = { agents: [{ id: 'main', tools: { exec: 'auto' } }] };
     const a = await startTestServer({ dataDir, config });
-    const r = await a.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:main', message: '/tool exec {"command":"echo ran >> ran.txt; sleep 5"}' });
+    const r = await a.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:main', message: '/tool exec {"command":"echo ran >> ran.txt; sleep 2"}' });
     await until(async () => (await a.rt.store.toolStarted(r.runId, (await a.rt.store.history({ sessionKey: 'agent:main:main', limit: 5, includeTools: true })).find((m) => m.kind === 'tool_call')?.tool_call_id ?? '')));
+    const ends = vi.spyOn(a.rt.store, 'finishRun');
+    const rows = vi.spyOn(a.rt.store, 'appendMessages');
+    const started = Date.now();
     await a.crash();
     const b = await startTestServer({ dataDir, config });
     try {
       const w = await b.rpc<{ status: string; response: string }>('agent.wait', { runId: r.runId });
       expect(w.status).toBe('ok');
       expect(w.response).toContain('"code":"interrupted"');
+      // The crashed process wrote nothing more once its command ended (before, its run went on in this test process
+      // and wrote the result and its end into the closed store, during whichever file ran next in this worker).
+      await new Promise((res) => setTimeout(res, Math.max(0, started + 2500 - Date.now())));
+      expect(rows).not.toHaveBeenCalled();
+      expect(ends).not.toHaveBeenCalled();
     } finally {
       await b.close();
     }

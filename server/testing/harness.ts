@@ -87,6 +87,11 @@ export async function startTestServer(o: StartOptions = {}): Promise<TestServer>
       rt.push.stop(); // a dead process keeps no timers
       await rt.webhooks.stop();
       await rt.store.close();
+      // A dead process drives nothing: its runs stop where they are (as when the others declare it dead), after the
+      // store is closed, so what their stop would write is not written. Before, they went on in this test process and
+      // wrote into the closed store seconds later, while the worker ran the next file (isolate: false): CI counted
+      // those writes in turn-statements.test.ts.
+      rt.orchestrator.fenced();
     },
   };
 }
