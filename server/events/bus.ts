@@ -332,6 +332,18 @@ export class EventBus {
   }
 
   /**
+   * Where a live reader starts, as of now: on PostgreSQL the log's settled horizon when the feed's position (`head`)
+   * is behind it (with no subscriber the feed only moves it every 100 ms or so, and a live stream opened right after
+   * a run ended replayed that run: CONTRACT §3, "without Last-Event-ID the stream starts live"). Undefined: start at
+   * `head` (SQLite, where subscribers are fed at each write, or a feed already there).
+   */
+  async liveStart(): Promise<EventCursor | undefined> {
+    if (!this.feed) return undefined;
+    const horizon = await this.store.settledHorizon();
+    return isAfter(horizon, this.head) ? horizon : undefined;
+  }
+
+  /**
    * Subscribes now (synchronously), so nothing emitted after this call is missed.
    * With `after` the subscription first replays the log after that cursor, with no gap and no duplicate.
    */

@@ -38,6 +38,36 @@ describe('SSE events', () => {
     expect(evs).toEqual([]);
   });
 
+  it('opened right after a run ended, a stream without Last-Event-ID starts live: none of that run’s events (PostgreSQL: its feed is idle then)', async () => {
+    for (let i = 0; i < 5; i++) {
+      const key = `agent:main:sse-after-${i}`;
+      const old = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/reply old' });
+      expect(await s.rpc('agent.wait', { runId: old.runId, timeoutMs: 5000 })).toMatchObject({ status: 'ok' });
+      const ac = new AbortController();
+      const res = await fetch(`${s.url}/api/gateway/events?sessionKey=${key}`, { headers: { authorization: `Bearer ${TEST_TOKEN}` }, signal: ac.signal });
+      // The headers are back: the stream is subscribed.
+      const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/reply new' });
+      const reader = res.body!.getReader();
+      const dec = new TextDecoder();
+      let buf = '';
+      const timer = setTimeout(() => ac.abort(), 5000);
+      try {
+        while (!buf.includes('"phase":"end"')) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += dec.decode(value, { stream: true });
+        }
+      } finally {
+        clearTimeout(timer);
+        ac.abort();
+      }
+      const evs = buf.split('\n\n').filter((f) => f.includes('data: ')).map((f) => JSON.parse(f.split('\n').find((l) => l.startsWith('data: '))!.slice(6)));
+      expect(evs.filter((e) => e.runId !== runId)).toEqual([]);
+      expect(evs[0]).toMatchObject({ runId, seq: 1, stream: 'lifecycle', data: { phase: 'start' } });
+      expect(evs.some(isEnd)).toBe(true);
+    }
+  });
+
   it('a client that drops and reconnects with Last-Event-ID receives every event once, in order', async () => {
     const key = 'agent:main:sse-drop';
     const url = `${s.url}/api/gateway/events?sessionKey=${key}`;

@@ -44,7 +44,7 @@ export async function handleGatewayPost(rt: FullRuntime, req: Request): Promise<
 
 const enc = new TextEncoder();
 
-export function handleEvents(rt: FullRuntime, req: Request): Response {
+export async function handleEvents(rt: FullRuntime, req: Request): Promise<Response> {
   if (!isAuthorized(req.headers, rt.token, { method: 'GET' })) return unauthorized();
   const url = new URL(req.url);
   const rawKey = url.searchParams.get('sessionKey');
@@ -63,7 +63,9 @@ export function handleEvents(rt: FullRuntime, req: Request): Response {
     if (!c || (c.tx !== undefined && rt.store.dialect !== 'postgres')) return json(rpcError(null, -32602, 'Last-Event-ID must be an event cursor (an SSE id)', { code: 'invalid_cursor' }), 400);
     after = c;
   }
-  // Subscribe before the response headers go out, so nothing emitted from now on is missed.
+  // Subscribe before the response headers go out, so nothing emitted from now on is missed; a live stream starts
+  // at the log as of now (PostgreSQL: its settled horizon, read first), not at an older event already written.
+  after ??= await rt.bus.liveStart();
   const sub = rt.bus.subscribe({ sessionKey, runId }, after);
   const abort = new AbortController();
   let heartbeat: NodeJS.Timeout | undefined;
