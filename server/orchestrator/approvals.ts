@@ -159,6 +159,7 @@ export class Approvals {
   ) {}
 
   async gate(q: GateRequest): Promise<GateResult> {
+    const requestedAt = nowIso(); // the call's time: a reviewer's verdict comes later
     const trust = q.trust ?? OPERATOR;
     const policy = policyFor(q.agent, q.tool, trust);
     if (policy === 'deny') return { allowed: false, reason: trust.kind === 'operator' ? `tool policy denies ${q.tool}` : `tool policy for ${describeTrust(trust)} denies ${q.tool}` };
@@ -166,13 +167,13 @@ export class Approvals {
     let row = await this.store.approvalForCall(q.runId, q.callId);
     if (row && row.status !== 'pending') return decisionOf(row);
     // An `allow_always` rule allows the call: an entry of its own in the record (CONTRACT §5), decided by the rule.
-    if (!row && (await this.store.hasToolRule(q.sessionKey, toolRuleName(q.tool, trust)))) return this.settledHere(q, trust, 'allowed', 'allow_always', RULE_REASON, { type: 'rule' });
+    if (!row && (await this.store.hasToolRule(q.sessionKey, toolRuleName(q.tool, trust)))) return this.settledHere(q, trust, 'allowed', 'allow_always', RULE_REASON, { type: 'rule' }, requestedAt);
     if (!row && this.reviewer && q.agent.reviewer) {
       const verdict = await this.reviewer({ agent: q.agent, sessionKey: q.sessionKey, tool: q.tool, args: q.args, trust, signal: q.signal });
       const by: DecidedBy = { type: 'reviewer', id: q.agent.reviewer.model };
       // The reviewer's allow is one call's (`allow_once`); it never adds a rule.
-      if (verdict.decision === 'allow') return this.settledHere(q, trust, 'allowed', 'allow_once', verdict.reason, by);
-      if (verdict.decision === 'deny') return this.settledHere(q, trust, 'denied', 'deny', verdict.reason, by);
+      if (verdict.decision === 'allow') return this.settledHere(q, trust, 'allowed', 'allow_once', verdict.reason, by, requestedAt);
+      if (verdict.decision === 'deny') return this.settledHere(q, trust, 'denied', 'deny', verdict.reason, by, requestedAt);
       q = { ...q, review: verdict };
     }
     if (!row) {
@@ -186,7 +187,7 @@ export class Approvals {
         status: 'pending',
         decision: null,
         reason: null,
-        requested_at: nowIso(),
+        requested_at: requestedAt,
         resolved_at: null,
         trust: JSON.stringify(trust),
         kind: 'tool',
@@ -307,14 +308,14 @@ export class Approvals {
    * A call decided without asking a person (a rule, the reviewer): its entry is written already settled, and the
    * `approval` `resolved` event says who decided. A re-driven call finds the entry and keeps its decision.
    */
-  private async settledHere(q: GateRequest, trust: Trust, status: 'allowed' | 'denied', decision: Decision, reason: string, by: DecidedBy): Promise<GateResult> {
-    const at = nowIso();
+  private async settledHere(q: GateRequest, trust: Trust, status: 'allowed' | 'denied', decision: Decision, reason: string, by: DecidedBy, requestedAt: string): Promise<GateResult> {
     const stored = await this.store.insertApproval({
       ...pendingRow({ sessionKey: q.sessionKey, runId: q.runId, callId: q.callId, tool: q.tool, args: q.args, kind: 'tool', trust: JSON.stringify(trust) }),
+      requested_at: requestedAt, // when the call was made; decided after (it was stamped after the decision before)
       status,
       decision,
       reason,
-      resolved_at: at,
+      resolved_at: nowIso(),
       decided_by: JSON.stringify(by),
       decided_by_type: by.type,
     });

@@ -42,7 +42,8 @@ describe('a reviewer on the OpenAI wire', () => {
   it('gets the call, the agent, its trust and the recent transcript, with review_decision its one (required) tool; its allow runs the call', async () => {
     const key = 'agent:main:wire-allow';
     await waitRun((await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/reply earlier context line' })).runId);
-    fake.enqueue({ toolCalls: [{ name: 'review_decision', args: { decision: 'allow', reason: 'a harmless echo' } }] });
+    // The review takes 50 ms: the record's requestedAt is the call's time, its decidedAt the verdict's.
+    fake.enqueue({ toolCalls: [{ name: 'review_decision', args: { decision: 'allow', reason: 'a harmless echo' } }], delayMs: 50 });
     const before = fake.requests.length;
     const runId = await run(key, 'echo wired');
     expect(await waitRun(runId)).toMatchObject({ status: 'ok' });
@@ -59,7 +60,9 @@ describe('a reviewer on the OpenAI wire', () => {
     expect(text).toContain('earlier context line');
     expect(text).toContain('The call under review: exec');
     expect(text).toContain('"command":"echo wired"');
-    expect((await history(key))[0]).toMatchObject({ runId, decision: 'allow_once', decidedBy: { type: 'reviewer', id: 'openai:gpt-reviewer' }, reason: 'a harmless echo' });
+    const rec = (await history(key))[0];
+    expect(rec).toMatchObject({ runId, decision: 'allow_once', decidedBy: { type: 'reviewer', id: 'openai:gpt-reviewer' }, reason: 'a harmless echo' });
+    expect(Date.parse(rec.decidedAt) - Date.parse(rec.requestedAt)).toBeGreaterThanOrEqual(45);
   });
 
   it("tells the reviewer when a channel sender started the run", async () => {
