@@ -120,6 +120,24 @@ describe('deliveries', () => {
     await s.rpc('agent.cancel', { runId: sleeping });
   });
 
+  it('a send the target refuses names no run; a send steered into the target’s active run names that run, as the tool does', async () => {
+    // Refused: the target is busy and rejects messages.
+    const busy = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:researcher:dl-rj', message: '/sleep 800' });
+    await s.rpc('sessions.patch', { sessionKey: 'agent:researcher:dl-rj', queueMode: 'reject' });
+    const refused = await turn('agent:main:dl-rj', '/tool sessions_send {"sessionKey":"agent:researcher:dl-rj","message":"/reply x"}');
+    expect(refused).toMatchObject({ status: 'error', error: { code: 'agent_busy' }, deliveryId: expect.stringMatching(/^dlv_/) });
+    const r = await s.rpc<any>('deliveries.get', { deliveryId: refused.deliveryId });
+    expect(r).toMatchObject({ state: 'failed', error: { code: 'agent_busy' } });
+    expect(r.runId).toBeUndefined(); // it named a run that was never made
+    await s.rpc('agent.wait', { runId: busy.runId });
+    // Steered (the default queue mode): the tool answers with the active run's id, and so does the record.
+    const active = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:researcher:dl-st', message: '/sleep 500' });
+    const steered = await turn('agent:main:dl-st', '/tool sessions_send {"sessionKey":"agent:researcher:dl-st","message":"/reply steered"}');
+    expect(steered).toMatchObject({ status: 'ok', runId: active.runId, response: 'steered' });
+    const d = await s.rpc<any>('deliveries.get', { deliveryId: steered.deliveryId });
+    expect(d).toMatchObject({ state: 'answered', runId: active.runId });
+  });
+
   it('delegate_agent: delivery_id in the result, each batch run its own', async () => {
     const one = await turn('agent:main:dl-deleg', '/tool delegate_agent {"agent_id":"researcher","prompt":"/reply hi"}');
     expect(one).toMatchObject({ status: 'ok', delivery_id: expect.stringMatching(/^dlv_/), response: 'hi' });

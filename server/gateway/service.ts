@@ -128,9 +128,10 @@ export class GatewayService implements Gateway {
     try {
       const author = p.author ?? { type: 'user', id: 'user' };
       const res = await this.d.orchestrator.submit(p.sessionKey, { content: p.message, kind: 'message', author, meta: { ...p.meta, deliveryId } }, { origin: { ...p.origin, deliveryId }, runId });
+      if (res.runId !== runId) await this.d.store.setDeliveryRun(deliveryId, res.runId); // steered or collected: that run
       return { ...res, deliveryId };
     } catch (e) {
-      await this.d.store.advanceDeliveries([deliveryId], 'failed', { error: { code: (e as { code?: string }).code ?? 'internal', message: (e as Error).message } });
+      await this.d.store.advanceDeliveries([deliveryId], 'failed', { error: { code: (e as { code?: string }).code ?? 'internal', message: (e as Error).message }, runId: null });
       throw e;
     }
   }

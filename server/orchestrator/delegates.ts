@@ -187,7 +187,7 @@ export class Delegates {
       } catch (e) {
         sub?.close();
         // Cut off by a lost PostgreSQL connection (or a lock conflict): not refused; the run's re-drive makes the call again.
-        if (!isCutOff(e)) await store.advanceDeliveries([deliveryId], 'failed', { error: { code: (e as { code?: string }).code ?? 'internal', message: (e as Error).message } });
+        if (!isCutOff(e)) await store.advanceDeliveries([deliveryId], 'failed', { error: { code: (e as { code?: string }).code ?? 'internal', message: (e as Error).message }, runId: null });
         throw e;
       }
       const runId = res.runId;

@@ -164,7 +164,8 @@ export async function insertDeliveries(db: Kysely<Database>, list: NewDelivery[]
 
 export interface Advance {
   error?: { code: string; message: string } | null;
-  runId?: string;
+  /** The target run (null: none, the target refused the hand-off before any run was made). */
+  runId?: string | null;
   /** Count one more attempt (webhooks, channel sends, pushes). */
   attempt?: boolean;
 }
@@ -184,7 +185,7 @@ export async function advanceDeliveries(db: Kysely<Database>, ids: string[], to:
       state: to,
       updated_at: ts,
       ...(o.error !== undefined ? { error_code: o.error?.code ?? null, error_message: o.error?.message ?? null } : {}),
-      ...(o.runId ? { run_id: o.runId } : {}),
+      ...(o.runId !== undefined ? { run_id: o.runId } : {}),
       ...(o.attempt ? { attempts: eb('attempts', '+', 1) } : {}),
     }))
     .where('id', 'in', before.map((b) => b.id))
@@ -198,6 +199,11 @@ export async function advanceDeliveries(db: Kysely<Database>, ids: string[], to:
     const passed = via.filter((s) => from !== undefined && EARLIER[s].includes(from));
     return { row, states: [...passed, to] };
   });
+}
+
+/** The run a hand-off reached, when it is not the one planned at its start (steered into the target's active run, or collected into its queued one). */
+export async function setDeliveryRun(db: Kysely<Database>, id: string, runId: string): Promise<void> {
+  await db.updateTable('deliveries').set({ run_id: runId }).where('id', '=', id).execute();
 }
 
 /** One more failed attempt of a delivery still on its way (its state stays; the error is the last one). */

@@ -9,7 +9,7 @@ import type { CallbackRow, Database, DeliveryRow, MessageRow, RunRow, WebhookRow
 import { insertEventsSql, wakeEventsSql, writeSkippingLogged } from './event-sql';
 import { SETTLED_XID } from './settled';
 import { type FoldStep, foldRun, foldWrittenPg, type LogRow, readEventsAfter, resolvePlainId } from './event-fold';
-import { advanceDeliveries, type DeliveryChange, failedAttempt, insertDeliveries, type NewDelivery, newDeliveryId, queuedRunDeliveries } from './deliveries';
+import { advanceDeliveries, type DeliveryChange, failedAttempt, insertDeliveries, type NewDelivery, newDeliveryId, queuedRunDeliveries, setDeliveryRun } from './deliveries';
 
 export interface NewMessage {
   sessionKey: string;
@@ -168,6 +168,11 @@ export class StoreBase {
   }
 
   /** Moves deliveries forward (never back; a late or repeated step changes nothing), announced. */
+  /** The run a hand-off reached, when another than the planned one (`setDeliveryRun`). */
+  setDeliveryRun(id: string, runId: string): Promise<void> {
+    return setDeliveryRun(this.db, id, runId);
+  }
+
   async advanceDeliveries(ids: string[], to: Parameters<typeof advanceDeliveries>[2], o: Parameters<typeof advanceDeliveries>[3] = {}): Promise<DeliveryChange[]> {
     const changes = await this.db.transaction().execute((tx) => advanceDeliveries(tx, ids, to, o));
     this.announce(changes);

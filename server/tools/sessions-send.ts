@@ -100,11 +100,15 @@ export function sendToSession(
     } catch (e) {
       // Refused by the target (a `reject` session busy, …): the delivery ends `failed` with the refusal.
       // Cut off by a lost PostgreSQL connection (or a lock conflict): not refused; the run's re-drive makes the call again.
-      if (!isCutOff(e)) await store.advanceDeliveries([deliveryId], 'failed', { error: { code: (e as { code?: string }).code ?? 'internal', message: (e as Error).message } });
+      // No run was made for it: the record names none (runId: null).
+      if (!isCutOff(e)) await store.advanceDeliveries([deliveryId], 'failed', { error: { code: (e as { code?: string }).code ?? 'internal', message: (e as Error).message }, runId: null });
       // A refusal answers with the record's id too (CONTRACT §9: the result of a send carries it).
       if (isCrosstalkError(e) && !isCutOff(e)) return { ...toolError(e.code, e.message), deliveryId };
       throw e;
     }
+    // Steered into the target's active run (or collected into its queued one): the record names the run the tool
+    // answers with, as `agent` does (CONTRACT §3), not the planned row merged into it.
+    if (res.runId !== (derived ? `run_${derived}` : null)) await store.setDeliveryRun(deliveryId, res.runId);
     if (fresh) await deps.usage?.link(ctx.sessionKey, p.targetKey);
     if (mode === 'async') return { status: 'accepted', runId: res.runId, deliveryId };
     // This run stopped for a handover: the wait ends (nothing of the call is recorded; its re-drive waits again).
