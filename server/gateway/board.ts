@@ -48,11 +48,11 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
     db
       .selectFrom('approvals')
       .innerJoin('runs', 'runs.id', 'approvals.run_id')
-      .select(['approvals.id as approval_id', 'approvals.tool', ...PICK, cost])
+      .select(['approvals.id as approval_id', 'approvals.tool', 'approvals.call_id', ...PICK, cost])
       .where('approvals.status', '=', 'pending')
       .orderBy('approvals.requested_at', 'desc')
       .limit(limit * 4)
-      .execute() as Promise<Array<RunPick & { approval_id: string; tool: string }>>,
+      .execute() as Promise<Array<RunPick & { approval_id: string; tool: string; call_id: string }>>,
     // Dead deliveries are failures too (CONTRACT §7): on the board under "Failed", with their id for Retry.
     deadDeliveries(db, limit),
   ]);
@@ -61,10 +61,25 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
   const newest = (rows: RunPick[], list: readonly string[], n: number) => rows.filter((r) => list.includes(r.status)).sort((a, b) => newestFirst(a.created_at, b.created_at)).slice(0, n);
   const needs = new Map<string, RunPick>();
   for (const r of [...newest(runs, STATUSES.needs, limit), ...pending]) if (r.status === 'waiting_approval' || r.status === 'running' || r.status === 'queued') needs.set(r.id, r);
-  let working = newest(runs, STATUSES.working, limit).filter((r) => !needs.has(r.id));
+  // A tree past its budget waits on one item (CONTRACT §5), raised by whichever of its runs got there first: every
+  // running run of that tree waits on it too (it stops before its next model step), so it needs input as well.
+  const budgetWait = new Map<string, { id: string; tool: string }>();
+  for (const a of pending) if (a.tool === 'budget' && a.call_id.startsWith('budget:')) budgetWait.set(a.call_id.slice(7, a.call_id.lastIndexOf(':')), { id: a.approval_id, tool: a.tool });
+  const waitsOnBudget = (r: RunPick) => {
+    const item = budgetWait.size && r.status === 'running' ? budgetWait.get(treeRootOf(r)) : undefined;
+    if (item && !waitingOn.has(r.id)) waitingOn.set(r.id, item);
+    return !!item;
+  };
+  const notWaiting = (r: RunPick) => {
+    if (needs.has(r.id)) return false;
+    if (!waitsOnBudget(r)) return true;
+    needs.set(r.id, r);
+    return false;
+  };
+  let working = newest(runs, STATUSES.working, limit).filter(notWaiting);
   // Runs waiting on an approval leave "Working": read deeper only when they took places and there may be more.
   if (working.length < limit && needs.size && STATUSES.working.some((st) => runs.filter((r) => r.status === st).length === limit)) {
-    working = newest(await newestOf(STATUSES.working.map((st): [string, number] => [st, limit + needs.size])), STATUSES.working, limit + needs.size).filter((r) => !needs.has(r.id));
+    working = newest(await newestOf(STATUSES.working.map((st): [string, number] => [st, limit + needs.size])), STATUSES.working, limit + needs.size).filter(notWaiting);
   }
   const groups = {
     needsInput: [...needs.values()].sort((a, b) => newestFirst(a.created_at, b.created_at)).slice(0, limit),
@@ -83,7 +98,9 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
       sessionKey: r.session_key,
       agentId: agentIdOf(r.session_key) ?? '',
       parentChain: chains.get(r.session_key) ?? [r.session_key],
-      status: r.status,
+      // Waiting on an item: said as such even before its row is marked (a tool call's mark follows by a statement; a
+      // tree's budget wait marks none).
+      status: needs.has(r.id) && r.status === 'running' ? 'waiting_approval' : r.status,
       ...(needs.has(r.id) ? { waitingFor: 'approval', ...(wait ? { approvalId: wait.id, tool: wait.tool } : {}) } : {}),
       startedAt: r.started_at ?? r.created_at,
       ...(r.ended_at ? { endedAt: r.ended_at } : {}),
@@ -112,20 +129,25 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
   return { needsInput: byStart(groups.needsInput.map(item)), working: byStart(groups.working.map(item)), done: byStart(groups.done.map(item)), failed: failedItems };
 }
 
+/** A run's request tree (CONTRACT §5 "Budgets"), from its origin: its root run and the root's agent. */
+function treeOfRow(r: RunPick): { root: string; agentId: string } {
+  let tree: { root?: unknown; agentId?: unknown } | undefined;
+  try {
+    tree = r.origin ? (JSON.parse(r.origin) as { tree?: { root?: unknown; agentId?: unknown } }).tree : undefined;
+  } catch {
+    tree = undefined;
+  }
+  return { root: typeof tree?.root === 'string' ? tree.root : r.id, agentId: typeof tree?.agentId === 'string' ? tree.agentId : (agentIdOf(r.session_key) ?? '') };
+}
+const treeRootOf = (r: RunPick) => treeOfRow(r).root;
+
 /** Each run's request tree spend against its root agent's cap, for the runs whose tree has a budget. */
 async function treeBudgets(store: Store, runs: RunPick[], budgetOf?: BudgetOf): Promise<Map<string, NonNullable<BoardItem['budget']>>> {
   const out = new Map<string, NonNullable<BoardItem['budget']>>();
   if (!budgetOf) return out;
   const treeOf = new Map<string, { root: string; cap: { usd?: number; tokens?: number } }>();
   for (const r of runs) {
-    let tree: { root?: unknown; agentId?: unknown } | undefined;
-    try {
-      tree = r.origin ? (JSON.parse(r.origin) as { tree?: { root?: unknown; agentId?: unknown } }).tree : undefined;
-    } catch {
-      tree = undefined;
-    }
-    const root = typeof tree?.root === 'string' ? tree.root : r.id;
-    const agentId = typeof tree?.agentId === 'string' ? tree.agentId : (agentIdOf(r.session_key) ?? '');
+    const { root, agentId } = treeOfRow(r);
     const cap = budgetOf(agentId);
     if (cap && (cap.usd !== undefined || cap.tokens !== undefined)) treeOf.set(r.id, { root, cap });
   }

@@ -67,6 +67,12 @@ describe('budgets', () => {
     // Both delegates have reached the cap by now (or will): still one item for the tree.
     await new Promise((r) => setTimeout(r, 300));
     expect((await budgetItems()).map((a) => a.approvalId)).toEqual([item.approvalId]);
+    // On the board every run of the tree needs input, waiting on that one item (not only the run that raised it).
+    const board = await s.rpc<{ needsInput: any[]; working: any[] }>('runs.board', {});
+    const tree = (items: any[]) => items.filter((b) => b.parentChain.includes('agent:main:budget-tree'));
+    expect(tree(board.working)).toEqual([]);
+    expect(tree(board.needsInput).length).toBe(3); // the caller waiting on its two delegates, and both delegates
+    for (const b of tree(board.needsInput)) expect(b).toMatchObject({ status: 'waiting_approval', waitingFor: 'approval', approvalId: item.approvalId });
     await s.rpc('approvals.resolve', { approvalId: item.approvalId, decision: 'allow_always' });
     const w = await s.rpc<{ status: string; response: string }>('agent.wait', { runId, timeoutMs: 15_000 });
     expect(w.status).toBe('ok');
