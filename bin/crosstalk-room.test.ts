@@ -33,6 +33,8 @@ describe('crosstalk status', () => {
     expect(await exitCode(run(process.execPath, [CLI, 'status', '--url', 'http://127.0.0.1:9', '--token', 'x']))).toBe(1);
     expect(await exitCode(run(process.execPath, [CLI, 'frobnicate']))).toBe(2);
     expect(await exitCode(cli('send', 'hello'))).toBe(2);
+    // Not found (3): an unknown agent as much as an unknown session (it exited 1, "the request failed").
+    expect(await exitCode(cli('send', '--session', 'agent:nobody:main', 'hi'))).toBe(3);
   });
 });
 

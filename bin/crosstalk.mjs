@@ -25,7 +25,7 @@ exit codes: 0 ok · 1 the request failed (unreachable, server error) · 2 bad us
 
 const EXIT = { ok: 0, failed: 1, usage: 2, conflict: 3, runError: 4, timeout: 5 };
 // CONTRACT §6 codes that mean "that thing is not there (any more)": a script may want to tell them apart.
-const CONFLICT_CODES = new Set(['already_resolved', 'unknown_approval', 'unknown_session', 'unknown_conversation', 'unknown_run', 'not_cancelable']);
+const CONFLICT_CODES = new Set(['already_resolved', 'unknown_approval', 'unknown_session', 'unknown_conversation', 'unknown_run', 'unknown_agent', 'unknown_channel', 'unknown_delivery', 'not_cancelable']);
 
 function fail(msg, code = EXIT.usage) {
   process.stderr.write(`crosstalk: ${msg}\n`);

@@ -185,7 +185,11 @@ export async function bootRuntime(): Promise<FullRuntime> {
       console.error(e.message);
       process.exit(1);
     }
-    throw e;
+    // The store could not be opened (PostgreSQL unreachable, its database missing; a data dir that is a file …):
+    // one line saying why, not an uncaught exception's dump.
+    console.error(`crosstalk: could not start: ${(e as Error).message || String(e)}`);
+    log.error({ err: e }, 'start failed');
+    process.exit(1);
   }
   const url = `http://${config.host}:${config.port}`;
   rt.cluster?.setUrl(url);

@@ -31,6 +31,8 @@ describe('config', () => {
     expect(() => loadConfig(withFile('{"agents": [{"id": "a", "model": ["scripted", "madeup:x"]}]}'))).toThrow(/bad key "agents\.0\.model"/);
     expect(() => loadConfig(withFile('{"agents": [{"id": "a", "model": "compatible:llama"}]}'))).toThrow(/CROSSTALK_COMPAT_BASE_URL/);
     expect(() => loadConfig(withFile('{ not json'))).toThrow(ConfigError);
+    // JSON that is not an object is no config: it started on the defaults (null, 5, []) or named key "0".
+    for (const text of ['null', '5', '[]', '"s"', '[{"agents": []}]']) expect(() => loadConfig(withFile(text))).toThrow(/must be a JSON object/);
   });
 
   it('reads agents[].reviewer (escalateAfterDenials defaults to 2) and names a bad reviewer key', () => {
@@ -50,5 +52,20 @@ describe('config', () => {
     const c = loadConfig(withFile('{"limits": {"sendMessagePerRun": 2}, "agents": [{"id": "a"}, {"id": "b", "limits": {"sendMessagePerRun": 7}}]}'));
     expect(c.agents.map((a) => a.limits.sendMessagePerRun)).toEqual([2, 7]);
     expect(c.agents[0]!.limits.maxDelegateDepth).toBe(3);
+  });
+
+  it('refuses a workspace inside the data dir (or holding it) even through a symlink; DATABASE_URL must be postgres://', () => {
+    const env = withFile('{}');
+    const link = path.join(tmpDataDir(), 'to-data');
+    fs.symlinkSync(env.CROSSTALK_DATA_DIR, link);
+    // By its real path it was refused; by a link to the data dir it was let through (and made inside it).
+    expect(() => loadConfig({ ...withFile(JSON.stringify({ agents: [{ id: 'main', workspace: path.join(env.CROSSTALK_DATA_DIR, 'ws') }] })), CROSSTALK_DATA_DIR: env.CROSSTALK_DATA_DIR })).toThrow(/inside the data dir/);
+    const cfg = withFile(JSON.stringify({ agents: [{ id: 'main', workspace: path.join(link, 'ws') }] }));
+    expect(() => loadConfig({ ...cfg, CROSSTALK_DATA_DIR: env.CROSSTALK_DATA_DIR })).toThrow(/inside the data dir/);
+    const up = path.join(tmpDataDir(), 'to-parent');
+    fs.symlinkSync(path.dirname(env.CROSSTALK_DATA_DIR), up);
+    expect(() => loadConfig({ ...withFile(JSON.stringify({ agents: [{ id: 'main', workspace: up }] })), CROSSTALK_DATA_DIR: env.CROSSTALK_DATA_DIR })).toThrow(/contains the data dir/);
+    expect(() => loadConfig({ ...env, DATABASE_URL: 'mysql://x/y' })).toThrow(/DATABASE_URL must be a postgres:\/\//);
+    expect(loadConfig({ ...env, DATABASE_URL: 'postgresql://127.0.0.1/x' }).databaseUrl).toBe('postgresql://127.0.0.1/x');
   });
 });

@@ -209,6 +209,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       throw new ConfigError(`config file ${file} is not valid JSON: ${(e as Error).message}`);
     }
   }
+  // A file that parses to null, a number, a string or an array is no config (spread, it read as no keys at all, or
+  // as index keys: a start on the defaults, or a message about key "0").
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError(`config ${file}: must be a JSON object (got ${raw === null ? 'null' : Array.isArray(raw) ? 'an array' : typeof raw})`);
   const parsed = configSchema.safeParse({ ...(raw as object), ...overrides });
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -266,7 +269,7 @@ export function resolveConfig(cfg: RawConfig, env: Record<string, string | undef
     host: env.HOST ?? '127.0.0.1',
     port: Number.isFinite(port) ? port : 3000,
     dataDir,
-    databaseUrl: env.DATABASE_URL || undefined,
+    databaseUrl: databaseUrlOf(env.DATABASE_URL),
     token: env.CROSSTALK_TOKEN || undefined,
     agents,
     defaultAgentId: agents[0]!.id,
@@ -302,7 +305,32 @@ function resolveWorkspace(configured: string | undefined, agentId: string, dataD
     ? path.resolve(/* turbopackIgnore: true */ cwd, configured)
     : path.resolve(/* turbopackIgnore: true */ cwd, env.CROSSTALK_WORKSPACES ?? 'workspaces', agentId);
   const within = (child: string, parent: string) => child === parent || child.startsWith(parent.endsWith(path.sep) ? parent : parent + path.sep);
-  if (within(ws, dataDir)) return { error: `workspace ${ws} is inside the data dir ${dataDir} (the token and the store live there)` };
-  if (within(dataDir, ws)) return { error: `workspace ${ws} contains the data dir ${dataDir} (the token and the store live there)` };
+  // Compared as the folders they are (symlinks followed), not as text: a link to the data dir is the data dir.
+  const [realWs, realData] = [realPath(ws), realPath(dataDir)];
+  if (within(ws, dataDir) || within(realWs, realData)) return { error: `workspace ${ws} is inside the data dir ${dataDir} (the token and the store live there)` };
+  if (within(dataDir, ws) || within(realData, realWs)) return { error: `workspace ${ws} contains the data dir ${dataDir} (the token and the store live there)` };
   return ws;
+}
+
+/** A path with its symlinks resolved as far as it exists (the rest, not made yet, appended as written). */
+function realPath(p: string): string {
+  const rest: string[] = [];
+  let at = p;
+  for (;;) {
+    try {
+      return path.join(fs.realpathSync(/* turbopackIgnore: true */ at), ...rest.reverse());
+    } catch {
+      const up = path.dirname(at);
+      if (up === at) return p;
+      rest.push(path.basename(at));
+      at = up;
+    }
+  }
+}
+
+/** `DATABASE_URL` switches to PostgreSQL (CONTRACT §1): a URL of another scheme is refused, not tried as one. */
+function databaseUrlOf(url: string | undefined): string | undefined {
+  if (!url) return undefined;
+  if (!/^postgres(ql)?:\/\//i.test(url)) throw new ConfigError(`DATABASE_URL must be a postgres:// (or postgresql://) URL; got scheme ${JSON.stringify(url.split(':')[0])}`);
+  return url;
 }
