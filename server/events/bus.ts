@@ -347,8 +347,10 @@ export class EventBus {
    * Subscribes now (synchronously), so nothing emitted after this call is missed.
    * With `after` the subscription first replays the log after that cursor, with no gap and no duplicate.
    */
-  subscribe(filter: EventFilter, after?: EventCursor): Subscription {
-    const sub = new Subscription(this, filter, after ?? this.head, after !== undefined);
+  subscribe(filter: EventFilter, after?: EventCursor, liveFrom?: EventCursor): Subscription {
+    // Live (no `after`): from `head`, or from `liveFrom` (`liveStart()`) when given: events at or before it that the
+    // feed fans out later are skipped, the rest come in log order as they are fanned out (no read of the log).
+    const sub = new Subscription(this, filter, after ?? liveFrom ?? this.head, after !== undefined);
     const add = (m: Map<string, Set<Subscription>>, k: string) => {
       let set = m.get(k);
       if (!set) m.set(k, (set = new Set()));

@@ -65,8 +65,8 @@ export async function handleEvents(rt: FullRuntime, req: Request): Promise<Respo
   }
   // Subscribe before the response headers go out, so nothing emitted from now on is missed; a live stream starts
   // at the log as of now (PostgreSQL: its settled horizon, read first), not at an older event already written.
-  after ??= await rt.bus.liveStart();
-  const sub = rt.bus.subscribe({ sessionKey, runId }, after);
+  const liveFrom = after === undefined ? await rt.bus.liveStart() : undefined;
+  const sub = rt.bus.subscribe({ sessionKey, runId }, after, liveFrom);
   const abort = new AbortController();
   let heartbeat: NodeJS.Timeout | undefined;
   const stream = new ReadableStream<Uint8Array>({
