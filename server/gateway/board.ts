@@ -5,6 +5,7 @@ import type { Store } from '../store/store';
 import { agentIdOf } from '../sessions/keys';
 import { parentChains } from './room';
 import { deadDeliveries } from '../store/deliveries';
+import { budgetRootOf, treeOf } from '../orchestrator/budget';
 import type { Board, BoardItem } from './types';
 
 export type { Board, BoardItem };
@@ -64,7 +65,10 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
   // A tree past its budget waits on one item (CONTRACT §5), raised by whichever of its runs got there first: every
   // running run of that tree waits on it too (it stops before its next model step), so it needs input as well.
   const budgetWait = new Map<string, { id: string; tool: string }>();
-  for (const a of pending) if (a.tool === 'budget' && a.call_id.startsWith('budget:')) budgetWait.set(a.call_id.slice(7, a.call_id.lastIndexOf(':')), { id: a.approval_id, tool: a.tool });
+  for (const a of pending) {
+    const root = a.tool === 'budget' ? budgetRootOf(a.call_id) : undefined;
+    if (root) budgetWait.set(root, { id: a.approval_id, tool: a.tool });
+  }
   const waitsOnBudget = (r: RunPick) => {
     const item = budgetWait.size && r.status === 'running' ? budgetWait.get(treeRootOf(r)) : undefined;
     if (item && !waitingOn.has(r.id)) waitingOn.set(r.id, item);
@@ -129,15 +133,15 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
   return { needsInput: byStart(groups.needsInput.map(item)), working: byStart(groups.working.map(item)), done: byStart(groups.done.map(item)), failed: failedItems };
 }
 
-/** A run's request tree (CONTRACT §5 "Budgets"), from its origin: its root run and the root's agent. */
+/** A run's request tree (CONTRACT §5 "Budgets"), from its stored origin: its root run and the root's agent. */
 function treeOfRow(r: RunPick): { root: string; agentId: string } {
-  let tree: { root?: unknown; agentId?: unknown } | undefined;
+  let origin: unknown;
   try {
-    tree = r.origin ? (JSON.parse(r.origin) as { tree?: { root?: unknown; agentId?: unknown } }).tree : undefined;
+    origin = r.origin ? JSON.parse(r.origin) : undefined;
   } catch {
-    tree = undefined;
+    origin = undefined;
   }
-  return { root: typeof tree?.root === 'string' ? tree.root : r.id, agentId: typeof tree?.agentId === 'string' ? tree.agentId : (agentIdOf(r.session_key) ?? '') };
+  return treeOf({ id: r.id, agent: { id: agentIdOf(r.session_key) ?? '' }, origin });
 }
 const treeRootOf = (r: RunPick) => treeOfRow(r).root;
 

@@ -26,6 +26,14 @@ export function carryTree(run: { id: string; agent: { id: string }; origin?: unk
   return { tree: treeOf(run) };
 }
 
+/** A tree's budget item's call id: one per allowance (`times` caps granted), so each pause is an item of its own. */
+export const budgetCallId = (root: string, times: number) => `budget:${root}:${times}`;
+/** The tree root a budget item's call id names (undefined: not a budget item's). */
+export function budgetRootOf(callId: string): string | undefined {
+  const m = /^budget:(.+):\d+$/.exec(callId);
+  return m?.[1];
+}
+
 export interface BudgetArgs {
   spentUsd: number;
   capUsd: number | null;
@@ -75,7 +83,7 @@ export class Budgets {
       const over = (cap.usd !== undefined && spent.usd > cap.usd * times) || (cap.tokens !== undefined && spent.tokens > cap.tokens * times);
       if (!over) return;
       const args: BudgetArgs = { spentUsd: Math.round(spent.usd * 1e6) / 1e6, capUsd: cap.usd !== undefined ? cap.usd * times : null, spentTokens: spent.tokens, capTokens: cap.tokens !== undefined ? cap.tokens * times : null, rootRunId: tree.root };
-      const callId = `budget:${tree.root}:${times}`;
+      const callId = budgetCallId(tree.root, times);
       const id = await this.raise(run, callId, args);
       await this.settled(id, signal);
     }
