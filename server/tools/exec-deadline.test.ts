@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startChildServer, until } from '../testing/harness';
 import { sleepers as procSleepers } from '../testing/procs';
-import { pidNamespace } from './exec-namespace';
+import { inPidNamespace, pidNamespace } from './exec-namespace';
 import { shellArgv, TIMEOUT_GRACE_S } from './exec';
 
 const hasTimeout = fs.existsSync('/usr/bin/timeout') || fs.existsSync('/bin/timeout');
@@ -14,6 +14,7 @@ const ESCAPED = '31.4158'; // a grandchild's, one that left the command's sessio
 const sleepers = () => procSleepers(MARK);
 const ns = await pidNamespace();
 const hasNamespace = 'unshare' in ns;
+const hasSetpriv = fs.existsSync('/usr/bin/setpriv') || fs.existsSync('/bin/setpriv');
 
 describe('exec when the gateway dies', () => {
   const dirs: string[] = [];
@@ -30,10 +31,12 @@ describe('exec when the gateway dies', () => {
   });
 
   it('in a PID namespace, unshare drops to the exec user and runs the same command line', () => {
-    const [file, argv] = shellArgv('echo hi', 10, { unshare: '/usr/bin/unshare', id: { uid: 65534, gid: 65534 } });
-    expect(file).toBe('/usr/bin/unshare');
-    expect(argv.slice(0, argv.indexOf('--'))).toEqual(['--pid', '--fork', '--kill-child', '--mount-proc', '--setgid', '65534', '--setuid', '65534']);
-    expect(argv.slice(argv.indexOf('--') + 1)).toEqual([...(hasTimeout ? [shellArgv('echo hi', 10)[0], '-s', 'KILL', `${10 + TIMEOUT_GRACE_S}s`] : []), '/bin/sh', '-c', 'echo hi']);
+    const id = { uid: 65534, gid: 65534 };
+    const [file, args] = shellArgv('echo hi', 10, { unshare: '/usr/bin/unshare', id });
+    const [plain, plainArgs] = shellArgv('echo hi', 10);
+    // unshare's flags, and setpriv around it where there is one: exec-namespace.test.ts.
+    expect([file, args]).toEqual(inPidNamespace('/usr/bin/unshare', [plain, ...plainArgs], id));
+    expect(args).toContain('--setuid');
   });
 
   it.runIf(hasTimeout)('a command still running when the gateway is killed with SIGKILL ends at its deadline', async () => {
@@ -54,6 +57,23 @@ describe('exec when the gateway dies', () => {
     const t0 = Date.now();
     await until(() => sleepers().length === 0, 15_000);
     expect(Date.now() - t0).toBeLessThan(15_000);
+  }, 60_000);
+
+  it.runIf(hasNamespace && hasSetpriv)('in its PID namespace, a command ends with the gateway at once when the gateway is killed with SIGKILL, not at its deadline', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ct-exec-deadline-'));
+    fs.chmodSync(dir, 0o755);
+    dirs.push(dir);
+    const configFile = path.join(dir, 'crosstalk.config.json');
+    fs.writeFileSync(configFile, JSON.stringify({ agents: [{ id: 'main', tools: { exec: 'auto' } }] }));
+    const gw = await startChildServer({ dataDir: path.join(dir, 'data'), configFile });
+    // A grandchild that left the session and closed fd 3 as well: the namespace's end takes it too.
+    const command = `setsid sh -c 'exec 3>&-; exec sleep ${ESCAPED}' >/dev/null 2>&1 & sleep ${MARK}; true`;
+    await gw.rpc('agent', { sessionKey: 'agent:main:gateway-gone', message: `/tool exec ${JSON.stringify({ command, timeoutSeconds: 60 })}` });
+    await until(() => sleepers().length === 1 && procSleepers(ESCAPED).length === 1, 20_000);
+    gw.kill();
+    await gw.exited;
+    // Before (unshare started straight from the gateway): both ran on to the deadline, 62 s later.
+    await until(() => sleepers().length === 0 && procSleepers(ESCAPED).length === 0, 10_000);
   }, 60_000);
 
   it.runIf(hasTimeout && hasNamespace)('with the gateway killed, a grandchild that left the session and closed fd 3 ends at the deadline too (PID namespace)', async () => {

@@ -19,8 +19,15 @@ describe('probePidNamespace', () => {
   });
 
   it('inPidNamespace drops to the user only when given one', () => {
-    expect(inPidNamespace('/u', ['/bin/sh', '-c', 'x'])).toEqual(['/u', ['--pid', '--fork', '--kill-child', '--mount-proc', '--', '/bin/sh', '-c', 'x']]);
-    expect(inPidNamespace('/u', ['/bin/sh'], { uid: 7, gid: 8 })[1]).toEqual(['--pid', '--fork', '--kill-child', '--mount-proc', '--setgid', '8', '--setuid', '7', '--', '/bin/sh']);
+    expect(inPidNamespace('/u', ['/bin/sh', '-c', 'x'], undefined, null)).toEqual(['/u', ['--pid', '--fork', '--kill-child', '--mount-proc', '--', '/bin/sh', '-c', 'x']]);
+    expect(inPidNamespace('/u', ['/bin/sh'], { uid: 7, gid: 8 }, null)[1]).toEqual(['--pid', '--fork', '--kill-child', '--mount-proc', '--setgid', '8', '--setuid', '7', '--', '/bin/sh']);
+  });
+
+  it('inPidNamespace starts unshare through setpriv --pdeathsig KILL where there is one (it dies with the gateway)', () => {
+    expect(inPidNamespace('/u', ['/bin/sh'], { uid: 7, gid: 8 }, '/s')).toEqual([
+      '/s',
+      ['--pdeathsig', 'KILL', '--', '/u', '--pid', '--fork', '--kill-child', '--mount-proc', '--setgid', '8', '--setuid', '7', '--', '/s', '--pdeathsig', 'KILL', '--', '/bin/sh'],
+    ]);
   });
 });
 

@@ -33,7 +33,23 @@ export function probePidNamespace(unshare: string | null, uid: number | undefine
   });
 }
 
-/** The command line that runs `argv` in a PID namespace of its own, as uid:gid with no supplementary groups when given. */
-export function inPidNamespace(unshare: string, argv: string[], id?: { uid: number; gid: number }): [string, string[]] {
-  return [unshare, [...FLAGS, ...(id ? ['--setgid', String(id.gid), '--setuid', String(id.uid)] : []), '--', ...argv]];
+/**
+ * The command line that runs `argv` in a PID namespace of its own, as uid:gid with no supplementary groups when given.
+ * Where util-linux has setpriv (`setpriv` null: not), unshare is started through `setpriv --pdeathsig KILL`, and so is
+ * the namespace's first process inside it: when the gateway dies, SIGKILL or not, the kernel kills unshare, then that
+ * first process, and with it everything the command started, at once instead of at the command's deadline (before: a
+ * command of a killed gateway ran on until `timeout` ended it, up to an hour, its result never read: the re-driven
+ * call answers `interrupted`). The inner setpriv is needed because unshare's own --kill-child sets that signal before
+ * --setuid, and the kernel clears it when a process changes its user.
+ */
+export function inPidNamespace(
+  unshare: string,
+  argv: string[],
+  id?: { uid: number; gid: number },
+  setpriv: string | null = systemBinary('setpriv'),
+): [string, string[]] {
+  const ids = id ? ['--setgid', String(id.gid), '--setuid', String(id.uid)] : [];
+  if (!setpriv) return [unshare, [...FLAGS, ...ids, '--', ...argv]];
+  const withParent = ['--pdeathsig', 'KILL', '--'];
+  return [setpriv, [...withParent, unshare, ...FLAGS, ...ids, '--', setpriv, ...withParent, ...argv]];
 }
