@@ -39,18 +39,24 @@ describe('exec when the gateway dies', () => {
     expect(args).toContain('--setuid');
   });
 
-  it.runIf(hasTimeout)('a command still running when the gateway is killed with SIGKILL ends at its deadline', async () => {
+  /** A gateway child (exec `auto`) running `command` in `sessionKey`'s run, once `running()` says it is. */
+  async function gatewayRunning(sessionKey: string, command: string, timeoutSeconds: number, running: () => boolean) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ct-exec-deadline-'));
     fs.chmodSync(dir, 0o755); // as root, exec runs as nobody, who must enter the workspace under it
     dirs.push(dir);
     const configFile = path.join(dir, 'crosstalk.config.json');
     fs.writeFileSync(configFile, JSON.stringify({ agents: [{ id: 'main', tools: { exec: 'auto' } }] }));
     const gw = await startChildServer({ dataDir: path.join(dir, 'data'), configFile });
-    expect(sleepers()).toEqual([]);
-    await gw.rpc('agent', { sessionKey: 'agent:main:deadline', message: `/tool exec ${JSON.stringify({ command: `sleep ${MARK}; true`, timeoutSeconds: 2 })}` });
-    await until(() => sleepers().length === 1, 20_000).catch(async (e) => {
-      throw new Error(`${e.message}: ${JSON.stringify(await gw.rpc('chat.history', { sessionKey: 'agent:main:deadline' }))}`);
+    await gw.rpc('agent', { sessionKey, message: `/tool exec ${JSON.stringify({ command, timeoutSeconds })}` });
+    await until(running, 20_000).catch(async (e) => {
+      throw new Error(`${e.message}: ${JSON.stringify(await gw.rpc('chat.history', { sessionKey }))}`);
     });
+    return gw;
+  }
+
+  it.runIf(hasTimeout)('a command still running when the gateway is killed with SIGKILL ends by its deadline', async () => {
+    expect(sleepers()).toEqual([]);
+    const gw = await gatewayRunning('agent:main:deadline', `sleep ${MARK}; true`, 2, () => sleepers().length === 1);
     gw.kill();
     await gw.exited;
     // Without a deadline of its own the command ran its 31 s, reparented to init.
@@ -59,36 +65,18 @@ describe('exec when the gateway dies', () => {
     expect(Date.now() - t0).toBeLessThan(15_000);
   }, 60_000);
 
-  it.runIf(hasNamespace && hasSetpriv)('in its PID namespace, a command ends with the gateway at once when the gateway is killed with SIGKILL, not at its deadline', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ct-exec-deadline-'));
-    fs.chmodSync(dir, 0o755);
-    dirs.push(dir);
-    const configFile = path.join(dir, 'crosstalk.config.json');
-    fs.writeFileSync(configFile, JSON.stringify({ agents: [{ id: 'main', tools: { exec: 'auto' } }] }));
-    const gw = await startChildServer({ dataDir: path.join(dir, 'data'), configFile });
-    // A grandchild that left the session and closed fd 3 as well: the namespace's end takes it too.
-    const command = `setsid sh -c 'exec 3>&-; exec sleep ${ESCAPED}' >/dev/null 2>&1 & sleep ${MARK}; true`;
-    await gw.rpc('agent', { sessionKey: 'agent:main:gateway-gone', message: `/tool exec ${JSON.stringify({ command, timeoutSeconds: 60 })}` });
-    await until(() => sleepers().length === 1 && procSleepers(ESCAPED).length === 1, 20_000);
-    gw.kill();
-    await gw.exited;
-    // Before (unshare started straight from the gateway): both ran on to the deadline, 62 s later.
-    await until(() => sleepers().length === 0 && procSleepers(ESCAPED).length === 0, 10_000);
-  }, 60_000);
-
-  it.runIf(hasTimeout && hasNamespace)('with the gateway killed, a grandchild that left the session and closed fd 3 ends at the deadline too (PID namespace)', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ct-exec-deadline-'));
-    fs.chmodSync(dir, 0o755);
-    dirs.push(dir);
-    const configFile = path.join(dir, 'crosstalk.config.json');
-    fs.writeFileSync(configFile, JSON.stringify({ agents: [{ id: 'main', tools: { exec: 'auto' } }] }));
-    const gw = await startChildServer({ dataDir: path.join(dir, 'data'), configFile });
-    const command = `setsid sh -c 'exec 3>&-; exec sleep ${ESCAPED}' >/dev/null 2>&1 & sleep ${MARK}; true`;
-    await gw.rpc('agent', { sessionKey: 'agent:main:deadline-escape', message: `/tool exec ${JSON.stringify({ command, timeoutSeconds: 2 })}` });
-    await until(() => sleepers().length === 1 && procSleepers(ESCAPED).length === 1, 20_000);
-    gw.kill();
-    await gw.exited;
-    // Without the namespace, timeout killed its own process group at the deadline and the escapee ran its 31 s.
-    await until(() => sleepers().length === 0 && procSleepers(ESCAPED).length === 0, 15_000);
-  }, 60_000);
+  // With setpriv: at once, the deadline 62 s away (before, unshare started straight from the gateway, both ran on to
+  // it: the kernel clears unshare's --kill-child signal at --setuid). Without it: at the deadline (without the
+  // namespace, timeout killed its own process group there and the escapee ran its 31 s).
+  it.runIf(hasTimeout && hasNamespace)(
+    `with the gateway killed, the command and a grandchild that left the session and closed fd 3 end ${hasSetpriv ? 'at once' : 'at the deadline'} (PID namespace)`,
+    async () => {
+      const command = `setsid sh -c 'exec 3>&-; exec sleep ${ESCAPED}' >/dev/null 2>&1 & sleep ${MARK}; true`;
+      const gw = await gatewayRunning('agent:main:deadline-escape', command, hasSetpriv ? 60 : 2, () => sleepers().length === 1 && procSleepers(ESCAPED).length === 1);
+      gw.kill();
+      await gw.exited;
+      await until(() => sleepers().length === 0 && procSleepers(ESCAPED).length === 0, hasSetpriv ? 10_000 : 15_000);
+    },
+    60_000,
+  );
 });
