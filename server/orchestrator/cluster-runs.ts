@@ -12,7 +12,7 @@ import type { ApprovalRow, RunRow } from '../store/schema';
 import type { DecidedBy } from './approvals';
 import { nowIso } from '../store/store';
 import { sameTrust, trustOf } from '../trust/trust';
-import { kept, mergeInputs, parseOrigin, type QueueItem, SHUTDOWN, type SessionState, TERMINAL, type SubmitOptions } from './queue';
+import { collectable, kept, mergeInputs, parseOrigin, type QueueItem, SHUTDOWN, type SessionState, TERMINAL, type SubmitOptions } from './queue';
 import type { ActiveRun, RunInput } from './types';
 import { RunEnds } from './run-ends';
 import { Backstop } from './backstop';
@@ -108,7 +108,7 @@ export abstract class ClusterRuns extends RunEnds {
     const inputs = JSON.parse(row.input) as RunInput[];
     const input = inputs.length > 1 ? mergeInputs(inputs) : inputs[0]!;
     const trust = trustOf(parseOrigin(row.origin));
-    const item: QueueItem = { runId: row.id, inputs: [input], persisted: Promise.resolve(), collect: row.queue_mode === 'collect', trustKey: JSON.stringify(trust), row };
+    const item: QueueItem = { runId: row.id, inputs: [input], persisted: Promise.resolve(), collect: row.queue_mode === 'collect' && collectable(input), trustKey: JSON.stringify(trust), row };
     if (!st.active) {
       st.queue.push(item);
       this.startNext(st);
@@ -125,7 +125,7 @@ export abstract class ClusterRuns extends RunEnds {
         break;
       case 'collect': {
         const open = st.queue[st.queue.length - 1];
-        if (open?.collect && open.trustKey === item.trustKey) {
+        if (item.collect && open?.collect && open.trustKey === item.trustKey) {
           open.inputs.push(input);
           const merged = JSON.stringify(open.inputs);
           open.persisted = kept(

@@ -135,6 +135,41 @@ describe('busy callers', () => {
     expect(cb.runId).not.toBe(runId); // its own follow-up turn
   });
 
+  it('callbacks to a busy caller in collect mode keep their own rows and deliveries; a message queued after them is not folded into one', async () => {
+    const key = 'agent:main:collect-caller';
+    await turn(key, 'create');
+    await s.rpc('sessions.patch', { sessionKey: key, queueMode: 'collect' });
+    const sends = await turn(
+      key,
+      '/tool sessions_send {"sessionKey":"agent:researcher:c1","message":"/sleep 200\\n/reply one","mode":"async"}\n/tool agents_message {"agentId":"writer","message":"/sleep 300\\n/reply two","mode":"async"}',
+    );
+    const ids = sends.response.split('\n').map((l) => JSON.parse(l.replace(/^\w+: /, '')).deliveryId as string);
+    // Busy while both callbacks arrive; a plain message comes in after them.
+    const long = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/sleep 900\n/reply long' });
+    await until(async () => (await Promise.all(ids.map((deliveryId) => s.rpc<{ state: string }>('deliveries.get', { deliveryId })))).every((d) => d.state === 'delivered' || d.state === 'running'));
+    await until(async () => (await s.rpc<{ deliveries: Array<{ kind: string }> }>('deliveries.list', { sessionKey: key, kind: 'callback' })).deliveries.length === 2);
+    const user = await s.rpc<{ runId: string; status: string }>('agent', { sessionKey: key, message: 'user two' });
+    expect(user.status).toBe('queued');
+    await s.rpc('agent.wait', { runId: long.runId });
+    await s.rpc('agent.wait', { runId: user.runId });
+    const h = await until(async () => {
+      const x = await history(key);
+      return x.filter((m) => m.kind === 'agent_callback_result').length === 2 && x.some((m) => m.content === 'echo: user two') ? x : null;
+    }).catch(async () => history(key));
+    // Before: one row "one\n\ntwo" credited to researcher, the user's text folded into a callback row, and the
+    // second callback's deliveries left at accepted / running for good.
+    expect(h.filter((m) => m.kind === 'agent_callback_result').map((m) => [m.content, m.author.id])).toEqual([
+      ['one', 'researcher'],
+      ['two', 'writer'],
+    ]);
+    expect(h.find((m) => m.content === 'user two')).toMatchObject({ role: 'user', kind: 'message', author: { type: 'user' } });
+    const all = await until(async () => {
+      const d = (await s.rpc<{ deliveries: Array<{ kind: string; state: string }> }>('deliveries.list', { sessionKey: key })).deliveries;
+      return d.every((x) => x.state === 'answered') ? d : null;
+    }).catch(async () => (await s.rpc<{ deliveries: Array<{ kind: string; state: string }> }>('deliveries.list', { sessionKey: key })).deliveries);
+    expect(all.map((d) => `${d.kind}:${d.state}`).sort()).toEqual(['callback:answered', 'callback:answered', 'session_message:answered', 'session_message:answered']);
+  });
+
   it('a send refused by a busy target in reject mode answers agent_busy with its delivery id, and the delivery ends failed', async () => {
     const target = 'agent:researcher:busy-target';
     await turn(target, 'create');

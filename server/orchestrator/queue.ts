@@ -115,6 +115,16 @@ export function endData(outcome: RunOutcome): Record<string, unknown> {
     : { phase: 'error', status: outcome.status, error: outcome.error ?? outcome.status };
 }
 
+/**
+ * Whether `collect` may fold a message into one turn with others: a plain message that no delivery rides on. A
+ * callback result, an inter-session message or another agent's `agent` carries its sender, its delivery and (for a
+ * callback) content that must be exactly the target's response (CONTRACT §5, §9); folded in, it lost its row, and its
+ * delivery stayed where it was for good. Such a message is queued as a follow-up of its own.
+ */
+export function collectable(input: RunInput): boolean {
+  return input.kind === 'message' && input.meta?.deliveryId === undefined;
+}
+
 export function mergeInputs(inputs: RunInput[]): RunInput {
   return { ...inputs[0]!, content: inputs.map((i) => i.content).join('\n\n'), meta: { ...inputs[0]!.meta, collected: inputs.length } };
 }

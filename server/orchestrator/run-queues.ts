@@ -22,7 +22,7 @@ import type { Cluster } from '../cluster/cluster';
 import { sameTrust, trustOf } from '../trust/trust';
 import { Budgets } from './budget';
 import { type RunHookDeps, startRunTrace } from './run-hooks';
-import { mergeInputs, newRunId, parseOrigin, type QueueItem, SHUTDOWN, type SessionState, type SubmitOptions } from './queue';
+import { collectable, mergeInputs, newRunId, parseOrigin, type QueueItem, SHUTDOWN, type SessionState, type SubmitOptions } from './queue';
 
 /** How many ended runs' answers `RunQueues.ended` keeps. */
 const ENDED_KEPT = 1000;
@@ -220,6 +220,7 @@ export abstract class RunQueues {
     }
     let effective = mode;
     if (opts.neverRefuse && (mode === 'reject' || mode === 'interrupt')) effective = 'followup';
+    if (effective === 'collect' && !collectable(input)) effective = 'followup';
     switch (effective) {
       case 'reject':
         throw new CrosstalkError('agent_busy', `session ${sessionKey} is busy with run ${st.active.id}`);
