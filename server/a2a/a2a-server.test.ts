@@ -106,14 +106,21 @@ describe('A2A server', () => {
     for (const d of deliveries) expect(d).toMatchObject({ kind: 'session_message', state: 'answered', to: { sessionKey: 'agent:main:a2a:ctx-1' } });
   });
 
-  it('a message naming a taskId: an unknown one is TaskNotFound, one of another context is refused, its own context continues', async () => {
+  it('a message naming a taskId: an unknown one is TaskNotFound, one of another context is refused, an ended one is refused, a waiting one takes it', async () => {
     s = await startTestServer();
     const c = await client(s);
-    const first = asTask(await c.sendMessage(message('first', 'ctx-task')));
-    const next = asTask(await c.sendMessage(message('second', '', first.id)));
-    expect(next.contextId).toBe('ctx-task');
-    expect(textOf(next.status?.message)).toBe('echo: second');
+    const first = asTask(await c.sendMessage(message('/tool exec {"command":"echo waits"}', 'ctx-task')));
+    expect(first.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const next = asTask(await c.sendMessage({ ...message('second', '', first.id), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true } }));
+    expect(next).toMatchObject({ id: first.id, contextId: 'ctx-task' });
+    const { approvals } = await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: 'agent:main:a2a:ctx-task' });
+    await s.rpc('approvals.resolve', { approvalId: approvals[0].approvalId, decision: 'allow_once' });
+    await until(async () => (await c.getTask({ tenant: '', id: first.id })).status?.state === TaskState.TASK_STATE_COMPLETED);
     const err = (p: Promise<unknown>) => p.then(() => null, (e: Error) => e);
+    // Ended: refused as the SDK's own handler refuses it (before: a new task under another id, the one named dropped).
+    const ended = await err(c.sendMessage(message('third', '', first.id)));
+    expect([ended?.constructor.name, ended?.message]).toEqual(['JsonRpcUnsupportedOperationError', expect.stringMatching(/terminal state/)]);
+    expect((await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:a2a:ctx-task' })).messages.map((m) => m.content)).not.toContain('third');
     expect((await err(c.sendMessage(message('lost', 'ctx-task', 'run_nope'))))?.constructor.name).toBe('JsonRpcTaskNotFoundError');
     expect((await err(c.sendMessage(message('elsewhere', 'ctx-other', first.id))))?.message).toMatch(/another contextId/);
     expect((await s.rpc<{ sessions: Array<{ sessionKey: string }> }>('sessions.list', { kind: 'channel' })).sessions.map((x) => x.sessionKey)).not.toContain('agent:main:a2a:ctx-other');
@@ -169,6 +176,35 @@ describe('A2A server', () => {
     const { approvals } = await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: 'agent:main:a2a:ctx-approval-2' });
     await s.rpc('approvals.resolve', { approvalId: approvals[0].approvalId, decision: 'allow_once' });
     await until(async () => (await c.getTask({ tenant: '', id: blocked.id })).status?.state === TaskState.TASK_STATE_COMPLETED);
+  });
+
+  it("a task whose standard delegate waits on an approval is input-required too: get, stream and a blocking send say so; it completes once it is resolved", async () => {
+    s = await startTestServer({ config: { agents: [{ id: 'main' }, { id: 'researcher' }] } });
+    const c = await client(s);
+    const ask = (ctx: string) => message(`/tool delegate_agent ${JSON.stringify({ agent_id: 'researcher', prompt: `/tool exec {"command":"echo from-${ctx}"}` })}`, ctx);
+    const pendingUnder = async (ctx: string) => (await s!.rpc<{ approvals: any[] }>('approvals.list', {})).approvals.filter((a) => a.parentChain?.[0] === `agent:main:a2a:${ctx}`);
+    // Before: `working` all along, and a blocking send did not return until the delegate's item was decided.
+    const blocked = asTask(await c.sendMessage(ask('ctx-deleg')));
+    expect(blocked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect(textOf(blocked.status?.message)).toContain('exec');
+    expect((await c.getTask({ tenant: '', id: blocked.id })).status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const [item] = await until(() => pendingUnder('ctx-deleg').then((x) => (x.length ? x : null)));
+    await s.rpc('approvals.resolve', { approvalId: item.approvalId, decision: 'allow_once' });
+    await until(async () => (await c.getTask({ tenant: '', id: blocked.id })).status?.state === TaskState.TASK_STATE_COMPLETED);
+    expect(textOf((await c.getTask({ tenant: '', id: blocked.id })).status?.message)).toContain('from-ctx-deleg');
+
+    const states: Array<TaskState | undefined> = [];
+    for await (const e of c.sendMessageStream(ask('ctx-deleg-stream'))) {
+      states.push(stateOfResp(e));
+      if (stateOfResp(e) === TaskState.TASK_STATE_INPUT_REQUIRED && states.filter((x) => x === TaskState.TASK_STATE_INPUT_REQUIRED).length === 1) {
+        const [waiting] = await until(() => pendingUnder('ctx-deleg-stream').then((x) => (x.length ? x : null)));
+        await s.rpc('approvals.resolve', { approvalId: waiting.approvalId, decision: 'allow_once' });
+      }
+    }
+    const inputAt = states.indexOf(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect(inputAt).toBeGreaterThan(0);
+    expect(states.slice(inputAt + 1)).toContain(TaskState.TASK_STATE_WORKING);
+    expect(states.at(-1)).toBe(TaskState.TASK_STATE_COMPLETED);
   });
 
   it('an MCP elicitation is input-required with what is asked; accept with content reaches the server and the task completes with no new message', async () => {

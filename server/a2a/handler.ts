@@ -27,7 +27,8 @@ import type { FullRuntime } from '../runtime-types';
 import { MAX_MESSAGE_BYTES } from '../gateway/schemas';
 import { SESSION_KEY_RE } from '../sessions/keys';
 import { MAX_CONTEXT_ID } from './params';
-import type { RunRow } from '../store/schema';
+import type { ApprovalRow, RunRow } from '../store/schema';
+import { treeOfRow } from '../orchestrator/budget';
 import type { A2APush } from './push';
 import { a2aSessionKey, contextOfRun, SIGNAL_KEY, isFinal, isTerminal, stateOf, streamResponsesOf, taskOf, taskResponse, textOf } from './tasks';
 
@@ -58,9 +59,22 @@ export class CrosstalkA2AHandler implements A2ARequestHandler {
     return { row, contextId };
   }
 
+  /**
+   * The items a task waits on (CONTRACT §8: input-required while an approval waits): its run's own, and those of the
+   * delegates below its session that belong to its request tree (a standard `delegate_agent` waits on its delegate's).
+   */
+  private async pendingOf(row: RunRow): Promise<ApprovalRow[]> {
+    if (TERMINAL_ROWS.has(row.status)) return [];
+    const all = await this.rt.store.pendingApprovals({ under: row.session_key });
+    const below = [...new Set(all.filter((a) => a.run_id !== row.id).map((a) => a.run_id))];
+    const runs = await Promise.all(below.map((id) => this.rt.store.getRun(id)));
+    const tree = new Set(runs.filter((r) => r && treeOfRow(r).root === row.id).map((r) => r!.id));
+    return all.filter((a) => a.run_id === row.id || tree.has(a.run_id));
+  }
+
   private async snapshot(taskId: string): Promise<Task> {
     const { row, contextId } = await this.run(taskId);
-    const pending = TERMINAL_ROWS.has(row.status) ? [] : await this.rt.store.pendingApprovals({ runId: row.id });
+    const pending = await this.pendingOf(row);
     return taskOf({ row, contextId, pending: pending.map((p) => ({ approvalId: p.id, kind: p.kind, tool: p.tool, args: JSON.parse(p.args) as unknown })) });
   }
 
@@ -79,6 +93,10 @@ export class CrosstalkA2AHandler implements A2ARequestHandler {
       // A task named must be one of this agent's (TaskNotFound otherwise), in the context the message names, if any.
       const task = await this.run(message.taskId);
       if (contextId && a2aSessionKey(this.agent.id, contextId) !== task.row.session_key) throw new RequestMalformedError(`task ${message.taskId} belongs to another contextId`);
+      // A task that has ended takes no more messages (A2A: a refinement is a new task in the same context), as the
+      // SDK's own handler answers; it used to start a new task quietly, under another id than the one named.
+      const state = stateOf(task.row, 0);
+      if (isTerminal(state)) throw new UnsupportedOperationError(`task ${message.taskId} is in a terminal state (${TaskState[state]}) and cannot be modified: send the message with its contextId and no taskId`);
       contextId ||= task.contextId;
     }
     contextId ||= crypto.randomUUID();
@@ -141,7 +159,7 @@ export class CrosstalkA2AHandler implements A2ARequestHandler {
           if (o.untilInputRequired && r.payload?.$case === 'statusUpdate' && r.payload.value.status?.state === TaskState.TASK_STATE_INPUT_REQUIRED) {
             // Only when it still waits: a replayed request whose approval was already resolved goes on.
             const fresh = await this.rt.store.getRun(row.id);
-            if (fresh && stateOf(fresh, (await this.rt.store.pendingApprovals({ runId: row.id })).length) === TaskState.TASK_STATE_INPUT_REQUIRED) return;
+            if (fresh && stateOf(fresh, (await this.pendingOf(fresh)).length) === TaskState.TASK_STATE_INPUT_REQUIRED) return;
           }
         }
         if (ev.stream === 'lifecycle' && (ev.data.phase === 'end' || ev.data.phase === 'error')) return;

@@ -178,12 +178,12 @@ export function streamResponsesOf(ev: AgentEvent, contextId: string): StreamResp
       }
       return [];
     case 'approval':
-      if (d.phase === 'requested') {
-        const item: AskedItem = { approvalId: String(d.approvalId), kind: d.kind === undefined ? undefined : String(d.kind), tool: String(d.tool), args: d.args };
-        return [statusUpdate(taskId, contextId, inputRequired(taskId, contextId, [item], ev.ts), { ...meta, approvalId: d.approvalId })];
-      }
-      if (d.phase === 'resolved') return [statusUpdate(taskId, contextId, status(TaskState.TASK_STATE_WORKING, taskId, contextId, undefined, ev.ts), { ...meta, approvalId: d.approvalId, decision: d.decision })];
-      return [];
+      return approvalResponses(d, taskId, contextId, ev.ts, meta);
+    case 'tool': {
+      // A delegate's item, forwarded to this run while it waits on the delegate (standard delegate_agent).
+      const a = d.phase === 'update' ? delegatedApproval(d) : undefined;
+      return a ? approvalResponses(a, taskId, contextId, ev.ts, meta) : [];
+    }
     case 'message': {
       const m = d.message as { role?: string; kind?: string; content?: string } | undefined;
       if (m?.role === 'assistant' && m.kind === 'message' && m.content) return [statusUpdate(taskId, contextId, status(TaskState.TASK_STATE_WORKING, taskId, contextId, m.content, ev.ts), meta)];
@@ -192,6 +192,32 @@ export function streamResponsesOf(ev: AgentEvent, contextId: string): StreamResp
     default:
       return [];
   }
+}
+
+/** An approval event's status update: input-required while it waits, working again once it is decided. */
+function approvalResponses(d: Record<string, unknown>, taskId: string, contextId: string, ts: string, meta: Record<string, unknown>): StreamResponse[] {
+  if (d.phase === 'requested') {
+    const item: AskedItem = { approvalId: String(d.approvalId), kind: d.kind === undefined ? undefined : String(d.kind), tool: String(d.tool), args: d.args };
+    return [statusUpdate(taskId, contextId, inputRequired(taskId, contextId, [item], ts), { ...meta, approvalId: d.approvalId })];
+  }
+  if (d.phase === 'resolved') return [statusUpdate(taskId, contextId, status(TaskState.TASK_STATE_WORKING, taskId, contextId, undefined, ts), { ...meta, approvalId: d.approvalId, decision: d.decision })];
+  return [];
+}
+
+/**
+ * The approval event inside a `tool` update that forwards a delegate's events to the run waiting on it, however deep
+ * (a delegate's own delegate's events arrive forwarded twice); undefined for any other update.
+ */
+export function delegatedApproval(d: Record<string, unknown>): Record<string, unknown> | undefined {
+  let x = d;
+  for (let depth = 0; depth < 16; depth++) {
+    const fwd = x.delegate as { stream?: unknown; data?: unknown } | undefined;
+    if (!fwd || typeof fwd.data !== 'object' || fwd.data === null) return undefined;
+    if (fwd.stream === 'approval') return fwd.data as Record<string, unknown>;
+    if (fwd.stream !== 'tool') return undefined;
+    x = fwd.data as Record<string, unknown>;
+  }
+  return undefined;
 }
 
 /** Whether a stream response ends the task's stream. */

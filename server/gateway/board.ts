@@ -5,7 +5,7 @@ import type { Store } from '../store/store';
 import { agentIdOf } from '../sessions/keys';
 import { parentChains } from './room';
 import { deadDeliveries } from '../store/deliveries';
-import { budgetRootOf, treeOf } from '../orchestrator/budget';
+import { budgetRootOf, treeOfRow } from '../orchestrator/budget';
 import type { Board, BoardItem } from './types';
 
 export type { Board, BoardItem };
@@ -133,16 +133,6 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
   return { needsInput: byStart(groups.needsInput.map(item)), working: byStart(groups.working.map(item)), done: byStart(groups.done.map(item)), failed: failedItems };
 }
 
-/** A run's request tree (CONTRACT §5 "Budgets"), from its stored origin: its root run and the root's agent. */
-function treeOfRow(r: RunPick): { root: string; agentId: string } {
-  let origin: unknown;
-  try {
-    origin = r.origin ? JSON.parse(r.origin) : undefined;
-  } catch {
-    origin = undefined;
-  }
-  return treeOf({ id: r.id, agent: { id: agentIdOf(r.session_key) ?? '' }, origin });
-}
 const treeRootOf = (r: RunPick) => treeOfRow(r).root;
 
 /** Each run's request tree spend against its root agent's cap, for the runs whose tree has a budget. */

@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import type { AgentConfig } from '../config';
 import { CrosstalkError } from '../errors';
 import type { EventBus } from '../events/bus';
+import { agentIdOf } from '../sessions/keys';
 import type { Store } from '../store/store';
 import { pendingRow } from './approvals';
 
@@ -19,6 +20,17 @@ export function treeOf(run: { id: string; agent: { id: string }; origin?: unknow
   const t = (run.origin as { tree?: { root?: unknown; agentId?: unknown } } | undefined)?.tree;
   if (t && typeof t.root === 'string' && typeof t.agentId === 'string') return { root: t.root, agentId: t.agentId };
   return { root: run.id, agentId: run.agent.id };
+}
+
+/** A stored run's request tree, from its row's origin (unreadable: a tree of its own). */
+export function treeOfRow(r: { id: string; session_key: string; origin: string | null }): TreeRef {
+  let origin: unknown;
+  try {
+    origin = r.origin ? JSON.parse(r.origin) : undefined;
+  } catch {
+    origin = undefined;
+  }
+  return treeOf({ id: r.id, agent: { id: agentIdOf(r.session_key) ?? '' }, origin });
 }
 
 /** What a run adds to the origin of a run it starts, so the started run spends from the same tree. */
