@@ -44,8 +44,8 @@ export interface McpConnectionEvents {
   /** The server went up or down (`error` says why it is down). */
   onState(state: McpState, error?: string): void;
   /**
-   * A server's `elicitation/create`: `call` is the tool call it came during (the oldest in flight: MCP carries no
-   * link from a server request to the client request it serves), undefined when none is; `signal` ends when the
+   * A server's `elicitation/create`: `call` is the tool call it came during (as near as MCP tells: the connection's
+   * elicitationCall), undefined when none is; `signal` ends when the
    * server cancels it or the connection closes.
    */
   onElicit?(call: McpCallInfo | undefined, params: ElicitRequest['params'], signal: AbortSignal): Promise<ElicitResult>;
@@ -95,8 +95,10 @@ export class McpConnection {
   /** Progress listeners of calls in flight, by the progressToken we sent. */
   private readonly progress = new Map<string, (p: Progress) => void>();
   private progressSeq = 0;
-  /** Calls in flight, oldest first: an elicitation is attributed to the oldest. */
+  /** Calls in flight, oldest first: an elicitation goes to one of them (elicitationCall). */
   private readonly inFlight: McpCallInfo[] = [];
+  /** The calls with an elicitation of theirs waiting for its answer, and how many. */
+  private readonly eliciting = new Map<McpCallInfo, number>();
 
   constructor(
     readonly name: string,
@@ -189,7 +191,15 @@ export class McpConnection {
     const client = new Client(CLIENT_INFO, { jsonSchemaValidator: noValidation, capabilities: CAPABILITIES });
     client.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
       if (!this.o.onElicit) return { action: 'decline' };
-      return this.o.onElicit(this.inFlight[0], req.params, extra.signal);
+      const call = this.elicitationCall();
+      if (call) this.eliciting.set(call, (this.eliciting.get(call) ?? 0) + 1);
+      try {
+        return await this.o.onElicit(call, req.params, extra.signal);
+      } finally {
+        const n = call ? (this.eliciting.get(call) ?? 1) - 1 : 0;
+        if (call && n > 0) this.eliciting.set(call, n);
+        else if (call) this.eliciting.delete(call);
+      }
     });
     // A list change is read again within the caps (the SDK's own refresh would read one page, with no caps).
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.refresh(client, gen));
@@ -337,6 +347,17 @@ export class McpConnection {
     if (state === 'ready') this.lastError = undefined;
     if (state === 'failed' && was === 'failed') return; // a retry that failed again is not news
     this.o.onState(state, error);
+  }
+
+  /**
+   * The call a server's `elicitation/create` arriving now came during. MCP carries no link from a server request to
+   * the client request it serves, so: the oldest call in flight that is not already waiting on an elicitation of its
+   * own (a tool asks, then waits for the answer before it asks again), else the oldest. Before, always the oldest:
+   * with two sessions' calls to one server in flight, the second's question went to the first session, and answering
+   * the first cancelled it (its call was over).
+   */
+  private elicitationCall(): McpCallInfo | undefined {
+    return this.inFlight.find((c) => !this.eliciting.has(c)) ?? this.inFlight[0];
   }
 
   /** Calls a tool; the signal cancels the MCP request (the SDK sends notifications/cancelled). */

@@ -1,13 +1,16 @@
 // An elicitation item lives no longer than the MCP call that raised it: when the call is over however it ended (the
 // server's request timed out and its cancellation never came), the item is cancelled, not left pending.
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer, until } from '../testing/harness';
 import type { McpCallInfo } from './call-info';
 import { Elicitations } from './elicitation';
 
+const STDIO_SERVER = path.join(import.meta.dirname, 'testing', 'stdio-server.mjs');
+
 let s: TestServer;
 beforeAll(async () => {
-  s = await startTestServer();
+  s = await startTestServer({ config: { agents: [{ id: 'main', tools: { 'mcp__files__*': 'auto' } }], mcp: { servers: { files: { command: process.execPath, args: [STDIO_SERVER] } } } } });
 });
 afterAll(async () => {
   await s?.close();
@@ -28,5 +31,22 @@ describe('an elicitation', () => {
     expect((await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: key })).approvals).toEqual([]);
     expect(await s.rt.store.getApproval(item.approvalId)).toMatchObject({ status: 'cancelled', decision: 'cancel', reason: 'the tool call ended without waiting for the answer' });
     await s.rpc('agent.wait', { runId });
+  });
+
+  it("of a second session calling the same server meanwhile is that session's item, and answering either leaves the other waiting", async () => {
+    const pending = async (key: string) => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: key })).approvals.filter((a) => a.kind === 'elicitation');
+    const one = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:elicit-one', message: '/tool mcp__files__confirm {}' });
+    const [first] = await until(() => pending('agent:main:elicit-one').then((x) => (x.length ? x : null)));
+    const two = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:elicit-two', message: '/tool mcp__files__confirm {}' });
+    // Before: the second question went to the first session (its run, its row in the room), none to the second.
+    const [second] = await until(() => pending('agent:main:elicit-two').then((x) => (x.length ? x : null)));
+    expect(second).toMatchObject({ sessionKey: 'agent:main:elicit-two', runId: two.runId });
+    expect(await pending('agent:main:elicit-one')).toHaveLength(1);
+    await s.rpc('approvals.resolve', { approvalId: first.approvalId, decision: 'accept', content: { sure: true } });
+    expect(await s.rpc('agent.wait', { runId: one.runId })).toMatchObject({ status: 'ok', response: expect.stringContaining('\\"sure\\":true') });
+    // The first call is over: the second's question still waits (before: cancelled with it, `already_resolved` here).
+    expect(await pending('agent:main:elicit-two')).toHaveLength(1);
+    await s.rpc('approvals.resolve', { approvalId: second.approvalId, decision: 'accept', content: { sure: false } });
+    expect(await s.rpc('agent.wait', { runId: two.runId })).toMatchObject({ status: 'ok', response: expect.stringContaining('\\"sure\\":false') });
   });
 });
