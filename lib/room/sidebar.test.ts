@@ -111,6 +111,23 @@ describe('nestDelegates (the sidebar tree)', () => {
     expect(treeOrder(trees)).toEqual(['agent:main:main', 'agent:researcher:subagent:a', 'agent:writer:subagent:b', 'agent:writer:subagent:c', 'agent:writer:main']);
   });
 
+  it("nests a delegate under a parent that came with the page's parents, not on a page of its own", () => {
+    const parent = sess('agent:main:old', 1);
+    const child = sess('agent:researcher:subagent:p', 9, 'agent:main:old');
+    const fresh = sess('agent:main:new', 8);
+    // Before: only the pages' sessions were flattened, and the delegate stayed a root of researcher's group.
+    const flat = flattenSessionPages([{ sessions: [child, fresh], parents: [parent] }]);
+    // Once a page holds it as well, it is there once.
+    expect(flattenSessionPages([{ sessions: [child, fresh], parents: [parent] }, { sessions: [parent] }])).toEqual(flat);
+    expect(flat.map((x) => x.sessionKey)).toEqual(['agent:researcher:subagent:p', 'agent:main:new', 'agent:main:old']);
+    const trees = nestDelegates(groupByAgent(flat, ['main', 'researcher']));
+    expect(trees.map((t) => [t.agentId, t.roots.map((r) => r.session.sessionKey)])).toEqual([
+      ['main', ['agent:main:new', 'agent:main:old']],
+      ['researcher', []],
+    ]);
+    expect(treeOrder(trees)).toEqual(['agent:main:new', 'agent:main:old', 'agent:researcher:subagent:p']);
+  });
+
   it('survives a parent cycle in bad data', () => {
     const a = sess('agent:main:subagent:a', 1, 'agent:main:subagent:b');
     const b = sess('agent:main:subagent:b', 2, 'agent:main:subagent:a');

@@ -12,11 +12,12 @@ export function sidebarKind(kind: string): SidebarKind | undefined {
  * The loaded `sessions.list` pages as one list, newest activity first, one row per session: a session whose activity
  * moved it while pages were being loaded can sit on two pages — its newest summary wins.
  */
-export function flattenSessionPages(pages: readonly Pick<SessionsPage, 'sessions'>[] | undefined): SessionSummary[] {
+export function flattenSessionPages(pages: readonly (Pick<SessionsPage, 'sessions'> & { parents?: SessionSummary[] })[] | undefined): SessionSummary[] {
   if (!pages) return [];
   const byKey = new Map<string, SessionSummary>();
   for (const page of pages) {
-    for (const s of page.sessions) {
+    // With each page, the sessions above its delegates that no loaded page holds, so a delegate nests under its parent.
+    for (const s of [...page.sessions, ...(page.parents ?? [])]) {
       const prev = byKey.get(s.sessionKey);
       if (!prev || s.lastActivityAt > prev.lastActivityAt) byKey.set(s.sessionKey, s);
     }

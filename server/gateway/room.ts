@@ -2,6 +2,7 @@
 import { sql } from 'kysely';
 import { decodeCursor, encodeCursor } from '../store/cursor';
 import { searchMessages } from '../store/search';
+import type { SessionRow } from '../store/schema';
 import type { Store } from '../store/store';
 import { IN_FLIGHT, MAX_TREE_DEPTH } from '../store/store-base';
 import type { SessionsSearchParams } from './schemas';
@@ -71,4 +72,23 @@ export async function parentChains(store: Store, keys: string[]): Promise<Map<st
     out.set(key, chain);
   }
   return out;
+}
+
+/** At most this many sessions above a page's delegates come with the page. */
+const PAGE_PARENTS_MAX = 200;
+
+/**
+ * The sessions above a page's delegates that the page does not hold (CONTRACT §7: the sidebar nests a delegate under
+ * its parent, and the parent shows the attention badge while a descendant waits): without them, a delegate whose
+ * parent's last activity was older than the page showed as a root of its own, and the parent, badge and all, only
+ * after "Load more sessions". Their chains walked up in one statement, their rows read in one more.
+ */
+export async function pageParents(store: Store, page: readonly SessionRow[]): Promise<SessionRow[]> {
+  const onPage = new Set(page.map((r) => r.key));
+  const orphans = page.filter((r) => r.parent_key && !onPage.has(r.parent_key)).map((r) => r.key);
+  if (!orphans.length) return [];
+  const want = new Set<string>();
+  for (const chain of (await parentChains(store, orphans)).values()) for (const key of chain) if (!onPage.has(key)) want.add(key);
+  if (!want.size) return [];
+  return store.db.selectFrom('sessions').selectAll().where('key', 'in', [...want].slice(0, PAGE_PARENTS_MAX)).execute();
 }

@@ -14,7 +14,7 @@ import type { SessionRow } from '../store/schema';
 import { type Store, toTranscriptMessage } from '../store/store';
 import type { AnyToolDef } from '../tools/types';
 import { checkWebhookUrl } from '../webhooks/guard';
-import { activeRunIds, parentChains, searchSessions } from './room';
+import { activeRunIds, pageParents, parentChains, searchSessions } from './room';
 import { runsBoard } from './board';
 import { deliveriesForCall, deliveriesGet, deliveriesList, deliveriesRetry } from './deliveries';
 import { newDeliveryId } from '../store/deliveries';
@@ -197,7 +197,11 @@ export class GatewayService implements Gateway {
     return counts;
   }
 
-  /** `attention` adds each session's pending-approval count (its own and its delegates'): the room asks for it, JSON-RPC does not. */
+  /**
+   * `attention` adds each session's pending-approval count (its own and its delegates') and `parents`, the sessions
+   * above the page's delegates that the page does not hold (room.ts pageParents): the room asks for them, JSON-RPC
+   * does not.
+   */
   async sessionsList(p: SessionsListParams, o: { attention?: boolean } = {}) {
     const limit = p.limit ?? 50;
     const scope = `${p.agentId ?? ''}|${p.kind ?? ''}`;
@@ -206,9 +210,11 @@ export class GatewayService implements Gateway {
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     const attention = o.attention ? await this.attention() : null;
+    const shown = (r: SessionRow) => (attention ? { ...this.summary(r), pendingApprovals: attention.get(r.key) ?? 0 } : this.summary(r));
     return {
-      sessions: page.map((r) => (attention ? { ...this.summary(r), pendingApprovals: attention.get(r.key) ?? 0 } : this.summary(r))),
+      sessions: page.map(shown),
       next_cursor: rows.length > limit && last ? encodeCursor('sessions', scope, [last.last_activity_at, last.key]) : null,
+      ...(attention ? { parents: (await pageParents(this.d.store, page)).map(shown) } : {}),
     };
   }
 

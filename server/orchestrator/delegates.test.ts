@@ -122,6 +122,24 @@ describe('attention', () => {
   });
 });
 
+describe("the room's page of sessions", () => {
+  it('comes with the sessions above its delegates that it does not hold, badged, so the sidebar nests them', async () => {
+    const parent = 'agent:main:paged-parent';
+    const d = await call(parent, 'delegate_agent', { agent_id: 'writer', prompt: tool('exec', { command: 'echo paged' }), mode: 'detached' });
+    const approval = await until(async () => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: d.conversation_id })).approvals[0]);
+    // A page that holds the delegate and not its parent (here: writer's sessions only; in the room, a parent whose
+    // last activity is older than the page). Before: no parent came with it, so the delegate showed as a root.
+    const page = (await s.rt.gateway.sessionsList({ limit: 200, agentId: 'writer' }, { attention: true })) as { sessions: any[]; parents?: any[] };
+    expect(page.sessions.map((x) => x.sessionKey)).toContain(d.conversation_id);
+    expect(page.parents).toContainEqual(expect.objectContaining({ sessionKey: parent, pendingApprovals: 1 }));
+    const onPage = new Set(page.sessions.map((x) => x.sessionKey));
+    expect(page.parents!.filter((x) => onPage.has(x.sessionKey))).toEqual([]);
+    // JSON-RPC keeps the contract's shape.
+    expect(await s.rpc('sessions.list', { limit: 200, agentId: 'writer' })).not.toHaveProperty('parents');
+    await s.rpc('approvals.resolve', { approvalId: approval.approvalId, decision: 'deny' });
+  });
+});
+
 describe('delegate_sessions', () => {
   it('lists 7 delegates 3 at a time newest first with no repeat or gap, even when one is added meanwhile', async () => {
     const parent = 'agent:main:pool';
