@@ -1,6 +1,7 @@
 // exec isolation with real processes: the launcher keeps secrets out of the server's environ, and an approved `exec` reaches none of them.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
@@ -9,7 +10,7 @@ import { parseRawConfig, resolveConfig } from '../config';
 import { tmpDataDir, until } from '../testing/harness';
 import { isRunning } from '../testing/procs';
 import { createExecTool } from './exec';
-import { blockedFor, prepareExecIsolation } from './exec-isolation';
+import { blockedFor, mkdirFor, prepareExecIsolation, untrustedLink } from './exec-isolation';
 import { pidNamespace } from './exec-namespace';
 import { onPostgresPass } from '../testing/store-under-test';
 
@@ -243,6 +244,39 @@ describe.skipIf(process.getuid?.() !== 0)('the workspace, as root', () => {
     fs.writeFileSync(path.join(ws, 'later.txt'), 'c');
     prepareExecIsolation(config, log);
     expect(owner('later.txt')).toBe(0);
+  });
+
+  it('its folders on the way stay root’s, and a workspace swapped for a link the exec user made is not handed over', () => {
+    const dataDir = tmpDataDir();
+    const wsRoot = `${dataDir}-ws`;
+    const config = resolveConfig(parseRawConfig({ agents: [{ id: 'main' }, { id: 'other' }] }), { CROSSTALK_DATA_DIR: dataDir, CROSSTALK_WORKSPACES: wsRoot });
+    const { log, warnings } = capture();
+    prepareExecIsolation(config, log);
+    // Before: the workspaces' root became nobody's, who could then rename any agent's workspace away.
+    expect(fs.lstatSync(wsRoot).uid).toBe(0);
+    expect(fs.lstatSync(path.join(wsRoot, 'main')).uid).toBe(65534);
+    expect(blockedFor(path.join(wsRoot, 'main'), nobody)).toBeNull();
+    // A folder made inside a workspace (a delegate's cwd) is the user's, parents and all.
+    mkdirFor(path.join(wsRoot, 'main', 'a', 'b'), nobody);
+    expect([fs.lstatSync(path.join(wsRoot, 'main', 'a')).uid, fs.lstatSync(path.join(wsRoot, 'main', 'a', 'b')).uid]).toEqual([65534, 65534]);
+    // An install from before: the root is nobody's, and a command swapped `other` for a link to a folder of root's.
+    const victim = fs.mkdtempSync(path.join(os.tmpdir(), 'ct-victim-'));
+    fs.writeFileSync(path.join(victim, 'secret.txt'), 'root only', { mode: 0o600 });
+    fs.rmSync(path.join(wsRoot, 'other'), { recursive: true });
+    fs.symlinkSync(victim, path.join(wsRoot, 'other'));
+    fs.lchownSync(path.join(wsRoot, 'other'), 65534, 65534);
+    fs.lchownSync(wsRoot, 65534, 65534);
+    expect(untrustedLink(path.join(wsRoot, 'other'))).toBe(path.join(wsRoot, 'other'));
+    prepareExecIsolation(config, log);
+    expect(warnings().filter((w) => w.msg.startsWith('the folder holding the workspaces belongs to nobody'))).toHaveLength(1);
+    // Before: the next start followed the link and gave the folder and everything root owned in it to nobody.
+    expect([fs.statSync(victim).uid, fs.statSync(path.join(victim, 'secret.txt')).uid]).toEqual([0, 0]);
+    expect(warnings().map((w) => w.msg)).toContainEqual(expect.stringContaining('cannot prepare the workspace'));
+    // A link root made (an operator's) is followed as before.
+    fs.rmSync(path.join(wsRoot, 'other'));
+    fs.symlinkSync(victim, path.join(wsRoot, 'other'));
+    expect(untrustedLink(path.join(wsRoot, 'other'))).toBeNull();
+    fs.rmSync(victim, { recursive: true, force: true });
   });
 
   it('out of the exec user’s reach: a warning at start, and `forbidden` from the call', async () => {

@@ -61,12 +61,45 @@ export function blockedFor(dir: string, id: { uid: number; gid: number }, last =
   return null;
 }
 
-/** `mkdir -p` whose new directories belong to the exec user (the server, as root, creates them for it). */
+/**
+ * `mkdir -p` whose new directories belong to the exec user (the server, as root, creates them for it): `dir` itself,
+ * and a new directory whose parent is the user's already (a folder made inside the workspace). The folders made on
+ * the way to a workspace stay root's: the workspaces' root (`./workspaces`) used to become the exec user's, and a
+ * command could then swap another agent's workspace for a symlink to any folder root owns, which the next start's
+ * hand-over gave to the exec user, all of it (handOverWorkspace now refuses such a link too).
+ */
 export function mkdirFor(dir: string, id: ExecIdentity): void {
+  const target = path.resolve(/* turbopackIgnore: true */ dir);
   const missing: string[] = [];
-  for (let d = path.resolve(/* turbopackIgnore: true */ dir); !fs.existsSync(/* turbopackIgnore: true */ d); d = path.dirname(d)) missing.unshift(d);
+  for (let d = target; !fs.existsSync(/* turbopackIgnore: true */ d); d = path.dirname(d)) missing.unshift(d);
   fs.mkdirSync(/* turbopackIgnore: true */ dir, { recursive: true });
-  if (id.isolated) for (const d of missing) fs.lchownSync(/* turbopackIgnore: true */ d, id.uid, id.gid);
+  if (!id.isolated) return;
+  for (const d of missing) {
+    if (d === target || fs.lstatSync(/* turbopackIgnore: true */ path.dirname(d)).uid === id.uid) fs.lchownSync(/* turbopackIgnore: true */ d, id.uid, id.gid);
+  }
+}
+
+/**
+ * The first symlink on the way to `p` (every component, and the components of each link's target in turn) that root
+ * does not own — one a command, as the exec user, may have planted; null when there is none. A link that goes round
+ * more than 40 times answers itself (the kernel's ELOOP bound), as untrusted.
+ */
+export function untrustedLink(p: string): string | null {
+  const todo = path.resolve(/* turbopackIgnore: true */ p).split(path.sep).filter(Boolean);
+  let at: string = path.sep;
+  for (let links = 0; todo.length; ) {
+    const next = path.join(at, todo.shift()!);
+    const st = fs.lstatSync(/* turbopackIgnore: true */ next);
+    if (!st.isSymbolicLink()) {
+      at = next;
+      continue;
+    }
+    if (st.uid !== 0 || ++links > 40) return next;
+    const to = fs.readlinkSync(/* turbopackIgnore: true */ next);
+    if (path.isAbsolute(to)) at = path.sep;
+    todo.unshift(...to.split(path.sep).filter(Boolean));
+  }
+  return null;
 }
 
 /**
@@ -75,6 +108,9 @@ export function mkdirFor(dir: string, id: ExecIdentity): void {
  * are not followed and a file with more than one hard link is left alone (it may be a link to a file outside).
  */
 export function handOverWorkspace(workspace: string, id: Extract<ExecIdentity, { isolated: true }>): void {
+  // A link root does not own on the way (a command swapped a workspace for one): never followed into root's files.
+  const link = untrustedLink(workspace);
+  if (link) throw new Error(`${link} is a symlink that root does not own, on the way to the workspace ${workspace}: not handed to ${id.user} (remove it, or make the workspace a folder)`);
   const root = fs.realpathSync(/* turbopackIgnore: true */ workspace);
   const top = fs.lstatSync(/* turbopackIgnore: true */ root);
   if (top.uid === id.uid) return;
@@ -109,6 +145,7 @@ export function prepareExecIsolation(config: CrosstalkConfig, log: Logger): void
     log.warn({ err: e, dataDir: config.dataDir }, 'cannot make the data dir private (mode 0700)');
   }
   const notIsolated = new Map<string, string[]>();
+  const heldBy = new Set<string>();
   // One warning per folder out of reach (agents' workspaces under one root share it), naming the agents it stops.
   const blockedAt = new Map<string, { user: string; blocked: string; agents: string[]; workspaces: string[] }>();
   for (const agent of config.agents) {
@@ -120,6 +157,12 @@ export function prepareExecIsolation(config: CrosstalkConfig, log: Logger): void
     }
     try {
       mkdirFor(agent.workspace, id);
+      // Made the exec user's by an earlier version (mkdirFor above): a command can rename the workspaces in it.
+      const holder = path.dirname(path.resolve(/* turbopackIgnore: true */ agent.workspace));
+      if (fs.lstatSync(/* turbopackIgnore: true */ holder).uid === id.uid && !heldBy.has(holder)) {
+        heldBy.add(holder);
+        log.warn({ folder: holder }, `the folder holding the workspaces belongs to ${id.user}, so a command can swap a workspace in it: give it to root (chown root ${holder})`);
+      }
       handOverWorkspace(agent.workspace, id);
       const blocked = blockedFor(agent.workspace, id);
       if (blocked) {

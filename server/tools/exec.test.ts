@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../config';
 import { startTestServer, tmpDataDir, type TestServer, until } from '../testing/harness';
+import { onPostgresPass } from '../testing/store-under-test';
 import { isRunning, sleepers } from '../testing/procs';
 import { pidNamespace } from './exec-namespace';
 import { createExecTool, DEFAULT_TIMEOUT_S, OUTPUT_CAP, utf8Prefix } from './exec';
@@ -128,6 +129,9 @@ describe('exec settles', () => {
   });
 });
 
+// `sleep <mark>` finds a command's process in /proc: a mark of each store's own, as both projects may run this file at once.
+const MARK = onPostgresPass() ? '46' : '45';
+
 describe('exec ends its whole process tree', () => {
   const ws = () => s.rt.config.agents[0]!.workspace;
   /**
@@ -143,16 +147,16 @@ describe('exec ends its whole process tree', () => {
   };
 
   it('when the command exits: a setsid grandchild does not outlive it', async () => {
-    const out = await exec({ command: `${escapee('exit.pid', '45.001')}; echo started` });
+    const out = await exec({ command: `${escapee('exit.pid', `${MARK}.001`)}; echo started` });
     expect(out).toMatchObject({ status: 'ok', exitCode: 0, stdout: 'started\n' });
-    await until(() => sleepers('45.001').length === 0);
+    await until(() => sleepers(`${MARK}.001`).length === 0);
   });
 
   it.runIf(namespaced)('when the command exits: nor one that also closed fd 3 (PID namespace)', async () => {
-    const out = await exec({ command: `${escapee('exit-fd3.pid', '45.002', true)}; echo started` });
+    const out = await exec({ command: `${escapee('exit-fd3.pid', `${MARK}.002`, true)}; echo started` });
     expect(out).toMatchObject({ status: 'ok', exitCode: 0, stdout: 'started\n' });
     // Without the namespace nothing marks it as the command's: it ran its 45 s.
-    await until(() => sleepers('45.002').length === 0);
+    await until(() => sleepers(`${MARK}.002`).length === 0);
   });
 
   it.runIf(namespaced)('a command sees its own processes only', async () => {
@@ -162,15 +166,15 @@ describe('exec ends its whole process tree', () => {
   });
 
   it('on timeout', async () => {
-    const out = await exec({ command: `${escapee('timeout.pid', '45.003')}; sleep 45`, timeoutSeconds: 1 });
+    const out = await exec({ command: `${escapee('timeout.pid', `${MARK}.003`)}; sleep 45`, timeoutSeconds: 1 });
     expect(out).toMatchObject({ status: 'error', error: { code: 'timeout' } });
-    await until(() => sleepers('45.003').length === 0);
+    await until(() => sleepers(`${MARK}.003`).length === 0);
   });
 
   it('on agent.cancel (the run ends with it)', async () => {
     const key = 'agent:main:exec-tree-cancel';
-    const r = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: `/tool exec ${JSON.stringify({ command: `${escapee('cancel.pid', '45.004')}; sleep 45` })}` });
-    const pid = await one('45.004');
+    const r = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: `/tool exec ${JSON.stringify({ command: `${escapee('cancel.pid', `${MARK}.004`)}; sleep 45` })}` });
+    const pid = await one(`${MARK}.004`);
     expect(isRunning(pid)).toBe(true);
     expect(fs.existsSync(path.join(ws(), 'cancel.pid'))).toBe(true);
     await s.rpc('agent.cancel', { runId: r.runId });
