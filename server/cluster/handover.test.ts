@@ -49,6 +49,26 @@ describe('handovers drive a run once (PostgreSQL)', () => {
     }
   }, 180_000);
 
+  it('an interrupt accepted while the run it interrupts has lost its process: that run is closed `interrupted`, not re-driven, and the interrupt runs', async () => {
+    const schema = newSchema();
+    const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    const b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
+    try {
+      const key = 'agent:main:interrupt-orphan';
+      const r = await a.rpc<Started>('agent', { sessionKey: key, message: '/sleep 1500\n/reply old answer' });
+      await until(async () => (await b.rt.store.maxSeq(r.runId)) >= 2);
+      await a.crash(); // as with kill -9: A still holds the lease until it is declared dead
+      const i = await b.rpc<Started>('agent', { sessionKey: key, message: '/reply new answer', queueMode: 'interrupt' });
+      // Before: B took the session over, re-drove the old run to its answer, then ran the interrupting message.
+      expect(await b.rpc('agent.wait', { runId: r.runId, timeoutMs: 30_000 })).toMatchObject({ status: 'error', error: 'interrupted' });
+      expect(await b.rpc('agent.wait', { runId: i.runId, timeoutMs: 30_000 })).toMatchObject({ status: 'ok', response: 'new answer' });
+      const h = (await b.rpc<{ messages: Array<{ role: string; content: string }> }>('chat.history', { sessionKey: key })).messages;
+      expect(h.filter((m) => m.role === 'assistant').map((m) => m.content)).toEqual(['new answer']);
+    } finally {
+      await b.close();
+    }
+  }, 180_000);
+
   it('a process declared dead that claims its session back: the old copy of its run writes nothing under the new lease, and the run ends once', async () => {
     const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: newSchema(), config });
     try {

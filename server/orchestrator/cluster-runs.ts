@@ -164,6 +164,8 @@ export abstract class ClusterRuns extends RunEnds {
       st.epoch = epoch;
       if (!zombies) this.o.store.setFence(key, epoch);
     }
+    // An interrupt found queued behind the run in flight (below): that run is closed, not re-driven.
+    let interruptOnLoad = false;
     st.loading = (async () => {
       const { store, log } = this.o;
       if (zombies) {
@@ -174,6 +176,7 @@ export abstract class ClusterRuns extends RunEnds {
       const rows = unfinished ?? (await store.unfinishedRuns(key));
       // Dropped while loading (this process was declared dead, or it is stopping): the lease is someone else's now.
       if (!this.current(st)) return;
+      let interrupts = 0;
       for (const row of rows) {
         if (st.known.has(row.id)) continue;
         st.known.add(row.id);
@@ -182,7 +185,14 @@ export abstract class ClusterRuns extends RunEnds {
           continue;
         }
         if (row.status === 'queued') {
-          st.queue.push({ runId: row.id, inputs: JSON.parse(row.input), persisted: Promise.resolve(), collect: false, row });
+          const item: QueueItem = { runId: row.id, inputs: JSON.parse(row.input), persisted: Promise.resolve(), collect: false, row };
+          // An `interrupt` accepted while the run before it was in flight, whose driver died (or stopped) before it
+          // could abort that run: it goes first, and that run is closed `interrupted` below, not re-driven (before,
+          // the re-drive finished it, its tools included, and the interrupting message ran after).
+          if (row.queue_mode === 'interrupt' && st.active) {
+            st.queue.splice(interrupts++, 0, item);
+            interruptOnLoad = true;
+          } else st.queue.push(item);
           continue;
         }
         if (st.active) {
@@ -216,6 +226,7 @@ export abstract class ClusterRuns extends RunEnds {
         if (!this.current(st)) return;
         const active = st.active;
         if (active?.cancelled && st.parked) return this.abortActive(st);
+        if (interruptOnLoad && active && st.parked) return this.abortActive(st);
         if (active && st.parked && active.row?.status === 'running') {
           st.parked = false;
           return this.runStarted(st, active, { runId: active.id, inputs: [], persisted: Promise.resolve(), collect: false }, true);
