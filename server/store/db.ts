@@ -173,6 +173,24 @@ function safeOsUser(): string | undefined {
   }
 }
 
+/**
+ * How long PostgreSQL lets a transaction of ours sit idle between two statements before it ends that connection:
+ * `CROSSTALK_PG_IDLE_TX_MS`, by default as long as a process may go silent before the others declare it dead
+ * (`CROSSTALK_DEAD_AFTER_MS`, 15 s: cluster.ts LIVENESS), and at least 10 s. Our transactions take milliseconds; one idle that long
+ * belongs to a process that is stopped (SIGSTOP, a paused VM) or wedged. Before, it held its row locks for the whole
+ * stop: the processes taking its sessions over, and a client's retry of the same idempotency key on another process,
+ * waited on them. When the stopped process goes on, that transaction fails as a lost connection does (the pool
+ * reconnects; its runs were taken over under newer leases).
+ */
+export function pgIdleTxMs(env: Record<string, string | undefined> = process.env): number {
+  const set = Number(env.CROSSTALK_PG_IDLE_TX_MS);
+  if (env.CROSSTALK_PG_IDLE_TX_MS !== undefined && Number.isFinite(set) && set > 0) return Math.round(set);
+  // Never under 10 s by default: a short liveness window (tests, a tuned cluster) must not end a transaction that a
+  // loaded machine left idle for a second or two.
+  const dead = Number(env.CROSSTALK_DEAD_AFTER_MS ?? 15_000);
+  return Math.max(10_000, Number.isFinite(dead) ? Math.round(dead) : 15_000);
+}
+
 async function openPostgres(url: string, schema?: string): Promise<DbHandle> {
   const pg = await import('pg');
   const types = pg.default.types;
@@ -180,7 +198,8 @@ async function openPostgres(url: string, schema?: string): Promise<DbHandle> {
   const connect = pgConnectConfig(url);
   if (schema && !/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`bad schema name ${schema}`);
   // No JIT (./pg-plans): every connection of the store, the pool's, the cluster's and pg-boss's (they share `connect`).
-  const options = { options: [...(schema ? [`-c search_path=${schema}`] : []), `-c jit=${PG_JIT}`].join(' ') };
+  // A transaction left idle longer than pgIdleTxMs() is ended by PostgreSQL (its process stopped mid-transaction).
+  const options = { options: [...(schema ? [`-c search_path=${schema}`] : []), `-c jit=${PG_JIT}`, `-c idle_in_transaction_session_timeout=${pgIdleTxMs()}`].join(' ') };
   const pool = new pg.default.Pool({ ...connect, ...options, max: Number(process.env.CROSSTALK_PG_POOL ?? 10) });
   // An idle client whose connection drops emits 'error' on the pool; unhandled, it would end the process.
   pool.on('error', (e) => console.error(`crosstalk: PostgreSQL connection lost (${e.message}); the pool reconnects on the next query`));

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import pg from 'pg';
 import { expect, it } from 'vitest';
-import { pgConnectConfig } from './db';
+import { openDatabase, pgConnectConfig, pgIdleTxMs } from './db';
 import { tmpDataDir } from '../testing/harness';
 
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -52,3 +52,36 @@ async function killedUnder(held: boolean) {
 it("an idle pool connection killed by the server emits the pool's 'error': the process logs it, lives on and its next query works", () => killedUnder(false));
 
 it('a connection checked out of the pool (a transaction between two statements) killed by the server: the process lives on, the transaction fails, the next query works', () => killedUnder(true));
+
+it('a transaction left idle (its process stopped mid-transaction) is ended by PostgreSQL: its row locks do not hold the others for the whole stop', async () => {
+  expect(pgIdleTxMs({})).toBe(15_000);
+  expect(pgIdleTxMs({ CROSSTALK_DEAD_AFTER_MS: '4000' })).toBe(10_000);
+  expect(pgIdleTxMs({ CROSSTALK_DEAD_AFTER_MS: '60000' })).toBe(60_000);
+  expect(pgIdleTxMs({ CROSSTALK_DEAD_AFTER_MS: '4000', CROSSTALK_PG_IDLE_TX_MS: '800' })).toBe(800);
+  const schema = `t_idle_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+  const before = process.env.CROSSTALK_PG_IDLE_TX_MS;
+  process.env.CROSSTALK_PG_IDLE_TX_MS = '400';
+  const handle = await openDatabase({ databaseUrl: PG_URL, pgSchema: schema, dataDir: tmpDataDir() }).finally(() => {
+    if (before === undefined) delete process.env.CROSSTALK_PG_IDLE_TX_MS;
+    else process.env.CROSSTALK_PG_IDLE_TX_MS = before;
+  });
+  const pool = handle.pg!.pool;
+  const stopped = await pool.connect();
+  try {
+    await pool.query(`insert into sessions (key, agent_id, kind, created_at, last_activity_at) values ('agent:main:idle-tx', 'main', 'main', now()::text, now()::text)`);
+    // The stopped process: it took the session row's lock, then nothing more.
+    await stopped.query('begin');
+    await stopped.query(`select key from sessions where key = 'agent:main:idle-tx' for update`);
+    // Another process updates that row: before, it waited as long as the lock was held (here: for ever).
+    const t0 = Date.now();
+    await pool.query(`update sessions set label = 'taken over' where key = 'agent:main:idle-tx'`);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect((await pool.query(`select label from sessions where key = 'agent:main:idle-tx'`)).rows[0].label).toBe('taken over');
+    // When the stopped one goes on, its transaction is gone.
+    await expect(stopped.query('commit')).rejects.toThrow();
+  } finally {
+    stopped.release(true);
+    await pool.query(`drop schema if exists ${schema} cascade`).catch(() => undefined);
+    await handle.close();
+  }
+}, 30_000);
