@@ -61,6 +61,19 @@ describe('who may decide', () => {
     expect(loadConfig({ CROSSTALK_CONFIG: file, CROSSTALK_DATA_DIR: dir }).channels.telegram!.approvers).toEqual(['42']);
   });
 
+  it('trust keys under accounts.<id> stop the start with a message naming the key (they were accepted and never read)', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ct-approvers-'));
+    const file = path.join(dir, 'c.json');
+    for (const key of ['approvers', 'allowFrom', 'dmPolicy'] as const) {
+      const value = key === 'dmPolicy' ? 'open' : ['*'];
+      fs.writeFileSync(file, JSON.stringify({ channels: { slack: { botToken: 'x', accounts: { a1: { botToken: 'y', [key]: value } } } } }));
+      expect(() => loadConfig({ CROSSTALK_CONFIG: file, CROSSTALK_DATA_DIR: dir })).toThrow(new RegExp(`bad key "channels\\.slack\\.accounts\\.a1\\.${key}": .*set per channel`));
+    }
+    // An account's own delivery settings are still its own.
+    fs.writeFileSync(file, JSON.stringify({ channels: { slack: { botToken: 'x', approvers: ['U1'], accounts: { a1: { botToken: 'y' } } } } }));
+    expect(loadConfig({ CROSSTALK_CONFIG: file, CROSSTALK_DATA_DIR: dir }).channels.slack!.approvers).toEqual(['U1']);
+  });
+
   it('says who decided', () => {
     const label = (id: string) => ({ telegram: 'Telegram' })[id] ?? id;
     expect(describeDecider({ type: 'chat', channel: 'telegram', id: '42', name: 'ann' }, label)).toBe('ann (Telegram)');

@@ -7,6 +7,7 @@ import { startPushReceiver, type PushReceiver } from '../testing/push-receiver';
 import webpush from 'web-push';
 import { loadVapidKeys } from './keys';
 import { approvalPush } from './payload';
+import { sweepRetention } from '../store/retention';
 import { onPostgresPass } from '../testing/store-under-test';
 
 const webhooks = { allowPrivateNetwork: true, retryBaseMs: 30, maxAttempts: 4, timeoutMs: 2000 };
@@ -109,15 +110,34 @@ describe('push (CONTRACT §3 push.*, §7 Notifications)', () => {
     expect((await s.rt.store.getApproval(approvalId))?.decision).toBe('allow_once');
   });
 
-  it('a token stops working once its item is resolved anywhere else', async () => {
+  it('a token pressed after its item was resolved anywhere else decides nothing and says it was already decided', async () => {
     await s.rpc('push.subscribe', { subscription: rcv.browser('elsewhere').subscription });
     const approvalId = await pendingItem(s, 'agent:main:push-elsewhere');
     const msg = await until(() => rcv.received.find((r) => (r.json as { approvalId: string }).approvalId === approvalId));
     await s.rpc('approvals.resolve', { approvalId, decision: 'deny' });
-    // Its tokens are forgotten once the decision is known, wherever it was made.
-    await until(async () => !(await s.rt.store.db.selectFrom('push_tokens').select('approval_id').where('approval_id', '=', approvalId).executeTakeFirst()));
-    expect(await action(s, { approvalId, token: (msg.json as { token: string }).token, decision: 'allow_once' })).toMatchObject({ status: 403, body: { error: { code: 'forbidden' } } });
+    const token = (msg.json as { token: string }).token;
+    // Before: the token was deleted at the decision, and the press read as a wrong token (403 forbidden), so the
+    // notification said "Open crosstalk to decide it" instead of "It was already decided" (public/sw.js).
+    const late = await action(s, { approvalId, token, decision: 'allow_once' });
+    expect(late.status).not.toBe(200);
+    expect(late.body).toMatchObject({ error: { code: 'already_resolved' } });
     expect((await s.rt.store.getApproval(approvalId))?.status).toBe('denied');
+    // Spent now, and a wrong token is still a wrong token.
+    expect(await s.rt.store.db.selectFrom('push_tokens').select('approval_id').where('approval_id', '=', approvalId).executeTakeFirst()).toBeUndefined();
+    expect(await action(s, { approvalId, token: 'x'.repeat(token.length), decision: 'allow_once' })).toMatchObject({ status: 403, body: { error: { code: 'forbidden' } } });
+  });
+
+  it("the retention sweep deletes the tokens of items decided more than a day ago that nobody pressed, and keeps a pending item's", async () => {
+    const ago = new Date(Date.now() - 2 * 86_400_000).toISOString();
+    const pending = await pendingItem(s, 'agent:main:push-sweep');
+    await s.rt.store.db.insertInto('push_tokens').values([
+      { token_hash: 'h-decided', approval_id: 'apr_decided_long_ago', created_at: ago },
+      { token_hash: 'h-pending', approval_id: pending, created_at: ago },
+      { token_hash: 'h-fresh', approval_id: 'apr_decided_now', created_at: new Date().toISOString() },
+    ]).execute();
+    expect((await sweepRetention(s.rt.store)).pushTokens).toBeGreaterThanOrEqual(1);
+    const left = (await s.rt.store.db.selectFrom('push_tokens').select('token_hash').where('token_hash', 'in', ['h-decided', 'h-pending', 'h-fresh']).execute()).map((r) => r.token_hash).sort();
+    expect(left).toEqual(['h-fresh', 'h-pending']);
   });
 
   it('drops a subscription its push service answers 404 or 410', async () => {

@@ -67,9 +67,11 @@ export class PushService {
     this.keys = await loadVapidKeys(this.d.store);
     this.off = this.d.bus.onEvent((ev) => {
       if (ev.stream !== 'approval' || typeof ev.data.approvalId !== 'string') return;
+      // Decided anywhere else (the room, chat, the reviewer, a run's end), its tokens stay, so that a notification
+      // pressed afterwards says "It was already decided" (`already_resolved`) rather than "Open crosstalk to decide it"
+      // (a deleted token read as a wrong one, `forbidden`); a token decides nothing once its item is no longer pending,
+      // and the retention sweep deletes the ones never pressed (retention.ts).
       if (ev.data.phase === 'requested') this.track(this.notify(ev.data.approvalId));
-      // Decided anywhere (the room, chat, the reviewer, a run's end): its tokens are spent.
-      else if (ev.data.phase === 'resolved') this.track(this.forget(ev.data.approvalId));
     });
     this.d.store.deliveryRetry.set('push', (row) => this.retryDead(row));
     // Retries waiting in the store (this process's, one that stopped or died, or on PostgreSQL another instance's).

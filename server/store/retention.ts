@@ -1,5 +1,6 @@
-// Limits on tables that would otherwise only grow: expired idempotency keys, the tool-start marks of ended runs, and
-// expired pairing requests (with the messages held for them) are deleted by a periodic sweep in every process.
+// Limits on tables that would otherwise only grow: expired idempotency keys, the tool-start marks of ended runs,
+// expired pairing requests (with the messages held for them) and spent push action tokens are deleted by a periodic
+// sweep in every process.
 import type { Logger } from '../logger';
 import { EXPIRING_PREFIXES, idempotencyTtlMs } from './idempotency';
 import type { Store } from './store';
@@ -16,7 +17,7 @@ export const pairingCutoff = (ttlMs = pairingTtlMs()) => new Date(Date.now() - t
 const ENDED = ['ok', 'error', 'interrupted', 'merged'];
 
 /** One sweep; the counts deleted. Safe on several processes at once (every statement is an idempotent delete). */
-export async function sweepRetention(store: Store, o: { idempotencyTtlMs?: number; pairingTtlMs?: number } = {}): Promise<{ idempotency: number; toolStarts: number; pairings: number }> {
+export async function sweepRetention(store: Store, o: { idempotencyTtlMs?: number; pairingTtlMs?: number } = {}): Promise<{ idempotency: number; toolStarts: number; pairings: number; pushTokens: number }> {
   const db = store.db;
   const keysBefore = new Date(Date.now() - (o.idempotencyTtlMs ?? idempotencyTtlMs())).toISOString();
   const keys = await db
@@ -26,8 +27,17 @@ export async function sweepRetention(store: Store, o: { idempotencyTtlMs?: numbe
     .executeTakeFirst();
   const starts = await endedToolStarts(store).executeTakeFirst();
   const pairings = await expirePairings(store, pairingCutoff(o.pairingTtlMs));
-  return { idempotency: Number(keys.numDeletedRows), toolStarts: Number(starts.numDeletedRows), pairings };
+  // A notification's action tokens outlive their item's decision (a late press is told it was decided): a day.
+  const tokens = await db
+    .deleteFrom('push_tokens')
+    .where('created_at', '<', new Date(Date.now() - PUSH_TOKEN_TTL_MS).toISOString())
+    .where((eb) => eb.not(eb.exists(eb.selectFrom('approvals').select('approvals.id').whereRef('approvals.id', '=', 'push_tokens.approval_id').where('approvals.status', '=', 'pending'))))
+    .executeTakeFirst();
+  return { idempotency: Number(keys.numDeletedRows), toolStarts: Number(starts.numDeletedRows), pairings, pushTokens: Number(tokens.numDeletedRows) };
 }
+
+/** How long a pushed action token is kept once its item is decided and nobody pressed it. */
+const PUSH_TOKEN_TTL_MS = 86_400_000;
 
 /**
  * The delete of the tool-start marks of ended runs, driven by the marks (a few: ten minutes' tool calls) with a lookup
@@ -59,7 +69,7 @@ export function startRetention(store: Store, log: Logger, everyMs = Number(proce
   let running: Promise<unknown> = Promise.resolve();
   const run = () =>
     (running = sweepRetention(store)
-      .then((n) => (n.idempotency || n.toolStarts || n.pairings) && log.info(n, 'retention: expired rows deleted'))
+      .then((n) => (n.idempotency || n.toolStarts || n.pairings || n.pushTokens) && log.info(n, 'retention: expired rows deleted'))
       .catch((e) => log.warn({ err: (e as Error).message }, 'retention: sweep failed')));
   run();
   const timer = setInterval(run, everyMs);

@@ -24,6 +24,17 @@ export function checkChannelTrustConfig(channels: Record<string, Record<string, 
       const issue = r.error.issues[0]!;
       return `bad key "channels.${id}.${issue.path.join('.')}": ${issue.message}`;
     }
+    // The trust keys are the channel's: under `accounts.<id>` they were accepted and never read (an `approvers: ["*"]`
+    // there passed the start, a per-account allowlist admitted no one it named). Said at start instead.
+    const accounts = c.accounts;
+    if (accounts && typeof accounts === 'object') {
+      for (const [acc, a] of Object.entries(accounts as Record<string, unknown>)) {
+        const key = a && typeof a === 'object' ? TRUST_KEYS.find((k) => k in (a as object)) : undefined;
+        if (key) return `bad key "channels.${id}.accounts.${acc}.${key}": who may talk and who may approve are set per channel, not per account: set it on channels.${id}`;
+      }
+    }
   }
   return null;
 }
+
+const TRUST_KEYS = ['dmPolicy', 'allowFrom', 'approvers'] as const;
