@@ -314,8 +314,15 @@ export class McpConnection {
     if (this.pinger) clearInterval(this.pinger);
     this.pinger = setInterval(() => {
       if (this.client !== client) return;
+      // While an `authorization` item waits, a ping is refused too: it raised an item of its own in place of the
+      // waiting call's (that one cancelled unseen) and marked the server down under the call, which then answered
+      // `tool_unavailable` whatever the person did.
+      if (this.o.oauth?.waiting) return;
       client.ping({ timeout: Math.max(1000, every) }).catch((e: unknown) => {
-        if (this.client === client) this.down(`ping failed: ${e instanceof Error ? e.message : String(e)}`);
+        if (this.client !== client) return;
+        // Refused for want of authorization: the server is up, and the item the refusal raised is how it goes on.
+        if (this.o.oauth && isUnauthorized(e)) return;
+        this.down(`ping failed: ${e instanceof Error ? e.message : String(e)}`);
       });
     }, every);
     this.pinger.unref?.();

@@ -15,8 +15,8 @@ afterEach(async () => {
 
 const KEY = 'agent:main:main';
 
-async function start(dataDir = tmpDataDir()) {
-  s = await startTestServer({ dataDir, config: { agents: [{ id: 'main', tools: { 'mcp__remote__*': 'auto' } }], mcp: { servers: { remote: { url: remote!.url } } } } });
+async function start(dataDir = tmpDataDir(), mcp: Record<string, unknown> = {}) {
+  s = await startTestServer({ dataDir, config: { agents: [{ id: 'main', tools: { 'mcp__remote__*': 'auto' } }], mcp: { servers: { remote: { url: remote!.url } }, ...mcp } } });
   return s;
 }
 
@@ -233,4 +233,33 @@ describe('an MCP server behind OAuth', () => {
     expect(result.response).toContain('"code":"unauthorized"');
     expect(result.response).toMatch(/authorization of MCP server remote was declined/);
   }, 60_000);
+
+  it('a call waiting on its item is not cut off by the liveness ping meanwhile: accepted it goes on, declined it answers unauthorized', async () => {
+    remote = await startOAuthMcpServer();
+    // A ping every 200 ms: several fire while the call waits (the default is every 30 s).
+    const srv = await start(tmpDataDir(), { pingIntervalMs: 200 });
+    const first = await authorizationItem(srv);
+    await openAndComeBack(srv, first);
+    await ready(srv);
+    for (const answer of ['accept', 'decline'] as const) {
+      remote.revokeAll();
+      remote.refuseRefresh = true;
+      const { runId, done } = await call(srv);
+      const item = await authorizationItem(srv, first.approvalId);
+      expect(item.runId).toBe(runId);
+      await new Promise((r) => setTimeout(r, 1000));
+      // Before: a ping refused (401) marked the server down: the waiting call answered `tool_unavailable … Not
+      // connected`, and the ping raised a second item in place of the call's (the first cancelled unseen).
+      expect((await srv.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: KEY })).approvals.filter((a) => a.kind === 'authorization').map((a) => a.approvalId)).toEqual([item.approvalId]);
+      remote.refuseRefresh = false;
+      if (answer === 'accept') {
+        await openAndComeBack(srv, item);
+        expect(await done).toMatchObject({ status: 'ok', response: expect.stringMatching(/hello client-/) });
+      } else {
+        await srv.rpc('approvals.resolve', { approvalId: item.approvalId, decision: 'decline' });
+        expect((await done).response).toContain('"code":"unauthorized"');
+      }
+      expect(srv.rt.mcp.status()[0]?.state).toBe('ready');
+    }
+  }, 90_000);
 });
