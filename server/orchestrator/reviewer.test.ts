@@ -1,10 +1,12 @@
 // The reviewer (CONTRACT §5 "Reviewer") with the scripted model: allow, deny, escalate, the streak of denials, a deny
 // policy it never sees, and a channel sender's run — through the real run loop, on either store (TEST_STORE).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { FAKES } from '../channels/testing/fake-apis';
 import { startFakePlatform, type FakePlatform } from '../channels/testing/fake-platform';
 import { startTestServer, TEST_TOKEN, type TestServer, until } from '../testing/harness';
 import { signWebhook } from '../webhooks/signature';
+import { createReviewer } from './reviewer';
 
 const SECRET = 'reviewer-hook-secret';
 let hook: FakePlatform;
@@ -157,5 +159,30 @@ describe('the reviewer (scripted model)', () => {
     expect(second.decidedBy).toEqual({ type: 'reviewer', id: 'scripted' });
     await s.rt.orchestrator.wait(second.runId, 10_000);
     expect((await toolResult(key, second.runId)).tool.result).toMatchObject({ status: 'denied' });
+  });
+});
+
+describe('a reviewer model that never answers', () => {
+  it('is given up after its timeout: the person decides, and the reason says why', async () => {
+    let aborted = false;
+    const hanging = {
+      doGenerate: (o: { abortSignal?: AbortSignal }) =>
+        new Promise((_, reject) => o.abortSignal?.addEventListener('abort', () => ((aborted = true), reject(o.abortSignal!.reason)), { once: true })),
+    };
+    const inc = vi.fn();
+    const review = createReviewer({
+      model: () => hanging as never,
+      transcript: async () => [],
+      recentDecisions: async () => [],
+      metrics: { reviewerDecisions: { inc } } as never,
+      log: pino({ level: 'silent' }),
+      timeoutMs: 200,
+    });
+    const agent = { id: 'main', reviewer: { model: 'openai:slow', escalateAfterDenials: 0 } };
+    // Before: no timeout, the call waited as long as the model did (here: until its run was cancelled).
+    const verdict = await review({ agent: agent as never, sessionKey: 'agent:main:main', tool: 'exec', args: {}, trust: { kind: 'operator' } as never, signal: new AbortController().signal });
+    expect(verdict).toEqual({ decision: 'escalate', reason: 'the reviewer did not answer within 200 ms: a person decides', cause: 'error' });
+    expect(aborted).toBe(true);
+    expect(inc).toHaveBeenCalledWith({ outcome: 'escalate', cause: 'error' });
   });
 });

@@ -43,7 +43,15 @@ export interface ReviewerDeps {
   recentDecisions: (sessionKey: string, n: number) => Promise<string[]>;
   metrics: Metrics;
   log: Logger;
+  /** How long the reviewer model may take before the person decides (default REVIEW_TIMEOUT_MS). */
+  timeoutMs?: number;
 }
+
+/**
+ * How long a reviewer's answer may take: past it, the call goes to the person as when the model fails. Before, a model
+ * that never answered held the call until its run was cancelled, with no one asked.
+ */
+export const REVIEW_TIMEOUT_MS = 60_000;
 
 export type Reviewer = (r: ReviewRequest) => Promise<ReviewVerdict>;
 
@@ -126,6 +134,8 @@ async function decide(d: ReviewerDeps, r: ReviewRequest, cfg: NonNullable<AgentC
     const recent = await d.recentDecisions(r.sessionKey, n);
     if (recent.length >= n && recent.every((x) => x === 'deny')) return { decision: 'escalate', reason: `the reviewer denied ${n} calls in a row in this session: a person decides`, cause: 'streak' };
   }
+  const timeoutMs = d.timeoutMs ?? REVIEW_TIMEOUT_MS;
+  const timedOut = AbortSignal.timeout(timeoutMs);
   try {
     const rows = await d.transcript(r.sessionKey, REVIEW_TRANSCRIPT_ROWS);
     const res = await d.model(cfg.model).doGenerate({
@@ -136,10 +146,14 @@ async function decide(d: ReviewerDeps, r: ReviewRequest, cfg: NonNullable<AgentC
       tools: [REVIEW_TOOL_DEF],
       toolChoice: { type: 'required' },
       providerOptions: { crosstalk: { task: REVIEW_TASK, tool: r.tool, args: JSON.stringify(r.args ?? null) } },
-      abortSignal: r.signal,
+      abortSignal: AbortSignal.any([r.signal, timedOut]),
     });
     return verdictOf(res.content as Array<{ type: string; toolName?: string; input?: string }>);
   } catch (e) {
+    if (timedOut.aborted && !r.signal.aborted) {
+      d.log.warn({ sessionKey: r.sessionKey, tool: r.tool, model: cfg.model, timeoutMs }, 'reviewer did not answer in time: the person decides');
+      return { decision: 'escalate', reason: `the reviewer did not answer within ${timeoutMs >= 1000 ? `${Math.round(timeoutMs / 1000)} s` : `${timeoutMs} ms`}: a person decides`, cause: 'error' };
+    }
     d.log.warn({ err: e, sessionKey: r.sessionKey, tool: r.tool, model: cfg.model }, 'reviewer failed: the person decides');
     return { decision: 'escalate', reason: `the reviewer failed: ${(e as Error).message ?? String(e)}`, cause: 'error' };
   }
