@@ -5,7 +5,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, resolveConfig, parseRawConfig } from '../config';
 import { buttonData, discordDecision, parseButtonData, slackDecision, telegramDecision } from './approval-wire';
-import { describeDecider, isApprover } from './approvals';
+import { chatApproversWithoutWire, describeDecider, isApprover } from './approvals';
 
 const ID = 'apr_0mwteo31r0001_262d8fbb68f0';
 
@@ -50,6 +50,12 @@ describe('who may decide', () => {
     expect(isApprover(c, 'telegram', '44')).toBe(false);
     expect(isApprover(c, 'slack', 'U1')).toBe(false);
     expect(isApprover(c, 'discord', 'anyone')).toBe(false);
+  });
+
+  it('approvers on a channel with no approval buttons are named at start (nobody there can decide)', () => {
+    // Before: accepted and silent; a Mattermost approver pressing nothing, the operator not told.
+    const c = config({ mattermost: { url: 'http://127.0.0.1:1', botToken: 'm', approvers: ['u1'] }, telegram: { botToken: 't', approvers: ['42'] }, slack: { botToken: 'x' } });
+    expect(chatApproversWithoutWire(c)).toEqual(['mattermost']);
   });
 
   it('"*" in approvers stops the start with a message naming the key', () => {

@@ -84,10 +84,19 @@ export function describeDecider(by: DecidedBy | undefined, label: (channel: stri
   }
 }
 
+/** The channels configured with `approvers` that have no approval buttons (README "Approvals in chat"). */
+export function chatApproversWithoutWire(config: CrosstalkConfig): string[] {
+  return Object.keys(config.channels).filter((id) => approversOf(config, id).length > 0 && !APPROVAL_WIRES[id]);
+}
+
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
 export function startChatApprovals(d: ChatApprovalDeps): ChatApprovals {
   const { store, bus, log } = d;
+  // `approvers` on a channel with no buttons to press: accepted by the config, and nobody there can decide anything.
+  for (const id of chatApproversWithoutWire(d.config)) {
+    log.warn({ channel: id }, `channels.${id}.approvers: approvals in chat are offered on ${Object.keys(APPROVAL_WIRES).join(', ')}; a call from ${id} is decided in the room`);
+  }
   const inflight = new Map<string, Promise<unknown>>();
   const work = new Set<Promise<unknown>>();
   const track = <T>(p: Promise<T>): Promise<T> => {
