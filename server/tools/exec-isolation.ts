@@ -88,7 +88,7 @@ export function untrustedLink(p: string): string | null {
   const todo = path.resolve(/* turbopackIgnore: true */ p).split(path.sep).filter(Boolean);
   let at: string = path.sep;
   for (let links = 0; todo.length; ) {
-    const next = path.join(at, todo.shift()!);
+    const next = path.join(/* turbopackIgnore: true */ at, todo.shift()!);
     const st = fs.lstatSync(/* turbopackIgnore: true */ next);
     if (!st.isSymbolicLink()) {
       at = next;
