@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { validateModelSpec } from './models/registry';
+import { realPrefix } from './real-path';
 import { checkChannelTrustConfig } from './trust/channel-config';
 
 export const toolPolicySchema = z.enum(['auto', 'ask', 'deny']);
@@ -306,26 +307,10 @@ function resolveWorkspace(configured: string | undefined, agentId: string, dataD
     : path.resolve(/* turbopackIgnore: true */ cwd, env.CROSSTALK_WORKSPACES ?? 'workspaces', agentId);
   const within = (child: string, parent: string) => child === parent || child.startsWith(parent.endsWith(path.sep) ? parent : parent + path.sep);
   // Compared as the folders they are (symlinks followed), not as text: a link to the data dir is the data dir.
-  const [realWs, realData] = [realPath(ws), realPath(dataDir)];
+  const [realWs, realData] = [realPrefix(ws), realPrefix(dataDir)];
   if (within(ws, dataDir) || within(realWs, realData)) return { error: `workspace ${ws} is inside the data dir ${dataDir} (the token and the store live there)` };
   if (within(dataDir, ws) || within(realData, realWs)) return { error: `workspace ${ws} contains the data dir ${dataDir} (the token and the store live there)` };
   return ws;
-}
-
-/** A path with its symlinks resolved as far as it exists (the rest, not made yet, appended as written). */
-function realPath(p: string): string {
-  const rest: string[] = [];
-  let at = p;
-  for (;;) {
-    try {
-      return path.join(fs.realpathSync(/* turbopackIgnore: true */ at), ...rest.reverse());
-    } catch {
-      const up = path.dirname(at);
-      if (up === at) return p;
-      rest.push(path.basename(at));
-      at = up;
-    }
-  }
 }
 
 /** `DATABASE_URL` switches to PostgreSQL (CONTRACT §1): a URL of another scheme is refused, not tried as one. */

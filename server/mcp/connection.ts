@@ -192,13 +192,14 @@ export class McpConnection {
     client.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
       if (!this.o.onElicit) return { action: 'decline' };
       const call = this.elicitationCall();
-      if (call) this.eliciting.set(call, (this.eliciting.get(call) ?? 0) + 1);
+      if (!call) return this.o.onElicit(undefined, req.params, extra.signal);
+      this.eliciting.set(call, (this.eliciting.get(call) ?? 0) + 1);
       try {
         return await this.o.onElicit(call, req.params, extra.signal);
       } finally {
-        const n = call ? (this.eliciting.get(call) ?? 1) - 1 : 0;
-        if (call && n > 0) this.eliciting.set(call, n);
-        else if (call) this.eliciting.delete(call);
+        const left = this.eliciting.get(call)! - 1;
+        if (left) this.eliciting.set(call, left);
+        else this.eliciting.delete(call);
       }
     });
     // A list change is read again within the caps (the SDK's own refresh would read one page, with no caps).

@@ -10,6 +10,7 @@ import type { ToolDef } from './types';
 import { described } from './describe';
 import { blockedFor, execIdentity, mkdirFor } from './exec-isolation';
 import { ProcessTree } from './exec-tree';
+import { realPrefix } from '../real-path';
 import { systemBinary } from '../system-binary';
 import { inPidNamespace, pidNamespace } from './exec-namespace';
 
@@ -95,19 +96,6 @@ class Capped {
     const all = Buffer.concat(this.chunks);
     if (all.length > OUTPUT_CAP) this.truncated = true;
     return utf8Prefix(all, OUTPUT_CAP).toString('utf8');
-  }
-}
-
-/** `p` with symlinks resolved as far as it exists (the rest appended as written). */
-function realPrefix(p: string): string {
-  const rest: string[] = [];
-  for (let d = p; ; d = path.dirname(d)) {
-    try {
-      return path.join(fs.realpathSync(/* turbopackIgnore: true */ d), ...rest.reverse());
-    } catch {
-      if (d === path.dirname(d)) return p;
-      rest.push(path.basename(d));
-    }
   }
 }
 

@@ -37,4 +37,4 @@ export function checkChannelTrustConfig(channels: Record<string, Record<string, 
   return null;
 }
 
-const TRUST_KEYS = ['dmPolicy', 'allowFrom', 'approvers'] as const;
+const TRUST_KEYS = Object.keys(channelTrustSchema.shape);
