@@ -83,6 +83,31 @@ describe('budgets', () => {
     expect(await s.rpc('agent.wait', { runId: free.runId, timeoutMs: 10_000 })).toMatchObject({ status: 'ok' });
   });
 
+  it('the item goes when no run of its tree is left: not when the delegate holding it is cancelled, when the root is', async () => {
+    const key = 'agent:main:budget-cancel';
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: `/tool delegate_agent ${JSON.stringify({ agent_id: 'researcher', prompt: '/tool sessions_list {}' })}` });
+    const ofTree = async () => (await budgetItems()).filter((a) => a.args.rootRunId === runId);
+    let item: Item | undefined;
+    for (let i = 0; i < 400 && !item; i++) item = (await ofTree())[0] ?? (await new Promise((r) => setTimeout(r, 25)), undefined);
+    expect(item?.sessionKey).toMatch(/^agent:researcher:subagent:/);
+    // The delegate that raised it is cancelled: its caller goes on to its next step and waits on the same item.
+    await s.rpc('agent.cancel', { runId: item!.runId });
+    expect(await s.rpc('agent.wait', { runId: item!.runId, timeoutMs: 10_000 })).toMatchObject({ status: 'error', error: 'cancelled' });
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await ofTree()).map((a) => a.approvalId)).toEqual([item!.approvalId]);
+    // The root is cancelled: nothing of the tree is left to wait on it, so it is no longer pending.
+    await s.rpc('agent.cancel', { runId });
+    expect(await s.rpc('agent.wait', { runId, timeoutMs: 10_000 })).toMatchObject({ status: 'error', error: 'cancelled' });
+    for (let i = 0; i < 200 && (await ofTree()).length; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(await ofTree()).toEqual([]);
+    const again = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'approvals.resolve', params: { approvalId: item!.approvalId, decision: 'allow_once' } });
+    expect(again.body.error.data.code).toBe('already_resolved');
+    // Closed by its tree's end, decided by no one: not in the decision log (as a cancelled run's tool item).
+    const history = await s.rpc<{ approvals: { approvalId: string }[] }>('approvals.history', { sessionKey: item!.sessionKey });
+    expect(history.approvals.map((h) => h.approvalId)).not.toContain(item!.approvalId);
+    expect((await s.rpc<{ pendingApprovals: number }>('status', {})).pendingApprovals).toBe(0);
+  });
+
   it('pauses when the spend passes the cap, not when it reaches it (CONTRACT §5 "passes")', async () => {
     const agent = { id: 'capped', budget: { tokens: 100, usd: 0.5 } } as const;
     const budgets = new Budgets({ store: s.rt.store, bus: s.rt.bus, agent: (id) => (id === 'capped' ? (agent as never) : undefined) });

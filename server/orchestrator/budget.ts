@@ -118,6 +118,30 @@ export class Budgets {
     return existing.id;
   }
 
+  /**
+   * After a run of a capped tree ended (its end committed): the tree's pending item is closed `cancel` once no run of
+   * the tree is left to wait on it (its root cancelled with the delegate that held the item, say). Listed as pending,
+   * it had no one to answer and counted as pending in `status`. Each end commits before it looks, so the tree's last
+   * end always sees the others ended; two ends that both close it settle it once.
+   */
+  async treeEnded(run: { id: string; agent: { id: string }; origin?: unknown }): Promise<void> {
+    const tree = treeOf(run);
+    if (!this.d.agent(tree.agentId)?.budget) return;
+    const items = await this.d.store.db.selectFrom('approvals').select(['id', 'run_id', 'session_key']).where('kind', '=', 'budget').where('status', '=', 'pending').where('call_id', 'like', `budget:${tree.root}:%`).execute();
+    if (!items.length) return;
+    const live = await this.d.store.db.selectFrom('runs').select(['id', 'session_key', 'origin']).where('status', 'in', ['queued', 'running', 'waiting_approval']).execute();
+    if (live.some((r) => treeOfRow(r).root === tree.root)) return;
+    const reason = 'no run of the tree is left';
+    for (const it of items) {
+      if (!(await this.d.store.settleApproval(it.id, 'cancelled', 'cancel', reason))) continue;
+      // The run that raised it has ended (and left the bus): its log takes the resolution, as an authorization's does.
+      const own = !this.d.bus.has(it.run_id);
+      if (own) this.d.bus.registerRun(it.run_id, it.session_key, await this.d.store.maxSeq(it.run_id));
+      this.d.bus.emit(it.run_id, 'approval', { phase: 'resolved', approvalId: it.id, decision: 'cancel', reason });
+      if (own) this.d.bus.unregisterRun(it.run_id);
+    }
+  }
+
   /** Waits until the item is decided (any process may decide it), or the run is aborted. */
   private async settled(id: string, signal: AbortSignal): Promise<void> {
     for (;;) {

@@ -110,6 +110,8 @@ export abstract class RunEnds extends RunQueues {
     if (continuedIn) await store.updateRun(active.id, { merged_into: continuedIn }).catch((e) => log.error({ err: e }, 'could not record the follow-up'));
     const result = { ...waitResultOf({ status: outcome.status, response: outcome.response ?? null, error: outcome.error ?? null }), ...(continuedIn ? { continuedIn } : {}) };
     if (recorded) this.rememberEnd(active.id, result);
+    // A failed run may have been the last of a budget-paused tree: its pending item goes with it (CONTRACT §5).
+    if (recorded && outcome.status !== 'ok') void this.deps.budgets?.treeEnded(active).catch((e) => log.warn({ err: (e as Error).message, runId: active.id }, 'could not close the tree\'s budget item'));
     this.running.delete(active.id);
     const ws = this.waiters.get(active.id);
     if (ws) for (const w of ws) w(result);
