@@ -54,6 +54,16 @@ export class CrosstalkError extends Error {
 export const isCrosstalkError = (e: unknown): e is CrosstalkError =>
   typeof e === 'object' && e !== null && (e as Record<symbol, unknown>)[BRAND] === true;
 
+/**
+ * The §6 code a failed run's `error` answers with where a failure is handed on (a sync send, a standard delegate, the
+ * target-failed event): its own when it is one (`budget_exceeded`, `interrupted`, `timeout` …), `interrupted` for a
+ * cancel, `internal` for the rest (a model's failure, say: its text is in the message).
+ */
+export function runErrorCode(error: string | undefined): ErrorCode {
+  if (error === 'cancelled') return 'interrupted';
+  return error && (ERROR_CODES as readonly string[]).includes(error) ? (error as ErrorCode) : 'internal';
+}
+
 /** JSON-RPC error code for a domain code (CONTRACT §3). */
 export function jsonRpcCodeFor(code: ErrorCode): number {
   switch (code) {

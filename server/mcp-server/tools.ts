@@ -4,7 +4,7 @@ import type { Gateway, WaitResult } from '../gateway/types';
 import { cursorSchema, limitSchema, messageSchema, sessionKeySchema } from '../gateway/schemas';
 import { callMethod, zodIssues } from '../gateway/jsonrpc';
 import { nulPath } from '../gateway/nul';
-import { CrosstalkError, errorMessage, isCrosstalkError } from '../errors';
+import { CrosstalkError, errorMessage, isCrosstalkError, runErrorCode } from '../errors';
 import { asciiLower, mainSessionKey } from '../sessions/keys';
 
 /** How long a sync `crosstalk_send` waits for the reply unless told (as `sessions_send`). */
@@ -107,7 +107,7 @@ export const MCP_TOOLS: McpToolDef[] = [
       try {
         const w = await waitUpTo(ctx.gateway, runId, (args.timeoutSeconds ?? DEFAULT_SYNC_TIMEOUT_S) * 1000, ctx.signal);
         if (w.status === 'timeout') return { status: 'timeout', runId, deliveryId, delivered: true };
-        if (w.status === 'error') return { status: 'error', runId, deliveryId, error: { code: 'internal', message: `target run failed: ${w.error ?? 'error'}` } };
+        if (w.status === 'error') return { status: 'error', runId, deliveryId, error: { code: runErrorCode(w.error), message: `target run failed: ${w.error ?? 'error'}` } };
         return { status: 'ok', runId, deliveryId, response: w.response ?? '' };
       } finally {
         stop.abort();

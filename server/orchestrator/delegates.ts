@@ -4,7 +4,7 @@ import { carryTrust } from '../trust/trust';
 import { carryTree } from './budget';
 import crypto from 'node:crypto';
 import type { AgentConfig } from '../config';
-import { CrosstalkError } from '../errors';
+import { CrosstalkError, runErrorCode } from '../errors';
 import { isCutOff } from '../store/pg-errors';
 import type { EventBus } from '../events/bus';
 import type { TranscriptMessage } from '../events/types';
@@ -219,7 +219,7 @@ export class Delegates {
       if (signal?.aborted && signal.reason === SHUTDOWN) return { status: 'error', run_id: runId, conversation_id: key, agent_id: agentId, delivery_id: deliveryId, error: { code: 'interrupted', message: 'run interrupted' } };
       if (followUp) await this.parentRow(caller, 'delegate_follow_up_completed', w.response ?? w.error ?? '', { conversation_id: key, agent_id: agentId, run_id: runId, status: w.status, label: '(follow-up)' });
       if (w.status === 'ok') return { status: 'ok', run_id: runId, conversation_id: key, agent_id: agentId, delivery_id: deliveryId, response: w.response ?? '' };
-      return { status: 'error', run_id: runId, conversation_id: key, agent_id: agentId, delivery_id: deliveryId, error: { code: w.status === 'timeout' ? 'timeout' : 'internal', message: w.error ?? `delegate ${w.status}` } };
+      return { status: 'error', run_id: runId, conversation_id: key, agent_id: agentId, delivery_id: deliveryId, error: { code: w.status === 'timeout' ? 'timeout' : runErrorCode(w.error), message: w.error ?? `delegate ${w.status}` } };
     } catch (e) {
       release();
       throw e;

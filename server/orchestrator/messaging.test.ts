@@ -101,6 +101,17 @@ describe('bad input', () => {
     expect((await history('agent:main:failcb')).some((m) => m.kind === 'agent_callback_result')).toBe(false);
   });
 
+  it('a sync send whose target run is cancelled answers interrupted; a failed model, internal', async () => {
+    const target = 'agent:researcher:cancelled-target';
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:sync-cancel', message: `/tool sessions_send {"sessionKey":"${target}","message":"/sleep 10000"}` });
+    const running = await until(async () => (await s.rt.store.db.selectFrom('runs').select('id').where('session_key', '=', target).where('status', '=', 'running').executeTakeFirst())?.id);
+    await s.rpc('agent.cancel', { runId: running });
+    const w = await s.rpc<{ status: string; response: string }>('agent.wait', { runId, timeoutMs: 10_000 });
+    expect(JSON.parse(w.response.replace(/^\w+: /, ''))).toMatchObject({ status: 'error', runId: running, error: { code: 'interrupted', message: 'target run failed: cancelled' } });
+    const failed = await turn('agent:main:sync-fail', '/tool sessions_send {"sessionKey":"agent:researcher:sync-failing","message":"/fail nope"}');
+    expect(JSON.parse(failed.response.replace(/^\w+: /, ''))).toMatchObject({ status: 'error', error: { code: 'internal', message: 'target run failed: nope' } });
+  });
+
   it('a callback whose caller session was deleted meanwhile is dropped cleanly', async () => {
     // The premise: the caller is deleted before its target answers. Under load the caller's own turn can outlast the
     // target's sleep; its callback is then delivered to a caller that still exists (by design), so that attempt says

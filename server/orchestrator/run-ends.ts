@@ -4,7 +4,7 @@ import crypto from 'node:crypto';
 import type { CallbackRow } from '../store/schema';
 import { FencedError, nowIso } from '../store/store';
 import { isCutOff } from '../store/pg-errors';
-import { ERROR_CODES } from '../errors';
+import { runErrorCode } from '../errors';
 import { callbackDeliveryId, planDeliveries } from './callbacks';
 import { markStarted } from './started';
 import { failpoint } from '../failpoints';
@@ -202,7 +202,7 @@ export abstract class RunEnds extends RunQueues {
       this.o.bus.registerRun(id, callerKey, 0);
       // `code` is a §6 code (the failure's own when it is one); `reason` says what happened.
       const error = outcome.error ?? outcome.status;
-      const code = (ERROR_CODES as readonly string[]).includes(error) ? error : 'internal';
+      const code = runErrorCode(error);
       this.o.bus.emit(id, 'error', { code, reason: 'target_run_failed', targetRunId, targetSessionKey: targetKey, status: outcome.status, error });
       this.o.bus.unregisterRun(id);
     } catch (e) {

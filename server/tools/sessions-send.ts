@@ -6,7 +6,7 @@ import { carryTrust } from '../trust/trust';
 import { carryTree } from '../orchestrator/budget';
 import { z } from 'zod';
 import type { CrosstalkConfig } from '../config';
-import { asToolData, CrosstalkError, isCrosstalkError, toolError } from '../errors';
+import { asToolData, CrosstalkError, isCrosstalkError, runErrorCode, toolError } from '../errors';
 import { isCutOff } from '../store/pg-errors';
 import { MAX_MESSAGE_BYTES, sessionKeySchema, webhookSchema } from '../gateway/schemas';
 import { described, toolText } from './describe';
@@ -116,7 +116,7 @@ export function sendToSession(
     if (w.status === 'ok') return { status: 'ok', runId: res.runId, deliveryId, response: w.response ?? '' };
     // Timed out: the delivery stays where it is and goes on to `answered` when the target run ends.
     if (w.status === 'timeout') return { status: 'timeout', runId: res.runId, deliveryId, delivered: true };
-    return { status: 'error', runId: res.runId, deliveryId, error: { code: 'internal', message: `target run failed: ${w.error ?? 'error'}` } };
+    return { status: 'error', runId: res.runId, deliveryId, error: { code: runErrorCode(w.error), message: `target run failed: ${w.error ?? 'error'}` } };
   });
 }
 
