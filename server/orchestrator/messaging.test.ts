@@ -112,6 +112,23 @@ describe('bad input', () => {
     expect(JSON.parse(failed.response.replace(/^\w+: /, ''))).toMatchObject({ status: 'error', error: { code: 'internal', message: 'target run failed: nope' } });
   });
 
+  it('a sync send stops waiting when its caller is cancelled; the target run goes on and its delivery is answered', async () => {
+    const target = 'agent:researcher:outlives-caller';
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:sync-caller-cancel', message: `/tool sessions_send {"sessionKey":"${target}","message":"/sleep 3000\\n/reply late"}` });
+    const running = await until(async () => (await s.rt.store.db.selectFrom('runs').select('id').where('session_key', '=', target).where('status', '=', 'running').executeTakeFirst())?.id);
+    await s.rpc('agent.cancel', { runId });
+    expect(await s.rpc('agent.wait', { runId, timeoutMs: 10_000 })).toMatchObject({ status: 'error', error: 'cancelled' });
+    // Ended at once: the target is still on its sleep, and the caller's call is answered `interrupted`.
+    expect((await s.rt.store.getRun(running))?.status).toBe('running');
+    const result = (await history('agent:main:sync-caller-cancel', true)).find((m) => m.kind === 'tool_result');
+    expect(result?.tool.result).toMatchObject({ status: 'error', runId: running, error: { code: 'interrupted' } });
+    expect(await s.rpc('agent.wait', { runId: running, timeoutMs: 10_000 })).toMatchObject({ status: 'ok', response: 'late' });
+    // Nothing of the caller is written after its end.
+    expect((await history('agent:main:sync-caller-cancel', true)).filter((m) => m.kind === 'tool_result')).toHaveLength(1);
+    const d = await until(async () => (await s.rpc<{ state: string }>('deliveries.get', { deliveryId: result!.tool.result.deliveryId })).state === 'answered' || undefined);
+    expect(d).toBe(true);
+  });
+
   it('a callback whose caller session was deleted meanwhile is dropped cleanly', async () => {
     // The premise: the caller is deleted before its target answers. Under load the caller's own turn can outlast the
     // target's sleep; its callback is then delivered to a caller that still exists (by design), so that attempt says

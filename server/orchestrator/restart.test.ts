@@ -66,6 +66,28 @@ describe('restart', () => {
     }
   });
 
+  it('a step whose calls were half answered at a crash: the re-driven results join the others, one line per result', async () => {
+    const dataDir = tmpDataDir();
+    const a = await startTestServer({ dataDir });
+    // sessions_list answers at once; exec (policy ask) waits on its approval when the process dies.
+    const { runId } = await a.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:half', message: '/tool sessions_list {"limit":1}\n/tool exec {"command":"echo second"}' });
+    const p = await until(async () => (await a.rpc<{ approvals: any[] }>('approvals.list', {})).approvals[0]);
+    await until(async () => (await a.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:half', includeTools: true })).messages.some((m) => m.kind === 'tool_result'));
+    await a.crash();
+    const b = await startTestServer({ dataDir });
+    try {
+      await b.rpc('approvals.resolve', { approvalId: p.approvalId, decision: 'allow_once' });
+      const w = await b.rpc<{ status: string; response: string }>('agent.wait', { runId });
+      expect(w.status).toBe('ok');
+      // The scripted model answers a step's results one line each, in call order (CONTRACT §2): both, not the re-driven one alone.
+      const lines = w.response.split('\n');
+      expect(lines.map((l) => l.split(':')[0])).toEqual(['sessions_list', 'exec']);
+      expect(lines[1]).toContain('"stdout":"second\\n"');
+    } finally {
+      await b.close();
+    }
+  });
+
   it('a non-idempotent tool call in flight at a crash answers the model `interrupted` instead of running twice', async () => {
     const dataDir = tmpDataDir();
     const config = { agents: [{ id: 'main', tools: { exec: 'auto' } }] };

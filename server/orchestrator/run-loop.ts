@@ -140,8 +140,12 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
           const limitError = typeof m.meta?.limitExceeded === 'string' ? m.meta.limitExceeded : undefined;
           return { toolCallId: m.tool!.callId, toolName: m.tool!.name, input: m.tool!.args, redrive: true, ...(limitError ? { limitError } : {}) };
         });
-        pushToolCalls(messages, calls);
-        messages.push(await runTools(deps, run, calls, append));
+        await runTools(deps, run, calls, append);
+        // The prompt is built again from the transcript, so the re-driven results join the step's results written
+        // before the stop: the step stays one assistant turn with all its calls and one tool turn with all its
+        // results, as the model made it (appended apart, it read as two steps, and a reply to "the results" had only
+        // the re-driven ones).
+        messages.splice(0, messages.length, ...toPromptMessages((await contextView(store, run.sessionKey, config.session.contextMessages)).rows));
       } else {
         // The last step finished with text and no tool calls (they are written with it): the run was done, only
         // its end was not recorded. Asking the model again would answer twice.

@@ -1,5 +1,5 @@
 // sessions_send and agents_message (seed 004 + seed 000): one mechanism to message another session, sync or async.
-import { derivedId, handoverOf } from '../orchestrator/orchestrator';
+import { derivedId, SHUTDOWN } from '../orchestrator/orchestrator';
 import { newDeliveryId } from '../store/deliveries';
 import { failpoint } from '../failpoints';
 import { carryTrust } from '../trust/trust';
@@ -112,7 +112,10 @@ export function sendToSession(
     if (fresh) await deps.usage?.link(ctx.sessionKey, p.targetKey);
     if (mode === 'async') return { status: 'accepted', runId: res.runId, deliveryId };
     // This run stopped for a handover: the wait ends (nothing of the call is recorded; its re-drive waits again).
-    const w = await orch.wait(res.runId, (p.timeoutSeconds ?? DEFAULT_SYNC_TIMEOUT_S) * 1000, handoverOf(ctx.signal));
+    // Cancelled or interrupted: the wait ends at once too (CONTRACT §3 `agent.cancel`: a tool in flight is killed);
+    // the target's run goes on, its message delivered, and its delivery ends `answered` when it does.
+    const w = await orch.wait(res.runId, (p.timeoutSeconds ?? DEFAULT_SYNC_TIMEOUT_S) * 1000, ctx.signal);
+    if (ctx.signal?.aborted && ctx.signal.reason !== SHUTDOWN) return { status: 'error', runId: res.runId, deliveryId, error: { code: 'interrupted', message: 'the calling run was interrupted; the target run goes on' } };
     if (w.status === 'ok') return { status: 'ok', runId: res.runId, deliveryId, response: w.response ?? '' };
     // Timed out: the delivery stays where it is and goes on to `answered` when the target run ends.
     if (w.status === 'timeout') return { status: 'timeout', runId: res.runId, deliveryId, delivered: true };
