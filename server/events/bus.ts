@@ -23,7 +23,19 @@ interface RunContext {
   seq: number;
   /** Driven here under its session's lease (clustered): its events are written only under a fence (`emit`). */
   leased?: boolean;
+  /** Text deltas emitted since the flush numbered `burstAt` (`emit` coalesces a long burst). */
+  burst?: number;
+  burstAt?: number;
 }
+
+/**
+ * Past this many text deltas of one run waiting for one flush, the next ones are added to the last (one event carries
+ * the rest of the burst's text). A provider's chunks that arrive together, or a long scripted reply, were one event
+ * each, and every stream reader got each in a write of its own: 40,000 deltas to 20 readers held the loop for
+ * seconds. A model that streams at its own pace has a delta or a few per flush and is never coalesced.
+ */
+const COALESCE_AFTER = 64;
+const isPlainDelta = (data: Record<string, unknown>) => typeof data.delta === 'string' && Object.keys(data).length === 1;
 
 /**
  * The epoch an event of a leased run carries when this process holds no fence for its session (its state was
@@ -36,6 +48,8 @@ export class EventBus {
   private flushing: Promise<void> | null = null;
   private scheduled = false;
   private runs = new Map<string, RunContext>();
+  /** Batches taken by `flush` so far: a run's burst of deltas is counted per batch. */
+  private flushes = 0;
   /** Each run's events logged so far, from its first (seq 1; null: not known whole), for its end to fold (`loggedOf`). */
   private written = new Map<string, { events: PendingEvent[]; ids: Array<{ id: number; tx?: string }> } | null>();
   private listeners = new Set<Listener>();
@@ -140,6 +154,18 @@ export class EventBus {
   emit(runId: string, stream: EventStream, data: Record<string, unknown>): PendingEvent {
     const ctx = this.runs.get(runId);
     if (!ctx) throw new Error(`emit for unregistered run ${runId}`);
+    if (stream === 'assistant' && isPlainDelta(data)) {
+      if (ctx.burstAt !== this.flushes) {
+        ctx.burstAt = this.flushes;
+        ctx.burst = 0;
+      }
+      ctx.burst = (ctx.burst ?? 0) + 1;
+      const last = this.pending[this.pending.length - 1];
+      if (ctx.burst > COALESCE_AFTER && last && last.runId === runId && last.stream === 'assistant' && isPlainDelta(last.data)) {
+        last.data.delta = (last.data.delta as string) + (data.delta as string);
+        return last;
+      }
+    }
     ctx.seq += 1;
     const ev: PendingEvent = { runId, seq: ctx.seq, stream, ts: new Date().toISOString(), sessionKey: ctx.sessionKey, data };
     const epoch = this.feed ? (this.store.fenceOf(ctx.sessionKey) ?? (ctx.leased ? NO_FENCE : undefined)) : undefined;
@@ -234,6 +260,7 @@ export class EventBus {
       while (this.pending.length) {
         const batch = this.pending;
         this.pending = [];
+        this.flushes++;
         let ids: Array<{ id: number; tx?: string } | null> | null;
         try {
           ids = await this.write(batch, false);

@@ -109,17 +109,88 @@ describe('SSE events', () => {
   });
 });
 
+/**
+ * `n` events of one run of the session, then its end, straight through the bus: a model's burst of text deltas is
+ * coalesced (COALESCE_AFTER), so a long reply no longer makes thousands of events.
+ */
+async function emitMany(key: string, n: number): Promise<string> {
+  const { bus } = s.rt;
+  const runId = `run_many_${key.replace(/\W/g, '_')}`;
+  bus.registerRun(runId, key, 0);
+  for (let i = 0; i < n; i++) bus.emit(runId, 'tool', { phase: 'update', name: 'burst', i });
+  bus.emit(runId, 'lifecycle', { phase: 'end', status: 'ok' });
+  await bus.drain();
+  bus.unregisterRun(runId);
+  return runId;
+}
+
 describe('event bus', () => {
+  it('a burst of text deltas is coalesced past the first 64 of a flush: a stream reader gets the exact text in far fewer events, live and replayed alike', async () => {
+    const key = 'agent:main:burst';
+    const live = readSse(`${s.url}/api/gateway/events?sessionKey=${key}`, { until: (evs) => evs.some(isEnd) });
+    await new Promise((r) => setTimeout(r, 50));
+    const words = Array.from({ length: 3000 }, (_, i) => `w${i}`).join(' ');
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: `/reply ${words}` });
+    await s.rpc('agent.wait', { runId });
+    const evs = await live;
+    const deltas = evs.filter((e) => e.stream === 'assistant').map((e) => e.data.delta as string);
+    expect(deltas.join('')).toBe(words);
+    expect(deltas.length).toBeGreaterThanOrEqual(64); // the first 63 of the burst stay as they came; the 64th takes the rest
+    expect(deltas.length).toBeLessThan(200); // before: one event per delta, ~3,000
+    expect(evs.map((e) => e.seq)).toEqual(evs.map((_, i) => i + 1));
+    // Replayed from the log (the run's deltas folded at its end): the same events.
+    const replayed = await readSse(`${s.url}/api/gateway/events?sessionKey=${key}`, { lastEventId: '0', until: (r) => r.some(isEnd) });
+    expect(replayed.map((e) => [e.seq, e.stream, e.data.delta ?? null])).toEqual(evs.map((e) => [e.seq, e.stream, e.data.delta ?? null]));
+  });
+
+  it('takeBuffered hands out what is buffered at once, in order; an overflow after it resumes with no gap or duplicate', async () => {
+    const key = 'agent:main:take-buffered';
+    const { bus } = s.rt;
+    const sub = bus.subscribe({ sessionKey: key });
+    const runId = 'run_take_buffered';
+    bus.registerRun(runId, key, 0);
+    for (let i = 0; i < 10; i++) bus.emit(runId, 'tool', { phase: 'update', name: 'burst', i });
+    await bus.drain();
+    const first = await sub.next();
+    const rest = sub.takeBuffered(100);
+    expect([first!, ...rest].map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(sub.takeBuffered(100)).toEqual([]);
+    // 2,500 more while nobody reads: the buffer overflows, and the catch-up starts after the last one taken.
+    for (let i = 0; i < 2500; i++) bus.emit(runId, 'tool', { phase: 'update', name: 'burst', i });
+    bus.emit(runId, 'lifecycle', { phase: 'end', status: 'ok' });
+    await bus.drain();
+    bus.unregisterRun(runId);
+    const seqs: number[] = [];
+    for (;;) {
+      const ev = await Promise.race([sub.next(), new Promise<null>((r) => setTimeout(() => r(null), 10_000))]);
+      if (!ev) break;
+      seqs.push(ev.seq, ...sub.takeBuffered(50).map((e) => e.seq));
+      if (seqs[seqs.length - 1] === 2511) break;
+    }
+    sub.close();
+    expect(seqs).toEqual(seqs.map((_, i) => i + 11));
+    expect(seqs[seqs.length - 1]).toBe(2511);
+  });
+
+  it('deltas that come one at a time (a model at its own pace) are each an event', async () => {
+    const { bus } = s.rt;
+    const runId = 'run_paced_deltas';
+    bus.registerRun(runId, 'agent:main:paced', 0);
+    for (let i = 0; i < 100; i++) {
+      bus.emit(runId, 'assistant', { delta: `d${i} ` });
+      await bus.drain();
+    }
+    bus.unregisterRun(runId);
+    const rows = await s.rt.store.eventsAfter({ after: { id: 0 }, runId, limit: 500 });
+    expect(rows.rows.filter((r) => r.stream === 'assistant')).toHaveLength(100);
+  });
+
   it('a slow subscriber overflows its buffer and catches up from the log without gaps or duplicates', async () => {
     const key = 'agent:main:slow-sub';
     const { bus } = s.rt;
     const sub = bus.subscribe({ sessionKey: key });
     // Nobody reads while ~3000 events are emitted (the buffer holds 2000).
-    const runs: string[] = [];
-    const words = Array.from({ length: 3000 }, (_, i) => `w${i}`).join(' ');
-    runs.push((await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: `/reply ${words}` })).runId);
-    await s.rpc('agent.wait', { runId: runs[0] });
-    await bus.drain();
+    await emitMany(key, 3000);
     const got: number[] = [];
     // Up to 10 s for each next event (the loop ends at the run's end event): on PostgreSQL the catch-up reads only rows
     // below the settled horizon, which another file's open transaction can hold back (CI got no event within 300 ms).
@@ -173,10 +244,7 @@ describe('event bus', () => {
     sock.pause();
     sock.write(`GET /api/gateway/events?sessionKey=${key} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TEST_TOKEN}\r\n\r\n`);
     await until(() => (s.rt.bus as any).bySession.get(key)?.size === 1);
-    const words = Array.from({ length: 3000 }, (_, i) => `w${i}`).join(' ');
-    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: `/reply ${words}` });
-    await s.rpc('agent.wait', { runId });
-    await s.rt.bus.drain();
+    await emitMany(key, 3000);
     sock.resume();
     const seqs: number[] = [];
     let buf = '';

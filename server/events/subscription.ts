@@ -128,6 +128,21 @@ export class Subscription implements AsyncIterable<AgentEvent> {
     }
   }
 
+  /**
+   * Events already buffered behind the one `next` handed out, taken at once (up to `max`), so a writer sends a burst
+   * in one write: never awaits, and never reads the log (a catch-up goes through `next`).
+   */
+  takeBuffered(max: number): AgentEvent[] {
+    if (this.closed || !this.queue.length || max <= 0) return [];
+    const n = Math.min(max, this.queue.length);
+    const evs = this.queue.splice(0, n);
+    const cursors = this.cursors.splice(0, n);
+    this.handedOut = cursors[cursors.length - 1] ?? this.handedOut;
+    if (!this.queue.length) this.queuedBytes = 0;
+    else for (const ev of evs) this.queuedBytes = Math.max(0, this.queuedBytes - sizeOf(ev));
+    return evs;
+  }
+
   async next(signal?: AbortSignal): Promise<AgentEvent | null> {
     for (;;) {
       if (this.closed || signal?.aborted) return null;

@@ -4,6 +4,7 @@ import type { FullRuntime } from '../runtime-types';
 import { handleJsonRpc, rpcError, tooLargeResponse, unauthorizedResponse, zodIssues } from '../gateway/jsonrpc';
 import { sessionKeySchema } from '../gateway/schemas';
 import { type EventCursor, parseEventCursor } from '../events/cursor';
+import type { AgentEvent } from '../events/types';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -43,6 +44,20 @@ export async function handleGatewayPost(rt: FullRuntime, req: Request): Promise<
 }
 
 const enc = new TextEncoder();
+
+/** One SSE frame per event, made once for every stream that sends it (the bus fans one object out to them all). */
+const frames = new WeakMap<AgentEvent, string>();
+function frameOf(ev: AgentEvent): string {
+  let f = frames.get(ev);
+  if (f === undefined) {
+    const { cursor, ...event } = ev;
+    f = `id: ${cursor ?? event.id}\ndata: ${JSON.stringify(event)}\n\n`;
+    frames.set(ev, f);
+  }
+  return f;
+}
+/** Events sent in one write at most: a burst (a model's deltas, fanned out together) is one chunk, not one each. */
+const FRAMES_PER_WRITE = 256;
 
 export async function handleEvents(rt: FullRuntime, req: Request): Promise<Response> {
   if (!isAuthorized(req.headers, rt.token, { method: 'GET' })) return unauthorized();
@@ -87,8 +102,9 @@ export async function handleEvents(rt: FullRuntime, req: Request): Promise<Respo
         controller.close();
         return;
       }
-      const { cursor, ...event } = ev;
-      controller.enqueue(enc.encode(`id: ${cursor ?? event.id}\ndata: ${JSON.stringify(event)}\n\n`));
+      let text = frameOf(ev);
+      for (const more of sub.takeBuffered(FRAMES_PER_WRITE - 1)) text += frameOf(more);
+      controller.enqueue(enc.encode(text));
     },
     cancel() {
       clearInterval(heartbeat);
