@@ -107,6 +107,25 @@ describe('SSE events', () => {
     expect((await fetch(`${s.url}/api/gateway/events`, { headers: h })).status).toBe(400);
     expect((await fetch(`${s.url}/api/gateway/events?sessionKey=agent:main:main`, { headers: { ...h, 'last-event-id': 'abc' } })).status).toBe(400);
   });
+
+  it('refuses a Last-Event-ID past the end of the log (never issued) as invalid_cursor, instead of skipping the events that take its place', async () => {
+    const key = 'agent:main:future-cursor';
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: 'one' });
+    await s.rpc('agent.wait', { runId });
+    const evs = await readSse(`${s.url}/api/gateway/events?sessionKey=${key}`, { lastEventId: '0', until: (e) => e.some(isEnd) });
+    const last = evs[evs.length - 1]._sseId as string;
+    const future = s.rt.store.dialect === 'postgres' ? last.replace(/^(\d+)-(\d+)$/, (_, tx, id) => `${BigInt(tx) + 1000n}-${id}`) : String(Number(last) + 10);
+    for (const id of [future, s.rt.store.dialect === 'postgres' ? `${last.split('-')[0]}-${Number(last.split('-')[1]) + 10}` : String(Number(last) + 1_000_000)]) {
+      const res = await fetch(`${s.url}/api/gateway/events?sessionKey=${key}`, { headers: { authorization: `Bearer ${TEST_TOKEN}`, 'last-event-id': id } });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as any).error.data.code).toBe('invalid_cursor');
+    }
+    // The last cursor it issued is still good: a reconnect from it gets the next run's events, from its first.
+    const next = readSse(`${s.url}/api/gateway/events?sessionKey=${key}`, { lastEventId: last, until: (e) => e.some(isEnd) });
+    const r2 = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: 'two' });
+    const got = await next;
+    expect(got.filter((e) => e.runId === r2.runId).map((e) => e.seq)[0]).toBe(1);
+  });
 });
 
 /**

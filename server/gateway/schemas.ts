@@ -36,7 +36,8 @@ export const cursorSchema = z.string().min(1).max(2048);
 
 export const webhookSchema = z
   .object({
-    url: z.string().url().refine((u) => /^https?:\/\//i.test(u), { message: 'webhook url must be http(s)' }),
+    // Bounded as a push endpoint is: a 900 KB URL was stored, listed by `webhooks.list` and logged at each attempt.
+    url: z.string().max(2048).url().refine((u) => /^https?:\/\//i.test(u), { message: 'webhook url must be http(s)' }),
     secret: z.string().min(1).max(1024).optional(),
   })
   .strict();

@@ -76,6 +76,8 @@ export async function handleEvents(rt: FullRuntime, req: Request): Promise<Respo
   if (lastRaw !== null && lastRaw !== '') {
     const c = parseEventCursor(lastRaw);
     if (!c || (c.tx !== undefined && rt.store.dialect !== 'postgres')) return json(rpcError(null, -32602, 'Last-Event-ID must be an event cursor (an SSE id)', { code: 'invalid_cursor' }), 400);
+    // A cursor past the log's end was never issued: replayed from, it would skip the events that take its place.
+    if (await rt.store.cursorBeyondLog(c)) return json(rpcError(null, -32602, 'Last-Event-ID is past the end of the event log: not a cursor it issued', { code: 'invalid_cursor' }), 400);
     after = c;
   }
   // Subscribe before the response headers go out, so nothing emitted from now on is missed; a live stream starts

@@ -84,6 +84,9 @@ describe('bad input', () => {
     // the JSON-RPC agent method refuses a private webhook too
     const rpc = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'agent', params: { sessionKey: 'agent:main:x', message: 'x', webhook: { url: 'http://10.0.0.1/h' } } });
     expect(rpc.body.error).toMatchObject({ code: -32602, data: { code: 'invalid_request' } });
+    // A URL is bounded (2,048 characters), as a push endpoint is.
+    const long = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'agent', params: { sessionKey: 'agent:main:x', message: 'x', webhook: { url: `https://example.com/${'a'.repeat(3000)}` } } });
+    expect(long.body.error).toMatchObject({ code: -32602, data: { code: 'invalid_request', issues: [expect.objectContaining({ path: 'webhook.url' })] } });
   });
 
   it('a failed target run gives no callback, and the failure is emitted to the caller', async () => {

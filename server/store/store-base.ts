@@ -413,6 +413,18 @@ export class StoreBase {
     return (await resolvePlainId(this.db, c.id)) ?? START;
   }
 
+  /**
+   * Whether a cursor lies past the end of the log — one it never issued (an id above every event's, or on
+   * PostgreSQL a transaction not begun yet). Replayed from, it would skip the events that later take its place.
+   */
+  async cursorBeyondLog(c: EventCursor): Promise<boolean> {
+    if (this.dialect !== 'postgres') return c.id > (await this.logHead()).id;
+    const r = await sql<{ m: string | null; xmax: string }>`
+      select (select max(id) from events)::text as m, pg_snapshot_xmax(pg_current_snapshot())::text as xmax`.execute(this.db);
+    const row = r.rows[0]!;
+    return c.id > Number(row.m ?? 0) || (c.tx !== undefined && c.tx >= BigInt(row.xmax));
+  }
+
   /** A position every settled row is at or before (PostgreSQL): just below SETTLED_XID. */
   async settledHorizon(): Promise<EventCursor> {
     const r = await sql<{ xmin: string }>`select ${SETTLED_XID}::text as xmin`.execute(this.db);
