@@ -18,11 +18,13 @@ export interface ChannelSendSource {
   accountId?: string;
   runId?: string;
   sourceSessionKey?: string;
+  /** The cluster process sending it (PostgreSQL): one that dies mid-send leaves it to `closeOrphanedSends`. */
+  owner?: string;
 }
 
 export function channelDelivery(
   id: string,
-  o: { agentId: string; channel: string; target: ResolvedTarget; sessionKey: string; text: string; via: 'send' | 'message'; runId?: string; sourceSessionKey?: string; callId?: string },
+  o: { agentId: string; channel: string; target: ResolvedTarget; sessionKey: string; text: string; via: 'send' | 'message'; runId?: string; sourceSessionKey?: string; callId?: string; owner?: string },
 ): NewDelivery {
   const src: ChannelSendSource = {
     agentId: o.agentId,
@@ -36,6 +38,7 @@ export function channelDelivery(
     ...(o.target.accountId ? { accountId: o.target.accountId } : {}),
     ...(o.runId ? { runId: o.runId } : {}),
     ...(o.sourceSessionKey ? { sourceSessionKey: o.sourceSessionKey } : {}),
+    ...(o.owner ? { owner: o.owner } : {}),
   };
   return {
     id,
@@ -79,4 +82,25 @@ export function countedAttempt<T>(store: Store, id: string, fn: () => Promise<T>
       await store.advanceDeliveries([id], retryable ? 'dead' : 'failed', { error }).catch(() => undefined);
     },
   };
+}
+
+/** A keyed `send`'s record (its id derives from the key): a repeat of the key sends it again, so no sweep closes it. */
+export const isKeyedSend = (id: string) => id.startsWith('dlv_send_');
+
+/**
+ * Channel sends left `accepted` by a process that died during the platform call (CONTRACT §9: nothing else would
+ * ever move them): closed `failed` with `interrupted`, since the platform may have it and nothing sends it again (a
+ * re-driven `message` call answers `interrupted`; an unkeyed `send`'s client got no answer). `alive` lists the
+ * cluster's living processes (read only when there is a send to look at); without it (SQLite, at start) every
+ * sender is gone. A keyed send is left to its key's repeat, and one recorded without its process is left as it is.
+ */
+export async function closeOrphanedSends(store: Store, alive?: () => Promise<Set<string>>): Promise<number> {
+  const rows = await store.db.selectFrom('deliveries').select(['id', 'source']).where('state', '=', 'accepted').where('kind', '=', 'channel').execute();
+  const open = rows.filter((r) => !isKeyedSend(r.id)).map((r) => ({ id: r.id, owner: parseChannelSource(r.source)?.owner }));
+  if (!open.length) return 0;
+  const living = alive ? await alive() : undefined;
+  const ids = open.filter((r) => !living || (r.owner !== undefined && !living.has(r.owner))).map((r) => r.id);
+  if (!ids.length) return 0;
+  const error = { code: 'interrupted', message: 'the process sending it stopped during the call; it may have reached the channel, and it is not sent again' };
+  return (await store.advanceDeliveries(ids, 'failed', { error })).length;
 }

@@ -11,7 +11,7 @@ import { appendTranscript } from '../orchestrator/transcript';
 import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { Store } from '../store/store';
 import { resolveChannelConfig, withDeliveryRetry, type RetrySettings } from './delivery';
-import { channelDelivery, countedAttempt, parseChannelSource } from './channel-deliveries';
+import { channelDelivery, closeOrphanedSends, countedAttempt, parseChannelSource } from './channel-deliveries';
 import { newDeliveryId } from '../store/deliveries';
 import { startChatApprovals, type ChatApprovals } from './approvals';
 import { handleInbound, type InboundOutcome, submitInbound } from './inbound';
@@ -77,6 +77,11 @@ export interface ChannelService {
   pairingsList(): Promise<{ pairings: PairingInfo[] }>;
   /** Approves (the held messages run, in order) or denies a pairing request (CONTRACT §3 `pairings.resolve`). */
   pairingsResolve(p: PairingsResolveParams): Promise<{ status: 'ok' }>;
+  /**
+   * Closes channel sends a dead process left `accepted` (CONTRACT §9): on SQLite at start (all of them: this is the
+   * store's only process), on PostgreSQL with the cluster's orphan sweep (those whose process is not alive).
+   */
+  closeOrphanedSends(): Promise<number>;
   /** Starts reply routing (a bus listener). */
   start(): void;
   stop(): void;
@@ -147,7 +152,7 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     callId?: string;
   }): Promise<string> {
     // The send's record (CONTRACT §9 `channel`), kept with what a retry needs to send it again.
-    if (o.deliveryId) await store.createDeliveries([channelDelivery(o.deliveryId, o)]);
+    if (o.deliveryId) await store.createDeliveries([channelDelivery(o.deliveryId, { ...o, owner: orchestrator.cluster?.id || undefined })]);
     const messageId = await deliver(o.channel, o.target, o.text, { idempotencyKey: o.idempotencyKey, signal: o.signal, deliveryId: o.deliveryId });
     if (o.sessionKey === o.route.sessionKey) await ensureOutboundSessionEntry(store, o.route, o.target);
     else {
@@ -189,6 +194,9 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     const send = parseChannelSource(row.source);
     if (!send) throw new CrosstalkError('not_retryable', `delivery ${row.id} keeps no send to retry`);
     const { route, target } = resolveRoute({ agentId: send.agentId, channel: send.channel, to: send.to, threadId: send.threadId, replyTo: send.replyTo, accountId: send.accountId });
+    // This process sends it now: if it dies mid-send, the sweep closes it (not while it lives).
+    const owner = orchestrator.cluster?.id;
+    if (owner) await store.db.updateTable('deliveries').set({ source: `channel:${JSON.stringify({ ...send, owner })}` }).where('id', '=', row.id).execute();
     void deliverAndMirror({ agentId: send.agentId, channel: route.channel, route, target, sessionKey: send.sessionKey ?? route.sessionKey, text: send.text, via: send.via, ...(send.runId ? { runId: send.runId } : {}), ...(send.sourceSessionKey ? { sourceSessionKey: send.sourceSessionKey } : {}), deliveryId: row.id }).catch((e) =>
       log.warn({ err: (e as Error).message, deliveryId: row.id }, 'channel delivery retry failed'),
     );
@@ -264,6 +272,10 @@ export function createChannels(deps: ChannelDeps): ChannelService {
       } finally {
         inflight.delete(key);
       }
+    },
+    async closeOrphanedSends() {
+      if (!orchestrator.cluster) return closeOrphanedSends(store);
+      return closeOrphanedSends(store, async () => new Set((await store.db.selectFrom('processes').select('id').where('status', '=', 'alive').execute()).map((r) => r.id)));
     },
     async sendFromAgent(s) {
       if (!orchestrator.agent(s.agentId)) throw new CrosstalkError('unknown_agent', `unknown agent ${s.agentId}`);

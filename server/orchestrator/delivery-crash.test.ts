@@ -1,4 +1,7 @@
 // Deliveries across a hard kill (CONTRACT §9): a process SIGKILLed between a delivery's steps resumes it after a restart, and never repeats it.
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startChildServer, tmpDataDir, until } from '../testing/harness';
 
@@ -29,6 +32,46 @@ describe.each(['sqlite', 'postgres'])('deliveries across a hard kill on %s', (st
     } finally {
       b.kill();
       await b.exited;
+    }
+  }, 180_000);
+
+  it('killed during channel sends (a `message` call, an unkeyed `send`): both records end failed/interrupted, none stays accepted or is sent again', async () => {
+    // The platform takes each request and never answers: the process dies with both calls in flight.
+    const arrivals: string[] = [];
+    const platform = http.createServer((req) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => arrivals.push(body));
+    });
+    await new Promise<void>((r) => platform.listen(0, '127.0.0.1', r));
+    const dataDir = tmpDataDir();
+    const env = storeEnv(store);
+    const configFile = path.join(dataDir, 'config.json');
+    const port = (platform.address() as { port: number }).port;
+    fs.writeFileSync(configFile, JSON.stringify({ channels: { webhook: { url: `http://127.0.0.1:${port}/out`, dmPolicy: 'open', timeoutMs: 120_000 } } }));
+    const a = await startChildServer({ dataDir, configFile, env });
+    const { runId } = await a.rpc('agent', { sessionKey: 'agent:main:main', message: '/tool message {"action":"send","channel":"webhook","to":"peer1","text":"from the tool"}' });
+    void a.rpc('send', { channel: 'webhook', to: 'peer2', message: 'from send' }).catch(() => undefined);
+    await until(() => arrivals.length >= 2, 30_000);
+    a.kill();
+    await a.exited;
+
+    const b = await startChildServer({ dataDir, configFile, env });
+    try {
+      const w = await b.rpc<{ status: string; response: string }>('agent.wait', { runId, timeoutMs: 60_000 });
+      expect(w.status).toBe('ok');
+      expect(JSON.parse(w.response.replace(/^message: /, ''))).toMatchObject({ status: 'error', error: { code: 'interrupted' } });
+      const closed = await until(async () => {
+        const l = (await b.rpc<{ deliveries: any[] }>('deliveries.list', { kind: 'channel' })).deliveries;
+        return l.length === 2 && l.every((d) => d.state === 'failed') ? l : null;
+      }, 60_000);
+      for (const d of closed) expect(d.error).toMatchObject({ code: 'interrupted' });
+      expect(arrivals).toHaveLength(2);
+    } finally {
+      b.kill();
+      await b.exited;
+      platform.closeAllConnections();
+      platform.close();
     }
   }, 180_000);
 
