@@ -94,6 +94,19 @@ describe('delegate_agent', () => {
   });
 });
 
+describe('follow-ups in one step', () => {
+  it('two follow-ups to one delegate in the same model step: one is accepted, the other gets agent_busy', async () => {
+    const parent = 'agent:main:two-follow-ups';
+    const d = await call(parent, 'delegate_agent', { agent_id: 'researcher', prompt: '/reply first' });
+    const both = [tool('delegate_agent', { conversation_id: d.conversation_id, prompt: '/sleep 300\n/reply A', mode: 'detached' }), tool('delegate_agent', { conversation_id: d.conversation_id, prompt: '/reply B', mode: 'detached' })].join('\n');
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: parent, message: both });
+    const w = await s.rpc<{ status: string; response: string }>('agent.wait', { runId });
+    const results = w.response.split('\n').map((l) => JSON.parse(l.slice('delegate_agent: '.length)));
+    expect(results.map((r) => r.status).sort()).toEqual(['accepted', 'error']);
+    expect(results.find((r) => r.status === 'error')).toEqual({ status: 'error', error: { code: 'agent_busy', message: 'delegate still running' } });
+  });
+});
+
 describe('attention', () => {
   it("a delegate's pending approval marks its parent session in sessions.list", async () => {
     const parent = 'agent:main:attention';

@@ -134,7 +134,11 @@ export class Delegates {
     // A re-driven call whose follow-up was accepted before (its run id derives from the call) finds that run again:
     // it is the call's own, not a reason to refuse it.
     const planned = caller.runId && caller.callId ? `run_${derivedId(caller.runId, caller.callId, s.key)}` : undefined;
-    if ((await this.isRunning(s.key)) && !(planned && (await this.d.store.getRun(planned)))) throw new CrosstalkError('agent_busy', 'delegate still running');
+    const again = !!(planned && (await this.d.store.getRun(planned)));
+    if (!again && (await this.isRunning(s.key))) throw new CrosstalkError('agent_busy', 'delegate still running');
+    // Looked at once more with no await before `run` claims the delegate: two follow-ups to it in one model step both
+    // passed the look above (each awaited it before either claimed), and both were accepted.
+    if (!again && this.isRunningHere(s.key)) throw new CrosstalkError('agent_busy', 'delegate still running');
     return this.run(caller, s.key, s.agent_id, prompt, mode, true);
   }
 
