@@ -84,6 +84,24 @@ describe('A2A server', () => {
     expect([nobody.status, (await nobody.json()).error.code]).toEqual([404, 'unknown_agent']);
   });
 
+  it('JSON-RPC edges: an unknown method is -32601 with or without params (v0.3 and v1.0); a notification gets no answer (204)', async () => {
+    s = await startTestServer();
+    const post = (body: unknown, v1 = false) =>
+      fetch(`${s.url}/a2a/main`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_TOKEN}`, ...(v1 ? { 'A2A-Version': '1.0' } : {}) }, body: JSON.stringify(body) });
+    for (const v1 of [false, true])
+      for (const extra of [{}, { params: {} }]) {
+        const res = await post({ jsonrpc: '2.0', id: 7, method: 'nope', ...extra }, v1);
+        expect((await res.json()).error.code).toBe(-32601);
+      }
+    // A known method without params is still refused for its params.
+    expect((await (await post({ jsonrpc: '2.0', id: 8, method: 'tasks/get' })).json()).error.code).toBe(-32602);
+    for (const body of [{ jsonrpc: '2.0', method: 'tasks/get', params: { id: 'x' } }, { jsonrpc: '2.0', method: 'nope' }]) {
+      const res = await post(body);
+      expect(res.status).toBe(204);
+      expect(await res.text()).toBe('');
+    }
+  });
+
   it('a blocking send runs a turn in agent:<id>:a2a:<contextId> and completes with the response as an artifact; a follow-up shares the context', async () => {
     s = await startTestServer();
     const c = await client(s);

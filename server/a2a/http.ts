@@ -78,11 +78,17 @@ export async function handleA2ARpc(rt: FullRuntime, agentId: string, req: Reques
   } catch {
     return json({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'parse error' } });
   }
+  // A notification (no `id`) is done and gets no answer (JSON-RPC 2.0 §4.1): 204, as `/api/gateway` answers one.
+  const isCall = !!body && typeof body === 'object' && !Array.isArray(body);
+  const notification = isCall && !('id' in body);
+  const reply = (payload: unknown) => (notification ? new Response(null, { status: 204 }) : json(payload));
+  // Without `params` an unknown method was -32602 (the v0.3 handler checks params first): -32601, as with them.
+  if (isCall && body.params === undefined && typeof body.method === 'string') body = { ...body, params: {} };
   // Before the SDK's handlers (and their recursive conversions) see it: params past 64 levels are an invalid request.
   if (jsonTooDeep(raw, 1)) {
     const rawId = body?.id;
     const id = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null;
-    return json({ jsonrpc: '2.0', id, error: { code: -32600, message: TOO_DEEP_MESSAGE, data: { code: 'invalid_request' } } });
+    return reply({ jsonrpc: '2.0', id, error: { code: -32600, message: TOO_DEEP_MESSAGE, data: { code: 'invalid_request' } } });
   }
   const versionHeader = req.headers.get(A2A_VERSION_HEADER);
   const legacy = isLegacy(versionHeader);
@@ -90,7 +96,7 @@ export async function handleA2ARpc(rt: FullRuntime, agentId: string, req: Reques
   const issues = body && typeof body === 'object' && !Array.isArray(body) ? a2aParamIssues(body.method, body.params, legacy) : null;
   if (issues) {
     const rid = typeof body.id === 'string' || typeof body.id === 'number' ? body.id : null;
-    return json({ jsonrpc: '2.0', id: rid, error: { code: -32602, message: `invalid params: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, data: { code: 'invalid_request', issues } } });
+    return reply({ jsonrpc: '2.0', id: rid, error: { code: -32602, message: `invalid params: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, data: { code: 'invalid_request', issues } } });
   }
   const card = agentCardFor(agent, baseUrl(req));
   const handler = new CrosstalkA2AHandler(rt, agent, () => card, stateOf(rt).push);
@@ -110,10 +116,15 @@ export async function handleA2ARpc(rt: FullRuntime, agentId: string, req: Reques
     validateVersion(context.requestedVersion, card, 'JSONRPC');
     out = await (legacy ? new LegacyJsonRpcTransportHandler(handler) : new JsonRpcTransportHandler(handler)).handle(body, context);
   } catch (e) {
-    return json({ jsonrpc: '2.0', id, error: mapError(e) });
+    return reply({ jsonrpc: '2.0', id, error: mapError(e) });
   }
-  if (!out || typeof (out as AsyncGenerator)[Symbol.asyncIterator] !== 'function') return json(out);
+  if (!out || typeof (out as AsyncGenerator)[Symbol.asyncIterator] !== 'function') return reply(out);
   const it = (out as AsyncGenerator<unknown>)[Symbol.asyncIterator]();
+  // A stream asked for as a notification has no one to stream to: it is not started.
+  if (notification) {
+    void it.return?.(undefined);
+    return reply(null);
+  }
   // The first event decides between an error answer and a stream, as the SDK's own server does.
   let first: IteratorResult<unknown>;
   try {
