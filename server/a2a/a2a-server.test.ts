@@ -85,9 +85,9 @@ describe('A2A server', () => {
   });
 
   it('JSON-RPC edges: an unknown method is -32601 with or without params (v0.3 and v1.0); a notification gets no answer (204)', async () => {
-    s = await startTestServer();
+    const srv = (s = await startTestServer());
     const post = (body: unknown, v1 = false) =>
-      fetch(`${s.url}/a2a/main`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_TOKEN}`, ...(v1 ? { 'A2A-Version': '1.0' } : {}) }, body: JSON.stringify(body) });
+      fetch(`${srv.url}/a2a/main`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_TOKEN}`, ...(v1 ? { 'A2A-Version': '1.0' } : {}) }, body: JSON.stringify(body) });
     for (const v1 of [false, true])
       for (const extra of [{}, { params: {} }]) {
         const res = await post({ jsonrpc: '2.0', id: 7, method: 'nope', ...extra }, v1);
