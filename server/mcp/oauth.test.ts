@@ -234,6 +234,29 @@ describe('an MCP server behind OAuth', () => {
     expect(result.response).toMatch(/authorization of MCP server remote was declined/);
   }, 60_000);
 
+  it('another request refused while a call waits on its item (a ping sent just before it) joins that item: none superseded, and it completes', async () => {
+    remote = await startOAuthMcpServer();
+    const srv = await start(tmpDataDir());
+    const first = await authorizationItem(srv);
+    await openAndComeBack(srv, first);
+    await ready(srv);
+    remote.revokeAll();
+    remote.refuseRefresh = true;
+    const { runId, done } = await call(srv);
+    done.catch(() => undefined); // awaited below; not an unhandled rejection if an expectation fails first
+    const item = await authorizationItem(srv, first.approvalId);
+    expect(item.runId).toBe(runId);
+    // What the SDK's auth flow does for another refused request: a new PKCE verifier, then the redirect.
+    const oauth = (srv.rt.mcp as any).conns.get('remote').oauth;
+    await oauth.saveCodeVerifier('a-verifier-of-another-flow');
+    await oauth.redirectToAuthorization(new URL(item.url));
+    expect((await srv.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: KEY })).approvals.filter((a) => a.kind === 'authorization').map((a) => a.approvalId)).toEqual([item.approvalId]);
+    // The pending item's URL still completes (its verifier and state were kept), and the call goes on.
+    remote.refuseRefresh = false;
+    await openAndComeBack(srv, item);
+    expect(await done).toMatchObject({ status: 'ok', response: expect.stringMatching(/hello client-/) });
+  }, 60_000);
+
   it('a call waiting on its item is not cut off by the liveness ping meanwhile: accepted it goes on, declined it answers unauthorized', async () => {
     remote = await startOAuthMcpServer();
     // A ping every 200 ms: several fire while the call waits (the default is every 30 s).
@@ -245,6 +268,7 @@ describe('an MCP server behind OAuth', () => {
       remote.revokeAll();
       remote.refuseRefresh = true;
       const { runId, done } = await call(srv);
+      done.catch(() => undefined); // awaited below; not an unhandled rejection if an expectation fails first
       const item = await authorizationItem(srv, first.approvalId);
       expect(item.runId).toBe(runId);
       await new Promise((r) => setTimeout(r, 1000));

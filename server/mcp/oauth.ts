@@ -58,6 +58,8 @@ export class McpOAuth implements OAuthClientProvider {
   private nextState?: string;
   /** The pending `authorization` item a call or the connection waits on. */
   private pendingId?: string;
+  /** The pending item was raised for a tool call (not by the connection): later flows join it (`joinsPending`). */
+  private pendingForCall = false;
   private refreshing: Promise<void> | null = null;
   private refreshTimer: NodeJS.Timeout | null = null;
   private stopped = false;
@@ -109,6 +111,10 @@ export class McpOAuth implements OAuthClientProvider {
   }
 
   async redirectToAuthorization(url: URL): Promise<void> {
+    // A tool call's item is pending: another request refused meanwhile (a ping sent just before the call's item was
+    // raised, a second call) waits on that item, it does not supersede it. Superseded, the person's item was cancelled
+    // unseen and the call went on to fail (a CI run under load: `oauth.test.ts`).
+    if (this.joinsPending()) return;
     // A server that asks again and again (insufficient_scope after every authorization) is given up on, not looped on.
     if (this.rounds >= MAX_ROUNDS) {
       this.rounds = 0;
@@ -119,7 +125,14 @@ export class McpOAuth implements OAuthClientProvider {
   }
 
   async saveCodeVerifier(codeVerifier: string): Promise<void> {
+    // The pending item's URL keeps its verifier and state (the flow that joins it raises nothing).
+    if (this.joinsPending()) return;
     await this.put(undefined, { code_verifier: codeVerifier, state: this.nextState ?? null });
+  }
+
+  /** Whether a flow started now joins a pending item raised for a tool call instead of raising one of its own. */
+  private joinsPending(): boolean {
+    return !!this.pendingId && this.pendingForCall;
   }
 
   async codeVerifier(): Promise<string> {
@@ -323,6 +336,7 @@ export class McpOAuth implements OAuthClientProvider {
     await store.insertApproval(row);
     const before = this.pendingId;
     this.pendingId = row.id;
+    this.pendingForCall = !!call;
     if (before) await this.settle(before, 'cancelled', 'cancel', 'superseded by a newer authorization item');
     this.emit(row.run_id, row.session_key, { phase: 'requested', approvalId: row.id, kind: 'authorization', tool: row.tool, args: { ...args }, callId: row.call_id, requestedAt: row.requested_at });
     // Fenced by the session's lease: a zombie's write is refused and its call throws (the run ends quietly).
