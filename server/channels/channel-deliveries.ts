@@ -1,6 +1,6 @@
 // Channel sends as deliveries (CONTRACT §9 `channel`): the record of a `message`/`send`, its attempts, and what a retry re-sends.
-import { isCrosstalkError } from '../errors';
-import type { NewDelivery } from '../store/deliveries';
+import { CrosstalkError, isCrosstalkError } from '../errors';
+import { getDeliveryRow, type NewDelivery } from '../store/deliveries';
 import type { Store } from '../store/store';
 import { DeliveryFailure } from './delivery';
 import type { ResolvedTarget } from './types';
@@ -65,8 +65,16 @@ export function parseChannelSource(source: string | null): ChannelSendSource | n
  */
 export function countedAttempt<T>(store: Store, id: string, fn: () => Promise<T>) {
   let last: unknown;
+  let elsewhere = false;
   return {
-    run: async () => {
+    run: async (attempt = 1) => {
+      // Before each retry: a record no longer `accepted` was settled by someone else meanwhile — the repeat of its key
+      // on another process delivered it, or this process was found dead (paused past its lease) and the sweep closed
+      // it. Sending again would reach the platform twice.
+      if (attempt > 1 && (await getDeliveryRow(store.db, id))?.state !== 'accepted') {
+        elsewhere = true;
+        throw new CrosstalkError('channel_error', `delivery ${id} was settled elsewhere while this send waited to retry; not sent again`);
+      }
       try {
         return await fn();
       } catch (e) {
@@ -76,6 +84,7 @@ export function countedAttempt<T>(store: Store, id: string, fn: () => Promise<T>
       }
     },
     async end(e: unknown) {
+      if (elsewhere) return; // its record says what happened elsewhere
       const f = last instanceof DeliveryFailure ? last : null;
       const retryable = !!f && (f.kind === 'rate_limited' || f.kind === 'server' || f.kind === 'network');
       const error = { code: isCrosstalkError(e) ? e.code : 'channel_error', message: (e as Error).message };

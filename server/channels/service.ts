@@ -12,7 +12,7 @@ import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { Store } from '../store/store';
 import { resolveChannelConfig, withDeliveryRetry, type RetrySettings } from './delivery';
 import { channelDelivery, closeOrphanedSends, countedAttempt, parseChannelSource } from './channel-deliveries';
-import { newDeliveryId } from '../store/deliveries';
+import { getDeliveryRow, newDeliveryId } from '../store/deliveries';
 import { startChatApprovals, type ChatApprovals } from './approvals';
 import { handleInbound, type InboundOutcome, submitInbound } from './inbound';
 import { claimHeld, listPairings, type PairingInfo, pairingsResolveParams, type PairingsResolveParams, resolvePairing } from '../trust/pairing';
@@ -154,6 +154,9 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     // The send's record (CONTRACT §9 `channel`), kept with what a retry needs to send it again.
     if (o.deliveryId) await store.createDeliveries([channelDelivery(o.deliveryId, { ...o, owner: orchestrator.cluster?.id || undefined })]);
     const messageId = await deliver(o.channel, o.target, o.text, { idempotencyKey: o.idempotencyKey, signal: o.signal, deliveryId: o.deliveryId });
+    // Settled elsewhere while the call was out (the key's repeat on another process mirrored it, or this process was
+    // found dead and its send closed): the platform has it, and what crosstalk records of it is there already.
+    if (o.deliveryId && (await getDeliveryRow(store.db, o.deliveryId))?.state !== 'accepted') return messageId;
     if (o.sessionKey === o.route.sessionKey) await ensureOutboundSessionEntry(store, o.route, o.target);
     else {
       await store.ensureSession({
