@@ -1,5 +1,6 @@
 // OAuth for remote MCP servers (CONTRACT §5), against a real OAuth-protected MCP server on 127.0.0.1 (the SDK's server-side
 // auth): the authorization item, the callback route, refresh before expiry, a refused refresh, a decline, and a restart.
+import crypto from 'node:crypto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startTestServer, type TestServer, tmpDataDir, until } from '../testing/harness';
 import { startOAuthMcpServer, type OAuthMcpServer } from './testing/oauth-server';
@@ -248,8 +249,11 @@ describe('an MCP server behind OAuth', () => {
     expect(item.runId).toBe(runId);
     // What the SDK's auth flow does for another refused request: a new PKCE verifier, then the redirect.
     const oauth = (srv.rt.mcp as any).conns.get('remote').oauth;
+    const another = new URL(item.url);
+    another.searchParams.set('code_challenge', crypto.createHash('sha256').update('a-verifier-of-another-flow').digest('base64url'));
+    another.searchParams.set('state', 'the-state-of-another-flow');
     await oauth.saveCodeVerifier('a-verifier-of-another-flow');
-    await oauth.redirectToAuthorization(new URL(item.url));
+    await oauth.redirectToAuthorization(another);
     expect((await srv.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: KEY })).approvals.filter((a) => a.kind === 'authorization').map((a) => a.approvalId)).toEqual([item.approvalId]);
     // The pending item's URL still completes (its verifier and state were kept), and the call goes on.
     remote.refuseRefresh = false;

@@ -17,6 +17,9 @@ import { OAUTH_RUN_PREFIX } from './oauth-run';
 const OAUTH_DECIDER: DecidedBy = { type: 'user', id: 'oauth' };
 
 /** How often a waiting call or connection reads its item (the callback or a person may settle it on any process). */
+/** A PKCE S256 code challenge (RFC 7636 §4.2), as the SDK makes it from a verifier. */
+const challengeOf = (verifier: string) => crypto.createHash('sha256').update(verifier).digest('base64url');
+
 const POLL_MS = 200;
 /** A token is refreshed when less than this part of its lifetime is left (and at most a minute before it expires). */
 const REFRESH_AT = 0.5;
@@ -58,8 +61,10 @@ export class McpOAuth implements OAuthClientProvider {
   private nextState?: string;
   /** The pending `authorization` item a call or the connection waits on. */
   private pendingId?: string;
-  /** The pending item was raised for a tool call (not by the connection): later flows join it (`joinsPending`). */
+  /** The pending item was raised for a tool call (not by the connection): later flows join it (`flowOpen`). */
   private pendingForCall = false;
+  /** The PKCE verifier of the open authorization flow (`flowOpen`): its URL's `code_challenge` is made from it. */
+  private flowVerifier?: string;
   private refreshing: Promise<void> | null = null;
   private refreshTimer: NodeJS.Timeout | null = null;
   private stopped = false;
@@ -111,28 +116,47 @@ export class McpOAuth implements OAuthClientProvider {
   }
 
   async redirectToAuthorization(url: URL): Promise<void> {
-    // A tool call's item is pending: another request refused meanwhile (a ping sent just before the call's item was
-    // raised, a second call) waits on that item, it does not supersede it. Superseded, the person's item was cancelled
-    // unseen and the call went on to fail (a CI run under load: `oauth.test.ts`).
-    if (this.joinsPending()) return;
+    // Another flow is open (its item pending for a tool call, or being raised): a request refused meanwhile (a ping
+    // sent just before the call's 401, a second call) waits on that item, it does not supersede it. Superseded, the
+    // person's item was cancelled unseen and the call went on to fail (`oauth.test.ts` under load). The open flow's
+    // own redirect is known by its URL's PKCE challenge, made from the verifier it saved.
+    if (this.flowOpen() && url.searchParams.get('code_challenge') !== challengeOf(this.flowVerifier!)) return;
     // A server that asks again and again (insufficient_scope after every authorization) is given up on, not looped on.
     if (this.rounds >= MAX_ROUNDS) {
       this.rounds = 0;
+      this.flowVerifier = undefined;
       throw new OAuthDeclined(`MCP server ${this.d.server} refused the token after ${MAX_ROUNDS} authorizations in a row; not asking again`);
     }
     this.rounds++;
-    await this.raise(url);
+    try {
+      await this.raise(url);
+    } catch (e) {
+      if (!this.pendingId) this.flowVerifier = undefined; // no item came of it: the next refusal opens a flow again
+      throw e;
+    }
   }
 
   async saveCodeVerifier(codeVerifier: string): Promise<void> {
-    // The pending item's URL keeps its verifier and state (the flow that joins it raises nothing).
-    if (this.joinsPending()) return;
+    // The open flow's URL keeps its verifier and state (a flow that joins it raises nothing).
+    if (this.flowOpen()) return;
+    this.flowVerifier = codeVerifier; // set before any await: a flow that starts meanwhile joins this one
     await this.put(undefined, { code_verifier: codeVerifier, state: this.nextState ?? null });
   }
 
-  /** Whether a flow started now joins a pending item raised for a tool call instead of raising one of its own. */
-  private joinsPending(): boolean {
-    return !!this.pendingId && this.pendingForCall;
+  /**
+   * Whether an authorization flow is open: its verifier saved and its item being raised, or pending for a tool call.
+   * (A pending item the connection raised with no call is superseded by a call's flow, so the call's session gets it.)
+   */
+  private flowOpen(): boolean {
+    if (this.flowVerifier === undefined) return false;
+    return !this.pendingId || this.pendingForCall;
+  }
+
+  /** The pending item is gone (decided, cancelled, superseded): no flow is open any more. */
+  private pendingGone(id: string): void {
+    if (this.pendingId !== id) return;
+    this.pendingId = undefined;
+    this.flowVerifier = undefined;
   }
 
   async codeVerifier(): Promise<string> {
@@ -180,7 +204,7 @@ export class McpOAuth implements OAuthClientProvider {
 
   /** Whether an `authorization` item is pending: a call or connection refused with UnauthorizedError waits on it. */
   get waiting(): boolean {
-    return !!this.pendingId;
+    return !!this.pendingId || this.flowVerifier !== undefined;
   }
 
   /**
@@ -208,20 +232,25 @@ export class McpOAuth implements OAuthClientProvider {
   async waitAuthorized(signal?: AbortSignal): Promise<void> {
     for (;;) {
       const id = this.pendingId;
-      if (!id) return;
+      if (!id) {
+        // A flow is raising its item (another request opened it a moment ago): wait for the item, then on it.
+        if (this.flowVerifier === undefined) return;
+        await sleep(POLL_MS, signal);
+        continue;
+      }
       if (signal?.aborted) {
         const row = await this.d.store.getApproval(id);
         // An item a cancelled call raised dies with the call; the connection's own item stays for the next one.
         if (row && !row.run_id.startsWith(OAUTH_RUN_PREFIX) && (await this.d.store.settleApproval(id, 'cancelled', 'cancel', 'the tool call was cancelled'))) {
           this.emit(row.run_id, row.session_key, { phase: 'resolved', approvalId: id, decision: 'cancel', reason: 'the tool call was cancelled' });
-          if (this.pendingId === id) this.pendingId = undefined;
+          this.pendingGone(id);
         }
         throw signal.reason instanceof Error ? signal.reason : new Error('aborted');
       }
       const row = await this.d.store.getApproval(id);
       if (row && row.status !== 'pending') {
         if (this.pendingId !== id) continue; // superseded by a newer item: wait on that one
-        this.pendingId = undefined;
+        this.pendingGone(id);
         // The run's own status, fenced by its session's lease: refused in a zombie (kept on the call, which then throws).
         if (!row.run_id.startsWith(OAUTH_RUN_PREFIX)) await this.d.store.updateRunFenced(row.run_id, row.session_key, { status: 'running' }).catch((e: unknown) => this.fencedCall(row.run_id, e));
         if (row.status === 'allowed') return;
@@ -229,7 +258,7 @@ export class McpOAuth implements OAuthClientProvider {
           `authorization of MCP server ${this.d.server} was ${row.decision === 'cancel' || row.status === 'cancelled' ? 'cancelled' : 'declined'}${row.reason ? `: ${row.reason}` : ''}`,
         );
       }
-      if (!row) this.pendingId = undefined;
+      if (!row) this.pendingGone(id);
       await sleep(POLL_MS, signal);
     }
   }
