@@ -205,7 +205,7 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     );
   });
 
-  async function sendOnce(p: z.output<typeof sendParams>): Promise<SendResult> {
+  async function sendOnce(p: z.output<typeof sendParams>, freshKey = false): Promise<SendResult> {
     const pl = plugin(p.channel);
     let agentId = config.defaultAgentId;
     if (p.sessionKey) {
@@ -215,7 +215,10 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     }
     const { route, target } = resolveOutboundSessionRoute(pl, { to: p.to, threadId: p.threadId, replyTo: p.replyTo, accountId: p.accountId }, { agentId, session: config.session });
     const sessionKey = p.sessionKey ?? route.sessionKey;
-    const deliveryId = p.idempotencyKey ? `dlv_send_${crypto.createHash('sha256').update(p.idempotencyKey).digest('hex').slice(0, 32)}` : newDeliveryId();
+    let deliveryId = p.idempotencyKey ? `dlv_send_${crypto.createHash('sha256').update(p.idempotencyKey).digest('hex').slice(0, 32)}` : newDeliveryId();
+    // A key claimed afresh whose record exists (the key expired, or its first request was refused) is a new request:
+    // a record of its own, not the old one (which is settled, and would keep this send from being mirrored).
+    if (freshKey && (await getDeliveryRow(store.db, deliveryId))) deliveryId = `${deliveryId}_${crypto.randomBytes(6).toString('hex')}`;
     const messageId = await deliverAndMirror({ agentId, channel: pl.id, route, target, sessionKey, text: p.message, via: 'send', idempotencyKey: p.idempotencyKey ? `send-${p.idempotencyKey}` : undefined, deliveryId });
     return { messageId, sessionKey };
   }
@@ -239,7 +242,7 @@ export function createChannels(deps: ChannelDeps): ChannelService {
       failpoint('send.claimed');
       let res: SendResult;
       try {
-        res = await sendOnce(p);
+        res = await sendOnce(p, seen.kind !== 'orphaned');
       } catch (e) {
         await dropClaim(store.db, key, me).catch(() => undefined); // refused: nothing was sent, a retry is a new attempt
         throw e;
