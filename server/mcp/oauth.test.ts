@@ -41,6 +41,27 @@ async function call(srv: TestServer) {
   return { runId, done: srv.rpc<{ status: string; response?: string }>('agent.wait', { runId, timeoutMs: 30_000 }) };
 }
 
+/** A server behind OAuth, authorized once through its first item, and ready. */
+async function authorizedServer(o: { remote?: Parameters<typeof startOAuthMcpServer>[0]; mcp?: Record<string, unknown> } = {}) {
+  remote = await startOAuthMcpServer(o.remote);
+  const srv = await start(tmpDataDir(), o.mcp);
+  const first = await authorizationItem(srv);
+  await openAndComeBack(srv, first);
+  await ready(srv);
+  return { srv, first };
+}
+
+/** Its token revoked and the refresh refused: a call is refused mid-way and waits on an item raised on its own run. */
+async function callRefusedMidway(srv: TestServer, first: { approvalId: string }) {
+  remote!.revokeAll();
+  remote!.refuseRefresh = true;
+  const { runId, done } = await call(srv);
+  done.catch(() => undefined); // awaited by the test; not an unhandled rejection if an expectation fails first
+  const item = await authorizationItem(srv, first.approvalId);
+  expect(item.runId).toBe(runId);
+  return { runId, done, item };
+}
+
 describe('an MCP server behind OAuth', () => {
   it('raises an authorization item with the URL to open; the callback completes it and the server is used', async () => {
     remote = await startOAuthMcpServer();
@@ -144,62 +165,43 @@ describe('an MCP server behind OAuth', () => {
   }, 60_000);
 
   it('a refused refresh raises a new authorization item, never fails silently', async () => {
-    remote = await startOAuthMcpServer({ expiresIn: 4 });
-    const srv = await start();
-    const first = await authorizationItem(srv);
-    await openAndComeBack(srv, first);
-    await ready(srv);
-    remote.refuseRefresh = true;
+    const { srv, first } = await authorizedServer({ remote: { expiresIn: 4 } });
+    remote!.refuseRefresh = true;
     const second = await authorizationItem(srv, first.approvalId);
-    expect(remote.log).toContain('refresh refused');
+    expect(remote!.log).toContain('refresh refused');
     expect(second).toMatchObject({ kind: 'authorization', server: 'remote' });
     // Authorized again, the server goes on being used.
-    remote.refuseRefresh = false;
+    remote!.refuseRefresh = false;
     await openAndComeBack(srv, second);
     const { done } = await call(srv);
     expect(await done).toMatchObject({ status: 'ok', response: expect.stringMatching(/hello client-/) });
   }, 60_000);
 
   it('a call refused mid-way (token revoked, refresh refused) waits on an item on its own run; the callback lets it go on', async () => {
-    remote = await startOAuthMcpServer();
-    const srv = await start();
-    const first = await authorizationItem(srv);
-    await openAndComeBack(srv, first);
-    await ready(srv);
-    remote.revokeAll();
-    remote.refuseRefresh = true;
-    const { runId, done } = await call(srv);
-    const item = await authorizationItem(srv, first.approvalId);
+    const { srv, first } = await authorizedServer();
+    const { runId, done, item } = await callRefusedMidway(srv, first);
     expect(item).toMatchObject({ runId, tool: 'mcp__remote__whoami' });
-    remote.refuseRefresh = false;
+    remote!.refuseRefresh = false;
     await openAndComeBack(srv, item);
     expect(await done).toMatchObject({ status: 'ok', response: expect.stringMatching(/hello client-/) });
   }, 60_000);
 
   it('step-up: a call refused for a scope the token lacks authorizes anew with that scope, and goes on', async () => {
-    remote = await startOAuthMcpServer();
-    const srv = await start();
-    const first = await authorizationItem(srv);
-    await openAndComeBack(srv, first);
-    await ready(srv);
-    remote.requiredScopes = ['tools', 'admin'];
+    const { srv, first } = await authorizedServer();
+    remote!.requiredScopes = ['tools', 'admin'];
     const { runId, done } = await call(srv);
     const item = await authorizationItem(srv, first.approvalId);
     expect(item).toMatchObject({ runId, tool: 'mcp__remote__whoami' });
     expect(new URL(item.url).searchParams.get('scope')).toBe('tools admin');
     await openAndComeBack(srv, item);
     expect(await done).toMatchObject({ status: 'ok', response: expect.stringMatching(/hello client-/) });
-    expect(remote.log.filter((l) => l.startsWith('authorize')).at(-1)).toBe(`authorize resource=${remote.url} scope=tools admin`);
+    expect(remote!.log.filter((l) => l.startsWith('authorize')).at(-1)).toBe(`authorize resource=${remote!.url} scope=tools admin`);
   }, 60_000);
 
   it('a person who opens the item the moment it is stored comes back to a callback that knows its state', async () => {
     // CI's flake of the step-up test: the item was stored before the state its callback is bound to, so a fast enough
     // browser came back to a 400 and the call waited out agent.wait. Here the person opens it as soon as the row exists.
-    remote = await startOAuthMcpServer();
-    const srv = await start();
-    const first = await authorizationItem(srv);
-    await openAndComeBack(srv, first);
-    await ready(srv);
+    const { srv, first } = await authorizedServer();
     const insert = srv.rt.store.insertApproval.bind(srv.rt.store);
     let callback: Promise<Response> | undefined;
     vi.spyOn(srv.rt.store, 'insertApproval').mockImplementation(async (row) => {
@@ -208,22 +210,15 @@ describe('an MCP server behind OAuth', () => {
       await callback?.catch(() => undefined);
       return out;
     });
-    remote.requiredScopes = ['tools', 'admin'];
+    remote!.requiredScopes = ['tools', 'admin'];
     const { done } = await call(srv);
     expect(await done).toMatchObject({ status: 'ok', response: expect.stringMatching(/hello client-/) });
     expect((await callback!).status).toBe(200);
   }, 60_000);
 
   it('declined, the waiting call answers a clear unauthorized error', async () => {
-    remote = await startOAuthMcpServer();
-    const srv = await start();
-    const first = await authorizationItem(srv);
-    await openAndComeBack(srv, first);
-    await ready(srv);
-    remote.revokeAll();
-    remote.refuseRefresh = true;
-    const { runId, done } = await call(srv);
-    const item = await authorizationItem(srv, first.approvalId);
+    const { srv, first } = await authorizedServer();
+    const { runId, done, item } = await callRefusedMidway(srv, first);
     expect(item.runId).toBe(runId);
     // An authorization is answered with accept, decline or cancel, never with a tool decision.
     const wrong = await srv.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'approvals.resolve', params: { approvalId: item.approvalId, decision: 'allow_once' } });
@@ -236,17 +231,8 @@ describe('an MCP server behind OAuth', () => {
   }, 60_000);
 
   it('another request refused while a call waits on its item (a ping sent just before it) joins that item: none superseded, and it completes', async () => {
-    remote = await startOAuthMcpServer();
-    const srv = await start(tmpDataDir());
-    const first = await authorizationItem(srv);
-    await openAndComeBack(srv, first);
-    await ready(srv);
-    remote.revokeAll();
-    remote.refuseRefresh = true;
-    const { runId, done } = await call(srv);
-    done.catch(() => undefined); // awaited below; not an unhandled rejection if an expectation fails first
-    const item = await authorizationItem(srv, first.approvalId);
-    expect(item.runId).toBe(runId);
+    const { srv, first } = await authorizedServer();
+    const { item, done } = await callRefusedMidway(srv, first);
     // What the SDK's auth flow does for another refused request: a new PKCE verifier, then the redirect.
     const oauth = (srv.rt.mcp as any).conns.get('remote').oauth;
     const another = new URL(item.url);
@@ -256,30 +242,21 @@ describe('an MCP server behind OAuth', () => {
     await oauth.redirectToAuthorization(another);
     expect((await srv.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: KEY })).approvals.filter((a) => a.kind === 'authorization').map((a) => a.approvalId)).toEqual([item.approvalId]);
     // The pending item's URL still completes (its verifier and state were kept), and the call goes on.
-    remote.refuseRefresh = false;
+    remote!.refuseRefresh = false;
     await openAndComeBack(srv, item);
     expect(await done).toMatchObject({ status: 'ok', response: expect.stringMatching(/hello client-/) });
   }, 60_000);
 
   it('a call waiting on its item is not cut off by the liveness ping meanwhile: accepted it goes on, declined it answers unauthorized', async () => {
-    remote = await startOAuthMcpServer();
     // A ping every 200 ms: several fire while the call waits (the default is every 30 s).
-    const srv = await start(tmpDataDir(), { pingIntervalMs: 200 });
-    const first = await authorizationItem(srv);
-    await openAndComeBack(srv, first);
-    await ready(srv);
+    const { srv, first } = await authorizedServer({ mcp: { pingIntervalMs: 200 } });
     for (const answer of ['accept', 'decline'] as const) {
-      remote.revokeAll();
-      remote.refuseRefresh = true;
-      const { runId, done } = await call(srv);
-      done.catch(() => undefined); // awaited below; not an unhandled rejection if an expectation fails first
-      const item = await authorizationItem(srv, first.approvalId);
-      expect(item.runId).toBe(runId);
+      const { item, done } = await callRefusedMidway(srv, first);
       await new Promise((r) => setTimeout(r, 1000));
       // Before: a ping refused (401) marked the server down: the waiting call answered `tool_unavailable … Not
       // connected`, and the ping raised a second item in place of the call's (the first cancelled unseen).
       expect((await srv.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: KEY })).approvals.filter((a) => a.kind === 'authorization').map((a) => a.approvalId)).toEqual([item.approvalId]);
-      remote.refuseRefresh = false;
+      remote!.refuseRefresh = false;
       if (answer === 'accept') {
         await openAndComeBack(srv, item);
         expect(await done).toMatchObject({ status: 'ok', response: expect.stringMatching(/hello client-/) });
