@@ -95,16 +95,6 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   await push.start();
   gateway = new GatewayService({ push, config, store, bus, orchestrator, tools, delegates, metrics, channels, cluster, mcpStatus: () => mcp.status(), usage, compactor, log });
   mcp.start(); // in the background, before recovery re-drives runs that may call MCP tools
-  // PostgreSQL: with each orphan sweep, channel sends a dead process left mid-call are closed (one pass at a time).
-  let closingSends = false;
-  const closeSends = () => {
-    if (closingSends) return;
-    closingSends = true;
-    void channels
-      .closeOrphanedSends()
-      .catch((e) => log.warn({ err: (e as Error).message }, 'could not close channel sends left in flight'))
-      .finally(() => (closingSends = false));
-  };
   if (cluster && feed) {
     orchestrator.cluster = cluster;
     await feed.start();
@@ -117,14 +107,14 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
       onEvents: feed.wake,
       onOrphans: () => {
         orchestrator.sweepOrphans();
-        closeSends();
+        void channels.closeOrphanedSends(); // channel sends a dead process left mid-call
       },
       onFenced: () => orchestrator.fenced(),
     });
   }
   await webhooks.start(); // before recovery: runs it ends enqueue their webhooks' jobs
   // SQLite: channel sends the last process left mid-call are closed before recovery re-drives anything.
-  if (!cluster) await channels.closeOrphanedSends().catch((e) => log.warn({ err: (e as Error).message }, 'could not close channel sends left in flight'));
+  if (!cluster) await channels.closeOrphanedSends();
   await orchestrator.recover();
   channels.start();
   const retention = startRetention(store, log); // tables that only grow get limits (server/store/retention.ts)

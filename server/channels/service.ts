@@ -79,7 +79,8 @@ export interface ChannelService {
   pairingsResolve(p: PairingsResolveParams): Promise<{ status: 'ok' }>;
   /**
    * Closes channel sends a dead process left `accepted` (CONTRACT §9): on SQLite at start (all of them: this is the
-   * store's only process), on PostgreSQL with the cluster's orphan sweep (those whose process is not alive).
+   * store's only process), on PostgreSQL with the cluster's orphan sweep (those whose process is not alive). Never
+   * rejects (a failed pass is logged); a call during a pass gets that pass.
    */
   closeOrphanedSends(): Promise<number>;
   /** Starts reply routing (a bus listener). */
@@ -98,6 +99,8 @@ export function createChannels(deps: ChannelDeps): ChannelService {
   const { config, store, bus, orchestrator, log } = deps;
   const plugins = createChannelRegistry();
   const inflight = new Map<string, Promise<SendResult>>();
+  /** The pass of `closeOrphanedSends` under way. */
+  let closing: Promise<number> | null = null;
   const delivered = new Map<string, Set<string>>();
   let router: ReplyRouter | null = null;
   let chatApprovals: ChatApprovals | null = null;
@@ -279,9 +282,16 @@ export function createChannels(deps: ChannelDeps): ChannelService {
         inflight.delete(key);
       }
     },
-    async closeOrphanedSends() {
-      if (!orchestrator.cluster) return closeOrphanedSends(store);
-      return closeOrphanedSends(store, async () => new Set((await store.db.selectFrom('processes').select('id').where('status', '=', 'alive').execute()).map((r) => r.id)));
+    closeOrphanedSends() {
+      // One pass at a time (the cluster's sweep asks every few hundred ms); a failed pass is logged, the next one tries again.
+      closing ??= (
+        orchestrator.cluster
+          ? closeOrphanedSends(store, async () => new Set((await store.db.selectFrom('processes').select('id').where('status', '=', 'alive').execute()).map((r) => r.id)))
+          : closeOrphanedSends(store)
+      )
+        .catch((e: unknown) => (log.warn({ err: (e as Error).message }, 'could not close channel sends left in flight'), 0))
+        .finally(() => (closing = null));
+      return closing;
     },
     async sendFromAgent(s) {
       if (!orchestrator.agent(s.agentId)) throw new CrosstalkError('unknown_agent', `unknown agent ${s.agentId}`);

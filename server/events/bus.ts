@@ -101,6 +101,17 @@ export class EventBus {
     return fence !== undefined && fence !== e.epoch;
   }
 
+  /**
+   * An event of a run this process does not drive (ended, or elsewhere): emitted on it when it is registered here,
+   * else registered for this one event after the `lastSeq` its log reached (the caller reads it: `Store.maxSeq`).
+   */
+  async emitOnLog(runId: string, sessionKey: string, stream: EventStream, data: Record<string, unknown>, lastSeq: () => Promise<number>): Promise<void> {
+    if (this.runs.has(runId)) return void this.emit(runId, stream, data);
+    this.registerRun(runId, sessionKey, await lastSeq());
+    this.emit(runId, stream, data);
+    this.unregisterRun(runId);
+  }
+
   /** Whether the run is registered here (its events can be emitted). */
   has(runId: string): boolean {
     return this.runs.has(runId);

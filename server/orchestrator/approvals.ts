@@ -292,10 +292,7 @@ export class Approvals {
     // An MCP server's authorization raised outside any tool call has a run id of its own (no such run): its waiter reads
     // the store, only the event is due.
     if (!waiter && row.kind === 'authorization' && row.run_id.startsWith(OAUTH_RUN_PREFIX)) {
-      this.bus.registerRun(row.run_id, row.session_key, await this.store.maxSeq(row.run_id));
-      this.bus.emit(row.run_id, 'approval', resolvedData(row, by));
-      this.bus.unregisterRun(row.run_id);
-      return;
+      return this.bus.emitOnLog(row.run_id, row.session_key, 'approval', resolvedData(row, by), () => this.store.maxSeq(row.run_id));
     }
     if (!waiter) return this.elsewhere(row, by); // the run keeps its bus registration (and seq) for the resume
     const data = resolvedData(row, by);

@@ -135,10 +135,7 @@ export class Budgets {
     for (const it of items) {
       if (!(await this.d.store.settleApproval(it.id, 'cancelled', 'cancel', reason))) continue;
       // The run that raised it has ended (and left the bus): its log takes the resolution, as an authorization's does.
-      const own = !this.d.bus.has(it.run_id);
-      if (own) this.d.bus.registerRun(it.run_id, it.session_key, await this.d.store.maxSeq(it.run_id));
-      this.d.bus.emit(it.run_id, 'approval', { phase: 'resolved', approvalId: it.id, decision: 'cancel', reason });
-      if (own) this.d.bus.unregisterRun(it.run_id);
+      await this.d.bus.emitOnLog(it.run_id, it.session_key, 'approval', { phase: 'resolved', approvalId: it.id, decision: 'cancel', reason }, () => this.d.store.maxSeq(it.run_id));
     }
   }
 
