@@ -98,7 +98,8 @@ export class Subscription implements AsyncIterable<AgentEvent> {
   private async catchUp(): Promise<void> {
     for (;;) {
       if (this.last.tx === undefined && this.bus.store.dialect === 'postgres') this.last = await this.bus.store.resolveCursor(this.last);
-      // Everything fanned out so far is in the log (and settled): a short page means none of it is left for us.
+      // Everything fanned out so far is in the log (settled when the feed read it): a short page means none of it is
+      // left for us.
       const horizon = this.bus.head;
       const { rows, pending } = await this.bus.store.eventsAfter({ after: this.last, ...this.filter, limit: CATCHUP_PAGE });
       if (this.closed) return;
@@ -115,14 +116,19 @@ export class Subscription implements AsyncIterable<AgentEvent> {
         taken++;
       }
       if (taken < rows.length) return; // hand these out first, then continue from the first row left
-      if (rows.length < CATCHUP_PAGE && isAfter(horizon, this.last)) this.last = horizon;
+      // A short page reached the log's end unless a row not settled yet cut it (`pending`). Cut, it says nothing of
+      // what lies between the cut and `horizon`: the horizon read by this query can be below the one the feed went by
+      // (it dips: a transaction the feed's read placed in another database and left out, ended since, is one this
+      // read cannot place and waits for), and jumping to `horizon` skipped the fanned-out rows behind the cut.
+      if (rows.length < CATCHUP_PAGE && !pending && isAfter(horizon, this.last)) this.last = horizon;
       // Every pushed event was already in the log, so once a short page leaves nothing newer seen, we are live
       // (rows not settled yet reach us through the live path: the feed delivers only settled rows, in order).
       if ((rows.length < CATCHUP_PAGE || pending) && (!this.highestSeen || !isAfter(this.highestSeen, this.last))) {
         this.catchingUp = false;
         return;
       }
-      if (this.queue.length >= CATCHUP_PAGE) return; // hand these out first, then continue
+      // Hand these out first, then continue (and while the horizon holds the rest back, hand out what was read).
+      if (this.queue.length >= CATCHUP_PAGE || (pending && this.queue.length)) return;
       // Never spin: on SQLite a query resolves without yielding to the event loop.
       await new Promise((r) => setTimeout(r, pending && !rows.length ? 5 : 0));
     }

@@ -1,0 +1,59 @@
+// SSE replay on PostgreSQL when the settled horizon dips (server/store/settled.ts): a read of the log cut by a row it
+// cannot yet take as settled, though the feed fanned that row out already, must not skip it. Caught in CI: a replay
+// from 0 right after a run got nothing (fold-sse.test.ts), with other files' processes committing in their databases.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readSse, startTestServer, type TestServer } from '../testing/harness';
+import { onPostgresPass } from '../testing/store-under-test';
+
+type EventsAfter = TestServer['rt']['store']['eventsAfter'];
+const isEnd = (e: any) => e.stream === 'lifecycle' && (e.data.phase === 'end' || e.data.phase === 'error');
+
+describe.runIf(onPostgresPass())('SSE replay when the settled horizon dips (PostgreSQL)', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer();
+  });
+  afterAll(() => s?.close());
+
+  /**
+   * The next reads of a session's log (a replaying reader's: the feed reads the whole log) answer as a read whose
+   * horizon dipped below its rows does: the rows from the `keep`-th on are held back as not settled (`pending`).
+   */
+  const dipNextReads = (sessionKey: string, keep: number, times: number) => {
+    const store = s.rt.store;
+    const real = store.eventsAfter.bind(store) as EventsAfter;
+    let left = times;
+    store.eventsAfter = (async (o) => {
+      const r = await real(o);
+      if (o.sessionKey !== sessionKey || left <= 0 || r.rows.length <= keep) return r;
+      left--;
+      return { rows: r.rows.slice(0, keep), pending: true };
+    }) as EventsAfter;
+    return () => {
+      store.eventsAfter = real;
+    };
+  };
+
+  it.each([
+    ['the whole page held back', 0],
+    ['the page cut after its third row', 3],
+  ])('a replay from before an ended run gets all of it, in order, once: %s', async (_, keep) => {
+    const key = `agent:main:dip-${keep}`;
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/reply one two three four five' });
+    await s.rpc('agent.wait', { runId });
+    await s.rt.store.foldsSettled();
+    const url = `${s.url}/api/gateway/events?sessionKey=${key}`;
+    const all = await readSse(url, { lastEventId: 0, until: (evs) => evs.some(isEnd) });
+    expect(all.filter((e) => e.stream === 'assistant').length).toBe(5);
+    expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
+
+    // The feed fanned the run out (the bus's head is past it); two reads in a row dip.
+    const undo = dipNextReads(key, keep, 2);
+    try {
+      const again = await readSse(url, { lastEventId: 0, until: (evs) => evs.some(isEnd), timeoutMs: 5000 });
+      expect(again.map((e) => JSON.stringify(e))).toEqual(all.map((e) => JSON.stringify(e)));
+    } finally {
+      undo();
+    }
+  });
+});
