@@ -1,8 +1,9 @@
 // SSE replay on PostgreSQL when the settled horizon dips (server/store/settled.ts): a read of the log cut by a row it
 // cannot yet take as settled, though the feed fanned that row out already, must not skip it. Caught in CI: a replay
 // from 0 right after a run got nothing (fold-sse.test.ts), with other files' processes committing in their databases.
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readSse, startTestServer, type TestServer } from '../testing/harness';
+import { readSse, startTestServer, type TestServer, until } from '../testing/harness';
 import { onPostgresPass } from '../testing/store-under-test';
 
 type EventsAfter = TestServer['rt']['store']['eventsAfter'];
@@ -27,7 +28,7 @@ describe.runIf(onPostgresPass())('SSE replay when the settled horizon dips (Post
       const r = await real(o);
       if (o.sessionKey !== sessionKey || left <= 0 || r.rows.length <= keep) return r;
       left--;
-      return { rows: r.rows.slice(0, keep), pending: true };
+      return { rows: r.rows.slice(0, keep), pending: true, cut: r.rows[keep]!.cursor };
     }) as EventsAfter;
     return () => {
       store.eventsAfter = real;
@@ -54,6 +55,55 @@ describe.runIf(onPostgresPass())('SSE replay when the settled horizon dips (Post
       expect(again.map((e) => JSON.stringify(e))).toEqual(all.map((e) => JSON.stringify(e)));
     } finally {
       undo();
+    }
+  });
+
+  it('a replay behind an open transaction (not a dip) goes live at once instead of reading the log again and again, and gets the rows it held back once they settle', async () => {
+    const key = 'agent:main:dip-open-tx';
+    const url = `${s.url}/api/gateway/events?sessionKey=${key}`;
+    const first = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/reply before' });
+    await s.rpc('agent.wait', { runId: first.runId });
+    // A transaction of this database holds the horizon (an xid, left open): the next run's rows commit past it.
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let xid: bigint | undefined;
+    const open = s.rt.store.db.transaction().execute(async (tx) => {
+      xid = BigInt((await sql<{ x: string }>`select pg_current_xact_id()::text as x`.execute(tx)).rows[0]!.x);
+      await held;
+    });
+    try {
+      await until(() => xid !== undefined);
+      // The feed, with no reader, moves the bus's head to the horizon just below that transaction.
+      await until(() => s.rt.bus.head.tx !== undefined && s.rt.bus.head.tx >= xid! - 1n);
+      const second = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/reply after' });
+      await s.rpc('agent.wait', { runId: second.runId });
+      const store = s.rt.store;
+      const real = store.eventsAfter.bind(store) as EventsAfter;
+      let reads = 0;
+      store.eventsAfter = ((o) => {
+        if (o.sessionKey === key) reads++;
+        return real(o);
+      }) as EventsAfter;
+      try {
+        const ends = (evs: any[]) => evs.filter(isEnd).length;
+        const reading = readSse(url, { lastEventId: 0, until: (evs) => ends(evs) === 2, timeoutMs: 15_000 });
+        await new Promise((r) => setTimeout(r, 1000));
+        // The first run read, the second held back by the open transaction: the reader waits live, it does not poll.
+        expect(reads).toBeLessThan(10);
+        release();
+        const evs = await reading;
+        expect(evs.map((e) => e.runId)).toEqual([...evs.filter((e) => e.runId === first.runId), ...evs.filter((e) => e.runId === second.runId)].map((e) => e.runId));
+        for (const id of [first.runId, second.runId]) {
+          const seqs = evs.filter((e) => e.runId === id).map((e) => e.seq);
+          expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+          expect(seqs.length).toBeGreaterThan(3);
+        }
+      } finally {
+        store.eventsAfter = real;
+      }
+    } finally {
+      release();
+      await open;
     }
   });
 });

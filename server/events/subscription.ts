@@ -101,7 +101,7 @@ export class Subscription implements AsyncIterable<AgentEvent> {
       // Everything fanned out so far is in the log (settled when the feed read it): a short page means none of it is
       // left for us.
       const horizon = this.bus.head;
-      const { rows, pending } = await this.bus.store.eventsAfter({ after: this.last, ...this.filter, limit: CATCHUP_PAGE });
+      const { rows, pending, cut } = await this.bus.store.eventsAfter({ after: this.last, ...this.filter, limit: CATCHUP_PAGE });
       if (this.closed) return;
       let taken = 0;
       for (const r of rows) {
@@ -116,11 +116,11 @@ export class Subscription implements AsyncIterable<AgentEvent> {
         taken++;
       }
       if (taken < rows.length) return; // hand these out first, then continue from the first row left
-      // A short page reached the log's end unless a row not settled yet cut it (`pending`). Cut, it says nothing of
-      // what lies between the cut and `horizon`: the horizon read by this query can be below the one the feed went by
-      // (it dips: a transaction the feed's read placed in another database and left out, ended since, is one this
-      // read cannot place and waits for), and jumping to `horizon` skipped the fanned-out rows behind the cut.
-      if (rows.length < CATCHUP_PAGE && !pending && isAfter(horizon, this.last)) this.last = horizon;
+      // A short page read every row up to `horizon` unless a row not settled yet cut it before: the horizon this read
+      // went by can be below the one the feed went by (it dips: a transaction of another database the feed's read
+      // left out, ended since, is one this read cannot place and waits for), and jumping to `horizon` then skipped the
+      // fanned-out rows behind the cut. A cut past `horizon` (an older transaction still open) leaves none behind.
+      if (rows.length < CATCHUP_PAGE && (!cut || isAfter(cut, horizon)) && isAfter(horizon, this.last)) this.last = horizon;
       // Every pushed event was already in the log, so once a short page leaves nothing newer seen, we are live
       // (rows not settled yet reach us through the live path: the feed delivers only settled rows, in order).
       if ((rows.length < CATCHUP_PAGE || pending) && (!this.highestSeen || !isAfter(this.highestSeen, this.last))) {

@@ -62,6 +62,13 @@ export function expandRow(r: StoredRow): LogRow[] {
 
 const byPlace = (a: LogRow, b: LogRow) => (isAfter(a.cursor, b.cursor) ? 1 : isAfter(b.cursor, a.cursor) ? -1 : 0);
 
+/** A page of the log: `pending` when a row not settled yet cut it short, `cut` that row's place. */
+export interface LogPage {
+  rows: LogRow[];
+  pending: boolean;
+  cut?: EventCursor;
+}
+
 /**
  * Events after a cursor (PostgreSQL: a resolved one), in log order, folds expanded. One statement reads the next
  * `limit` stored rows after it and the folded rows that began at or before it and end after it (one snapshot: a
@@ -74,7 +81,7 @@ export async function readEventsAfter(
   db: Kysely<Database>,
   dialect: DialectName,
   o: { after: EventCursor; sessionKey?: string; runId?: string; limit: number },
-): Promise<{ rows: LogRow[]; pending: boolean }> {
+): Promise<LogPage> {
   const filters = sql`${o.sessionKey ? sql`and session_key = ${o.sessionKey}` : sql``} ${o.runId ? sql`and run_id = ${o.runId}` : sql``}`;
   let stored: StoredRow[];
   if (dialect !== 'postgres') {
@@ -109,7 +116,7 @@ export async function readEventsAfter(
   const out: LogRow[] = [];
   for (const e of events) {
     // An older transaction may still commit rows before this one: wait for the horizon.
-    if (e.cursor.tx! >= xmin) return { rows: out, pending: true };
+    if (e.cursor.tx! >= xmin) return { rows: out, pending: true, cut: e.cursor };
     out.push(e);
   }
   return { rows: out, pending: false };

@@ -8,7 +8,7 @@ import type { DbHandle } from './db';
 import type { CallbackRow, Database, DeliveryRow, MessageRow, RunRow, WebhookRow } from './schema';
 import { insertEventsSql, wakeEventsSql, writeSkippingLogged } from './event-sql';
 import { SETTLED_XID } from './settled';
-import { type FoldStep, foldRun, foldWrittenPg, type LogRow, readEventsAfter, resolvePlainId } from './event-fold';
+import { type FoldStep, foldRun, foldWrittenPg, type LogPage, type LogRow, readEventsAfter, resolvePlainId } from './event-fold';
 import { advanceDeliveries, type DeliveryChange, failedAttempt, insertDeliveries, type NewDelivery, newDeliveryId, queuedRunDeliveries, setDeliveryRun } from './deliveries';
 
 export interface NewMessage {
@@ -377,7 +377,7 @@ export class StoreBase {
    * PostgreSQL only rows of settled transactions (below SETTLED_XID, server/store/settled.ts) are returned, so a row that commits late
    * is never skipped; `pending` says more may come.
    */
-  async eventsAfter(o: { after: EventCursor; sessionKey?: string; runId?: string; limit: number }): Promise<{ rows: LogRow[]; pending: boolean }> {
+  async eventsAfter(o: { after: EventCursor; sessionKey?: string; runId?: string; limit: number }): Promise<LogPage> {
     const after = this.dialect === 'postgres' && o.after.tx === undefined ? await this.resolveCursor(o.after) : o.after;
     return readEventsAfter(this.db, this.dialect, { ...o, after });
   }
