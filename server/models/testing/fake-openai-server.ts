@@ -22,6 +22,8 @@ export type FakeReply =
       errorAfterText?: string;
       /** Stream the text word by word with this pause between deltas (streaming only): a slow model. */
       chunkDelayMs?: number;
+      /** With `chunkDelayMs`: awaited before the delta of word `i` (a test holds the stream at a word it chooses). */
+      beforeChunk?: (i: number) => unknown;
     }
   | { status: number; message?: string; delayMs?: number }
   /** A 200 event stream whose first event is an error object, as some servers do mid-stream. */
@@ -156,7 +158,8 @@ export async function startFakeOpenAI(): Promise<FakeOpenAIServer> {
 
     delta({ role: 'assistant', content: '' });
     if (reply.chunkDelayMs) {
-      for (const piece of text.match(/\S+\s*/g) ?? []) {
+      for (const [i, piece] of (text.match(/\S+\s*/g) ?? []).entries()) {
+        await reply.beforeChunk?.(i);
         delta({ content: piece });
         await delay(reply.chunkDelayMs);
       }
