@@ -67,6 +67,8 @@ describe.skipIf(!onPostgresPass())('the PostgreSQL pass: a database per test fil
     await Promise.all([ensureDatabase(base, freshUrl()), ensureDatabase(base, freshUrl()), ensureDatabase(base, freshUrl())]);
     await ensureDatabase(base, freshUrl()); // and again, existing
     expect(await listDatabases(base, new RegExp(`^${fresh}$`))).toEqual([fresh]);
+    // Its commits do not wait for the disk.
+    expect(await query(freshUrl(), 'show synchronous_commit')).toEqual([{ synchronous_commit: 'off' }]);
   });
 
   it('drops a database in use only with force: a server left open keeps its database until the run ends', async () => {
