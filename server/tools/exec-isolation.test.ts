@@ -10,7 +10,7 @@ import { parseRawConfig, resolveConfig } from '../config';
 import { tmpDataDir, until } from '../testing/harness';
 import { isRunning } from '../testing/procs';
 import { createExecTool } from './exec';
-import { blockedFor, mkdirFor, prepareExecIsolation, untrustedLink } from './exec-isolation';
+import { blockedFor, mkdirAsUser, mkdirFor, prepareExecIsolation, untrustedLink } from './exec-isolation';
 import { pidNamespace } from './exec-namespace';
 import { onPostgresPass } from '../testing/store-under-test';
 
@@ -277,6 +277,31 @@ describe.skipIf(process.getuid?.() !== 0)('the workspace, as root', () => {
     fs.symlinkSync(victim, path.join(wsRoot, 'other'));
     expect(untrustedLink(path.join(wsRoot, 'other'))).toBeNull();
     fs.rmSync(victim, { recursive: true, force: true });
+  });
+
+  it('a delegate’s cwd is made as the exec user: a folder on its way swapped for a link to a folder of root’s leads nowhere', async () => {
+    const dataDir = tmpDataDir();
+    const wsRoot = `${dataDir}-ws`;
+    const config = resolveConfig(parseRawConfig({ agents: [{ id: 'main' }] }), { CROSSTALK_DATA_DIR: dataDir, CROSSTALK_WORKSPACES: wsRoot });
+    prepareExecIsolation(config, capture().log);
+    const ws = path.join(wsRoot, 'main');
+    // What a command racing the check left at the mkdir: `sub` (checked a moment ago as a folder) is now its link to a
+    // folder of root's. Root's mkdir followed it, made `pwned` there and gave it to nobody.
+    const rootOnly = fs.mkdtempSync(path.join(os.tmpdir(), 'ct-rootonly-'));
+    fs.chmodSync(rootOnly, 0o755);
+    fs.symlinkSync(rootOnly, path.join(ws, 'sub'));
+    fs.lchownSync(path.join(ws, 'sub'), 65534, 65534);
+    expect(mkdirAsUser(path.join(ws, 'sub', 'pwned'), nobody)).toBe(false);
+    expect(fs.readdirSync(rootOnly)).toEqual([]);
+    // A plain new folder is made, and is the user's.
+    expect(mkdirAsUser(path.join(ws, 'a', 'b'), nobody)).toBe(true);
+    expect([fs.lstatSync(path.join(ws, 'a')).uid, fs.lstatSync(path.join(ws, 'a', 'b')).uid]).toEqual([65534, 65534]);
+    // Through the tool: a delegate session's cwd is made on its first command, there.
+    const ctx = { agent: config.agents[0]!, signal: new AbortController().signal, runId: 'r', sessionKey: 'agent:main:subagent:x', callId: 'c', sessionCwd: 'p/q' };
+    const r = (await createExecTool().execute({ command: 'id -u; pwd -P' }, ctx as never)) as { stdout: string };
+    expect(r.stdout).toBe(`65534\n${fs.realpathSync(path.join(ws, 'p', 'q'))}\n`);
+    expect(fs.lstatSync(path.join(ws, 'p', 'q')).uid).toBe(65534);
+    fs.rmSync(rootOnly, { recursive: true, force: true });
   });
 
   it('out of the exec user’s reach: a warning at start, and `forbidden` from the call', async () => {

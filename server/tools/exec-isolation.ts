@@ -80,6 +80,22 @@ export function mkdirFor(dir: string, id: ExecIdentity): void {
 }
 
 /**
+ * `mkdir -p` of a folder inside a workspace that a command may be changing meanwhile (a delegate's `cwd`), made as the
+ * exec user: root following a path the user can rename under it created (and handed over) a folder outside the
+ * workspace — a component checked a moment before was swapped for a symlink to a folder of root's between the check
+ * and the mkdir, a race a command in another session of the agent won within a few tries. As the user, a swapped
+ * component leads only where the user could write anyway. False when it could not be made.
+ */
+export function mkdirAsUser(dir: string, id: ExecIdentity): boolean {
+  if (!id.isolated) {
+    fs.mkdirSync(/* turbopackIgnore: true */ dir, { recursive: true });
+    return true;
+  }
+  const r = spawnSync('mkdir', ['-p', '--', dir], { uid: id.uid, gid: id.gid, cwd: '/', env: { PATH: '/usr/bin:/bin' } as unknown as NodeJS.ProcessEnv, stdio: 'ignore', timeout: 5000 });
+  return r.status === 0;
+}
+
+/**
  * The first symlink on the way to `p` (every component, and the components of each link's target in turn) that root
  * does not own — one a command, as the exec user, may have planted; null when there is none. A link that goes round
  * more than 40 times answers itself (the kernel's ELOOP bound), as untrusted.

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { toolError } from '../errors';
 import type { ToolDef } from './types';
 import { described } from './describe';
-import { blockedFor, execIdentity, mkdirFor } from './exec-isolation';
+import { blockedFor, execIdentity, mkdirAsUser, mkdirFor } from './exec-isolation';
 import { ProcessTree } from './exec-tree';
 import { realPrefix } from '../real-path';
 import { systemBinary } from '../system-binary';
@@ -116,7 +116,10 @@ export function createExecTool(): ToolDef<z.infer<typeof input>> {
       const within = (r: string, d: string) => d === r || d.startsWith(r + path.sep);
       const inside = (d: string) => within(root, d) && within(realRoot, realPrefix(d));
       if (!inside(base) || !inside(dir)) return toolError('forbidden', 'cwd must stay inside the workspace');
-      if (!cwd && ctx.sessionCwd) mkdirFor(base, id);
+      // Made as the exec user (a command may rename the folders on its way meanwhile), and checked again once made.
+      if (!cwd && ctx.sessionCwd && !fs.existsSync(/* turbopackIgnore: true */ base) && (!mkdirAsUser(base, id) || !inside(base))) {
+        return toolError('forbidden', `cwd ${ctx.sessionCwd} could not be made inside the workspace`);
+      }
       if (!fs.existsSync(/* turbopackIgnore: true */ dir)) return toolError('invalid_request', `cwd ${cwd} does not exist`);
       const blocked = id.isolated ? blockedFor(dir, id, 1) : null;
       if (blocked) return toolError('forbidden', `exec runs as ${id.isolated && id.user}, who cannot enter ${blocked}`);
