@@ -18,13 +18,15 @@ export interface ChannelSendSource {
   accountId?: string;
   runId?: string;
   sourceSessionKey?: string;
+  /** The platform idempotency key of a keyed `send` (`send-<key>`): a retry sends under it again. */
+  idempotencyKey?: string;
   /** The cluster process sending it (PostgreSQL): one that dies mid-send leaves it to `closeOrphanedSends`. */
   owner?: string;
 }
 
 export function channelDelivery(
   id: string,
-  o: { agentId: string; channel: string; target: ResolvedTarget; sessionKey: string; text: string; via: 'send' | 'message'; runId?: string; sourceSessionKey?: string; callId?: string; owner?: string },
+  o: { agentId: string; channel: string; target: ResolvedTarget; sessionKey: string; text: string; via: 'send' | 'message'; runId?: string; sourceSessionKey?: string; callId?: string; owner?: string; idempotencyKey?: string },
 ): NewDelivery {
   const src: ChannelSendSource = {
     agentId: o.agentId,
@@ -38,6 +40,7 @@ export function channelDelivery(
     ...(o.target.accountId ? { accountId: o.target.accountId } : {}),
     ...(o.runId ? { runId: o.runId } : {}),
     ...(o.sourceSessionKey ? { sourceSessionKey: o.sourceSessionKey } : {}),
+    ...(o.idempotencyKey ? { idempotencyKey: o.idempotencyKey } : {}),
     ...(o.owner ? { owner: o.owner } : {}),
   };
   return {

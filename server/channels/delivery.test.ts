@@ -1,7 +1,7 @@
 // Each delivery adapter against a loopback fake of its platform's API: request format, mirror, 401, 429 retry-after, 5xx.
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../testing/harness';
+import { startTestServer, type TestServer, until } from '../testing/harness';
 import { createChannels, type ChannelService } from './index';
 import { CREDS, FAKES } from './testing/fake-apis';
 import { startFakePlatform, type FakePlatform, type FakeRequest } from './testing/fake-platform';
@@ -260,6 +260,21 @@ describe.each(CASES)('$channel delivery', (c) => {
       expect(f.calls(c.post).length - before).toBe(1);
       expect(await mirrors(c.key, text)).toHaveLength(0);
     }
+  });
+
+  it.runIf(c.safe5xx)('a send gone dead and retried (deliveries.retry) goes out under the key of its attempts', async () => {
+    const f = fakes.get(c.channel)!;
+    for (let i = 0; i < 3; i++) f.enqueue({ ...FAKES[c.fake]!.serverError, match: c.post });
+    const before = f.calls(c.post).length;
+    const text = `dead then retried on ${c.channel}`;
+    await expect(send(c, text)).rejects.toMatchObject({ code: 'channel_error' });
+    const [d] = (await s.rpc<{ deliveries: any[] }>('deliveries.list', { kind: 'channel', state: 'dead', limit: 1 })).deliveries;
+    expect(d).toMatchObject({ state: 'dead', attempts: 3 });
+    await s.rpc('deliveries.retry', { deliveryId: d.deliveryId });
+    await until(() => f.calls(c.post).length - before === 4);
+    const keys = f.calls(c.post).slice(before).map((p) => p.path + (p.headers['idempotency-key'] ?? ''));
+    expect(new Set(keys).size).toBe(1);
+    await until(async () => (await mirrors(c.key, text)).length === 1);
   });
 });
 

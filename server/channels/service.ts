@@ -119,7 +119,9 @@ export function createChannels(deps: ChannelDeps): ChannelService {
 
   async function deliver(channel: string, target: ResolvedTarget, text: string, o: { idempotencyKey?: string; signal?: AbortSignal; deliveryId?: string } = {}): Promise<string> {
     const p = plugin(channel);
-    const idempotencyKey = o.idempotencyKey ?? `ct-${crypto.randomUUID()}`;
+    // A delivery's every attempt, a retry of it after it went dead included (deliveries.retry), carries one key: a
+    // receiver that kept an attempt it then failed to acknowledge knows the retry for the same message.
+    const idempotencyKey = o.idempotencyKey ?? `ct-${o.deliveryId ?? crypto.randomUUID()}`;
     if (!p.deliver) return `${p.id}:${idempotencyKey}`; // webchat: the transcript is the delivery
     let cfg: unknown;
     const send = () => p.deliver!(cfg as never, { target, text, idempotencyKey, signal: o.signal });
@@ -203,7 +205,7 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     // This process sends it now: if it dies mid-send, the sweep closes it (not while it lives).
     const owner = orchestrator.cluster?.id;
     if (owner) await store.db.updateTable('deliveries').set({ source: `channel:${JSON.stringify({ ...send, owner })}` }).where('id', '=', row.id).execute();
-    void deliverAndMirror({ agentId: send.agentId, channel: route.channel, route, target, sessionKey: send.sessionKey ?? route.sessionKey, text: send.text, via: send.via, ...(send.runId ? { runId: send.runId } : {}), ...(send.sourceSessionKey ? { sourceSessionKey: send.sourceSessionKey } : {}), deliveryId: row.id }).catch((e) =>
+    void deliverAndMirror({ agentId: send.agentId, channel: route.channel, route, target, sessionKey: send.sessionKey ?? route.sessionKey, text: send.text, via: send.via, ...(send.idempotencyKey ? { idempotencyKey: send.idempotencyKey } : {}), ...(send.runId ? { runId: send.runId } : {}), ...(send.sourceSessionKey ? { sourceSessionKey: send.sourceSessionKey } : {}), deliveryId: row.id }).catch((e) =>
       log.warn({ err: (e as Error).message, deliveryId: row.id }, 'channel delivery retry failed'),
     );
   });
