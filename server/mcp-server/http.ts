@@ -109,11 +109,21 @@ export async function handleMcp(rt: FullRuntime, req: Request): Promise<Response
       req = new Request(req.url, { method: req.method, headers: req.headers, body: text, signal: req.signal });
     }
     if (parsedBody !== undefined && jsonTooDeep(text, Array.isArray(parsedBody) ? 2 : 1)) return jsonError(400, -32600, TOO_DEEP_MESSAGE, 'invalid_request');
-    // Params that do not fit their method are -32602 (invalid params), before the SDK's handlers parse them (a batch holding
-    // one is answered with its errors alone: MCP 2025-11-25 has no batches).
-    const problems = (Array.isArray(parsedBody) ? parsedBody : [parsedBody]).map(paramsProblem).filter((p) => p !== null);
-    if (problems.length) {
-      const errors = problems.map((p) => ({ jsonrpc: '2.0', id: p.id, error: { code: ErrorCode.InvalidParams, message: p.message, data: { code: 'invalid_request' } } }));
+    // Params that do not fit their method are -32602 (invalid params), before the SDK's handlers parse them. A batch
+    // holding one runs none of its requests (MCP 2025-11-25 has no batches) and answers each: the others are -32600,
+    // naming the request that held the batch back (it answered the errors alone, and the rest were lost unanswered).
+    const all: unknown[] = Array.isArray(parsedBody) ? parsedBody : [parsedBody];
+    const problems = all.map(paramsProblem);
+    const first = problems.find((p) => p !== null);
+    if (first) {
+      const errors = all.flatMap((m, i) => {
+        const p = problems[i];
+        if (p) return [{ jsonrpc: '2.0', id: p.id, error: { code: ErrorCode.InvalidParams, message: p.message, data: { code: 'invalid_request' } } }];
+        const id = m && typeof m === 'object' ? (m as { id?: unknown }).id : undefined;
+        if (typeof id !== 'string' && typeof id !== 'number') return []; // a notification, answered by nothing
+        const message = `not run: request ${JSON.stringify(first.id)} of this batch has invalid params, and a batch runs whole or not at all`;
+        return [{ jsonrpc: '2.0', id, error: { code: ErrorCode.InvalidRequest, message, data: { code: 'invalid_request' } } }];
+      });
       return Response.json(Array.isArray(parsedBody) ? errors : errors[0]);
     }
   }

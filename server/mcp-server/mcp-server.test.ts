@@ -121,6 +121,27 @@ describe('crosstalk as an MCP server', () => {
     expect((err as McpError).message).toBe('MCP error -32602: unknown tool: crosstalk_nope'); // the client's prefix once
   });
 
+  it('a batch holding a request with invalid params runs none of it and answers every request in it', async () => {
+    const key = 'agent:main:mcp-batch-held';
+    const res = await fetch(`${s.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${TEST_TOKEN}` },
+      body: JSON.stringify([
+        { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'crosstalk_send', arguments: { sessionKey: key, message: '/reply batched', mode: 'async' } } },
+        { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 7 } },
+        { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 9 } },
+      ]),
+    });
+    const body = await res.json();
+    expect(body).toMatchObject([
+      { id: 1, error: { code: -32600, message: expect.stringContaining('request 2 of this batch has invalid params') } },
+      { id: 2, error: { code: -32602 } },
+    ]);
+    expect(body).toHaveLength(2);
+    // Not run: the session was never made.
+    expect(await s.rt.store.getSession(key)).toBeFalsy();
+  });
+
   it('needs the bearer token, and refuses a foreign Origin', async () => {
     const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
     const post = (headers: Record<string, string>) =>

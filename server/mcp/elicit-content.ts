@@ -42,6 +42,16 @@ const FORMATS: Record<string, RegExp> = {
   'date-time': /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/,
 };
 
+/** A `date` or `date-time` (its shape checked) names a day that exists, and a time of day that does: not 2020-13-45. */
+function realDate(v: string): boolean {
+  const [y, m, d] = v.slice(0, 10).split('-').map(Number) as [number, number, number];
+  const day = new Date(Date.UTC(y, m - 1, d));
+  if (day.getUTCFullYear() !== y || day.getUTCMonth() !== m - 1 || day.getUTCDate() !== d) return false;
+  if (v.length === 10) return true;
+  const [hh, mm, ss = 0] = v.slice(11, 19).split(':').map((x) => Number.parseInt(x, 10)) as [number, number, number?];
+  return hh < 24 && mm < 60 && ss < 61; // 60: a leap second
+}
+
 function checkOne(p: Prop, v: unknown): string | null {
   const allowed = enumValues(p);
   switch (p.type) {
@@ -69,7 +79,7 @@ function checkOne(p: Prop, v: unknown): string | null {
       if (p.maxLength !== undefined && v.length > p.maxLength) return `must be at most ${p.maxLength} characters`;
       if (p.format === 'uri' && !URL.canParse(v)) return 'must be a URI';
       const re = p.format ? FORMATS[p.format] : undefined;
-      if (re && !re.test(v)) return `must be a ${p.format}`;
+      if (re && (!re.test(v) || ((p.format === 'date' || p.format === 'date-time') && !realDate(v)))) return `must be a ${p.format}`;
       return null;
     }
   }

@@ -18,6 +18,7 @@ export const STORE_INDEPENDENT: readonly string[] = [
   'server/channels/approval-wire.test.ts',
   'server/channels/routing.test.ts',
   'server/mcp/config.test.ts',
+  'server/mcp/elicit-content.test.ts',
   'server/models/fallback.test.ts',
   'server/models/providers.test.ts',
   'server/models/registry.test.ts',

@@ -1,0 +1,27 @@
+// An elicitation form's answer checked against the server's requestedSchema (CONTRACT §5): formats name real values.
+import { describe, expect, it } from 'vitest';
+import { checkElicitContent } from './elicit-content';
+
+const schema = (format: string) => ({ type: 'object' as const, properties: { v: { type: 'string' as const, format } }, required: ['v'] });
+const ok = (format: string, v: string) => checkElicitContent(schema(format) as never, { v }).ok;
+
+describe('elicitation content formats', () => {
+  it('a date is a day that exists: not month 13, day 45, nor 30 February', () => {
+    expect(ok('date', '2020-02-29')).toBe(true);
+    expect(ok('date', '2020-13-45')).toBe(false);
+    expect(ok('date', '2021-02-29')).toBe(false);
+    expect(ok('date', '2020-04-31')).toBe(false);
+    expect(ok('date', '20-04-01')).toBe(false);
+  });
+  it('a date-time is a real day and time of day, with its offset', () => {
+    expect(ok('date-time', '2020-02-29T23:59:59Z')).toBe(true);
+    expect(ok('date-time', '2020-06-30T23:59:60+02:00')).toBe(true); // a leap second
+    expect(ok('date-time', '2020-02-30T10:00:00Z')).toBe(false);
+    expect(ok('date-time', '2020-02-01T24:30:00Z')).toBe(false);
+    expect(ok('date-time', '2020-02-01T10:75:00Z')).toBe(false);
+    expect(ok('date-time', '2020-02-01T10:00:00')).toBe(false);
+  });
+  it('the message names the format', () => {
+    expect(checkElicitContent(schema('date') as never, { v: '2020-13-45' })).toMatchObject({ ok: false, issues: [{ path: 'content.v', message: expect.stringContaining('date') }] });
+  });
+});
