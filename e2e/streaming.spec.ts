@@ -1,5 +1,6 @@
 // Streaming without layout shift: replies stream in after a pause, and the room's cumulative layout shift stays "good".
-import { expect, openOwnRoom, test } from './fixtures';
+import { expect, openOwnRoom, test, TOKEN } from './fixtures';
+import { rpcAt } from './support/rpc';
 
 test('no layout shift while replies stream in', async ({ room, page, freshSession }) => {
   await room.open(freshSession);
@@ -63,6 +64,51 @@ test('a slow model’s reply streams into the room delta by delta', async ({ pag
   } finally {
     resume();
     // Leave the page first: a model stream cut under a running server would fail the run; the fixture stops the server.
+    await page.goto('about:blank');
+    await fake.close();
+  }
+});
+
+test('a reply in flight is whole after a reload, and after switching to another session and back', async ({ page, freshSession, ownServer }) => {
+  test.setTimeout(120_000);
+  const { startFakeOpenAI } = await import('../server/models/testing/fake-openai-server');
+  const fake = await startFakeOpenAI();
+  const words = Array.from({ length: 12 }, (_, i) => `w${i}`);
+  // The reply under test stops before w4, then before w8, until the test lets it on; any other request is answered.
+  let resume1!: () => void;
+  let resume2!: () => void;
+  const held1 = new Promise<void>((r) => (resume1 = r));
+  const held2 = new Promise<void>((r) => (resume2 = r));
+  let reached8 = false;
+  const beforeChunk = (i: number) => (i === 4 ? held1 : i === 8 ? ((reached8 = true), held2) : undefined);
+  fake.setHandler((body) => (JSON.stringify(body.messages).includes('tell me in pieces') ? { text: words.join(' '), chunkDelayMs: 20, beforeChunk } : { text: 'elsewhere' }));
+  try {
+    const server = await ownServer({ config: { agents: [{ id: 'main', model: 'openai:slow-stream' }] }, env: { OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: 'sk-e2e' } });
+    const other = `${freshSession}-other`;
+    const { runId } = await rpcAt<{ runId: string }>(page.request, server.origin, TOKEN, 'agent', { sessionKey: other, message: 'hello' });
+    await rpcAt(page.request, server.origin, TOKEN, 'agent.wait', { runId });
+    const room = await openOwnRoom(page, server, freshSession);
+    await room.send('tell me in pieces');
+    const pending = room.transcript.getByTestId('pending-bubble');
+    await expect(pending).toContainText('w0 w1 w2 w3');
+    // Reloaded mid-run: the words so far, not only those sent after the reload.
+    await page.reload();
+    await room.waitLive();
+    await expect(pending).toContainText('w0 w1 w2 w3');
+    // Away while w4…w7 are sent, then back: every word, none skipped.
+    await room.sessionItem(other).click();
+    await expect(room.sessionTitle).toHaveText(other);
+    resume1();
+    await expect.poll(() => reached8).toBe(true);
+    await room.sessionItem(freshSession).click();
+    await expect(room.sessionTitle).toHaveText(freshSession);
+    await expect(pending).toContainText('w0 w1 w2 w3 w4 w5 w6 w7');
+    resume2();
+    await expect(room.texts('assistant').last()).toHaveText(words.join(' '), { timeout: 20_000 });
+    await expect(pending).toHaveCount(0);
+  } finally {
+    resume1();
+    resume2();
     await page.goto('about:blank');
     await fake.close();
   }

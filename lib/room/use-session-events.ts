@@ -4,7 +4,7 @@ import type { AgentEvent, TranscriptMessage } from '@/lib/trpc/types';
 import { useRoomStore } from '@/stores/room-store-provider';
 import { useQueryClient } from '@tanstack/react-query';
 import { useSubscription } from '@trpc/tanstack-react-query';
-import { useRef } from 'react';
+import { useMemo, useRef } from 'react';
 import { recordEvent } from './event-log';
 import { applyLiveEvent, emptyLiveState, type LiveState } from './live-state';
 import { historyInput } from './queries';
@@ -12,6 +12,13 @@ import { mergeMessage, type HistoryData } from './use-transcript';
 import { liveStateKey } from './use-live-state';
 import { patchSessionStatus, type SessionsData } from './sidebar';
 import type { HydrationGate } from './hydration-gate';
+
+/**
+ * The last event cursor this page saw of each session. A session opened again resumes there while its cached live
+ * state has a run in flight: started live, its streaming bubble went on from the words of before the switch and
+ * silently skipped those sent meanwhile (w0…w88 w205…).
+ */
+const lastCursors = new Map<string, string>();
 
 const DELEGATE_KINDS = new Set(['agent_callback_result', 'delegate_follow_up_started', 'delegate_follow_up_completed']);
 
@@ -81,9 +88,17 @@ export function useSessionEvents(sessionKey: string, gate: Pick<HydrationGate, '
   // re-render of the whole room (which forced the not yet hydrated <Activity> parts to hydrate first) followed by an
   // effect and a second render. `startedKey` is the session whose stream has started: "connecting" again for that
   // session is a reconnect, for a newly opened one a first connect.
+  // Where the stream starts, fixed for each session opened: where this page left it when a run it was showing is in
+  // flight; else at the session's run in flight, replayed from its first event (a reload mid-run showed only the
+  // words sent after it), or live when there is none.
+  const input = useMemo(() => {
+    const cursor = lastCursors.get(sessionKey);
+    const live = qc.getQueryData<LiveState>(liveStateKey(sessionKey));
+    return cursor && live?.activeRuns.length ? { sessionKey, lastEventId: cursor } : { sessionKey, fromActiveRun: true };
+  }, [qc, sessionKey]);
   const sub = useSubscription(
     trpc.events.onEvent.subscriptionOptions(
-      { sessionKey },
+      input,
       {
         onStarted() {
           setConnection('connected');
@@ -103,6 +118,7 @@ export function useSessionEvents(sessionKey: string, gate: Pick<HydrationGate, '
           setConnection('error', error.message ?? 'subscription failed');
         },
         onData(tracked) {
+          lastCursors.set(sessionKey, tracked.id);
           gate.run(() => onEvent(tracked.data as AgentEvent));
         },
       },

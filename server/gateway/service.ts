@@ -456,6 +456,11 @@ export class GatewayService implements Gateway {
     return this.d.channels.pairingsResolve(p);
   }
 
+  /** Where a reader opening the session mid-run replays from (`Store.activeRunStart`). */
+  activeRunStart(sessionKey: string) {
+    return this.d.store.activeRunStart(sessionKey);
+  }
+
   events(o: EventSubscribeOptions) {
     const sub = this.d.bus.subscribe({ sessionKey: o.sessionKey, runId: o.runId }, o.after);
     o.signal?.addEventListener('abort', () => sub.close(), { once: true });

@@ -165,6 +165,8 @@ export interface Gateway {
   /** A `dead` delivery attempted again under the same id; otherwise `not_retryable`. */
   deliveriesRetry(p: import('./schemas').DeliveriesRetryParams): Promise<{ status: 'ok' }>;
   /** Live + replayed agent events for a session or run. */
+  /** Where a reader opening the session mid-run replays from: just before its run in flight's first event. */
+  activeRunStart(sessionKey: string): Promise<import('../events/cursor').EventCursor | undefined>;
   events(o: EventSubscribeOptions): AsyncIterable<AgentEvent>;
 }
 

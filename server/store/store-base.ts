@@ -469,6 +469,22 @@ export class StoreBase {
     return r?.id;
   }
 
+  /**
+   * Where to replay a session's run in flight from (as `activeRunOf`): just before its first event, so a reader that
+   * opens the session mid-run gets the run's text so far. Undefined when none is in flight (or it wrote nothing yet).
+   */
+  async activeRunStart(sessionKey: string): Promise<EventCursor | undefined> {
+    const runId = await this.activeRunOf(sessionKey);
+    if (!runId) return undefined;
+    if (this.dialect !== 'postgres') {
+      const r = await this.db.selectFrom('events').select((eb) => eb.fn.min('id').as('m')).where('run_id', '=', runId).executeTakeFirst();
+      return r?.m == null ? undefined : { id: Number(r.m) - 1 };
+    }
+    const r = await sql<{ tx: string; id: number }>`select tx::text as tx, id from events where run_id = ${runId} order by tx, id limit 1`.execute(this.db);
+    const first = r.rows[0];
+    return first ? { tx: BigInt(first.tx), id: Number(first.id) - 1 } : undefined;
+  }
+
   /** Of these sessions, those with a run in flight (as `activeRunOf`), in one statement. */
   async activeAmong(keys: string[]): Promise<Set<string>> {
     if (!keys.length) return new Set();
