@@ -20,7 +20,55 @@ const listed = MCP_TOOLS.map((t) => ({
 
 const VERSION = process.env.npm_package_version ?? '0.1.0';
 
-function mcpServer(rt: FullRuntime): Server {
+/**
+ * The calls in flight on this process, by request id: /mcp is stateless (a Server per POST), so a client's
+ * `notifications/cancelled` comes in a POST of its own, to a Server that never saw the call, and the SDK's own
+ * cancellation cannot reach it. A cancel here aborts the call's signal (a sync `crosstalk_send` stops waiting), as does
+ * the client closing the call's POST. Request ids are the client's: two clients (one token, one operator) using the
+ * same id at once cancel each other's call.
+ */
+const inFlight = new Map<string, Set<AbortController>>();
+const idKey = (id: unknown) => JSON.stringify(id);
+
+/** Registers the calls a POST carries; each one's signal aborts on a cancel of its id or on the POST's end. */
+function trackCalls(messages: unknown[], closed: AbortSignal): { signalOf(id: unknown): AbortSignal | undefined; done(): void } {
+  const mine = new Map<string, AbortController>();
+  for (const m of messages) {
+    const { id, method } = (m && typeof m === 'object' ? m : {}) as { id?: unknown; method?: unknown };
+    if (method !== 'tools/call' || (typeof id !== 'string' && typeof id !== 'number')) continue;
+    const ac = new AbortController();
+    mine.set(idKey(id), ac);
+    let set = inFlight.get(idKey(id));
+    if (!set) inFlight.set(idKey(id), (set = new Set()));
+    set.add(ac);
+  }
+  const onClose = () => {
+    for (const ac of mine.values()) ac.abort(new Error('the client closed the request'));
+  };
+  if (mine.size) closed.addEventListener('abort', onClose, { once: true });
+  return {
+    signalOf: (id) => mine.get(idKey(id))?.signal,
+    done: () => {
+      closed.removeEventListener('abort', onClose);
+      for (const [k, ac] of mine) {
+        const set = inFlight.get(k);
+        set?.delete(ac);
+        if (set && !set.size) inFlight.delete(k);
+      }
+    },
+  };
+}
+
+/** `notifications/cancelled` of a call in flight here: its signal aborts (MCP: the receiver stops its work). */
+function cancelCalls(messages: unknown[]): void {
+  for (const m of messages) {
+    const { method, params } = (m && typeof m === 'object' ? m : {}) as { method?: unknown; params?: { requestId?: unknown; reason?: unknown } };
+    if (method !== 'notifications/cancelled' || !params || (typeof params.requestId !== 'string' && typeof params.requestId !== 'number')) continue;
+    for (const ac of inFlight.get(idKey(params.requestId)) ?? []) ac.abort(new Error(typeof params.reason === 'string' ? params.reason : 'cancelled by the client'));
+  }
+}
+
+function mcpServer(rt: FullRuntime, calls?: { signalOf(id: unknown): AbortSignal | undefined }): Server {
   const server = new Server({ name: 'crosstalk', version: VERSION }, { capabilities: { tools: { listChanged: false } } });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listed }));
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
@@ -37,7 +85,9 @@ function mcpServer(rt: FullRuntime): Server {
             step += 1;
             await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: step, message } });
           };
-    const out = await callMcpTool(tool, req.params.arguments, { gateway: rt.gateway, defaultAgentId: rt.config.defaultAgentId, progress, signal: extra.signal });
+    const cancelled = calls?.signalOf(extra.requestId);
+    const signal = cancelled ? AbortSignal.any([extra.signal, cancelled]) : extra.signal;
+    const out = await callMcpTool(tool, req.params.arguments, { gateway: rt.gateway, defaultAgentId: rt.config.defaultAgentId, progress, signal });
     if (out.ok) return { content: [{ type: 'text', text: JSON.stringify(out.value) }], structuredContent: out.value as Record<string, unknown> };
     const error = { code: out.code, message: out.message, ...(out.issues ? { issues: out.issues } : {}) };
     const own = out.value && typeof out.value === 'object' ? (out.value as Record<string, unknown>) : {};
@@ -127,13 +177,41 @@ export async function handleMcp(rt: FullRuntime, req: Request): Promise<Response
       return Response.json(Array.isArray(parsedBody) ? errors : errors[0]);
     }
   }
+  const messages: unknown[] = parsedBody === undefined ? [] : Array.isArray(parsedBody) ? parsedBody : [parsedBody];
+  cancelCalls(messages);
+  const closed = new AbortController();
+  const calls = trackCalls(messages, closed.signal);
+  req.signal?.addEventListener('abort', () => closed.abort(), { once: true });
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, maxRequestBodySize: MAX_BODY_BYTES });
-  const server = mcpServer(rt);
+  const server = mcpServer(rt, calls);
   await server.connect(transport);
+  let res: Response;
   try {
-    return await transport.handleRequest(req, parsedBody === undefined ? undefined : { parsedBody });
+    res = await transport.handleRequest(req, parsedBody === undefined ? undefined : { parsedBody });
   } catch (e) {
+    calls.done();
     rt.log.error({ err: e }, 'mcp request failed');
     return jsonError(500, -32603, 'internal error', 'internal');
   }
+  // The answer streams (SSE) after this returns: the calls stay registered until the body ends or the client closes it.
+  if (!res.body) {
+    calls.done();
+    return res;
+  }
+  const reader = res.body.getReader();
+  const out = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { value, done } = await reader.read();
+      if (done) {
+        calls.done();
+        controller.close();
+      } else controller.enqueue(value);
+    },
+    cancel(reason) {
+      closed.abort();
+      calls.done();
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(out, { status: res.status, statusText: res.statusText, headers: res.headers });
 }

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { startTestServer, TEST_TOKEN, type TestServer } from '../testing/harness';
+import { startTestServer, TEST_TOKEN, type TestServer, until } from '../testing/harness';
 
 let s: TestServer;
 let client: Client;
@@ -119,6 +119,19 @@ describe('crosstalk as an MCP server', () => {
     expect(err).toBeInstanceOf(McpError);
     expect((err as McpError).code).toBe(-32602);
     expect((err as McpError).message).toBe('MCP error -32602: unknown tool: crosstalk_nope'); // the client's prefix once
+  });
+
+  it('notifications/cancelled (in a POST of its own) stops a sync crosstalk_send waiting: it answers while the target run goes on', async () => {
+    const key = 'agent:main:mcp-cancelled';
+    const post = (body: unknown) =>
+      fetch(`${s.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${TEST_TOKEN}` }, body: JSON.stringify(body) });
+    const answered = post({ jsonrpc: '2.0', id: 'call-to-cancel', method: 'tools/call', params: { name: 'crosstalk_send', arguments: { sessionKey: key, message: '/sleep 4000\n/reply finished anyway', timeoutSeconds: 60 } } }).then((r) => r.text());
+    const runId = await until(() => s.rt.store.activeRunOf(key));
+    expect((await post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'call-to-cancel', reason: 'no longer needed' } })).status).toBe(202);
+    await answered;
+    // The call let go while the target still ran (before: it answered "finished anyway" once the run had ended).
+    expect(await s.rpc('agent.wait', { runId, timeoutMs: 0 })).toMatchObject({ status: 'timeout' });
+    expect(await s.rpc('agent.wait', { runId, timeoutMs: 10_000 })).toMatchObject({ status: 'ok', response: 'finished anyway' });
   });
 
   it('a batch holding a request with invalid params runs none of it and answers every request in it', async () => {

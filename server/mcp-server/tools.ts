@@ -48,9 +48,15 @@ const waitInput = z.object({ runId: z.string().min(1).max(128), timeoutSeconds: 
 /** agent.wait takes at most 600 s at a time; a longer sync send waits in turns until its deadline or the call ends. */
 async function waitUpTo(gateway: Gateway, runId: string, totalMs: number, signal: AbortSignal): Promise<WaitResult> {
   const deadline = Date.now() + totalMs;
+  // The call cancelled (notifications/cancelled, or its client gone): stop waiting at once; the run goes on.
+  const cancelled = new Promise<WaitResult>((resolve) => {
+    const stop = () => resolve({ status: 'timeout' });
+    if (signal.aborted) stop();
+    else signal.addEventListener('abort', stop, { once: true });
+  });
   for (;;) {
     const timeoutMs = Math.max(0, Math.min(600_000, Math.round(deadline - Date.now())));
-    const w = (await callMethod(gateway, 'agent.wait', { runId, timeoutMs })) as WaitResult;
+    const w = await Promise.race([callMethod(gateway, 'agent.wait', { runId, timeoutMs }) as Promise<WaitResult>, cancelled]);
     if (w.status !== 'timeout' || Date.now() >= deadline || signal.aborted) return w;
   }
 }
