@@ -11,7 +11,8 @@ export interface ChannelSendSource {
   channel: string;
   to: string;
   text: string;
-  via: 'send' | 'message';
+  /** `reply`: a run's answer to the channel message that started it (reply-router.ts), never mirrored. */
+  via: 'send' | 'message' | 'reply';
   sessionKey?: string;
   threadId?: string;
   replyTo?: string;
@@ -26,7 +27,7 @@ export interface ChannelSendSource {
 
 export function channelDelivery(
   id: string,
-  o: { agentId: string; channel: string; target: ResolvedTarget; sessionKey: string; text: string; via: 'send' | 'message'; runId?: string; sourceSessionKey?: string; callId?: string; owner?: string; idempotencyKey?: string },
+  o: { agentId: string; channel: string; target: ResolvedTarget; sessionKey: string; text: string; via: 'send' | 'message' | 'reply'; runId?: string; sourceSessionKey?: string; callId?: string; owner?: string; idempotencyKey?: string },
 ): NewDelivery {
   const src: ChannelSendSource = {
     agentId: o.agentId,

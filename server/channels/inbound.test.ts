@@ -2,7 +2,7 @@
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { channelsOf } from '../http/channel-inbound';
-import { startTestServer, type TestServer } from '../testing/harness';
+import { startTestServer, type TestServer, until } from '../testing/harness';
 import { createMessageTool } from '../tools/message';
 import type { ChannelService } from './index';
 import { CREDS, FAKES } from './testing/fake-apis';
@@ -298,6 +298,28 @@ describe('reply routing', () => {
     await settle(runs);
     await new Promise((r) => setImmediate(r));
     const h = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: 'agent:main:telegram:direct:7070' });
-    expect(h.messages[0]).toMatchObject({ role: 'system', kind: 'notice', content: expect.stringContaining('authentication failed') });
+    expect(h.messages[0]).toMatchObject({ role: 'system', kind: 'notice', content: expect.stringContaining('authentication failed'), meta: { deliveryId: expect.stringMatching(/^dlv_reply_/) } });
+    // And a delivery record (CONTRACT §9): the reply had none, so nothing showed it, and nothing could send it again.
+    const { deliveries } = await s.rpc<{ deliveries: any[] }>('deliveries.list', { sessionKey: 'agent:main:telegram:direct:7070' });
+    expect(deliveries).toMatchObject([{ deliveryId: h.messages[0].meta.deliveryId, kind: 'channel', state: 'failed', to: { channel: 'telegram', target: '7070' }, error: { code: 'channel_error' } }]);
+  });
+
+  it('a reply the platform refused with a server error is a dead delivery that deliveries.retry sends again, unmirrored', async () => {
+    const key = 'agent:main:telegram:direct:7171';
+    fake.telegram!.enqueue({ ...FAKES.telegram!.serverError, match: /sendMessage/ });
+    const before = fake.telegram!.calls(/sendMessage/).length;
+    const body = JSON.stringify({ update_id: 91, message: { message_id: 91, from: { id: 7171, first_name: 'Cy' }, chat: { id: 7171, type: 'private' }, text: 'answer me later' } });
+    await web.post('telegram', body, { 'x-telegram-bot-api-secret-token': TG_SECRET });
+    await settle(await runsOf(key));
+    await s.rt.channels.idle();
+    const [d] = (await s.rpc<{ deliveries: any[] }>('deliveries.list', { sessionKey: key })).deliveries;
+    expect(d).toMatchObject({ kind: 'channel', state: 'dead', attempts: 1, from: { sessionKey: key } });
+    const rows = (await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: key })).messages.length;
+    expect(await s.rpc('deliveries.retry', { deliveryId: d.deliveryId })).toMatchObject({ status: 'ok' });
+    await until(async () => (await s.rpc<any>('deliveries.get', { deliveryId: d.deliveryId })).state === 'delivered');
+    const sent = fake.telegram!.calls(/sendMessage/).slice(before);
+    expect(sent).toHaveLength(2);
+    expect(JSON.stringify(sent[1]!.body)).toContain('answer me later');
+    expect((await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: key })).messages).toHaveLength(rows);
   });
 });

@@ -5,7 +5,9 @@ import type { EventBus } from '../events/bus';
 import type { TranscriptMessage } from '../events/types';
 import type { Logger } from '../logger';
 import { appendTranscript } from '../orchestrator/transcript';
+import { agentIdOf } from '../sessions/keys';
 import type { Store } from '../store/store';
+import { channelDelivery } from './channel-deliveries';
 import type { AnyChannelPlugin, ChannelOrigin, ResolvedTarget } from './types';
 import { SpanKind, type Telemetry } from '../telemetry/tracing';
 
@@ -43,7 +45,9 @@ interface RouterDeps {
   bus: EventBus;
   log: Logger;
   plugin(id: string): AnyChannelPlugin;
-  deliver(channel: string, target: ResolvedTarget, text: string, o?: { idempotencyKey?: string }): Promise<string>;
+  deliver(channel: string, target: ResolvedTarget, text: string, o?: { idempotencyKey?: string; deliveryId?: string }): Promise<string>;
+  /** This process in a cluster (PostgreSQL): a reply it leaves mid-call is closed by the orphan sweep. */
+  owner(): string | undefined;
   deliveredBy(runId: string): Set<string> | undefined;
   forgetRun(runId: string): void;
   telemetry?: Telemetry;
@@ -77,8 +81,15 @@ export function startReplyRouting(d: RouterDeps): ReplyRouter {
     // Text the run already sent there through the message tool is not delivered twice.
     if (d.deliveredBy(runId)?.has(key)) return;
     const span = d.telemetry?.start(`channel reply ${plugin.id}`, traces.get(runId), { 'crosstalk.channel': plugin.id, 'crosstalk.run_id': runId }, { kind: SpanKind.PRODUCER });
+    // A delivery with its record (CONTRACT §9 `channel`), one per reply row: its attempts, a `dead` end that
+    // deliveries.retry sends again, and one cut off by a crash closed `failed` when the store opens again.
+    const deliveryId = `dlv_reply_${m.id}`;
+    const idempotencyKey = `reply-${m.id}`;
     try {
-      const messageId = await d.deliver(plugin.id, target, m.content, { idempotencyKey: `reply-${m.id}` });
+      const agentId = agentIdOf(m.sessionKey) ?? 'main';
+      await d.store.createDeliveries([channelDelivery(deliveryId, { agentId, channel: plugin.id, target, sessionKey: m.sessionKey, text: m.content, via: 'reply', runId, idempotencyKey, owner: d.owner() })]);
+      const messageId = await d.deliver(plugin.id, target, m.content, { idempotencyKey, deliveryId });
+      await d.store.advanceDeliveries([deliveryId], 'delivered');
       d.log.info({ runId, channel: plugin.id, to: target.to, messageId }, 'reply delivered');
       d.telemetry?.end(span);
     } catch (e) {
@@ -92,7 +103,7 @@ export function startReplyRouting(d: RouterDeps): ReplyRouter {
           content: `reply not delivered to ${plugin.label}: ${errorMessage(e)}`,
           runId,
           author: { type: 'system', id: 'channels' },
-          meta: { channel: plugin.id, to: target.to, replyMessageId: m.id },
+          meta: { channel: plugin.id, to: target.to, replyMessageId: m.id, deliveryId },
         },
       ]).catch(() => undefined);
     }

@@ -205,6 +205,13 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     // This process sends it now: if it dies mid-send, the sweep closes it (not while it lives).
     const owner = orchestrator.cluster?.id;
     if (owner) await store.db.updateTable('deliveries').set({ source: `channel:${JSON.stringify({ ...send, owner })}` }).where('id', '=', row.id).execute();
+    // A run's reply: its row is in the transcript already; sent again, it is not mirrored.
+    if (send.via === 'reply') {
+      void deliver(route.channel, target, send.text, { idempotencyKey: send.idempotencyKey, deliveryId: row.id })
+        .then(() => store.advanceDeliveries([row.id], 'delivered'))
+        .catch((e) => log.warn({ err: (e as Error).message, deliveryId: row.id }, 'channel delivery retry failed'));
+      return;
+    }
     void deliverAndMirror({ agentId: send.agentId, channel: route.channel, route, target, sessionKey: send.sessionKey ?? route.sessionKey, text: send.text, via: send.via, ...(send.idempotencyKey ? { idempotencyKey: send.idempotencyKey } : {}), ...(send.runId ? { runId: send.runId } : {}), ...(send.sourceSessionKey ? { sourceSessionKey: send.sourceSessionKey } : {}), deliveryId: row.id }).catch((e) =>
       log.warn({ err: (e as Error).message, deliveryId: row.id }, 'channel delivery retry failed'),
     );
@@ -333,7 +340,7 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     },
     deliveredBy: (runId) => delivered.get(runId) ?? new Set(),
     start() {
-      router ??= startReplyRouting({ store, bus, log, telemetry: deps.telemetry, plugin, deliver, deliveredBy: (runId) => delivered.get(runId), forgetRun: (runId) => delivered.delete(runId) });
+      router ??= startReplyRouting({ store, bus, log, telemetry: deps.telemetry, plugin, deliver, owner: () => orchestrator.cluster?.id || undefined, deliveredBy: (runId) => delivered.get(runId), forgetRun: (runId) => delivered.delete(runId) });
       chatApprovals ??= startChatApprovals({ config, store, bus, orchestrator, log, plugin });
     },
     stop() {

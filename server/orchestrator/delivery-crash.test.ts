@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { startChildServer, tmpDataDir, until } from '../testing/harness';
 
@@ -35,7 +36,7 @@ describe.each(['sqlite', 'postgres'])('deliveries across a hard kill on %s', (st
     }
   }, 180_000);
 
-  it('killed during channel sends (a `message` call, an unkeyed `send`): both records end failed/interrupted, none stays accepted or is sent again', async () => {
+  it('killed during channel sends (a `message` call, an unkeyed `send`, a run\'s reply to an inbound message): each record ends failed/interrupted, none stays accepted or is sent again', async () => {
     // The platform takes each request and never answers: the process dies with both calls in flight.
     const arrivals: string[] = [];
     const platform = http.createServer((req) => {
@@ -48,11 +49,17 @@ describe.each(['sqlite', 'postgres'])('deliveries across a hard kill on %s', (st
     const env = storeEnv(store);
     const configFile = path.join(dataDir, 'config.json');
     const port = (platform.address() as { port: number }).port;
-    fs.writeFileSync(configFile, JSON.stringify({ channels: { webhook: { url: `http://127.0.0.1:${port}/out`, dmPolicy: 'open', timeoutMs: 120_000 } } }));
+    fs.writeFileSync(configFile, JSON.stringify({ channels: { webhook: { url: `http://127.0.0.1:${port}/out`, secret: 'whsec', dmPolicy: 'open', timeoutMs: 120_000 } } }));
     const a = await startChildServer({ dataDir, configFile, env });
     const { runId } = await a.rpc('agent', { sessionKey: 'agent:main:main', message: '/tool message {"action":"send","channel":"webhook","to":"peer1","text":"from the tool"}' });
     void a.rpc('send', { channel: 'webhook', to: 'peer2', message: 'from send' }).catch(() => undefined);
-    await until(() => arrivals.length >= 2, 30_000);
+    // A person's message in: its run's reply goes out to the platform, which holds it too.
+    const inbound = JSON.stringify({ from: 'peer3', text: 'answer me', messageId: 'in-1' });
+    const ts = Math.floor(Date.now() / 1000);
+    const sig = `sha256=${crypto.createHmac('sha256', 'whsec').update(`${ts}.${inbound}`).digest('hex')}`;
+    const posted = await fetch(`${a.url}/api/channels/webhook`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-crosstalk-timestamp': String(ts), 'x-crosstalk-signature': sig }, body: inbound });
+    expect(posted.status).toBe(200);
+    await until(() => arrivals.length >= 3, 30_000);
     a.kill();
     await a.exited;
 
@@ -63,10 +70,11 @@ describe.each(['sqlite', 'postgres'])('deliveries across a hard kill on %s', (st
       expect(JSON.parse(w.response.replace(/^message: /, ''))).toMatchObject({ status: 'error', error: { code: 'interrupted' } });
       const closed = await until(async () => {
         const l = (await b.rpc<{ deliveries: any[] }>('deliveries.list', { kind: 'channel' })).deliveries;
-        return l.length === 2 && l.every((d) => d.state === 'failed') ? l : null;
+        return l.length === 3 && l.every((d) => d.state === 'failed') ? l : null;
       }, 60_000);
       for (const d of closed) expect(d.error).toMatchObject({ code: 'interrupted' });
-      expect(arrivals).toHaveLength(2);
+      expect(closed.map((d) => d.to.target).sort()).toEqual(['user:peer1', 'user:peer2', 'user:peer3']);
+      expect(arrivals).toHaveLength(3);
     } finally {
       b.kill();
       await b.exited;
