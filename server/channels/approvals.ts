@@ -263,7 +263,12 @@ export function startChatApprovals(d: ChatApprovalDeps): ChatApprovals {
       await tell(`${DECISION_TEXT[c.decision]}.`);
     } catch (e) {
       if (isCrosstalkError(e) && (e.code === 'already_resolved' || e.code === 'unknown_approval')) await tell(`Already decided: ${e.message}`);
-      else throw e;
+      // A decision that does not fit the item (a decline pressed on a tool call: only a tampered button sends one)
+      // is answered in the chat like any refusal, not left spinning with an error in the log.
+      else if (isCrosstalkError(e) && e.code === 'invalid_request') {
+        log.warn({ channel, approvalId: c.approvalId, decision: c.decision }, 'chat decision refused: it does not fit the item');
+        await tell('That choice does not fit this request.');
+      } else throw e;
     }
   }
 

@@ -64,6 +64,21 @@ describe('elicitation in chat approvals', () => {
     expect(await s.rt.store.getApproval(item.approvalId)).toMatchObject({ status: 'allowed', decision: 'accept' });
   });
 
+  it('a decline pressed on a tool call (a tampered button: tool cards have none) is answered in the chat; the call stays pending', async () => {
+    const key = `agent:main:telegram:direct:${MALLORY}`;
+    expect((await web.post('telegram', tgMessage(MALLORY, '/tool exec {"command":"echo x"}'), tgHeaders)).status).toBe(200);
+    const item = await until(async () => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: key })).approvals.find((a) => a.kind === 'tool'));
+    const posted = (await until(() => s.rt.store.getIdempotent(`chat-approval:${item.approvalId}`))) as { posts: Array<{ messageId: string }> };
+    const answers = tg.calls(/answerCallbackQuery$/).length;
+    expect((await web.post('telegram', press(ALICE, Number(posted.posts[0]!.messageId), `ct:ex:${item.approvalId}`), tgHeaders)).status).toBe(200);
+    await channels.idle();
+    // Answered (the button's spinner ends) with why, instead of an error in the log and no answer.
+    const told = await until(() => tg.calls(/answerCallbackQuery$/).slice(answers)[0]);
+    expect(JSON.stringify(told.body)).toContain('does not fit');
+    expect(await s.rt.store.getApproval(item.approvalId)).toMatchObject({ status: 'pending' });
+    await s.rpc('approvals.resolve', { approvalId: item.approvalId, decision: 'deny' });
+  });
+
   it('a larger form (or a URL) is answered in the room: the chat only offers Decline', () => {
     const many = elicitationRequest('agent:main:main', { server: 'x', message: 'Tell me', requestedSchema: { properties: { a: { type: 'string' }, b: { type: 'string' } } } });
     expect(many.buttons.map((b) => b.label)).toEqual(['Decline']);
