@@ -236,6 +236,19 @@ describe('mattermost and the generic webhook', () => {
     expect(r.headers['x-crosstalk-signature']).toBe(`sha256=${crypto.createHmac('sha256', HOOK_SECRET).update(`${ts}.${r.raw}`).digest('hex')}`);
   });
 
+  it('webhook: the same signed request sent again without a messageId (a retry, a replay inside 5 minutes) runs once', async () => {
+    const body = JSON.stringify({ from: 'ext-noid', text: 'no id here' });
+    const headers = hmac(HOOK_SECRET, body);
+    expect((await web.post('webhook', body, headers)).status).toBe(200);
+    expect((await web.post('webhook', body, headers)).status).toBe(200);
+    // Signed again (a new timestamp), the same text is a new message.
+    await new Promise((r) => setTimeout(r, 1100));
+    expect((await web.post('webhook', body, hmac(HOOK_SECRET, body))).status).toBe(200);
+    const runs = await runsOf('agent:main:webhook:direct:ext-noid');
+    await settle(runs);
+    expect(runs).toHaveLength(2);
+  });
+
   it('unknown channels, channels without inbound and oversized bodies are refused', async () => {
     expect((await web.post('nope', '{}')).status).toBe(404);
     expect((await web.post('matrix', '{}')).status).toBe(404);

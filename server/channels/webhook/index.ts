@@ -1,7 +1,7 @@
 // The generic webhook channel: outbound JSON POST to a configured URL (signed, idempotent), inbound POST checked by HMAC.
 import { z } from 'zod';
 import { CrosstalkError } from '../../errors';
-import { signWebhook, webhookRefusal } from '../../webhooks/signature';
+import { SIGNATURE_HEADER, signWebhook, webhookRefusal } from '../../webhooks/signature';
 import { baseChannelConfig, httpJson } from '../delivery';
 import { invalidTarget, nonEmpty, stripChannelPrefix, typedTarget } from '../targets';
 import type { ChannelPlugin, ChatType, DeliveryRequest, DeliveryResult, InboundRequest, ResolvedTarget } from '../types';
@@ -108,7 +108,9 @@ export function createWebhookChannel(): ChannelPlugin<WebhookConfig> {
             ...(m.threadId ? { sessionThreadId: m.threadId } : {}),
             text: m.text,
             ...(m.accountId ? { accountId: m.accountId } : {}),
-            ...(m.messageId ? { messageId: m.messageId, dedupeId: `webhook:${m.messageId}` } : {}),
+            // Without a messageId the signature names the request (it covers the timestamp and the body): the same
+            // signed request sent again inside its 5 minutes — a retry, or a captured one replayed — runs once.
+            ...(m.messageId ? { messageId: m.messageId, dedupeId: `webhook:${m.messageId}` } : { dedupeId: `webhook-sig:${req.headers.get(SIGNATURE_HEADER)?.trim().toLowerCase()}` }),
             replyTarget: { to: peer.kind === 'direct' ? `user:${peer.id}` : `${peer.kind}:${peer.id}`, ...(m.threadId ? { threadId: m.threadId } : {}) },
           },
         ],
