@@ -378,3 +378,14 @@ export async function foldWrittenPg(db: Kysely<Database>, runId: string, steps: 
   }
   return deleted;
 }
+
+/** Just before a run's first event (undefined before it wrote one): where a replay of the whole run starts. */
+export async function runStartCursor(db: Kysely<Database>, dialect: DialectName, runId: string): Promise<EventCursor | undefined> {
+  if (dialect !== 'postgres') {
+    const r = await db.selectFrom('events').select((eb) => eb.fn.min('id').as('m')).where('run_id', '=', runId).executeTakeFirst();
+    return r?.m == null ? undefined : { id: Number(r.m) - 1 };
+  }
+  const r = await sql<{ tx: string; id: number }>`select tx::text as tx, id from events where run_id = ${runId} order by tx, id limit 1`.execute(db);
+  const first = r.rows[0];
+  return first ? { tx: BigInt(first.tx), id: Number(first.id) - 1 } : undefined;
+}

@@ -8,7 +8,7 @@ import type { DbHandle } from './db';
 import type { CallbackRow, Database, DeliveryRow, MessageRow, RunRow, WebhookRow } from './schema';
 import { insertEventsSql, wakeEventsSql, writeSkippingLogged } from './event-sql';
 import { SETTLED_XID } from './settled';
-import { type FoldStep, foldRun, foldWrittenPg, type LogPage, type LogRow, readEventsAfter, resolvePlainId } from './event-fold';
+import { type FoldStep, foldRun, foldWrittenPg, type LogPage, type LogRow, readEventsAfter, resolvePlainId, runStartCursor } from './event-fold';
 import { advanceDeliveries, type DeliveryChange, failedAttempt, insertDeliveries, type NewDelivery, newDeliveryId, queuedRunDeliveries, setDeliveryRun } from './deliveries';
 
 export interface NewMessage {
@@ -475,14 +475,7 @@ export class StoreBase {
    */
   async activeRunStart(sessionKey: string): Promise<EventCursor | undefined> {
     const runId = await this.activeRunOf(sessionKey);
-    if (!runId) return undefined;
-    if (this.dialect !== 'postgres') {
-      const r = await this.db.selectFrom('events').select((eb) => eb.fn.min('id').as('m')).where('run_id', '=', runId).executeTakeFirst();
-      return r?.m == null ? undefined : { id: Number(r.m) - 1 };
-    }
-    const r = await sql<{ tx: string; id: number }>`select tx::text as tx, id from events where run_id = ${runId} order by tx, id limit 1`.execute(this.db);
-    const first = r.rows[0];
-    return first ? { tx: BigInt(first.tx), id: Number(first.id) - 1 } : undefined;
+    return runId ? runStartCursor(this.db, this.dialect, runId) : undefined;
   }
 
   /** Of these sessions, those with a run in flight (as `activeRunOf`), in one statement. */
