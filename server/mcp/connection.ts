@@ -393,6 +393,16 @@ export class McpConnection {
           return result;
         } catch (e) {
           if (o.caller?.fenced) throw o.caller.fenced;
+          // URL elicitation by error (-32042): each URL it names is an `elicitation` item (mode url) on the call's
+          // run; once the person has been through them all, the call is made again (MCP 2025-11-25).
+          const urls = urlElicitationsOf(e);
+          if (urls && !signal.aborted && attempt < 2 && this.o.onElicit && o.caller) {
+            for (const p of urls) {
+              const r = await this.o.onElicit(o.caller, p as never, signal);
+              if (r.action !== 'accept') throw new OAuthDeclined(`MCP server ${this.name} needs a browser step the person ${r.action === 'decline' ? 'declined' : 'did not take'}: ${p.message}`);
+            }
+            continue;
+          }
           if (signal.aborted || !this.o.oauth || attempt >= 2 || !(isUnauthorized(e) || this.o.oauth.waiting)) throw e;
           await this.o.oauth.waitAuthorized(signal);
         }
@@ -432,4 +442,13 @@ export class McpConnection {
     this.client = null;
     await c?.close().catch(() => undefined);
   }
+}
+
+/** The URL elicitations a -32042 error (UrlElicitationRequiredError) names, or null for any other error. */
+function urlElicitationsOf(e: unknown): Array<{ mode: 'url'; message: string; url: string; elicitationId?: string }> | null {
+  if (!(e instanceof McpError) || e.code !== -32042) return null;
+  const list = (e.data as { elicitations?: unknown } | undefined)?.elicitations;
+  if (!Array.isArray(list)) return null;
+  const ok = list.filter((x): x is { message: string; url: string; elicitationId?: string } => !!x && typeof x === 'object' && typeof x.url === 'string' && typeof x.message === 'string');
+  return ok.length ? ok.map((x) => ({ mode: 'url' as const, message: x.message, url: x.url, ...(typeof x.elicitationId === 'string' ? { elicitationId: x.elicitationId } : {}) })) : null;
 }

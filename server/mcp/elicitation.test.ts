@@ -33,6 +33,17 @@ describe('an elicitation', () => {
     await s.rpc('agent.wait', { runId });
   });
 
+  it('asked by error (-32042, URLElicitationRequiredError): a url item on the call; once the person is through, the call is made again and answers', async () => {
+    const key = 'agent:main:elicit-by-error';
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/tool mcp__files__browser_step {}' });
+    const item = await until(async () => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: key })).approvals.find((a) => a.kind === 'elicitation'));
+    expect(item).toMatchObject({ mode: 'url', url: 'https://provider.example/authorize?x=1', message: 'Sign in to the provider' });
+    await s.rpc('approvals.resolve', { approvalId: item.approvalId, decision: 'accept' });
+    const done = await s.rpc<{ status: string; response: string }>('agent.wait', { runId, timeoutMs: 20_000 });
+    // Before: no item, and the call answered invalid_request with "MCP error -32042: MCP error -32042: …".
+    expect(done).toMatchObject({ status: 'ok', response: expect.stringContaining('signed in and done') });
+  });
+
   it("of a second session calling the same server meanwhile is that session's item, and answering either leaves the other waiting", async () => {
     const pending = async (key: string) => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: key })).approvals.filter((a) => a.kind === 'elicitation');
     const one = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:elicit-one', message: '/tool mcp__files__confirm {}' });

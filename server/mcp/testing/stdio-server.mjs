@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitResultSchema, UrlElicitationRequiredError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
 const log = (line) => process.env.MCP_TEST_LOG && fs.appendFileSync(process.env.MCP_TEST_LOG, `${line}\n`);
@@ -62,6 +62,12 @@ server.registerTool('confirm', { description: 'Asks one yes/no question by elici
   return { content: [{ type: 'text', text: `answer ${JSON.stringify(r)}` }] };
 });
 
+// MCP 2025-11-25's URL elicitation by error (-32042): refused until the person has been through the browser step once.
+let stepsDone = 0;
+server.registerTool('browser_step', { description: 'Needs a browser step first (URLElicitationRequiredError), then answers', inputSchema: {} }, async () => {
+  if (stepsDone++ === 0) throw new UrlElicitationRequiredError([{ mode: 'url', message: 'Sign in to the provider', url: 'https://provider.example/authorize?x=1', elicitationId: 'el-1' }], 'This request requires browser-based authorization.');
+  return { content: [{ type: 'text', text: 'signed in and done' }] };
+});
 server.registerTool('flood', { description: 'Answers 6 MiB of text (over the message cap)', inputSchema: {} }, async () => ({ content: [{ type: 'text', text: 'z'.repeat(6 * 1024 * 1024) }] }));
 
 await server.connect(new StdioServerTransport());
