@@ -2,7 +2,7 @@
 import { resolveToken } from './auth';
 import { type ChannelService, createChannels } from './channels';
 import { isApiPath, serveApi } from './http/node-routes';
-import { ConfigError, type CrosstalkConfig, loadConfig } from './config';
+import { ConfigError, configFilePath, type CrosstalkConfig, loadConfig } from './config';
 import { EventBus } from './events/bus';
 import { deliveryEmitter } from './events/delivery-events';
 import { registerWebhookRetry } from './gateway/deliveries';
@@ -41,7 +41,7 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   const { config } = o;
   const log = o.log ?? createLogger();
   const { token } = resolveToken(config.token, config.dataDir);
-  prepareExecIsolation(config, log); // data dir 0700, workspaces for the exec user, a warning when exec cannot be isolated
+  prepareExecIsolation(config, log, configFilePath()); // data dir 0700, workspaces for the exec user, a warning when exec cannot be isolated
   const handle = await openDatabase({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, pgSchema: o.pgSchema });
   const store = new Store(handle);
   const bus = new EventBus(store, log);

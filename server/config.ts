@@ -192,10 +192,15 @@ const DEFAULT_AGENTS = [
 
 export class ConfigError extends Error {}
 
+/** The config file read: CROSSTALK_CONFIG, else ./crosstalk.config.json (which may not exist). */
+export function configFilePath(env: Record<string, string | undefined> = process.env): string {
+  return env.CROSSTALK_CONFIG ?? path.resolve(/* turbopackIgnore: true */ process.cwd(), 'crosstalk.config.json');
+}
+
 /** Reads env + config file. Throws ConfigError naming the bad key when the file does not validate. */
 export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<RawConfig> = {}): CrosstalkConfig {
   const explicit = env.CROSSTALK_CONFIG;
-  const file = explicit ?? path.resolve(/* turbopackIgnore: true */ process.cwd(), 'crosstalk.config.json');
+  const file = configFilePath(env);
   let raw: unknown = {};
   if (explicit || fs.existsSync(/* turbopackIgnore: true */ file)) {
     let text: string;

@@ -304,6 +304,22 @@ describe.skipIf(process.getuid?.() !== 0)('the workspace, as root', () => {
     fs.rmSync(rootOnly, { recursive: true, force: true });
   });
 
+  it('a config file the exec user can read (its secrets) is named in a warning at start, with the chmod that fixes it', () => {
+    const dataDir = tmpDataDir();
+    const config = resolveConfig(parseRawConfig({ agents: [{ id: 'main' }] }), { CROSSTALK_DATA_DIR: dataDir, CROSSTALK_WORKSPACES: `${dataDir}-ws` });
+    const file = path.join(dataDir, '..', `ct-config-${path.basename(dataDir)}.json`);
+    fs.writeFileSync(file, '{"channels":{"webhook":{"secret":"whsec"}}}', { mode: 0o644 });
+    fs.chmodSync(file, 0o644);
+    const open = capture();
+    prepareExecIsolation(config, open.log, file);
+    expect(open.warnings().map((w) => w.msg)).toContainEqual(expect.stringContaining(`chmod 600 ${file}`));
+    fs.chmodSync(file, 0o600);
+    const closed = capture();
+    prepareExecIsolation(config, closed.log, file);
+    expect(closed.warnings().map((w) => w.msg).filter((m) => m.includes('config file'))).toEqual([]);
+    fs.rmSync(file);
+  });
+
   it('out of the exec user’s reach: a warning at start, and `forbidden` from the call', async () => {
     const dataDir = tmpDataDir();
     const closed = fs.mkdtempSync(path.join(dataDir, '..', 'closed-')); // mode 0700, root's

@@ -148,7 +148,7 @@ export function handOverWorkspace(workspace: string, id: Extract<ExecIdentity, {
  * made and handed to its exec user; a warning for each agent whose commands cannot be isolated or cannot reach
  * their workspace. Never fails the start.
  */
-export function prepareExecIsolation(config: CrosstalkConfig, log: Logger): void {
+export function prepareExecIsolation(config: CrosstalkConfig, log: Logger, configFile?: string): void {
   try {
     fs.mkdirSync(/* turbopackIgnore: true */ config.dataDir, { recursive: true, mode: 0o700 });
     const st = fs.statSync(/* turbopackIgnore: true */ config.dataDir);
@@ -194,6 +194,16 @@ export function prepareExecIsolation(config: CrosstalkConfig, log: Logger): void
   }
   for (const { user, blocked, agents, workspaces } of blockedAt.values()) {
     log.warn({ agents, workspaces, blocked }, `exec runs as ${user}, who cannot use ${blocked} on the way to the workspace of ${agents.join(', ')}: their commands will fail`);
+  }
+  // The config file holds secrets (channel tokens, webhook secrets, A2A tokens, MCP headers): one its exec users can
+  // read is read by any command. Not changed here (it is the operator's file): said, with the fix.
+  const users = [...new Map(config.agents.filter((a) => !a.a2a).map((a) => execIdentity(a.execUser)).flatMap((id) => (id.isolated ? [[id.user, id] as const] : []))).values()];
+  try {
+    const st = configFile && users.length ? fs.statSync(/* turbopackIgnore: true */ configFile) : null;
+    const readers = st ? users.filter((id) => (st.uid === id.uid ? st.mode & 0o400 : st.gid === id.gid ? st.mode & 0o040 : st.mode & 0o004)) : [];
+    if (readers.length) log.warn({ configFile, users: readers.map((id) => id.user) }, `the config file ${configFile} is readable by ${readers.map((id) => id.user).join(', ')}, who runs exec: a command can read the secrets in it (chmod 600 ${configFile})`);
+  } catch {
+    /* no config file: nothing to read */
   }
   for (const [reason, agents] of notIsolated) {
     log.warn({ agents }, `exec is not isolated: ${reason}; a command can read the token, the store and the data dir (README, Security)`);
