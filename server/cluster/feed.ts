@@ -71,7 +71,10 @@ export class EventFeed {
         if (now - this.idleAt >= IDLE_MS) {
           this.idleAt = now;
           const horizon = await this.store.settledHorizon();
-          if (isAfter(horizon, this.pos)) {
+          // A reader came while the horizon was read: it went live at the feed's position and waits for the rows
+          // after it, which a jump to the horizon would never fan out (rows committed meanwhile were lost to it).
+          if (this.interest()) this.later(1);
+          else if (isAfter(horizon, this.pos)) {
             this.pos = horizon;
             if (isAfter(horizon, this.bus.head)) this.bus.head = horizon;
           }

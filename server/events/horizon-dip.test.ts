@@ -106,4 +106,38 @@ describe.runIf(onPostgresPass())('SSE replay when the settled horizon dips (Post
       await open;
     }
   });
+
+  it('a reader that comes while the idle feed reads the horizon gets the rows committed meanwhile: the feed does not jump past them', async () => {
+    const key = 'agent:main:idle-feed';
+    const store = s.rt.store;
+    const real = store.settledHorizon.bind(store);
+    let entered = false;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    store.settledHorizon = async () => {
+      entered = true;
+      await gate;
+      return real();
+    };
+    try {
+      // No reader: a commit wakes the feed, idle, which reads the horizon (held here).
+      const wake = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:idle-feed-wake', message: '/reply wake' });
+      await s.rpc('agent.wait', { runId: wake.runId });
+      await until(() => entered);
+      // A reader replays the session (nothing there yet) and goes live at the feed's position.
+      const reading = readSse(`${s.url}/api/gateway/events?sessionKey=${key}`, { lastEventId: 0, until: (evs) => evs.some(isEnd), timeoutMs: 10_000 });
+      await until(() => s.rt.bus.subscriberCount > 0);
+      await new Promise((r) => setTimeout(r, 200));
+      const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/reply meanwhile' });
+      await s.rpc('agent.wait', { runId });
+      // The horizon is read now, past that run: jumping there, the feed never fanned it out to the reader.
+      release();
+      const seqs = (await reading).filter((e) => e.runId === runId).map((e) => e.seq);
+      expect(seqs.length).toBeGreaterThan(3);
+      expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+    } finally {
+      release();
+      store.settledHorizon = real;
+    }
+  });
 });
