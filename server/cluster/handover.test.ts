@@ -55,7 +55,9 @@ describe('handovers drive a run once (PostgreSQL)', () => {
     const b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
     try {
       const key = 'agent:main:interrupt-orphan';
-      const r = await a.rpc<Started>('agent', { sessionKey: key, message: '/sleep 1500\n/reply old answer' });
+      // Long enough that B, had it taken the session over before the interrupt came (a loaded machine: CI at 13:32
+      // here), could not re-drive it to its answer first: then the interrupt aborts it on B, to the same end.
+      const r = await a.rpc<Started>('agent', { sessionKey: key, message: '/sleep 8000\n/reply old answer' });
       await until(async () => (await b.rt.store.maxSeq(r.runId)) >= 2);
       await a.crash(); // as with kill -9: A still holds the lease until it is declared dead
       const i = await b.rpc<Started>('agent', { sessionKey: key, message: '/reply new answer', queueMode: 'interrupt' });
