@@ -7,7 +7,7 @@ import type { Author, MessageKind, MessageRole, PendingEvent, TranscriptMessage 
 import type { DbHandle } from './db';
 import type { CallbackRow, Database, DeliveryRow, MessageRow, RunRow, WebhookRow } from './schema';
 import { insertEventsSql, wakeEventsSql, writeSkippingLogged } from './event-sql';
-import { SETTLED_XID } from './settled';
+import { cursorBeyondLog, logHead, settledHorizon } from './log-positions';
 import { type FoldStep, foldRun, foldWrittenPg, type LogPage, type LogRow, readEventsAfter, resolvePlainId, runStartCursor } from './event-fold';
 import { advanceDeliveries, type DeliveryChange, failedAttempt, insertDeliveries, type NewDelivery, newDeliveryId, queuedRunDeliveries, setDeliveryRun } from './deliveries';
 
@@ -417,30 +417,18 @@ export class StoreBase {
    * Whether a cursor lies past the end of the log — one it never issued (an id above every event's, or on
    * PostgreSQL a transaction not begun yet). Replayed from, it would skip the events that later take its place.
    */
-  async cursorBeyondLog(c: EventCursor): Promise<boolean> {
-    if (this.dialect !== 'postgres') return c.id > (await this.logHead()).id;
-    const r = await sql<{ m: string | null; xmax: string }>`
-      select (select max(id) from events)::text as m, pg_snapshot_xmax(pg_current_snapshot())::text as xmax`.execute(this.db);
-    const row = r.rows[0]!;
-    return c.id > Number(row.m ?? 0) || (c.tx !== undefined && c.tx >= BigInt(row.xmax));
+  cursorBeyondLog(c: EventCursor): Promise<boolean> {
+    return cursorBeyondLog(this.db, this.dialect, c);
   }
 
   /** A position every settled row is at or before (PostgreSQL): just below SETTLED_XID. */
-  async settledHorizon(): Promise<EventCursor> {
-    const r = await sql<{ xmin: string }>`select ${SETTLED_XID}::text as xmin`.execute(this.db);
-    return { tx: BigInt(r.rows[0]!.xmin) - 1n, id: Number.MAX_SAFE_INTEGER };
+  settledHorizon(): Promise<EventCursor> {
+    return settledHorizon(this.db);
   }
 
   /** The newest settled position of the log (PostgreSQL): a live reader starts after it. */
-  async logHead(): Promise<EventCursor> {
-    if (this.dialect !== 'postgres') {
-      const r = await this.db.selectFrom('events').select((eb) => eb.fn.max('id').as('m')).executeTakeFirst();
-      return { id: Number(r?.m ?? 0) };
-    }
-    const r = await sql<{ tx: string; id: number }>`
-      select tx::text as tx, id from events where tx < ${SETTLED_XID} order by tx desc, id desc limit 1`.execute(this.db);
-    const row = r.rows[0];
-    return row ? { tx: BigInt(row.tx), id: Number(row.id) } : START;
+  logHead(): Promise<EventCursor> {
+    return logHead(this.db, this.dialect);
   }
 
   // ── runs' state as every process sees it (queued, in flight) ───────────
