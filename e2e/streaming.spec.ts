@@ -1,5 +1,6 @@
 // Streaming without layout shift: replies stream in after a pause, and the room's cumulative layout shift stays "good".
-import { expect, openOwnRoom, test, TOKEN } from './fixtures';
+import { expect, openOwnRoom, type OwnServerOptions, test, TOKEN } from './fixtures';
+import type { ServerProcess } from './support/server-process';
 import { rpcAt } from './support/rpc';
 
 test('no layout shift while replies stream in', async ({ room, page, freshSession }) => {
@@ -37,19 +38,34 @@ test('no layout shift while replies stream in', async ({ room, page, freshSessio
   await room.snap('streaming-no-shift');
 });
 
-test('a slow model’s reply streams into the room delta by delta', async ({ page, freshSession, ownServer }) => {
-  test.setTimeout(120_000);
-  // A model that streams word by word (the OpenAI wire format from a loopback fake), on a server of this test's own.
+/** The reply the slow model streams word by word: w0 … w11. */
+const WORDS = Array.from({ length: 12 }, (_, i) => `w${i}`);
+
+/** A latch: `held` resolves once `open()` is called. */
+function latch() {
+  let open!: () => void;
+  const held = new Promise<void>((r) => (open = r));
+  return { held, open };
+}
+
+/** A model that streams word by word (the OpenAI wire format from a loopback fake), and a server of the test's own on it. */
+async function slowModelServer(ownServer: (opts?: OwnServerOptions) => Promise<ServerProcess>) {
   const { startFakeOpenAI } = await import('../server/models/testing/fake-openai-server');
   const fake = await startFakeOpenAI();
-  const words = Array.from({ length: 12 }, (_, i) => `w${i}`);
+  const server = () => ownServer({ config: { agents: [{ id: 'main', model: 'openai:slow-stream' }] }, env: { OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: 'sk-e2e' } });
+  return { fake, server };
+}
+
+test('a slow model’s reply streams into the room delta by delta', async ({ page, freshSession, ownServer }) => {
+  test.setTimeout(120_000);
+  const { fake, server: start } = await slowModelServer(ownServer);
+  const words = WORDS;
   // The stream stops before w6 until the test has seen the part on screen: a loaded machine rendering late cannot
   // show the whole reply before the check (it did in a CI run that took 21 minutes).
-  let resume!: () => void;
-  const held = new Promise<void>((r) => (resume = r));
+  const { held, open: resume } = latch();
   fake.setHandler(() => ({ text: words.join(' '), chunkDelayMs: 250, beforeChunk: (i: number) => (i === 6 ? held : undefined) }));
   try {
-    const server = await ownServer({ config: { agents: [{ id: 'main', model: 'openai:slow-stream' }] }, env: { OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: 'sk-e2e' } });
+    const server = await start();
     const room = await openOwnRoom(page, server, freshSession);
     await room.send('tell me slowly');
     const pending = room.transcript.getByTestId('pending-bubble');
@@ -71,19 +87,16 @@ test('a slow model’s reply streams into the room delta by delta', async ({ pag
 
 test('a reply in flight is whole after a reload, and after switching to another session and back', async ({ page, freshSession, ownServer }) => {
   test.setTimeout(120_000);
-  const { startFakeOpenAI } = await import('../server/models/testing/fake-openai-server');
-  const fake = await startFakeOpenAI();
-  const words = Array.from({ length: 12 }, (_, i) => `w${i}`);
+  const { fake, server: start } = await slowModelServer(ownServer);
+  const words = WORDS;
   // The reply under test stops before w4, then before w8, until the test lets it on; any other request is answered.
-  let resume1!: () => void;
-  let resume2!: () => void;
-  const held1 = new Promise<void>((r) => (resume1 = r));
-  const held2 = new Promise<void>((r) => (resume2 = r));
+  const { held: held1, open: resume1 } = latch();
+  const { held: held2, open: resume2 } = latch();
   let reached8 = false;
   const beforeChunk = (i: number) => (i === 4 ? held1 : i === 8 ? ((reached8 = true), held2) : undefined);
   fake.setHandler((body) => (JSON.stringify(body.messages).includes('tell me in pieces') ? { text: words.join(' '), chunkDelayMs: 20, beforeChunk } : { text: 'elsewhere' }));
   try {
-    const server = await ownServer({ config: { agents: [{ id: 'main', model: 'openai:slow-stream' }] }, env: { OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: 'sk-e2e' } });
+    const server = await start();
     const other = `${freshSession}-other`;
     const { runId } = await rpcAt<{ runId: string }>(page.request, server.origin, TOKEN, 'agent', { sessionKey: other, message: 'hello' });
     await rpcAt(page.request, server.origin, TOKEN, 'agent.wait', { runId });
