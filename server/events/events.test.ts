@@ -200,8 +200,8 @@ describe('event bus', () => {
       await bus.drain();
     }
     bus.unregisterRun(runId);
-    const rows = await s.rt.store.eventsAfter({ after: { id: 0 }, runId, limit: 500 });
-    expect(rows.rows.filter((r) => r.stream === 'assistant')).toHaveLength(100);
+    const rows = await settledEvents(s.rt, { runId, limit: 500 });
+    expect(rows.filter((r) => r.stream === 'assistant')).toHaveLength(100);
   });
 
   it('a slow subscriber overflows its buffer and catches up from the log without gaps or duplicates', async () => {

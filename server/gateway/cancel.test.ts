@@ -1,6 +1,6 @@
 // agent.cancel over real HTTP: a running run is aborted at once, a queued one never runs, an ended one is not_cancelable.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer, until } from '../testing/harness';
+import { settledEvents, startTestServer, type TestServer, until } from '../testing/harness';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -40,7 +40,7 @@ describe('agent.cancel', () => {
     expect(item.kind).toBe('tool');
     await call('agent.cancel', { runId: r.runId });
     expect(await wait(r.runId)).toMatchObject({ status: 'error', error: 'cancelled' });
-    const events = (await s.rt.store.eventsAfter({ after: { id: 0 }, runId: r.runId, limit: 1000 })).rows.filter((e) => e.stream === 'approval').map((e) => JSON.parse(e.data));
+    const events = (await settledEvents(s.rt, { runId: r.runId, limit: 1000 })).filter((e) => e.stream === 'approval').map((e) => JSON.parse(e.data));
     expect(events).toEqual([
       expect.objectContaining({ phase: 'requested', approvalId: item.approvalId, kind: 'tool', tool: 'exec' }),
       { phase: 'resolved', approvalId: item.approvalId, decision: 'cancel', reason: 'run interrupted' },

@@ -1,6 +1,6 @@
 // Gateway over real HTTP: the foundation's flows with the scripted model, queue modes and idempotency.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer, until } from '../testing/harness';
+import { settledEvents, startTestServer, type TestServer, until } from '../testing/harness';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -206,7 +206,7 @@ describe('queue modes', () => {
     // CONTRACT §4: the status `interrupted` is for a run that cannot be re-driven; one stopped by a newer message is an
     // error with code `interrupted`, on its row, its lifecycle end and the board.
     expect(await s.rt.store.getRun(a.runId)).toMatchObject({ status: 'error', error: 'interrupted' });
-    const end = (await s.rt.store.eventsAfter({ after: { id: 0 }, runId: a.runId, limit: 1000 })).rows.at(-1)!;
+    const end = (await settledEvents(s.rt, { runId: a.runId, limit: 1000 })).at(-1)!;
     expect([end.stream, JSON.parse(end.data)]).toEqual(['lifecycle', { phase: 'error', status: 'error', error: 'interrupted' }]);
     const board = await s.rpc<{ failed: Array<{ runId: string; status: string }> }>('runs.board', {});
     expect(board.failed.find((r) => r.runId === a.runId)?.status).toBe('error');
