@@ -11,6 +11,8 @@ const STDIO_SERVER = path.join(import.meta.dirname, 'testing', 'stdio-server.mjs
 let s: TestServer;
 beforeAll(async () => {
   s = await startTestServer({ config: { agents: [{ id: 'main', tools: { 'mcp__files__*': 'auto' } }], mcp: { servers: { files: { command: process.execPath, args: [STDIO_SERVER] } } } } });
+  // The server's tools are listed before a test's first call (a test run alone has no earlier test to wait for it).
+  await until(async () => (await s.rpc<{ agents: Array<{ mcpTools?: Array<{ name: string }> }> }>('agents.list')).agents[0].mcpTools?.some((t) => t.name === 'mcp__files__always_step'));
 });
 afterAll(async () => {
   await s?.close();
@@ -42,6 +44,26 @@ describe('an elicitation', () => {
     const done = await s.rpc<{ status: string; response: string }>('agent.wait', { runId, timeoutMs: 20_000 });
     // Before: no item, and the call answered invalid_request with "MCP error -32042: MCP error -32042: …".
     expect(done).toMatchObject({ status: 'ok', response: expect.stringContaining('signed in and done') });
+  });
+
+  it('asked by error again after every browser step: the call answers the error once the person has been through twice, its code said once; content on a url accept is refused', async () => {
+    const key = 'agent:main:elicit-always';
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/tool mcp__files__always_step {}' });
+    const pending = () => s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: key }).then((r) => r.approvals.find((a) => a.kind === 'elicitation'));
+    const first = await until(pending);
+    expect(first).toMatchObject({ mode: 'url', url: 'https://provider.example/again' });
+    // A url step takes no content: given some, the answer is refused, not accepted with the content dropped.
+    const refused = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'approvals.resolve', params: { approvalId: first.approvalId, decision: 'accept', content: { code: '1234' } } });
+    expect(refused.body.error).toMatchObject({ code: -32602, data: { code: 'invalid_request' } });
+    expect(await s.rt.store.getApproval(first.approvalId)).toMatchObject({ status: 'pending' });
+    await s.rpc('approvals.resolve', { approvalId: first.approvalId, decision: 'accept' });
+    const second = await until(async () => ((await pending())?.approvalId !== first.approvalId ? pending() : undefined));
+    await s.rpc('approvals.resolve', { approvalId: second.approvalId, decision: 'accept' });
+    const done = await s.rpc<{ status: string; response: string }>('agent.wait', { runId, timeoutMs: 20_000 });
+    expect(done.response).toContain('invalid_request');
+    expect(done.response).toContain('MCP error -32042: This request requires browser-based authorization.');
+    // Before: "MCP error -32042: MCP error -32042: This request …".
+    expect(done.response.match(/MCP error -32042/g)).toHaveLength(1);
   });
 
   it("of a second session calling the same server meanwhile is that session's item, and answering either leaves the other waiting", async () => {

@@ -235,9 +235,17 @@ export class McpManager {
           if (ctx.signal.aborted) return toolError('interrupted', 'run interrupted: the MCP request was cancelled');
           if (e instanceof McpUnavailable) return toolError('tool_unavailable', e.message);
           if (this.sdk && e instanceof this.sdk.OAuthDeclined) return toolError('unauthorized', `MCP ${server}/${t.name}: ${e.message}`);
-          return toolError('invalid_request', `MCP ${server}/${t.name}: ${errorMessage(e)}`);
+          return toolError('invalid_request', `MCP ${server}/${t.name}: ${protocolErrorText(e)}`);
         }
       },
     };
   }
+}
+
+/**
+ * A server's protocol error as the tool's answer says it. The SDK's McpError prefixes its message with "MCP error
+ * <code>: ", and a server built on the SDK sends that prefixed message, so the client's error carries it twice.
+ */
+export function protocolErrorText(e: unknown): string {
+  return errorMessage(e).replace(/^(MCP error (-?\d+): )(?:MCP error \2: )+/, '$1');
 }

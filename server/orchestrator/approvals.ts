@@ -260,7 +260,9 @@ export class Approvals {
         const checked = checkElicitContent(args.requestedSchema, content);
         if (!checked.ok) throw new CrosstalkError('invalid_request', `content does not fit the requested schema: ${checked.issues.map((i) => `${i.path} ${i.message}`).join('; ')}`, checked.issues);
         response = JSON.stringify(checked.content);
-      }
+      } else if (content !== undefined && content !== null)
+        // A url step is done in the browser: the server gets no content, so none given is silently dropped.
+        throw new CrosstalkError('invalid_request', 'a url elicitation is accepted without content: the step is done at its url', [{ path: 'content', message: 'not expected for a url elicitation' }]);
     } else if (content !== undefined) throw new CrosstalkError('invalid_request', 'content goes only with accept of an elicitation form', [{ path: 'content', message: 'not expected here' }]);
     const status = decision === 'deny' || decision === 'decline' ? 'denied' : decision === 'cancel' ? 'cancelled' : 'allowed';
     const settled = await this.store.settleApproval(approvalId, status, decision, reason ?? null, response, by);

@@ -68,6 +68,9 @@ server.registerTool('browser_step', { description: 'Needs a browser step first (
   if (stepsDone++ === 0) throw new UrlElicitationRequiredError([{ mode: 'url', message: 'Sign in to the provider', url: 'https://provider.example/authorize?x=1', elicitationId: 'el-1' }], 'This request requires browser-based authorization.');
   return { content: [{ type: 'text', text: 'signed in and done' }] };
 });
+server.registerTool('always_step', { description: 'Asks for a browser step however often it is done (URLElicitationRequiredError each time)', inputSchema: {} }, async () => {
+  throw new UrlElicitationRequiredError([{ mode: 'url', message: 'Sign in again', url: 'https://provider.example/again' }], 'This request requires browser-based authorization.');
+});
 server.registerTool('flood', { description: 'Answers 6 MiB of text (over the message cap)', inputSchema: {} }, async () => ({ content: [{ type: 'text', text: 'z'.repeat(6 * 1024 * 1024) }] }));
 
 await server.connect(new StdioServerTransport());
