@@ -398,6 +398,11 @@ export class Cluster {
     await sql`select pg_notify(${this.channel}, ${JSON.stringify(msg)})`.execute(this.db);
   }
 
+  /** A notification on a channel of `listen` (every process listening there gets it, this one too). */
+  async publish(channel: string, payload: string): Promise<void> {
+    await sql`select pg_notify(${channel}, ${payload})`.execute(this.db);
+  }
+
   async processes(): Promise<Array<Pick<ProcessesTable, 'id' | 'host' | 'pid' | 'url' | 'started_at'>>> {
     return this.db.selectFrom('processes').select(['id', 'host', 'pid', 'url', 'started_at']).where('status', '=', 'alive').orderBy('started_at').execute();
   }

@@ -27,11 +27,17 @@ const VERSION = process.env.npm_package_version ?? '0.1.0';
  * the client closing the call's POST. Request ids are the client's: two clients (one token, one operator) using the
  * same id at once cancel each other's call.
  */
-const inFlight = new Map<string, Set<AbortController>>();
+type InFlight = Map<string, Set<AbortController>>;
+const inFlightOf = new WeakMap<FullRuntime, InFlight>();
+const callsOf = (rt: FullRuntime): InFlight => {
+  let m = inFlightOf.get(rt);
+  if (!m) inFlightOf.set(rt, (m = new Map()));
+  return m;
+};
 const idKey = (id: unknown) => JSON.stringify(id);
 
 /** Registers the calls a POST carries; each one's signal aborts on a cancel of its id or on the POST's end. */
-function trackCalls(messages: unknown[], closed: AbortSignal): { signalOf(id: unknown): AbortSignal | undefined; done(): void } {
+function trackCalls(inFlight: InFlight, messages: unknown[], closed: AbortSignal): { signalOf(id: unknown): AbortSignal | undefined; done(): void } {
   const mine = new Map<string, AbortController>();
   for (const m of messages) {
     const { id, method } = (m && typeof m === 'object' ? m : {}) as { id?: unknown; method?: unknown };
@@ -59,14 +65,49 @@ function trackCalls(messages: unknown[], closed: AbortSignal): { signalOf(id: un
   };
 }
 
-/** `notifications/cancelled` of a call in flight here: its signal aborts (MCP: the receiver stops its work). */
-function cancelCalls(messages: unknown[]): void {
+/**
+ * `notifications/cancelled` of a call in flight here: its signal aborts (MCP: the receiver stops its work). Returns
+ * the cancels that found no call here: on several processes the call may be on another one.
+ */
+function cancelCalls(inFlight: InFlight, messages: unknown[]): Array<{ requestId: string | number; reason?: string }> {
+  const missed: Array<{ requestId: string | number; reason?: string }> = [];
   for (const m of messages) {
     const { method, params } = (m && typeof m === 'object' ? m : {}) as { method?: unknown; params?: { requestId?: unknown; reason?: unknown } };
     if (method !== 'notifications/cancelled' || !params || (typeof params.requestId !== 'string' && typeof params.requestId !== 'number')) continue;
-    for (const ac of inFlight.get(idKey(params.requestId)) ?? []) ac.abort(new Error(typeof params.reason === 'string' ? params.reason : 'cancelled by the client'));
+    const reason = typeof params.reason === 'string' ? params.reason.slice(0, 500) : undefined;
+    const here = inFlight.get(idKey(params.requestId));
+    if (!here?.size) missed.push({ requestId: params.requestId, ...(reason !== undefined ? { reason } : {}) });
+    for (const ac of here ?? []) ac.abort(new Error(reason ?? 'cancelled by the client'));
   }
+  return missed;
 }
+
+/**
+ * On several processes (PostgreSQL) a client's cancel can reach another process than its call (a load balancer
+ * spreads POSTs): a cancel that found no call here goes to every process on a NOTIFY channel of the cluster, and each
+ * cancels the call if it has it. The LISTEN is set up before this process serves its first /mcp request, so a call
+ * in flight here never misses one.
+ */
+const sharedCancels = new WeakMap<object, Promise<unknown>>();
+function shareCancels(rt: FullRuntime): Promise<unknown> | undefined {
+  const cluster = rt.cluster;
+  if (!cluster) return undefined;
+  let ready = sharedCancels.get(cluster);
+  if (!ready) {
+    const onCancel = (payload: string) => {
+      try {
+        const c = JSON.parse(payload) as { requestId?: unknown; reason?: unknown };
+        cancelCalls(callsOf(rt), [{ method: 'notifications/cancelled', params: c }]);
+      } catch {
+        // not ours to read
+      }
+    };
+    ready = cluster.listen(cancelChannel(cluster.channel), onCancel, () => undefined).catch((e: unknown) => rt.log.warn({ err: (e as Error).message }, 'mcp: could not listen for cancels from other processes'));
+    sharedCancels.set(cluster, ready);
+  }
+  return ready;
+}
+const cancelChannel = (clusterChannel: string) => `${clusterChannel}_mcp_cancel`;
 
 function mcpServer(rt: FullRuntime, calls?: { signalOf(id: unknown): AbortSignal | undefined }): Server {
   const server = new Server({ name: 'crosstalk', version: VERSION }, { capabilities: { tools: { listChanged: false } } });
@@ -178,9 +219,14 @@ export async function handleMcp(rt: FullRuntime, req: Request): Promise<Response
     }
   }
   const messages: unknown[] = parsedBody === undefined ? [] : Array.isArray(parsedBody) ? parsedBody : [parsedBody];
-  cancelCalls(messages);
+  await shareCancels(rt);
+  const missed = cancelCalls(callsOf(rt), messages);
+  if (missed.length && rt.cluster) {
+    const cluster = rt.cluster;
+    for (const c of missed) await cluster.publish(cancelChannel(cluster.channel), JSON.stringify(c)).catch((e: unknown) => rt.log.warn({ err: (e as Error).message }, 'mcp: could not pass a cancel to the other processes'));
+  }
   const closed = new AbortController();
-  const calls = trackCalls(messages, closed.signal);
+  const calls = trackCalls(callsOf(rt), messages, closed.signal);
   req.signal?.addEventListener('abort', () => closed.abort(), { once: true });
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, maxRequestBodySize: MAX_BODY_BYTES });
   const server = mcpServer(rt, calls);

@@ -43,6 +43,7 @@ export const STORE_INDEPENDENT: readonly string[] = [
   'server/cluster/fencing.test.ts',
   'server/cluster/graceful-stop.test.ts',
   'server/cluster/handover.test.ts',
+  'server/cluster/mcp-cancel.test.ts',
   'server/cluster/idempotency.test.ts',
   'server/cluster/reregister.test.ts',
   'server/cluster/unfenced-writes.test.ts',
