@@ -141,3 +141,46 @@ test('event inspector: streams raw events, pausable and filterable', async ({ ro
   await expect(rows).not.toHaveCount(0);
   await room.snap('event-inspector');
 });
+
+test('keyboard: the session list is one Tab stop, the arrows move through it, and a skip link leads to the conversation', async ({ room, page, freshSession }) => {
+  await room.open(freshSession);
+  await room.send('hello');
+  await expect(room.texts('assistant').filter({ hasText: 'echo: hello' })).toHaveCount(1);
+  const row = room.sessionItem(freshSession);
+  await expect(row).toBeVisible();
+  const items = room.sidebar.getByTestId('session-item');
+  // One row in the Tab order, the open session's (before: every row was one, hundreds of Tab presses to get past).
+  await expect.poll(() => items.evaluateAll((els) => els.filter((e) => (e as HTMLElement).tabIndex === 0).map((e) => e.getAttribute('data-session-key')))).toEqual([freshSession]);
+  const order = await items.evaluateAll((els) => els.map((e) => e.getAttribute('data-session-key')));
+  expect(order.length).toBeGreaterThan(1);
+  const at = order.indexOf(freshSession);
+  const below = order[at + 1] ?? order[at - 1]!;
+  const focused = () => page.evaluate(() => document.activeElement?.getAttribute('data-session-key') ?? document.activeElement?.id ?? null);
+
+  // The arrows move the focus, not the selection; Enter opens the focused row, which becomes the Tab stop.
+  await row.focus();
+  await page.keyboard.press(order[at + 1] ? 'ArrowDown' : 'ArrowUp');
+  expect(await focused()).toBe(below);
+  await expect(room.sessionTitle).toHaveText(freshSession);
+  await page.keyboard.press('Enter');
+  await expect(room.sessionTitle).toHaveText(below);
+  await expect(room.sessionItem(below)).toHaveAttribute('tabindex', '0');
+  await expect(row).toHaveAttribute('tabindex', '-1');
+  await page.keyboard.press('Home');
+  expect(await focused()).toBe(order[0]);
+  await page.keyboard.press('End');
+  expect(await focused()).toBe(order.at(-1));
+  // Tab leaves the list from any row: the next stop is not a session row.
+  await page.keyboard.press('Tab');
+  expect(await page.evaluate(() => document.activeElement?.getAttribute('data-testid'))).not.toBe('session-item');
+
+  // The skip link is the page's first Tab stop and takes the focus to the conversation.
+  const first = await page.evaluate(() => document.querySelector('a[href], button:not([disabled]), input, textarea, select, [tabindex]:not([tabindex="-1"])')?.getAttribute('data-testid'));
+  expect(first).toBe('skip-link');
+  const skip = page.getByTestId('skip-link');
+  await skip.focus();
+  await expect(skip).toBeVisible();
+  await page.keyboard.press('Enter');
+  expect(await focused()).toBe('conversation');
+  expect(new URL(page.url()).hash).toBe('');
+});

@@ -70,6 +70,19 @@ export function Room() {
     <HydrationGateProvider value={gate}>
       <PendingCountProvider>
         <div className="flex h-dvh flex-col">
+          {/* The first Tab stop: past the sidebar's search, filters and sessions, straight to the conversation. */}
+          <a
+            href="#conversation"
+            data-testid="skip-link"
+            onClick={(e) => {
+              // Focus moves to the pane without a #fragment in the address (the room keeps ?session= there).
+              e.preventDefault();
+              document.getElementById('conversation')?.focus();
+            }}
+            className="sr-only rounded-md bg-indigo-600 px-3 py-1.5 text-sm text-white focus:not-sr-only focus:fixed focus:left-2 focus:top-2 focus:z-50"
+          >
+            Skip to conversation
+          </a>
           <ConnectionBanner onRetry={events.reset} />
           <div className="flex min-h-0 flex-1">
             {/* Deferred parts split hydration: the shell (with the live event stream) commits first, then the
@@ -116,7 +129,7 @@ function SessionPane({ sessionKey, prefetchBoard }: { sessionKey: string; prefet
   return (
     // Narrow windows stack the toolbox under the conversation, so its approval row stays on screen.
     <div className="flex min-w-0 flex-1 flex-col md:flex-row">
-      <main className="flex min-h-0 min-w-0 flex-1 flex-col" data-testid="session-pane" data-session-key={sessionKey}>
+      <main id="conversation" tabIndex={-1} className="flex min-h-0 min-w-0 flex-1 flex-col outline-none" data-testid="session-pane" data-session-key={sessionKey}>
         <header className="flex h-11 shrink-0 items-center gap-1 border-b border-zinc-200 px-2 sm:gap-2 sm:px-4 dark:border-zinc-800">
           <Button size="sm" variant="ghost" className="md:hidden" aria-label="Show sessions" onClick={() => setSidebarOpen(true)}>
             ☰

@@ -7,7 +7,7 @@ import { useSidebarSessions } from '@/lib/room/use-sidebar';
 import type { AgentInfo, SessionSummary } from '@/lib/trpc/types';
 import type { SidebarKind } from '@/stores/room-store';
 import { useRoomStore } from '@/stores/room-store-provider';
-import { memo, useEffect, useRef, type UIEvent } from 'react';
+import { type KeyboardEvent, memo, useEffect, useRef, type UIEvent } from 'react';
 import { PairingsPanel } from '../pairings/pairings-panel';
 import { StatusPanel } from '../status/status-panel';
 import { SearchResults } from './search-results';
@@ -44,7 +44,7 @@ export function SessionSidebar() {
   const setSearch = useRoomStore((s) => s.setSessionSearch);
   const seen = useRoomStore((s) => s.seen);
   const noteCounts = useRoomStore((s) => s.noteCounts);
-  const { agents, sessions, groups, trees, filtered } = useSidebarSessions();
+  const { agents, sessions, groups, trees, order, filtered } = useSidebarSessions();
   const listRef = useRef<HTMLDivElement>(null);
 
   // Unread: a baseline for every listed session, and the open one is always read.
@@ -70,6 +70,19 @@ export function SessionSidebar() {
     );
     return () => cancelAnimationFrame(frame);
   }, [selected]);
+
+  // One Tab stop for the whole list (a roving tabindex): the open session's row, or the first row when it is not
+  // listed; the arrow keys, Home and End move the focus between rows, Enter opens the focused one.
+  const tabStop = order.includes(selected) ? selected : order[0];
+  const onListKey = (e: KeyboardEvent<HTMLDivElement>) => {
+    const from = (e.target as HTMLElement).closest?.('[data-testid="session-item"]');
+    if (!from || !['ArrowDown', 'ArrowUp', 'Home', 'End'].includes(e.key)) return;
+    const rows = [...(listRef.current?.querySelectorAll<HTMLElement>('[data-testid="session-item"]') ?? [])];
+    const at = rows.indexOf(from as HTMLElement);
+    const to = e.key === 'Home' ? 0 : e.key === 'End' ? rows.length - 1 : Math.min(rows.length - 1, Math.max(0, at + (e.key === 'ArrowDown' ? 1 : -1)));
+    e.preventDefault();
+    rows[to]?.focus();
+  };
 
   const configured = new Map<string, AgentInfo>((agents.data?.agents ?? []).map((a) => [a.agentId, a]));
   const agentIds = [...configured.keys()];
@@ -128,7 +141,7 @@ export function SessionSidebar() {
             ))}
           </div>
         </div>
-        <div ref={listRef} onScroll={onListScroll} data-testid="sidebar-scroll" className="min-h-0 flex-1 overflow-y-auto px-2 pb-3">
+        <div ref={listRef} onScroll={onListScroll} onKeyDown={onListKey} data-testid="sidebar-scroll" className="min-h-0 flex-1 overflow-y-auto px-2 pb-3">
           {agents.isError && <p className="px-2 text-xs text-rose-600">Could not load agents.</p>}
           {sessions.isError && <p className="px-2 text-xs text-rose-600">Could not load sessions.</p>}
           <ul data-testid="agent-list" aria-label="Agents" className="space-y-2">
@@ -138,7 +151,7 @@ export function SessionSidebar() {
                 {g.roots.length > 0 && (
                   <ul role="tree" data-testid="session-list" aria-label={`Sessions of ${g.agentId}`} className="mt-0.5 space-y-0.5 pl-2">
                     {g.roots.map((n) => (
-                      <SessionTreeItem key={n.session.sessionKey} node={n} level={1} selected={selected} seen={seen} />
+                      <SessionTreeItem key={n.session.sessionKey} node={n} level={1} selected={selected} tabStop={tabStop} seen={seen} />
                     ))}
                   </ul>
                 )}
@@ -167,7 +180,7 @@ export function SessionSidebar() {
             </div>
           )}
           <p className="px-2 pt-3 text-[10px] text-zinc-400">
-            <kbd>j</kbd>/<kbd>k</kbd> move through sessions
+            <kbd>j</kbd>/<kbd>k</kbd> move through sessions, <kbd>↑</kbd>/<kbd>↓</kbd> through the focused list
           </p>
         </div>
         <PairingsPanel className="shrink-0 border-t border-zinc-200 dark:border-zinc-800" />
@@ -204,15 +217,15 @@ function AgentHeader({ agentId, agent, active, onSelect }: { agentId: string; ag
 }
 
 /** One session of the tree, its delegate sessions nested under it (their approvals mark it too: pendingApprovals). */
-function SessionTreeItem({ node, level, selected, seen }: { node: SessionNode; level: number; selected: string; seen: Record<string, number> }) {
+function SessionTreeItem({ node, level, selected, tabStop, seen }: { node: SessionNode; level: number; selected: string; tabStop: string | undefined; seen: Record<string, number> }) {
   const s = node.session;
   return (
     <li role="treeitem" aria-level={level} aria-selected={s.sessionKey === selected} aria-expanded={node.children.length > 0 ? true : undefined} aria-label={s.label || s.sessionKey.replace(/^agent:[^:]+:/, '')} data-testid="session-tree-item" data-tree-key={s.sessionKey}>
-      <SessionItem session={s} active={s.sessionKey === selected} unread={isUnread(s, seen, selected)} />
+      <SessionItem session={s} active={s.sessionKey === selected} tabStop={s.sessionKey === tabStop} unread={isUnread(s, seen, selected)} />
       {node.children.length > 0 && (
         <ul role="group" className="mt-0.5 space-y-0.5 border-l border-zinc-200 pl-2 dark:border-zinc-800">
           {node.children.map((c) => (
-            <SessionTreeItem key={c.session.sessionKey} node={c} level={level + 1} selected={selected} seen={seen} />
+            <SessionTreeItem key={c.session.sessionKey} node={c} level={level + 1} selected={selected} tabStop={tabStop} seen={seen} />
           ))}
         </ul>
       )}
@@ -221,7 +234,7 @@ function SessionTreeItem({ node, level, selected, seen }: { node: SessionNode; l
 }
 
 // Memoized: a switch re-renders the two rows whose `active` changed, not all of them.
-const SessionItem = memo(function SessionItem({ session, active, unread }: { session: SessionSummary; active: boolean; unread: boolean }) {
+const SessionItem = memo(function SessionItem({ session, active, tabStop, unread }: { session: SessionSummary; active: boolean; tabStop: boolean; unread: boolean }) {
   const selectSession = useRoomStore((s) => s.selectSession);
   const onSelect = () => selectSession(session.sessionKey);
   const pending = session.pendingApprovals ?? 0;
@@ -239,6 +252,7 @@ const SessionItem = memo(function SessionItem({ session, active, unread }: { ses
         data-attention={pending > 0 ? 'true' : undefined}
         data-unread={unread ? 'true' : undefined}
         aria-current={active ? 'page' : undefined}
+        tabIndex={tabStop ? 0 : -1}
         title={session.sessionKey}
         onClick={onSelect}
         // A pointer resting on a row (or focus reaching it) loads its newest page, so the switch shows it at once.
