@@ -104,9 +104,11 @@ describe('push (CONTRACT §3 push.*, §7 Notifications)', () => {
     // The record (CONTRACT §3 approvals.history) says a notification decided it.
     const { approvals } = await s.rpc<{ approvals: Array<{ approvalId: string; decision: string; decidedBy: unknown }> }>('approvals.history', { sessionKey: 'agent:main:push-act' });
     expect(approvals.find((a) => a.approvalId === approvalId)).toMatchObject({ decision: 'allow_once', decidedBy: { type: 'push' } });
-    // Spent: the same token again decides nothing.
+    // Spent: the same token again (this notification pressed twice, or the same item's on another browser: every
+    // subscription gets the item's token) decides nothing and says it was decided. Before: the token was deleted at
+    // the decision, the press read as a wrong token (403 forbidden), and the notification said "Open crosstalk".
     const again = await action(s, { approvalId, token, decision: 'deny' });
-    expect(again.status).toBeGreaterThanOrEqual(400);
+    expect(again).toMatchObject({ status: 409, body: { error: { code: 'already_resolved' } } });
     expect((await s.rt.store.getApproval(approvalId))?.decision).toBe('allow_once');
   });
 
@@ -122,8 +124,8 @@ describe('push (CONTRACT §3 push.*, §7 Notifications)', () => {
     expect(late.status).not.toBe(200);
     expect(late.body).toMatchObject({ error: { code: 'already_resolved' } });
     expect((await s.rt.store.getApproval(approvalId))?.status).toBe('denied');
-    // Spent now, and a wrong token is still a wrong token.
-    expect(await s.rt.store.db.selectFrom('push_tokens').select('approval_id').where('approval_id', '=', approvalId).executeTakeFirst()).toBeUndefined();
+    // Pressed again, it says the same (the token stays until the retention sweep), and a wrong token is still a wrong token.
+    expect(await action(s, { approvalId, token, decision: 'deny' })).toMatchObject({ status: 409, body: { error: { code: 'already_resolved' } } });
     expect(await action(s, { approvalId, token: 'x'.repeat(token.length), decision: 'allow_once' })).toMatchObject({ status: 403, body: { error: { code: 'forbidden' } } });
   });
 
@@ -190,6 +192,30 @@ describe('push (CONTRACT §3 push.*, §7 Notifications)', () => {
     expect(await until(async () => (await s.rpc<{ state: string; attempts: number }>('deliveries.get', { deliveryId: dead.deliveryId })).state === 'delivered' || null)).toBe(true);
     // The fresh token works.
     expect(await action(s, { approvalId, token: (got.json as { token: string }).token, decision: 'deny' })).toEqual({ status: 200, body: { status: 'ok' } });
+  });
+
+  it('a push whose item is decided before it gets through ends failed, not dead; a dead one whose item is decided since is not retried', async () => {
+    const late = rcv.browser('late');
+    await s.rpc('push.subscribe', { subscription: late.subscription });
+    rcv.answer('late', 500, 500, 500, 500, 500, 500, 500, 500);
+    const approvalId = await pendingItem(s, 'agent:main:push-late');
+    await until(() => rcv.attempts.find((x) => x.browser === 'late'));
+    await s.rpc('approvals.resolve', { approvalId, decision: 'deny' });
+    // Before: `dead` with a Retry button on the board that could never send it (and counted an attempt each press).
+    const ended = await until(async () => (await pushDeliveries(s, approvalId)).find((x) => x.to.url === late.subscription.endpoint && x.state !== 'accepted'));
+    expect(ended).toMatchObject({ state: 'failed', error: { code: 'already_resolved' } });
+
+    const gone = rcv.browser('gone-dead');
+    await s.rpc('push.subscribe', { subscription: gone.subscription });
+    rcv.answer('gone-dead', 500, 502, 503, 504);
+    const other = await pendingItem(s, 'agent:main:push-dead-decided');
+    const dead = await until(async () => (await pushDeliveries(s, other)).find((x) => x.to.url === gone.subscription.endpoint && x.state === 'dead'));
+    await s.rpc('approvals.resolve', { approvalId: other, decision: 'deny' });
+    const refused = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'deliveries.retry', params: { deliveryId: dead.deliveryId } });
+    expect(refused.body.error).toMatchObject({ code: -32009, data: { code: 'not_retryable' }, message: expect.stringContaining('no longer pending') });
+    expect(await s.rpc('deliveries.get', { deliveryId: dead.deliveryId })).toMatchObject({ state: 'failed', attempts: dead.attempts, error: { code: 'already_resolved' } });
+    await s.rpc('push.unsubscribe', { endpoint: late.subscription.endpoint });
+    await s.rpc('push.unsubscribe', { endpoint: gone.subscription.endpoint });
   });
 
   it('push.unsubscribe removes the browser; bad subscriptions are -32602', async () => {

@@ -244,7 +244,9 @@ export class PushService {
       }
     })();
     if (r.ok) await this.d.store.markAttempt(deliveryId, { ok: true });
-    else await this.d.store.markAttempt(deliveryId, { ok: false, final: end !== null, error: { code: r.code ?? (r.refused ? 'forbidden' : 'channel_error'), message: r.error } });
+    // An item decided before its push went out: the push has nothing left to say, so it ends `failed`, not `dead`
+    // (the board lists dead deliveries under Failed with a Retry button, and a retry could not send it either).
+    else await this.d.store.markAttempt(deliveryId, { ok: false, final: end !== null, error: { code: r.code ?? (r.refused ? 'forbidden' : 'channel_error'), message: r.error }, ...(r.code === 'already_resolved' ? { end: 'failed' as const } : {}) });
     if (end === 'gone') {
       // 404/410: the browser unsubscribed or the subscription expired (RFC 8030 §7.3): it is dropped.
       await this.d.store.db.deleteFrom('push_subscriptions').where('endpoint', '=', endpoint).execute();
@@ -260,9 +262,12 @@ export class PushService {
     if (!m) throw new CrosstalkError('not_retryable', `delivery ${row.id} keeps no push to send again`);
     const [, approvalId, endpoint] = m as unknown as [string, string, string];
     const payload = await this.payload(approvalId);
+    // Decided since: nothing to push. It ends `failed` (reopened for this retry; no attempt counted), and the retry
+    // is refused with why.
     if (!payload) {
-      await this.d.store.markAttempt(row.id, { ok: false, final: true, error: { code: 'already_resolved', message: `approval ${approvalId} is no longer pending` } });
-      return;
+      const error = { code: 'already_resolved', message: `approval ${approvalId} is no longer pending: there is nothing left to push` };
+      await this.d.store.advanceDeliveries([row.id], 'failed', { error });
+      throw new CrosstalkError('not_retryable', `delivery ${row.id}: ${error.message}`);
     }
     this.track(this.deliver(row.id, Number(row.attempts), approvalId, endpoint, payload));
   }
@@ -278,17 +283,10 @@ export class PushService {
     const b = Buffer.from(approvalId);
     if (!row || a.length !== b.length || !crypto.timingSafeEqual(a, b)) throw new CrosstalkError('forbidden', 'this action token does not answer that approval');
     const approval = await this.d.store.getApproval(approvalId);
-    if (!approval || approval.status !== 'pending') {
-      await this.forget(approvalId);
-      throw new CrosstalkError('already_resolved', `approval ${approvalId} is already ${approval?.status ?? 'gone'}`);
-    }
+    // Decided (here, or anywhere else first): the token decides nothing more, and stays until the retention sweep
+    // (a day), so a later press, of this notification or of the same item's on another browser, is told so.
+    if (!approval || approval.status !== 'pending') throw new CrosstalkError('already_resolved', `approval ${approvalId} is already ${approval?.status ?? 'gone'}`);
     await this.d.resolve(approvalId, decision, undefined, { type: 'push' });
-    await this.forget(approvalId);
     return { status: 'ok' };
-  }
-
-  /** The item is decided: every token pushed for it goes. */
-  private async forget(approvalId: string) {
-    await this.d.store.db.deleteFrom('push_tokens').where('approval_id', '=', approvalId).execute();
   }
 }

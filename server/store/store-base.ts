@@ -194,10 +194,11 @@ export class StoreBase {
    * One attempt of a delivery to the outside (a channel send, a push), recorded: `ok` moves it to `delivered`,
    * else its attempts count up and with `final` it is `dead`.
    */
-  async markAttempt(id: string, o: { ok: true } | { ok: false; error: { code: string; message: string }; final: boolean }): Promise<DeliveryChange[]> {
+  async markAttempt(id: string, o: { ok: true } | { ok: false; error: { code: string; message: string }; final: boolean; end?: 'failed' }): Promise<DeliveryChange[]> {
     const changes = await this.db.transaction().execute(async (tx) => {
       if (o.ok) return advanceDeliveries(tx, [id], 'delivered', { attempt: true, error: null });
-      if (o.final) return advanceDeliveries(tx, [id], 'dead', { attempt: true, error: o.error });
+      // `failed` for an end nothing could change (a retry would say the same), else `dead`: retries ran out.
+      if (o.final) return advanceDeliveries(tx, [id], o.end ?? 'dead', { attempt: true, error: o.error });
       await failedAttempt(tx, id, o.error);
       return [];
     });
