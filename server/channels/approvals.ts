@@ -8,13 +8,16 @@ import type { Orchestrator } from '../orchestrator/orchestrator';
 import { appendTranscript } from '../orchestrator/transcript';
 import type { Store } from '../store/store';
 import { elicitationContent, elicitationRequest } from './elicitation-chat';
-import { APPROVAL_WIRES, chatIdOf, type ChatDecision, type PostedRequest, type WireConfig } from './approval-wire';
+import { APPROVAL_WIRES, BUTTONS, chatIdOf, type ChatDecision, type PostedRequest, type WireConfig } from './approval-wire';
 import { resolveChannelConfig } from './delivery';
 import { approversOf } from '../trust/pairing';
 import { OPERATOR, type Trust } from '../trust/trust';
 import { trustOfRow } from '../orchestrator/approvals';
 import { channelOriginOf } from './reply-router';
 import type { AnyChannelPlugin, ChannelOrigin } from './types';
+
+/** A budget item's buttons: Allow once and Deny (its Allow always, which lifts the cap, is for approvals.resolve only). */
+const BUDGET_BUTTONS = BUTTONS.filter((b) => b.decision !== 'allow_always');
 
 export interface ChatApprovalDeps {
   config: CrosstalkConfig;
@@ -164,7 +167,7 @@ export function startChatApprovals(d: ChatApprovalDeps): ChatApprovals {
     const posts: PostedRequest[] = [];
     for (const t of targets) {
       try {
-        const messageId = await wire.post(cfg, t, text, approvalId, elicit?.buttons);
+        const messageId = await wire.post(cfg, t, text, approvalId, elicit?.buttons ?? (ev.data.kind === 'budget' ? BUDGET_BUTTONS : undefined));
         posts.push({ channel: chat.id, ...t, ...(chat.accountId ? { accountId: chat.accountId } : {}), messageId });
       } catch (e) {
         log.warn({ approvalId, channel: chat.id, to: t.to, err: errorMessage(e) }, 'approval request not posted to a chat');
@@ -253,6 +256,12 @@ export function startChatApprovals(d: ChatApprovalDeps): ChatApprovals {
     if (row && requesterOn(trustOfRow(row), channel) === c.from.toLowerCase()) {
       log.warn({ channel, approvalId: c.approvalId, from: c.from }, 'chat decision refused: the call was started by the approver\'s own message');
       await tell('You are not allowed to decide a call your own message started: another approver or the operator decides it.');
+      return;
+    }
+    // A budget item's Allow always lifts the tree's cap for good: that is for approvals.resolve only (README "Budgets").
+    if (row?.kind === 'budget' && c.decision === 'allow_always') {
+      log.warn({ channel, approvalId: c.approvalId, from: c.from }, 'chat decision refused: allow_always on a budget item');
+      await tell('A budget is raised once at a time from chat: Allow once or Deny.');
       return;
     }
     const by: DecidedBy = { type: 'chat', id: c.from, channel, ...(c.senderName ? { name: c.senderName } : {}) };

@@ -1,7 +1,7 @@
 // Budgets (CONTRACT §5): a request tree past its root agent's cap waits on one `budget` item before its next model
 // step; allow_once grants one more cap (the next pause at twice it), allow_always lifts it, deny ends it budget_exceeded.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../testing/harness';
+import { startTestServer, type TestServer, until } from '../testing/harness';
 import { Budgets } from './budget';
 
 let s: TestServer;
@@ -129,5 +129,39 @@ describe('budgets', () => {
     expect(item.args).toMatchObject({ spentTokens: 101, capTokens: 100, rootRunId: 'run_cap_past' });
     stop.abort();
     await waiting;
+  });
+
+  it('a run of the tree that comes after its item was closed (no run left to wait on it) asks again, and waits', async () => {
+    const agent = { id: 'capped', budget: { tokens: 10 } } as const;
+    const budgets = new Budgets({ store: s.rt.store, bus: s.rt.bus, agent: (id) => (id === 'capped' ? (agent as never) : undefined) });
+    await s.rt.store.db
+      .insertInto('model_usage')
+      .values({ run_id: 'run_cap_closed', session_key: 'agent:capped:main', agent_id: 'capped', model: 'scripted', kind: 'step', input_tokens: 11, output_tokens: 0, cached_tokens: 0, cost_usd: 0, priced: 1, root_run_id: 'run_cap_closed', created_at: new Date().toISOString() })
+      .execute();
+    const run = { id: 'run_cap_closed', sessionKey: 'agent:capped:main', agent: agent as never };
+    const first = new AbortController();
+    const waiting = budgets.beforeStep(run, first.signal).catch((e: Error) => e);
+    const item = await until(async () => (await budgetItems()).find((a) => a.args.rootRunId === 'run_cap_closed'));
+    first.abort();
+    await waiting;
+    // Closed as treeEnded closes it when no run of the tree is left.
+    expect(await s.rt.store.settleApproval(item.approvalId, 'cancelled', 'cancel', 'no run of its tree is left')).toBeTruthy();
+    // A later run of the same tree (a callback's, say) reaches the cap: a new pending item it waits on. Before: the
+    // closed item was found again, answered at once, and the loop went round reading the store without waiting.
+    const reads = { n: 0 };
+    const get = s.rt.store.getApproval.bind(s.rt.store);
+    s.rt.store.getApproval = (id: string) => (reads.n++, get(id));
+    const later = new AbortController();
+    const again = budgets.beforeStep(run, later.signal).catch((e: Error) => e);
+    try {
+      const next = await until(async () => (await budgetItems()).find((a) => a.approvalId !== item.approvalId && a.args.rootRunId === 'run_cap_closed'));
+      expect(next.approvalId).not.toBe(item.approvalId);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(reads.n).toBeLessThan(20);
+    } finally {
+      s.rt.store.getApproval = get;
+      later.abort();
+      await again;
+    }
   });
 });

@@ -8,6 +8,7 @@ import type { EventBus } from '../events/bus';
 import { agentIdOf } from '../sessions/keys';
 import type { Store } from '../store/store';
 import { pendingRow } from './approvals';
+import { trustOf } from '../trust/trust';
 
 /** A run's request tree: its root run and the agent whose budget applies. */
 export interface TreeRef {
@@ -95,15 +96,21 @@ export class Budgets {
       const over = (cap.usd !== undefined && spent.usd > cap.usd * times) || (cap.tokens !== undefined && spent.tokens > cap.tokens * times);
       if (!over) return;
       const args: BudgetArgs = { spentUsd: Math.round(spent.usd * 1e6) / 1e6, capUsd: cap.usd !== undefined ? cap.usd * times : null, spentTokens: spent.tokens, capTokens: cap.tokens !== undefined ? cap.tokens * times : null, rootRunId: tree.root };
-      const callId = budgetCallId(tree.root, times);
+      // An item of this allowance closed `cancel` (no run of the tree was left to wait on it) answers nothing: a run
+      // of the tree that comes later asks again, under a call id of its own (the first's would be found closed, and
+      // the loop would go round without waiting).
+      const closed = await this.d.store.db.selectFrom('approvals').select((eb) => eb.fn.countAll<number>().as('n')).where('kind', '=', 'budget').where((eb) => eb.or([eb('call_id', '=', budgetCallId(tree.root, times)), eb('call_id', 'like', `${budgetCallId(tree.root, times)}:again%`)])).where('status', '=', 'cancelled').executeTakeFirst();
+      const callId = budgetCallId(tree.root, times) + (Number(closed?.n ?? 0) ? `:again${Number(closed!.n)}` : '');
       const id = await this.raise(run, callId, args);
       await this.settled(id, signal);
     }
   }
 
   /** The tree's pending item for this allowance: inserted by the first run that gets here, joined by the rest. */
-  private async raise(run: { id: string; sessionKey: string }, callId: string, args: BudgetArgs): Promise<string> {
-    const row = pendingRow({ sessionKey: run.sessionKey, runId: run.id, callId, tool: 'budget', args, kind: 'budget' });
+  private async raise(run: { id: string; sessionKey: string; origin?: unknown }, callId: string, args: BudgetArgs): Promise<string> {
+    // The item carries the trust of the run that reached the cap (a tree started from a chat carries its sender's):
+    // the sender whose message started the tree may not lift its cap from the chat (CONTRACT §5, README "Approvals in chat").
+    const row = pendingRow({ sessionKey: run.sessionKey, runId: run.id, callId, tool: 'budget', args, kind: 'budget', trust: JSON.stringify(trustOf(run.origin)) });
     const inserted = await this.d.store.db
       .insertInto('approvals')
       .values(row)
