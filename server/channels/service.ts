@@ -259,8 +259,10 @@ export function createChannels(deps: ChannelDeps): ChannelService {
         await dropClaim(store.db, key, me).catch(() => undefined); // refused: nothing was sent, a retry is a new attempt
         throw e;
       }
-      await settleClaim(store.db, key, me, res);
-      return res;
+      // Taken over meanwhile (this process was paused or cut off past its liveness, and another delivered under the
+      // same platform key): the key's answer is the one recorded, which every repeat gets, so this caller gets it too.
+      if (await settleClaim(store.db, key, me, res)) return res;
+      log.warn({ key }, 'keyed send: the claim was taken over while this process sent; answering what the key recorded');
     }
     throw stillPending(key);
   }

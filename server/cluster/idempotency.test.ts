@@ -18,7 +18,8 @@ let configFile: string;
 beforeAll(async () => {
   // A channel API that answers slowly, so requests for one key overlap in every process.
   tg = await startFakePlatform(async (req) => {
-    await new Promise((r) => setTimeout(r, 150));
+    // A text marked [slow] takes long enough for its sender to be paused past its liveness meanwhile.
+    await new Promise((r) => setTimeout(r, String(req.body?.text ?? '').includes('[slow]') ? 1500 : 150));
     return FAKES.telegram!.handler(req);
   });
   const dir = tmpDataDir();
@@ -141,6 +142,33 @@ describe('idempotency keys after a process dies between accepting and answering 
     expect(r.error).toBeUndefined();
     expect((await call(b.url, 'send', params)).result).toEqual(r.result);
     expect(sendsOf(text)).toBe(1);
+  }, 60_000);
+});
+
+describe('idempotency keys after a process is paused past its liveness (PostgreSQL)', () => {
+  it('send: the paused claimant, resumed after another process took the key over and delivered, answers what the key recorded', async () => {
+    const schema = `t_idemp_${crypto.randomBytes(4).toString('hex')}`;
+    const quick = { CROSSTALK_HEARTBEAT_MS: '200', CROSSTALK_DEAD_AFTER_MS: '1500', CROSSTALK_SWEEP_MS: '100' };
+    const a = await boot(pgEnv(schema, quick));
+    const b = await boot(pgEnv(schema, quick));
+    const text = `paused [slow] ${crypto.randomUUID()}`;
+    const params = { channel: 'telegram', to: '4242', message: text, idempotencyKey: `sp-${crypto.randomUUID()}` };
+    const first = call(a.url, 'send', params);
+    await until(() => sendsOf(text) === 1);
+    a.child.kill('SIGSTOP'); // paused mid-call: declared dead, its claim taken over
+    try {
+      const r = await until(async () => {
+        const x = await call(b.url, 'send', params);
+        return x.result ? x : x.error?.data?.code === 'timeout' ? null : x;
+      }, 30_000);
+      expect(r.error).toBeUndefined();
+      a.child.kill('SIGCONT');
+      // Before: A answered the messageId of its own call, which the key never recorded and no repeat returns.
+      expect((await first).result).toEqual(r.result);
+      expect((await call(b.url, 'send', params)).result).toEqual(r.result);
+    } finally {
+      a.child.kill('SIGCONT');
+    }
   }, 60_000);
 });
 

@@ -59,9 +59,13 @@ export async function insertClaim(db: Kysely<Database>, c: IdempotencyClaim, ttl
   return Number(res.numInsertedOrUpdatedRows ?? 0) === 1;
 }
 
-/** Records the claim's answer (the claimant only, once). */
-export async function settleClaim(db: Kysely<Database>, key: string, owner: string, result: unknown): Promise<void> {
-  await db.updateTable('idempotency').set({ state: 'done', owner: null, result: JSON.stringify(result) }).where('key', '=', key).where('owner', '=', owner).where('state', '=', 'pending').execute();
+/**
+ * Records the claim's answer (the claimant only, once). False when the claim is no longer this owner's: it was taken
+ * over (this process was declared dead while it worked: paused, cut off) and the answer is the taker's to record.
+ */
+export async function settleClaim(db: Kysely<Database>, key: string, owner: string, result: unknown): Promise<boolean> {
+  const r = await db.updateTable('idempotency').set({ state: 'done', owner: null, result: JSON.stringify(result) }).where('key', '=', key).where('owner', '=', owner).where('state', '=', 'pending').executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
 }
 
 /** Lets a pending claim go (its request failed before anything was accepted or delivered): a retry starts afresh. */
