@@ -228,6 +228,14 @@ describe('an MCP server behind OAuth', () => {
     expect(result.status).toBe('ok');
     expect(result.response).toContain('"code":"unauthorized"');
     expect(result.response).toMatch(/authorization of MCP server remote was declined/);
+    // The declined item's link is dead: followed afterwards it stores no token and does not say it worked (before:
+    // 200 "crosstalk can use the MCP server remote now", and a token stored against a declined record).
+    const before = remote!.log.filter((l) => l.startsWith('token')).length;
+    const late = await openAndComeBack(srv, item);
+    expect(late.status).toBe(409);
+    expect(await late.text()).toMatch(/already declined/);
+    expect(remote!.log.filter((l) => l.startsWith('token')).length).toBe(before);
+    expect(await srv.rt.store.getApproval(item.approvalId)).toMatchObject({ status: 'denied', decision: 'decline' });
   }, 60_000);
 
   it('another request refused while a call waits on its item (a ping sent just before it) joins that item: none superseded, and it completes', async () => {

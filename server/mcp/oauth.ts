@@ -270,6 +270,13 @@ export class McpOAuth implements OAuthClientProvider {
     const item = row.approval_id ? await this.d.store.getApproval(row.approval_id) : undefined;
     // The state is spent whatever happens: a second use of the same callback URL is refused.
     await this.put(row.issuer, { state: null, approval_id: null });
+    // Its item declined or cancelled meanwhile (in crosstalk, or closed at a restart): the link is dead. No code is
+    // exchanged, so no token is stored against what the record says, and the page does not say it worked. (An item a
+    // person accepted with Done before the browser came back is completed as usual.)
+    if (item && (item.status === 'denied' || item.status === 'cancelled')) {
+      this.d.log.warn({ server, approvalId: item.id, status: item.status }, 'mcp oauth callback for an item declined or cancelled: refused');
+      return { ok: false, status: 409, message: `This authorization of MCP server ${server} was already ${item.status === 'cancelled' ? 'cancelled' : 'declined'} in crosstalk; nothing was changed. Start again from a new request there.`, server };
+    }
     if (q.error) {
       const reason = `the authorization server answered ${q.error}${q.errorDescription ? `: ${q.errorDescription}` : ''}`;
       // The person (or their authorization server) refused in the browser: theirs in the record (approvals.history).
