@@ -156,8 +156,20 @@ function paramsProblem(msg: unknown): { id: string | number; message: string } |
   return { id, message: `invalid params: ${i.path.map(String).join('.')}: ${i.message}` };
 }
 
-const jsonError = (status: number, code: number, message: string, dataCode: string) =>
-  Response.json({ jsonrpc: '2.0', id: null, error: { code, message, data: { code: dataCode } } }, { status, headers: status === 401 ? { 'www-authenticate': 'Bearer' } : {} });
+const jsonError = (status: number, code: number, message: string, dataCode: string, headers: Record<string, string> = {}) =>
+  Response.json({ jsonrpc: '2.0', id: null, error: { code, message, data: { code: dataCode } } }, { status, headers });
+
+/** RFC 6750 §3.1: a request without a token gets the scheme alone; one whose token is wrong, `invalid_token`. */
+const bearerChallenge = (req: Request) => ({ 'www-authenticate': /^bearer\s+\S/i.test(req.headers.get('authorization') ?? '') ? 'Bearer error="invalid_token"' : 'Bearer' });
+
+/** Whether a message is a JSON-RPC 2.0 request, notification or response at all (valid JSON that is not one is -32600). */
+function isJsonRpc(m: unknown): boolean {
+  if (!m || typeof m !== 'object' || Array.isArray(m)) return false;
+  const o = m as Record<string, unknown>;
+  if (o.jsonrpc !== '2.0') return false;
+  if (typeof o.method === 'string') return true;
+  return 'id' in o && ('result' in o || 'error' in o);
+}
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
@@ -185,7 +197,7 @@ export async function handleMcp(rt: FullRuntime, req: Request): Promise<Response
     if (host !== null && !allowedHosts().has(hostName(host))) return jsonError(403, -32001, `Host ${host} refused (CROSSTALK_ALLOWED_HOSTS)`, 'forbidden');
     if (!isSameOrigin(req.headers)) return jsonError(403, -32001, 'foreign Origin refused', 'forbidden');
   }
-  if (!isAuthorized(req.headers, rt.token, { method: req.method })) return jsonError(401, -32001, 'unauthorized', 'unauthorized');
+  if (!isAuthorized(req.headers, rt.token, { method: req.method })) return jsonError(401, -32001, 'unauthorized', 'unauthorized', bearerChallenge(req));
   let parsedBody: unknown;
   if (req.method === 'POST') {
     // The body is read here (under the same cap) so its nesting is checked before the SDK's schemas walk it.
@@ -200,6 +212,9 @@ export async function handleMcp(rt: FullRuntime, req: Request): Promise<Response
       req = new Request(req.url, { method: req.method, headers: req.headers, body: text, signal: req.signal });
     }
     if (parsedBody !== undefined && jsonTooDeep(text, Array.isArray(parsedBody) ? 2 : 1)) return jsonError(400, -32600, TOO_DEEP_MESSAGE, 'invalid_request');
+    // Valid JSON that is not JSON-RPC (an empty batch, `{"foo":1}`) is an Invalid Request (-32600), not a parse error.
+    if (parsedBody !== undefined && (Array.isArray(parsedBody) ? !parsedBody.length || !parsedBody.every(isJsonRpc) : !isJsonRpc(parsedBody)))
+      return jsonError(400, -32600, Array.isArray(parsedBody) && !parsedBody.length ? 'invalid request: an empty batch' : 'invalid request: not a JSON-RPC 2.0 message', 'invalid_request');
     // Params that do not fit their method are -32602 (invalid params), before the SDK's handlers parse them. A batch
     // holding one runs none of its requests (MCP 2025-11-25 has no batches) and answers each: the others are -32600,
     // naming the request that held the batch back (it answered the errors alone, and the rest were lost unanswered).

@@ -155,6 +155,19 @@ describe('crosstalk as an MCP server', () => {
     expect(await s.rt.store.getSession(key)).toBeFalsy();
   });
 
+  it('valid JSON that is not JSON-RPC (an empty batch, an object without jsonrpc and method) is -32600, not a parse error', async () => {
+    const post = (body: string) =>
+      fetch(`${s.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${TEST_TOKEN}` }, body });
+    // Before: `[]` was 202 with no body, `{"foo":1}` -32700 "Parse error".
+    for (const body of ['[]', '{"foo":1}', '[{"jsonrpc":"2.0","id":1,"method":"ping"},7]', '"ping"']) {
+      const res = await post(body);
+      expect(res.status, body).toBe(400);
+      expect(await res.json(), body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600, data: { code: 'invalid_request' } } });
+    }
+    const parse = await post('{nope');
+    expect((await parse.json()).error.code).toBe(-32700);
+  });
+
   it('needs the bearer token, and refuses a foreign Origin', async () => {
     const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
     const post = (headers: Record<string, string>) =>
@@ -162,7 +175,11 @@ describe('crosstalk as an MCP server', () => {
     const none = await post({});
     expect(none.status).toBe(401);
     expect((await none.json()).error.data.code).toBe('unauthorized');
-    expect((await post({ authorization: 'Bearer wrong' })).status).toBe(401);
+    // RFC 6750 §3.1: no token, the scheme alone; a wrong one, invalid_token (before: the scheme alone for both).
+    expect(none.headers.get('www-authenticate')).toBe('Bearer');
+    const wrong = await post({ authorization: 'Bearer wrong' });
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
     const foreign = await post({ authorization: `Bearer ${TEST_TOKEN}`, origin: 'https://evil.example' });
     expect(foreign.status).toBe(403);
     expect((await foreign.json()).error.data.code).toBe('forbidden');
