@@ -131,6 +131,7 @@ export function pendingRow(o: { sessionKey: string; runId: string; callId: strin
     response: null,
     decided_by: null,
     decided_by_type: null,
+    review: null,
   };
 }
 
@@ -194,6 +195,7 @@ export class Approvals {
         response: null,
         decided_by: null,
         decided_by_type: null,
+        review: q.review ? (q.review.cause === 'streak' ? 'streak' : 'escalate') : null,
       };
       const stored = await this.store.insertApproval(row);
       row = stored.row;

@@ -120,6 +120,28 @@ describe('the reviewer (scripted model)', () => {
     expect((await history(other))[0]).toMatchObject({ decidedBy: { type: 'reviewer' } });
   });
 
+  it('a call the reviewer escalated breaks a streak: deny, escalate, deny is no streak of 2', async () => {
+    const key = 'agent:main:rev-streak-broken';
+    expect(await waitRun(await run(key, 'echo review:deny'))).toMatchObject({ status: 'ok' });
+    const escalated = await run(key, 'echo nothing-said');
+    const item = await until(async () => (await pending(key))[0]);
+    await s.rpc('approvals.resolve', { approvalId: item.approvalId, decision: 'allow_once' });
+    expect(await waitRun(escalated)).toMatchObject({ status: 'ok' });
+    expect(await waitRun(await run(key, 'echo review:deny'))).toMatchObject({ status: 'ok' });
+    // Before: the person's row dropped out of the reviewer's sequence, which read deny, deny, and this call went to the
+    // person unseen (cause streak) though the reviewer never denied twice in a row.
+    const before = counter(await metrics(), 'escalate', 'streak');
+    expect(await waitRun(await run(key, 'echo review:allow'))).toMatchObject({ status: 'ok' });
+    expect(await pending(key)).toEqual([]);
+    expect(counter(await metrics(), 'escalate', 'streak')).toBe(before);
+    expect((await history(key)).map((r) => [r.decision, r.decidedBy.type])).toEqual([
+      ['allow_once', 'reviewer'],
+      ['deny', 'reviewer'],
+      ['allow_once', 'user'],
+      ['deny', 'reviewer'],
+    ]);
+  });
+
   it('a deny policy stays a deny: the reviewer only sees ask calls', async () => {
     const key = 'agent:strict:rev-policy';
     const m = await metrics();

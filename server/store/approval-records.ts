@@ -9,10 +9,10 @@ export class ApprovalRecords extends StoreBase {
   // ── approvals ───────────────────────────────────────────────────────────
 
   /** Asks for a tool call's approval once: the stored row of that call (ours when `inserted`, else the first one's). */
-  async insertApproval(a: Omit<ApprovalRow, 'trust' | 'kind' | 'response' | 'decided_by' | 'decided_by_type'> & { trust?: string | null; kind?: string; decided_by?: string | null; decided_by_type?: string | null }): Promise<{ row: ApprovalRow; inserted: boolean }> {
+  async insertApproval(a: Omit<ApprovalRow, 'trust' | 'kind' | 'response' | 'decided_by' | 'decided_by_type' | 'review'> & { trust?: string | null; kind?: string; decided_by?: string | null; decided_by_type?: string | null; review?: string | null }): Promise<{ row: ApprovalRow; inserted: boolean }> {
     const r = await this.db.insertInto('approvals').values(a).onConflict((oc) => oc.columns(['run_id', 'call_id']).doNothing()).returning('id').executeTakeFirst();
     const row = r ? undefined : await this.approvalForCall(a.run_id, a.call_id);
-    return row ? { row, inserted: false } : { row: { trust: null, kind: 'tool', response: null, decided_by: null, decided_by_type: null, ...a } as ApprovalRow, inserted: true };
+    return row ? { row, inserted: false } : { row: { trust: null, kind: 'tool', response: null, decided_by: null, decided_by_type: null, review: null, ...a } as ApprovalRow, inserted: true };
   }
 
   getApproval(id: string): Promise<ApprovalRow | undefined> {
@@ -64,18 +64,22 @@ export class ApprovalRecords extends StoreBase {
     return q.orderBy('resolved_at', 'desc').orderBy('id', 'desc').limit(o.limit).execute();
   }
 
-  /** The decisions of a session's reviewer, newest first (its streak of denials, CONTRACT §5 "Reviewer"). */
+  /**
+   * The verdicts of a session's reviewer, newest call first (its streak of denials, CONTRACT §5 "Reviewer"): `allow_once`
+   * or `deny` for a call it decided, `escalate` for one it handed to a person (which breaks a streak). Calls escalated
+   * unseen because of a streak are not verdicts: the streak stays.
+   */
   async reviewerDecisions(sessionKey: string, limit: number): Promise<string[]> {
     const rows = await this.db
       .selectFrom('approvals')
-      .select('decision')
+      .select(['decision', 'review'])
       .where('session_key', '=', sessionKey)
-      .where('decided_by_type', '=', 'reviewer')
-      .orderBy('resolved_at', 'desc')
+      .where((eb) => eb.or([eb('decided_by_type', '=', 'reviewer'), eb('review', '=', 'escalate')]))
+      .orderBy('requested_at', 'desc')
       .orderBy('id', 'desc')
       .limit(limit)
       .execute();
-    return rows.map((r) => r.decision ?? '');
+    return rows.map((r) => (r.review === 'escalate' ? 'escalate' : (r.decision ?? '')));
   }
 
   async addToolRule(sessionKey: string, tool: string): Promise<void> {

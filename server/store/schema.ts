@@ -119,6 +119,8 @@ export interface ApprovalsTable {
   decided_by: Generated<string | null>;
   /** DecidedBy's `type` alone (the reviewer's streak query). */
   decided_by_type: Generated<string | null>;
+  /** An item the reviewer handed to a person (0029): `escalate` (its verdict) or `streak` (unseen, after N denials in a row). */
+  review: Generated<string | null>;
 }
 
 export interface SessionToolRulesTable {
