@@ -177,6 +177,23 @@ describe('an MCP server behind OAuth', () => {
     expect(await done).toMatchObject({ status: 'ok', response: expect.stringMatching(/hello client-/) });
   }, 60_000);
 
+  it("a call from another session while the connection's item is pending (a refused refresh) gets an item on its own run", async () => {
+    const { srv, first } = await authorizedServer({ remote: { expiresIn: 4 } });
+    remote!.refuseRefresh = true;
+    const connectionItem = await authorizationItem(srv, first.approvalId);
+    expect(connectionItem.runId).toMatch(/^mcp-oauth:remote:/);
+    const other = 'agent:main:oauth-other-session';
+    const { runId } = await srv.rpc<{ runId: string }>('agent', { sessionKey: other, message: '/tool mcp__remote__whoami {}' });
+    // Before: the call waited on the connection's item in the home session; this session had nothing to answer and
+    // its run showed `running` (the 1-hour call timeout the only limit).
+    const own = await until(async () => (await srv.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: other })).approvals.find((a) => a.kind === 'authorization'), 15_000);
+    expect(own).toMatchObject({ runId, sessionKey: other, tool: 'mcp__remote__whoami' });
+    expect(await srv.rt.store.getRun(runId)).toMatchObject({ status: 'waiting_approval' });
+    remote!.refuseRefresh = false;
+    await openAndComeBack(srv, own);
+    expect(await srv.rpc('agent.wait', { runId, timeoutMs: 20_000 })).toMatchObject({ status: 'ok', response: expect.stringMatching(/hello client-/) });
+  }, 60_000);
+
   it('a call refused mid-way (token revoked, refresh refused) waits on an item on its own run; the callback lets it go on', async () => {
     const { srv, first } = await authorizedServer();
     const { runId, done, item } = await callRefusedMidway(srv, first);

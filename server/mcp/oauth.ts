@@ -224,7 +224,10 @@ export class McpOAuth implements OAuthClientProvider {
       })().finally(() => (this.refreshing = null));
       await this.refreshing;
     }
-    if (this.pendingId) await this.waitAuthorized(signal);
+    // A tool call does not wait on an item the connection raised on its home session (a refused background refresh):
+    // out of its own session's sight, its run would show `running` with nothing to answer. It goes on, and a refusal
+    // raises the call's own item on its run, superseding the connection's (redirectToAuthorization).
+    if (this.pendingId && (this.pendingForCall || !this.d.caller())) await this.waitAuthorized(signal);
     return due;
   }
 
