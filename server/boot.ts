@@ -29,6 +29,7 @@ import { Compactor } from './orchestrator/compaction';
 import { Telemetry } from './telemetry/tracing';
 import { Usage } from './usage/usage';
 import { PushService } from './push/service';
+import { newestMessageId, OWED_CLUSTER_GRACE_MS } from './channels/owed-replies';
 
 export interface CreateRuntimeOptions {
   config: CrosstalkConfig;
@@ -110,13 +111,21 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
         void channels.closeOrphanedSends(); // channel sends a dead process left mid-call
       },
       onFenced: () => orchestrator.fenced(),
+      // Replies the dead process owed: now, and once its last rows are past the grace that keeps live ones out.
+      onDeath: () => {
+        void channels.sendOwedReplies({ graceMs: OWED_CLUSTER_GRACE_MS });
+        setTimeout(() => void channels.sendOwedReplies({ graceMs: OWED_CLUSTER_GRACE_MS }), OWED_CLUSTER_GRACE_MS + 1000).unref();
+      },
     });
   }
   await webhooks.start(); // before recovery: runs it ends enqueue their webhooks' jobs
   // SQLite: channel sends the last process left mid-call are closed before recovery re-drives anything.
   if (!cluster) await channels.closeOrphanedSends();
+  // SQLite: the replies the last process owed are among the rows there now (recovery and new turns write later ones).
+  const owedUpTo = cluster ? undefined : await newestMessageId(store);
   await orchestrator.recover();
   channels.start();
+  if (owedUpTo !== undefined) void channels.sendOwedReplies({ graceMs: 0, upTo: owedUpTo });
   const retention = startRetention(store, log); // tables that only grow get limits (server/store/retention.ts)
   // The room opens the default agent's main session: it exists from the first start.
   await store.ensureSession({ key: mainSessionKey(config.defaultAgentId), agentId: config.defaultAgentId, kind: 'main' });

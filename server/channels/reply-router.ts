@@ -8,8 +8,10 @@ import { appendTranscript } from '../orchestrator/transcript';
 import { agentIdOf } from '../sessions/keys';
 import type { Store } from '../store/store';
 import { channelDelivery } from './channel-deliveries';
+import { owedReplies, replyDeliveryId } from './owed-replies';
 import type { AnyChannelPlugin, ChannelOrigin, ResolvedTarget } from './types';
 import { SpanKind, type Telemetry } from '../telemetry/tracing';
+import { failpoint } from '../failpoints';
 
 const channelOriginSchema = z.object({
   id: z.string(),
@@ -38,6 +40,11 @@ export interface ReplyRouter {
   idle(): Promise<void>;
   /** Entries held per run (tests check they are freed). */
   retained(): { origins: number; chains: number; traces: number };
+  /**
+   * Sends the replies a dead process owed (their rows committed, their records not written): on SQLite at start, on
+   * PostgreSQL with the orphan sweep. Each is claimed by writing its record, so one process sends it. How many it sent.
+   */
+  sweepOwed(o: { graceMs: number; upTo?: number }): Promise<number>;
 }
 
 interface RouterDeps {
@@ -83,11 +90,18 @@ export function startReplyRouting(d: RouterDeps): ReplyRouter {
     const span = d.telemetry?.start(`channel reply ${plugin.id}`, traces.get(runId), { 'crosstalk.channel': plugin.id, 'crosstalk.run_id': runId }, { kind: SpanKind.PRODUCER });
     // A delivery with its record (CONTRACT §9 `channel`), one per reply row: its attempts, a `dead` end that
     // deliveries.retry sends again, and one cut off by a crash closed `failed` when the store opens again.
-    const deliveryId = `dlv_reply_${m.id}`;
+    const deliveryId = replyDeliveryId(m.id);
     const idempotencyKey = `reply-${m.id}`;
     try {
       const agentId = agentIdOf(m.sessionKey) ?? 'main';
-      await d.store.createDeliveries([channelDelivery(deliveryId, { agentId, channel: plugin.id, target, sessionKey: m.sessionKey, text: m.content, via: 'reply', runId, idempotencyKey, owner: d.owner() })]);
+      failpoint('reply.unrecorded'); // the reply's row committed, its record not written yet
+      // Writing the record is the claim: a reply already recorded (sent by a sweep of owed replies, or another
+      // process's) is not sent again.
+      const made = await d.store.createDeliveries([channelDelivery(deliveryId, { agentId, channel: plugin.id, target, sessionKey: m.sessionKey, text: m.content, via: 'reply', runId, idempotencyKey, owner: d.owner() })]);
+      if (!made.length) {
+        d.telemetry?.end(span);
+        return;
+      }
       const messageId = await d.deliver(plugin.id, target, m.content, { idempotencyKey, deliveryId });
       await d.store.advanceDeliveries([deliveryId], 'delivered');
       d.log.info({ runId, channel: plugin.id, to: target.to, messageId }, 'reply delivered');
@@ -152,5 +166,26 @@ export function startReplyRouting(d: RouterDeps): ReplyRouter {
       await new Promise((r) => setImmediate(r));
     },
     retained: () => ({ origins: origins.size, chains: chains.size, traces: traces.size }),
+    async sweepOwed(o) {
+      const isChannelRun = (origin: unknown) => {
+        const o = channelOriginOf(origin);
+        if (!o) return false;
+        try {
+          return !!d.plugin(o.id).deliver;
+        } catch {
+          return false; // a channel no longer configured
+        }
+      };
+      const owed = await owedReplies(d.store, isChannelRun, o);
+      let sent = 0;
+      for (const m of owed) {
+        d.log.warn({ runId: m.runId, messageId: m.id, sessionKey: m.sessionKey }, 'a reply the process that wrote it did not deliver (it stopped first): delivering it now');
+        await deliverReply(m);
+        if ((await d.store.db.selectFrom('deliveries').select('state').where('id', '=', replyDeliveryId(m.id)).executeTakeFirst())?.state === 'delivered') sent++;
+      }
+      // The runs' origins were looked up for these replies only: not kept.
+      for (const m of owed) if (!chains.has(m.runId!)) origins.delete(m.runId!);
+      return sent;
+    },
   };
 }

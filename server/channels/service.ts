@@ -83,6 +83,12 @@ export interface ChannelService {
    * rejects (a failed pass is logged); a call during a pass gets that pass.
    */
   closeOrphanedSends(): Promise<number>;
+  /**
+   * Sends the replies a dead process owed (their rows committed, their records never written): on SQLite at start
+   * (`upTo`: the rows there before this process started), on PostgreSQL when a process is found dead (`graceMs`:
+   * rows that young may be a live process's, its router about to record them). Never rejects; how many it sent.
+   */
+  sendOwedReplies(o: { graceMs: number; upTo?: number }): Promise<number>;
   /** Starts reply routing (a bus listener). */
   start(): void;
   stop(): void;
@@ -303,6 +309,10 @@ export function createChannels(deps: ChannelDeps): ChannelService {
         .catch((e: unknown) => (log.warn({ err: (e as Error).message }, 'could not close channel sends left in flight'), 0))
         .finally(() => (closing = null));
       return closing;
+    },
+    async sendOwedReplies(o) {
+      if (!router) return 0;
+      return router.sweepOwed(o).catch((e: unknown) => (log.warn({ err: (e as Error).message }, 'could not look for replies a stopped process owed'), 0));
     },
     async sendFromAgent(s) {
       if (!orchestrator.agent(s.agentId)) throw new CrosstalkError('unknown_agent', `unknown agent ${s.agentId}`);

@@ -29,6 +29,8 @@ export interface ClusterHooks {
   onOrphans(): void;
   /** This process was declared dead by the others (its connection was lost for too long): drop local work. */
   onFenced(): void;
+  /** This process declared another one dead (it marked it so: once per death in the cluster). */
+  onDeath?(processId: string): void;
 }
 
 
@@ -299,6 +301,7 @@ export class Cluster {
         const n = await freeSessionsOf(this.db, id);
         freed += n;
         this.log.warn({ processId: id, sessions: n }, 'cluster: process found dead; its sessions are taken over');
+        this.hooks.onDeath?.(id);
       }
       // Sessions claimed under an identity already declared dead (a zombie that took a free session before it
       // learnt it was dead: a SIGSTOP or a lost liveness connection) are freed too: nobody else would ever free

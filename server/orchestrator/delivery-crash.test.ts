@@ -83,6 +83,52 @@ describe.each(['sqlite', 'postgres'])('deliveries across a hard kill on %s', (st
     }
   }, 180_000);
 
+  it("killed between a run's reply row and its delivery record: the reply is sent once, by the restarted process (SQLite) or the one that finds it dead (PostgreSQL)", async () => {
+    const arrivals: string[] = [];
+    const platform = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        arrivals.push(body);
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((r) => platform.listen(0, '127.0.0.1', r));
+    const dataDir = tmpDataDir();
+    const env = storeEnv(store);
+    const configFile = path.join(dataDir, 'config.json');
+    const port = (platform.address() as { port: number }).port;
+    fs.writeFileSync(configFile, JSON.stringify({ channels: { webhook: { url: `http://127.0.0.1:${port}/out`, secret: 'whsec', dmPolicy: 'open' } } }));
+    const a = await startChildServer({ dataDir, configFile, env: { ...env, CROSSTALK_FAILPOINTS: 'reply.unrecorded' } });
+    // PostgreSQL: a second process is up to find the first one dead (its own data dir).
+    const other = store === 'postgres' ? await startChildServer({ dataDir: tmpDataDir(), configFile, env }) : null;
+    let b: Awaited<ReturnType<typeof startChildServer>> | null = other;
+    try {
+      const inbound = JSON.stringify({ from: 'peer9', text: '/reply owed answer', messageId: 'in-owed' });
+      const ts = Math.floor(Date.now() / 1000);
+      const sig = `sha256=${crypto.createHmac('sha256', 'whsec').update(`${ts}.${inbound}`).digest('hex')}`;
+      const posted = await fetch(`${a.url}/api/channels/webhook`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-crosstalk-timestamp': String(ts), 'x-crosstalk-signature': sig }, body: inbound });
+      expect(posted.status).toBe(200);
+      expect(await a.exited).toBe(137); // killed with the reply's row committed and no record of it
+      expect(arrivals).toEqual([]);
+      b ??= await startChildServer({ dataDir, configFile, env });
+      // Before: nothing would ever send it (no record to retry or close), and the person never got an answer.
+      await until(() => arrivals.length >= 1, 30_000);
+      const reply = await until(async () => (await b!.rpc<{ deliveries: any[] }>('deliveries.list', { kind: 'channel' })).deliveries.find((d) => d.deliveryId.startsWith('dlv_reply_') && d.state === 'delivered'), 30_000);
+      expect(reply).toMatchObject({ to: { target: 'user:peer9' } });
+      expect(arrivals.map((x) => JSON.parse(x).text)).toEqual(['owed answer']);
+      // Once: a later look (another death, a restart) finds it recorded.
+      expect(await b.rpc('status', {})).toBeTruthy();
+      await new Promise((r) => setTimeout(r, 500));
+      expect(arrivals).toHaveLength(1);
+    } finally {
+      b?.kill();
+      await b?.exited;
+      platform.closeAllConnections();
+      platform.close();
+    }
+  }, 180_000);
+
   it('killed right after the target answered and the callback was recorded: the callback delivery resumes to answered, its row written once', async () => {
     const dataDir = tmpDataDir();
     const env = storeEnv(store);
