@@ -18,7 +18,7 @@ let web: Awaited<ReturnType<typeof serveChannels>>;
 
 beforeAll(async () => {
   fake = await startFakePlatform(FAKES.webhook!.handler);
-  s = await startTestServer({ config: { channels: { webhook: { url: `${fake.url}/out`, secret: SECRET, dmPolicy: 'open' } } } });
+  s = await startTestServer({ config: { agents: [{ id: 'main', channelTools: { message: 'auto' } }], channels: { webhook: { url: `${fake.url}/out`, secret: SECRET, dmPolicy: 'open' } } } });
   web = await serveChannels(s.rt);
 });
 afterAll(async () => {
@@ -30,6 +30,13 @@ afterAll(async () => {
 
 const isChannelRun = (origin: unknown) => channelOriginOf(origin) !== null;
 
+async function post(from: string, text: string) {
+  const body = JSON.stringify({ from, text, messageId: crypto.randomUUID() });
+  const ts = Math.floor(Date.now() / 1000);
+  const sig = `sha256=${crypto.createHmac('sha256', SECRET).update(`${ts}.${body}`).digest('hex')}`;
+  expect((await web.post('webhook', body, { 'content-type': 'application/json', 'x-crosstalk-timestamp': String(ts), 'x-crosstalk-signature': sig })).status).toBe(200);
+}
+
 async function inbound(from: string, text: string) {
   const body = JSON.stringify({ from, text, messageId: crypto.randomUUID() });
   const ts = Math.floor(Date.now() / 1000);
@@ -40,6 +47,21 @@ async function inbound(from: string, text: string) {
   await until(async () => (await s.rt.store.db.selectFrom('deliveries').select('state').where('id', '=', replyDeliveryId(Number(reply.id))).executeTakeFirst())?.state === 'delivered');
   return reply;
 }
+
+describe('a step that says what its message call sends to the same chat', () => {
+  it('sends it once: by the call, not also as the reply', async () => {
+    // The scripted model answers this step with the text and the call together (CONTRACT §2).
+    await post('peer-same', '/tool message {"action":"send","channel":"webhook","to":"peer-same","text":"same words"}\n/reply same words');
+    const key = 'agent:main:webhook:direct:peer-same';
+    const runId = await until(async () => (await s.rt.store.db.selectFrom('runs').select('id').where('session_key', '=', key).executeTakeFirst())?.id);
+    await s.rpc('agent.wait', { runId });
+    await channelsOf(s.rt)!.idle();
+    // Before: the step's text was written (and delivered by the reply router) before the call ran: twice.
+    const sent = fake.calls(/^\/out$/).filter((c) => c.body.to === 'user:peer-same').map((c) => c.body.text);
+    expect(sent.filter((t: string) => t === 'same words')).toHaveLength(1);
+    expect(sent).toHaveLength(2); // the words, and the step after the call (its result)
+  });
+});
 
 describe('replies owed by a dead process', () => {
   it('a channel reply without its record is owed; one the run sent with its message tool, or one of a run not from a channel, is not', async () => {

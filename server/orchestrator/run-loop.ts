@@ -10,7 +10,7 @@ import type { Metrics } from '../metrics';
 import type { RunRow } from '../store/schema';
 import { FencedError, type NewMessage, type StartedRun, type Store } from '../store/store';
 import { isCutOff } from '../store/pg-errors';
-import { deliveredKey, isMessagingTool, postsInOrder } from '../tools/messaging';
+import { deliveredKey, isMessagingTool, postsInOrder, sentThisStep } from '../tools/messaging';
 import type { AnyToolDef } from '../tools/types';
 import type { Approvals, DecisionNote } from './approvals';
 import { trustOf } from '../trust/trust';
@@ -164,8 +164,8 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
       const calls = capToolCalls(answer.calls);
       const trimmed = text.trim();
       if (trimmed) lastText = trimmed;
-      // Text this step also sends to the own stream through send_message is delivered once, by the tool.
-      const sentNow = new Set(calls.filter((c) => c.toolName === 'send_message').map((c) => deliveredKey(String((c.input as { content?: unknown } | null)?.content ?? ''))));
+      // Text this step also sends to the own stream (send_message) or the chat it answers (message) is delivered once, by the tool.
+      const sentNow = sentThisStep(calls, run.origin);
       const key = deliveredKey(text);
       const posting = trimmed !== '' && trimmed !== SILENT_TOKEN && run.agent.reply !== 'tool' && !run.delivered.has(key) && !sentNow.has(key);
       const stepRows: NewMessage[] = [];
