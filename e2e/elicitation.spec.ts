@@ -5,6 +5,7 @@ import path from 'node:path';
 import { expect, openOwnRoom, test } from './fixtures';
 
 const require = createRequire(import.meta.url);
+const STDIO_SERVER = path.join(import.meta.dirname, '..', 'server', 'mcp', 'testing', 'stdio-server.mjs');
 const EVERYTHING = path.join(path.dirname(require.resolve('@modelcontextprotocol/server-everything/package.json')), 'dist', 'index.js');
 
 test('an MCP elicitation is a form in the Approval row and in the Approvals dialog; URL mode is a link', async ({ page, freshSession, ownServer, expectedConsole }) => {
@@ -50,4 +51,30 @@ test('an MCP elicitation is a form in the Approval row and in the Approvals dial
   await expect(room.approval.getByRole('button', { name: 'Decline', exact: true })).toBeVisible();
   await room.approval.getByRole('button', { name: 'Done', exact: true }).click();
   await expect(room.approval).toHaveCount(0);
+});
+
+test('a required choice with no default starts unchosen and must be made; a date-time field is sent as RFC 3339', async ({ page, freshSession, ownServer, expectedConsole }) => {
+  test.setTimeout(120_000);
+  expectedConsole.push(/net::ERR_(INCOMPLETE_CHUNKED_ENCODING|CONNECTION_REFUSED|CONNECTION_RESET|EMPTY_RESPONSE)/);
+  const server = await ownServer({ config: { agents: [{ id: 'main', tools: { 'mcp__files__*': 'auto' } }], mcp: { servers: { files: { command: process.execPath, args: [STDIO_SERVER] } } } } });
+  const room = await openOwnRoom(page, server, freshSession);
+  await expect(page.getByTestId('status-mcp-files')).toHaveText(/^up · \d+ tools$/, { timeout: 30_000 });
+  await room.send('/tool mcp__files__schedule {}');
+  await expect(room.approval).toContainText('When, and in which colour?', { timeout: 30_000 });
+  const colour = room.approval.getByLabel('Colour', { exact: true });
+  // Before: the select showed "Red" as chosen while nothing was, and the server refused the form ("content.color is required").
+  await expect(colour).toHaveValue('');
+  await room.approval.getByLabel('When', { exact: true }).fill('2026-01-02T10:30');
+  await room.approval.getByRole('button', { name: 'Submit', exact: true }).click();
+  // Not sent: the browser asks for the choice first (nothing reached the server, nothing refused).
+  await expect(room.approval).toBeVisible();
+  await expect(room.approval).not.toContainText('Could not resolve');
+  await colour.selectOption({ label: 'Red' });
+  await room.approval.getByRole('button', { name: 'Submit', exact: true }).click();
+  await expect(room.approval).toHaveCount(0);
+  // Before: "2026-01-02T10:30" as typed, refused ("must be a date-time"): the field could not be answered from the room.
+  const answer = room.messages('assistant').filter({ hasText: 'scheduled' });
+  await expect(answer).toHaveCount(1, { timeout: 30_000 });
+  await expect(answer).toContainText('"color\\":\\"r\\"');
+  await expect(answer).toContainText(/2026-01-0[12]T\d\d:30:00\.000Z/);
 });

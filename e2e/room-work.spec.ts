@@ -264,3 +264,37 @@ test('390 px: the inbox and the tool cards fit the narrow window', async ({ room
   await expect(card).toHaveAttribute('data-status', 'done');
   await shot(page, 'narrow-cards');
 });
+
+test('a decision that comes after someone else’s says so, in the row and in the dialog, and the other decision stands', async ({ room, page, freshSession, request, expectedConsole }) => {
+  expectedConsole.push(/status of 409 \(Conflict\)/); // the server's already_resolved answer to the room's late decision
+  await room.open(freshSession);
+  // Someone else decides first: the room's own request reaches the server just after another client's allow_once.
+  const decideFirst = async (route: import('@playwright/test').Route) => {
+    // The request's input, batched or not, with or without a transformer's envelope.
+    const approvalId = /"approvalId":"([^"]+)"/.exec(route.request().postData() ?? '')?.[1];
+    if (approvalId) await rpc(request, TOKEN, 'approvals.resolve', { approvalId, decision: 'allow_once' });
+    await route.continue();
+  };
+  await page.route(/\/api\/trpc\/[^?]*approvals\.resolve/, decideFirst);
+
+  await room.send('/tool exec {"command":"echo first-come"}');
+  await expect(room.approval).toBeVisible();
+  await room.button('Deny').click();
+  // Before: the row went away without a word, and the person never learnt that their Deny did not apply.
+  const notice = page.getByTestId('approval-stale');
+  await expect(notice).toHaveText('It was already allowed elsewhere: your Deny did not apply.');
+  await expect(room.approval).toHaveCount(0);
+  await expect(room.texts('assistant').filter({ hasText: 'first-come' })).toHaveCount(1);
+
+  // The same in the Approvals dialog.
+  await room.send('/tool exec {"command":"echo second-come"}');
+  await expect(room.approval).toBeVisible();
+  await page.getByRole('button', { name: /^Approvals/ }).click();
+  const dialog = page.getByRole('dialog', { name: 'Approvals' });
+  const item = dialog.locator(`[data-testid="inbox-approval"][data-session-key="${freshSession}"]`);
+  await item.getByRole('button', { name: 'Deny', exact: true }).click();
+  await expect(dialog.getByTestId('approval-stale')).toHaveText('exec was already allowed elsewhere: your Deny did not apply.');
+  await expect(item).toHaveCount(0);
+  await page.keyboard.press('Escape');
+  await page.unroute(/\/api\/trpc\/[^?]*approvals\.resolve/, decideFirst);
+});

@@ -16,6 +16,7 @@ import { DecisionButtons, decisionKey } from '../toolbox/decision-buttons';
 import { CodeBlock } from '../ui/code-block';
 import { TextInput } from '../ui/text-input';
 import { ElicitationForm } from './elicitation-form';
+import { StaleNotice, staleNoticeText } from './stale-notice';
 import { ApprovalsHistory } from './approvals-history';
 
 type Decision = 'allow_once' | 'allow_always' | 'deny';
@@ -70,6 +71,8 @@ type Tab = 'pending' | 'history';
 function InboxBody({ onClose }: { onClose: () => void }) {
   const { query, approvals } = useInbox();
   const [tab, setTab] = useState<Tab>('pending');
+  // A decision that came after someone else's: its item leaves the list at the refetch, so it is said here.
+  const [stale, setStale] = useState<string | null>(null);
   const tabButton = (id: Tab, label: string) => (
     <button
       type="button"
@@ -102,6 +105,11 @@ function InboxBody({ onClose }: { onClose: () => void }) {
         </div>
       ) : (
         <div role="tabpanel" id="approvals-panel-pending" aria-labelledby="approvals-tab-pending" className="min-h-0 flex-1 overflow-y-auto p-2">
+          {stale && (
+            <div className="px-1 pb-2">
+              <StaleNotice text={stale} />
+            </div>
+          )}
           {query.isPending && <p className="p-3 text-sm text-zinc-500">Loading…</p>}
           {!query.isPending && approvals.length === 0 && (
             <p data-testid="approvals-empty" className="p-6 text-center text-sm text-zinc-500">
@@ -110,7 +118,7 @@ function InboxBody({ onClose }: { onClose: () => void }) {
           )}
           <ul className="space-y-2" aria-label="Pending approvals">
             {approvals.map((a) => (
-              <InboxItem key={a.approvalId} approval={a} onOpenSession={onClose} />
+              <InboxItem key={a.approvalId} approval={a} onOpenSession={onClose} onStale={setStale} />
             ))}
           </ul>
         </div>
@@ -124,12 +132,18 @@ function trustText(a: PendingApproval): string {
   return t?.kind === 'channel' ? `channel ${t.channel} · ${t.peer}` : 'operator';
 }
 
-function InboxItem({ approval: a, onOpenSession }: { approval: PendingApproval; onOpenSession: () => void }) {
+function InboxItem({ approval: a, onOpenSession, onStale }: { approval: PendingApproval; onOpenSession: () => void; onStale: (text: string | null) => void }) {
   const trpc = useTRPC();
   const qc = useQueryClient();
   const selectSession = useRoomStore((s) => s.selectSession);
   const [reason, setReason] = useState('');
-  const resolve = useMutation(trpc.approvals.resolve.mutationOptions({ onSettled: () => qc.invalidateQueries({ queryKey: trpc.approvals.list.pathKey() }) }));
+  const resolve = useMutation(
+    trpc.approvals.resolve.mutationOptions({
+      onMutate: () => onStale(null),
+      onError: (e, vars) => onStale(staleNoticeText(e, { tool: a.tool, decision: vars.decision })),
+      onSettled: () => qc.invalidateQueries({ queryKey: trpc.approvals.list.pathKey() }),
+    }),
+  );
   const chain = (a as { chain?: string[] }).chain ?? [a.sessionKey];
   const decide = (decision: Decision) => {
     const text = reason.trim();

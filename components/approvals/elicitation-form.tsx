@@ -38,7 +38,25 @@ type Value = string | boolean | string[];
 function initial(p: Prop): Value {
   if (p.type === 'boolean') return typeof p.default === 'boolean' ? p.default : false;
   if (p.type === 'array') return Array.isArray(p.default) ? (p.default as string[]) : [];
+  if (p.format === 'date-time' && typeof p.default === 'string') return toLocalInput(p.default);
   return p.default === undefined ? '' : String(p.default);
+}
+
+/** An RFC 3339 date-time as a datetime-local input shows it (the browser's time zone, to the minute). */
+function toLocalInput(iso: string): string {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return '';
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+/**
+ * A datetime-local value (local time, no seconds, no zone) as the RFC 3339 date-time MCP asks for (UTC): sent as
+ * typed, it was refused ("must be a date-time"), so such a field could not be answered from the room.
+ */
+function fromLocalInput(v: string): string {
+  const d = new Date(v);
+  return Number.isNaN(d.getTime()) ? v : d.toISOString();
 }
 
 /** What is sent: the fields filled in (numbers as numbers); empty ones are left out, so the schema's defaults apply. */
@@ -48,6 +66,7 @@ function contentOf(schema: Schema, values: Record<string, Value>): Record<string
     const v = values[name];
     if (v === undefined || v === '') continue;
     if ((p.type === 'number' || p.type === 'integer') && typeof v === 'string') out[name] = Number(v);
+    else if (p.format === 'date-time' && typeof v === 'string') out[name] = fromLocalInput(v);
     else out[name] = v;
   }
   return out;
@@ -125,8 +144,10 @@ export function ElicitationForm({ approval, busy, decide }: { approval: PendingA
             );
           } else if (options) {
             field = (
-              <select id={id} value={v as string} onChange={(e) => set(name, e.target.value)} className="h-8 rounded-md border border-zinc-300 bg-white text-sm dark:border-zinc-700 dark:bg-zinc-900">
-                {!required && <option value="">—</option>}
+              <select id={id} value={v as string} required={required} onChange={(e) => set(name, e.target.value)} className="h-8 rounded-md border border-zinc-300 bg-white text-sm dark:border-zinc-700 dark:bg-zinc-900">
+                {/* No choice yet shows as none (a required one must be made before Submit): before, the browser showed
+                    the first option as chosen while nothing was, and the server refused the form as missing it. */}
+                {!required ? <option value="">—</option> : v === '' && <option value="" disabled>Choose…</option>}
                 {options.map((o) => (
                   <option key={o.value} value={o.value}>
                     {o.label}

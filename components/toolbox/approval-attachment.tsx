@@ -8,6 +8,7 @@ import { DecisionButtons, decisionKey } from './decision-buttons';
 import { CodeBlock } from '../ui/code-block';
 import { TextInput } from '@/components/ui/text-input';
 import { ElicitationForm } from '../approvals/elicitation-form';
+import { StaleNotice, staleNoticeText } from '../approvals/stale-notice';
 
 type Decision = 'allow_once' | 'allow_always' | 'deny';
 
@@ -19,11 +20,23 @@ interface Props {
 
 export function ApprovalAttachment({ pending, resolve }: Props) {
   const current = pending[0];
-  if (!current) return null;
+  // A decision that came after someone else's: said here, where the item was, once the refetch has taken it away
+  // (the mutation's state outlives the row; the next decision clears it).
+  const tried = resolve.variables as { approvalId?: string; decision?: string } | undefined;
+  const staleText = resolve.isError && tried?.approvalId && !pending.some((p) => p.approvalId === tried.approvalId) ? staleNoticeText(resolve.error, { decision: tried.decision }) : null;
+  const stale = staleText ? <StaleNotice text={staleText} /> : null;
+  if (!current) return stale && <div className="shrink-0 border-t border-amber-300 bg-amber-50 px-3 py-2 dark:border-amber-700 dark:bg-amber-950/40">{stale}</div>;
   // An MCP server's authorization is a URL to open, answered like a URL elicitation (CONTRACT §7).
-  if (current.kind === 'elicitation' || current.kind === 'authorization') return <ElicitationRow key={current.approvalId} pending={pending} resolve={resolve} />;
   // Keyed by id: the reason box starts empty for each approval.
-  return <ApprovalForm key={current.approvalId} pending={pending} resolve={resolve} />;
+  const row = current.kind === 'elicitation' || current.kind === 'authorization' ? <ElicitationRow key={current.approvalId} pending={pending} resolve={resolve} /> : <ApprovalForm key={current.approvalId} pending={pending} resolve={resolve} />;
+  return stale ? (
+    <>
+      <div className="shrink-0 border-t border-amber-300 bg-amber-50 px-3 py-2 dark:border-amber-700 dark:bg-amber-950/40">{stale}</div>
+      {row}
+    </>
+  ) : (
+    row
+  );
 }
 
 function ApprovalForm({ pending, resolve }: Props) {

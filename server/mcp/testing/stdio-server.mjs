@@ -68,6 +68,26 @@ server.registerTool('browser_step', { description: 'Needs a browser step first (
   if (stepsDone++ === 0) throw new UrlElicitationRequiredError([{ mode: 'url', message: 'Sign in to the provider', url: 'https://provider.example/authorize?x=1', elicitationId: 'el-1' }], 'This request requires browser-based authorization.');
   return { content: [{ type: 'text', text: 'signed in and done' }] };
 });
+server.registerTool('schedule', { description: 'Asks for a colour (required, no default) and a time by elicitation, and answers what it got', inputSchema: {} }, async (_args, extra) => {
+  const r = await extra.sendRequest(
+    {
+      method: 'elicitation/create',
+      params: {
+        message: 'When, and in which colour?',
+        requestedSchema: {
+          type: 'object',
+          properties: {
+            color: { type: 'string', title: 'Colour', oneOf: [{ const: 'r', title: 'Red' }, { const: 'g', title: 'Green' }] },
+            when: { type: 'string', title: 'When', format: 'date-time' },
+          },
+          required: ['color', 'when'],
+        },
+      },
+    },
+    ElicitResultSchema,
+  );
+  return { content: [{ type: 'text', text: `scheduled ${JSON.stringify(r)}` }] };
+});
 server.registerTool('always_step', { description: 'Asks for a browser step however often it is done (URLElicitationRequiredError each time)', inputSchema: {} }, async () => {
   throw new UrlElicitationRequiredError([{ mode: 'url', message: 'Sign in again', url: 'https://provider.example/again' }], 'This request requires browser-based authorization.');
 });
