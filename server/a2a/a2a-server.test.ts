@@ -268,6 +268,10 @@ describe('A2A server', () => {
     const cfg = (taskId: string) => ({ tenant: '', id: '', taskId, url: hookUrl, token: 'push-secret', authentication: undefined });
     const first = asTask(await c.sendMessage({ ...message('/sleep 200', 'ctx-push'), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true } }));
     await expect(c.createTaskPushNotificationConfig(cfg(first.id))).rejects.toThrow(/refused/);
+    // A send whose push URL is refused starts nothing (before: refused to the client, and the turn ran anyway).
+    const refusedSend = c.sendMessage({ ...message('/reply ran anyway', 'ctx-push-refused'), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: cfg(''), returnImmediately: true } });
+    await expect(refusedSend).rejects.toThrow(/refused/);
+    expect(await s.rt.store.getSession('agent:main:a2a:ctx-push-refused')).toBeFalsy();
     await s.close();
     s = await startTestServer({ config: { webhooks: { allowPrivateNetwork: true, retryBaseMs: 50 } } });
     c = await client(s);

@@ -26,7 +26,7 @@ import { isCrosstalkError } from '../errors';
 import type { FullRuntime } from '../runtime-types';
 import { MAX_MESSAGE_BYTES } from '../gateway/schemas';
 import { SESSION_KEY_RE } from '../sessions/keys';
-import { MAX_CONTEXT_ID } from './params';
+import { a2aHopsOf, MAX_CONTEXT_ID } from './params';
 import type { ApprovalRow, RunRow } from '../store/schema';
 import { treeOfRow } from '../orchestrator/budget';
 import type { A2APush } from './push';
@@ -102,6 +102,15 @@ export class CrosstalkA2AHandler implements A2ARequestHandler {
     contextId ||= crypto.randomUUID();
     const sessionKey = a2aSessionKey(this.agent.id, contextId);
     if (!SESSION_KEY_RE.test(sessionKey)) throw new RequestMalformedError('contextId may only hold [a-z0-9:._+-]');
+    // A push URL the SSRF rules refuse is refused before the message is taken (it used to run anyway, and a client
+    // that fixed the URL and sent again got a second run).
+    const hook = p.configuration?.taskPushNotificationConfig;
+    if (hook?.url) await this.push.check(hook.url);
+    // A message a remote-agent call of a crosstalk run made (its own gateway, or one that calls back): past the
+    // delegation depth it is refused, so gateways that are each other's remotes (or one its own) do not loop forever.
+    const hops = a2aHopsOf(message.metadata);
+    const maxHops = this.agent.limits.maxDelegateDepth;
+    if (hops > maxHops) throw new RequestMalformedError(`limit_exceeded: this message went through ${hops} remote-agent calls of crosstalk gateways, over limits.maxDelegateDepth (${maxHops}): a loop of remote agents?`);
     try {
       // A message from another agent: a `session_message` delivery (§9) that its run moves on to its answer.
       const res = await this.rt.gateway.agentDelivered({
@@ -109,9 +118,8 @@ export class CrosstalkA2AHandler implements A2ARequestHandler {
         message: text,
         author: { type: 'channel', id: 'a2a', name: 'A2A client' },
         meta: { a2a: { messageId: message.messageId, contextId } },
-        origin: { channel: 'a2a', agentId: this.agent.id, contextId },
+        origin: { channel: 'a2a', agentId: this.agent.id, contextId, ...(hops ? { a2aHops: hops } : {}) },
       });
-      const hook = p.configuration?.taskPushNotificationConfig;
       if (hook?.url) await this.push.register({ ...hook, taskId: res.runId });
       return { runId: res.runId, contextId, sessionKey }; // as the client spelled it (its session key is lowercased)
     } catch (e) {

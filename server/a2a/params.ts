@@ -117,3 +117,15 @@ export function a2aParamIssues(method: unknown, params: unknown, legacy: boolean
   if (r.success) return null;
   return r.error.issues.slice(0, 20).map((i) => ({ path: ['params', ...i.path].join('.'), message: i.message }));
 }
+
+/**
+ * The metadata key a crosstalk run's remote-agent call counts its hops under: the calls of crosstalk gateways this
+ * message went through, one more than the calling run's own (a run started by such a message keeps the count).
+ */
+export const A2A_HOPS_KEY = 'crosstalk/hops';
+
+/** The hops a message (its metadata) or a run's origin (`a2aHops`) says; 0 when it says none. */
+export function a2aHopsOf(meta: unknown, key: string = A2A_HOPS_KEY): number {
+  const v = meta && typeof meta === 'object' ? (meta as Record<string, unknown>)[key] : undefined;
+  return typeof v === 'number' && Number.isInteger(v) && v > 0 ? Math.min(v, 1_000) : 0;
+}

@@ -36,9 +36,14 @@ export class A2APush {
   }
 
   /** Checks the URL against the webhook rules (no private network unless allowed), stores the config, and starts forwarding. */
-  async register(cfg: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
-    const refused = await checkWebhookUrl(cfg.url, this.rt.config.webhooks.allowPrivateNetwork);
+  /** Refuses a push config's URL the webhook SSRF rules refuse (RequestMalformedError): before anything is started. */
+  async check(url: string): Promise<void> {
+    const refused = await checkWebhookUrl(url, this.rt.config.webhooks.allowPrivateNetwork);
     if (refused) throw new RequestMalformedError(`push notification url refused: ${refused}`);
+  }
+
+  async register(cfg: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
+    await this.check(cfg.url);
     const stored: TaskPushNotificationConfig = { ...cfg, id: cfg.id || `push_${crypto.randomUUID()}` };
     const auth = stored.authentication?.scheme ? stored.authentication : undefined;
     const row = { task_id: cfg.taskId, id: stored.id, url: stored.url, token: stored.token || null, auth_scheme: auth?.scheme ?? null, auth_credentials: auth?.credentials ?? null, created_at: nowIso() };

@@ -92,6 +92,19 @@ describe('remote A2A agents', () => {
     await until(() => remote.executor.cancelled.length === 1);
   });
 
+  it('a remote agent that is its own gateway (a loop of remote agents) stops at the delegation depth, it does not loop forever', async () => {
+    s = await startTestServer({ config: { webhooks: { allowPrivateNetwork: true }, agents: [{ id: 'main' }, { id: 'self', a2a: { url: 'http://127.0.0.1:9/a2a/self', token: TEST_TOKEN, timeoutMs: 20_000 } }] } });
+    // Its URL is known once it serves: the agent points at its own gateway.
+    s.rt.config.agents.find((a) => a.id === 'self')!.a2a!.url = `${s.url}/a2a/self`;
+    const done = await turn(s, 'agent:self:main', 'loop?');
+    // Before: each turn started the next (2,215 runs in 25 s on a probe's machine) until the process was killed.
+    expect(done.status).toBe('error');
+    expect(done.error).toMatch(/limit_exceeded/);
+    const runs = await s.rt.store.db.selectFrom('runs').select('id').execute();
+    expect(runs.length).toBe(1 + 3); // ours, and one per hop up to limits.maxDelegateDepth (3); the 4th hop is refused before it runs
+    expect(s.rt.orchestrator.activeRunCount()).toBe(0);
+  });
+
   it('a crosstalk agent can be the remote of another crosstalk gateway (our A2A server, our A2A client)', async () => {
     const far = await startTestServer();
     try {

@@ -1,5 +1,6 @@
 // A remote A2A agent as one more model provider (LanguageModel v4): each model step sends the newest user turn to the remote through the SDK client.
 // The run loop, sessions_send, agents_message, delegate_agent and follow-ups therefore work unchanged; contextId: an opaque id per session.
+import { A2A_HOPS_KEY } from './params';
 import crypto from 'node:crypto';
 import { type AgentCard, Role, type Message, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
 import { AgentCardResolver, type Client, ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
@@ -22,6 +23,8 @@ export interface RemoteA2ADeps {
   allowPrivateNetwork: boolean;
   /** The opaque, per-session `contextId` sent in place of our session key (see `remoteContextId`). */
   contextId(): Promise<string>;
+  /** The calling run's own remote-agent hops (its origin's `a2aHops`): the message carries one more. */
+  hops?(): number;
 }
 
 const CARD_PATH = '.well-known/agent-card.json';
@@ -169,7 +172,8 @@ export function createRemoteA2AModel(cfg: RemoteA2AConfig, deps: RemoteA2ADeps):
       taskId: '',
       role: Role.ROLE_USER,
       parts: [textPart(newestUserText(options.prompt))],
-      metadata: undefined,
+      // Counted by a crosstalk gateway that receives it (handler.ts): a loop of remote agents stops at the depth limit.
+      metadata: { [A2A_HOPS_KEY]: (deps.hops?.() ?? 0) + 1 },
       extensions: [],
       referenceTaskIds: [],
     };

@@ -119,7 +119,8 @@ export abstract class RunQueues {
     if (run.agent.a2a) {
       // A remote A2A agent (server/a2a): calls under the webhook SSRF rules, with an opaque contextId per session.
       const { allowPrivateNetwork } = this.o.config.webhooks;
-      return lazyRemoteA2AModel(run.agent.a2a, { allowPrivateNetwork, contextId: () => lazyRemoteContextId(this.o.store, run.sessionKey) });
+      const hops = (run.origin as { a2aHops?: unknown } | undefined)?.a2aHops;
+      return lazyRemoteA2AModel(run.agent.a2a, { allowPrivateNetwork, contextId: () => lazyRemoteContextId(this.o.store, run.sessionKey), hops: () => (typeof hops === 'number' ? hops : 0) });
     }
     const specs = sessionModel ? [sessionModel] : run.agent.models;
     const trackerKey = `${run.agent.id}|${specs.join(',')}`;
