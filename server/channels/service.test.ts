@@ -77,6 +77,24 @@ describe('send', () => {
     expect(tg.requests.length - before).toBe(1);
   });
 
+  it('a keyed send that went dead and was sent again by a repeat of its key is not sent a third time by deliveries.retry', async () => {
+    const p = { channel: 'telegram', to: '4245', message: 'keyed after dead', idempotencyKey: 'idem-dead' };
+    const sends = () => tg.requests.filter((r) => r.path.endsWith('/sendMessage') && r.body.text === p.message).length;
+    tg.enqueue({ status: 502, match: /sendMessage$/ });
+    await expect(channels.send(p)).rejects.toThrow();
+    const first = (await s.rpc<{ deliveries: any[] }>('deliveries.list', { kind: 'channel' })).deliveries.find((d) => d.deliveryId.startsWith('dlv_send_') && !d.deliveryId.slice(9).includes('_'));
+    expect(first).toMatchObject({ state: 'dead' });
+    const again = await channels.send(p); // the repeat: sent, under a record of its own
+    expect(again.messageId).toMatch(/^\d+$/);
+    expect(sends()).toBe(2);
+    // Before: {status: "ok"}, and the chat got the message a second time (two mirror rows).
+    const r = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'deliveries.retry', params: { deliveryId: first.deliveryId } });
+    expect(r.body.error).toMatchObject({ code: -32009, data: { code: 'not_retryable' }, message: expect.stringContaining('a repeat of its idempotency key') });
+    await new Promise((res) => setTimeout(res, 200));
+    expect(sends()).toBe(2);
+    expect(await s.rpc('deliveries.get', { deliveryId: first.deliveryId })).toMatchObject({ state: 'failed', error: { code: 'superseded' } });
+  });
+
   it('errors: unknown_channel, invalid_request (bad target, bad params), unknown_agent', async () => {
     await expect(channels.send({ channel: 'myspace', to: 'x', message: 'hi' })).rejects.toMatchObject({ code: 'unknown_channel' });
     await expect(channels.send({ channel: 'telegram', to: 'not a chat', message: 'hi' })).rejects.toMatchObject({ code: 'invalid_request' });

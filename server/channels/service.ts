@@ -11,7 +11,7 @@ import { appendTranscript } from '../orchestrator/transcript';
 import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { Store } from '../store/store';
 import { resolveChannelConfig, withDeliveryRetry, type RetrySettings } from './delivery';
-import { channelDelivery, closeOrphanedSends, countedAttempt, parseChannelSource } from './channel-deliveries';
+import { channelDelivery, closeOrphanedSends, countedAttempt, isKeyedSend, parseChannelSource } from './channel-deliveries';
 import { getDeliveryRow, newDeliveryId } from '../store/deliveries';
 import { startChatApprovals, type ChatApprovals } from './approvals';
 import { handleInbound, type InboundOutcome, submitInbound } from './inbound';
@@ -207,6 +207,16 @@ export function createChannels(deps: ChannelDeps): ChannelService {
   store.deliveryRetry.set('channel', async (row) => {
     const send = parseChannelSource(row.source);
     if (!send) throw new CrosstalkError('not_retryable', `delivery ${row.id} keeps no send to retry`);
+    // A keyed send whose key was sent again by a repeat (a record of its own, `<id>_<suffix>`): the message went out
+    // under that one, so this one is closed, not sent a second time.
+    if (isKeyedSend(row.id)) {
+      const again = await store.db.selectFrom('deliveries').select(['id', 'state']).where('id', 'like', `${row.id}_%`).where('state', 'in', ['accepted', 'delivered']).orderBy('created_at', 'desc').executeTakeFirst();
+      if (again) {
+        const error = { code: 'superseded', message: `a repeat of its idempotency key sent the message again as delivery ${again.id}` };
+        await store.advanceDeliveries([row.id], 'failed', { error });
+        throw new CrosstalkError('not_retryable', `delivery ${row.id}: ${error.message}`);
+      }
+    }
     const { route, target } = resolveRoute({ agentId: send.agentId, channel: send.channel, to: send.to, threadId: send.threadId, replyTo: send.replyTo, accountId: send.accountId });
     // This process sends it now: if it dies mid-send, the sweep closes it (not while it lives).
     const owner = orchestrator.cluster?.id;
