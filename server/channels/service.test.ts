@@ -95,6 +95,21 @@ describe('send', () => {
     expect(await s.rpc('deliveries.get', { deliveryId: first.deliveryId })).toMatchObject({ state: 'failed', error: { code: 'superseded' } });
   });
 
+  it("a message longer than one Telegram post (4,096) goes out in posts that fit, in order; the first one's id answers", async () => {
+    const before = tg.requests.length;
+    const text = Array.from({ length: 120 }, (_, i) => `line ${i} ${'w'.repeat(60)}`).join('\n'); // ~8,500 characters
+    const res = await channels.send({ channel: 'telegram', to: '4246', message: text });
+    const posts = tg.requests.slice(before).filter((r) => r.path.endsWith('/sendMessage')).map((r) => r.body.text as string);
+    // Before: one post of 8,500 characters, which Telegram refuses ("message is too long"): the message was lost.
+    expect(posts.length).toBe(3);
+    for (const p of posts) expect(p.length).toBeLessThanOrEqual(4096);
+    expect(posts.join('\n')).toBe(text);
+    expect(res.messageId).toMatch(/^\d+$/);
+    // Mirrored once, whole.
+    const h = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: res.sessionKey });
+    expect(h.messages.map((m) => m.content)).toEqual([text]);
+  });
+
   it('errors: unknown_channel, invalid_request (bad target, bad params), unknown_agent', async () => {
     await expect(channels.send({ channel: 'myspace', to: 'x', message: 'hi' })).rejects.toMatchObject({ code: 'unknown_channel' });
     await expect(channels.send({ channel: 'telegram', to: 'not a chat', message: 'hi' })).rejects.toMatchObject({ code: 'invalid_request' });

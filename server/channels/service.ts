@@ -11,6 +11,7 @@ import { appendTranscript } from '../orchestrator/transcript';
 import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { Store } from '../store/store';
 import { resolveChannelConfig, withDeliveryRetry, type RetrySettings } from './delivery';
+import { splitText } from './split-text';
 import { channelDelivery, closeOrphanedSends, countedAttempt, isKeyedSend, parseChannelSource } from './channel-deliveries';
 import { getDeliveryRow, newDeliveryId } from '../store/deliveries';
 import { startChatApprovals, type ChatApprovals } from './approvals';
@@ -130,20 +131,27 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     const idempotencyKey = o.idempotencyKey ?? `ct-${o.deliveryId ?? crypto.randomUUID()}`;
     if (!p.deliver) return `${p.id}:${idempotencyKey}`; // webchat: the transcript is the delivery
     let cfg: unknown;
-    const send = () => p.deliver!(cfg as never, { target, text, idempotencyKey, signal: o.signal });
-    // With a delivery record: each failed attempt is counted on it, and a send that gives up ends it (CONTRACT §9) —
-    // one to a channel that is not configured included.
-    const attempt = o.deliveryId ? countedAttempt(store, o.deliveryId, send) : null;
-    try {
-      cfg = p.configSchema ? resolveChannelConfig(config.channels, p.id, p.configSchema, target.accountId) : (config.channels[p.id] ?? {});
-      const c = cfg as Partial<RetrySettings>;
-      const settings: RetrySettings = { maxAttempts: c.maxAttempts ?? 3, maxRetryAfterMs: c.maxRetryAfterMs ?? 30_000, retryBaseMs: c.retryBaseMs ?? 500 };
-      const res = await withDeliveryRetry(p.label, settings, attempt ? attempt.run : send, o.signal);
-      return res.messageId;
-    } catch (e) {
-      if (attempt) await attempt.end(e);
-      throw e;
+    // Longer than one post takes: several posts, in order, each retried on its own (the first's id answers for them).
+    const parts = p.maxTextLength ? splitText(text, p.maxTextLength) : [text];
+    let first: string | undefined;
+    for (const [i, part] of parts.entries()) {
+      const key = i === 0 ? idempotencyKey : `${idempotencyKey}-${i + 1}`;
+      const send = () => p.deliver!(cfg as never, { target, text: part, idempotencyKey: key, signal: o.signal });
+      // With a delivery record: each failed attempt is counted on it, and a send that gives up ends it (CONTRACT §9) —
+      // one to a channel that is not configured included.
+      const attempt = o.deliveryId ? countedAttempt(store, o.deliveryId, send) : null;
+      try {
+        cfg ??= p.configSchema ? resolveChannelConfig(config.channels, p.id, p.configSchema, target.accountId) : (config.channels[p.id] ?? {});
+        const c = cfg as Partial<RetrySettings>;
+        const settings: RetrySettings = { maxAttempts: c.maxAttempts ?? 3, maxRetryAfterMs: c.maxRetryAfterMs ?? 30_000, retryBaseMs: c.retryBaseMs ?? 500 };
+        const res = await withDeliveryRetry(p.label, settings, attempt ? attempt.run : send, o.signal);
+        first ??= res.messageId;
+      } catch (e) {
+        if (attempt) await attempt.end(e);
+        throw e;
+      }
     }
+    return first!;
   }
 
   /** Deliver first; only a delivered message is mirrored (and only then is a missing session created). */

@@ -107,6 +107,8 @@ export interface ChannelPlugin<C = Record<string, unknown>> {
    * platform's delivery is the transcript itself (webchat).
    */
   deliver?(cfg: C, req: DeliveryRequest): Promise<DeliveryResult>;
+  /** The longest text one post takes (UTF-16 units): a longer message goes out in several posts (split-text.ts). */
+  maxTextLength?: number;
   /** Checks authenticity (throws DeliveryFailure-free CrosstalkError `unauthorized`) and parses an inbound request. */
   inbound?(cfg: C, req: InboundRequest): Promise<InboundResult> | InboundResult;
   /**

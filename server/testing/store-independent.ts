@@ -17,6 +17,7 @@ export const STORE_INDEPENDENT: readonly string[] = [
   'server/config.test.ts',
   'server/channels/approval-wire.test.ts',
   'server/channels/routing.test.ts',
+  'server/channels/split-text.test.ts',
   'server/mcp/config.test.ts',
   'server/mcp/elicit-content.test.ts',
   'server/models/fallback.test.ts',

@@ -132,6 +132,7 @@ export function createDiscordChannel(): ChannelPlugin<DiscordConfig> {
   return {
     id: 'discord',
     label: 'Discord',
+    maxTextLength: 2_000,
     threadScoping: 'peer',
     configSchema,
     resolveTarget: resolveDiscordTarget,

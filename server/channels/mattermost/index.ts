@@ -50,6 +50,7 @@ export function createMattermostChannel(): ChannelPlugin<MattermostConfig> {
   return {
     id: 'mattermost',
     label: 'Mattermost',
+    maxTextLength: 16_383,
     threadScoping: 'suffix',
     configSchema,
     resolveTarget: resolveMattermostTarget,

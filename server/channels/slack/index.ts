@@ -106,6 +106,7 @@ export function createSlackChannel(): ChannelPlugin<SlackConfig> {
   return {
     id: 'slack',
     label: 'Slack',
+    maxTextLength: 40_000,
     threadScoping: 'suffix',
     configSchema,
     resolveTarget: resolveSlackTarget,

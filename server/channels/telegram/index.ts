@@ -65,6 +65,7 @@ export function createTelegramChannel(): ChannelPlugin<TelegramConfig> {
   return {
     id: 'telegram',
     label: 'Telegram',
+    maxTextLength: 4_096,
     threadScoping: 'peer',
     configSchema,
     resolveTarget: resolveTelegramTarget,
