@@ -60,7 +60,7 @@ const CASES: Case[] = [
     check: (r, text) => {
       expect(r.path).toBe('/api/v10/channels/223456789012345678/messages');
       expect(r.headers.authorization).toBe(`Bot ${CREDS.discordToken}`);
-      expect(r.body).toEqual({ content: text });
+      expect(r.body).toEqual({ content: text, allowed_mentions: { parse: ['users'] } });
     },
     safe5xx: false,
   },

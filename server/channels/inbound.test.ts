@@ -257,6 +257,20 @@ describe('mattermost and the generic webhook', () => {
   });
 });
 
+describe('outbound text a sender can steer', () => {
+  it('pings no one at large: Slack gets &, < and > escaped (no <!channel>), Discord allows user mentions only', async () => {
+    const text = 'hey <!channel> @everyone <@&1234567890> a < b && c > d';
+    await channels.send({ channel: 'slack', to: 'C0ABC', message: text });
+    const slack = fake.slack!.calls(/chat\.postMessage$/).at(-1)!;
+    // Before: the text as is, a broadcast to the whole channel.
+    expect(slack.body.text).toBe('hey &lt;!channel&gt; @everyone &lt;@&amp;1234567890&gt; a &lt; b &amp;&amp; c &gt; d');
+    await channels.send({ channel: 'discord', to: 'channel:1300000000000000001', message: text });
+    const discord = fake.discord!.calls(/\/messages$/).at(-1)!;
+    // Before: no allowed_mentions, so @everyone and the role pinged with the bot's permissions.
+    expect(discord.body).toMatchObject({ content: text, allowed_mentions: { parse: ['users'] } });
+  });
+});
+
 describe('reply routing', () => {
   it('per-run memory is freed when a run ends here, and when this process stops driving it without an end event (fenced after a takeover)', async () => {
     // A channel run that ends normally: nothing of it is kept once its replies are out. (The base: an earlier

@@ -154,7 +154,9 @@ export function createDiscordChannel(): ChannelPlugin<DiscordConfig> {
           const dm = (await rest.post('/users/@me/channels', { body: { recipient_id: req.target.peer.id }, signal: req.signal })) as { id: string };
           channelId = dm.id;
         }
-        const body: Record<string, unknown> = { content: req.text };
+        // Mentions ping users only: text a sender can steer (an echo, a model's answer) must not ping @everyone,
+        // @here or a role through the bot's permissions.
+        const body: Record<string, unknown> = { content: req.text, allowed_mentions: { parse: ['users'] } };
         if (req.target.replyTo) body.message_reference = { message_id: req.target.replyTo, fail_if_not_exists: false };
         const msg = (await rest.post(`/channels/${channelId}/messages`, { body, signal: req.signal })) as { id: string };
         return { messageId: msg.id };

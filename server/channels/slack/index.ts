@@ -121,7 +121,7 @@ export function createSlackChannel(): ChannelPlugin<SlackConfig> {
         logger: silent,
       });
       try {
-        const res = await client.chat.postMessage({ channel: req.target.to, text: req.text, ...(req.target.threadId ? { thread_ts: req.target.threadId } : {}) });
+        const res = await client.chat.postMessage({ channel: req.target.to, text: slackEscape(req.text), ...(req.target.threadId ? { thread_ts: req.target.threadId } : {}) });
         return { messageId: String(res.ts ?? '') };
       } catch (e) {
         throw classify(e, sdk);
@@ -157,3 +157,9 @@ export function createSlackChannel(): ChannelPlugin<SlackConfig> {
     },
   };
 }
+
+/**
+ * Text as Slack reads it: `&`, `<` and `>` escaped, as its API asks. Unescaped, `<!channel>` or `<!here>` in text a
+ * sender can steer (an echo, a model's answer) broadcast to the whole channel, and `a < b` was mangled.
+ */
+export const slackEscape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
