@@ -315,10 +315,23 @@ describe('Discord: components', () => {
     expect(buttons.map((b) => b.label)).toEqual(['Allow once', 'Allow always', 'Deny']);
     const press = (id: string, username: string) =>
       JSON.stringify({ type: 3, id: '5500000000000000002', application_id: '3300000000000000001', token: 'itoken', channel_id: '7700000000000000001', guild_id: '1', member: { user: { id, username } }, data: { custom_id: buttons[0]!.custom_id, component_type: 2 } });
-    // Dana asked (and is allowed to write): not an approver.
+    // Dana asked (and is allowed to write): not an approver. The press is acknowledged at once, its follow-up after
+    // (before: the acknowledgement waited for the follow-up, here held 3 s; Discord allows 3 s, follow-ups after it).
+    const base = FAKES.discord!.handler;
+    let followedUp = false;
+    fake.discord!.setHandler(async (r) => {
+      if (/\/webhooks\//.test(r.path)) {
+        await new Promise((res) => setTimeout(res, 3000));
+        followedUp = true;
+      }
+      return base(r);
+    });
     const own = press('4400000000000000001', 'dana');
     expect(await web.post('discord', own, discordHeaders(own))).toEqual({ status: 200, body: { type: 6 } });
+    expect(followedUp).toBe(false);
     await channels.idle();
+    expect(followedUp).toBe(true);
+    fake.discord!.setHandler(base);
     expect(await pendingIn(key)).toHaveLength(1);
     expect(fake.discord!.calls(/\/webhooks\//).at(-1)!.body.content).toMatch(/only approvers/);
     // Erin, an approver in the channel, allows.

@@ -238,8 +238,11 @@ export function startChatApprovals(d: ChatApprovalDeps): ChatApprovals {
 
   async function decideOne(channel: string, c: ChatDecision): Promise<void> {
     const wire = APPROVAL_WIRES[channel];
-    const tell = (text: string) =>
-      wire?.notify(wireConfig(channel), c, text).catch((e) => log.warn({ channel, err: errorMessage(e) }, 'could not answer the chat sender'));
+    // Told after the platform has its answer: Discord and Slack want an interaction acknowledged within 3 s, and a
+    // follow-up only after that (the press's HTTP answer waited for this call: 4 s behind a slow follow-up endpoint).
+    const tell = (text: string) => {
+      if (wire) void track(wire.notify(wireConfig(channel), c, text).catch((e) => log.warn({ channel, err: errorMessage(e) }, 'could not answer the chat sender')));
+    };
     const posts = postsOf((await store.getIdempotent(postedKey(c.approvalId))) as (PostedRecord & Partial<PostedRequest>) | undefined);
     // Only a request posted to this very conversation can be answered from it.
     if (!posts.some((p) => p.channel === channel && chatIdOf(channel, p.to) === chatIdOf(channel, c.chatId))) {
