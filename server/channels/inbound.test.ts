@@ -78,6 +78,18 @@ describe('slack', () => {
   const event = (text: string, ts: string, extra: Record<string, unknown> = {}) =>
     JSON.stringify({ type: 'event_callback', team_id: 'T1', event_id: `Ev${ts}`, event: { type: 'message', user: 'U777', text, channel: 'C0ABC', channel_type: 'channel', ts, ...extra } });
 
+  it('a thread reply also sent to the channel (thread_broadcast) and a message with a file (file_share) are answered; an edit is not', async () => {
+    const key = 'agent:main:slack:channel:c0abc:thread:1700000001.000100';
+    const broadcast = event('broadcast words', '1700000001.000200', { thread_ts: '1700000001.000100', subtype: 'thread_broadcast' });
+    const file = event('words with a file', '1700000001.000300', { thread_ts: '1700000001.000100', subtype: 'file_share' });
+    const edit = event('edited words', '1700000001.000400', { thread_ts: '1700000001.000100', subtype: 'message_changed' });
+    for (const b of [broadcast, file, edit]) expect((await web.post('slack', b, slackHeaders(b))).status).toBe(200);
+    // Before: both dropped (any subtype was), the person never answered.
+    const runs = await runsOf(key);
+    expect(runs).toHaveLength(2);
+    await settle(runs);
+  });
+
   it('answers url_verification only when signed', async () => {
     const body = JSON.stringify({ type: 'url_verification', challenge: 'ch4ll3nge' });
     expect(await web.post('slack', body, slackHeaders(body))).toEqual({ status: 200, body: { challenge: 'ch4ll3nge' } });

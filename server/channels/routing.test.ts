@@ -59,6 +59,10 @@ describe('target rules per channel', () => {
     ['slack', 'user:U123ABC', {}, 'agent:main:slack:direct:u123abc'],
     ['slack', '@U123ABC', {}, 'agent:main:slack:direct:u123abc'],
     ['slack', 'G0PRIV', {}, 'agent:main:slack:group:g0priv'],
+    // A #name is a channel's name, whatever its letters (before: #general was taken for an id G…, a group; #design D…, a DM).
+    ['slack', '#general', {}, 'agent:main:slack:channel:general'],
+    ['slack', '#design', {}, 'agent:main:slack:channel:design'],
+    ['slack', '#dev-team', {}, 'agent:main:slack:channel:dev-team'],
     ['discord', '<@!9001000001>', {}, 'agent:main:discord:direct:9001000001'],
     ['discord', '<#123456789012345678>', {}, 'agent:main:discord:channel:123456789012345678'],
     ['telegram', '@SomeChannel', {}, 'agent:main:telegram:channel:somechannel'],
@@ -119,5 +123,13 @@ describe('target rules per channel', () => {
     const { key: k } = buildAgentSessionKey({ agentId: 'main', channel: 'webhook', peer: { kind: 'group', id: 'Ops Team/#1' }, dmScope: 'per-channel-peer', identityLinks: {} });
     expect(k).toBe('agent:main:webhook:group:ops-team--1');
     expect(k).toMatch(/^agent:[a-z0-9._+-]+:[a-z0-9:._+-]+$/);
+  });
+});
+
+describe('slack targets by name', () => {
+  it('a #name is sent as the channel name Slack knows, lowercased, not as an upper-cased id', async () => {
+    const { resolveSlackTarget } = await import('./slack/index');
+    expect(resolveSlackTarget({ to: '#General' }).to).toBe('#general');
+    expect(resolveSlackTarget({ to: 'C0ABC' }).to).toBe('C0ABC');
   });
 });

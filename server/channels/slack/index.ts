@@ -25,6 +25,9 @@ const silent = silentSlackLogger;
 
 const AUTH_ERRORS = new Set(['invalid_auth', 'not_authed', 'account_inactive', 'token_revoked', 'token_expired', 'no_permission', 'missing_scope']);
 
+/** Slack `message` subtypes that are still a person's message to answer. */
+const USER_SUBTYPES = new Set(['thread_broadcast', 'file_share']);
+
 /** The conversation kind a Slack id denotes: D… an IM, G… a private group, anything else a channel. */
 function peerForChannelId(id: string): Peer {
   const up = id.toUpperCase();
@@ -45,9 +48,13 @@ export function resolveSlackTarget(t: { to: string; threadId?: string; replyTo?:
   } else {
     const id = (typed?.id ?? raw.replace(/^#/, '')).trim();
     if (!id || /\s/.test(id)) throw invalidTarget('slack', t.to, 'use a channel id (C…), user:<U…> or #channel');
-    peer = /^[A-Z0-9]+$/i.test(id) ? peerForChannelId(id) : { kind: 'channel', id: id.toLowerCase() };
-    if (/^D[A-Z0-9]+$/i.test(id)) peer = { kind: 'direct', id: id.toUpperCase() };
-    to = /^[A-Z0-9]+$/i.test(id) ? id.toUpperCase() : `#${id.toLowerCase()}`;
+    // `#general` names a channel, whatever letters it has; a bare word of letters and digits is an id (C…, G…, D…).
+    // (Before, `#general` was taken for an id, sent as GENERAL, which Slack does not know, and keyed as a group.)
+    const named = !typed && raw.startsWith('#');
+    const isId = !named && /^[A-Z0-9]+$/i.test(id);
+    peer = isId ? peerForChannelId(id) : { kind: 'channel', id: id.toLowerCase() };
+    if (isId && /^D[A-Z0-9]+$/i.test(id)) peer = { kind: 'direct', id: id.toUpperCase() };
+    to = isId ? id.toUpperCase() : `#${id.toLowerCase()}`;
   }
   // A reply to a message starts (or continues) the thread under it: both scope the session alike.
   const threadId = nonEmpty(t.threadId) ?? nonEmpty(t.replyTo);
@@ -140,8 +147,9 @@ export function createSlackChannel(): ChannelPlugin<SlackConfig> {
       if (b.type === 'url_verification') return { messages: [], response: { body: { challenge: b.challenge ?? '' } } };
       const ev = b.event;
       if (b.type !== 'event_callback' || !ev || (ev.type !== 'message' && ev.type !== 'app_mention')) return { messages: [] };
-      // Edits, joins and bot posts (our own replies included) are not messages to answer.
-      if (ev.subtype || ev.bot_id || !ev.user || !ev.channel || !ev.text) return { messages: [] };
+      // Edits, joins and bot posts (our own replies included) are not messages to answer; a thread reply also sent to
+      // the channel (thread_broadcast) and a message with a file (file_share) are a person's words.
+      if ((ev.subtype && !USER_SUBTYPES.has(ev.subtype)) || ev.bot_id || !ev.user || !ev.channel || !ev.text) return { messages: [] };
       const peer: Peer = ev.channel_type === 'im' ? { kind: 'direct', id: ev.user.toUpperCase() } : peerForChannelId(ev.channel);
       const msg: InboundMessage = {
         from: ev.user,
