@@ -44,6 +44,9 @@ const GZIP_MIN_BYTES = 1024;
 /** Writes a fetch Response to node's response; `gzip` compresses a JSON body for a client that accepts it. */
 async function writeResponse(req: IncomingMessage, res: ServerResponse, response: Response, signal: AbortSignal, o: { gzip?: boolean } = {}): Promise<void> {
   const headers: Record<string, string | string[]> = Object.fromEntries(response.headers);
+  // Answered before its body was read to the end (a 413 over the cap): the rest of it would be read as the next
+  // request on a kept-alive socket, and the client's next request there was reset. The socket closes instead.
+  if (!req.complete) headers.connection = 'close';
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) headers['set-cookie'] = cookies;
   if (!response.body) {
