@@ -14,7 +14,12 @@ export async function searchSessions(store: Store, p: SessionsSearchParams): Pro
   const scope = `${p.query}|${p.agentId ?? ''}`;
   const offset = p.cursor ? (decodeCursor(p.cursor, 'search', scope, 1)[0] as number) : 0;
   const hits = await searchMessages(store.db, store.dialect, { query: p.query, limit: limit + 1, offset, agentId: p.agentId }, store.sqliteSearch);
-  const page = hits.slice(0, limit);
+  // Rows of a deleted session (its transcript kept: sessions.delete without deleteTranscript) are not hits: the
+  // session they would open is gone (chat.history answers unknown_session). Paging counts the raw hits still.
+  const raw = hits.slice(0, limit);
+  const keys = [...new Set(raw.map((h) => h.session_key))];
+  const live = keys.length ? new Set((await store.db.selectFrom('sessions').select('key').where('key', 'in', keys).execute()).map((r) => r.key)) : new Set<string>();
+  const page = raw.filter((h) => live.has(h.session_key));
   return {
     results: page.map((h) => ({
       sessionKey: h.session_key,

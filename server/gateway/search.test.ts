@@ -71,7 +71,8 @@ describe('sessions.search', () => {
   });
 
   it('ranks among the newest RANK_WINDOW matches on both stores (a common word never ranks every match)', async () => {
-    // An old message that ranks best ("gnu" three times), then RANK_WINDOW newer ones with "gnu" once.
+    // An old message that ranks best ("gnu" three times), then RANK_WINDOW newer ones with "gnu" once, in a session that exists.
+    await s.rpc('agent.wait', { runId: (await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:herd', message: 'hello herd' })).runId });
     const db = s.rt.store.db;
     const row = (content: string) => sql`(session_key, role, kind, content, created_at, author_type, author_id) values ('agent:main:herd', 'user', 'message', ${content}, '2026-01-01T00:00:00.000Z', 'user', 'user')`;
     await sql`insert into messages ${row('gnu gnu gnu in the old days')}`.execute(db);
@@ -92,5 +93,14 @@ describe('sessions.search', () => {
     expect((await search({ query: 'platypus' })).results.length).toBeGreaterThan(0);
     await s.rpc('sessions.delete', { sessionKey: 'agent:main:gone', deleteTranscript: true });
     expect((await search({ query: 'platypus' })).results).toEqual([]);
+  });
+
+  it('finds nothing in a deleted session whose transcript was kept (the session it would open is gone)', async () => {
+    const r = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:gone-kept', message: '/reply zorillo' });
+    await s.rpc('agent.wait', { runId: r.runId });
+    expect((await search({ query: 'zorillo' })).results.length).toBeGreaterThan(0);
+    await s.rpc('sessions.delete', { sessionKey: 'agent:main:gone-kept' });
+    // Before: its rows were hits, and opening one answered unknown_session.
+    expect((await search({ query: 'zorillo' })).results).toEqual([]);
   });
 });
