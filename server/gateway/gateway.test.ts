@@ -212,6 +212,21 @@ describe('queue modes', () => {
     expect(board.failed.find((r) => r.runId === a.runId)?.status).toBe('error');
   });
 
+  it('interrupts at once: the newest runs, the ones it overtook end interrupted too (not run after it, newest first)', async () => {
+    const key = 'agent:main:intr-many';
+    const a = await send(key, '/sleep 5000\n/reply never');
+    await new Promise((r) => setTimeout(r, 50));
+    const more = await Promise.all(['m0', 'm1', 'm2', 'm3'].map((m) => send(key, `/sleep 200\n/reply ${m}`, { queueMode: 'interrupt' })));
+    expect(more.every((r) => r.status === 'started')).toBe(true);
+    expect(await wait(a.runId)).toMatchObject({ status: 'error', error: 'interrupted' });
+    const ends = await Promise.all(more.map((r) => wait(r.runId)));
+    // Before: all four ran to their answers one after another, each told "started" while it waited.
+    expect(ends.filter((e) => e.status === 'ok')).toHaveLength(1);
+    expect(ends.filter((e) => e.status === 'error' && e.error === 'interrupted')).toHaveLength(3);
+    const replies = (await history(key)).messages.filter((m) => m.role === 'assistant').map((m) => m.content);
+    expect(replies).toEqual([ends.find((e) => e.status === 'ok')!.response]);
+  });
+
   it('a steer that arrives as the run ends becomes a follow-up: nothing lost', async () => {
     const key = 'agent:main:late-steer';
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => send(key, `/reply r${i}`, { queueMode: 'steer' })));

@@ -137,8 +137,7 @@ export abstract class ClusterRuns extends RunEnds {
         return { runId: row.id, status: 'queued' };
       }
       case 'interrupt':
-        st.queue.unshift(item);
-        this.abortActive(st);
+        this.interruptWith(st, { ...item, interrupt: true });
         return { runId: row.id, status: 'started' };
       default:
         break;

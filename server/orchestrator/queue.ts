@@ -60,6 +60,8 @@ export interface QueueItem {
   row?: RunRow;
   /** PostgreSQL: the enqueue statement started the run: its input rows, and the session row then. */
   startedWith?: StartedRun;
+  /** Queued by `interrupt` at the front, to run once the active run has stopped. */
+  interrupt?: boolean;
 }
 
 export interface SessionState {

@@ -256,9 +256,8 @@ export abstract class RunQueues {
         return { runId, status: 'queued' };
       }
       case 'interrupt': {
-        const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts), claim({ runId, status: 'started' })), collect: false };
-        st.queue.unshift(item);
-        this.abortActive(st);
+        const item: QueueItem = { runId, inputs: [input], persisted: this.o.store.insertRun(this.runRow(runId, sessionKey, [input], mode, opts), claim({ runId, status: 'started' })), collect: false, interrupt: true };
+        this.interruptWith(st, item);
         await item.persisted;
         return { runId, status: 'started' };
       }
@@ -295,6 +294,20 @@ export abstract class RunQueues {
     const ws = this.waiters.get(runId);
     if (ws) for (const w of ws) w({ status: 'error', error });
     return true;
+  }
+
+  /**
+   * An `interrupt` message: the active run is aborted and this one runs next. Interrupts that came before it and have
+   * not started yet are interrupted by it in turn (ended `interrupted`, as the run they interrupted): the newest
+   * message is the one that runs. (Each went to the front: they ran newest first, then the older ones after it.)
+   */
+  protected interruptWith(st: SessionState, item: QueueItem): void {
+    while (st.queue[0]?.interrupt) {
+      const older = st.queue.shift()!;
+      void older.persisted.then(() => this.endUnstarted(older.runId, st.key, 'interrupted')).catch((e) => this.o.log.warn({ err: (e as Error).message, runId: older.runId }, 'could not end a superseded interrupt'));
+    }
+    st.queue.unshift(item);
+    this.abortActive(st);
   }
 
   /** Aborts the active run of a session (interrupt mode, session delete). */
