@@ -92,6 +92,18 @@ describe('remote A2A agents', () => {
     await until(() => remote.executor.cancelled.length === 1);
   });
 
+  it('a remote redeployed with another card (streaming off) is read again after a failed turn, not kept until a restart', async () => {
+    const { s: srv, remote: first } = await setup();
+    expect(await turn(srv, 'agent:remote:main', 'before')).toMatchObject({ status: 'ok' });
+    const port = Number(new URL(first.url).port);
+    await first.close();
+    remote = await startRemoteAgent({ token: 'remote-secret', streaming: false, port });
+    // The card read before says it streams: this turn fails on it…
+    expect(await turn(srv, 'agent:remote:main', 'during')).toMatchObject({ status: 'error' });
+    // …and the next one reads the card again. Before: every turn failed ("Streaming is not supported") until a restart.
+    expect(await turn(srv, 'agent:remote:main', 'after')).toMatchObject({ status: 'ok', response: expect.stringContaining('after') });
+  });
+
   it('a remote agent that is its own gateway (a loop of remote agents) stops at the delegation depth, it does not loop forever', async () => {
     s = await startTestServer({ config: { webhooks: { allowPrivateNetwork: true }, agents: [{ id: 'main' }, { id: 'self', a2a: { url: 'http://127.0.0.1:9/a2a/self', token: TEST_TOKEN, timeoutMs: 20_000 } }] } });
     // Its URL is known once it serves: the agent points at its own gateway.

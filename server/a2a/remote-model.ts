@@ -37,7 +37,15 @@ const CARD_MAX_BYTES = 256 * 1024;
 interface Remote {
   client: Client;
   card: AgentCard;
+  /** When its card was read: read again after CARD_TTL_MS, and at once after a call that failed. */
+  at: number;
 }
+
+/** How long a remote's card is trusted: a redeployed remote (streaming off, another path) is picked up after it. */
+const CARD_TTL_MS = 5 * 60_000;
+
+const remoteKey = (cfg: RemoteA2AConfig, deps: RemoteA2ADeps) =>
+  JSON.stringify([cfg.url, cfg.token ?? '', deps.allowPrivateNetwork, cfg.timeoutMs ?? REMOTE_TIMEOUT_MS, cfg.maxReplyBytes ?? REMOTE_MAX_REPLY_BYTES]);
 
 // One client per remote once its card is in; a pending card fetch is never shared, so one run's slow card (cut off
 // by its own timeout and abort signal) holds up no other run.
@@ -60,9 +68,9 @@ const originOf = (url: string) => {
 async function remoteFor(cfg: RemoteA2AConfig, deps: RemoteA2ADeps, signal: AbortSignal | undefined): Promise<Remote> {
   const timeoutMs = cfg.timeoutMs ?? REMOTE_TIMEOUT_MS;
   const maxBytes = cfg.maxReplyBytes ?? REMOTE_MAX_REPLY_BYTES;
-  const key = JSON.stringify([cfg.url, cfg.token ?? '', deps.allowPrivateNetwork, timeoutMs, maxBytes]);
+  const key = remoteKey(cfg, deps);
   const hit = remotes.get(key);
-  if (hit) return hit;
+  if (hit && Date.now() - hit.at < CARD_TTL_MS) return hit;
   const cardUrl = cardUrlOf(cfg.url);
   const origin = new URL(cardUrl).origin;
   const cardFetch = remoteFetch({ origin, allowPrivateNetwork: deps.allowPrivateNetwork, timeoutMs: Math.min(CARD_TIMEOUT_MS, timeoutMs), maxBytes: CARD_MAX_BYTES });
@@ -77,7 +85,7 @@ async function remoteFor(cfg: RemoteA2AConfig, deps: RemoteA2ADeps, signal: Abor
   if (elsewhere) throw new RemoteRefused(`remote A2A card ${cardUrl} sends calls to ${originOf(elsewhere.url)}, off its own origin ${origin}: refused`);
   const fetchImpl = remoteFetch({ origin, token: cfg.token, allowPrivateNetwork: deps.allowPrivateNetwork, timeoutMs, maxBytes });
   const factory = new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })] });
-  const remote = { client: await factory.createFromAgentCard(card), card };
+  const remote = { client: await factory.createFromAgentCard(card), card, at: Date.now() };
   remotes.set(key, remote);
   return remote;
 }
@@ -224,6 +232,8 @@ export function createRemoteA2AModel(cfg: RemoteA2AConfig, deps: RemoteA2ADeps):
           });
           controller.close();
         } catch (e) {
+          // Its card may be stale (the remote redeployed with streaming off, or moved): read it again next time.
+          if (!signal?.aborted) remotes.delete(remoteKey(cfg, deps));
           controller.error(e);
         } finally {
           signal?.removeEventListener('abort', onAbort);

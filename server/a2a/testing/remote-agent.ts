@@ -66,11 +66,11 @@ export interface RemoteAgent {
 }
 
 /** Starts the remote on 127.0.0.1 (ephemeral port); calls need `Authorization: Bearer <token>` when a token is given. */
-export async function startRemoteAgent(o: { token?: string; streaming?: boolean } = {}): Promise<RemoteAgent> {
+export async function startRemoteAgent(o: { token?: string; streaming?: boolean; port?: number } = {}): Promise<RemoteAgent> {
   const executor = new EchoExecutor();
   const app = express();
   const server = http.createServer(app);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  await new Promise<void>((r) => server.listen(o.port ?? 0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const card: AgentCard = {
     name: 'Remote echo',
