@@ -67,7 +67,14 @@ async function accept(d: InboundDeps, channel: string, req: InboundRequest): Pro
     }
     if (admission.kind === 'held') {
       d.log.info({ channel: plugin.id, from: msg.from, code: admission.code }, 'inbound message held until the sender is paired');
-      if (admission.firstRequest) await notifySender(d, plugin, msg, pairingNotice(admission.code));
+      // The code goes with the first message, and again with a later one until a send of it got through (the first
+      // send failed: a platform down or slow, and the sender never learnt their code).
+      const pair = `${plugin.id}:${msg.from}:${admission.code}`;
+      const retell = !admission.firstRequest && (await d.store.getIdempotent(`pairing-untold:${pair}`)) !== undefined && (await d.store.getIdempotent(`pairing-told:${pair}`)) === undefined;
+      if (admission.firstRequest || retell) {
+        const ok = await notifySender(d, plugin, msg, pairingNotice(admission.code));
+        await d.store.putIdempotent(`pairing-${ok ? 'told' : 'untold'}:${pair}`, true).catch(() => undefined);
+      }
       continue;
     }
     // An approved sender's messages still held (an approve cut short by a stop) run first, in order.
@@ -77,14 +84,16 @@ async function accept(d: InboundDeps, channel: string, req: InboundRequest): Pro
   return { status: result.response?.status ?? 200, body: result.response?.body ?? { ok: true }, accepted };
 }
 
-/** Tells a sender something on the channel they wrote from; a failure is logged, never fatal to the request. */
-async function notifySender(d: InboundDeps, plugin: AnyChannelPlugin, msg: InboundMessage, text: string) {
-  if (!d.deliver) return;
+/** Tells a sender something on the channel they wrote from; a failure is logged, never fatal to the request. Whether it got through. */
+async function notifySender(d: InboundDeps, plugin: AnyChannelPlugin, msg: InboundMessage, text: string): Promise<boolean> {
+  if (!d.deliver) return false;
   try {
     const target = plugin.resolveTarget({ to: msg.replyTarget.to, threadId: msg.replyTarget.threadId, accountId: msg.accountId });
     await d.deliver(plugin.id, target, text);
+    return true;
   } catch (e) {
     d.log.warn({ err: e, channel: plugin.id, from: msg.from }, 'could not send the pairing code');
+    return false;
   }
 }
 

@@ -214,6 +214,29 @@ describe('dmPolicy', () => {
     expect(again.body.error).toMatchObject({ code: -32009, data: { code: 'already_resolved' } });
   });
 
+  it('pairing: a code whose first send failed is sent again with the next message, until one gets through', async () => {
+    // The first send to this sender is refused (not retried): the sender never gets the code.
+    let refuse = true;
+    hook.setHandler((r) => {
+      if (refuse && r.body?.to === 'user:quill') {
+        refuse = false;
+        return { status: 400 };
+      }
+      return FAKES.webhook!.handler(r);
+    });
+    await inbound(s, 'quill', 'first from quill');
+    expect(sentTo('quill')).toHaveLength(1); // the refused attempt
+    await inbound(s, 'quill', 'second from quill');
+    // Before: nothing more was sent; the sender never learnt the code (pairings.list only).
+    await until(() => sentTo('quill').length === 2);
+    await inbound(s, 'quill', 'third from quill');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(sentTo('quill')).toHaveLength(2); // told once it got through: not again
+    const code = (await s.rpc<{ pairings: Array<{ peer: string; code: string }> }>('pairings.list', {})).pairings.find((p) => p.peer === 'quill')!.code;
+    expect(sentTo('quill')[1]).toContain(code);
+    hook.setHandler(FAKES.webhook!.handler);
+  });
+
   it('pairing: deny drops the held messages and later ones; unknown codes and channels are refused', async () => {
     await inbound(s, 'carol', 'let me in');
     await until(() => sentTo('carol').length === 1);
