@@ -184,3 +184,22 @@ test('keyboard: the session list is one Tab stop, the arrows move through it, an
   expect(await page.evaluate(() => document.activeElement?.id)).toBe('conversation');
   expect(new URL(page.url()).hash).toBe('');
 });
+
+test('keyboard: deciding from the focused approval row keeps the focus on the next item; hiding the toolbox focuses "Show toolbox"', async ({ room, page, freshSession }) => {
+  await room.open(freshSession);
+  await room.send('/tool exec {"command":"echo one"}\n/tool exec {"command":"echo two"}');
+  await expect(room.approval.getByTestId('approval-count')).toHaveText('1 of 2 pending');
+  await room.approval.focus();
+  await page.keyboard.press('a');
+  // Before: the next item's row was a new element, and the focus fell to the page's body.
+  await expect(room.approval.getByTestId('approval-count')).toHaveCount(0);
+  await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('data-testid'))).toBe('approval-attachment');
+  await page.keyboard.press('a');
+  await expect(room.approval).toHaveCount(0);
+  await expect(room.texts('assistant').filter({ hasText: 'two' })).toHaveCount(1);
+
+  await page.getByRole('button', { name: 'Hide toolbox' }).focus();
+  await page.keyboard.press('Enter');
+  // Before: the focus fell to the body with the button it was on.
+  await expect(page.getByRole('button', { name: 'Show toolbox' })).toBeFocused();
+});

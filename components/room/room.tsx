@@ -7,7 +7,7 @@ import { usePrefetchOnSelect } from '@/lib/room/use-prefetch-on-select';
 import { useRoomKeys } from '@/lib/room/use-room-keys';
 import { useSessionEvents } from '@/lib/room/use-session-events';
 import { useRoomStore, useRoomStoreApi } from '@/stores/room-store-provider';
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { DeferredPart, HydrationGateProvider, useRoomHydrationGate } from './deferred-part';
 import { SessionSidebar } from '../sessions/session-sidebar';
 import { ConnectionBanner, StatusBar } from '../status/status-bar';
@@ -126,6 +126,14 @@ function SessionPane({ sessionKey, prefetchBoard }: { sessionKey: string; prefet
   const togglePanel = useRoomStore((s) => s.togglePanel);
   const setSidebarOpen = useRoomStore((s) => s.setSidebarOpen);
   const running = live.activeRuns.length > 0;
+  // Hidden with the keyboard, the toolbox takes its focused button away: the focus goes to "Show toolbox", not the body.
+  const showToolbox = useRef<HTMLButtonElement>(null);
+  const shownBefore = useRef(toolbox);
+  useEffect(() => {
+    const was = shownBefore.current;
+    shownBefore.current = toolbox;
+    if (toolbox === 'hidden' && was !== 'hidden' && (!document.activeElement || document.activeElement === document.body)) showToolbox.current?.focus();
+  }, [toolbox]);
   return (
     // Narrow windows stack the toolbox under the conversation, so its approval row stays on screen.
     <div className="flex min-w-0 flex-1 flex-col md:flex-row">
@@ -158,7 +166,7 @@ function SessionPane({ sessionKey, prefetchBoard }: { sessionKey: string; prefet
               </Button>
             ))}
             {toolbox === 'hidden' && approvals.pending.length === 0 && (
-              <Button size="sm" variant="ghost" onClick={() => setToolbox('collapsed')} aria-label="Show toolbox">
+              <Button ref={showToolbox} size="sm" variant="ghost" onClick={() => setToolbox('collapsed')} aria-label="Show toolbox">
                 Tools
               </Button>
             )}

@@ -3,7 +3,13 @@
 import { prettyJson } from '@/lib/format';
 import type { useApprovals } from '@/lib/room/use-approvals';
 import { errorCode, type PendingApproval } from '@/lib/trpc/types';
-import { useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
+
+/**
+ * The row had the keyboard's focus when a decision was made: the next item's row (a new element, keyed by its id)
+ * takes it, so a keyboard user goes on deciding (before, the focus fell to the page's body).
+ */
+let refocusNextRow = false;
 import { DecisionButtons, decisionKey } from './decision-buttons';
 import { CodeBlock } from '../ui/code-block';
 import { TextInput } from '@/components/ui/text-input';
@@ -42,8 +48,15 @@ export function ApprovalAttachment({ pending, resolve }: Props) {
 function ApprovalForm({ pending, resolve }: Props) {
   const [reason, setReason] = useState('');
   const current = pending[0]!;
+  const row = useRef<HTMLElement>(null);
+  useEffect(() => {
+    if (!refocusNextRow) return;
+    refocusNextRow = false;
+    row.current?.focus();
+  }, []);
 
   const decide = (decision: Decision) => {
+    refocusNextRow = !!row.current?.contains(document.activeElement);
     const text = reason.trim();
     resolve.mutate(
       { approvalId: current.approvalId, decision, ...(text ? { reason: text } : {}) },
@@ -56,6 +69,7 @@ function ApprovalForm({ pending, resolve }: Props) {
 
   return (
     <section
+      ref={row}
       role="region"
       aria-label="Approval"
       data-testid="approval-attachment"

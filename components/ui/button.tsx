@@ -1,6 +1,6 @@
 // Button primitive: a few variants and sizes; always a real <button> with type="button" unless told otherwise.
 import { cn } from '@/lib/cn';
-import type { ButtonHTMLAttributes } from 'react';
+import type { ButtonHTMLAttributes, Ref } from 'react';
 
 type Variant = 'primary' | 'secondary' | 'ghost' | 'danger';
 type Size = 'sm' | 'md';
@@ -21,6 +21,8 @@ const SIZES: Record<Size, string> = {
 export interface ButtonProps extends ButtonHTMLAttributes<HTMLButtonElement> {
   variant?: Variant;
   size?: Size;
+  /** React 19: a ref is a plain prop, passed on to the <button>. */
+  ref?: Ref<HTMLButtonElement>;
 }
 
 export function Button({ variant = 'secondary', size = 'md', className, type = 'button', ...rest }: ButtonProps) {
