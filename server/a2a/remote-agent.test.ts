@@ -92,6 +92,17 @@ describe('remote A2A agents', () => {
     await until(() => remote.executor.cancelled.length === 1);
   });
 
+  it('cancel reaches a remote that does not stream too (its task is sent without blocking, so its id is known)', async () => {
+    const { s, remote } = await setup({ streaming: false });
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:remote:poll-cancel', message: 'slow one' });
+    await until(() => remote.executor.started.includes('slow one'));
+    await new Promise((r) => setTimeout(r, 300));
+    await s.rpc('agent.cancel', { runId });
+    expect(await wait(s, runId)).toMatchObject({ status: 'error', error: 'cancelled' });
+    // Before: the run ended here, and the remote's task went on working (a blocking send gave no task id to cancel).
+    await until(() => remote.executor.cancelled.length === 1);
+  });
+
   it('a remote redeployed with another card (streaming off) is read again after a failed turn, not kept until a restart', async () => {
     const { s: srv, remote: first } = await setup();
     expect(await turn(srv, 'agent:remote:main', 'before')).toMatchObject({ status: 'ok' });

@@ -2,7 +2,7 @@
 // The run loop, sessions_send, agents_message, delegate_agent and follow-ups therefore work unchanged; contextId: an opaque id per session.
 import { A2A_HOPS_KEY } from './params';
 import crypto from 'node:crypto';
-import { type AgentCard, Role, type Message, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
+import { type AgentCard, Role, type Message, type SendMessageRequest, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
 import { AgentCardResolver, type Client, ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4Prompt, LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import type { Store } from '../store/store';
@@ -185,7 +185,7 @@ export function createRemoteA2AModel(cfg: RemoteA2AConfig, deps: RemoteA2ADeps):
       extensions: [],
       referenceTaskIds: [],
     };
-    const request = { tenant: '', message, configuration: undefined, metadata: undefined };
+    const request: SendMessageRequest = { tenant: '', message, configuration: undefined, metadata: undefined };
     const reply = new Reply();
     // Cancelling our run cancels the remote task.
     const onAbort = () => {
@@ -208,7 +208,9 @@ export function createRemoteA2AModel(cfg: RemoteA2AConfig, deps: RemoteA2ADeps):
               }
             }
           } else {
-            const first = await client.sendMessage(request, { signal });
+            // Not blocking: the task comes back at once with its id, so a cancel of our run reaches the remote (a
+            // blocking send left no task id to cancel until it ended), and it is polled until it ends.
+            const first = await client.sendMessage({ ...request, configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true } }, { signal });
             if ('status' in first) reply.task(first as Task);
             else reply.add({ payload: { $case: 'message', value: first as Message } });
             // A non-streaming remote that answered before finishing: poll the task until it ends.
