@@ -7,6 +7,7 @@ import type { ChannelService } from './index';
 import { CREDS, FAKES } from './testing/fake-apis';
 import { startFakePlatform, type FakePlatform } from './testing/fake-platform';
 import { serveChannels } from './testing/serve-channels';
+import { telegramUpdates } from './testing/telegram-updates';
 
 const TG_SECRET = 'tg-secret-token';
 const ALICE = 5150;
@@ -35,11 +36,10 @@ afterAll(async () => {
   await tg?.close();
 });
 
-let seq = 7000;
 const headers = { 'x-telegram-bot-api-secret-token': TG_SECRET };
-const message = (chatId: number, text: string) => JSON.stringify({ update_id: ++seq, message: { message_id: seq, from: { id: chatId, is_bot: false, first_name: 'A' }, chat: { id: chatId, type: 'private' }, text } });
-const press = (fromId: number, chatId: number, messageId: number, data: string) =>
-  JSON.stringify({ update_id: ++seq, callback_query: { id: `cbq${seq}`, from: { id: fromId, is_bot: false, first_name: 'P', username: `user${fromId}` }, message: { message_id: messageId, date: 0, chat: { id: chatId, type: 'private' }, text: 'Approval needed' }, chat_instance: '-1', data } });
+const updates = telegramUpdates();
+const message = updates.message;
+const press = (fromId: number, chatId: number, messageId: number, data: string) => updates.press(fromId, messageId, data, chatId);
 const lastAnswer = () => tg.calls(/answerCallbackQuery$/).at(-1)?.body.text as string | undefined;
 
 describe('a budget item from a chat', () => {

@@ -9,6 +9,7 @@ import { elicitationRequest } from './elicitation-chat';
 import { CREDS, FAKES } from './testing/fake-apis';
 import { startFakePlatform, type FakePlatform } from './testing/fake-platform';
 import { serveChannels } from './testing/serve-channels';
+import { telegramUpdates } from './testing/telegram-updates';
 
 const STDIO_SERVER = path.join(import.meta.dirname, '..', 'mcp', 'testing', 'stdio-server.mjs');
 const TG_SECRET = 'tg-secret-token';
@@ -41,10 +42,7 @@ afterAll(async () => {
   await tg?.close();
 });
 
-let seq = 7000;
-const tgMessage = (chatId: number, text: string) => JSON.stringify({ update_id: ++seq, message: { message_id: seq, from: { id: chatId, is_bot: false, first_name: 'M' }, chat: { id: chatId, type: 'private' }, text } });
-const press = (fromId: number, messageId: number, data: string) =>
-  JSON.stringify({ update_id: ++seq, callback_query: { id: `cbq${seq}`, from: { id: fromId, is_bot: false, first_name: 'Alice', username: 'alice' }, message: { message_id: messageId, date: 0, chat: { id: fromId, type: 'private' }, text: 'x' }, chat_instance: '-1', data } });
+const { message: tgMessage, press } = telegramUpdates();
 
 describe('elicitation in chat approvals', () => {
   it('a one-boolean question: Yes / No / Decline buttons; the approver’s Yes reaches the server as accept {sure: true}', async () => {
