@@ -75,6 +75,7 @@ test('a required choice with no default starts unchosen and must be made; a date
   // Before: "2026-01-02T10:30" as typed, refused ("must be a date-time"): the field could not be answered from the room.
   const answer = room.messages('assistant').filter({ hasText: 'scheduled' });
   await expect(answer).toHaveCount(1, { timeout: 30_000 });
-  await expect(answer).toContainText('"color\\":\\"r\\"');
+  // The tool's JSON shows as plain text or as Markdown (whose backslash escapes are consumed), depending on when it rendered.
+  await expect(answer).toContainText(/"color\\?":\\?"r\\?"/);
   await expect(answer).toContainText(/2026-01-0[12]T\d\d:30:00\.000Z/);
 });
