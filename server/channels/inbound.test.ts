@@ -356,6 +356,10 @@ describe('reply routing', () => {
     const rows = (await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: key })).messages.length;
     expect(await s.rpc('deliveries.retry', { deliveryId: d.deliveryId })).toMatchObject({ status: 'ok' });
     await until(async () => (await s.rpc<any>('deliveries.get', { deliveryId: d.deliveryId })).state === 'delivered');
+    // Both attempts count, the one that got through too, as a send's do (before: 1, and a reply delivered at once showed 0).
+    const got = await s.rpc<{ attempts: number; error?: unknown }>('deliveries.get', { deliveryId: d.deliveryId });
+    expect(got.attempts).toBe(2);
+    expect(got.error).toBeUndefined();
     const sent = fake.telegram!.calls(/sendMessage/).slice(before);
     expect(sent).toHaveLength(2);
     expect(JSON.stringify(sent[1]!.body)).toContain('answer me later');

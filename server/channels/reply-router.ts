@@ -103,7 +103,8 @@ export function startReplyRouting(d: RouterDeps): ReplyRouter {
         return;
       }
       const messageId = await d.deliver(plugin.id, target, m.content, { idempotencyKey, deliveryId });
-      await d.store.advanceDeliveries([deliveryId], 'delivered');
+      // The attempt that got through counts, as a send's does (its mirror row records it).
+      await d.store.advanceDeliveries([deliveryId], 'delivered', { attempt: true, error: null });
       d.log.info({ runId, channel: plugin.id, to: target.to, messageId }, 'reply delivered');
       d.telemetry?.end(span);
     } catch (e) {

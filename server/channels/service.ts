@@ -232,7 +232,7 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     // A run's reply: its row is in the transcript already; sent again, it is not mirrored.
     if (send.via === 'reply') {
       void deliver(route.channel, target, send.text, { idempotencyKey: send.idempotencyKey, deliveryId: row.id })
-        .then(() => store.advanceDeliveries([row.id], 'delivered'))
+        .then(() => store.advanceDeliveries([row.id], 'delivered', { attempt: true, error: null }))
         .catch((e) => log.warn({ err: (e as Error).message, deliveryId: row.id }, 'channel delivery retry failed'));
       return;
     }
