@@ -30,18 +30,19 @@ export function ApprovalAttachment({ pending, resolve }: Props) {
   // (the mutation's state outlives the row; the next decision clears it).
   const tried = resolve.variables as { approvalId?: string; decision?: string } | undefined;
   const staleText = resolve.isError && tried?.approvalId && !pending.some((p) => p.approvalId === tried.approvalId) ? staleNoticeText(resolve.error, { decision: tried.decision }) : null;
-  const stale = staleText ? <StaleNotice text={staleText} /> : null;
-  if (!current) return stale && <div className="shrink-0 border-t border-amber-300 bg-amber-50 px-3 py-2 dark:border-amber-700 dark:bg-amber-950/40">{stale}</div>;
+  const stale = staleText && (
+    <div className="shrink-0 border-t border-amber-300 bg-amber-50 px-3 py-2 dark:border-amber-700 dark:bg-amber-950/40">
+      <StaleNotice text={staleText} />
+    </div>
+  );
   // An MCP server's authorization is a URL to open, answered like a URL elicitation (CONTRACT §7).
   // Keyed by id: the reason box starts empty for each approval.
-  const row = current.kind === 'elicitation' || current.kind === 'authorization' ? <ElicitationRow key={current.approvalId} pending={pending} resolve={resolve} /> : <ApprovalForm key={current.approvalId} pending={pending} resolve={resolve} />;
-  return stale ? (
+  const row = !current ? null : current.kind === 'elicitation' || current.kind === 'authorization' ? <ElicitationRow key={current.approvalId} pending={pending} resolve={resolve} /> : <ApprovalForm key={current.approvalId} pending={pending} resolve={resolve} />;
+  return (
     <>
-      <div className="shrink-0 border-t border-amber-300 bg-amber-50 px-3 py-2 dark:border-amber-700 dark:bg-amber-950/40">{stale}</div>
+      {stale}
       {row}
     </>
-  ) : (
-    row
   );
 }
 

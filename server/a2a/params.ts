@@ -124,8 +124,8 @@ export function a2aParamIssues(method: unknown, params: unknown, legacy: boolean
  */
 export const A2A_HOPS_KEY = 'crosstalk/hops';
 
-/** The hops a message (its metadata) or a run's origin (`a2aHops`) says; 0 when it says none. */
-export function a2aHopsOf(meta: unknown, key: string = A2A_HOPS_KEY): number {
-  const v = meta && typeof meta === 'object' ? (meta as Record<string, unknown>)[key] : undefined;
+/** The hops a message's metadata says; 0 when it says none. */
+export function a2aHopsOf(meta: unknown): number {
+  const v = meta && typeof meta === 'object' ? (meta as Record<string, unknown>)[A2A_HOPS_KEY] : undefined;
   return typeof v === 'number' && Number.isInteger(v) && v > 0 ? Math.min(v, 1_000) : 0;
 }

@@ -76,17 +76,18 @@ export function startReplyRouting(d: RouterDeps): ReplyRouter {
     return p;
   };
 
-  async function deliverReply(m: TranscriptMessage): Promise<void> {
+  /** Delivers a reply row to its run's channel with its record; whether this call delivered it. */
+  async function deliverReply(m: TranscriptMessage): Promise<boolean> {
     const runId = m.runId!;
     const origin = await originFor(runId);
-    if (!origin) return;
+    if (!origin) return false;
     const plugin = d.plugin(origin.id);
-    if (!plugin.deliver) return; // webchat: the transcript is the reply
+    if (!plugin.deliver) return false; // webchat: the transcript is the reply
     const target = plugin.resolveTarget({ to: origin.to, threadId: origin.threadId, accountId: origin.accountId });
     const text = m.content.trim();
     const key = `${plugin.id}|${target.to.toLowerCase()}|${target.threadId ?? ''}|${text}`;
     // Text the run already sent there through the message tool is not delivered twice.
-    if (d.deliveredBy(runId)?.has(key)) return;
+    if (d.deliveredBy(runId)?.has(key)) return false;
     const span = d.telemetry?.start(`channel reply ${plugin.id}`, traces.get(runId), { 'crosstalk.channel': plugin.id, 'crosstalk.run_id': runId }, { kind: SpanKind.PRODUCER });
     // A delivery with its record (CONTRACT §9 `channel`), one per reply row: its attempts, a `dead` end that
     // deliveries.retry sends again, and one cut off by a crash closed `failed` when the store opens again.
@@ -100,13 +101,14 @@ export function startReplyRouting(d: RouterDeps): ReplyRouter {
       const made = await d.store.createDeliveries([channelDelivery(deliveryId, { agentId, channel: plugin.id, target, sessionKey: m.sessionKey, text: m.content, via: 'reply', runId, idempotencyKey, owner: d.owner() })]);
       if (!made.length) {
         d.telemetry?.end(span);
-        return;
+        return false;
       }
       const messageId = await d.deliver(plugin.id, target, m.content, { idempotencyKey, deliveryId });
       // The attempt that got through counts, as a send's does (its mirror row records it).
       await d.store.advanceDeliveries([deliveryId], 'delivered', { attempt: true, error: null });
       d.log.info({ runId, channel: plugin.id, to: target.to, messageId }, 'reply delivered');
       d.telemetry?.end(span);
+      return true;
     } catch (e) {
       d.telemetry?.end(span, errorMessage(e));
       d.log.warn({ runId, channel: plugin.id, to: target.to, err: errorMessage(e) }, 'reply delivery failed');
@@ -122,6 +124,7 @@ export function startReplyRouting(d: RouterDeps): ReplyRouter {
         },
       ]).catch(() => undefined);
     }
+    return false;
   }
 
   // The end is the run's last event: forget it once its queued replies are out.
@@ -153,7 +156,7 @@ export function startReplyRouting(d: RouterDeps): ReplyRouter {
     const m = ev.data.message as TranscriptMessage | undefined;
     if (!m || m.role !== 'assistant' || m.kind !== 'message' || !m.runId || !m.content.trim()) return;
     const prev = chains.get(m.runId) ?? Promise.resolve();
-    const next = prev.then(() => deliverReply(m)).catch((e) => d.log.error({ err: e }, 'reply routing failed'));
+    const next = prev.then(async () => void (await deliverReply(m))).catch((e) => d.log.error({ err: e }, 'reply routing failed'));
     chains.set(m.runId, next);
   });
 
@@ -181,8 +184,7 @@ export function startReplyRouting(d: RouterDeps): ReplyRouter {
       let sent = 0;
       for (const m of owed) {
         d.log.warn({ runId: m.runId, messageId: m.id, sessionKey: m.sessionKey }, 'a reply the process that wrote it did not deliver (it stopped first): delivering it now');
-        await deliverReply(m);
-        if ((await d.store.db.selectFrom('deliveries').select('state').where('id', '=', replyDeliveryId(m.id)).executeTakeFirst())?.state === 'delivered') sent++;
+        if (await deliverReply(m)) sent++;
       }
       // The runs' origins were looked up for these replies only: not kept.
       for (const m of owed) if (!chains.has(m.runId!)) origins.delete(m.runId!);

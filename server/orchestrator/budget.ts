@@ -72,11 +72,15 @@ export class Budgets {
     return { usd: Number(r?.c ?? 0), tokens: Number(r?.i ?? 0) + Number(r?.o ?? 0) };
   }
 
-  /** Caps granted so far: 1, plus one per allowed budget item of the tree; `null` when an allow_always lifted it. */
-  private async granted(root: string): Promise<number | null> {
-    const rows = await this.d.store.db.selectFrom('approvals').select(['decision', 'status']).where('kind', '=', 'budget').where('call_id', 'like', `budget:${root}:%`).execute();
-    if (rows.some((r) => r.decision === 'allow_always')) return null;
-    return 1 + rows.filter((r) => r.status === 'allowed').length;
+  /**
+   * Where the tree stands, from its budget items (one read): `denied` once one was denied; the caps granted so far (1,
+   * plus one per allowed item; `null` when an allow_always lifted it); and per allowance the items closed `cancel`.
+   */
+  private async standing(root: string): Promise<{ denied: boolean; times: number | null; closed: (times: number) => number }> {
+    const rows = await this.d.store.db.selectFrom('approvals').select(['call_id', 'decision', 'status']).where('kind', '=', 'budget').where('call_id', 'like', `budget:${root}:%`).execute();
+    const times = rows.some((r) => r.decision === 'allow_always') ? null : 1 + rows.filter((r) => r.status === 'allowed').length;
+    const closed = (t: number) => rows.filter((r) => r.status === 'cancelled' && (r.call_id === budgetCallId(root, t) || r.call_id.startsWith(`${budgetCallId(root, t)}:again`))).length;
+    return { denied: rows.some((r) => r.status === 'denied'), times, closed };
   }
 
   /**
@@ -88,9 +92,8 @@ export class Budgets {
     const cap = this.d.agent(tree.agentId)?.budget;
     if (!cap) return;
     for (;;) {
-      const denied = await this.d.store.db.selectFrom('approvals').select('id').where('kind', '=', 'budget').where('call_id', 'like', `budget:${tree.root}:%`).where('status', '=', 'denied').executeTakeFirst();
+      const { denied, times, closed } = await this.standing(tree.root);
       if (denied) throw new CrosstalkError('budget_exceeded', 'budget_exceeded'); // agent.wait's `error`, as `cancelled` is
-      const times = await this.granted(tree.root);
       if (times === null) return;
       const spent = await this.spent(tree.root);
       const over = (cap.usd !== undefined && spent.usd > cap.usd * times) || (cap.tokens !== undefined && spent.tokens > cap.tokens * times);
@@ -99,9 +102,8 @@ export class Budgets {
       // An item of this allowance closed `cancel` (no run of the tree was left to wait on it) answers nothing: a run
       // of the tree that comes later asks again, under a call id of its own (the first's would be found closed, and
       // the loop would go round without waiting).
-      const closed = await this.d.store.db.selectFrom('approvals').select((eb) => eb.fn.countAll<number>().as('n')).where('kind', '=', 'budget').where((eb) => eb.or([eb('call_id', '=', budgetCallId(tree.root, times)), eb('call_id', 'like', `${budgetCallId(tree.root, times)}:again%`)])).where('status', '=', 'cancelled').executeTakeFirst();
-      const callId = budgetCallId(tree.root, times) + (Number(closed?.n ?? 0) ? `:again${Number(closed!.n)}` : '');
-      const id = await this.raise(run, callId, args);
+      const n = closed(times);
+      const id = await this.raise(run, budgetCallId(tree.root, times) + (n ? `:again${n}` : ''), args);
       await this.settled(id, signal);
     }
   }
