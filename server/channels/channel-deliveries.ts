@@ -23,6 +23,8 @@ export interface ChannelSendSource {
   idempotencyKey?: string;
   /** The cluster process sending it (PostgreSQL): one that dies mid-send leaves it to `closeOrphanedSends`. */
   owner?: string;
+  /** A text sent in several posts (split-text.ts): how many of them got through, so a retry sends only the rest. */
+  sentParts?: number;
 }
 
 export function channelDelivery(

@@ -1,7 +1,7 @@
 // `send` (CONTRACT §3) through the channel service on a real runtime: derived keys, session entries, mirrors the model sees, errors.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAI, type FakeOpenAIServer } from '../models/testing/fake-openai-server';
-import { startTestServer, type TestServer } from '../testing/harness';
+import { startTestServer, type TestServer, until } from '../testing/harness';
 import { createChannels, sendParams, type ChannelService } from './index';
 import { CREDS, FAKES } from './testing/fake-apis';
 import { startFakePlatform, type FakePlatform } from './testing/fake-platform';
@@ -92,7 +92,7 @@ describe('send', () => {
     expect(r.body.error).toMatchObject({ code: -32009, data: { code: 'not_retryable' }, message: expect.stringContaining('a repeat of its idempotency key') });
     await new Promise((res) => setTimeout(res, 200));
     expect(sends()).toBe(2);
-    expect(await s.rpc('deliveries.get', { deliveryId: first.deliveryId })).toMatchObject({ state: 'failed', error: { code: 'superseded' } });
+    expect(await s.rpc('deliveries.get', { deliveryId: first.deliveryId })).toMatchObject({ state: 'failed', error: { code: 'not_retryable', message: expect.stringContaining('a repeat of its idempotency key') } });
   });
 
   it("a message longer than one Telegram post (4,096) goes out in posts that fit, in order; the first one's id answers", async () => {
@@ -108,6 +108,29 @@ describe('send', () => {
     // Mirrored once, whole.
     const h = await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: res.sessionKey });
     expect(h.messages.map((m) => m.content)).toEqual([text]);
+  });
+
+  it('a long message whose delivery died part-way is retried from the part that did not get through: no part twice', async () => {
+    const text = Array.from({ length: 120 }, (_, i) => `row ${i} ${'v'.repeat(60)}`).join('\n');
+    const base = FAKES.telegram!.handler;
+    let calls = 0;
+    let down = true;
+    tg.setHandler((r) => (r.path.endsWith('/sendMessage') && r.body.chat_id === 4247 && ++calls > 1 && down ? { status: 502 } : base(r)));
+    try {
+      await expect(channels.send({ channel: 'telegram', to: '4247', message: text })).rejects.toThrow();
+      const dead = (await s.rpc<{ deliveries: any[] }>('deliveries.list', { kind: 'channel', state: 'dead' })).deliveries.find((d) => d.to.target === '4247')!;
+      expect(dead).toBeTruthy();
+      down = false;
+      expect(await s.rpc('deliveries.retry', { deliveryId: dead.deliveryId })).toEqual({ status: 'ok' });
+      await until(async () => (await s.rpc<{ state: string }>('deliveries.get', { deliveryId: dead.deliveryId })).state === 'delivered');
+    } finally {
+      tg.setHandler(base);
+    }
+    const got = tg.requests.filter((r) => r.path.endsWith('/sendMessage') && r.body.chat_id === 4247).map((r) => r.body.text as string);
+    const parts = [...new Set(got)];
+    expect(parts.join('\n')).toBe(text);
+    // The first part went out once (before: the retry sent every part again); the failed second was tried again.
+    expect(got.filter((t) => t === parts[0])).toHaveLength(1);
   });
 
   it('errors: unknown_channel, invalid_request (bad target, bad params), unknown_agent', async () => {

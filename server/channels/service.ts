@@ -133,8 +133,13 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     let cfg: unknown;
     // Longer than one post takes: several posts, in order, each retried on its own (the first's id answers for them).
     const parts = p.maxTextLength ? splitText(text, p.maxTextLength) : [text];
+    // The parts a delivery already got through (its record keeps the count): a retry after it died part-way sends the
+    // rest, so no part reaches the chat twice (CONTRACT §9).
+    const record = parts.length > 1 && o.deliveryId ? await getDeliveryRow(store.db, o.deliveryId) : undefined;
+    const source = record ? parseChannelSource(record.source) : null;
     let first: string | undefined;
     for (const [i, part] of parts.entries()) {
+      if (i < (source?.sentParts ?? 0)) continue;
       const key = i === 0 ? idempotencyKey : `${idempotencyKey}-${i + 1}`;
       const send = () => p.deliver!(cfg as never, { target, text: part, idempotencyKey: key, signal: o.signal });
       // With a delivery record: each failed attempt is counted on it, and a send that gives up ends it (CONTRACT §9) —
@@ -146,6 +151,7 @@ export function createChannels(deps: ChannelDeps): ChannelService {
         const settings: RetrySettings = { maxAttempts: c.maxAttempts ?? 3, maxRetryAfterMs: c.maxRetryAfterMs ?? 30_000, retryBaseMs: c.retryBaseMs ?? 500 };
         const res = await withDeliveryRetry(p.label, settings, attempt ? attempt.run : send, o.signal);
         first ??= res.messageId;
+        if (source && i < parts.length - 1) await store.db.updateTable('deliveries').set({ source: `channel:${JSON.stringify({ ...source, sentParts: i + 1 })}` }).where('id', '=', o.deliveryId!).execute();
       } catch (e) {
         if (attempt) await attempt.end(e);
         throw e;
@@ -220,7 +226,7 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     if (isKeyedSend(row.id)) {
       const again = await store.db.selectFrom('deliveries').select(['id', 'state']).where('id', 'like', `${row.id}_%`).where('state', 'in', ['accepted', 'delivered']).orderBy('created_at', 'desc').executeTakeFirst();
       if (again) {
-        const error = { code: 'superseded', message: `a repeat of its idempotency key sent the message again as delivery ${again.id}` };
+        const error = { code: 'not_retryable', message: `a repeat of its idempotency key sent the message again as delivery ${again.id}` };
         await store.advanceDeliveries([row.id], 'failed', { error });
         throw new CrosstalkError('not_retryable', `delivery ${row.id}: ${error.message}`);
       }
