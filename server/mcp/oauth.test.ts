@@ -188,7 +188,8 @@ describe('an MCP server behind OAuth', () => {
     // its run showed `running` (the 1-hour call timeout the only limit).
     const own = await until(async () => (await srv.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: other })).approvals.find((a) => a.kind === 'authorization'), 15_000);
     expect(own).toMatchObject({ runId, sessionKey: other, tool: 'mcp__remote__whoami' });
-    expect(await srv.rt.store.getRun(runId)).toMatchObject({ status: 'waiting_approval' });
+    // The item is stored, then the run's status written (raise() in oauth.ts): read once that is done.
+    expect(await until(async () => ((await srv.rt.store.getRun(runId))?.status === 'waiting_approval' ? srv.rt.store.getRun(runId) : undefined))).toMatchObject({ status: 'waiting_approval' });
     remote!.refuseRefresh = false;
     await openAndComeBack(srv, own);
     expect(await srv.rpc('agent.wait', { runId, timeoutMs: 20_000 })).toMatchObject({ status: 'ok', response: expect.stringMatching(/hello client-/) });
