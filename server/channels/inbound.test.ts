@@ -270,7 +270,7 @@ describe('mattermost and the generic webhook', () => {
 });
 
 describe('outbound text a sender can steer', () => {
-  it('pings no one at large: Slack gets &, < and > escaped (no <!channel>), Discord allows user mentions only', async () => {
+  it('pings no one at large: Slack gets &, < and > escaped (no <!channel>), Discord allows user mentions only, Mattermost\'s @all/@channel/@here are plain words', async () => {
     const text = 'hey <!channel> @everyone <@&1234567890> a < b && c > d';
     await channels.send({ channel: 'slack', to: 'C0ABC', message: text });
     const slack = fake.slack!.calls(/chat\.postMessage$/).at(-1)!;
@@ -280,6 +280,10 @@ describe('outbound text a sender can steer', () => {
     const discord = fake.discord!.calls(/\/messages$/).at(-1)!;
     // Before: no allowed_mentions, so @everyone and the role pinged with the bot's permissions.
     expect(discord.body).toMatchObject({ content: text, allowed_mentions: { parse: ['users'] } });
+    await channels.send({ channel: 'mattermost', to: 'abcdefghijklmnopqrstuvwxyz', message: 'hey @all and @Channel, @here; @alice and mail@allday.example stay' });
+    const mm = fake.mattermost!.calls(/\/api\/v4\/posts$/).at(-1)!;
+    // Before: the text as is, so @all, @channel and @here notified the whole channel.
+    expect(mm.body).toMatchObject({ message: 'hey @\u2060all and @\u2060Channel, @\u2060here; @alice and mail@allday.example stay' });
   });
 });
 

@@ -76,7 +76,7 @@ export function createMattermostChannel(): ChannelPlugin<MattermostConfig> {
         const me = cfg.botUserId ?? ((await call('/api/v4/users/me', { method: 'GET' })).body as { id: string }).id;
         channelId = ((await call('/api/v4/channels/direct', { body: [me, userId] })).body as { id: string }).id;
       }
-      const res = await call('/api/v4/posts', { body: { channel_id: channelId, message: req.text, ...(t.threadId ? { root_id: t.threadId } : {}) } });
+      const res = await call('/api/v4/posts', { body: { channel_id: channelId, message: mattermostQuiet(req.text), ...(t.threadId ? { root_id: t.threadId } : {}) } });
       return { messageId: (res.body as { id: string }).id };
     },
     inbound(cfg, req) {
@@ -106,3 +106,10 @@ export function createMattermostChannel(): ChannelPlugin<MattermostConfig> {
     },
   };
 }
+
+/**
+ * Text with Mattermost's channel-wide mentions (`@all`, `@channel`, `@here`) made plain words: a word joiner after the @
+ * looks the same and matches no mention. As written, an echo or a model's answer a sender steered notified everyone in
+ * the channel with the bot's rights (Mattermost has no per-post allowed-mentions like Discord's).
+ */
+export const mattermostQuiet = (text: string) => text.replace(/@(all|channel|here)\b/gi, '@\u2060$1');
