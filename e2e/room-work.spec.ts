@@ -36,6 +36,35 @@ test.describe('markdown', () => {
     await shot(page, 'markdown');
   });
 
+  test('a link in a reply asks first, in a modal dialog that takes the focus, keeps it, and gives it back on Escape', async ({ room, page, freshSession }) => {
+    await room.open(freshSession);
+    await room.send('see [the docs](https://docs.example/guide) now');
+    const link = assistant(room, 'the docs').getByRole('button', { name: 'the docs' });
+    await link.click();
+    const dialog = page.getByRole('dialog', { name: 'Open external link?' });
+    await expect(dialog).toBeVisible();
+    await expect(dialog.getByTestId('link-confirm-url')).toHaveText('https://docs.example/guide');
+    // The focus is inside (on "Open link"), and Tab reaches nothing of the page behind it (past the last button a modal
+    // dialog hands the focus to the browser's own UI: document.body here, then back into the dialog).
+    await expect(dialog.getByRole('button', { name: 'Open link' })).toBeFocused();
+    const inside: boolean[] = [];
+    for (let i = 0; i < 5; i++) {
+      await page.keyboard.press('Tab');
+      const where = await dialog.evaluate((d) => (d.contains(document.activeElement) ? 'dialog' : document.activeElement === document.body ? 'browser' : 'page'));
+      expect(where).not.toBe('page');
+      inside.push(where === 'dialog');
+    }
+    expect(inside.filter(Boolean).length).toBeGreaterThanOrEqual(3);
+    await page.keyboard.press('Escape');
+    await expect(dialog).toHaveCount(0);
+    await expect(link).toBeFocused();
+    // Close does the same; nothing opened.
+    await link.click();
+    await page.getByRole('dialog', { name: 'Open external link?' }).getByRole('button', { name: 'Close' }).click();
+    await expect(page.getByRole('dialog')).toHaveCount(0);
+    expect(page.context().pages()).toHaveLength(1);
+  });
+
   test('the server parses the Markdown of the newest rows only; the older ones are rich once hydrated', async ({ room, page, request, freshSession }) => {
     // 10 turns: 20 rows, 10 Markdown replies. The first screen's 6 rows (3 replies) come parsed in the page's HTML.
     for (let i = 0; i < 10; i++) {
