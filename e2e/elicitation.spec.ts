@@ -70,6 +70,14 @@ test('a required choice with no default starts unchosen and must be made; a date
   await expect(room.approval).toBeVisible();
   await expect(room.approval).not.toContainText('Could not resolve');
   await colour.selectOption({ label: 'Red' });
+  // The schema's bounds are on the input: 12 seats (maximum 9) is stopped by the browser, not refused by the server after.
+  const seats = room.approval.getByLabel('Seats', { exact: true });
+  await expect(seats).toHaveAttribute('max', '9');
+  await seats.fill('12');
+  await room.approval.getByRole('button', { name: 'Submit', exact: true }).click();
+  await expect(room.approval).toBeVisible();
+  expect(await seats.evaluate((el: HTMLInputElement) => el.validity.rangeOverflow)).toBe(true);
+  await seats.fill('3');
   await room.approval.getByRole('button', { name: 'Submit', exact: true }).click();
   await expect(room.approval).toHaveCount(0);
   // Before: "2026-01-02T10:30" as typed, refused ("must be a date-time"): the field could not be answered from the room.
@@ -78,4 +86,5 @@ test('a required choice with no default starts unchosen and must be made; a date
   // The tool's JSON shows as plain text or as Markdown (whose backslash escapes are consumed), depending on when it rendered.
   await expect(answer).toContainText(/"color\\?":\\?"r\\?"/);
   await expect(answer).toContainText(/2026-01-0[12]T\d\d:30:00\.000Z/);
+  await expect(answer).toContainText(/"seats\\?":3/);
 });

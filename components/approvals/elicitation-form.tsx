@@ -15,6 +15,10 @@ type Prop = {
   description?: string;
   format?: string;
   default?: unknown;
+  minimum?: number;
+  maximum?: number;
+  minLength?: number;
+  maxLength?: number;
   enum?: string[];
   enumNames?: string[];
   oneOf?: { const: string; title?: string }[];
@@ -157,7 +161,10 @@ export function ElicitationForm({ approval, busy, decide }: { approval: PendingA
             );
           } else {
             const type = p.type === 'number' || p.type === 'integer' ? 'number' : (INPUT_TYPES[p.format ?? ''] ?? 'text');
-            field = <TextInput id={id} type={type} step={p.type === 'number' ? 'any' : undefined} required={required} value={v as string} onChange={(e) => set(name, e.target.value)} />;
+            // The schema's bounds on the input too: the browser says what is wrong before Submit, where the server's
+            // refusal came back after it.
+            const bounds = type === 'number' ? { min: p.minimum, max: p.maximum } : { minLength: p.minLength, maxLength: p.maxLength };
+            field = <TextInput id={id} type={type} step={p.type === 'number' ? 'any' : undefined} required={required} {...bounds} value={v as string} onChange={(e) => set(name, e.target.value)} />;
           }
           return (
             <div key={name} className={p.type === 'boolean' ? 'flex items-center gap-2' : 'flex flex-col gap-0.5'}>

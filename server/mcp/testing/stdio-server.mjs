@@ -68,7 +68,7 @@ server.registerTool('browser_step', { description: 'Needs a browser step first (
   if (stepsDone++ === 0) throw new UrlElicitationRequiredError([{ mode: 'url', message: 'Sign in to the provider', url: 'https://provider.example/authorize?x=1', elicitationId: 'el-1' }], 'This request requires browser-based authorization.');
   return { content: [{ type: 'text', text: 'signed in and done' }] };
 });
-server.registerTool('schedule', { description: 'Asks for a colour (required, no default) and a time by elicitation, and answers what it got', inputSchema: {} }, async (_args, extra) => {
+server.registerTool('schedule', { description: 'Asks for a colour (required, no default), a time and a number of seats (1 to 9) by elicitation, and answers what it got', inputSchema: {} }, async (_args, extra) => {
   const r = await extra.sendRequest(
     {
       method: 'elicitation/create',
@@ -79,6 +79,7 @@ server.registerTool('schedule', { description: 'Asks for a colour (required, no 
           properties: {
             color: { type: 'string', title: 'Colour', oneOf: [{ const: 'r', title: 'Red' }, { const: 'g', title: 'Green' }] },
             when: { type: 'string', title: 'When', format: 'date-time' },
+            seats: { type: 'integer', title: 'Seats', minimum: 1, maximum: 9 },
           },
           required: ['color', 'when'],
         },
