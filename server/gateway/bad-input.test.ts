@@ -28,6 +28,20 @@ describe('JSON-RPC envelope', () => {
     expect(r.body).toMatchObject({ id: 7, error: { code: -32601 } });
     expect((await call('toString', {})).body.error.code).toBe(-32601);
   });
+  it('a notification is never answered, not even when its params are refused; it does not run', async () => {
+    const before = (await s.rpc<{ sessions: unknown[] }>('sessions.list', {})).sessions.length;
+    // Before: HTTP 200 with a -32602 error (id null) for each of these.
+    for (const params of [{}, [], { sessionKey: 'agent:main:note-bad', message: 'x', nope: 1 }, { sessionKey: 'agent:main:note-bad', message: 'a\u0000b' }]) {
+      const r = await s.rpcRaw({ jsonrpc: '2.0', method: 'agent', params });
+      expect(r.status, JSON.stringify(params)).toBe(204);
+    }
+    const batch = await s.rpcRaw([
+      { jsonrpc: '2.0', method: 'agent', params: { x: 1 } },
+      { jsonrpc: '2.0', id: 3, method: 'agents.list', params: {} },
+    ]);
+    expect(batch.body.map((x: any) => x.id)).toEqual([3]);
+    expect((await s.rpc<{ sessions: unknown[] }>('sessions.list', {})).sessions.length).toBe(before);
+  });
   it('batches answer each request', async () => {
     const r = await s.rpcRaw([
       { jsonrpc: '2.0', id: 1, method: 'agents.list', params: {} },

@@ -162,16 +162,17 @@ async function handleOne(gw: Gateway, msg: unknown, log?: Logger): Promise<RpcRe
   const notification = !('id' in (msg as object));
   const method = Object.hasOwn(methods, env.method) ? methods[env.method] : undefined;
   if (!method) return notification ? null : rpcError(id, -32601, `unknown method ${env.method}`, { code: 'invalid_request' });
-  if (Array.isArray(env.params)) return rpcError(id, -32602, 'params must be an object', { code: 'invalid_request', issues: [{ path: '', message: 'params must be an object' }] });
+  // A notification is never answered (JSON-RPC 2.0 §4.1), not even when its params are refused: it is not run either.
+  if (Array.isArray(env.params)) return notification ? null : rpcError(id, -32602, 'params must be an object', { code: 'invalid_request', issues: [{ path: '', message: 'params must be an object' }] });
   const nul = nulPath(env.params);
   if (nul !== null) {
     const issues = [{ path: nul, message: 'strings must not contain NUL (U+0000)' }];
-    return rpcError(id, -32602, 'invalid params', { code: paramsCode(issues), issues }); // a cursor with NUL does not decode: invalid_cursor
+    return notification ? null : rpcError(id, -32602, 'invalid params', { code: paramsCode(issues), issues }); // a cursor with NUL does not decode: invalid_cursor
   }
   const params = method.params.safeParse(env.params ?? {});
   if (!params.success) {
     const issues = zodIssues(params.error);
-    return rpcError(id, -32602, 'invalid params', { code: paramsCode(issues), issues });
+    return notification ? null : rpcError(id, -32602, 'invalid params', { code: paramsCode(issues), issues });
   }
   try {
     const result = await method.call(gw, params.data);

@@ -167,6 +167,9 @@ function isJsonRpc(m: unknown): boolean {
   if (!m || typeof m !== 'object' || Array.isArray(m)) return false;
   const o = m as Record<string, unknown>;
   if (o.jsonrpc !== '2.0') return false;
+  // An id, when there is one, is a string or an integer (MCP: not null, unlike plain JSON-RPC): `null`, an object, a
+  // boolean or 1.5 is not a request, where the SDK called it a parse error (-32700).
+  if ('id' in o && typeof o.id !== 'string' && !Number.isInteger(o.id)) return false;
   if (typeof o.method === 'string') return true;
   return 'id' in o && ('result' in o || 'error' in o);
 }

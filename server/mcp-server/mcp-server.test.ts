@@ -155,7 +155,7 @@ describe('crosstalk as an MCP server', () => {
     expect(await s.rt.store.getSession(key)).toBeFalsy();
   });
 
-  it('valid JSON that is not JSON-RPC (an empty batch, an object without jsonrpc and method) is -32600, not a parse error', async () => {
+  it('valid JSON that is not JSON-RPC (an empty batch, an object without jsonrpc and method, an id null or 1.5) is -32600, not a parse error', async () => {
     const post = (body: string) =>
       fetch(`${s.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${TEST_TOKEN}` }, body });
     // Before: `[]` was 202 with no body, `{"foo":1}` -32700 "Parse error".
@@ -163,6 +163,13 @@ describe('crosstalk as an MCP server', () => {
       const res = await post(body);
       expect(res.status, body).toBe(400);
       expect(await res.json(), body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600, data: { code: 'invalid_request' } } });
+    }
+    // An id that is not a string or an integer (MCP ids are never null): not a request. Before: -32700 "Parse error".
+    for (const id of ['null', '{"a":1}', 'true', '1.5']) {
+      const body = `{"jsonrpc":"2.0","id":${id},"method":"tools/list"}`;
+      const res = await post(body);
+      expect(res.status, body).toBe(400);
+      expect(await res.json(), body).toMatchObject({ error: { code: -32600, data: { code: 'invalid_request' } } });
     }
     const parse = await post('{nope');
     expect((await parse.json()).error.code).toBe(-32700);

@@ -24,4 +24,10 @@ describe('elicitation content formats', () => {
   it('the message names the format', () => {
     expect(checkElicitContent(schema('date') as never, { v: '2020-13-45' })).toMatchObject({ ok: false, issues: [{ path: 'content.v', message: expect.stringContaining('date') }] });
   });
+  it('a field named like an Object.prototype property is not a field of the schema (constructor, toString, hasOwnProperty)', () => {
+    for (const k of ['constructor', 'toString', 'hasOwnProperty']) {
+      // Before: `props[k]` found Object.prototype's, and the answer reached the server with that key in it.
+      expect(checkElicitContent(schema('email') as never, { v: 'a@b.example', [k]: 'x' }), k).toMatchObject({ ok: false, issues: [{ path: `content.${k}`, message: 'is not a field of the requested schema' }] });
+    }
+  });
 });

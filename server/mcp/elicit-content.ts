@@ -96,7 +96,8 @@ export function checkElicitContent(schema: ElicitSchema | undefined, content: un
   const issues: ValidationIssue[] = [];
   const out: Record<string, ElicitValue> = {};
   for (const [k, v] of Object.entries(given as Record<string, unknown>)) {
-    const p = props[k];
+    // Own fields only: `constructor` or `toString` found Object.prototype's and passed as a field of the schema.
+    const p = Object.hasOwn(props, k) ? props[k] : undefined;
     if (!p) {
       issues.push({ path: `content.${k}`, message: 'is not a field of the requested schema' });
       continue;
