@@ -148,7 +148,11 @@ describe('10. a steer into a run that then fails', () => {
     await s.rpc('agent.cancel', { runId: r.runId });
     const w = await s.rpc<Wait>('agent.wait', { runId: st.runId });
     expect(w).toMatchObject({ status: 'error', error: 'cancelled', continuedIn: expect.any(String) });
-    expect(await s.rpc<Wait>('agent.wait', { runId: w.continuedIn })).toMatchObject({ status: 'ok', response: 'echo: still there?' });
+    const next = await s.rpc<Wait & { usage: { inputTokens: number } }>('agent.wait', { runId: w.continuedIn });
+    expect(next).toMatchObject({ status: 'ok', response: 'echo: still there?' });
+    expect(next.usage.inputTokens).toBeGreaterThan(0);
+    // The cancelled run's usage is its own (none), also once its follow-up has ended. Before: the follow-up's, counted twice.
+    expect(await s.rpc<Wait>('agent.wait', { runId: r.runId })).toMatchObject({ continuedIn: w.continuedIn, usage: { inputTokens: 0, outputTokens: 0 } });
   });
 });
 

@@ -145,9 +145,10 @@ export class GatewayService implements Gateway {
     if (w.status === 'timeout' || !this.d.usage) return w;
     const hit = this.d.usage.recentRun(p.runId);
     if (hit) return { ...w, usage: hit };
-    // A steered message's run id: its usage is the run it was merged into.
+    // A steered message's run id: its usage is the run it was merged into. A run that ended with steered messages in it
+    // points at their follow-up too (continuedIn), but its usage is its own: the follow-up's is not counted twice.
     const row = await this.d.store.getRun(p.runId);
-    return { ...w, usage: await this.d.usage.forRun(row?.merged_into ?? p.runId) };
+    return { ...w, usage: await this.d.usage.forRun(row?.status === 'merged' && row.merged_into ? row.merged_into : p.runId) };
   }
 
   async sessionsCompact(p: { sessionKey: string }) {
