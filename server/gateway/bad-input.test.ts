@@ -106,6 +106,20 @@ describe('params', () => {
     const upper = await call('chat.history', { sessionKey: 'AGENT:MAIN:MAIN' });
     expect(upper.body.result.messages.length).toBe(2);
   });
+  it('a lone UTF-16 surrogate in a message (valid JSON: "\\ud800") is stored as U+FFFD on both stores, in the message and in the reply (a model\'s answer may hold one too)', async () => {
+    // Before, on PostgreSQL: -32603 internal ("Unicode low surrogate must follow a high surrogate" from a jsonb cast).
+    const body = '{"jsonrpc":"2.0","id":5,"method":"agent","params":{"sessionKey":"agent:main:surrogate","message":"/reply a\\ud800b \\udc00c"}}';
+    const r = await s.rpcRaw(body);
+    expect(r.body.error).toBeUndefined();
+    const w = await s.rpc<{ status: string; response: string }>('agent.wait', { runId: r.body.result.runId });
+    expect(w.status).toBe('ok');
+    expect((w.response as string & { toWellFormed(): string }).toWellFormed()).toBe('a\ufffdb \ufffdc');
+    const h = await s.rpc<{ messages: Array<{ role: string; content: string }> }>('chat.history', { sessionKey: 'agent:main:surrogate' });
+    expect(h.messages.map((m) => m.content).sort()).toEqual(['/reply a\ufffdb \ufffdc', 'a\ufffdb \ufffdc']);
+    // A pair stays a pair; an escaped backslash before "ud800" is text.
+    const pair = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:surrogate', message: '/reply \ud83d\ude00 and \\ud800' });
+    expect(await s.rpc('agent.wait', { runId: pair.runId })).toMatchObject({ status: 'ok', response: '\ud83d\ude00 and \\ud800' });
+  });
   it('a message over 256 KiB is refused', async () => {
     const r = await call('agent', { sessionKey: 'agent:main:main', message: 'x'.repeat(256 * 1024 + 1) });
     expect(r.body.error).toMatchObject({ code: -32602 });

@@ -4,10 +4,11 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { PendingEvent } from '../events/types';
 import type { Database } from './schema';
+import { wellFormedJson } from './pg-json';
 
 /** One event as a record of the `x` record set: its index, run, seq, stream, time, session, data and row index. */
 export function eventRecord(e: PendingEvent, i: number, messageOf?: number[]) {
-  return { o: i, r: e.runId, s: e.seq, st: e.stream, ts: e.ts, k: e.sessionKey, d: JSON.stringify(e.data), m: messageOf && messageOf[i]! >= 0 ? messageOf[i] : null };
+  return { o: i, r: e.runId, s: e.seq, st: e.stream, ts: e.ts, k: e.sessionKey, d: wellFormedJson(e.data), m: messageOf && messageOf[i]! >= 0 ? messageOf[i] : null };
 }
 
 /**
@@ -22,7 +23,7 @@ export function insertEventsSql(
   const records = events.map((e, i) => ({ ...eventRecord(e, i, o.messageOf), e: e.epoch ?? null }));
   return sql`insert into events (run_id, seq, stream, ts, session_key, data)
       select x.r, x.s, x.st, x.ts, x.k, ${o.data ?? sql`x.d`}
-      from jsonb_to_recordset(${JSON.stringify(records)}::jsonb) as x(o int, r text, s int, st text, ts text, k text, d text, m int, e int)${o.join ?? sql``}
+      from jsonb_to_recordset(${wellFormedJson(records)}::jsonb) as x(o int, r text, s int, st text, ts text, k text, d text, m int, e int)${o.join ?? sql``}
       ${o.where ? sql`where ${o.where}` : sql``}
       order by x.o
       returning ${o.returning ?? sql`id, tx::text as tx`}`;

@@ -10,11 +10,12 @@ import type { PlannedFold } from './event-fold';
 import { type DeliveryRowJson, movedDeliveries, movesAny, movesCte, type RowDeliveries, rowDeliveries } from './deliveries';
 import { type NewMessage, type NewSession, sessionValues } from './store-base';
 import type { Database, MessageRow, ModelUsageTable, RunRow, SessionRow } from './schema';
+import { wellFormedJson } from './pg-json';
 
 export type MessageValues = Omit<MessageRow, 'id'>;
 export type UsageValues = Omit<ModelUsageTable, 'id'>;
 
-const json = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
+const json = (v: unknown) => (v === undefined ? null : wellFormedJson(v));
 
 /** The stored columns of a new transcript row. */
 export function messageValues(m: NewMessage, ts: string): MessageValues {
@@ -32,7 +33,7 @@ export function messageValues(m: NewMessage, ts: string): MessageValues {
     tool_call_id: m.tool?.callId ?? null,
     tool_args: m.tool ? json(m.tool.args ?? null) : null,
     tool_result: m.tool && m.tool.result !== undefined ? json(m.tool.result) : null,
-    meta: m.meta ? JSON.stringify(m.meta) : null,
+    meta: m.meta ? wellFormedJson(m.meta) : null,
   };
 }
 
@@ -159,7 +160,7 @@ const fenceCte = (key: string, epoch?: number) => sql`f as (select key from sess
 const messagesCte = (rows: MessageValues[], gate: string) => sql`, m as (
       insert into messages (session_key, role, kind, content, created_at, run_id, author_type, author_id, author_name, tool_name, tool_call_id, tool_args, tool_result, meta)
       select session_key, role, kind, content, created_at, run_id, author_type, author_id, author_name, tool_name, tool_call_id, tool_args, tool_result, meta
-      from jsonb_to_recordset(${JSON.stringify(rows.map((x, i) => ({ ...x, o: i })))}::jsonb) as v(o int, session_key text, role text, kind text, content text, created_at text,
+      from jsonb_to_recordset(${wellFormedJson(rows.map((x, i) => ({ ...x, o: i })))}::jsonb) as v(o int, session_key text, role text, kind text, content text, created_at text,
         run_id text, author_type text, author_id text, author_name text, tool_name text, tool_call_id text, tool_args text, tool_result text, meta text)
       where exists (select 1 from ${sql.raw(gate)})
       order by o
@@ -169,7 +170,7 @@ const messagesCte = (rows: MessageValues[], gate: string) => sql`, m as (
 const usageCte = (usage: UsageValues[], gate: string) => sql`, u as (
       insert into model_usage (run_id, session_key, agent_id, model, kind, input_tokens, output_tokens, cached_tokens, cost_usd, priced, created_at, root_run_id)
       select run_id, session_key, agent_id, model, kind, input_tokens, output_tokens, cached_tokens, cost_usd, priced, created_at, root_run_id
-      from jsonb_to_recordset(${JSON.stringify(usage)}::jsonb) as y(run_id text, session_key text, agent_id text, model text, kind text,
+      from jsonb_to_recordset(${wellFormedJson(usage)}::jsonb) as y(run_id text, session_key text, agent_id text, model text, kind text,
         input_tokens int, output_tokens int, cached_tokens int, cost_usd double precision, priced int, created_at text, root_run_id text)
       where exists (select 1 from ${sql.raw(gate)}))`;
 
@@ -229,7 +230,7 @@ function foldedEventsCtes(events: PendingEvent[], messageOf: number[], plan: Pla
   // the generic plan and planned this whole statement anew at every run's end (0.7 ms of a turn's ~2.7 ms of backend
   // CPU, pg_stat_statements' plan time; pg-plans.test.ts reads generic_plans in pg_prepared_statements).
   return sql`, evx as (
-      select x.* from jsonb_to_recordset(${JSON.stringify(records)}::jsonb) as x(o int, r text, s int, st text, ts text, k text, d text, m int, g int, t text)
+      select x.* from jsonb_to_recordset(${wellFormedJson(records)}::jsonb) as x(o int, r text, s int, st text, ts text, k text, d text, m int, g int, t text)
       where exists (select 1 from f)),
     ev as (
       select x.*, a.nid from evx x
