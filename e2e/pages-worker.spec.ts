@@ -38,6 +38,20 @@ test('the first page starts the pages worker; an open room works without it; the
   expect(nices()[pid]).toBe(os.getPriority());
   expect(Object.keys(nices()).length).toBeGreaterThan(5);
 
+  // The worker's own loopback port answers nothing but its server: not a page, not an API route. Before, a GET of
+  // /api/health there booted a second runtime in the worker (on SQLite it found the data dir locked and the worker died).
+  const workerPorts = listeningPorts(pid).filter((p) => String(p) !== new URL(server.origin).port);
+  expect(workerPorts.length).toBeGreaterThan(0);
+  for (const p of workerPorts) {
+    for (const path of ['/api/health', '/api/metrics', '/']) {
+      const res = await request.get(`http://127.0.0.1:${p}${path}`, { headers: { authorization: `Bearer ${TOKEN}`, 'x-crosstalk-pages': 'guess' }, maxRedirects: 0 });
+      expect(res.status(), `${p}${path}`).toBe(403);
+    }
+  }
+  expect(server.output()).not.toContain('another crosstalk process');
+  await page.reload();
+  await room.waitLive();
+
   // No page asked for in 2 s: the worker stops. The open room talks to the gateway only: a turn still streams in.
   await expect.poll(() => server.output(), { timeout: 30_000 }).toContain("crosstalk: pages' worker stopped");
   await room.send('still here');
@@ -49,3 +63,23 @@ test('the first page starts the pages worker; an open room works without it; the
   await expect(room.texts('assistant').last()).toHaveText('echo: still here');
   expect(server.output().split("pages' worker stopped").at(-1)).toMatch(/pages ready \(Next\.js loaded in a worker thread/);
 });
+
+/** The TCP ports a process listens on (IPv4), from /proc: its sockets' inodes matched in /proc/net/tcp (state 0A). */
+function listeningPorts(pid: number): number[] {
+  const inodes = new Set<string>();
+  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1]!);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return fs
+    .readFileSync('/proc/net/tcp', 'utf8')
+    .split('\n')
+    .slice(1)
+    .map((l) => l.trim().split(/\s+/))
+    .filter((f) => f[3] === '0A' && inodes.has(f[9]!))
+    .map((f) => parseInt(f[1]!.split(':')[1]!, 16));
+}

@@ -1,6 +1,9 @@
 // Types of scripts/pages.mjs (the room's pages in a worker thread of `npm start`), for the TypeScript tests.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
+/** The header scripts/pages.mjs puts on every request it forwards, with the key it handed its worker. */
+export const PAGES_KEY_HEADER: 'x-crosstalk-pages';
+
 export interface PagesWorker {
   handle(req: IncomingMessage, res: ServerResponse): void;
   readonly running: boolean;

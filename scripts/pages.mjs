@@ -2,8 +2,12 @@
 // every request that is not the gateway's, over loopback, and answers its page's reads (queries of the room's API) by
 // message. A page's render (5–13 ms of React for any session, far more on a first visit) and Next's heap then never
 // hold the gateway's event loop or its collections (issue 24.2).
+import crypto from 'node:crypto';
 import http from 'node:http';
 import { Worker } from 'node:worker_threads';
+
+/** The header this process puts on every request it forwards: the worker answers nothing else (scripts/pages-worker.mjs). */
+export const PAGES_KEY_HEADER = 'x-crosstalk-pages';
 
 // Headers of one connection, not of the request (RFC 9110 §7.6.1).
 const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer']);
@@ -22,8 +26,13 @@ export function pagesWorker({ root, host, port, token, defaultAgentId, query, on
   let ready = null; // the worker's port (and this side's connections to it), once Next is prepared
   let open = 0; // requests waiting for the worker or forwarded to it
   let idleTimer = null;
+  // The worker listens on a loopback port any local process can reach: it answers only requests carrying this key,
+  // which only this process sends. Before, a request there for an API route (/api/health) ran Next's app/api route,
+  // which booted a second runtime in the worker (SQLite: refused the data dir and took the worker down; PostgreSQL:
+  // a second cluster process that died mid-run with the worker).
+  const key = crypto.randomBytes(24).toString('base64url');
   const start = () => {
-    const w = new Worker(workerFile, { workerData: { root, host, port, token, defaultAgentId } });
+    const w = new Worker(workerFile, { workerData: { root, host, port, token, defaultAgentId, key } });
     const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
     worker = w;
     w.once('online', onThread); // its thread exists: e.g. below the gateway's loop (scripts/thread-priority.mjs)
@@ -62,7 +71,7 @@ export function pagesWorker({ root, host, port, token, defaultAgentId, query, on
     if (open === 0 && idleMs >= 0 && !idleTimer) idleTimer = setTimeout(stop, idleMs).unref();
   };
   const forward = ({ port: workerPort, agent }, req, res) => {
-    const up = http.request({ host: '127.0.0.1', port: workerPort, method: req.method, path: req.url, headers: endToEnd(req.headers), agent }, (answer) => {
+    const up = http.request({ host: '127.0.0.1', port: workerPort, method: req.method, path: req.url, headers: { ...endToEnd(req.headers), [PAGES_KEY_HEADER]: key }, agent }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.headers));
       answer.pipe(res);
       answer.on('error', () => res.destroy());

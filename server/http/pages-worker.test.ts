@@ -4,7 +4,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type PagesWorker, pagesWorker } from '../../scripts/pages.mjs';
+import { PAGES_KEY_HEADER, type PagesWorker, pagesWorker } from '../../scripts/pages.mjs';
 
 // A stand-in for scripts/pages-worker.mjs with the same handshake and the same query messages: listens on loopback,
 // posts its port. It answers with what it was handed and what it received, asks the gateway's thread a query on
@@ -83,6 +83,12 @@ describe('the pages worker (scripts/pages.mjs)', () => {
     const seen = JSON.parse(r.text);
     expect(seen).toMatchObject({ url: '/some/page?x=1', method: 'POST', body: 'hello', workerData: { token: 'tok', defaultAgentId: 'main', port: 3000 } });
     expect(seen.headers).toMatchObject({ cookie: 'crosstalk_token=t', 'x-custom': 'yes' });
+    // Each request carries the key the worker was started with (its only way to tell its own server from another
+    // local process on its port); a key a client sent is replaced, not passed on.
+    expect(seen.workerData.key).toMatch(/^[\w-]{32}$/);
+    expect(seen.headers[PAGES_KEY_HEADER]).toBe(seen.workerData.key);
+    const forged = JSON.parse((await get('/forged', { headers: { [PAGES_KEY_HEADER]: 'guess' } })).text);
+    expect(forged.headers[PAGES_KEY_HEADER]).toBe(seen.workerData.key);
     // Both cookies come back (an array of set-cookie headers is not folded into one).
     expect(r.headers.getSetCookie()).toEqual(['a=1', 'b=2']);
     expect(pages!.running).toBe(true);
