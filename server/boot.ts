@@ -17,7 +17,7 @@ import type { FullRuntime } from './runtime-types';
 import { DataDirInUseError, openDatabase } from './store/db';
 import { Store } from './store/store';
 import { mainSessionKey } from './sessions/keys';
-import { registerTools } from './tools/registry';
+import { registerTools, unknownToolKeys } from './tools/registry';
 import { prepareExecIsolation } from './tools/exec-isolation';
 import type { AnyToolDef } from './tools/types';
 import { WebhookOutbox } from './webhooks/outbox';
@@ -76,6 +76,8 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   const delegates = new Delegates({ store, bus, orchestrator, metrics, log });
   const channels = createChannels({ config, store, bus, orchestrator, log, telemetry });
   registerTools(tools, { config, store, bus, metrics, gateway: lazyGateway, orchestrator: () => orchestrator, delegates: () => delegates, channels: () => channels, usage });
+  const unknownTools = unknownToolKeys(config, tools);
+  if (unknownTools.length) log.warn({ keys: unknownTools, tools: [...tools.keys()] }, `tool policy for tools that do not exist (a misspelling decides nothing): ${unknownTools.join(', ')}`);
   const onOutcome = (outcome: 'delivered' | 'retry' | 'dead') => metrics.webhooks.inc({ outcome });
   const webhooks: WebhookDispatcher = handle.pg && pgOnly
     ? new pgOnly.PgWebhookDispatcher({ store, config: config.webhooks, log, pool: handle.pg.pool, pgSchema: handle.pg.schema, listener: cluster ?? undefined, onOutcome, telemetry })

@@ -35,6 +35,20 @@ describe('config', () => {
     for (const text of ['null', '5', '[]', '"s"', '[{"agents": []}]']) expect(() => loadConfig(withFile(text))).toThrow(/must be a JSON object/);
   });
 
+  it('"*" in an agent\'s tools is the policy of every tool it does not name (exec and MCP tools too); exec.env never names the server\'s own secrets', () => {
+    const c = loadConfig(withFile('{"agents": [{"id": "denier", "tools": {"sessions_list": "auto", "mcp__files__*": "ask", "*": "deny"}}, {"id": "open", "tools": {"*": "auto"}}]}'));
+    const [denier, open] = c.agents;
+    // Before: "*" was read by nothing, so these were auto (and exec, MCP ask) for an agent configured to deny everything.
+    expect(['send_message', 'sessions_send', 'exec', 'mcp__other__x'].map((t) => toolPolicyFor(denier!, t))).toEqual(['deny', 'deny', 'deny', 'deny']);
+    expect([toolPolicyFor(denier!, 'sessions_list'), toolPolicyFor(denier!, 'mcp__files__read')]).toEqual(['auto', 'ask']);
+    expect(toolPolicyFor(open!, 'exec')).toBe('auto');
+    for (const name of ['CROSSTALK_TOKEN', 'DATABASE_URL', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY']) {
+      // Before: accepted, and exec's environment held the gateway's token (or the store's URL, a model key).
+      expect(() => loadConfig(withFile(`{"agents": [{"id": "a", "exec": {"env": ["PATH_EXTRA", "${name}"]}}]}`)), name).toThrow(/agents\.0\.exec\.env\.1.*server's own secrets/);
+    }
+    expect(loadConfig(withFile('{"agents": [{"id": "a", "exec": {"env": ["GITHUB_TOKEN"]}}]}')).agents[0]!.execEnv).toEqual(['GITHUB_TOKEN']);
+  });
+
   it('reads agents[].reviewer (escalateAfterDenials defaults to 2) and names a bad reviewer key', () => {
     const c = loadConfig(withFile('{"agents": [{"id": "a", "reviewer": {"model": "scripted"}}, {"id": "b", "reviewer": {"model": "openai:gpt-4o-mini", "escalateAfterDenials": 0, "instructions": "Be strict."}}, {"id": "c"}]}'));
     expect(c.agents.map((a) => a.reviewer)).toEqual([

@@ -24,6 +24,12 @@ const limitsSchema = z
   })
   .strict();
 
+/**
+ * The server's own secrets, which `exec.env` may not name: a command (a prompt-injected model's) would get the gateway's
+ * token, the store's URL or the model keys. Other names (a GITHUB_TOKEN for the agent's work) may be passed on.
+ */
+const SERVER_SECRETS = /^(CROSSTALK_TOKEN|CROSSTALK_SECRET|CROSSTALK_COMPAT_API_KEY|DATABASE_URL|PGPASSWORD|OPENAI_API_KEY|ANTHROPIC_API_KEY|OTEL_EXPORTER_OTLP(_TRACES)?_HEADERS)$/;
+
 const agentSchema = z
   .object({
     id: agentIdSchema,
@@ -35,7 +41,14 @@ const agentSchema = z
     channelTools: z.record(z.string(), toolPolicySchema).optional(),
     exec: z
       .object({
-        env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names only')).default([]),
+        env: z
+          .array(
+            z
+              .string()
+              .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names only')
+              .refine((n) => !SERVER_SECRETS.test(n), { message: "one of the server's own secrets (its token, database URL, model API keys): never passed to exec (README, Security)" }),
+          )
+          .default([]),
         user: z.string().regex(/^[A-Za-z0-9_.][A-Za-z0-9_.-]{0,31}$/, 'a user name').optional(),
       })
       .strict()
@@ -289,15 +302,20 @@ export function resolveConfig(cfg: RawConfig, env: Record<string, string | undef
 }
 
 /**
- * The tool policy an agent has for a tool: unnamed tools are auto, except exec and MCP tools which are ask (CONTRACT §1).
- * MCP tools (`mcp__<server>__<tool>`) also match `mcp__<server>__*`; an MCP server's hints never weaken this.
+ * The tool policy an agent has for a tool: its name, then (MCP tools, `mcp__<server>__<tool>`) `mcp__<server>__*`, then
+ * `*`; unnamed tools are auto, except exec and MCP tools which are ask (CONTRACT §1). An MCP server's hints never weaken this.
  */
 export function toolPolicyFor(agent: AgentConfig, tool: string): ToolPolicy {
   const exact = agent.tools[tool];
   if (exact) return exact;
   const mcp = /^mcp__(.+?)__/.exec(tool);
-  if (mcp) return agent.tools[`mcp__${mcp[1]}__*`] ?? 'ask';
-  return tool === 'exec' ? 'ask' : 'auto';
+  const server = mcp ? agent.tools[`mcp__${mcp[1]}__*`] : undefined;
+  if (server) return server;
+  // `"*"`: every tool the map does not name, as in `channelTools`. Before, it was accepted and read by nothing, so
+  // `{"*": "deny"}` left every tool but exec and MCP tools `auto`.
+  const all = agent.tools['*'];
+  if (all) return all;
+  return mcp || tool === 'exec' ? 'ask' : 'auto';
 }
 
 /**

@@ -15,6 +15,7 @@ export const STORE_INDEPENDENT: readonly string[] = [
   'server/http/pages-worker.test.ts',
   'server/http/thread-priority.test.ts',
   'server/config.test.ts',
+  'server/tools/registry.test.ts',
   'server/channels/approval-wire.test.ts',
   'server/channels/routing.test.ts',
   'server/channels/split-text.test.ts',

@@ -48,3 +48,17 @@ export function registerTools(into: Map<string, AnyToolDef>, deps: ToolDeps): Ma
   for (const t of tools) into.set(t.name, t);
   return into;
 }
+
+/**
+ * The policy keys of each agent's `tools` and `channelTools` that name no tool (`"*"` and `mcp__…` names aside), as
+ * `agents.<i>.tools.<name>`: a misspelt `{"exce": "deny"}` denies nothing, so the start warns about it.
+ */
+export function unknownToolKeys(config: Pick<CrosstalkConfig, 'agents'>, tools: ReadonlyMap<string, unknown>): string[] {
+  const out: string[] = [];
+  config.agents.forEach((a, i) => {
+    for (const [where, map] of [['tools', a.tools], ['channelTools', a.channelTools]] as const) {
+      for (const k of Object.keys(map ?? {})) if (k !== '*' && !k.startsWith('mcp__') && !tools.has(k)) out.push(`agents.${i}.${where}.${k}`);
+    }
+  });
+  return out;
+}

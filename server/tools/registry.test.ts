@@ -1,0 +1,15 @@
+// The start's warning about tool policy keys that name no tool (server/tools/registry.ts unknownToolKeys).
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../config';
+import { unknownToolKeys } from './registry';
+
+describe('unknownToolKeys', () => {
+  it('names a misspelt tool in tools and channelTools; "*" and MCP names are not tools to know', () => {
+    const tools = new Map([['exec', {}], ['send_message', {}]]);
+    const config = { agents: [{ tools: { exce: 'deny', exec: 'ask', '*': 'deny', mcp__files__read: 'auto' }, channelTools: { send_mesage: 'auto', send_message: 'auto' } }, { tools: {} }] };
+    expect(unknownToolKeys(config as never, tools)).toEqual(['agents.0.tools.exce', 'agents.0.channelTools.send_mesage']);
+  });
+  it('the built-in defaults name none', () => {
+    expect(unknownToolKeys(loadConfig({ env: {} } as never), new Map())).toEqual([]);
+  });
+});
