@@ -231,8 +231,11 @@ export class StoreBase {
     return this.db.selectFrom('webhook_outbox').selectAll().where('status', '=', 'pending').where('next_attempt_at', '<=', now).orderBy('next_attempt_at').limit(limit).execute();
   }
 
-  async nextWebhookDue(): Promise<string | undefined> {
-    const r = await this.db.selectFrom('webhook_outbox').select((eb) => eb.fn.min('next_attempt_at').as('m')).where('status', '=', 'pending').executeTakeFirst();
+  /** When the next pending webhook is due, leaving out `except` (the ones being attempted now). */
+  async nextWebhookDue(except: readonly string[] = []): Promise<string | undefined> {
+    let q = this.db.selectFrom('webhook_outbox').select((eb) => eb.fn.min('next_attempt_at').as('m')).where('status', '=', 'pending');
+    if (except.length) q = q.where('id', 'not in', except);
+    const r = await q.executeTakeFirst();
     return (r?.m as string | null) ?? undefined;
   }
 

@@ -16,7 +16,8 @@ export class WebhookOutbox implements WebhookDispatcher {
   private again = false;
   private stopped = true;
   private pass_: Promise<void> = Promise.resolve();
-  private readonly inflight = new Set<string>();
+  /** The attempts under way, by row: each runs on its own, so a slow receiver holds up no other webhook. */
+  private readonly inflight = new Map<string, Promise<void>>();
   private readonly delivery: WebhookDelivery;
 
   constructor(store: Store, private readonly config: CrosstalkConfig['webhooks'], private readonly log: Logger, onOutcome?: (outcome: Outcome) => void, telemetry?: Telemetry) {
@@ -33,6 +34,7 @@ export class WebhookOutbox implements WebhookDispatcher {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.pass_;
+    await Promise.all(this.inflight.values());
   }
 
   /** Deliver what is due now, then sleep until the next row is due. */
@@ -56,7 +58,8 @@ export class WebhookOutbox implements WebhookDispatcher {
 
   private async schedule() {
     if (this.stopped) return;
-    const next = await this.delivery.store.nextWebhookDue().catch(() => undefined);
+    // The rows being attempted are not due again until their attempt is over (its end kicks a pass).
+    const next = await this.delivery.store.nextWebhookDue([...this.inflight.keys()]).catch(() => undefined);
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     if (!next || this.stopped) return;
@@ -65,19 +68,28 @@ export class WebhookOutbox implements WebhookDispatcher {
     this.timer.unref?.();
   }
 
+  /**
+   * Starts an attempt for each due row not under way, and returns: it does not wait for them. Before, a pass waited
+   * for its whole batch, so one receiver that answered slowly (up to `timeoutMs`, 10 s by default) held every other
+   * webhook, and every retry, that fell due meanwhile (probe C: a 200 hook waited 1.2 s behind two slow ones).
+   */
   private async pass() {
     const due = await this.delivery.store.dueWebhooks(nowIso(), 50);
-    await Promise.all(due.filter((r) => !this.inflight.has(r.id)).map((r) => this.deliver(r)));
+    for (const r of due) {
+      if (this.inflight.has(r.id)) continue;
+      const attempt = this.deliver(r)
+        .catch((e) => this.log.error({ err: e, webhookId: r.id }, 'webhook attempt failed'))
+        .finally(() => {
+          this.inflight.delete(r.id);
+          this.kick(); // its next attempt (or none) is due at a new time
+        });
+      this.inflight.set(r.id, attempt);
+    }
   }
 
   private async deliver(row: WebhookRow) {
-    this.inflight.add(row.id);
-    try {
-      const attempt = row.attempts + 1;
-      const delay = retryDelayMs(this.config, attempt);
-      await this.delivery.attempt(row, attempt, { final: attempt >= this.config.maxAttempts, nextAt: new Date(Date.now() + delay).toISOString() });
-    } finally {
-      this.inflight.delete(row.id);
-    }
+    const attempt = row.attempts + 1;
+    const delay = retryDelayMs(this.config, attempt);
+    await this.delivery.attempt(row, attempt, { final: attempt >= this.config.maxAttempts, nextAt: new Date(Date.now() + delay).toISOString() });
   }
 }

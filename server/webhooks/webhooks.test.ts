@@ -183,3 +183,35 @@ describe('SSRF through a delivery', () => {
     }
   });
 });
+
+describe('a slow receiver', () => {
+  it('holds up no other webhook: one to a receiver that answers at once goes out while the slow one is still waiting', async () => {
+    // Its own server: attempts may take 8 s here (the suite's other server times them out at 300 ms).
+    const own = await startTestServer({ config: { webhooks: { ...webhooks, timeoutMs: 8_000 } } });
+    const held: http.ServerResponse[] = [];
+    const arrived: string[] = [];
+    const rec = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        arrived.push(req.url!);
+        if (req.url === '/slow') held.push(res);
+        else res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((r) => rec.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(rec.address() as AddressInfo).port}`;
+    try {
+      await own.rpc('agent', { sessionKey: 'agent:main:hook-slow', message: 's', webhook: { url: `${base}/slow` } });
+      await until(() => held.length === 1, 20_000);
+      await own.rpc('agent', { sessionKey: 'agent:main:hook-quick', message: 'q', webhook: { url: `${base}/ok` } });
+      // Before (SQLite): the quick one waited for the slow attempt's end (here its 8 s timeout).
+      await until(() => arrived.includes('/ok'), 5_000);
+      expect(held[0]!.writableEnded).toBe(false);
+    } finally {
+      for (const res of held) res.writeHead(200).end();
+      rec.closeAllConnections();
+      await new Promise((r) => rec.close(r));
+      await own.close();
+    }
+  });
+});
