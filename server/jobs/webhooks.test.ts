@@ -17,6 +17,7 @@ import { pgConnectConfig } from '../store/db';
 import { jobsSchema, startJobEngine } from './engine';
 import { PgWebhookDispatcher, WEBHOOK_QUEUE, webhookJobId, webhookPolicy } from './webhooks';
 import { webhookRow } from '../webhooks/deliver';
+import { webhookDeliveryId } from '../store/store-base';
 
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
 const newSchema = () => `t_jobs_${crypto.randomBytes(4).toString('hex')}`;
@@ -125,9 +126,11 @@ describe('webhooks on the job engine, several processes', () => {
   }
 
   it('a process SIGKILLed while its POST hangs: another process delivers the webhook', async () => {
-    await killWhilePostHangs({ sessionKey: 'agent:main:killed', maxAttempts: 3, status: 'delivered' }, async ({ settled, rec }) => {
+    await killWhilePostHangs({ sessionKey: 'agent:main:killed', maxAttempts: 3, status: 'delivered' }, async ({ settled, b, rec }) => {
       // The lost attempt counts: the engine expired it, and B's was the second.
       expect(settled).toMatchObject({ attempts: 2, last_error: null });
+      // On the delivery's record too (CONTRACT §9). Before: 1, the lost attempt counted on the outbox row only.
+      expect(await b.rpc('deliveries.get', { deliveryId: webhookDeliveryId(settled.id) })).toMatchObject({ state: 'delivered', attempts: 2 });
       expect(rec.got.map((g) => g.answered)).toEqual([false, true]);
       expect(new Set(rec.got.map((g) => g.id)).size).toBe(1);
     });

@@ -166,8 +166,8 @@ export interface Advance {
   error?: { code: string; message: string } | null;
   /** The target run (null: none, the target refused the hand-off before any run was made). */
   runId?: string | null;
-  /** Count one more attempt (webhooks, channel sends, pushes). */
-  attempt?: boolean;
+  /** Count one more attempt (webhooks, channel sends, pushes), or this many (attempts lost with a process, then this one). */
+  attempt?: boolean | number;
 }
 
 /**
@@ -186,7 +186,7 @@ export async function advanceDeliveries(db: Kysely<Database>, ids: string[], to:
       updated_at: ts,
       ...(o.error !== undefined ? { error_code: o.error?.code ?? null, error_message: o.error?.message ?? null } : {}),
       ...(o.runId !== undefined ? { run_id: o.runId } : {}),
-      ...(o.attempt ? { attempts: eb('attempts', '+', 1) } : {}),
+      ...(o.attempt ? { attempts: eb('attempts', '+', o.attempt === true ? 1 : o.attempt) } : {}),
     }))
     .where('id', 'in', before.map((b) => b.id))
     .where('state', 'in', EARLIER[to])
@@ -207,10 +207,10 @@ export async function setDeliveryRun(db: Kysely<Database>, id: string, runId: st
 }
 
 /** One more failed attempt of a delivery still on its way (its state stays; the error is the last one). */
-export async function failedAttempt(db: Kysely<Database>, id: string, error: { code: string; message: string }): Promise<void> {
+export async function failedAttempt(db: Kysely<Database>, id: string, error: { code: string; message: string }, count = 1): Promise<void> {
   await db
     .updateTable('deliveries')
-    .set((eb) => ({ attempts: eb('attempts', '+', 1), error_code: error.code, error_message: error.message, updated_at: new Date().toISOString() }))
+    .set((eb) => ({ attempts: eb('attempts', '+', count), error_code: error.code, error_message: error.message, updated_at: new Date().toISOString() }))
     .where('id', '=', id)
     .where('state', 'in', ['accepted', 'delivered'])
     .execute();

@@ -243,13 +243,16 @@ export class StoreBase {
   async updateWebhook(id: string, fields: Partial<Omit<WebhookRow, 'id'>>): Promise<void> {
     const changes = await this.db.transaction().execute(async (tx) => {
       await tx.updateTable('webhook_outbox').set(fields).where('id', '=', id).execute();
-      // Each recorded attempt counts once on the delivery (a retried dead one keeps counting under the same id).
       const did = webhookDeliveryId(id);
-      const attempt = fields.attempts !== undefined;
+      // Each recorded attempt counts on the delivery (a retried dead one keeps counting under the same id), and on
+      // PostgreSQL the delivery counts at least the job engine's attempt number, which includes an attempt lost with
+      // its process (nothing recorded it; before, deliveries.get said 1 where webhooks.list said 2).
+      const had = fields.attempts === undefined ? undefined : await tx.selectFrom('deliveries').select('attempts').where('id', '=', did).executeTakeFirst();
+      const attempt = fields.attempts === undefined ? 0 : Math.max(1, fields.attempts - Number(had?.attempts ?? 0));
       const error = { code: 'channel_error', message: fields.last_error ?? 'retries exhausted' };
       if (fields.status === 'delivered') return advanceDeliveries(tx, [did], 'delivered', { error: null, attempt });
       if (fields.status === 'dead') return advanceDeliveries(tx, [did], 'dead', { error, attempt });
-      if (attempt) await failedAttempt(tx, did, error);
+      if (attempt) await failedAttempt(tx, did, error, attempt);
       return [];
     });
     this.announce(changes);
