@@ -213,6 +213,9 @@ export class McpConnection {
       if (/progress notification for an unknown token/.test(e.message)) return; // ours, taken by tapProgress
       // The stdio transport's read buffer refuses an oversize line this way, then closes.
       if (/ReadBuffer exceeded maximum size/.test(e.message)) this.oversize();
+      // An HTTP call's response stream cut before its answer (the server died mid-call): the SDK reports it here and
+      // leaves the call waiting. Asked at once whether the server is there; if not, it is down and its calls answer.
+      if ('url' in this.cfg && /SSE stream disconnected|terminated|other side closed|ECONNRESET|socket hang up/i.test(e.message)) this.checkAlive(client, e.message);
       this.o.log.debug({ server: this.name, err: e.message }, 'mcp transport error');
     };
     try {
@@ -306,6 +309,15 @@ export class McpConnection {
         }
       } while (this.refreshAgain && gen === this.generation);
     })().finally(() => (this.refreshing = null));
+  }
+
+  /** A ping now (after a broken stream): a server that does not answer is down, and the calls waiting on it fail. */
+  private checkAlive(client: Client, why: string) {
+    if (this.client !== client || this.o.oauth?.waiting) return;
+    client.ping({ timeout: 3000 }).catch((e: unknown) => {
+      if (this.client !== client || (this.o.oauth && isUnauthorized(e))) return;
+      this.down(`the server went away mid-call (${why}; ping: ${e instanceof Error ? e.message : String(e)})`);
+    });
   }
 
   /** A server that died while idle (an HTTP server has no pipe to break) is noticed by a failed ping. */

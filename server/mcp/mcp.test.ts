@@ -159,6 +159,18 @@ describe('MCP over streamable HTTP', () => {
     expect(back.response).toContain('again: a word');
   });
 
+  it('a server that goes away mid-call (its response stream cut) answers the call tool_unavailable at once, without waiting for a ping', async () => {
+    http = await startMcpHttpServer();
+    // No pings: the call's own broken stream is what tells. Before, the call waited (CALL_TIMEOUT_MS, an hour) and the
+    // status said ready until some other call or a ping found the server gone.
+    const srv = await start({ agents: [{ id: 'main', tools: { 'mcp__search__*': 'auto' } }], mcp: { servers: { search: { url: http.url } }, reconnectBaseMs: 60_000, pingIntervalMs: 0 } });
+    const done = await wait(srv, await runTo(srv, 'agent:main:main', '/tool mcp__search__die {}'));
+    expect(http.seen).toContain('die');
+    expect(done.status).toBe('ok');
+    expect(done.response).toMatch(/^mcp__search__die: .*"code":"tool_unavailable"/);
+    expect((await srv.rpc<any>('status')).mcp?.[0]?.state).toBe('failed');
+  });
+
   it('agent.cancel during a slow MCP call cancels the MCP request', async () => {
     http = await startMcpHttpServer();
     const srv = await start({ agents: [{ id: 'main', tools: { mcp__search__slow: 'auto' } }], mcp: { servers: { search: { url: http.url } } } });

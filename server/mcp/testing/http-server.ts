@@ -15,7 +15,7 @@ export interface TestMcpHttpServer {
   close(): Promise<void>;
 }
 
-function makeServer(seen: string[]): McpServer {
+function makeServer(seen: string[], die: () => void): McpServer {
   const server = new McpServer({ name: 'test-http', version: '1.0.0' });
   server.registerTool('lookup', { description: 'Looks a word up', inputSchema: { word: z.string() }, annotations: { readOnlyHint: true, openWorldHint: true } }, async ({ word }) => {
     seen.push(`lookup ${word}`);
@@ -34,6 +34,16 @@ function makeServer(seen: string[]): McpServer {
     return { content: [{ type: 'text', text: 'slow done' }] };
   });
   server.registerTool('big', { description: 'Answers 200 KiB of text', inputSchema: {} }, async () => ({ content: [{ type: 'text', text: 'x'.repeat(200 * 1024) }] }));
+  // As a server process that dies mid-call looks from the client: every connection cut, the port closed, no answer.
+  // The call's response stream is open (a progress notification went out on it) when it is cut.
+  server.registerTool('die', { description: 'Goes away mid-call (connections cut, port closed)', inputSchema: {} }, async (_args, extra) => {
+    seen.push('die');
+    const progressToken = extra._meta?.progressToken;
+    if (progressToken === undefined) throw new Error('no progress token: the stream would not be open');
+    await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: 1, total: 2 } });
+    setTimeout(die, 100);
+    return new Promise<never>(() => undefined);
+  });
   return server;
 }
 
@@ -49,7 +59,10 @@ export async function startMcpHttpServer(port = 0, seen: string[] = []): Promise
     let transport = sid ? transports.get(sid) : undefined;
     if (!transport && req.method === 'POST' && isInitializeRequest(body)) {
       transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => void transports.set(id, transport!) });
-      await makeServer(seen).connect(transport);
+      await makeServer(seen, () => {
+        srv.close();
+        srv.closeAllConnections();
+      }).connect(transport);
     }
     if (!transport) {
       res.writeHead(400).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'no session' }, id: null }));
