@@ -2,7 +2,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RANK_WINDOW } from '../store/search';
-import { startTestServer, type TestServer } from '../testing/harness';
+import { startTestServer, type TestServer, until } from '../testing/harness';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -31,6 +31,18 @@ describe('sessions.search', () => {
     expect(hit!.createdAt).toMatch(/^\d{4}-\d\d-\d\dT.*Z$/);
     const page = await s.rpc<{ messages: Array<{ id: number; kind: string }> }>('chat.history', { sessionKey: 'agent:ops:s2', includeTools: true });
     expect(page.messages.find((m) => m.id === hit!.messageId)?.kind).toBe('tool_result');
+  });
+
+  it('finds the words inside paths, URLs, host names, e-mail addresses and tags, on both stores', async () => {
+    const text = 'read /etc/zqhosts then https://zqsite.example/zqdocs/page?x=zqarg and src/zqwidget.ts, mail zquser@zqmail.example, <zqtag> v1.2.zqver';
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:paths', message: text });
+    await s.rpc('agent.wait', { runId });
+    // Before, on PostgreSQL: none of these (its parser kept `/etc/zqhosts`, the URL, the host, the address as whole tokens).
+    for (const word of ['zqhosts', 'zqsite', 'zqdocs', 'zqarg', 'zqwidget', 'zquser', 'zqmail', 'zqtag', 'zqver', 'zqwidget ts', 'zqsite.example']) {
+      await until(async () => (await search({ query: word })).results.some((r) => r.sessionKey === 'agent:main:paths'), 10_000).catch(() => {
+        throw new Error(`"${word}" not found`);
+      });
+    }
   });
 
   it('needs every word, takes the last one as a prefix, ranks, filters by agent and pages without repeats', async () => {

@@ -17,9 +17,10 @@ import { sparseIndexMigrations } from './migrations-sparse-indexes';
 import { liveRunsMigrations } from './migrations-live-runs';
 import { turnTriggerMigrations } from './migrations-turn-triggers';
 import { reviewerMigrations } from './migrations-reviewer';
+import { searchWordsMigrations } from './migrations-search-words';
 
 // Later capabilities keep their migrations in modules of their own (server/store/migrations-<name>.ts): add the set here.
-const sets: MigrationSet[] = [oauthMigrations, approvalHistoryMigrations, deliveriesMigrations, pushMigrations, scaleMigrations, searchMigrations, foldMigrations, pgsearchMigrations, searchBatchMigrations, sparseIndexMigrations, liveRunsMigrations, turnTriggerMigrations, reviewerMigrations];
+const sets: MigrationSet[] = [oauthMigrations, approvalHistoryMigrations, deliveriesMigrations, pushMigrations, scaleMigrations, searchMigrations, foldMigrations, pgsearchMigrations, searchBatchMigrations, sparseIndexMigrations, liveRunsMigrations, turnTriggerMigrations, reviewerMigrations, searchWordsMigrations];
 
 function migrations(dialect: DialectName): Record<string, Migration> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
