@@ -34,6 +34,19 @@ describe('tRPC', () => {
     expect(wrongType.status).toBe(415);
     expect(wrongType.body.error.data).toMatchObject({ code: 'invalid_request' });
   });
+
+  it('input refusals say what JSON-RPC says: an unknown key is named in its path; a cursor with NUL is invalid_cursor', async () => {
+    const get = async (proc: string, input: unknown) => {
+      const res = await fetch(`${trpcUrl}/api/trpc/${proc}?input=${encodeURIComponent(JSON.stringify(input))}`, { headers: auth });
+      return (await res.json()).error.data;
+    };
+    // Before: issues [{path: '', message: 'Unrecognized key: "foo"'}].
+    expect(await get('chat.history', { sessionKey: 'agent:main:main', foo: 1 })).toMatchObject({ code: 'invalid_request', issues: [{ path: 'foo', message: 'unknown key "foo"' }] });
+    // Before: invalid_request with no issues.
+    expect(await get('chat.history', { sessionKey: 'agent:main:main', cursor: 'a\u0000b' })).toMatchObject({ code: 'invalid_cursor', issues: [{ path: 'cursor' }] });
+    const rpc = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'chat.history', params: { sessionKey: 'agent:main:main', cursor: 'a\u0000b' } });
+    expect(rpc.body.error.data.code).toBe('invalid_cursor');
+  });
 });
 
 describe('A2A v0.3 params are checked before the SDK translates them', () => {

@@ -2,9 +2,10 @@
 import { initTRPC, TRPCError } from '@trpc/server';
 import type { TRPC_ERROR_CODE_KEY } from '@trpc/server';
 import { isAuthorized } from '../auth';
-import { type ErrorCode, isCrosstalkError, type ValidationIssue } from '../errors';
+import { CrosstalkError, type ErrorCode, isCrosstalkError, type ValidationIssue } from '../errors';
 import type { Runtime } from '../runtime-types';
 import { nulPath } from '../gateway/nul';
+import { paramsCode } from '../gateway/jsonrpc';
 
 export interface TRPCContext {
   runtime: Runtime;
@@ -75,18 +76,21 @@ function issuesOf(cause: unknown): ValidationIssue[] | undefined {
   if (isCrosstalkError(cause)) return cause.issues;
   const raw = (cause as { issues?: unknown } | undefined)?.issues;
   if (!Array.isArray(raw)) return undefined;
-  return raw.map((i: { path?: ReadonlyArray<PropertyKey | { key: PropertyKey }>; message?: string }) => ({
-    path: (i.path ?? []).map((p) => String(typeof p === 'object' && p !== null ? p.key : p)).join('.'),
-    message: String(i.message ?? 'invalid'),
-  }));
+  // As JSON-RPC's (gateway/jsonrpc.ts zodIssues): an unknown key is named in its path, not left at the object's.
+  return raw.flatMap((i: { path?: ReadonlyArray<PropertyKey | { key: PropertyKey }>; message?: string; code?: string; keys?: string[] }) => {
+    const path = (i.path ?? []).map((p) => String(typeof p === 'object' && p !== null ? p.key : p));
+    if (i.code === 'unrecognized_keys' && Array.isArray(i.keys)) return i.keys.map((k) => ({ path: [...path, k].join('.'), message: `unknown key "${k}"` }));
+    return [{ path: path.join('.'), message: String(i.message ?? 'invalid') }];
+  });
 }
 
 const t = initTRPC.context<TRPCContext>().create({
   // Every error exposes a CONTRACT §6 code as `data.code` (and validation issues as `data.issues`).
   errorFormatter({ shape, error }) {
     const cause = error.cause;
-    const code: ErrorCode = isCrosstalkError(cause) ? cause.code : (DOMAIN_CODE_FOR[error.code] ?? 'internal');
     const issues = issuesOf(cause);
+    // Input that fails its schema: invalid_cursor when the cursor alone is wrong, as over JSON-RPC (paramsCode).
+    const code: ErrorCode = isCrosstalkError(cause) ? cause.code : error.code === 'BAD_REQUEST' && issues?.length ? paramsCode(issues) : (DOMAIN_CODE_FOR[error.code] ?? 'internal');
     return {
       ...shape,
       message: code === 'internal' && !isCrosstalkError(cause) ? 'internal error' : shape.message,
@@ -117,6 +121,9 @@ export const protectedProcedure = publicProcedure.use(async ({ ctx, next, getRaw
   if (!ctx.authorized) throw new TRPCError({ code: 'UNAUTHORIZED', message: 'missing or wrong token' });
   // As JSON-RPC: a string holding U+0000 is refused here, on both stores alike.
   const nul = nulPath(await getRawInput());
-  if (nul !== null) throw new TRPCError({ code: 'BAD_REQUEST', message: `${nul || 'input'}: strings must not contain NUL (U+0000)` });
+  if (nul !== null) {
+    const issues = [{ path: nul, message: 'strings must not contain NUL (U+0000)' }];
+    throw new TRPCError({ code: 'BAD_REQUEST', message: `${nul || 'input'}: strings must not contain NUL (U+0000)`, cause: new CrosstalkError(paramsCode(issues), 'invalid params', issues) });
+  }
   return next({ ctx: { gateway: ctx.runtime.gateway } });
 });
