@@ -79,3 +79,27 @@ test('a 10,000-row transcript opens at its newest row and scrolls, loading older
   await room.send(text);
   await expect(room.texts('assistant').filter({ hasText: `echo: ${text}` })).toBeInViewport();
 });
+
+test('a transcript that failed to load while the server was away fills in once it answers, and the error goes', async ({ room, page, request, freshSession, expectedConsole }) => {
+  expectedConsole.push(/net::ERR_FAILED/);
+  const { runId } = await rpc<{ runId: string }>(request, TOKEN, 'agent', { sessionKey: freshSession, message: 'before the outage' });
+  await rpc(request, TOKEN, 'agent.wait', { runId });
+  // The browser's first two chat.history requests get no answer (as while the server restarts): the fetch and its
+  // retry, which was the last one before.
+  let failed = 0;
+  await page.route('**/api/trpc/**', (route) => {
+    if (failed < 2 && /chat\.history/.test(route.request().url())) {
+      failed++;
+      return route.abort('failed');
+    }
+    return route.continue();
+  });
+  await page.goto(`/?session=${encodeURIComponent(freshSession)}`);
+  await room.waitLive();
+  await expect.poll(() => failed, { timeout: 15_000 }).toBe(2);
+  // Before: that was the last try, and "Could not load the transcript: Failed to fetch" stayed until an event came.
+  await expect(room.transcript.getByText('echo: before the outage')).toBeVisible();
+  await expect(room.transcript.getByRole('alert')).toHaveCount(0);
+  await page.waitForTimeout(3_000);
+  await expect(room.transcript.getByRole('alert')).toHaveCount(0);
+});

@@ -109,6 +109,9 @@ export function useSessionEvents(sessionKey: string, gate: Pick<HydrationGate, '
           gate.run(() => {
             if (reconnect) void qc.invalidateQueries({ queryKey: historyKey });
             void qc.invalidateQueries({ queryKey: approvalsKey });
+            // The server answers again: what failed to load while it was away (the transcript, the session's model)
+            // is asked for again, not left as an error until the next event.
+            void qc.refetchQueries({ type: 'active', predicate: (q) => q.state.status === 'error' });
           });
         },
         onConnectionStateChange(state) {

@@ -4,6 +4,7 @@ import { errorCode, type HistoryPage, type TranscriptMessage } from '@/lib/trpc/
 import type { InfiniteData } from '@tanstack/react-query';
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { useMemo } from 'react';
+import { browserRetry } from '@/lib/trpc/query-client';
 import { historyInput, historyPaging } from './queries';
 
 export type HistoryData = InfiniteData<HistoryPage, string | null | undefined>;
@@ -32,7 +33,7 @@ export function transcriptQueryOptions(trpc: ReturnType<typeof useTRPC>, session
   return trpc.chat.history.infiniteQueryOptions(historyInput(sessionKey), {
     ...historyPaging,
     // A session that has no row yet is simply empty; the first message creates it.
-    retry: (count, err) => errorCode(err) !== 'unknown_session' && count < 1,
+    retry: (count, err) => errorCode(err) !== 'unknown_session' && browserRetry(count, err),
     // Events only flow while a session is open: coming back to one refetches what happened meanwhile.
     staleTime: 0,
   });

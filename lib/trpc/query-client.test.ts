@@ -1,6 +1,6 @@
 // The server render's query client: a failed prefetch is not retried (the page's first byte would wait out the retry delay).
 import { describe, expect, it } from 'vitest';
-import { getQueryClient } from './query-client';
+import { browserRetry, getQueryClient } from './query-client';
 
 describe('getQueryClient on the server', () => {
   it('is a fresh client per call whose failed prefetch is asked once, not retried', async () => {
@@ -16,5 +16,14 @@ describe('getQueryClient on the server', () => {
     });
     expect(calls).toBe(1);
     expect(qc.getQueryState(['unknown-session'])?.status).toBe('error');
+  });
+});
+
+describe('browserRetry', () => {
+  it('retries an answer of the server once, and a request that got no answer (the server away) six times, with backoff', () => {
+    const refused = { data: { code: 'invalid_request' } };
+    expect([0, 1].map((n) => browserRetry(n, refused))).toEqual([true, false]);
+    const noAnswer = new TypeError('Failed to fetch');
+    expect([0, 5, 6].map((n) => browserRetry(n, noAnswer))).toEqual([true, true, false]);
   });
 });
