@@ -16,6 +16,16 @@ test('an approval decided in the dialog is in the History tab, and the record ex
   await item.getByRole('button', { name: 'Allow once' }).click();
   await expect(item).toHaveCount(0);
 
+  // The tabs are one Tab stop and move with the arrow keys (the ARIA tabs pattern); before, ArrowRight did nothing.
+  const [pendingTab, historyTab] = [dialog.getByRole('tab', { name: 'Pending' }), dialog.getByRole('tab', { name: 'History' })];
+  await expect(historyTab).toHaveAttribute('tabindex', '-1');
+  await pendingTab.focus();
+  await page.keyboard.press('ArrowRight');
+  await expect(historyTab).toBeFocused();
+  await expect(historyTab).toHaveAttribute('aria-selected', 'true');
+  await expect(dialog.getByRole('tabpanel')).toHaveAttribute('id', 'approvals-panel-history');
+  await page.keyboard.press('ArrowLeft');
+  await expect(pendingTab).toHaveAttribute('aria-selected', 'true');
   await dialog.getByRole('tab', { name: 'History' }).click();
   await expect(dialog.getByRole('tab', { name: 'History' })).toHaveAttribute('aria-selected', 'true');
   const rec = dialog.locator(`[data-testid="history-item"][data-approval-id="${approvalId}"]`);

@@ -45,6 +45,17 @@ test('a narrow 390-px window keeps the approval row reachable', async ({ room, p
   await expect(room.sidebar).toBeVisible();
   await room.snap('narrow-sidebar');
   await page.getByRole('button', { name: 'Close sessions' }).click();
+  // The board covers the room here: it takes the focus, Escape closes it and the focus goes back to "Board".
+  // Before: the focus stayed on the room behind it, and Escape did nothing.
+  const board = page.getByTestId('open-board');
+  await board.click();
+  const panel = page.getByTestId('side-panel');
+  await expect(panel).toBeFocused();
+  await page.keyboard.press('Tab');
+  expect(await panel.evaluate((el) => el.contains(document.activeElement))).toBe(true);
+  await page.keyboard.press('Escape');
+  await expect(panel).toHaveCount(0);
+  await expect(board).toBeFocused();
   await room.button('Allow once').click();
   await expect(room.approval).toHaveCount(0);
 });

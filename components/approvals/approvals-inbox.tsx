@@ -73,13 +73,26 @@ function InboxBody({ onClose }: { onClose: () => void }) {
   const [tab, setTab] = useState<Tab>('pending');
   // A decision that came after someone else's: its item leaves the list at the refetch, so it is said here.
   const [stale, setStale] = useState<string | null>(null);
+  const tabs = useRef<HTMLDivElement>(null);
+  // The ARIA tabs pattern: one Tab stop (the selected tab), the arrow keys (and Home/End) move and select; a tab names
+  // the panel it controls only while that panel is there.
+  const onTabKey = (e: React.KeyboardEvent) => {
+    const order: Tab[] = ['pending', 'history'];
+    const i = order.indexOf(tab);
+    const next = e.key === 'ArrowRight' ? order[(i + 1) % order.length] : e.key === 'ArrowLeft' ? order[(i + order.length - 1) % order.length] : e.key === 'Home' ? order[0] : e.key === 'End' ? order.at(-1) : undefined;
+    if (!next) return;
+    e.preventDefault();
+    setTab(next);
+    tabs.current?.querySelector<HTMLButtonElement>(`#approvals-tab-${next}`)?.focus();
+  };
   const tabButton = (id: Tab, label: string) => (
     <button
       type="button"
       role="tab"
       id={`approvals-tab-${id}`}
       aria-selected={tab === id}
-      aria-controls={`approvals-panel-${id}`}
+      aria-controls={tab === id ? `approvals-panel-${id}` : undefined}
+      tabIndex={tab === id ? 0 : -1}
       onClick={() => setTab(id)}
       className={tab === id ? 'border-b-2 border-indigo-600 px-2 py-1 text-xs font-semibold' : 'border-b-2 border-transparent px-2 py-1 text-xs text-zinc-500 hover:text-zinc-800 dark:hover:text-zinc-200'}
     >
@@ -90,7 +103,7 @@ function InboxBody({ onClose }: { onClose: () => void }) {
     <div className="flex max-h-[85dvh] flex-col">
       <div className="flex shrink-0 items-center gap-2 border-b border-zinc-200 px-4 py-2 dark:border-zinc-700">
         <h2 className="text-sm font-semibold">Approvals</h2>
-        <div role="tablist" aria-label="Approvals views" className="flex gap-1">
+        <div role="tablist" aria-label="Approvals views" className="flex gap-1" ref={tabs} onKeyDown={onTabKey}>
           {tabButton('pending', 'Pending')}
           {tabButton('history', 'History')}
         </div>

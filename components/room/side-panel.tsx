@@ -1,6 +1,8 @@
 'use client';
-// The right-hand drawer: the agent board, the agent picker or the event inspector (an overlay on narrow windows).
+// The right-hand drawer: the agent board, the agent picker or the event inspector (an overlay on narrow windows, where it
+// takes the focus while open). Escape closes it and gives the focus back to the button that opened it.
 import { useRoomStore } from '@/stores/room-store-provider';
+import { type ReactNode, useEffect, useRef } from 'react';
 import { AgentBoard } from '../board/agent-board';
 import { AgentPicker } from '../delegates/agent-picker';
 import { EventInspector } from '../inspector/event-inspector';
@@ -11,13 +13,44 @@ export function SidePanel({ sessionKey }: { sessionKey: string }) {
   const panel = useRoomStore((s) => s.panel);
   if (panel === 'none') return null;
   return (
+    <Drawer key={panel} label={LABELS[panel]} panel={panel}>
+      {panel === 'board' ? <AgentBoard /> : panel === 'agents' ? <AgentPicker sessionKey={sessionKey} /> : <EventInspector sessionKey={sessionKey} />}
+    </Drawer>
+  );
+}
+
+/** Narrow windows, where the drawer covers the room (Tailwind's md breakpoint). */
+const OVERLAY = '(max-width: 767.98px)';
+
+function Drawer({ label, panel, children }: { label: string; panel: string; children: ReactNode }) {
+  const closePanel = useRoomStore((s) => s.closePanel);
+  const ref = useRef<HTMLElement>(null);
+  useEffect(() => {
+    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+    // Covering the room, it takes the focus (before, the focus stayed on the room hidden behind it).
+    if (window.matchMedia(OVERLAY).matches) ref.current?.focus();
+    const drawer = ref.current;
+    return () => {
+      // Closed with the focus inside it (now gone with it): back to the button that opened it.
+      const active = document.activeElement;
+      if (opener?.isConnected && (!active || active === document.body || drawer?.contains(active))) opener.focus();
+    };
+  }, []);
+  return (
     <aside
-      aria-label={LABELS[panel]}
+      ref={ref}
+      aria-label={label}
       data-testid="side-panel"
       data-panel={panel}
-      className="fixed inset-0 z-30 flex flex-col bg-white md:static md:z-auto md:w-80 md:shrink-0 xl:w-96 md:border-l md:border-zinc-200 dark:bg-zinc-950 md:dark:border-zinc-800"
+      tabIndex={-1}
+      onKeyDown={(e) => {
+        if (e.key !== 'Escape' || e.defaultPrevented) return;
+        e.preventDefault();
+        closePanel();
+      }}
+      className="fixed inset-0 z-30 flex flex-col bg-white outline-none md:static md:z-auto md:w-80 md:shrink-0 xl:w-96 md:border-l md:border-zinc-200 dark:bg-zinc-950 md:dark:border-zinc-800"
     >
-      {panel === 'board' ? <AgentBoard /> : panel === 'agents' ? <AgentPicker sessionKey={sessionKey} /> : <EventInspector sessionKey={sessionKey} />}
+      {children}
     </aside>
   );
 }
