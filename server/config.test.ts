@@ -49,6 +49,15 @@ describe('config', () => {
     expect(loadConfig(withFile('{"agents": [{"id": "a", "exec": {"env": ["GITHUB_TOKEN"]}}]}')).agents[0]!.execEnv).toEqual(['GITHUB_TOKEN']);
   });
 
+  it('refuses keys that name nothing: an unknown channel, a models key that is no model spec, an agent\'s MCP server that is not configured', () => {
+    // Before: each started with no word, and did nothing.
+    expect(() => loadConfig(withFile('{"channels": {"myspace": {"x": 1}}}'))).toThrow(/bad key "channels\.myspace": no such channel/);
+    expect(() => loadConfig(withFile('{"models": {"gpt4": {"contextWindow": 1000}}}'))).toThrow(/bad key "models\.gpt4"/);
+    expect(() => loadConfig(withFile('{"agents": [{"id": "main", "mcp": ["ghost"]}]}'))).toThrow(/bad key "agents\.0\.mcp\.0": no MCP server "ghost"/);
+    const ok = loadConfig(withFile('{"channels": {"telegram": {"botToken": "t"}}, "models": {"openai:gpt-4o-mini": {"contextWindow": 128000}}, "agents": [{"id": "main", "mcp": ["files"]}], "mcp": {"servers": {"files": {"command": "node"}}}}'));
+    expect(Object.keys(ok.channels)).toEqual(['telegram']);
+  });
+
   it('reads agents[].reviewer (escalateAfterDenials defaults to 2) and names a bad reviewer key', () => {
     const c = loadConfig(withFile('{"agents": [{"id": "a", "reviewer": {"model": "scripted"}}, {"id": "b", "reviewer": {"model": "openai:gpt-4o-mini", "escalateAfterDenials": 0, "instructions": "Be strict."}}, {"id": "c"}]}'));
     expect(c.agents.map((a) => a.reviewer)).toEqual([

@@ -2,7 +2,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { validateModelSpec } from './models/registry';
+import { parseModelSpec, validateModelSpec } from './models/registry';
+import { CHANNEL_IDS } from './channels/ids';
 import { realPrefix } from './real-path';
 import { checkChannelTrustConfig } from './trust/channel-config';
 
@@ -251,6 +252,14 @@ export function resolveConfig(cfg: RawConfig, env: Record<string, string | undef
   const dataDir = path.resolve(/* turbopackIgnore: true */ process.cwd(), env.CROSSTALK_DATA_DIR ?? './data');
   const baseLimits = limitsSchema.parse(cfg.limits ?? {});
   const agentsRaw = cfg.agents ?? DEFAULT_AGENTS.map((a) => agentSchema.parse(a));
+  // Keys that name nothing are refused, as unknown keys are (before, these started with no word and did nothing).
+  for (const id of Object.keys(cfg.channels)) {
+    if (!(CHANNEL_IDS as readonly string[]).includes(id)) throw new ConfigError(`config: bad key "channels.${id}": no such channel (${CHANNEL_IDS.join(', ')})`);
+  }
+  for (const spec of Object.keys(cfg.models)) {
+    const m = parseModelSpec(spec);
+    if (!m.ok) throw new ConfigError(`config: bad key "models.${spec}": ${m.error}`);
+  }
   const seen = new Set<string>();
   const agents: AgentConfig[] = agentsRaw.map((a, i) => {
     if (seen.has(a.id)) throw new ConfigError(`config: bad key "agents": duplicate agent id ${a.id}`);
@@ -259,6 +268,10 @@ export function resolveConfig(cfg: RawConfig, env: Record<string, string | undef
       const bad = validateModelSpec(spec, env);
       if (bad) throw new ConfigError(`config: bad key "agents.${i}.model": ${bad}`);
     }
+    // An MCP server the agent names must be configured: a misspelt name hid every server's tools from it, unsaid.
+    a.mcp?.forEach((name, j) => {
+      if (!Object.hasOwn(cfg.mcp.servers, name)) throw new ConfigError(`config: bad key "agents.${i}.mcp.${j}": no MCP server "${name}" in mcp.servers`);
+    });
     const badReviewer = a.reviewer ? validateModelSpec(a.reviewer.model, env) : null;
     if (badReviewer) throw new ConfigError(`config: bad key "agents.${i}.reviewer.model": ${badReviewer}`);
     const name = a.name ?? a.id.charAt(0).toUpperCase() + a.id.slice(1);

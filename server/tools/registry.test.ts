@@ -13,3 +13,11 @@ describe('unknownToolKeys', () => {
     expect(unknownToolKeys(loadConfig({ env: {} } as never), new Map())).toEqual([]);
   });
 });
+
+describe('CHANNEL_IDS', () => {
+  it('are the registry\'s channels', async () => {
+    const { createChannelRegistry } = await import('../channels/registry');
+    const { CHANNEL_IDS } = await import('../channels/ids');
+    expect([...createChannelRegistry().keys()].sort()).toEqual([...CHANNEL_IDS].sort());
+  });
+});
