@@ -29,7 +29,10 @@ describe('A2A wire', () => {
     const legacy = await (await fetch(`${s.url}/a2a/main/.well-known/agent-card.json`)).json();
     expect(legacy).toMatchObject({ url: `${s.url}/a2a/main`, preferredTransport: 'JSONRPC', protocolVersion: '0.3', securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } });
     expect(legacy.supportedInterfaces).toEqual(card.supportedInterfaces);
-    expect((await fetch(`${s.url}/a2a/nobody/.well-known/agent-card.json`)).status).toBe(404);
+    const none = await fetch(`${s.url}/a2a/nobody/.well-known/agent-card.json`);
+    expect(none.status).toBe(404);
+    // The body every A2A route answers an unknown agent with (before: {error: 'unknown agent'}, a string).
+    expect(await none.json()).toEqual({ error: { code: 'unknown_agent', message: 'unknown agent nobody' } });
     const c = await client(s);
     expect((await c.getAgentCard()).capabilities?.streaming).toBe(true);
     const unauth = await fetch(`${s.url}/a2a/main`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: {} }) });

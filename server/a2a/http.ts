@@ -56,7 +56,8 @@ const isLegacy = (v: string | null) => !v || v.trim() === '' || /^0\.3(\.|$)/.te
 /** GET /a2a/<agentId>/.well-known/agent-card.json — no token: the card advertises bearer auth (v1.0 form with `A2A-Version: 1.0`, else v0.3 with the v1.0 interfaces embedded). */
 export function handleAgentCard(rt: FullRuntime, agentId: string, req: Request): Response {
   const agent = rt.orchestrator.agent(agentId);
-  if (!agent) return json({ error: 'unknown agent' }, 404);
+  // The same plain body as the agent's calls answer (a client reads one shape for every A2A route).
+  if (!agent) return json({ error: { code: 'unknown_agent', message: `unknown agent ${agentId}` } }, 404);
   const card = agentCardFor(agent, baseUrl(req));
   const v1 = AgentCard.toJSON(card) as Record<string, unknown>;
   const body = isLegacy(req.headers.get(A2A_VERSION_HEADER)) ? legacyCardJson(card, v1) : v1;

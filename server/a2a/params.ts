@@ -4,7 +4,7 @@ import { MAX_MESSAGE_BYTES } from '../gateway/schemas';
 
 /** A contextId becomes `agent:<id>:a2a:<contextId>`: at most 512 characters of the session-key alphabet (upper case is lowercased). */
 export const MAX_CONTEXT_ID = 512;
-const contextId = z.string().max(MAX_CONTEXT_ID).regex(/^[A-Za-z0-9:._+-]*$/, 'may only hold [a-z0-9:._+-]');
+const contextId = z.string().max(MAX_CONTEXT_ID).regex(/^[A-Za-z0-9:._+-]*$/, 'may only hold [A-Za-z0-9:._+-]');
 const str = z.string();
 const id = z.string().max(512);
 const metadata = z.record(z.string(), z.unknown()).nullish();

@@ -151,9 +151,14 @@ function paramsProblem(msg: unknown): { id: string | number; message: string } |
   const { id, method } = msg as { id?: unknown; method?: unknown };
   if ((typeof id !== 'string' && typeof id !== 'number') || typeof method !== 'string' || !Object.hasOwn(REQUEST_SCHEMAS, method)) return null;
   const r = REQUEST_SCHEMAS[method]!.safeParse(msg);
-  if (r.success) return null;
-  const i = r.error!.issues[0]!;
-  return { id, message: `invalid params: ${i.path.map(String).join('.')}: ${i.message}` };
+  if (!r.success) {
+    const i = r.error!.issues[0]!;
+    return { id, message: `invalid params: ${i.path.map(String).join('.')}: ${i.message}` };
+  }
+  // An unknown tool is invalid params too (-32602, CONTRACT §10): in a batch, it holds the others back as a bad shape does.
+  const name = (msg as { params?: { name?: unknown } }).params?.name;
+  if (method === 'tools/call' && typeof name === 'string' && !byName.has(name)) return { id, message: `unknown tool: ${name}` };
+  return null;
 }
 
 const jsonError = (status: number, code: number, message: string, dataCode: string, headers: Record<string, string> = {}) =>

@@ -153,6 +153,20 @@ describe('crosstalk as an MCP server', () => {
     expect(body).toHaveLength(2);
     // Not run: the session was never made.
     expect(await s.rt.store.getSession(key)).toBeFalsy();
+    // An unknown tool name is invalid params as well: it holds the batch back too. Before, the first call ran.
+    const unknown = await fetch(`${s.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${TEST_TOKEN}` },
+      body: JSON.stringify([
+        { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'crosstalk_send', arguments: { sessionKey: key, message: '/reply batched', mode: 'async' } } },
+        { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'crosstalk_nope', arguments: {} } },
+      ]),
+    });
+    expect(await unknown.json()).toMatchObject([
+      { id: 1, error: { code: -32600, message: expect.stringContaining('request 2 of this batch has invalid params') } },
+      { id: 2, error: { code: -32602, message: expect.stringContaining('unknown tool: crosstalk_nope') } },
+    ]);
+    expect(await s.rt.store.getSession(key)).toBeFalsy();
   });
 
   it('valid JSON that is not JSON-RPC (an empty batch, an object without jsonrpc and method, an id null or 1.5) is -32600, not a parse error', async () => {
