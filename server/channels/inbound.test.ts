@@ -172,6 +172,20 @@ describe('telegram', () => {
     expect(JSON.parse(session!.meta!)).toMatchObject({ provider: 'telegram', chatType: 'direct', from: 'telegram:4242', originatingTo: '4242' });
   });
 
+  it('replies reach the chat in transcript order, across runs: a run whose reply is retried is not overtaken by the next run\'s', async () => {
+    const key = 'agent:main:telegram:direct:5151';
+    // The first reply is rate-limited (retry after 1 s).
+    fake.telegram!.enqueue({ ...FAKES.telegram!.rateLimited, match: /sendMessage/ });
+    await web.post('telegram', update(190, 5151, '/reply first answer'), { 'x-telegram-bot-api-secret-token': TG_SECRET });
+    const [first] = await runsOf(key);
+    await s.rt.orchestrator.wait(first!, 10_000);
+    await web.post('telegram', update(191, 5151, '/reply second answer'), { 'x-telegram-bot-api-secret-token': TG_SECRET });
+    await settle(await runsOf(key));
+    const sent = fake.telegram!.requests.filter((r) => /sendMessage$/.test(r.path) && r.body.chat_id === 5151).map((r) => r.body.text);
+    // Before: ['first answer' (429), 'second answer', 'first answer']: the chat read them out of order.
+    expect(sent).toEqual(['first answer', 'first answer', 'second answer']);
+  });
+
   it('a forum topic message routes to <chatId>:topic:<id> and is answered in the topic', async () => {
     const before = fake.telegram!.calls(/sendMessage/).length;
     await web.post('telegram', update(3, -100123, 'in the topic', { message_thread_id: 42, is_topic_message: true }), { 'x-telegram-bot-api-secret-token': TG_SECRET });

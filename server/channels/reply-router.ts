@@ -62,8 +62,12 @@ interface RouterDeps {
 
 export function startReplyRouting(d: RouterDeps): ReplyRouter {
   const origins = new Map<string, Promise<ChannelOrigin | null>>();
-  // One chain per run keeps a run's replies in order; runs do not wait for each other.
+  // Each run's last queued reply (the run is forgotten once it is out).
   const chains = new Map<string, Promise<void>>();
+  // One chain per session keeps a chat's replies in transcript order, across runs too: a run that ended while its reply
+  // was still being recorded and sent was overtaken by the next run's (probe G: m18 reached Telegram before m13).
+  // Sessions (chats) do not wait for each other.
+  const tails = new Map<string, Promise<void>>();
   // The run's traceparent, from its start event: a reply's delivery is a span of the run's trace.
   const traces = new Map<string, string>();
 
@@ -155,9 +159,13 @@ export function startReplyRouting(d: RouterDeps): ReplyRouter {
     if (ev.stream !== 'message') return;
     const m = ev.data.message as TranscriptMessage | undefined;
     if (!m || m.role !== 'assistant' || m.kind !== 'message' || !m.runId || !m.content.trim()) return;
-    const prev = chains.get(m.runId) ?? Promise.resolve();
+    const prev = tails.get(m.sessionKey) ?? Promise.resolve();
     const next = prev.then(async () => void (await deliverReply(m))).catch((e) => d.log.error({ err: e }, 'reply routing failed'));
     chains.set(m.runId, next);
+    tails.set(m.sessionKey, next);
+    void next.then(() => {
+      if (tails.get(m.sessionKey) === next) tails.delete(m.sessionKey);
+    });
   });
 
   return {
@@ -169,7 +177,7 @@ export function startReplyRouting(d: RouterDeps): ReplyRouter {
       await Promise.all([...chains.values()]);
       await new Promise((r) => setImmediate(r));
     },
-    retained: () => ({ origins: origins.size, chains: chains.size, traces: traces.size }),
+    retained: () => ({ origins: origins.size, chains: chains.size + tails.size, traces: traces.size }),
     async sweepOwed(o) {
       const isChannelRun = (origin: unknown) => {
         const o = channelOriginOf(origin);
