@@ -72,6 +72,20 @@ describe('remote A2A agents', () => {
     expect(callback.content).toBe(`remote[${ctx}] #2: ping`);
   });
 
+  for (const streaming of [true, false]) {
+    it(`a remote task that needs input is answered by the session's next turn, in that task (${streaming ? 'streaming' : 'polled'})`, async () => {
+      const { s, remote } = await setup({ streaming });
+      const key = `agent:remote:ask-${streaming}`;
+      const asked = await turn(s, key, 'please ask me something');
+      const taskId = /^task (\S+) asks: which colour\?$/.exec(asked.response ?? '')?.[1];
+      expect(taskId, asked.response).toBeTruthy();
+      // Before: a new task ("remote[…] #2: blue"), the question left unanswered.
+      expect((await turn(s, key, 'blue')).response).toBe(`task ${taskId} got: blue`);
+      // Answered, the task is done: the next turn opens a new one.
+      expect((await turn(s, key, 'thanks')).response).toMatch(/^remote\[ctx-[0-9a-f-]{36}\] #2: thanks$/);
+    });
+  }
+
   it('works with a remote that does not stream (polling its task)', async () => {
     const { s } = await setup({ streaming: false });
     const done = await turn(s, 'agent:remote:main', 'plain');

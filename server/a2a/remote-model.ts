@@ -25,6 +25,13 @@ export interface RemoteA2ADeps {
   contextId(): Promise<string>;
   /** The calling run's own remote-agent hops (its origin's `a2aHops`): the message carries one more. */
   hops?(): number;
+  /** The session's remote task that waits for input (`input-required`): the next turn answers it (see `remoteOpenTask`). */
+  openTask?: OpenTask;
+}
+
+export interface OpenTask {
+  get(): Promise<string | undefined>;
+  set(taskId: string | undefined): Promise<void>;
 }
 
 const CARD_PATH = '.well-known/agent-card.json';
@@ -174,10 +181,13 @@ export function createRemoteA2AModel(cfg: RemoteA2AConfig, deps: RemoteA2ADeps):
   const doStream = async (options: LanguageModelV4CallOptions) => {
     const signal = options.abortSignal;
     const { client, card } = await remoteFor(cfg, deps, signal);
+    // A task the remote left waiting for input (its question was the last turn's answer): this turn answers it, in
+    // that task. Before, every turn opened a new task, and the remote's question was never answered.
+    const open = (await deps.openTask?.get()) ?? '';
     const message: Message = {
       messageId: crypto.randomUUID(),
       contextId: await deps.contextId(),
-      taskId: '',
+      taskId: open,
       role: Role.ROLE_USER,
       parts: [textPart(newestUserText(options.prompt))],
       // Counted by a crosstalk gateway that receives it (handler.ts): a loop of remote agents stops at the depth limit.
@@ -221,6 +231,10 @@ export function createRemoteA2AModel(cfg: RemoteA2AConfig, deps: RemoteA2ADeps):
             }
           }
           if (signal?.aborted) throw signal.reason ?? new Error('aborted');
+          // Waiting for input (or an authorization): the next turn goes to this task; any other end closes it.
+          const waits = reply.state === TaskState.TASK_STATE_INPUT_REQUIRED || reply.state === TaskState.TASK_STATE_AUTH_REQUIRED;
+          if (waits && reply.taskId) await deps.openTask?.set(reply.taskId);
+          else if (open) await deps.openTask?.set(undefined);
           const failed = reply.failed;
           if (failed) throw new Error(failed);
           const text = reply.text;
@@ -236,6 +250,8 @@ export function createRemoteA2AModel(cfg: RemoteA2AConfig, deps: RemoteA2ADeps):
         } catch (e) {
           // Its card may be stale (the remote redeployed with streaming off, or moved): read it again next time.
           if (!signal?.aborted) remotes.delete(remoteKey(cfg, deps));
+          // The open task is gone or refused (the remote restarted, the task ended): the next turn starts a new one.
+          if (open && !signal?.aborted) await deps.openTask?.set(undefined).catch(() => undefined);
           controller.error(e);
         } finally {
           signal?.removeEventListener('abort', onAbort);

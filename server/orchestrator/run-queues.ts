@@ -7,7 +7,7 @@ import type { EventBus } from '../events/bus';
 import type { AgentResult, WaitResult } from '../gateway/types';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
-import { lazyRemoteA2AModel, lazyRemoteContextId } from '../a2a/remote-lazy';
+import { lazyRemoteA2AModel, lazyRemoteContextId, remoteOpenTask } from '../a2a/remote-lazy';
 import { createModelChain, FallbackTracker } from '../models/fallback';
 import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { ApprovalRow, CallbackRow, RunRow, SessionRow } from '../store/schema';
@@ -120,7 +120,12 @@ export abstract class RunQueues {
       // A remote A2A agent (server/a2a): calls under the webhook SSRF rules, with an opaque contextId per session.
       const { allowPrivateNetwork } = this.o.config.webhooks;
       const hops = (run.origin as { a2aHops?: unknown } | undefined)?.a2aHops;
-      return lazyRemoteA2AModel(run.agent.a2a, { allowPrivateNetwork, contextId: () => lazyRemoteContextId(this.o.store, run.sessionKey), hops: () => (typeof hops === 'number' ? hops : 0) });
+      return lazyRemoteA2AModel(run.agent.a2a, {
+        allowPrivateNetwork,
+        contextId: () => lazyRemoteContextId(this.o.store, run.sessionKey),
+        hops: () => (typeof hops === 'number' ? hops : 0),
+        openTask: remoteOpenTask(this.o.store, run.sessionKey),
+      });
     }
     const specs = sessionModel ? [sessionModel] : run.agent.models;
     const trackerKey = `${run.agent.id}|${specs.join(',')}`;

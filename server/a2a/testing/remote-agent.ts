@@ -23,6 +23,16 @@ export class EchoExecutor implements AgentExecutor {
     const { taskId, contextId } = ctx;
     const text = textOf(ctx.userMessage);
     this.started.push(text);
+    // The answer to an input-required task: the same task goes on (and completes with what it asked for).
+    if (ctx.task?.status?.state === TaskState.TASK_STATE_INPUT_REQUIRED) {
+      // A stream opens with the task itself, as for a new one.
+      bus.publish(AgentEvent.task({ ...ctx.task, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() } }));
+      const reply = `task ${taskId} got: ${text}`;
+      bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: 'reply', name: 'reply', description: '', parts: [textPart(reply)], metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
+      this.status(bus, taskId, contextId, TaskState.TASK_STATE_COMPLETED, reply);
+      bus.finished();
+      return;
+    }
     this.contexts.set(taskId, contextId);
     const n = (this.turns.get(contextId) ?? 0) + 1;
     this.turns.set(contextId, n);
@@ -30,6 +40,12 @@ export class EchoExecutor implements AgentExecutor {
     this.status(bus, taskId, contextId, TaskState.TASK_STATE_WORKING);
     if (text.includes('explode')) {
       this.status(bus, taskId, contextId, TaskState.TASK_STATE_FAILED, 'kaboom');
+      bus.finished();
+      return;
+    }
+    // "ask me": the task needs input (its question in the status message), and waits for it.
+    if (text.includes('ask me')) {
+      this.status(bus, taskId, contextId, TaskState.TASK_STATE_INPUT_REQUIRED, `task ${taskId} asks: which colour?`);
       bus.finished();
       return;
     }
