@@ -14,6 +14,40 @@ export class Orchestrator extends ClusterRuns {
   }
 
   private remoteWaits = 0;
+  /**
+   * One poll of the store per run waited for (PostgreSQL), however many wait: each tick that finds the run ended
+   * answers all of them. Before, every `agent.wait` polled on its own, every second, for its whole timeout, also when
+   * its client had gone: 300 dropped waits on a run pending approval were 300 reads a second (probe F).
+   */
+  private readonly polls = new Map<string, { timer: NodeJS.Timeout; every: number; waits: number }>();
+
+  /** Joins (or starts) the run's poll at most `every` ms apart; returns the leave. */
+  private pollRun(runId: string, every: number): () => void {
+    let p = this.polls.get(runId);
+    const tick = () =>
+      void this.o.store.getRun(runId).then((row) => {
+        if (!row || !TERMINAL.has(row.status)) return;
+        const ws = this.waiters.get(runId);
+        if (ws) for (const w of ws) w(waitResultOf(row));
+      }, () => undefined);
+    if (!p) this.polls.set(runId, (p = { timer: setInterval(tick, every), every, waits: 0 }));
+    else if (every < p.every) {
+      clearInterval(p.timer);
+      (p.timer = setInterval(tick, every)), (p.every = every);
+    }
+    p.waits++;
+    const poll = p;
+    return () => {
+      if (--poll.waits > 0) return;
+      clearInterval(poll.timer);
+      if (this.polls.get(runId) === poll) this.polls.delete(runId);
+    };
+  }
+
+  /** Runs polled now, and how many waits share each poll (tests). */
+  pollsNow(): Map<string, number> {
+    return new Map([...this.polls].map(([id, p]) => [id, p.waits]));
+  }
 
   /** A run ended in another process (seen in the event log): answer this process's waiters. */
   remoteEnded(runId: string): void {
@@ -130,18 +164,13 @@ export class Orchestrator extends ClusterRuns {
       const st = this.sessions.get(sessionKey);
       const elsewhere = !(st && (st.active?.id === runId || st.queue.some((q) => q.runId === runId)));
       if (elsewhere) this.remoteWaits++;
-      let poll: NodeJS.Timeout | undefined;
-      const polled = new Promise<WaitResult>((r) => {
-        poll = setInterval(() => {
-          void this.o.store.getRun(runId).then((x) => {
-            if (x && TERMINAL.has(x.status)) r(waitResultOf(x));
-          }, () => undefined);
-        }, 1000);
-      });
+      // Driven here, its end answers the waiter; the slow poll only covers a run taken over by another process
+      // meanwhile (this one paused past its lease). Driven elsewhere, the poll backs the event feed every second.
+      const leave = this.pollRun(runId, elsewhere ? 1000 : 10_000);
       try {
-        return await Promise.race([done, timeout, polled]);
+        return await Promise.race([done, timeout]);
       } finally {
-        clearInterval(poll);
+        leave();
         if (elsewhere) this.remoteWaits--;
       }
     } finally {
