@@ -54,6 +54,9 @@ import { acceptKeyed } from './keyed-accept';
 import type { PushService } from '../push/service';
 import type { PushSubscribeParams, PushUnsubscribeParams } from '../push/schemas';
 
+/** The text a `chat.history` page holds at most (its rows' content, tool arguments and results; one row at least). */
+export const HISTORY_PAGE_CHARS = 4 * 1024 * 1024;
+
 export interface ServiceDeps {
   config: CrosstalkConfig;
   store: Store;
@@ -258,11 +261,21 @@ export class GatewayService implements Gateway {
     const beforeId = p.cursor ? (decodeCursor(p.cursor, 'history', scope, 1)[0] as number) : undefined;
     await this.mustSession(p.sessionKey);
     const rows = await this.d.store.history({ sessionKey: p.sessionKey, limit: limit + 1, beforeId, includeTools });
-    const page = rows.slice(0, limit);
+    // At most HISTORY_PAGE_CHARS of text a page (always one row at least); the cursor goes on from there. 200 rows of
+    // 200 KB were a 27 MB answer whose building held the event loop for seconds, every other request with it (probe F).
+    let size = 0;
+    let n = 0;
+    while (n < Math.min(limit, rows.length)) {
+      const r = rows[n]!;
+      size += r.content.length + (r.tool_args?.length ?? 0) + (r.tool_result?.length ?? 0);
+      if (n > 0 && size > HISTORY_PAGE_CHARS) break;
+      n++;
+    }
+    const page = rows.slice(0, n);
     const last = page[page.length - 1];
     return {
       messages: page.map(toTranscriptMessage),
-      next_cursor: rows.length > limit && last ? encodeCursor('history', scope, [last.id]) : null,
+      next_cursor: rows.length > n && last ? encodeCursor('history', scope, [last.id]) : null,
     };
   }
 
