@@ -432,7 +432,8 @@ export class GatewayService implements Gateway {
     // Ended runs from the trigger-kept counts (0019_scale), running ones from the status index: no GROUP BY over every run.
     const [byStatus, running] = await Promise.all([
       this.d.store.db.selectFrom('run_counts').select(['status', (eb) => eb.fn.sum<number>('n').as('n')]).groupBy('status').execute(),
-      this.d.store.db.selectFrom('runs').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'running').executeTakeFirst(),
+      // Active as on SQLite (a session's run in flight): running, or paused on a person's decision.
+      this.d.store.db.selectFrom('runs').select((eb) => eb.fn.countAll<number>().as('n')).where('status', 'in', ['running', 'waiting_approval']).executeTakeFirst(),
     ]);
     const n = (st: string) => Number(st === 'running' ? (running?.n ?? 0) : (byStatus.find((r) => r.status === st)?.n ?? 0));
     return {

@@ -1,8 +1,8 @@
 // status on PostgreSQL (the cluster's run figures) at scale: ended runs come from counts a trigger keeps (0019_scale),
-// not a GROUP BY over every run, and they match the runs table however rows change. PostgreSQL only (TEST_STORE=postgres).
+// not a GROUP BY over every run, and they match the runs table however rows change (PostgreSQL only); activeRuns means the same on both stores.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../testing/harness';
+import { startTestServer, type TestServer, until } from '../testing/harness';
 import { onPostgresPass } from '../testing/store-under-test';
 
 type Status = { activeRuns: number; runs: { ok: number; error: number; interrupted: number } };
@@ -72,5 +72,23 @@ describe.runIf(onPostgresPass())('status run counts on PostgreSQL', () => {
     await sql`insert into run_counts (status, shard, n) values ('ok', 0, 1000) on conflict (status, shard) do update set n = run_counts.n + 1000`.execute(s.rt.store.db);
     const want = await grouped();
     expect((await s.rpc<Status>('status', {})).runs.ok).toBe(want.ok + 1000);
+  });
+});
+
+describe('status.activeRuns', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer();
+  });
+  afterAll(() => s.close());
+
+  it('counts a run paused on an approval on both stores (before, on PostgreSQL: 0, where SQLite said 1)', async () => {
+    const key = 'agent:main:active-paused';
+    await s.rpc('agent', { sessionKey: key, message: '/tool exec {"command":"echo paused"}' });
+    const approval = await until(async () => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: key })).approvals[0]);
+    await until(async () => (await s.rt.store.db.selectFrom('runs').select('status').where('session_key', '=', key).executeTakeFirst())?.status === 'waiting_approval');
+    expect((await s.rpc<Status & { pendingApprovals: number }>('status', {})).activeRuns).toBe(1);
+    await s.rpc('approvals.resolve', { approvalId: approval.approvalId, decision: 'deny' });
+    await until(async () => (await s.rpc<Status>('status', {})).activeRuns === 0);
   });
 });
