@@ -360,12 +360,19 @@ export class McpConnection {
     this.timer.unref?.();
   }
 
+  /** The current outage (failed since the last ready) has been reported. */
+  private outageReported = false;
+
   private setState(state: McpState, error?: string) {
     if (this.state === state && state !== 'failed') return;
     const was = this.state;
     this.state = state;
     if (state === 'ready') this.lastError = undefined;
     if (state === 'failed' && was === 'failed') return; // a retry that failed again is not news
+    // Reported once per outage: each reconnect attempt goes through 'connecting', and a server that never came up
+    // was reported (an `error` event, a warning) at every attempt, ~2,900 events a day at the 30 s backoff cap.
+    if (state === 'failed' && this.outageReported) return;
+    this.outageReported = state === 'failed' ? true : state === 'ready' ? false : this.outageReported;
     this.o.onState(state, error);
   }
 

@@ -120,12 +120,20 @@ describe('MCP over stdio', () => {
     expect(ran.response).toContain('"text":"fresh ran"');
   });
 
-  it('a server that cannot start does not stop the gateway', async () => {
-    const srv = await start({ mcp: { servers: { broken: { command: path.join(tmpDataDir(), 'no-such-binary') } } } });
+  it('a server that cannot start does not stop the gateway, and is reported once, not at every retry', async () => {
+    const errors: string[] = [];
+    const srv = await start({ mcp: { servers: { broken: { command: path.join(tmpDataDir(), 'no-such-binary') } }, reconnectBaseMs: 10, reconnectMaxMs: 20 } });
+    const off = srv.rt.bus.onEvent((ev) => void (ev.stream === 'error' && ev.data.source === 'mcp' && errors.push(String(ev.data.message))));
     const st = await srv.rpc<any>('status');
-    expect(st.mcp).toEqual([expect.objectContaining({ server: 'broken', state: 'failed' })]);
+    // Failed, or (retried every 10–20 ms here) trying again.
+    expect(st.mcp).toEqual([expect.objectContaining({ server: 'broken', state: expect.stringMatching(/^(failed|connecting)$/) })]);
     const done = await wait(srv, await runTo(srv, 'agent:main:main', 'hello'));
     expect(done.response).toBe('echo: hello');
+    // Dozens of retries in a second: before, an `error` event (and a warning) for each.
+    await new Promise((r) => setTimeout(r, 1000));
+    off();
+    expect(errors).toEqual([]); // its one report came before this listener
+    expect((await srv.rpc<any>('status')).mcp[0]).toMatchObject({ state: expect.stringMatching(/^(failed|connecting)$/) });
   });
 });
 
