@@ -117,7 +117,7 @@ describe('an approved exec in a real server (npm run worker)', () => {
   beforeAll(async () => {
     fs.chmodSync(dataDir, 0o755); // as `mkdir data` leaves it: the server closes it
     const configFile = path.join(`${dataDir}-cfg.json`);
-    fs.writeFileSync(configFile, JSON.stringify({ agents: [{ id: 'main', tools: { exec: 'ask' } }, { id: 'helper', tools: { exec: 'auto' }, exec: { env: ['ANTHROPIC_API_KEY'] } }] }));
+    fs.writeFileSync(configFile, JSON.stringify({ agents: [{ id: 'main', tools: { exec: 'ask' } }, { id: 'helper', tools: { exec: 'auto' }, exec: { env: ['TELEGRAM_BOT_TOKEN'] } }] }));
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !/TOKEN|_KEY|DATABASE_URL/.test(k)) env[k] = v;
     launcher = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'server/worker.ts')], {
@@ -159,10 +159,10 @@ describe('an approved exec in a real server (npm run worker)', () => {
   it('the server’s environ holds none of the secrets it was started with, while the server has them', async () => {
     expect(serverPid).toBe(launcher.pid); // re-executed in place
     for (const value of Object.values(SECRETS)) expect(environ(serverPid)).not.toContain(value);
-    // The server has them: an agent configured to pass one to exec (agents[].exec.env) gets it.
-    const started = await rpc<{ runId: string }>('agent', { sessionKey: 'agent:helper:env', message: '/tool exec {"command":"printenv ANTHROPIC_API_KEY"}' });
+    // The server has them: an agent configured to pass one on to exec (agents[].exec.env; not one of the server's own, which it refuses) gets it.
+    const started = await rpc<{ runId: string }>('agent', { sessionKey: 'agent:helper:env', message: '/tool exec {"command":"printenv TELEGRAM_BOT_TOKEN"}' });
     const w = await rpc<{ response: string }>('agent.wait', { runId: started.runId, timeoutMs: 60_000 });
-    expect(JSON.parse(w.response.slice('exec: '.length))).toMatchObject({ status: 'ok', stdout: `${SECRETS.ANTHROPIC_API_KEY}\n` });
+    expect(JSON.parse(w.response.slice('exec: '.length))).toMatchObject({ status: 'ok', stdout: `${SECRETS.TELEGRAM_BOT_TOKEN}\n` });
     expect(fs.statSync(dataDir).mode & 0o777).toBe(0o700);
     expect(fs.statSync(path.join(dataDir, 'token')).mode & 0o777).toBe(0o600);
   });
