@@ -2,6 +2,7 @@
 // loaded, the first visit starts the worker, a room left open keeps working on the gateway alone once the worker has
 // stopped for want of page requests, and the next visit starts it again.
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import { expect, test, TOKEN } from './fixtures';
 import { RoomPage } from './pages/room-page';
@@ -48,6 +49,14 @@ test('the first page starts the pages worker; an open room works without it; the
       expect(res.status(), `${p}${path}`).toBe(403);
     }
   }
+  // Nor does a path whose dot segments lead to an API route through the public port (Next would resolve them there).
+  // (Sent as written: a URL parser, Playwright's too, would resolve the dot segments before sending.)
+  const publicPort = Number(new URL(server.origin).port);
+  for (const path of ['/./api/health', '/x/../api/health', '/%2e/api/health']) {
+    // Before: 502 "the room's pages did not answer", the worker dead (SQLite) or a second runtime in it (PostgreSQL).
+    expect(await rawStatus(publicPort, path), path).not.toBe(502);
+    for (const p of workerPorts) expect(await rawStatus(p, path), `${p}${path}`).toBe(403);
+  }
   expect(server.output()).not.toContain('another crosstalk process');
   await page.reload();
   await room.waitLive();
@@ -82,4 +91,16 @@ function listeningPorts(pid: number): number[] {
     .map((l) => l.trim().split(/\s+/))
     .filter((f) => f[3] === '0A' && inodes.has(f[9]!))
     .map((f) => parseInt(f[1]!.split(':')[1]!, 16));
+}
+
+/** The status of a GET of `path` exactly as written (no URL parsing on the way). */
+function rawStatus(port: number, path: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path, method: 'GET' }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }

@@ -39,10 +39,18 @@ const fromOwnServer = (req) => {
   const given = Buffer.from(String(req.headers[KEY_HEADER] ?? ''));
   return expected.length > 0 && given.length === expected.length && crypto.timingSafeEqual(given, expected);
 };
-// The gateway's routes never come here (the server answers them on its own thread): an API path is refused too.
-const API = /^\/(api\/|a2a\/|mcp(\?|$)|login(\?|$))/;
+// The gateway's routes never come here (the server answers them on its own thread): an API path is refused too, read
+// as Next will route it (dot segments and %2e resolved, as a URL parser does).
+const API = /^\/(api\/|a2a\/|mcp$|login$)/;
+const routedPath = (url) => {
+  try {
+    return new URL(url ?? '/', 'http://h').pathname;
+  } catch {
+    return '/';
+  }
+};
 const server = http.createServer((req, res) => {
-  if (!fromOwnServer(req) || API.test(req.url ?? '/')) {
+  if (!fromOwnServer(req) || API.test(routedPath(req.url))) {
     res.writeHead(403, { 'content-type': 'text/plain; charset=utf-8' }).end("403: this port serves the room's pages to its own server only\n");
     return;
   }

@@ -82,3 +82,14 @@ describe('runtime.nodeApi', () => {
     await expect(s.rt.roomQuery('chat.history', { sessionKey: 42 })).rejects.toThrow();
   });
 });
+
+describe('isApiPath', () => {
+  it('reads the path as a router resolves it: dot segments and %2e do not take an API path to the pages', async () => {
+    const { isApiPath } = await import('./node-routes');
+    // Before: false for each, so npm start forwarded them (with its key) to the pages' worker, where Next resolved
+    // them to app/api/* and booted a second runtime (probe H).
+    for (const p of ['/./api/health', '/x/../api/health', '/%2e/api/health', '/x/%2E%2E/api/gateway', '/./mcp', '/a/../login?token=t', '/%2e/a2a/main'])
+      expect(isApiPath(p), p).toBe(true);
+    for (const p of ['/', '/?session=agent:main:main', '/_next/static/x.js', '/apis', '/x/.hidden', '/mcpx']) expect(isApiPath(p), p).toBe(false);
+  });
+});

@@ -15,10 +15,24 @@ const pathOf = (url: string | undefined): string => {
   return q < 0 ? u : u.slice(0, q);
 };
 
-/** Whether a request is the gateway's (API, A2A, MCP, login) rather than a page or an asset of the room. */
+/**
+ * Whether a request is the gateway's (API, A2A, MCP, login) rather than a page or an asset of the room. Read on the
+ * path as a router resolves it (`.`, `..` and `%2e` segments folded): `/./api/health` was not the gateway's here, went
+ * to the pages' worker with its key, and Next resolved it to app/api/health there (probe H).
+ */
 export function isApiPath(url: string | undefined): boolean {
-  const p = pathOf(url);
+  const raw = pathOf(url);
+  const p = /(^|\/)(\.|%2e)/i.test(raw) ? resolvedPath(raw) : raw;
   return p.startsWith('/api/') || p.startsWith('/a2a/') || p === '/mcp' || p === '/login';
+}
+
+/** A path with its dot segments resolved as a URL parser does (`%2e` is a dot). */
+function resolvedPath(p: string): string {
+  try {
+    return new URL(p, 'http://h').pathname;
+  } catch {
+    return p;
+  }
 }
 
 /** Never documents: nothing may frame them or load anything from them. */
