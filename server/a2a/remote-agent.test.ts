@@ -156,6 +156,13 @@ describe('remote A2A agents', () => {
       expect(keys[0]).not.toContain('peer');
       const { messages } = await far.rpc<{ messages: any[] }>('chat.history', { sessionKey: keys[0] });
       expect(messages.map((m) => m.content).reverse()).toEqual(['hello across', 'echo: hello across']);
+      // A far run that waits on an approval: its task is input-required while the stream stays open. Our turn ends
+      // with its question (before: the run hung until the far side's approval was decided, up to timeoutMs).
+      const asked = await turn(s, 'agent:peer:main', '/tool exec {"command":"echo far"}');
+      expect(asked.status).toBe('ok');
+      expect(asked.response).toMatch(/^Waiting for approval: exec/);
+      const [pending] = (await far.rpc<{ approvals: any[] }>('approvals.list', {})).approvals;
+      expect(pending).toMatchObject({ tool: 'exec' });
     } finally {
       await far.close();
     }

@@ -177,6 +177,9 @@ class Reply {
   }
 }
 
+/** A task state that waits for the caller (input, or an authorization): the turn ends there. */
+const waitsForInput = (state: TaskState) => state === TaskState.TASK_STATE_INPUT_REQUIRED || state === TaskState.TASK_STATE_AUTH_REQUIRED;
+
 export function createRemoteA2AModel(cfg: RemoteA2AConfig, deps: RemoteA2ADeps): LanguageModelV4 {
   const doStream = async (options: LanguageModelV4CallOptions) => {
     const signal = options.abortSignal;
@@ -216,6 +219,9 @@ export function createRemoteA2AModel(cfg: RemoteA2AConfig, deps: RemoteA2ADeps):
                 streamed += delta;
                 controller.enqueue({ type: 'text-delta', id: textId, delta });
               }
+              // Waiting for input: this turn's answer is its question. A remote may keep the stream open meanwhile (a
+              // crosstalk gateway does, while its approval waits): reading on, the run hung until the remote moved.
+              if (waitsForInput(reply.state)) break;
             }
           } else {
             // Not blocking: the task comes back at once with its id, so a cancel of our run reaches the remote (a
@@ -224,7 +230,7 @@ export function createRemoteA2AModel(cfg: RemoteA2AConfig, deps: RemoteA2ADeps):
             if ('status' in first) reply.task(first as Task);
             else reply.add({ payload: { $case: 'message', value: first as Message } });
             // A non-streaming remote that answered before finishing: poll the task until it ends.
-            while (reply.taskId && !isTerminal(reply.state) && reply.state !== TaskState.TASK_STATE_INPUT_REQUIRED && reply.state !== TaskState.TASK_STATE_AUTH_REQUIRED) {
+            while (reply.taskId && !isTerminal(reply.state) && !waitsForInput(reply.state)) {
               await new Promise((r) => setTimeout(r, POLL_MS));
               if (signal?.aborted) throw signal.reason ?? new Error('aborted');
               reply.task(await client.getTask({ tenant: '', id: reply.taskId }, { signal }));
@@ -232,8 +238,7 @@ export function createRemoteA2AModel(cfg: RemoteA2AConfig, deps: RemoteA2ADeps):
           }
           if (signal?.aborted) throw signal.reason ?? new Error('aborted');
           // Waiting for input (or an authorization): the next turn goes to this task; any other end closes it.
-          const waits = reply.state === TaskState.TASK_STATE_INPUT_REQUIRED || reply.state === TaskState.TASK_STATE_AUTH_REQUIRED;
-          if (waits && reply.taskId) await deps.openTask?.set(reply.taskId);
+          if (waitsForInput(reply.state) && reply.taskId) await deps.openTask?.set(reply.taskId);
           else if (open) await deps.openTask?.set(undefined);
           const failed = reply.failed;
           if (failed) throw new Error(failed);
