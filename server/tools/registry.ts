@@ -50,14 +50,21 @@ export function registerTools(into: Map<string, AnyToolDef>, deps: ToolDeps): Ma
 }
 
 /**
- * The policy keys of each agent's `tools` and `channelTools` that name no tool (`"*"` and `mcp__…` names aside), as
+ * The policy keys of each agent's `tools` and `channelTools` that name no tool (`"*"` aside; an `mcp__<server>__…` key, no configured server), as
  * `agents.<i>.tools.<name>`: a misspelt `{"exce": "deny"}` denies nothing, so the start warns about it.
  */
-export function unknownToolKeys(config: Pick<CrosstalkConfig, 'agents'>, tools: ReadonlyMap<string, unknown>): string[] {
+export function unknownToolKeys(config: Pick<CrosstalkConfig, 'agents'> & { mcp?: { servers?: Record<string, unknown> } }, tools: ReadonlyMap<string, unknown>): string[] {
   const out: string[] = [];
+  const servers = config.mcp?.servers ?? {};
+  // An MCP name is known by its server (its tools are listed only once it connects): `mcp__<server>__…` of a server
+  // that is not configured names nothing.
+  const known = (k: string) => {
+    const mcp = /^mcp__(.+?)__/.exec(k);
+    return mcp ? Object.hasOwn(servers, mcp[1]!) : tools.has(k);
+  };
   config.agents.forEach((a, i) => {
     for (const [where, map] of [['tools', a.tools], ['channelTools', a.channelTools]] as const) {
-      for (const k of Object.keys(map ?? {})) if (k !== '*' && !k.startsWith('mcp__') && !tools.has(k)) out.push(`agents.${i}.${where}.${k}`);
+      for (const k of Object.keys(map ?? {})) if (k !== '*' && !known(k)) out.push(`agents.${i}.${where}.${k}`);
     }
   });
   return out;
