@@ -43,6 +43,15 @@ describe('sessions.search', () => {
         throw new Error(`"${word}" not found`);
       });
     }
+    // The snippet shows the match, also when it sits in a tag, in code with < and >, or in a URL far into the text.
+    // Before, on PostgreSQL: "the element is deprecated", "if (a d) return", the text's first words.
+    const filler = Array.from({ length: 120 }, (_, i) => `filler${i}`).join(' ');
+    for (const [message, word] of [['the <zqsnipa> element is deprecated', 'zqsnipa'], ['if (a<b && zqsnipb>d) return x&amp;y;', 'zqsnipb'], [`${filler} https://zqfar.example.com/zqsnipc/path`, 'zqsnipc']]) {
+      const { runId: r } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:snippets', message });
+      await s.rpc('agent.wait', { runId: r });
+      const hit = await until(async () => (await search({ query: word })).results.find((x) => x.kind === 'message' && x.sessionKey === 'agent:main:snippets'), 10_000);
+      expect(hit.snippet.toLowerCase(), word).toContain(word);
+    }
   });
 
   it('needs every word, takes the last one as a prefix, ranks, filters by agent and pages without repeats', async () => {

@@ -87,11 +87,37 @@ export async function searchPostgres(db: Kysely<Database>, q: PgSearchQuery): Pr
   if (!page.length) return [];
   const ids = page.map((r) => r.id);
   const opts = `StartSel="",StopSel="",MaxWords=${q.snippetWords},MinWords=6,ShortWord=0,FragmentDelimiter=" … "`;
-  const res = await sql<SqliteSearchHit>`${sql.raw(UNPREPARED)}
-    SELECT m.id, m.session_key, m.role, m.kind, m.created_at,
+  const res = await sql<SqliteSearchHit & { body: string }>`${sql.raw(UNPREPARED)}
+    SELECT m.id, m.session_key, m.role, m.kind, m.created_at, s.body,
            ts_headline('simple', s.body, to_tsquery('simple', ${tsquery}), ${opts}) AS snippet
     FROM messages m JOIN message_search s ON s.message_id = m.id
     WHERE m.id = ANY(${ids}::bigint[]) AND s.message_id = ANY(${ids}::bigint[])`.execute(db);
-  const byId = new Map(res.rows.map((r) => [Number(r.id), { ...r, id: Number(r.id) }]));
+  const byId = new Map(res.rows.map(({ body, ...r }) => [Number(r.id), { ...r, id: Number(r.id), snippet: hasTerm(r.snippet, q.terms) ? r.snippet : snippetAround(body, q.terms, q.snippetWords) }]));
   return page.flatMap((r) => byId.get(r.id) ?? []);
+}
+
+/** Whether a snippet shows one of the query's words (the last one as a prefix). */
+function hasTerm(snippet: string, terms: string[]): boolean {
+  const words = snippet.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+  return words.some((w) => terms.some((t, i) => (i === terms.length - 1 ? w.startsWith(t) : w === t)));
+}
+
+/**
+ * About `words` words of the body around the first of the query's words, cut as text. ts_headline parses the body
+ * with PostgreSQL's parser, which drops tag-like text (`<b>`, `a<b && c>d`) and sees no word inside a URL or a path:
+ * its snippet then missed the match that the index (migration 0030) found.
+ */
+function snippetAround(body: string, terms: string[], words: number): string {
+  const lower = body.toLowerCase();
+  let at = -1;
+  for (const t of terms) {
+    const i = lower.search(new RegExp(`(?<![\\p{L}\\p{N}])${t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`, 'u'));
+    if (i >= 0 && (at < 0 || i < at)) at = i;
+  }
+  if (at < 0) return body.split(/\s+/).slice(0, words).join(' ');
+  const before = body.slice(0, at).split(/\s+/);
+  const after = body.slice(at).split(/\s+/);
+  const lead = before.slice(-Math.floor(words / 3) - 1);
+  const cut = [...lead.slice(0, -1), (lead.at(-1) ?? '') + (after[0] ?? ''), ...after.slice(1, words - lead.length + 1)].join(' ').trim();
+  return `${before.length > lead.length ? '… ' : ''}${cut}${after.length > words - lead.length + 1 ? ' …' : ''}`;
 }
