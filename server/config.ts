@@ -314,21 +314,26 @@ export function resolveConfig(cfg: RawConfig, env: Record<string, string | undef
   };
 }
 
+/** The MCP server an `mcp__<server>__<tool>` name belongs to (server names hold no `__`), or undefined. */
+export const mcpServerOf = (tool: string): string | undefined => /^mcp__(.+?)__/.exec(tool)?.[1];
+
 /**
- * The tool policy an agent has for a tool: its name, then (MCP tools, `mcp__<server>__<tool>`) `mcp__<server>__*`, then
- * `*`; unnamed tools are auto, except exec and MCP tools which are ask (CONTRACT §1). An MCP server's hints never weaken this.
+ * What a policy map (`tools`, `channelTools`) says of a tool: its name, then (an MCP tool) `mcp__<server>__*`, then
+ * `*`; undefined when none of them is there.
+ */
+export function policyIn(map: Record<string, ToolPolicy>, tool: string): ToolPolicy | undefined {
+  const own = (k: string) => (Object.hasOwn(map, k) ? map[k] : undefined);
+  const server = mcpServerOf(tool);
+  return own(tool) ?? (server !== undefined ? own(`mcp__${server}__*`) : undefined) ?? own('*');
+}
+
+/**
+ * The tool policy an agent has for a tool (`policyIn` its `tools`); unnamed tools are auto, except exec and MCP tools
+ * which are ask (CONTRACT §1). An MCP server's hints never weaken this. `"*"` is read as in `channelTools`: before, it
+ * was accepted and read by nothing, so `{"*": "deny"}` left every tool but exec and MCP tools `auto`.
  */
 export function toolPolicyFor(agent: AgentConfig, tool: string): ToolPolicy {
-  const exact = agent.tools[tool];
-  if (exact) return exact;
-  const mcp = /^mcp__(.+?)__/.exec(tool);
-  const server = mcp ? agent.tools[`mcp__${mcp[1]}__*`] : undefined;
-  if (server) return server;
-  // `"*"`: every tool the map does not name, as in `channelTools`. Before, it was accepted and read by nothing, so
-  // `{"*": "deny"}` left every tool but exec and MCP tools `auto`.
-  const all = agent.tools['*'];
-  if (all) return all;
-  return mcp || tool === 'exec' ? 'ask' : 'auto';
+  return policyIn(agent.tools, tool) ?? (mcpServerOf(tool) !== undefined || tool === 'exec' ? 'ask' : 'auto');
 }
 
 /**

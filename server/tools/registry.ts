@@ -1,5 +1,5 @@
 // The tool registry: every built-in tool, made by its factory with injected dependencies.
-import type { CrosstalkConfig } from '../config';
+import { type CrosstalkConfig, mcpServerOf } from '../config';
 import type { EventBus } from '../events/bus';
 import type { Gateway } from '../gateway/types';
 import type { Metrics } from '../metrics';
@@ -59,8 +59,8 @@ export function unknownToolKeys(config: Pick<CrosstalkConfig, 'agents'> & { mcp?
   // An MCP name is known by its server (its tools are listed only once it connects): `mcp__<server>__…` of a server
   // that is not configured names nothing.
   const known = (k: string) => {
-    const mcp = /^mcp__(.+?)__/.exec(k);
-    return mcp ? Object.hasOwn(servers, mcp[1]!) : tools.has(k);
+    const server = mcpServerOf(k);
+    return server !== undefined ? Object.hasOwn(servers, server) : tools.has(k);
   };
   config.agents.forEach((a, i) => {
     for (const [where, map] of [['tools', a.tools], ['channelTools', a.channelTools]] as const) {

@@ -1,5 +1,5 @@
 // The tool policy a run gets from its trust: `tools` for the operator's runs, `channelTools` for channel senders' (never wider than a deny in `tools`).
-import { type AgentConfig, type ToolPolicy, toolPolicyFor } from '../config';
+import { type AgentConfig, policyIn, type ToolPolicy, toolPolicyFor } from '../config';
 import type { Trust } from './trust';
 
 /** Tools a channel-started run may use without asking, unless `channelTools` says otherwise. */
@@ -7,12 +7,7 @@ const CHANNEL_AUTO = new Set(['send_message']);
 
 /** `channelTools` by exact name, then `mcp__<server>__*`, then `*`; default `ask` for everything but send_message. */
 export function channelPolicyFor(agent: AgentConfig, tool: string): ToolPolicy {
-  const p = agent.channelTools ?? {};
-  if (p[tool]) return p[tool];
-  const mcp = /^mcp__([^_]+(?:_[^_]+)*)__/.exec(tool);
-  if (mcp && p[`mcp__${mcp[1]}__*`]) return p[`mcp__${mcp[1]}__*`]!;
-  if (p['*']) return p['*'];
-  return CHANNEL_AUTO.has(tool) ? 'auto' : 'ask';
+  return policyIn(agent.channelTools ?? {}, tool) ?? (CHANNEL_AUTO.has(tool) ? 'auto' : 'ask');
 }
 
 /**
