@@ -290,8 +290,11 @@ describe('sessions.delete with work in flight', () => {
     const key = 'agent:main:doomed';
     const a = await send(key, '/sleep 2000');
     const q = await send(key, 'queued', { queueMode: 'followup' });
+    const before = await s.rpc<{ runs: { interrupted: number } }>('status', {});
     await s.rpc('sessions.delete', { sessionKey: key, deleteTranscript: true });
-    expect(await wait(a.runId)).toMatchObject({ status: 'error' });
+    // Cancelled, as agent.cancel ends a run: `interrupted` is only for a run that cannot be re-driven (CONTRACT §4).
+    expect(await wait(a.runId)).toMatchObject({ status: 'error', error: 'cancelled' });
+    expect((await s.rpc<{ runs: { interrupted: number } }>('status', {})).runs.interrupted).toBe(before.runs.interrupted);
     expect(await wait(q.runId)).toMatchObject({ status: 'error', error: 'session deleted' });
     const gone = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'chat.history', params: { sessionKey: key } });
     expect(gone.body.error.data.code).toBe('unknown_session');

@@ -86,6 +86,9 @@ export class Orchestrator extends ClusterRuns {
       if (ws) for (const w of ws) w({ status: 'error', error: 'session deleted' });
     }
     const active = st.active;
+    // Ended as `agent.cancel` ends it (and as the cluster path above does): `interrupted` is for a run that cannot be
+    // re-driven (CONTRACT §4), which this one could have been.
+    if (active) active.cancelled = { reason: 'session deleted' };
     this.abortActive(st);
     // Let the aborted run write its last rows and events before the caller deletes them (none may come back later).
     if (active) await this.wait(active.id, 30_000).catch(() => undefined);
