@@ -36,8 +36,15 @@ const callsOf = (rt: FullRuntime): InFlight => {
 };
 const idKey = (id: unknown) => JSON.stringify(id);
 
+/** Calls cancelled by the client's `notifications/cancelled` (not by the POST's end): their answer is not sent. */
+const cancelledByClient = new WeakSet<AbortController>();
+
 /** Registers the calls a POST carries; each one's signal aborts on a cancel of its id or on the POST's end. */
-function trackCalls(inFlight: InFlight, messages: unknown[], closed: AbortSignal): { signalOf(id: unknown): AbortSignal | undefined; done(): void } {
+function trackCalls(
+  inFlight: InFlight,
+  messages: unknown[],
+  closed: AbortSignal,
+): { signalOf(id: unknown): AbortSignal | undefined; cancelled(id: unknown): boolean; readonly any: boolean; done(): void } {
   const mine = new Map<string, AbortController>();
   for (const m of messages) {
     const { id, method } = (m && typeof m === 'object' ? m : {}) as { id?: unknown; method?: unknown };
@@ -54,6 +61,11 @@ function trackCalls(inFlight: InFlight, messages: unknown[], closed: AbortSignal
   if (mine.size) closed.addEventListener('abort', onClose, { once: true });
   return {
     signalOf: (id) => mine.get(idKey(id))?.signal,
+    cancelled: (id) => {
+      const ac = mine.get(idKey(id));
+      return !!ac && cancelledByClient.has(ac);
+    },
+    any: mine.size > 0,
     done: () => {
       closed.removeEventListener('abort', onClose);
       for (const [k, ac] of mine) {
@@ -77,7 +89,10 @@ function cancelCalls(inFlight: InFlight, messages: unknown[]): Array<{ requestId
     const reason = typeof params.reason === 'string' ? params.reason.slice(0, 500) : undefined;
     const here = inFlight.get(idKey(params.requestId));
     if (!here?.size) missed.push({ requestId: params.requestId, ...(reason !== undefined ? { reason } : {}) });
-    for (const ac of here ?? []) ac.abort(new Error(reason ?? 'cancelled by the client'));
+    for (const ac of here ?? []) {
+      if (!ac.signal.aborted) cancelledByClient.add(ac);
+      ac.abort(new Error(reason ?? 'cancelled by the client'));
+    }
   }
   return missed;
 }
@@ -268,13 +283,19 @@ export async function handleMcp(rt: FullRuntime, req: Request): Promise<Response
     return res;
   }
   const reader = res.body.getReader();
+  const answers = calls.any ? dropCancelledAnswers(calls) : undefined;
   const out = new ReadableStream<Uint8Array>({
     async pull(controller) {
       const { value, done } = await reader.read();
       if (done) {
+        const rest = answers?.end();
+        if (rest?.length) controller.enqueue(rest);
         calls.done();
         controller.close();
-      } else controller.enqueue(value);
+      } else {
+        const passed = answers ? answers.push(value) : value;
+        if (passed.length) controller.enqueue(passed);
+      }
     },
     cancel(reason) {
       closed.abort();
@@ -283,4 +304,45 @@ export async function handleMcp(rt: FullRuntime, req: Request): Promise<Response
     },
   });
   return new Response(out, { status: res.status, statusText: res.statusText, headers: res.headers });
+}
+
+/**
+ * The answer stream (SSE) of a POST without the answers to calls the client cancelled: MCP's receiver of
+ * `notifications/cancelled` does not answer the request (the call's handler still ends, so the SDK closes the stream
+ * once every other request of the POST is answered). Events pass whole, in order; progress notifications stay.
+ */
+function dropCancelledAnswers(calls: { cancelled(id: unknown): boolean }): { push(chunk: Uint8Array): Uint8Array; end(): Uint8Array } {
+  const decoder = new TextDecoder();
+  const encoder = new TextEncoder();
+  let pending = '';
+  const keep = (event: string) => {
+    const data = event
+      .split('\n')
+      .filter((l) => l.startsWith('data:'))
+      .map((l) => l.slice(5).replace(/^ /, ''))
+      .join('\n');
+    if (!data) return true;
+    try {
+      const m = JSON.parse(data) as { id?: unknown; method?: unknown; result?: unknown; error?: unknown };
+      return !(m.method === undefined && ('result' in m || 'error' in m) && calls.cancelled(m.id));
+    } catch {
+      return true;
+    }
+  };
+  const take = (final: boolean) => {
+    const events = pending.split('\n\n');
+    pending = final ? '' : events.pop()!;
+    const out = events.filter((e) => e && keep(e)).map((e) => `${e}\n\n`);
+    return encoder.encode(out.join(''));
+  };
+  return {
+    push(chunk) {
+      pending += decoder.decode(chunk, { stream: true });
+      return take(false);
+    },
+    end() {
+      pending += decoder.decode();
+      return take(true);
+    },
+  };
 }

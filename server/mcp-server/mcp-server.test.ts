@@ -121,17 +121,37 @@ describe('crosstalk as an MCP server', () => {
     expect((err as McpError).message).toBe('MCP error -32602: unknown tool: crosstalk_nope'); // the client's prefix once
   });
 
-  it('notifications/cancelled (in a POST of its own) stops a sync crosstalk_send waiting: it answers while the target run goes on', async () => {
+  it('notifications/cancelled (in a POST of its own) stops a sync crosstalk_send waiting, unanswered (MCP), while the target run goes on', async () => {
     const key = 'agent:main:mcp-cancelled';
     const post = (body: unknown) =>
       fetch(`${s.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${TEST_TOKEN}` }, body: JSON.stringify(body) });
     const answered = post({ jsonrpc: '2.0', id: 'call-to-cancel', method: 'tools/call', params: { name: 'crosstalk_send', arguments: { sessionKey: key, message: '/sleep 4000\n/reply finished anyway', timeoutSeconds: 60 } } }).then((r) => r.text());
     const runId = await until(() => s.rt.store.activeRunOf(key));
     expect((await post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'call-to-cancel', reason: 'no longer needed' } })).status).toBe(202);
-    await answered;
+    // MCP: the receiver of a cancel does not answer the cancelled request; the POST's stream ends without an answer
+    // (before: a tool result for "call-to-cancel").
+    expect(await answered).not.toContain('call-to-cancel');
     // The call let go while the target still ran (before: it answered "finished anyway" once the run had ended).
     expect(await s.rpc('agent.wait', { runId, timeoutMs: 0 })).toMatchObject({ status: 'timeout' });
     expect(await s.rpc('agent.wait', { runId, timeoutMs: 10_000 })).toMatchObject({ status: 'ok', response: 'finished anyway' });
+  });
+
+  it('a cancelled call of a batch goes unanswered, and the other calls of that POST are answered', async () => {
+    const post = (body: unknown) =>
+      fetch(`${s.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${TEST_TOKEN}` }, body: JSON.stringify(body) });
+    const answered = post([
+      { jsonrpc: '2.0', id: 'slow-one', method: 'tools/call', params: { name: 'crosstalk_send', arguments: { sessionKey: 'agent:main:mcp-cancel-a', message: '/sleep 4000\n/reply late', timeoutSeconds: 60 } } },
+      { jsonrpc: '2.0', id: 'kept-one', method: 'tools/call', params: { name: 'crosstalk_send', arguments: { sessionKey: 'agent:main:mcp-cancel-b', message: '/sleep 300\n/reply kept answer', timeoutSeconds: 60 } } },
+    ]).then((r) => r.text());
+    await until(() => s.rt.store.activeRunOf('agent:main:mcp-cancel-a'));
+    expect((await post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'slow-one' } })).status).toBe(202);
+    const text = await answered;
+    const answers = text
+      .split('\n')
+      .filter((l) => l.startsWith('data:'))
+      .map((l) => JSON.parse(l.slice(5)) as { id?: unknown; result?: { structuredContent?: { response?: string } } });
+    expect(answers.map((a) => a.id)).toEqual(['kept-one']);
+    expect(answers[0]!.result?.structuredContent?.response).toBe('kept answer');
   });
 
   it('a batch holding a request with invalid params runs none of it and answers every request in it', async () => {
