@@ -2,6 +2,7 @@
 import { asciiLower } from '../sessions/keys';
 import { z } from 'zod';
 import { queueModeSchema } from '../config';
+import { THINKING_LEVELS } from '../models/thinking';
 
 export const MAX_MESSAGE_BYTES = 256 * 1024;
 
@@ -69,11 +70,14 @@ export const sessionsListParams = z
   })
   .strict();
 
+/** A session's reasoning level for its runs' model steps (../models/thinking.ts maps it per provider). */
+export const thinkingLevelSchema = z.enum(THINKING_LEVELS, { message: `thinkingLevel must be one of ${THINKING_LEVELS.join(', ')} (or null to clear it)` });
+
 export const sessionsPatchParams = z
   .object({
     sessionKey: sessionKeySchema,
     model: z.string().min(1).max(256).nullable().optional(),
-    thinkingLevel: z.string().min(1).max(64).nullable().optional(),
+    thinkingLevel: thinkingLevelSchema.nullable().optional(),
     label: z.string().max(256).nullable().optional(),
     spawnDepth: z.number().int().min(0).max(100).optional(),
     queueMode: queueModeSchema.nullable().optional(),

@@ -1,6 +1,6 @@
 // One model step straight through the AI SDK's LanguageModel (v3) interface: stream text deltas, collect tool calls.
 // The run loop owns the multi-step loop, tools and steering, so streamText's machinery would only add cost here.
-import type { JSONSchema7, LanguageModelV4, LanguageModelV4FunctionTool, LanguageModelV4Usage } from '@ai-sdk/provider';
+import type { JSONSchema7, LanguageModelV4, LanguageModelV4FunctionTool, LanguageModelV4ReasoningPart, LanguageModelV4Usage, SharedV4ProviderOptions } from '@ai-sdk/provider';
 import { z } from 'zod';
 import type { AnyToolDef } from '../tools/types';
 import type { PromptMessage } from './context';
@@ -40,6 +40,11 @@ export function capToolCalls(calls: StepToolCall[]): StepToolCall[] {
 export interface StepResult {
   text: string;
   calls: StepToolCall[];
+  /**
+   * The step's reasoning blocks its provider signed (Anthropic's thinking with its signature, or redacted): they go back
+   * with the step's tool calls, as Anthropic requires while thinking is on. Unsigned reasoning text is not kept.
+   */
+  reasoning?: LanguageModelV4ReasoningPart[];
   usage?: { inputTokens?: number; outputTokens?: number; totalTokens?: number; cachedInputTokens?: number };
 }
 
@@ -73,17 +78,34 @@ function usageOf(u: LanguageModelV4Usage | undefined): StepResult['usage'] {
 
 export async function streamStep(
   model: LanguageModelV4,
-  o: { system: string; messages: PromptMessage[]; tools: LanguageModelV4FunctionTool[]; signal: AbortSignal; onDelta(delta: string): void },
+  o: {
+    system: string;
+    messages: PromptMessage[];
+    tools: LanguageModelV4FunctionTool[];
+    signal: AbortSignal;
+    onDelta(delta: string): void;
+    /** The session's thinking level for the provider (../models/thinking.ts); absent: the provider's default. */
+    providerOptions?: SharedV4ProviderOptions;
+  },
 ): Promise<StepResult> {
   const { stream } = await model.doStream({
     prompt: [{ role: 'system', content: o.system }, ...o.messages],
     tools: o.tools,
     toolChoice: { type: 'auto' },
     abortSignal: o.signal,
+    ...(o.providerOptions ? { providerOptions: o.providerOptions } : {}),
   });
   let text = '';
   const calls: StepToolCall[] = [];
   let usage: StepResult['usage'];
+  // Reasoning blocks by id, in the order they started; their provider metadata (a signature) merged as it streams.
+  let thoughts: Map<string, { text: string; meta?: SharedV4ProviderOptions }> | undefined;
+  const thought = (id: string, delta: string, meta: SharedV4ProviderOptions | undefined) => {
+    let t = (thoughts ??= new Map()).get(id);
+    if (!t) thoughts.set(id, (t = { text: '' }));
+    t.text += delta;
+    if (meta) for (const [k, v] of Object.entries(meta)) (t.meta ??= {})[k] = { ...t.meta?.[k], ...v };
+  };
   const reader = stream.getReader();
   try {
     for (;;) {
@@ -109,6 +131,13 @@ export async function streamStep(
           calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, input, ...(invalidError ? { invalidError } : {}) });
           break;
         }
+        case 'reasoning-start':
+        case 'reasoning-end':
+          thought(part.id, '', part.providerMetadata);
+          break;
+        case 'reasoning-delta':
+          thought(part.id, part.delta, part.providerMetadata);
+          break;
         case 'finish':
           usage = usageOf(part.usage);
           break;
@@ -121,5 +150,6 @@ export async function streamStep(
   } finally {
     reader.releaseLock();
   }
-  return { text, calls, usage };
+  const reasoning = thoughts && [...thoughts.values()].filter((t) => t.meta).map((t): LanguageModelV4ReasoningPart => ({ type: 'reasoning', text: t.text, providerOptions: t.meta }));
+  return { text, calls, usage, ...(reasoning?.length ? { reasoning } : {}) };
 }

@@ -1,6 +1,7 @@
 // The run loop: model steps through the AI SDK, tools executed here (policy, approvals), steering at step boundaries.
-import type { LanguageModelV4, LanguageModelV4FunctionTool } from '@ai-sdk/provider';
+import type { LanguageModelV4, LanguageModelV4FunctionTool, SharedV4ProviderOptions } from '@ai-sdk/provider';
 import type { CrosstalkConfig } from '../config';
+import { thinkingProviderOptions } from '../models/thinking';
 import { errorMessage, toolError } from '../errors';
 import { failpoint } from '../failpoints';
 import type { EventBus } from '../events/bus';
@@ -124,6 +125,8 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   for (const m of transcript) if (m.runId === run.id && m.role === 'assistant' && m.kind === 'message') lastText = m.content.trim();
 
   const model = deps.modelFor(run, session?.model ?? null);
+  // The session's thinkingLevel, for this run's own steps only (not compaction summaries or the reviewer).
+  const thinking = thinkingProviderOptions(session?.thinking_level);
   const toolSet = functionTools(deps.tools).filter((t) => deps.tools.get(t.name)?.visibleTo?.(run.agent) ?? true);
 
   const maxSteps = run.agent.limits.maxSteps;
@@ -159,7 +162,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
       await injectInbox(deps, run, messages, append);
       if (step >= maxSteps) throw new Error(`run stopped after ${maxSteps} model steps`);
 
-      const answer = await modelStep(deps, run, model, messages, toolSet);
+      const answer = await modelStep(deps, run, model, messages, toolSet, thinking);
       const { text } = answer;
       const calls = capToolCalls(answer.calls);
       const trimmed = text.trim();
@@ -191,7 +194,9 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
       }
       if (stepRows.length) await append(stepRows);
       if (calls.length) failpoint('tool_calls.written');
-      if (text) messages.push({ role: 'assistant', content: [{ type: 'text', text }] });
+      // Signed reasoning leads the step's turn (Anthropic refuses a tool-use turn without it while thinking is on).
+      const said = [...(answer.reasoning ?? []), ...(text ? [{ type: 'text' as const, text }] : [])];
+      if (said.length) messages.push({ role: 'assistant', content: said });
       // Messages steered in during this step still belong to this run (their senders were told so): one more step.
       if (!calls.length) continue;
       pushToolCalls(messages, calls);
@@ -242,7 +247,7 @@ async function injectInbox(deps: RunDeps, run: ActiveRun, messages: PromptMessag
   }
 }
 
-async function modelStep(deps: RunDeps, run: ActiveRun, model: LanguageModelV4, messages: PromptMessage[], tools: LanguageModelV4FunctionTool[]) {
+async function modelStep(deps: RunDeps, run: ActiveRun, model: LanguageModelV4, messages: PromptMessage[], tools: LanguageModelV4FunctionTool[], providerOptions: SharedV4ProviderOptions | undefined) {
   const signal = run.abort.signal;
   let step;
   const system = systemPrompt(run);
@@ -250,7 +255,7 @@ async function modelStep(deps: RunDeps, run: ActiveRun, model: LanguageModelV4, 
   await deps.budgets?.beforeStep(run, signal);
   const frame = await beforeModelStep(deps, run, model, messages, tools, system);
   try {
-    step = await streamStep(model, { system, messages, tools, signal, onDelta: (delta) => deps.bus.emit(run.id, 'assistant', { delta }) });
+    step = await streamStep(model, { system, messages, tools, signal, providerOptions, onDelta: (delta) => deps.bus.emit(run.id, 'assistant', { delta }) });
     await afterModelStep(deps, run, frame, step);
   } catch (e) {
     if (!step) await afterModelStep(deps, run, frame, undefined, e);

@@ -25,6 +25,7 @@ export const STORE_INDEPENDENT: readonly string[] = [
   'server/models/providers.test.ts',
   'server/models/registry.test.ts',
   'server/models/scripted.test.ts',
+  'server/models/thinking.test.ts',
   'server/store/loop-share.test.ts',
   // The MCP conformance suite's client side: its harness (scripts/mcp-conformance-client.mjs) is always on SQLite.
   'server/mcp/conformance-client.test.ts',
