@@ -285,6 +285,32 @@ describe('sessions', () => {
   });
 });
 
+describe('sessions.delete, then the same key again', () => {
+  it('starts empty: no old rows in its history, its model context, its usage or its search hits (the old rows are kept aside)', async () => {
+    const key = 'agent:main:reset-me';
+    type Usage = { inputTokens: number; runs: number };
+    const first = await send(key, 'zebrafinch hello');
+    const firstWait = await s.rpc<{ usage: Usage }>('agent.wait', { runId: first.runId });
+    await wait((await send(key, 'more words to grow the context')).runId);
+    expect(await s.rpc('sessions.delete', { sessionKey: key })).toEqual({ status: 'ok' });
+    const again = await send(key, 'zebrafinch hello');
+    const againWait = await s.rpc<{ usage: Usage }>('agent.wait', { runId: again.runId });
+    // The model saw this message alone, as on the first turn (before: the deleted session's four rows too).
+    expect(againWait.usage.inputTokens).toBe(firstWait.usage.inputTokens);
+    expect((await history(key)).messages.map((m) => m.content)).toEqual(['echo: zebrafinch hello', 'zebrafinch hello']);
+    expect(await s.rpc<Usage>('sessions.usage', { sessionKey: key })).toMatchObject({ runs: 1, inputTokens: firstWait.usage.inputTokens });
+    const hits = await until(async () => {
+      const r = await s.rpc<{ results: Array<{ sessionKey: string; messageId: number }> }>('sessions.search', { query: 'zebrafinch' });
+      return r.results.length >= 2 ? r.results : undefined;
+    });
+    const ids = new Set((await history(key)).messages.map((m) => m.id));
+    expect(hits.every((h) => h.sessionKey === key && ids.has(h.messageId))).toBe(true);
+    // The old rows are kept (no deleteTranscript), under a key no request can name.
+    const kept = await s.rt.store.db.selectFrom('messages').select('session_key').where('session_key', 'like', `${key}#deleted-%`).execute();
+    expect(kept).toHaveLength(4);
+  });
+});
+
 describe('sessions.delete with work in flight', () => {
   it('aborts the active run and ends queued messages with an error', async () => {
     const key = 'agent:main:doomed';

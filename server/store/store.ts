@@ -95,6 +95,11 @@ export class Store extends SessionLists {
     return this.getSession(key);
   }
 
+  /**
+   * Deletes a session. Its transcript, events, runs and usage are deleted with `deleteTranscript`; else they are kept
+   * under an archive key (`<key>#deleted-<ms>`, which no request can name), so a session created again under the same
+   * key starts empty: no old rows in its history, its model's context, its usage or its delegates.
+   */
   async deleteSession(key: string, deleteTranscript: boolean): Promise<void> {
     this.recent.delete(key);
     await this.db.transaction().execute(async (tx) => {
@@ -103,7 +108,12 @@ export class Store extends SessionLists {
       if (deleteTranscript) {
         await tx.deleteFrom('messages').where('session_key', '=', key).execute();
         await tx.deleteFrom('events').where('session_key', '=', key).execute();
+        return;
       }
+      const archived = archiveKey(key);
+      for (const table of ['messages', 'events', 'runs', 'model_usage'] as const) await tx.updateTable(table).set({ session_key: archived }).where('session_key', '=', key).execute();
+      await tx.updateTable('session_links').set({ parent_key: archived }).where('parent_key', '=', key).execute();
+      await tx.updateTable('sessions').set({ parent_key: archived }).where('parent_key', '=', key).execute();
     });
   }
 
@@ -487,3 +497,6 @@ export class Store extends SessionLists {
     });
   }
 }
+
+/** Where a deleted session's kept rows go: `#` is outside the session key grammar, so no request names it. */
+export const archiveKey = (key: string, at = Date.now()) => `${key}#deleted-${at}`;
