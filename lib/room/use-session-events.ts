@@ -5,6 +5,7 @@ import { useRoomStore } from '@/stores/room-store-provider';
 import { useQueryClient } from '@tanstack/react-query';
 import { useSubscription } from '@trpc/tanstack-react-query';
 import { useMemo, useRef } from 'react';
+import { connectionText } from './connection-text';
 import { recordEvent } from './event-log';
 import { applyLiveEvent, emptyLiveState, type LiveState } from './live-state';
 import { historyInput } from './queries';
@@ -114,11 +115,14 @@ export function useSessionEvents(sessionKey: string, gate: Pick<HydrationGate, '
             void qc.refetchQueries({ type: 'active', predicate: (q) => q.state.status === 'error' });
           });
         },
+        // The banner reads a plain sentence (connection-text.ts), not the transport's "Unknown error" / "Failed to fetch".
         onConnectionStateChange(state) {
-          if (state.state === 'connecting') setConnection(startedKey.current === sessionKey ? 'reconnecting' : 'connecting', state.error?.message ?? null);
+          if (state.state !== 'connecting') return;
+          const next = startedKey.current === sessionKey ? 'reconnecting' : 'connecting';
+          setConnection(next, state.error ? connectionText(next, state.error) : null);
         },
         onError(error) {
-          setConnection('error', error.message ?? 'subscription failed');
+          setConnection('error', connectionText('error', error));
         },
         onData(tracked) {
           lastCursors.set(sessionKey, tracked.id);
