@@ -5,8 +5,8 @@ import { startTcpProxy, type TcpProxy } from './support/tcp-proxy';
 
 /**
  * The room, browsed through a proxy the test can cut: a real dropped connection, as when the server is killed. Cut only
- * once the Markdown renderer (fetched when the browser is idle after going live) is in: its chunk cut off mid-load is
- * an uncaught page error.
+ * once the Markdown renderer (fetched when the browser is idle after going live) is in, so this test's page holds no
+ * warning of a retried chunk load (markdown-recovery.spec.ts covers that).
  */
 async function openThroughProxy(page: RoomPage['page'], proxy: TcpProxy, session: string): Promise<RoomPage> {
   const room = new RoomPage(page);

@@ -1,6 +1,7 @@
 'use client';
 // The Approvals dialog's "History" tab: decided items newest first (approvals.history) — what, who decided it, where
 // and why — live while open, with the whole record downloadable as JSON or CSV.
+import { errorText } from '@/lib/room/connection-text';
 import { download } from '@/lib/room/export-transcript';
 import { type ApprovalRecordView, fetchWholeRecord, recordFileName, recordToCsv, recordToJson } from '@/lib/room/export-approvals';
 import { useTRPC, useTRPCClient } from '@/lib/trpc/client';
@@ -49,7 +50,7 @@ export function ApprovalsHistory() {
       if (format === 'json') download(recordFileName('json'), recordToJson(all), 'application/json');
       else download(recordFileName('csv'), recordToCsv(all), 'text/csv');
     } catch (e) {
-      setError((e as Error).message);
+      setError(errorText(e));
     } finally {
       setBusy(false);
     }

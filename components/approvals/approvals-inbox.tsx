@@ -4,6 +4,7 @@
 // three decisions and Reason box as the toolbox's Approval row; it stays live, and a / d decide on the focused one. Its
 // "History" tab lists what was decided, by whom and where (approvals-history.tsx).
 import { prettyJson } from '@/lib/format';
+import { errorText } from '@/lib/room/connection-text';
 import { useTRPC } from '@/lib/trpc/client';
 import { errorCode, type PendingApproval } from '@/lib/trpc/types';
 import { useRoomStore } from '@/stores/room-store-provider';
@@ -225,7 +226,7 @@ function InboxItem({ approval: a, onOpenSession, onStale }: { approval: PendingA
       )}
       {resolve.isError && !stale && (
         <p role="alert" className="text-xs text-rose-600">
-          Could not resolve: {resolve.error.message}
+          Could not resolve: {errorText(resolve.error)}
         </p>
       )}
     </li>

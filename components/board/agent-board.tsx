@@ -2,6 +2,7 @@
 // The agent board (CONTRACT §7): every run of every session and delegate in four live groups — needs input, working,
 // done, failed — each item naming its session, agent and parent chain, opening that session when clicked.
 import { formatUsd, relativeTime } from '@/lib/format';
+import { errorText } from '@/lib/room/connection-text';
 import { useTRPC } from '@/lib/trpc/client';
 import type { RouterOutputs } from '@/lib/trpc/types';
 import { useRoomStore } from '@/stores/room-store-provider';
@@ -47,7 +48,7 @@ export function AgentBoard() {
       </div>
       <div className="min-h-0 flex-1 space-y-3 overflow-y-auto p-2">
         {board.isPending && <p className="p-2 text-sm text-zinc-500">Loading…</p>}
-        {board.isError && <p className="p-2 text-sm text-rose-600">Could not load the board: {board.error.message}</p>}
+        {board.isError && <p className="p-2 text-sm text-rose-600">Could not load the board: {errorText(board.error)}</p>}
         {board.data &&
           GROUPS.map((g) => (
             // CONTRACT §7 calls them "groups": each is a region (a landmark to jump to) holding a group of that name.

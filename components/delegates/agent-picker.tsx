@@ -1,5 +1,6 @@
 'use client';
 // The agent picker: the open session's delegate sessions as a tree from the parent, running first, with their actions.
+import { errorText } from '@/lib/room/connection-text';
 import { useDelegates } from '@/lib/room/use-delegates';
 import { useSessionsList } from '@/lib/room/use-sessions';
 import { useRoomStore } from '@/stores/room-store-provider';
@@ -40,7 +41,7 @@ function DelegateTree({ parentKey, depth }: { parentKey: string; depth: number }
     if (q.error.data?.code === 'unknown_session') return depth === 0 ? <Empty /> : null;
     return (
       <p role="alert" className="px-2 py-1 text-xs text-rose-600">
-        Could not load delegates: {q.error.message}
+        Could not load delegates: {errorText(q.error)}
       </p>
     );
   }

@@ -2,6 +2,7 @@
 // One delegate in the agent picker: agent, mode, status, last interaction, turns, size; preview, resume, dismiss.
 import { cn } from '@/lib/cn';
 import { formatBytes } from '@/lib/format';
+import { errorText } from '@/lib/room/connection-text';
 import { useDelegatePreview, useDismissDelegate, useResumeDelegate } from '@/lib/room/use-delegates';
 import type { DelegateSummary } from '@/lib/trpc/types';
 import { useRoomStore } from '@/stores/room-store-provider';
@@ -104,7 +105,7 @@ export function DelegateItem({ parentKey, delegate: d, children }: { parentKey: 
       </div>
       {dismiss.isError && (
         <p role="alert" className="mt-1 text-xs text-rose-600">
-          Could not dismiss: {dismiss.error.message}
+          Could not dismiss: {errorText(dismiss.error)}
         </p>
       )}
       {open === 'preview' && <DelegatePreview parentKey={parentKey} conversationId={d.conversation_id} limit={previewSize} />}
@@ -123,7 +124,7 @@ function DelegatePreview({ parentKey, conversationId, limit }: { parentKey: stri
       {q.isPending && <p className="text-xs text-zinc-500">Loading…</p>}
       {q.isError && (
         <p role="alert" className="text-xs text-rose-600">
-          Could not load messages: {q.error.message}
+          Could not load messages: {errorText(q.error)}
         </p>
       )}
       {q.data && rows.length === 0 && <p className="text-xs text-zinc-500">No messages.</p>}
@@ -177,7 +178,7 @@ function ResumeForm({ parentKey, conversationId }: { parentKey: string; conversa
       )}
       {resume.isError && (
         <p role="alert" className="text-xs text-rose-600">
-          Not sent: {resume.error.message}
+          Not sent: {errorText(resume.error)}
         </p>
       )}
       {result && (

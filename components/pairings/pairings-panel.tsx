@@ -1,5 +1,6 @@
 'use client';
 // Pairing requests of unknown channel senders (dmPolicy "pairing"): approve runs their held messages, deny drops them.
+import { errorText } from '@/lib/room/connection-text';
 import { useTRPC } from '@/lib/trpc/client';
 import { cn } from '@/lib/cn';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
@@ -54,7 +55,7 @@ export function PairingsPanel({ className }: { className?: string }) {
           );
         })}
       </ul>
-      {resolve.isError && <p role="alert" className="px-2 pt-1 text-xs text-rose-600">{resolve.error.message}</p>}
+      {resolve.isError && <p role="alert" className="px-2 pt-1 text-xs text-rose-600">{errorText(resolve.error)}</p>}
     </section>
   );
 }

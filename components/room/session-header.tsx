@@ -2,6 +2,7 @@
 // The open session's header bar: its model (changeable, sessions.patch), queue mode, Stop while it runs (agent.cancel),
 // Export as Markdown / JSON, and a slot for usage figures (tokens and cost) that another module fills.
 import { download, exportFileName, fetchWholeTranscript, transcriptToJson, transcriptToMarkdown } from '@/lib/room/export-transcript';
+import { errorText } from '@/lib/room/connection-text';
 import { useLiveState } from '@/lib/room/use-live-state';
 import { useSessionSummary } from '@/lib/room/use-sessions';
 import { useTRPC, useTRPCClient } from '@/lib/trpc/client';
@@ -79,7 +80,7 @@ function ModelField({ sessionKey, model, disabled }: { sessionKey: string; model
       </datalist>
       {patch.isError && (
         <span role="alert" className="text-rose-600">
-          {patch.error.message}
+          {errorText(patch.error)}
         </span>
       )}
     </form>

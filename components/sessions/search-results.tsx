@@ -1,6 +1,7 @@
 'use client';
 // Transcript search results under the sidebar's searchbox (sessions.search): snippet, session and kind; a click opens
 // the session scrolled to that message.
+import { errorText } from '@/lib/room/connection-text';
 import { useTRPC } from '@/lib/trpc/client';
 import { useRoomStore } from '@/stores/room-store-provider';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
@@ -39,7 +40,7 @@ export function SearchResults({ query }: { query: string }) {
       <h2 className="sticky top-0 bg-white px-2 pt-1.5 pb-1 text-[11px] font-semibold text-zinc-500 uppercase dark:bg-zinc-950">
         Messages {search.isFetching && <span className="font-normal normal-case">· searching…</span>}
       </h2>
-      {search.isError && <p className="px-2 pb-2 text-xs text-rose-600">Search failed: {search.error.message}</p>}
+      {search.isError && <p className="px-2 pb-2 text-xs text-rose-600">Search failed: {errorText(search.error)}</p>}
       {search.isSuccess && results.length === 0 && <p className="px-2 pb-2 text-xs text-zinc-500">No messages match.</p>}
       <ul>
         {results.map((r) => (

@@ -2,6 +2,7 @@
 // The toolbox's attachment row: the oldest pending approval with Allow once / Allow always / Deny and a reason.
 import { prettyJson } from '@/lib/format';
 import type { useApprovals } from '@/lib/room/use-approvals';
+import { errorText } from '@/lib/room/connection-text';
 import { errorCode, type PendingApproval } from '@/lib/trpc/types';
 import { useEffect, useRef, useState } from 'react';
 
@@ -109,7 +110,7 @@ function ApprovalForm({ pending, resolve }: Props) {
       <DecisionButtons busy={busy} decide={decide} always={current.kind !== 'budget'} />
       {resolve.isError && !staleError && (
         <p role="alert" className="text-xs text-rose-600">
-          Could not resolve: {resolve.error.message}
+          Could not resolve: {errorText(resolve.error)}
         </p>
       )}
     </section>
@@ -131,7 +132,7 @@ function ElicitationRow({ pending, resolve }: Props) {
       <ElicitationForm approval={current} busy={resolve.isPending} decide={(decision, content) => resolve.mutate({ approvalId: current.approvalId, decision, ...(content ? { content } : {}) })} />
       {resolve.isError && (
         <p role="alert" className="text-xs text-rose-600">
-          Could not resolve: {resolve.error.message}
+          Could not resolve: {errorText(resolve.error)}
         </p>
       )}
     </section>

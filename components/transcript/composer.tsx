@@ -1,5 +1,6 @@
 'use client';
 // The message box: Enter sends, Shift+Enter adds a line; drafts survive session switches.
+import { errorText } from '@/lib/room/connection-text';
 import { useTRPC } from '@/lib/trpc/client';
 import { useRoomStore } from '@/stores/room-store-provider';
 import { useMutation } from '@tanstack/react-query';
@@ -59,7 +60,7 @@ export function Composer({ sessionKey }: { sessionKey: string }) {
       </div>
       {send.isError && (
         <p id={errorId} role="alert" className="mx-auto mt-1 max-w-3xl text-xs text-rose-600">
-          Not sent: {send.error.message}
+          Not sent: {errorText(send.error)}
         </p>
       )}
     </form>

@@ -5,8 +5,34 @@ import { nextTask } from '@/lib/room/in-turns';
 import { looksLikeMarkdown } from '@/lib/room/markdown-hint';
 import { createContext, lazy, Suspense, use, useSyncExternalStore, type ReactNode } from 'react';
 
-let loading: Promise<typeof import('./markdown-rich')> | undefined;
-const load = () => (loading ??= import('./markdown-rich'));
+type RichModule = typeof import('./markdown-rich');
+
+/** The wait before loading the renderer again after a failed load: 1 s, doubling up to 10 s. */
+const retryDelay = (failures: number) => Math.min(1000 * 2 ** (failures - 1), 10_000);
+
+let loading: Promise<RichModule> | undefined;
+
+/**
+ * The renderer's code, loaded once. In the browser a failed load (the connection dropped while the chunk came: the
+ * server restarting, a network blip) is dropped and tried again after a backoff until it comes, so the promise never
+ * rejects: the preload raises no uncaught error, and React.lazy, which keeps a rejected load for good (the reply would
+ * throw, or stay plain, until the tab reloads), only ever sees the renderer. Meanwhile a reply shows its plain text (the
+ * Suspense fallback) and turns rich once the code is in.
+ */
+async function loadUntilLoaded(): Promise<RichModule> {
+  for (let failures = 1; ; failures++) {
+    try {
+      return await import('./markdown-rich');
+    } catch (error) {
+      // The bundle runtime forgets a failed chunk, so the next import() fetches it again.
+      if (failures === 1) console.warn('The Markdown renderer did not load; trying again.', error);
+      await new Promise((resolve) => window.setTimeout(resolve, retryDelay(failures)));
+    }
+  }
+}
+
+// On the server the renderer is in the bundle: its import does not fail for want of a connection.
+const load = () => (loading ??= typeof window === 'undefined' ? import('./markdown-rich') : loadUntilLoaded());
 const MarkdownRich = lazy(load);
 
 /**

@@ -1,6 +1,7 @@
 'use client';
 // The session transcript: history pages (older ones on scroll, by cursor), live rows, the streaming assistant bubble;
 // long transcripts are virtualized and the view sticks to the bottom while the reader is there.
+import { errorText } from '@/lib/room/connection-text';
 import { useLiveState } from '@/lib/room/use-live-state';
 import { useTranscript } from '@/lib/room/use-transcript';
 import { useTRPC } from '@/lib/trpc/client';
@@ -111,7 +112,7 @@ export const TranscriptView = memo(function TranscriptView({ sessionKey }: { ses
         {transcript.isPending && !transcript.missing && <p className="text-center text-sm text-zinc-500">Loading transcript…</p>}
         {transcript.isError && !transcript.missing && (
           <p role="alert" className="text-center text-sm text-rose-600">
-            Could not load the transcript: {transcript.error.message}
+            Could not load the transcript: {errorText(transcript.error)}
           </p>
         )}
         {!transcript.isPending && rows.length === 0 && pending.length === 0 && (
