@@ -311,6 +311,28 @@ describe('sessions.delete, then the same key again', () => {
   });
 });
 
+describe.each([false, true])('sessions.delete (deleteTranscript %s), then the same key again', (deleteTranscript) => {
+  it('holds none of the old session: usage, delegates, approvals, deliveries, board', async () => {
+    const key = `agent:main:reset-all-${deleteTranscript}`;
+    await wait((await send(key, '/tool delegate_agent {"agent_id":"researcher","prompt":"old work"}')).runId);
+    const gated = await send(key, '/tool exec {"command":"echo old"}');
+    const pending = await until(async () => (await s.rpc<{ approvals: Array<{ approvalId: string }> }>('approvals.list', { sessionKey: key })).approvals[0]);
+    await s.rpc('approvals.resolve', { approvalId: pending.approvalId, decision: 'deny' });
+    await wait(gated.runId);
+    expect(await s.rpc('sessions.delete', { sessionKey: key, deleteTranscript })).toEqual({ status: 'ok' });
+    const fresh = await send(key, 'fresh');
+    await wait(fresh.runId);
+    expect((await history(key)).messages).toHaveLength(2);
+    // Before: runs 3 and the old delegate in the tree (deleteTranscript true), the old decision and delivery listed.
+    expect(await s.rpc('sessions.usage', { sessionKey: key })).toMatchObject({ runs: 1, tree: { sessions: 1 } });
+    expect((await s.rpc<{ sessions: unknown[] }>('delegates.list', { sessionKey: key })).sessions).toEqual([]);
+    expect((await s.rpc<{ approvals: unknown[] }>('approvals.history', { sessionKey: key })).approvals).toEqual([]);
+    expect((await s.rpc<{ deliveries: unknown[] }>('deliveries.list', { sessionKey: key })).deliveries).toEqual([]);
+    const board = await s.rpc<Record<string, Array<{ sessionKey: string; runId: string }>>>('runs.board', {});
+    expect(Object.values(board).flat().filter((x) => x.sessionKey === key).map((x) => x.runId)).toEqual([fresh.runId]);
+  });
+});
+
 describe('sessions.delete with work in flight', () => {
   it('aborts the active run and ends queued messages with an error', async () => {
     const key = 'agent:main:doomed';
