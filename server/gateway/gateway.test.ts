@@ -269,6 +269,18 @@ describe('sessions', () => {
     expect(gone.body.error).toMatchObject({ code: -32004, data: { code: 'unknown_session' } });
   });
 
+  it('pages past a session with the longest key a request may name (its cursor holds that key)', async () => {
+    const long = `agent:main:${'x'.repeat(1024 - 'agent:main:'.length)}`;
+    await wait((await send(long, 'long key')).runId);
+    await wait((await send('agent:main:after-long', 'newer')).runId);
+    const first = await s.rpc<{ sessions: Array<{ sessionKey: string }>; next_cursor: string }>('sessions.list', { limit: 2 });
+    expect(first.sessions.map((x) => x.sessionKey)).toEqual(['agent:main:after-long', long]);
+    // Before: -32602 invalid_cursor "cursor does not decode" (cursor keys were held to 512 characters).
+    const next = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'sessions.list', params: { limit: 2, cursor: first.next_cursor } });
+    expect(next.body.error).toBeUndefined();
+    expect(next.body.result.sessions.length).toBeGreaterThan(0);
+  });
+
   it('answers exactly the contract shapes over JSON-RPC', async () => {
     const list = await s.rpc<{ sessions: any[] }>('sessions.list', { limit: 5 });
     expect(list.sessions).toHaveLength(5); // earlier tests made more than five: every shape below is checked on real rows

@@ -1,4 +1,5 @@
 // Service helpers for the room's cross-session views: transcript search and approvals' parent chains.
+import crypto from 'node:crypto';
 import { sql } from 'kysely';
 import { decodeCursor, encodeCursor } from '../store/cursor';
 import { searchMessages } from '../store/search';
@@ -8,12 +9,21 @@ import { IN_FLIGHT, MAX_TREE_DEPTH } from '../store/store-base';
 import type { SessionsSearchParams } from './schemas';
 import type { SearchResult } from './types';
 
+/** The newest message's id (0 when there is none): where a search's pages stop. */
+async function newestMessageId(store: Store): Promise<number> {
+  const r = await store.db.selectFrom('messages').select((eb) => eb.fn.max('id').as('m')).executeTakeFirst();
+  return Number(r?.m ?? 0);
+}
+
 /** `sessions.search`: one query layer over both dialects; the cursor is the offset into this query's ranking. */
 export async function searchSessions(store: Store, p: SessionsSearchParams): Promise<{ results: SearchResult[]; next_cursor: string | null }> {
   const limit = p.limit ?? 20;
-  const scope = `${p.query}|${p.agentId ?? ''}`;
-  const offset = p.cursor ? (decodeCursor(p.cursor, 'search', scope, 1)[0] as number) : 0;
-  const hits = await searchMessages(store.db, store.dialect, { query: p.query, limit: limit + 1, offset, agentId: p.agentId }, store.sqliteSearch);
+  // The query in the cursor as a digest: the whole query made cursors longer than a cursor may be (2048).
+  const scope = crypto.createHash('sha256').update(`${p.query}\u0000${p.agentId ?? ''}`).digest('base64url').slice(0, 22);
+  // A cursor holds the offset into the ranking and the newest message id of the first page's store: later pages rank
+  // the same matches, so rows added meanwhile neither repeat nor push a row past a page.
+  const [offset, upTo] = p.cursor ? (decodeCursor(p.cursor, 'search', scope, 2) as [number, number]) : [0, await newestMessageId(store)];
+  const hits = upTo ? await searchMessages(store.db, store.dialect, { query: p.query, limit: limit + 1, offset, upTo, agentId: p.agentId }, store.sqliteSearch) : [];
   // Rows of a deleted session (its transcript kept: sessions.delete without deleteTranscript) are not hits: the
   // session they would open is gone (chat.history answers unknown_session). Paging counts the raw hits still.
   const raw = hits.slice(0, limit);
@@ -29,7 +39,7 @@ export async function searchSessions(store: Store, p: SessionsSearchParams): Pro
       snippet: h.snippet.replace(/\s+/g, ' ').trim(),
       createdAt: h.created_at,
     })),
-    next_cursor: hits.length > limit ? encodeCursor('search', scope, [offset + limit]) : null,
+    next_cursor: hits.length > limit ? encodeCursor('search', scope, [offset + limit, upTo]) : null,
   };
 }
 

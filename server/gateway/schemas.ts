@@ -1,5 +1,5 @@
 // zod schemas for every gateway method's params (CONTRACT §3): the one edge validation for JSON-RPC and tRPC.
-import { asciiLower } from '../sessions/keys';
+import { asciiLower, MAX_SESSION_KEY } from '../sessions/keys';
 import { z } from 'zod';
 import { queueModeSchema } from '../config';
 import { THINKING_LEVELS } from '../models/thinking';
@@ -11,7 +11,7 @@ export const MAX_MESSAGE_BYTES = 256 * 1024;
  * contextId, a channel peer's of a 512-character `to` with its account and thread), two of which still fit in one
  * PostgreSQL index entry (session_links' primary key).
  */
-export const MAX_SESSION_KEY = 1024;
+export { MAX_SESSION_KEY } from '../sessions/keys';
 
 /**
  * Session keys: ASCII upper case lowered, then `agent:<agentId>:<rest>` of [a-z0-9:._+-] (CONTRACT §4). Only ASCII is

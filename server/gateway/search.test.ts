@@ -82,13 +82,47 @@ describe('sessions.search', () => {
     const other = await s.rpc<{ next_cursor: string | null }>('sessions.list', { limit: 1 });
     expect((await call({ query: 'quokka', cursor: other.next_cursor })).body.error).toMatchObject({ code: -32602, data: { code: 'invalid_cursor' } });
     expect((await call({ query: 'quokka', cursor: '!!' })).body.error).toMatchObject({ data: { code: 'invalid_cursor' } });
-    // Forged cursors of the right list and scope, whose offset is not a row offset: invalid_cursor, never internal.
-    const forge = (k: unknown[]) => Buffer.from(JSON.stringify({ l: 'search', s: 'quokka|', k }), 'utf8').toString('base64url');
-    for (const k of [[-1], [1.5], ['10'], [1e300], [null], [{}]]) {
+    // Forged cursors of the right list and scope, whose offset or id is not one: invalid_cursor, never internal.
+    const genuine = (await search({ query: 'quokka', limit: 1 })).next_cursor!;
+    const { s: scope, k: [, upTo] } = JSON.parse(Buffer.from(genuine, 'base64url').toString('utf8')) as { s: string; k: [number, number] };
+    const forge = (k: unknown[]) => Buffer.from(JSON.stringify({ l: 'search', s: scope, k }), 'utf8').toString('base64url');
+    for (const k of [[-1, upTo], [1.5, upTo], ['10', upTo], [1e300, upTo], [null, upTo], [{}, upTo], [1], [1, 0], [1, -1], [1, 'x']]) {
       expect({ k, error: (await call({ query: 'quokka', cursor: forge(k) })).body.error }).toMatchObject({ k, error: { code: -32602, data: { code: 'invalid_cursor' } } });
     }
     // The genuine one still pages.
-    expect((await call({ query: 'quokka', cursor: forge([1]) })).body.result.results.length).toBeGreaterThan(0);
+    expect((await call({ query: 'quokka', cursor: forge([1, upTo]) })).body.result.results.length).toBeGreaterThan(0);
+  });
+
+  it("a page after rows were added neither repeats nor skips the first page's matches", async () => {
+    const ask = async (key: string, message: string) => s.rpc('agent.wait', { runId: (await s.rpc<{ runId: string }>('agent', { sessionKey: key, message })).runId });
+    for (let i = 0; i < 4; i++) await ask('agent:main:pages-held', `/reply okapi number ${i}`);
+    const all = async (): Promise<number[]> => (await search({ query: 'okapi', limit: 100 })).results.map((r) => r.messageId);
+    const before = await until(async () => ((await all()).length >= 8 ? all() : undefined));
+    const first = await search({ query: 'okapi', limit: 3 });
+    for (let i = 0; i < 2; i++) await ask('agent:main:pages-held', `/reply okapi again ${i}`);
+    const walked = first.results.map((r) => r.messageId);
+    let cursor = first.next_cursor;
+    while (cursor) {
+      const page = await search({ query: 'okapi', limit: 3, cursor });
+      walked.push(...page.results.map((r) => r.messageId));
+      cursor = page.next_cursor;
+    }
+    // Before: 12 hits with 3 ids twice (an offset into a ranking that the new rows had moved).
+    expect(walked.sort()).toEqual([...before].sort());
+    expect((await all()).length).toBe(12); // a new search sees the new rows
+  });
+
+  it('a long query pages: its cursor stays within what a cursor may be (2048)', async () => {
+    await s.rpc('agent.wait', { runId: (await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:long-query', message: '/reply élan élan' })).runId });
+    await s.rpc('agent.wait', { runId: (await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:long-query', message: '/reply élan again' })).runId });
+    const query = `${'"'.repeat(1000)} élan`;
+    const first = await until(async () => {
+      const r = await search({ query, limit: 1 });
+      return r.next_cursor ? r : undefined;
+    });
+    // Before: a 2,715-character cursor that the server itself refused (invalid_cursor, "Too big").
+    expect(first.next_cursor!.length).toBeLessThanOrEqual(2048);
+    expect((await call({ query, limit: 1, cursor: first.next_cursor })).body.result.results.length).toBe(1);
   });
 
   it('ranks among the newest RANK_WINDOW matches on both stores (a common word never ranks every match)', async () => {

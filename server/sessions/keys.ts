@@ -1,6 +1,9 @@
 // Session key helpers (CONTRACT §4): the agent id inside a key and the kind a key denotes.
 import type { SessionKind } from '../events/types';
 
+/** The longest session key a request may name (CONTRACT §4). */
+export const MAX_SESSION_KEY = 1024;
+
 export const SESSION_KEY_RE = /^agent:([a-z0-9._+-]+):([a-z0-9:._+-]+)$/;
 
 export function agentIdOf(key: string): string | null {

@@ -1,5 +1,6 @@
 // Opaque keyset cursors: base64url JSON tagged with the list they belong to, so a foreign cursor is refused.
 import { CrosstalkError } from '../errors';
+import { MAX_SESSION_KEY } from '../sessions/keys';
 
 /** `invalid_cursor`, naming the field (a -32602's `data.issues`, CONTRACT §3). */
 const invalidCursor = (message: string) => new CrosstalkError('invalid_cursor', message, [{ path: 'cursor', message }]);
@@ -25,7 +26,8 @@ export function decodeCursor(cursor: string, list: string, scope: string, arity:
     const want = shape?.[i];
     if (want === 'id') return typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
     if (want === 'time') return typeof v === 'string' && v.length <= 64 && !Number.isNaN(Date.parse(v));
-    if (want === 'key') return typeof v === 'string' && v.length > 0 && v.length <= 512;
+    // A key is as long as a session key may be (a sessions page can end on the longest one).
+    if (want === 'key') return typeof v === 'string' && v.length > 0 && v.length <= MAX_SESSION_KEY;
     if (want === 'offset') return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
     return typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
   };
@@ -36,7 +38,7 @@ export function decodeCursor(cursor: string, list: string, scope: string, arity:
 
 /** What each position of a known list's cursor holds: a row id, a timestamp, a key, a row offset. */
 const SHAPES: Record<string, ReadonlyArray<'id' | 'time' | 'key' | 'offset'>> = {
-  search: ['offset'],
+  search: ['offset', 'id'],
   sessions: ['time', 'key'],
   history: ['id'],
   delegates: ['time', 'key'],

@@ -8,6 +8,8 @@ export interface PgSearchQuery {
   terms: string[];
   limit: number;
   offset: number;
+  /** Only messages with ids up to this one (the first page's newest). */
+  upTo?: number;
   /** LIKE pattern on session_key (`agent:<id>:%`). */
   agentPrefix?: string;
   /** Rank among the newest this-many matches. */
@@ -75,7 +77,9 @@ export async function searchPostgres(db: Kysely<Database>, q: PgSearchQuery): Pr
         WHERE schemaname = current_schema() AND tablename = 'message_search' AND attname = 'tsv' AND u.e = ANY(${q.terms}::text[])) AS share`.execute(db);
   const share = Number(top.rows[0]?.share ?? 0);
   const firstSpan = q.firstSpan ?? (share > 0 ? Math.max(PG_FIRST_SPAN, Math.ceil((q.window / share) * 1.25)) : PG_FIRST_SPAN);
-  let ranked = await newestMatches(db, tsquery, q.window, firstSpan, Number(top.rows[0]?.max ?? 0));
+  const newest = Number(top.rows[0]?.max ?? 0);
+  // Paging: the first page's matches (ids up to upTo), so rows added meanwhile shift no page.
+  let ranked = await newestMatches(db, tsquery, q.window, firstSpan, q.upTo ? Math.min(q.upTo, newest) : newest);
   ranked.sort((a, b) => b.score - a.score || b.id - a.id);
   if (q.agentPrefix && ranked.length) {
     // The agent filter needs each match's session; only then are the window's rows joined to messages.

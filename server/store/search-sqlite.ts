@@ -61,9 +61,12 @@ function createSqliteSearch(db) {
     const match = exact.map(quote).concat(['(' + completions.map((c) => quote(c.term)).join(' OR ') + ')']).join(' AND ');
     // The window's text only: the messages rows (a lookup each, the bulk of the time) for the page's rows alone, or
     // for the window's when an agent filters it.
-    const rows = prep('SELECT rowid AS id, body FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT ?').all(match, q.window);
+    // Paging: the matches of the first page's store (ids up to upTo), so rows added meanwhile shift no page.
+    const rows = q.upTo
+      ? prep('SELECT rowid AS id, body FROM messages_fts WHERE messages_fts MATCH ? AND rowid <= ? ORDER BY rowid DESC LIMIT ?').all(match, BigInt(q.upTo), q.window)
+      : prep('SELECT rowid AS id, body FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT ?').all(match, q.window);
     if (!rows.length) return [];
-    const total = Math.max(1, Number((prep('SELECT max(id) AS n FROM messages').get() || { n: 1 }).n));
+    const total = Math.max(1, q.upTo || Number((prep('SELECT max(id) AS n FROM messages').get() || { n: 1 }).n));
     const idf = groups.map((g) => {
       const v = Math.log((total - g.n + 0.5) / (g.n + 0.5));
       return v > 0 ? v : 1e-6;
@@ -114,6 +117,8 @@ export interface SqliteSearchQuery {
   terms: string[];
   limit: number;
   offset: number;
+  /** Only messages with ids up to this one (the first page's newest): later pages rank the same matches. */
+  upTo?: number;
   agentPrefix?: string;
   window: number;
   maxExpansion: number;

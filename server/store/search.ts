@@ -59,6 +59,8 @@ export interface SearchQuery {
   query: string;
   limit: number;
   offset: number;
+  /** Only messages with ids up to this one: the first page's newest, so a later page ranks the same matches. */
+  upTo?: number;
   /** Only sessions of this agent (`agent:<agentId>:…`). */
   agentId?: string;
 }
@@ -87,6 +89,7 @@ export async function searchMessages(db: Kysely<Database>, dialect: DialectName,
       terms,
       limit: q.limit,
       offset: q.offset,
+      ...(q.upTo ? { upTo: q.upTo } : {}),
       ...(q.agentId ? { agentPrefix: `agent:${q.agentId}:` } : {}),
       window: RANK_WINDOW,
       maxExpansion: MAX_PREFIX_TERMS,
@@ -95,5 +98,5 @@ export async function searchMessages(db: Kysely<Database>, dialect: DialectName,
     });
   }
   // As on SQLite, rank within the newest RANK_WINDOW matches, found by id-range steps (server/store/search-pg.ts).
-  return searchPostgres(db, { terms, limit: q.limit, offset: q.offset, ...(prefix ? { agentPrefix: prefix } : {}), window: RANK_WINDOW, snippetWords: SNIPPET_WORDS });
+  return searchPostgres(db, { terms, limit: q.limit, offset: q.offset, ...(q.upTo ? { upTo: q.upTo } : {}), ...(prefix ? { agentPrefix: prefix } : {}), window: RANK_WINDOW, snippetWords: SNIPPET_WORDS });
 }
