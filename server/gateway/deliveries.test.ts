@@ -5,15 +5,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSse, startTestServer, type TestServer, until } from '../testing/harness';
 
 let s: TestServer;
-let hook: { url: string; status: number; hits: number; close(): Promise<void> };
+/** `failNext`: that many more requests get 500 whatever `status` says. */
+let hook: { url: string; status: number; hits: number; failNext: number; close(): Promise<void> };
 
 beforeAll(async () => {
-  const h: typeof hook = { url: '', status: 500, hits: 0, close: async () => undefined };
+  const h: typeof hook = { url: '', status: 500, hits: 0, failNext: 0, close: async () => undefined };
   const server = http.createServer((req, res) => {
     req.resume();
     req.on('end', () => {
       h.hits++;
-      res.writeHead(h.status).end();
+      if (h.failNext > 0) {
+        h.failNext--;
+        res.writeHead(500).end();
+      } else res.writeHead(h.status).end();
     });
   });
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', () => ok()));
@@ -162,13 +166,16 @@ describe('deliveries', () => {
     // Dead deliveries are on the board under "Failed" (CONTRACT §7), with what Retry needs.
     const board = await s.rpc<any>('runs.board', {});
     expect(board.failed.find((i: any) => i.delivery?.deliveryId === dead.deliveryId)).toMatchObject({ status: 'dead', sessionKey: key, agentId: 'main', parentChain: [key], delivery: { kind: 'webhook', to: hook.url, attempts: 2 } });
+    // The retry is a fresh round of attempts on both stores: its first attempt fails too, its second gets through
+    // (before, on PostgreSQL: pg-boss's retry of the spent job gave one attempt, and the delivery was dead again).
     hook.status = 200;
+    hook.failNext = 1;
     expect(await s.rpc('deliveries.retry', { deliveryId: dead.deliveryId })).toEqual({ status: 'ok' });
     const again = await until(async () => {
       const d = await s.rpc<any>('deliveries.get', { deliveryId: dead.deliveryId });
-      return d.state === 'delivered' ? d : null;
+      return d.state === 'delivered' || d.state === 'dead' ? d : null;
     }, 30_000);
-    expect(again).toMatchObject({ deliveryId: dead.deliveryId, attempts: 3 });
+    expect(again).toMatchObject({ deliveryId: dead.deliveryId, state: 'delivered', attempts: 4 });
     expect(again.error).toBeUndefined();
     // Delivered now: a second retry is refused.
     expect(await rpcError('deliveries.retry', { deliveryId: dead.deliveryId })).toMatchObject({ code: -32009, data: { code: 'not_retryable' } });

@@ -104,11 +104,12 @@ export class PgWebhookDispatcher implements WebhookDispatcher {
   /** Nothing to do: the job's NOTIFY went out with the commit that wrote it. */
   kick(): void {}
 
-  /** A dead row retried (deliveries.retry): its failed job again, or a job of its own when the engine has let that one go. */
+  /**
+   * A dead row retried (deliveries.retry): a job of its own, with a fresh round of attempts as on SQLite. (pg-boss's
+   * retry of the spent job kept its retry count: one attempt, then dead again.)
+   */
   async retry(id: string): Promise<void> {
     if (!this.boss) return;
-    const r = await this.boss.retry(WEBHOOK_QUEUE, webhookJobId(id)).catch(() => null);
-    if (r && Number((r as { affected?: number }).affected ?? 0) > 0) return;
     await this.boss.insert(WEBHOOK_QUEUE, [{ id: webhookJobId(`${id}#${Date.now()}`), data: { id }, ...webhookPolicy(this.o.config) }]);
   }
 
