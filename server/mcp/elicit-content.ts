@@ -1,6 +1,38 @@
 // An elicitation answer checked against the server's requestedSchema (MCP's flat form schema): defaults for omitted
 // fields (SEP-1034), titled/untitled/multi-select enums (SEP-1330), so the server gets exactly a valid answer.
+import type { Ajv, ErrorObject } from 'ajv';
 import type { ValidationIssue } from '../errors';
+
+/**
+ * The MCP SDK's own check of an elicitation answer: ajv with its formats, as its Server (and AjvJsonSchemaValidator)
+ * run it. Everything the schema says, also what the form checks below do not know (`pattern`, `multipleOf`,
+ * `exclusiveMinimum`…), is refused here with -32602, where the person can still correct it; before, such an answer
+ * was accepted and then refused by the server, and the person's answer was lost. Loaded with the first answer, not at
+ * the start.
+ */
+let ajv: Promise<Ajv> | undefined;
+const schemaCheck = () =>
+  (ajv ??= Promise.all([import('ajv'), import('ajv-formats')]).then(([{ Ajv }, formats]) => {
+    const addFormats = (formats.default ?? formats) as unknown as (a: Ajv) => Ajv;
+    return addFormats(new Ajv({ strict: false, validateFormats: true, validateSchema: false, allErrors: true }));
+  }));
+
+/** The requested schema's own refusals of `content`, as issues naming the field; a schema ajv cannot compile refuses nothing here. */
+async function schemaIssues(schema: ElicitSchema | undefined, content: Record<string, ElicitValue>): Promise<ValidationIssue[]> {
+  if (!schema) return [];
+  const check = await schemaCheck();
+  let validate;
+  try {
+    validate = check.compile(schema);
+  } catch {
+    return [];
+  }
+  if (validate(content)) return [];
+  return (validate.errors ?? []).map((e: ErrorObject) => {
+    const field = e.instancePath.split('/').filter(Boolean)[0] ?? (e.params as { missingProperty?: string }).missingProperty;
+    return { path: field ? `content.${field}` : 'content', message: e.message ?? 'does not fit the requested schema' };
+  });
+}
 
 type Prop = {
   type?: string;
@@ -112,6 +144,14 @@ export function checkElicitContent(schema: ElicitSchema | undefined, content: un
     else if (schema?.required?.includes(k)) issues.push({ path: `content.${k}`, message: 'is required' });
   }
   return issues.length ? { ok: false, issues } : { ok: true, content: out };
+}
+
+/** An `accept`'s content: the form checks above (their plain messages), then the whole schema as the server checks it. */
+export async function checkElicitAnswer(schema: ElicitSchema | undefined, content: unknown): Promise<ReturnType<typeof checkElicitContent>> {
+  const checked = checkElicitContent(schema, content);
+  if (!checked.ok) return checked;
+  const issues = await schemaIssues(schema, checked.content);
+  return issues.length ? { ok: false, issues } : checked;
 }
 
 /** Defaults only (an answer with no person: the conformance client, SEP-1034). */

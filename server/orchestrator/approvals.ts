@@ -2,7 +2,7 @@
 import crypto from 'node:crypto';
 import type { AgentConfig } from '../config';
 import { CrosstalkError } from '../errors';
-import { checkElicitContent, type ElicitSchema } from '../mcp/elicit-content';
+import { checkElicitAnswer, type ElicitSchema } from '../mcp/elicit-content';
 import { OAUTH_RUN_PREFIX } from '../mcp/oauth-run';
 import type { EventBus } from '../events/bus';
 import type { ApprovalRecord, DecidedBy, PendingApproval, Trust } from '../events/types';
@@ -259,7 +259,7 @@ export class Approvals {
     if (kind === 'elicitation' && decision === 'accept') {
       const args = JSON.parse(row.args) as { mode?: string; requestedSchema?: ElicitSchema };
       if (args.mode !== 'url') {
-        const checked = checkElicitContent(args.requestedSchema, content);
+        const checked = await checkElicitAnswer(args.requestedSchema, content);
         if (!checked.ok) throw new CrosstalkError('invalid_request', `content does not fit the requested schema: ${checked.issues.map((i) => `${i.path} ${i.message}`).join('; ')}`, checked.issues);
         response = JSON.stringify(checked.content);
       } else if (content !== undefined && content !== null)
