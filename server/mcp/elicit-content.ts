@@ -3,6 +3,8 @@
 import type { Ajv, ErrorObject } from 'ajv';
 import type { ValidationIssue } from '../errors';
 
+const an = (word: string) => `${/^[aeiou]/i.test(word) ? 'an' : 'a'} ${word}`;
+
 /**
  * The MCP SDK's own check of an elicitation answer: ajv with its formats, as its Server (and AjvJsonSchemaValidator)
  * run it. Everything the schema says, also what the form checks below do not know (`pattern`, `multipleOf`,
@@ -91,7 +93,7 @@ function checkOne(p: Prop, v: unknown): string | null {
       return typeof v === 'boolean' ? null : 'must be a boolean';
     case 'integer':
     case 'number':
-      if (typeof v !== 'number' || !Number.isFinite(v)) return `must be a ${p.type}`;
+      if (typeof v !== 'number' || !Number.isFinite(v)) return `must be ${an(p.type)}`;
       if (p.type === 'integer' && !Number.isInteger(v)) return 'must be an integer';
       if (p.minimum !== undefined && v < p.minimum) return `must be at least ${p.minimum}`;
       if (p.maximum !== undefined && v > p.maximum) return `must be at most ${p.maximum}`;
@@ -111,7 +113,7 @@ function checkOne(p: Prop, v: unknown): string | null {
       if (p.maxLength !== undefined && v.length > p.maxLength) return `must be at most ${p.maxLength} characters`;
       if (p.format === 'uri' && !URL.canParse(v)) return 'must be a URI';
       const re = p.format ? FORMATS[p.format] : undefined;
-      if (re && (!re.test(v) || ((p.format === 'date' || p.format === 'date-time') && !realDate(v)))) return `must be a ${p.format}`;
+      if (re && (!re.test(v) || ((p.format === 'date' || p.format === 'date-time') && !realDate(v)))) return `must be ${an(p.format!)}`;
       return null;
     }
   }

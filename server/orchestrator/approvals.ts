@@ -73,6 +73,9 @@ export const decidedByOfRow = (r: Pick<ApprovalRow, 'decided_by'>): DecidedBy | 
  * The decision a settled row's `resolved` event says: its stored one, or `cancel` for an item closed by its run's end
  * (rows of earlier versions kept none), so every kind spells a cancel one way (CONTRACT §3's `cancel`).
  */
+/** "a" or "an" before a word (an elicitation item, an authorization item). */
+export const article = (word: string) => (/^[aeiou]/i.test(word) ? 'an' : 'a');
+
 export const decisionOfRow = (r: Pick<ApprovalRow, 'decision' | 'status'>): string => r.decision ?? (r.status === 'cancelled' ? 'cancel' : r.status);
 
 /** A settled row's `approval` `resolved` event data, wherever it is said (here, or by the process driving the run). */
@@ -253,7 +256,7 @@ export class Approvals {
     if (row.status !== 'pending') throw new CrosstalkError('already_resolved', `approval ${approvalId} is already ${row.status}`);
     const answers = kind === 'elicitation' || kind === 'authorization';
     if (answers !== ELICIT_DECISIONS.includes(decision))
-      throw new CrosstalkError('invalid_request', `a ${kind} item is answered with ${answers ? 'accept, decline or cancel' : 'allow_once, allow_always or deny'}`, [{ path: 'decision', message: `does not answer a ${kind} item` }]);
+      throw new CrosstalkError('invalid_request', `${article(kind)} ${kind} item is answered with ${answers ? 'accept, decline or cancel' : 'allow_once, allow_always or deny'}`, [{ path: 'decision', message: `does not answer ${article(kind)} ${kind} item` }]);
     // An accepted form is checked against the server's schema, its omitted fields filled from the schema's defaults.
     let response: string | null = null;
     if (kind === 'elicitation' && decision === 'accept') {
@@ -268,7 +271,7 @@ export class Approvals {
     } else if (content !== undefined) throw new CrosstalkError('invalid_request', 'content goes only with accept of an elicitation form', [{ path: 'content', message: 'not expected here' }]);
     const status = decision === 'deny' || decision === 'decline' ? 'denied' : decision === 'cancel' ? 'cancelled' : 'allowed';
     const settled = await this.store.settleApproval(approvalId, status, decision, reason ?? null, response, by);
-    if (!settled) throw new CrosstalkError('already_resolved', `approval ${approvalId} is already ${row.status}`);
+    if (!settled) throw new CrosstalkError('already_resolved', `approval ${approvalId} was resolved meanwhile`);
     // (A budget item's allow_always lifts the tree's cap: budget.ts reads the decision; no tool rule.)
     if (decision === 'allow_always' && (row.kind ?? 'tool') === 'tool') await this.store.addToolRule(row.session_key, toolRuleName(row.tool, trustOfRow(row)));
     this.metrics.approvalWait.observe((Date.now() - Date.parse(row.requested_at)) / 1000);
