@@ -1,23 +1,7 @@
 // The connection banner's words: a plain sentence while the server is away (not "Unknown error"), "signed out" with a way back.
-import { expect, test, TOKEN } from './fixtures';
-import { RoomPage } from './pages/room-page';
-import { startTcpProxy, type TcpProxy } from './support/tcp-proxy';
-
-/**
- * The room, browsed through a proxy the test can cut: a real dropped connection, as when the server is killed. Cut only
- * once the Markdown renderer (fetched when the browser is idle after going live) is in, so this test's page holds no
- * warning of a retried chunk load (markdown-recovery.spec.ts covers that).
- */
-async function openThroughProxy(page: RoomPage['page'], proxy: TcpProxy, session: string): Promise<RoomPage> {
-  const room = new RoomPage(page);
-  const origin = `http://127.0.0.1:${proxy.port}`;
-  await page.goto(`${origin}/login?token=${TOKEN}`);
-  await page.goto(`${origin}/?session=${encodeURIComponent(session)}`);
-  await room.waitLive();
-  await room.send('**rendered**');
-  await expect(room.messages('assistant').locator('strong', { hasText: 'rendered' })).toHaveCount(1);
-  return room;
-}
+import { expect, test } from './fixtures';
+import { openThroughProxy } from './support/proxied-room';
+import { startTcpProxy } from './support/tcp-proxy';
 
 test('while the server is away the banner says so in plain words, not the transport\'s "Unknown error"', async ({ page, freshSession, baseURL, expectedConsole }) => {
   expectedConsole.push(/net::ERR_(INCOMPLETE_CHUNKED_ENCODING|CONNECTION_REFUSED|CONNECTION_RESET|EMPTY_RESPONSE)/, /Failed to load resource/);

@@ -1,6 +1,6 @@
 // The web room end to end: login, sidebar, streamed replies, tool approvals (allow and deny).
 import { expect, test, TOKEN } from './fixtures';
-import { RoomPage } from './pages/room-page';
+import { openThroughProxy } from './support/proxied-room';
 import { startTcpProxy } from './support/tcp-proxy';
 
 test.describe('login', () => {
@@ -147,11 +147,7 @@ test.describe('resilience', () => {
     expectedConsole.push(/net::ERR_(INCOMPLETE_CHUNKED_ENCODING|CONNECTION_REFUSED|CONNECTION_RESET|EMPTY_RESPONSE)/);
     const proxy = await startTcpProxy(Number(new URL(baseURL!).port));
     try {
-      const room = new RoomPage(page);
-      const origin = `http://127.0.0.1:${proxy.port}`;
-      await page.goto(`${origin}/login?token=${TOKEN}`);
-      await page.goto(`${origin}/?session=${encodeURIComponent(freshSession)}`);
-      await room.waitLive();
+      const room = await openThroughProxy(page, proxy, freshSession, { markdown: false });
       await room.send('before');
       await expect(room.messages('assistant').filter({ hasText: 'echo: before' })).toBeVisible();
 
