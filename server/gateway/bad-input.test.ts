@@ -60,6 +60,14 @@ describe('params', () => {
     expect(r.body.error).toMatchObject({ code: -32602, data: { code: 'invalid_request' } });
     expect(r.body.error.data.issues.map((i: any) => i.path).sort()).toEqual(['message', 'sessionKey']);
   });
+  it('an answer field named __proto__ is refused as unknown, not dropped unsaid (probe B)', async () => {
+    // Raw text: a JS literal's __proto__ would set the prototype instead of sending the key.
+    const r = await s.rpcRaw('{"jsonrpc":"2.0","id":3,"method":"approvals.resolve","params":{"approvalId":"apr_x","decision":"accept","content":{"name":"bob","__proto__":{"x":1}}}}');
+    expect(r.body.error).toMatchObject({ code: -32602, data: { code: 'invalid_request', issues: [{ path: 'content.__proto__', message: 'is not a field of the requested schema' }] } });
+    // Without it, the same call gets past validation to the lookup.
+    const ok = await s.rpcRaw('{"jsonrpc":"2.0","id":4,"method":"approvals.resolve","params":{"approvalId":"apr_x","decision":"accept","content":{"name":"bob"}}}');
+    expect(ok.body.error).toMatchObject({ code: -32004, data: { code: 'unknown_approval' } });
+  });
   it('unknown params are refused', async () => {
     const r = await call('agent.wait', { runId: 'x', bogus: true });
     expect(r.body.error.code).toBe(-32602);

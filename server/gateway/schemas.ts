@@ -104,8 +104,17 @@ export const approvalsResolveParams = z
     approvalId: z.string().min(1).max(128),
     decision: z.enum(['allow_once', 'allow_always', 'deny', 'accept', 'decline', 'cancel']),
     reason: z.string().max(4096).optional(),
-    /** An elicitation form's answer (with `accept`), checked against its requestedSchema. */
-    content: z.record(z.string(), z.unknown()).optional(),
+    /**
+     * An elicitation form's answer (with `accept`), checked against its requestedSchema. A `__proto__` field is refused
+     * here like any unknown field: a record drops it silently, so the person's answer would lose it unsaid.
+     */
+    content: z
+      .unknown()
+      .superRefine((v, ctx) => {
+        if (v && typeof v === 'object' && Object.hasOwn(v, '__proto__')) ctx.addIssue({ code: 'custom', path: ['__proto__'], message: 'is not a field of the requested schema' });
+      })
+      .pipe(z.record(z.string(), z.unknown()))
+      .optional(),
   })
   .strict();
 
