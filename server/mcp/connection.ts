@@ -5,8 +5,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { type CallToolResult, type ElicitRequest, ElicitRequestSchema, type ElicitResult, McpError, type Progress, type Tool, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, type ElicitRequest, type ElicitResult, McpError, type Progress, type Tool, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
+import { z } from 'zod';
 import type { McpServerConfig } from '../config';
 import type { Logger } from '../logger';
 import { isExecutableFile, systemBinary } from '../system-binary';
@@ -63,6 +64,14 @@ export interface McpCallOptions {
 }
 
 import { McpUnavailable } from './unavailable';
+
+/**
+ * `elicitation/create` as the server sent it. The SDK still checks it against its ElicitRequestSchema (its Client does,
+ * before the handler), but that schema's parse drops every keyword of a field it does not list (`pattern`,
+ * `multipleOf`, exclusive bounds…), and the item would keep a schema the server does not check answers against: an
+ * answer that fits it, refused by the server, was lost (probe C).
+ */
+const RAW_ELICIT_REQUEST = z.object({ method: z.literal('elicitation/create'), params: z.looseObject({}) });
 
 export { McpUnavailable };
 
@@ -189,13 +198,14 @@ export class McpConnection {
     this.execFailure = undefined;
     this.setState('connecting');
     const client = new Client(CLIENT_INFO, { jsonSchemaValidator: noValidation, capabilities: CAPABILITIES });
-    client.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
+    client.setRequestHandler(RAW_ELICIT_REQUEST, async (raw, extra) => {
       if (!this.o.onElicit) return { action: 'decline' };
+      const params = raw.params as ElicitRequest['params'];
       const call = this.elicitationCall();
-      if (!call) return this.o.onElicit(undefined, req.params, extra.signal);
+      if (!call) return this.o.onElicit(undefined, params, extra.signal);
       this.eliciting.set(call, (this.eliciting.get(call) ?? 0) + 1);
       try {
-        return await this.o.onElicit(call, req.params, extra.signal);
+        return await this.o.onElicit(call, params, extra.signal);
       } finally {
         const left = this.eliciting.get(call)! - 1;
         if (left) this.eliciting.set(call, left);

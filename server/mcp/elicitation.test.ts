@@ -35,6 +35,22 @@ describe('an elicitation', () => {
     await s.rpc('agent.wait', { runId });
   });
 
+  it("keeps the server's whole requestedSchema: a value its pattern refuses is -32602 with the item still pending, a good one reaches the server (probe C)", async () => {
+    const key = 'agent:main:elicit-pattern';
+    const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/tool mcp__files__code {}' });
+    const item = await until(async () => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: key })).approvals.find((a) => a.kind === 'elicitation'));
+    // Before: the SDK's request schema had stripped `pattern` before the item was stored; "abc-12" was accepted and the
+    // server refused it (tool_error), the person's answer lost.
+    expect(item.requestedSchema.properties.code).toMatchObject({ type: 'string', pattern: '^[A-Z]{3}-[0-9]{2}$' });
+    const bad = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'approvals.resolve', params: { approvalId: item.approvalId, decision: 'accept', content: { code: 'abc-12' } } });
+    expect(bad.body.error).toMatchObject({ code: -32602, data: { code: 'invalid_request', issues: [{ path: 'content.code' }] } });
+    expect((await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: key })).approvals.map((a) => a.approvalId)).toEqual([item.approvalId]);
+    await s.rpc('approvals.resolve', { approvalId: item.approvalId, decision: 'accept', content: { code: 'ABC-12' } });
+    const done = await s.rpc<{ status: string; response: string }>('agent.wait', { runId });
+    expect(done.status).toBe('ok');
+    expect(done.response).toContain('{\\"action\\":\\"accept\\",\\"content\\":{\\"code\\":\\"ABC-12\\"}}');
+  });
+
   it('asked by error (-32042, URLElicitationRequiredError): a url item on the call; once the person is through, the call is made again and answers', async () => {
     const key = 'agent:main:elicit-by-error';
     const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/tool mcp__files__browser_step {}' });

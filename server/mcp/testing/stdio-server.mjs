@@ -54,6 +54,11 @@ server.registerTool('trace', { description: 'Answers the traceparent the request
   content: [{ type: 'text', text: `traceparent ${extra._meta?.traceparent ?? 'none'}` }],
 }));
 
+server.registerTool('code', { description: 'Asks for a code of the form ABC-12 by elicitation (the SDK checks the answer against the schema, pattern included) and answers it', inputSchema: {} }, async () => {
+  const r = await server.server.elicitInput({ message: 'Which code?', requestedSchema: { type: 'object', properties: { code: { type: 'string', title: 'Code', pattern: '^[A-Z]{3}-[0-9]{2}$' } }, required: ['code'] } });
+  return { content: [{ type: 'text', text: `code ${JSON.stringify(r)}` }] };
+});
+
 server.registerTool('confirm', { description: 'Asks one yes/no question by elicitation and answers what it got', inputSchema: {} }, async (_args, extra) => {
   const r = await extra.sendRequest(
     { method: 'elicitation/create', params: { message: 'Really do it?', requestedSchema: { type: 'object', properties: { sure: { type: 'boolean', title: 'Sure' } }, required: ['sure'] } } },
