@@ -286,15 +286,22 @@ export async function handleMcp(rt: FullRuntime, req: Request): Promise<Response
   const answers = calls.any ? dropCancelledAnswers(calls) : undefined;
   const out = new ReadableStream<Uint8Array>({
     async pull(controller) {
-      const { value, done } = await reader.read();
-      if (done) {
-        const rest = answers?.end();
-        if (rest?.length) controller.enqueue(rest);
-        calls.done();
-        controller.close();
-      } else {
+      // Read on until there is something to pass on: a pull that enqueues nothing is not called again (the stream
+      // stalled after a chunk that held only a cancelled call's answer, probe C).
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) {
+          const rest = answers?.end();
+          if (rest?.length) controller.enqueue(rest);
+          calls.done();
+          controller.close();
+          return;
+        }
         const passed = answers ? answers.push(value) : value;
-        if (passed.length) controller.enqueue(passed);
+        if (passed.length) {
+          controller.enqueue(passed);
+          return;
+        }
       }
     },
     cancel(reason) {

@@ -140,6 +140,8 @@ describe('crosstalk as an MCP server', () => {
     const post = (body: unknown) =>
       fetch(`${s.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${TEST_TOKEN}` }, body: JSON.stringify(body) });
     const answered = post([
+      // Answered at once: the cancelled call's answer then comes in a read of its own (before, that stalled the stream).
+      { jsonrpc: '2.0', id: 'quick-one', method: 'tools/call', params: { name: 'crosstalk_agents', arguments: {} } },
       { jsonrpc: '2.0', id: 'slow-one', method: 'tools/call', params: { name: 'crosstalk_send', arguments: { sessionKey: 'agent:main:mcp-cancel-a', message: '/sleep 4000\n/reply late', timeoutSeconds: 60 } } },
       { jsonrpc: '2.0', id: 'kept-one', method: 'tools/call', params: { name: 'crosstalk_send', arguments: { sessionKey: 'agent:main:mcp-cancel-b', message: '/sleep 300\n/reply kept answer', timeoutSeconds: 60 } } },
     ]).then((r) => r.text());
@@ -150,8 +152,8 @@ describe('crosstalk as an MCP server', () => {
       .split('\n')
       .filter((l) => l.startsWith('data:'))
       .map((l) => JSON.parse(l.slice(5)) as { id?: unknown; result?: { structuredContent?: { response?: string } } });
-    expect(answers.map((a) => a.id)).toEqual(['kept-one']);
-    expect(answers[0]!.result?.structuredContent?.response).toBe('kept answer');
+    expect(answers.map((a) => a.id)).toEqual(['quick-one', 'kept-one']);
+    expect(answers[1]!.result?.structuredContent?.response).toBe('kept answer');
   });
 
   it('a batch holding a request with invalid params runs none of it and answers every request in it', async () => {
