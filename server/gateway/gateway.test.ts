@@ -345,6 +345,26 @@ describe.each([false, true])('sessions.delete (deleteTranscript %s), then the sa
   });
 });
 
+describe('sessions.delete while a detached delegate of it runs, then the same key again', () => {
+  it.each([false, true])('its late callback is dropped, not delivered into the new session (deleteTranscript %s)', async (deleteTranscript) => {
+    const key = `agent:main:late-callback-${deleteTranscript}`;
+    const parent = await send(key, '/tool delegate_agent {"agent_id":"researcher","prompt":"/sleep 600\\n/reply late child","mode":"detached"}');
+    await wait(parent.runId);
+    const child = await until(async () => (await s.rt.store.db.selectFrom('runs').innerJoin('sessions', 'sessions.key', 'runs.session_key').select('runs.id').where('sessions.parent_key', '=', key).where('runs.status', 'in', ['running', 'queued']).execute()).map((r) => r.id)[0]);
+    await s.rpc('sessions.delete', { sessionKey: key, deleteTranscript });
+    await wait((await send(key, 'fresh')).runId);
+    expect((await wait(child)).status).toBe('ok');
+    const cb = await until(async () => {
+      const row = await s.rt.store.db.selectFrom('callbacks').selectAll().where('target_run_id', '=', child).executeTakeFirst();
+      return row && row.status !== 'pending' ? row : undefined;
+    });
+    // Before: delivered, a callback turn in the new session (history 4 rows, sessions.usage runs 2).
+    expect(cb.status).toBe('dropped');
+    expect((await history(key)).messages.map((m) => m.content)).toEqual(['echo: fresh', 'fresh']);
+    expect(await s.rpc('sessions.usage', { sessionKey: key })).toMatchObject({ runs: 1 });
+  });
+});
+
 describe('sessions.delete with work in flight', () => {
   it('aborts the active run and ends queued messages with an error', async () => {
     const key = 'agent:main:doomed';

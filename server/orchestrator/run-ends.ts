@@ -158,13 +158,28 @@ export abstract class RunEnds extends RunQueues {
   /** Set by boot: the webhook dispatcher to wake when a run leaves webhooks behind (SQLite; PostgreSQL's jobs wake by NOTIFY). */
   webhooks?: WebhookDispatcher;
 
+  /**
+   * Whether the caller's session was deleted and made again under its key since the call: then the callback is not
+   * the new session's (it starts empty). The calling run moved to the deleted session's archive key (Store.deleteSession);
+   * a call from outside a run is older than a session created after its target run.
+   */
+  private async callerReplaced(cb: CallbackRow, callerCreatedAt: string): Promise<boolean> {
+    const { store } = this.o;
+    if (cb.caller_run_id) {
+      const from = await store.getRun(cb.caller_run_id);
+      if (from) return from.session_key !== cb.caller_session_key;
+    }
+    const target = await store.getRun(cb.target_run_id);
+    return !!target && callerCreatedAt > target.created_at;
+  }
+
   /** Delivers one recorded callback as a caller turn, exactly once (its run id is derived from the callback id). */
   async deliverCallback(cb: CallbackRow): Promise<void> {
     const { store, log } = this.o;
     try {
       const meta = JSON.parse(cb.meta ?? '{}') as { fromAgentId?: string; fromAgentName?: string; endedAt?: string; delegate?: unknown; trust?: unknown; traceparent?: string; tree?: unknown; answers?: string };
       const caller = await store.getSession(cb.caller_session_key);
-      if (!caller || !this.agents.has(caller.agent_id)) {
+      if (!caller || !this.agents.has(caller.agent_id) || (await this.callerReplaced(cb, caller.created_at))) {
         await store.settleCallback(cb.id, 'dropped', { error: 'unknown_session', answers: meta.answers });
         log.warn({ callbackId: cb.id, caller: cb.caller_session_key }, 'callback dropped: the caller session no longer exists');
         return;
