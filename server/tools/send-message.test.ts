@@ -80,16 +80,18 @@ describe('send_message', () => {
     expect(await tool.execute({ content: 'x'.repeat(256 * 1024 + 1) }, ctx)).toMatchObject({ status: 'error', error: { code: 'invalid_request', message: expect.stringContaining('256 KiB') } });
   });
 
-  it('from a run whose session was deleted meanwhile: the run is interrupted before it posts, and nothing lands in the gone session', async () => {
+  it('from a run whose session was deleted meanwhile: the run is cancelled before it posts, and nothing lands in the gone session', async () => {
     const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:vanish', message: '/sleep 2000\n/tool send_message {"content":"too late"}' });
     await until(async () => (await s.rt.store.getRun(runId))?.status === 'running');
     await s.rpc('sessions.delete', { sessionKey: 'agent:main:vanish' });
-    // sessions.delete answers once the run has ended: its outcome is settled, not "ok or error".
-    expect(await s.rt.store.getRun(runId)).toMatchObject({ status: 'error', error: 'interrupted' });
-    expect(await s.rpc('agent.wait', { runId })).toMatchObject({ status: 'error', error: 'interrupted' });
+    // sessions.delete answers once the run has ended: its outcome is settled, not "ok or error". Cancelled, as by
+    // agent.cancel (`interrupted` is for a run that cannot be re-driven, CONTRACT §4).
+    expect(await s.rt.store.getRun(runId)).toMatchObject({ status: 'error', error: 'cancelled' });
+    expect(await s.rpc('agent.wait', { runId })).toMatchObject({ status: 'error', error: 'cancelled' });
     const gone = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'chat.history', params: { sessionKey: 'agent:main:vanish' } });
     expect(gone.body.error).toMatchObject({ code: -32004, data: { code: 'unknown_session' } });
-    const posted = await s.rt.store.db.selectFrom('messages').select('content').where('session_key', '=', 'agent:main:vanish').where('content', '=', 'too late').execute();
+    // Neither under the key nor under the archive key the deleted session's rows moved to.
+    const posted = await s.rt.store.db.selectFrom('messages').select('content').where('session_key', 'like', 'agent:main:vanish%').where('content', '=', 'too late').execute();
     expect(posted).toEqual([]);
     expect((await turn('agent:main:main', 'alive')).response).toBe('echo: alive');
   });
