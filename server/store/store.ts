@@ -8,6 +8,7 @@ import type { DbHandle } from './db';
 import { ClaimTaken, claimCutoff, type IdempotencyClaim, insertClaim } from './idempotency';
 import { appendPg, type FinishPg, finishPg, finishPgOne, type MessageValues, messageValues, queuedBehindLock, rowBytes, type UsageValues, withoutRowEvents } from './run-writes';
 import type { CallbackRow, Database, MessageRow, RunRow, SessionRow, WebhookRow } from './schema';
+import { deleteAndArchive } from './session-archive';
 import { SessionLists } from './session-lists';
 import { type FoldStep, foldPlan, foldSteps, wholeRunLog } from './event-fold';
 import { HotSqlite } from './hot-sqlite';
@@ -95,31 +96,10 @@ export class Store extends SessionLists {
     return this.getSession(key);
   }
 
-  /**
-   * Deletes a session. Its transcript and events are deleted with `deleteTranscript`, else kept; its runs, usage,
-   * approvals, deliveries and links to delegates are kept either way (the store's totals and decision log stay whole).
-   * What is kept moves to an archive key (`<key>#deleted-<ms>`, which no request can name), so a session created again
-   * under the same key starts empty: nothing of the old one in its history, its model's context, its usage, its
-   * delegates, its approvals or deliveries, or on the board.
-   */
+  /** Deletes a session; what it keeps moves to an archive key (./session-archive). */
   async deleteSession(key: string, deleteTranscript: boolean): Promise<void> {
     this.recent.delete(key);
-    const archived = archiveKey(key);
-    await this.db.transaction().execute(async (tx) => {
-      await tx.deleteFrom('sessions').where('key', '=', key).execute();
-      await tx.deleteFrom('session_tool_rules').where('session_key', '=', key).execute();
-      if (deleteTranscript) {
-        await tx.deleteFrom('messages').where('session_key', '=', key).execute();
-        await tx.deleteFrom('events').where('session_key', '=', key).execute();
-      }
-      for (const table of deleteTranscript ? (['runs', 'model_usage', 'approvals'] as const) : (['messages', 'events', 'runs', 'model_usage', 'approvals'] as const))
-        await tx.updateTable(table).set({ session_key: archived }).where('session_key', '=', key).execute();
-      await tx.updateTable('deliveries').set({ from_session: archived }).where('from_session', '=', key).execute();
-      await tx.updateTable('deliveries').set({ to_session: archived }).where('to_session', '=', key).execute();
-      await tx.updateTable('session_links').set({ parent_key: archived }).where('parent_key', '=', key).execute();
-      await tx.updateTable('session_links').set({ child_key: archived }).where('child_key', '=', key).execute();
-      await tx.updateTable('sessions').set({ parent_key: archived }).where('parent_key', '=', key).execute();
-    });
+    await this.db.transaction().execute((tx) => deleteAndArchive(tx, key, deleteTranscript));
   }
 
   // ── transcript ─────────────────────────────────────────────────────────
@@ -502,6 +482,3 @@ export class Store extends SessionLists {
     });
   }
 }
-
-/** Where a deleted session's kept rows go: `#` is outside the session key grammar, so no request names it. */
-export const archiveKey = (key: string, at = Date.now()) => `${key}#deleted-${at}`;
