@@ -30,6 +30,9 @@ export const ERROR_CODES = [
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
+/** A word with its indefinite article, for refusal texts: "an elicitation", "a budget", "an integer". */
+export const withArticle = (word: string) => `${/^[aeiou]/i.test(word) ? 'an' : 'a'} ${word}`;
+
 export interface ValidationIssue {
   path: string;
   message: string;

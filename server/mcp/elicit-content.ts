@@ -1,9 +1,7 @@
 // An elicitation answer checked against the server's requestedSchema (MCP's flat form schema): defaults for omitted
 // fields (SEP-1034), titled/untitled/multi-select enums (SEP-1330), so the server gets exactly a valid answer.
 import type { Ajv, ErrorObject } from 'ajv';
-import type { ValidationIssue } from '../errors';
-
-const an = (word: string) => `${/^[aeiou]/i.test(word) ? 'an' : 'a'} ${word}`;
+import { type ValidationIssue, withArticle } from '../errors';
 
 /**
  * The MCP SDK's own check of an elicitation answer: ajv with its formats, as its Server (and AjvJsonSchemaValidator)
@@ -93,7 +91,7 @@ function checkOne(p: Prop, v: unknown): string | null {
       return typeof v === 'boolean' ? null : 'must be a boolean';
     case 'integer':
     case 'number':
-      if (typeof v !== 'number' || !Number.isFinite(v)) return `must be ${an(p.type)}`;
+      if (typeof v !== 'number' || !Number.isFinite(v)) return `must be ${withArticle(p.type)}`;
       if (p.type === 'integer' && !Number.isInteger(v)) return 'must be an integer';
       if (p.minimum !== undefined && v < p.minimum) return `must be at least ${p.minimum}`;
       if (p.maximum !== undefined && v > p.maximum) return `must be at most ${p.maximum}`;
@@ -113,7 +111,7 @@ function checkOne(p: Prop, v: unknown): string | null {
       if (p.maxLength !== undefined && v.length > p.maxLength) return `must be at most ${p.maxLength} characters`;
       if (p.format === 'uri' && !URL.canParse(v)) return 'must be a URI';
       const re = p.format ? FORMATS[p.format] : undefined;
-      if (re && (!re.test(v) || ((p.format === 'date' || p.format === 'date-time') && !realDate(v)))) return `must be ${an(p.format!)}`;
+      if (re && (!re.test(v) || ((p.format === 'date' || p.format === 'date-time') && !realDate(v)))) return `must be ${withArticle(p.format!)}`;
       return null;
     }
   }

@@ -1,7 +1,7 @@
 // Approval gate: per-agent tool policy (auto | ask | deny), session allow-always rules, durable pending approvals.
 import crypto from 'node:crypto';
 import type { AgentConfig } from '../config';
-import { CrosstalkError } from '../errors';
+import { CrosstalkError, withArticle } from '../errors';
 import { checkElicitAnswer, type ElicitSchema } from '../mcp/elicit-content';
 import { OAUTH_RUN_PREFIX } from '../mcp/oauth-run';
 import type { EventBus } from '../events/bus';
@@ -73,9 +73,6 @@ export const decidedByOfRow = (r: Pick<ApprovalRow, 'decided_by'>): DecidedBy | 
  * The decision a settled row's `resolved` event says: its stored one, or `cancel` for an item closed by its run's end
  * (rows of earlier versions kept none), so every kind spells a cancel one way (CONTRACT §3's `cancel`).
  */
-/** "a" or "an" before a word (an elicitation item, an authorization item). */
-export const article = (word: string) => (/^[aeiou]/i.test(word) ? 'an' : 'a');
-
 export const decisionOfRow = (r: Pick<ApprovalRow, 'decision' | 'status'>): string => r.decision ?? (r.status === 'cancelled' ? 'cancel' : r.status);
 
 /** A settled row's `approval` `resolved` event data, wherever it is said (here, or by the process driving the run). */
@@ -256,7 +253,7 @@ export class Approvals {
     if (row.status !== 'pending') throw new CrosstalkError('already_resolved', `approval ${approvalId} is already ${row.status}`);
     const answers = kind === 'elicitation' || kind === 'authorization';
     if (answers !== ELICIT_DECISIONS.includes(decision))
-      throw new CrosstalkError('invalid_request', `${article(kind)} ${kind} item is answered with ${answers ? 'accept, decline or cancel' : 'allow_once, allow_always or deny'}`, [{ path: 'decision', message: `does not answer ${article(kind)} ${kind} item` }]);
+      throw new CrosstalkError('invalid_request', `${withArticle(kind)} item is answered with ${answers ? 'accept, decline or cancel' : 'allow_once, allow_always or deny'}`, [{ path: 'decision', message: `does not answer ${withArticle(kind)} item` }]);
     // An accepted form is checked against the server's schema, its omitted fields filled from the schema's defaults.
     let response: string | null = null;
     if (kind === 'elicitation' && decision === 'accept') {
