@@ -92,7 +92,7 @@ function BoardCard({ item, tone }: { item: BoardItem; tone: BadgeTone }) {
         <span className="min-w-0 flex-1 truncate font-mono" title={item.sessionKey}>
           {item.sessionKey}
         </span>
-        <Badge tone={tone}>{item.waitingFor ? `${item.waitingFor}${item.tool ? `: ${item.tool}` : ''}` : item.status}</Badge>
+        <Badge tone={tone}>{badgeText(item)}</Badge>
       </span>
       <span className="mt-0.5 flex flex-wrap gap-x-2 text-zinc-500">
         <span>agent {item.agentId}</span>
@@ -107,6 +107,13 @@ function BoardCard({ item, tone }: { item: BoardItem; tone: BadgeTone }) {
       )}
     </button>
   );
+}
+
+/** What a card's badge says: its run's status, or what it waits for. */
+function badgeText(item: BoardItem): string {
+  if (item.waitingFor === 'delegate') return 'delegate needs input';
+  if (item.waitingFor) return `${item.waitingFor}${item.tool ? `: ${item.tool}` : ''}`;
+  return item.status;
 }
 
 /** A request tree's spend against its agent's cap (CONTRACT §5 "Budgets"). */

@@ -86,6 +86,24 @@ describe('runs.board', () => {
     }
   });
 
+  it('says a parent run waits on its delegate while the delegate waits for a person, and not after', async () => {
+    const exec = JSON.stringify({ command: 'echo nested' }).replace(/"/g, '\\"');
+    const parent = await s.rpc<{ runId: string }>('agent', {
+      sessionKey: 'agent:main:board-parent',
+      message: `/tool delegate_agent {"agent_id":"researcher","prompt":"/tool exec ${exec}"}`,
+    });
+    const b = await until('the standard delegate waiting', (x) => x.needsInput.some((i) => i.parentChain[0] === 'agent:main:board-parent'));
+    const waiting = b.needsInput.find((i) => i.parentChain[0] === 'agent:main:board-parent')!;
+    const above = b.working.find((i) => i.runId === parent.runId);
+    expect(above).toMatchObject({ sessionKey: 'agent:main:board-parent', status: 'running', waitingFor: 'delegate', delegateSessionKey: waiting.sessionKey });
+    // A run of another session is not marked.
+    expect(b.working.filter((i) => i.waitingFor === 'delegate').map((i) => i.runId)).toEqual([parent.runId]);
+    await s.rpc('approvals.resolve', { approvalId: waiting.approvalId, decision: 'allow_once' });
+    expect(await s.rpc('agent.wait', { runId: parent.runId, timeoutMs: 10_000 })).toMatchObject({ status: 'ok' });
+    const after = (await board()).done.find((i) => i.runId === parent.runId)!;
+    expect(after.waitingFor).toBeUndefined();
+  });
+
   it('refuses a bad limit', async () => {
     const r = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'runs.board', params: { limit: 0 } });
     expect(r.body.error.code).toBe(-32602);

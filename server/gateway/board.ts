@@ -95,8 +95,13 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
   const all = [...groups.needsInput, ...groups.working, ...groups.done, ...groups.failed];
   const deadKey = (d: (typeof dead)[number]) => d.from_session ?? d.to_session ?? '';
   const [chains, budgets] = await Promise.all([parentChains(store, [...all.map((r) => r.session_key), ...dead.map(deadKey)]), treeBudgets(store, all, budgetOf)]);
+  // A working run whose session is an ancestor of a session waiting on a person waits on that delegate: the board says so
+  // (it stays under "Working": the item to answer is the delegate's, under "Needs input").
+  const delegateWaits = new Map<string, string>();
+  for (const r of groups.needsInput) for (const key of chains.get(r.session_key) ?? []) if (key !== r.session_key && !delegateWaits.has(key)) delegateWaits.set(key, r.session_key);
   const item = (r: RunPick): BoardItem => {
     const wait = waitingOn.get(r.id);
+    const delegate = !needs.has(r.id) && (r.status === 'running' || r.status === 'queued') ? delegateWaits.get(r.session_key) : undefined;
     return {
       runId: r.id,
       sessionKey: r.session_key,
@@ -106,6 +111,7 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
       // tree's budget wait marks none).
       status: needs.has(r.id) && r.status === 'running' ? 'waiting_approval' : r.status,
       ...(needs.has(r.id) ? { waitingFor: 'approval', ...(wait ? { approvalId: wait.id, tool: wait.tool } : {}) } : {}),
+      ...(delegate ? { waitingFor: 'delegate', delegateSessionKey: delegate } : {}),
       startedAt: r.started_at ?? r.created_at,
       ...(r.ended_at ? { endedAt: r.ended_at } : {}),
       costUsd: Math.round(Number(r.cost ?? 0) * 1e6) / 1e6,

@@ -202,8 +202,12 @@ export interface BoardItem {
   /** The session's ancestors, root first, ending with the session itself. */
   parentChain: string[];
   status: string;
-  /** What the run waits for, when it waits for a person (`approval`). */
+  /**
+   * What the run waits for: `approval` when it waits for a person (under "Needs input"); `delegate` when it works on
+   * while a delegate session below it waits for a person (under "Working"), that session in `delegateSessionKey`.
+   */
   waitingFor?: string;
+  delegateSessionKey?: string;
   /** The pending item it waits on, and its tool. */
   approvalId?: string;
   tool?: string;
