@@ -132,8 +132,11 @@ export async function resolvePairing(store: Store, p: z.output<typeof pairingsRe
     .where('requested_at', '>=', pairingCutoff())
     .executeTakeFirst();
   if (Number(res.numUpdatedRows) !== 1) {
-    if (row.status === 'pending') throw new CrosstalkError('invalid_request', `pairing request ${p.code} on channel ${p.channel} has expired`, [{ path: 'code', message: 'pairing request expired' }]);
-    throw new CrosstalkError('already_resolved', `pairing ${p.code} is already ${row.status}`);
+    // Read again: a resolve that won a race (on another process, or between this read and the update) settled it, and
+    // this one is `already_resolved`, not expired.
+    const now = row.status === 'pending' ? await db.selectFrom('channel_senders').select('status').where('channel', '=', row.channel).where('peer', '=', row.peer).executeTakeFirst() : row;
+    if (!now || now.status === 'pending') throw new CrosstalkError('invalid_request', `pairing request ${p.code} on channel ${p.channel} has expired`, [{ path: 'code', message: 'pairing request expired' }]);
+    throw new CrosstalkError('already_resolved', `pairing ${p.code} is already ${now.status}`);
   }
   if (p.decision === 'deny') {
     await db.deleteFrom('channel_held').where('channel', '=', row.channel).where('peer', '=', row.peer).execute();

@@ -265,6 +265,17 @@ describe('dmPolicy', () => {
     expect(await s.rt.store.db.selectFrom('channel_held').selectAll().where('peer', '=', 'dave').execute()).toHaveLength(2);
   });
 
+  it('pairing: resolves racing at once give one ok and already_resolved to the rest, never "expired" (probe E)', async () => {
+    await inbound(s, 'erin', 'hello');
+    await until(() => sentTo('erin').length === 1);
+    const code = /pairing code is ([A-Z0-9]+)/.exec(sentTo('erin')[0]!)![1]!;
+    const answers = await Promise.all(
+      ['approve', 'approve', 'deny', 'approve'].map((decision) => s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'pairings.resolve', params: { channel: 'webhook', code, decision } })),
+    );
+    expect(answers.filter((a) => a.body.result).map((a) => a.body.result)).toEqual([{ status: 'ok' }]);
+    for (const a of answers.filter((x) => x.body.error)) expect(a.body.error).toMatchObject({ code: -32009, data: { code: 'already_resolved' } });
+  });
+
   it('allowlist takes only allowFrom; open takes anyone', async () => {
     const t = await startTestServer({ config: { channels: webhookChannel({ dmPolicy: 'allowlist', allowFrom: ['erin'] }) } });
     try {
