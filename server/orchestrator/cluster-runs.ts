@@ -17,6 +17,9 @@ import type { ActiveRun, RunInput } from './types';
 import { RunEnds } from './run-ends';
 import { Backstop } from './backstop';
 
+/** The run a queued row's sender was told it was steered into (`origin.steerInto`), if any. */
+export const steerIntoOf = (row: Pick<RunRow, 'origin'>): string | undefined => (parseOrigin(row.origin) as { steerInto?: string } | null)?.steerInto;
+
 export abstract class ClusterRuns extends RunEnds {
   /** The orphan sweep's backstop: sessions held here whose unfinished runs nothing here drives are taken in again. */
   private readonly backstop = new Backstop({
@@ -86,9 +89,14 @@ export abstract class ClusterRuns extends RunEnds {
       // The lease went away between the claim and here (released as idle): the row is queued; whoever claims runs it.
       return { runId, status: 'queued' };
     }
-    if (owner) await cluster.notify({ kind: 'work', to: owner, sessionKey });
     // The owner steers it into the active run only when their trust matches (else it runs after, as here locally).
-    if (effective === 'steer' && r.active && sameTrust(trustOf(parseOrigin(row.origin)), trustOf(parseOrigin(r.activeOrigin)))) return { runId: r.active, status: 'steered' };
+    const steered = effective === 'steer' && r.active && sameTrust(trustOf(parseOrigin(row.origin)), trustOf(parseOrigin(r.activeOrigin))) ? r.active : null;
+    // The answer names that run, so the row says so before the owner is told (as a local steer's row does): whoever
+    // takes the row in (the owner, or the process that takes the session over after the owner died with the run in
+    // flight) steers it into that run, or, when that run ended first, points the run at the one that answers it.
+    if (steered) await this.o.store.updateRun(runId, { origin: JSON.stringify({ ...(row.origin ? JSON.parse(row.origin) : {}), steerInto: steered }) });
+    if (owner) await cluster.notify({ kind: 'work', to: owner, sessionKey });
+    if (steered) return { runId: steered, status: 'steered' };
     return { runId, status: effective === 'interrupt' ? 'started' : 'queued' };
   }
 
@@ -214,6 +222,18 @@ export abstract class ClusterRuns extends RunEnds {
           if (pending.length) continue;
         } else log.warn({ runId: row.id, sessionKey: key }, 're-driving a run whose process stopped');
         st.parked = true;
+      }
+      // Messages whose senders were told they were steered into the run re-driven here (its process died before it
+      // took them in) go into it, as they would have there; not into a run that is closed on load.
+      const active = st.active as ActiveRun | null;
+      if (active && !active.cancelled && !interruptOnLoad) {
+        const trust = trustOf(active.row ? parseOrigin(active.row.origin) : active.origin);
+        for (let i = 0; i < st.queue.length; i++) {
+          const q = st.queue[i]!;
+          if (!q.row || q.row.queue_mode !== 'steer' || steerIntoOf(q.row) !== active.id || !sameTrust(trustOf(parseOrigin(q.row.origin)), trust)) continue;
+          st.queue.splice(i--, 1);
+          active.inbox.push({ runId: q.runId, input: q.inputs.length > 1 ? mergeInputs(q.inputs) : q.inputs[0]!, persisted: Promise.resolve() });
+        }
       }
     })();
     const loading = st.loading;

@@ -156,7 +156,7 @@ export class Orchestrator extends ClusterRuns {
         if (ended) return ended;
         const row = await this.o.store.getRun(runId);
         if (!row) throw new CrosstalkError('unknown_run', `no run ${runId}`);
-        if (TERMINAL.has(row.status)) return { ...waitResultOf(row), ...(row.status !== 'ok' && row.merged_into ? { continuedIn: row.merged_into } : {}) };
+        if (TERMINAL.has(row.status)) return { ...waitResultOf(row), ...(row.merged_into ? { continuedIn: row.merged_into } : {}) };
         if (row.status === 'merged' && row.merged_into) return this.wait(row.merged_into, timeoutMs, stop);
         sessionKey = row.session_key;
       }
