@@ -38,6 +38,7 @@ export const STORE_INDEPENDENT: readonly string[] = [
   'server/mcp/orphans.test.ts',
   'server/tools/exec-deadline.test.ts',
   'server/tools/exec-namespace.test.ts',
+  'server/tools/exec-fds.test.ts',
   // They pick their stores themselves (PostgreSQL by TEST_DATABASE_URL, SQLite by data dir), in processes of their own.
   'server/cluster/cluster.test.ts',
   'server/cluster/crash-burst.test.ts',
@@ -49,6 +50,7 @@ export const STORE_INDEPENDENT: readonly string[] = [
   'server/cluster/mcp-cancel.test.ts',
   'server/cluster/idempotency.test.ts',
   'server/cluster/reregister.test.ts',
+  'server/cluster/steer-takeover.test.ts',
   'server/cluster/unfenced-writes.test.ts',
   'server/cluster/wedge.test.ts',
   // PostgreSQL by TEST_DATABASE_URL in a schema of their own (a lock conflict or a lost connection raised by a trigger).

@@ -1,6 +1,6 @@
 // exec: runs a shell command in the agent's workspace folder, output capped; the canonical approval case. Not a sandbox:
 // as root it runs the command as an unprivileged user (exec-isolation.ts) in a PID namespace of its own
-// (exec-namespace.ts), and ends its whole process tree (exec-tree.ts).
+// (exec-namespace.ts), and ends its whole process tree (exec-tree.ts). It starts with only fds 0-3 open (closeInheritedFds).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,7 +11,7 @@ import { described } from './describe';
 import { blockedFor, execIdentity, mkdirAsUser, mkdirFor } from './exec-isolation';
 import { ProcessTree } from './exec-tree';
 import { realPrefix } from '../real-path';
-import { systemBinary } from '../system-binary';
+import { isExecutableFile, systemBinary } from '../system-binary';
 import { inPidNamespace, pidNamespace } from './exec-namespace';
 
 /** Seconds a command may run when the call names no timeout. */
@@ -37,6 +37,53 @@ export function shellArgv(command: string, limitS: number, ns?: { unshare: strin
   const timeout = systemBinary('timeout');
   const argv = timeout ? [timeout, '-s', 'KILL', `${limitS + TIMEOUT_GRACE_S}s`, '/bin/sh', '-c', command] : ['/bin/sh', '-c', command];
   return ns ? inPidNamespace(ns.unshare, argv, ns.id) : [argv[0]!, argv.slice(1)];
+}
+
+/**
+ * The script every command line starts through (as `shell -c CLOSE_FDS crosstalk-exec file args…`): it closes every fd
+ * above 3, then execs `file args…` in its place (same pid: the process tree and the deadline are as before). Node opens
+ * its own files close-on-exec (and marks inherited fds up to 15 so at start), but not the higher fds the server
+ * inherited from whatever started it (a shell's `200<secret`, a supervisor's or CI runner's pipe), and every command
+ * got them, as the exec user too. fd 3 is the command's marker (exec-tree.ts) and stays. /proc/self/fd names the open
+ * fds; without /proc, 4 up to the fd limit (at most 1024) are closed. dash closes one-digit fds only (`exec 12>&-` runs
+ * a command named 12), so bash runs it where there is one; a shell that cannot close an open fd above 9 fails the
+ * command (exit 126) rather than leak it.
+ */
+export const CLOSE_FDS = `multi=
+closesMulti() {
+  [ -n "$multi" ] || if (PATH=/dev/null; exec 10>&-) 2>/dev/null; then multi=1; else multi=0; fi
+  [ "$multi" = 1 ]
+}
+if [ -d /proc/self/fd ]; then
+  for f in /proc/self/fd/*; do
+    n=\${f##*/}
+    case $n in
+      [0-3]) ;;
+      [4-9]) eval "exec $n>&-" ;;
+      *)
+        closesMulti || { echo "$0: cannot close the inherited fd $n: this shell closes fds 0-9 only" >&2; exit 126; }
+        eval "exec $n>&-" ;;
+    esac
+  done
+else
+  n=4
+  max=9
+  if closesMulti; then
+    max=$(ulimit -n)
+    case $max in ''|*[!0-9]*) max=1024 ;; esac
+    [ "$max" -le 1024 ] || max=1024
+    max=$((max - 1))
+  fi
+  while [ "$n" -le "$max" ]; do eval "exec $n>&-"; n=$((n + 1)); done
+fi
+exec "$@"`;
+
+let closingShell: string | undefined;
+
+/** `argv` (file first) started through CLOSE_FDS: by bash where there is one (-p: no BASH_ENV, no functions from the environment), else /bin/sh. */
+export function closeInheritedFds([file, argv]: [string, string[]], shell = (closingShell ??= ['/usr/bin/bash', '/bin/bash'].find(isExecutableFile) ?? '/bin/sh')): [string, string[]] {
+  const opts = path.basename(shell) === 'bash' ? ['-p'] : [];
+  return [shell, [...opts, '-c', CLOSE_FDS, 'crosstalk-exec', file, ...argv]];
 }
 
 /** After the shell exits, how long output still in the pipes may take to arrive (a grandchild may hold them open forever). */
@@ -131,11 +178,13 @@ export function createExecTool(): ToolDef<z.infer<typeof input>> {
       if (ctx.signal.aborted) return toolError('interrupted', 'run interrupted');
       const tree = new ProcessTree();
       return new Promise((resolve) => {
-        // Its own session and process group; fd 3 marks every process it starts (exec-tree.ts).
+        // Its own session and process group; fd 3 marks every process it starts (exec-tree.ts), and no other fd above 2 reaches it.
         let child: ReturnType<typeof spawn>;
         try {
           const user = id.isolated ? { uid: id.uid, gid: id.gid } : undefined;
-          const [file, argv] = shellArgv(command, limitS, 'unshare' in ns ? { unshare: ns.unshare, id: user } : undefined);
+          // Closed before anything else runs (as root, in the namespace's case): a process of the exec user's that kept
+          // them (timeout, the namespace's first process) would hand them to the command (pidfd_getfd, ptrace).
+          const [file, argv] = closeInheritedFds(shellArgv(command, limitS, 'unshare' in ns ? { unshare: ns.unshare, id: user } : undefined));
           child = spawn(file, argv, {
             cwd: dir,
             env,
