@@ -15,6 +15,9 @@ export function proxy(request: NextRequest): NextResponse {
 }
 
 export const config = {
-  // Pages only: API routes, A2A, MCP and built assets are never documents (next.config.mjs gives them the framing headers).
-  matcher: [{ source: '/((?!api/|a2a/|mcp|_next/static|_next/image|favicon.ico|icon.svg).*)' }],
+  // Pages only: API routes, A2A, /mcp, built chunks, the image optimizer and the icons (public/favicon.ico, app/icon.svg)
+  // are never documents (next.config.mjs gives them the framing headers). Each exclusion ends at a `/` or the path's
+  // end: unanchored, `mcp` or `favicon.ico` also skipped `/mcpx` or `/favicon.icoX`, whose not-found page then went
+  // out without a CSP (and its scripts without a nonce).
+  matcher: [{ source: '/((?!api/|a2a/|mcp$|_next/static/|_next/image$|favicon\\.ico$|icon\\.svg$).*)' }],
 };

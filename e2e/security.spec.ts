@@ -47,6 +47,53 @@ test('every page is served with the CSP and X-Frame-Options; Next’s scripts ca
   }
 });
 
+test('a path that only begins like an excluded one is a page: its not-found page has the CSP; /mcp, chunks and icons do not pass the proxy', async ({ request }) => {
+  // The proxy skips exactly /mcp, /_next/static/*, /_next/image, /favicon.ico and /icon.svg; a longer path is Next's
+  // not-found page, a document like any other (it had no CSP, and its scripts no nonce, when the exclusions were
+  // unanchored prefixes).
+  const headers = { cookie: `crosstalk_token=${TOKEN}` };
+  for (const p of ['/mcpx', '/mcp-room', '/mcp/x', '/favicon.icoX', '/icon.svgx', '/_next/imagex', '/_next/staticx', '/_next/static']) {
+    const res = await request.get(p, { headers });
+    expect(res.status(), p).toBe(404);
+    expect(res.headers()['content-type'], p).toContain('text/html');
+    const csp = res.headers()['content-security-policy'] ?? '';
+    expect(directive(csp, 'frame-ancestors'), p).toBe("frame-ancestors 'none'");
+    expect(directive(csp, 'img-src'), p).toBe("img-src 'self' data:");
+    expect(res.headers()['x-frame-options'], p).toBe('DENY');
+    const nonce = /'nonce-([^']+)'/.exec(directive(csp, 'script-src') ?? '')?.[1];
+    expect(nonce, p).toBeTruthy();
+    for (const tag of (await res.text()).match(/<script\b[^>]*>/g) ?? []) expect(tag, p).toContain(`nonce="${nonce}"`);
+  }
+
+  // What the proxy skips is as before: framing headers, no page policy (no nonce). /mcp is the MCP endpoint (JSON).
+  const mcp = await request.get('/mcp');
+  expect(mcp.status()).toBe(401);
+  expect(mcp.headers()['content-type']).toContain('application/json');
+  expect(mcp.headers()['x-frame-options']).toBe('DENY');
+  expect(mcp.headers()['content-security-policy'] ?? '').not.toContain('nonce-');
+  const page = await (await request.get('/', { headers })).text();
+  const chunk = /src="(\/_next\/static\/[^"]+\.js)"/.exec(page)?.[1];
+  expect(chunk).toBeTruthy();
+  // /favicon.ico, which browsers ask for by themselves, is the room's icon (public/favicon.ico), not a not-found page.
+  const favicon = await request.get('/favicon.ico');
+  expect(favicon.status()).toBe(200);
+  expect(favicon.headers()['content-type']).toBe('image/x-icon');
+  expect([...(await favicon.body()).subarray(0, 4)]).toEqual([0, 0, 1, 0]);
+  for (const [p, type] of [[chunk!, 'javascript'], ['/icon.svg', 'image/svg+xml'], ['/favicon.ico', 'image/x-icon']] as const) {
+    const res = await request.get(p);
+    expect(res.status(), p).toBe(200);
+    expect(res.headers()['content-type'], p).toContain(type);
+    expect(res.headers()['x-frame-options'], p).toBe('DENY');
+    expect(res.headers()['content-security-policy'], p).toBeUndefined();
+  }
+  // The image optimizer's own policy (a sandbox), not the page's.
+  const image = await request.get('/_next/image?url=%2Ficon-192.png&w=64&q=75');
+  expect(image.status()).toBe(200);
+  expect(image.headers()['content-type']).toBe('image/png');
+  expect(image.headers()['x-frame-options']).toBe('DENY');
+  expect(image.headers()['content-security-policy']).not.toContain('nonce-');
+});
+
 test('a remote image in model output is a link: its server hears nothing until a person clicks it', async ({ room, page, context, freshSession, expectedConsole }) => {
   const hits: string[] = [];
   const images = http.createServer((req, res) => {
