@@ -153,16 +153,36 @@ async function treeBudgets(store: Store, runs: RunPick[], budgetOf?: BudgetOf): 
   }
   if (!treeOf.size) return out;
   const roots = [...new Set([...treeOf.values()].map((t) => t.root))];
-  const rows = await store.db
-    .selectFrom('model_usage')
-    .select((eb) => ['root_run_id', eb.fn.sum<number>('cost_usd').as('usd'), eb.fn.sum<number>('input_tokens').as('i'), eb.fn.sum<number>('output_tokens').as('o')])
-    .where('root_run_id', 'in', roots)
-    .groupBy('root_run_id')
-    .execute();
+  const [rows, items] = await Promise.all([
+    store.db
+      .selectFrom('model_usage')
+      .select((eb) => ['root_run_id', eb.fn.sum<number>('cost_usd').as('usd'), eb.fn.sum<number>('input_tokens').as('i'), eb.fn.sum<number>('output_tokens').as('o')])
+      .where('root_run_id', 'in', roots)
+      .groupBy('root_run_id')
+      .execute(),
+    // Each "Allow once" lets the tree spend one more cap (CONTRACT §5): the cap it is held to now is the agent's times
+    // one more than its allowed items, as the budget's own check reckons it (budget.ts `standing`).
+    store.db
+      .selectFrom('approvals')
+      .select(['call_id', 'decision', 'status'])
+      .where('kind', '=', 'budget')
+      .where((eb) => eb.or(roots.map((r) => eb('call_id', 'like', `budget:${r}:%`))))
+      .execute(),
+  ]);
   const spent = new Map(rows.map((r) => [r.root_run_id as string, { usd: Number(r.usd ?? 0), tokens: Number(r.i ?? 0) + Number(r.o ?? 0) }]));
+  const times = new Map<string, number | null>();
+  for (const a of items) {
+    const root = a.call_id.split(':')[1]!;
+    if (times.get(root) === null) continue;
+    if (a.decision === 'allow_always') times.set(root, null);
+    else times.set(root, (times.get(root) ?? 1) + (a.status === 'allowed' ? 1 : 0));
+  }
   for (const [runId, t] of treeOf) {
     const s = spent.get(t.root) ?? { usd: 0, tokens: 0 };
-    out.set(runId, { rootRunId: t.root, spentUsd: Math.round(s.usd * 1e6) / 1e6, capUsd: t.cap.usd ?? null, spentTokens: s.tokens, capTokens: t.cap.tokens ?? null });
+    // Allowed for good: no cap holds the tree any more.
+    const n = times.has(t.root) ? times.get(t.root)! : 1;
+    const cap = (c: number | undefined) => (c === undefined || n === null ? null : c * n);
+    out.set(runId, { rootRunId: t.root, spentUsd: Math.round(s.usd * 1e6) / 1e6, capUsd: cap(t.cap.usd), spentTokens: s.tokens, capTokens: cap(t.cap.tokens) });
   }
   return out;
 }

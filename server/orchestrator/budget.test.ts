@@ -51,10 +51,16 @@ describe('budgets', () => {
     await s.rpc('approvals.resolve', { approvalId: first.approvalId, decision: 'allow_once' });
     const second = await nextItem([first.approvalId]);
     expect(second.args).toMatchObject({ capTokens: 2, rootRunId: runId });
+    // The board holds the tree to the same raised cap as the item (it showed the agent's own cap, probe F).
+    const onBoard = (await s.rpc<{ needsInput: any[] }>('runs.board', {})).needsInput.find((b) => b.runId === runId);
+    expect(onBoard.budget).toMatchObject({ rootRunId: runId, capTokens: 2, capUsd: null });
     const again = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'approvals.resolve', params: { approvalId: first.approvalId, decision: 'allow_once' } });
     expect(again.body.error.data.code).toBe('already_resolved');
     await s.rpc('approvals.resolve', { approvalId: second.approvalId, decision: 'allow_always' });
     expect(await s.rpc('agent.wait', { runId, timeoutMs: 10_000 })).toMatchObject({ status: 'ok' });
+    // Allowed for good: no cap holds it any more.
+    const done = (await s.rpc<{ done: any[] }>('runs.board', {})).done.find((b) => b.runId === runId);
+    expect(done.budget).toMatchObject({ rootRunId: runId, capTokens: null, capUsd: null });
   });
 
   it('the tree is one: delegates spend from their caller’s budget, and wait on one item', async () => {
