@@ -112,3 +112,40 @@ test('the board opens from the idle prefetch, on its own request, and renders lo
   expect(count).toBeGreaterThan(8);
   await expect(done.getByTestId('board-item')).toHaveCount(count);
 });
+
+// Probe F (stop 59): a parent's attention badge came and went ~5 s after the Approvals count, with the sidebar's own
+// poll of sessions.list. It follows the inbox's 1 s poll now. Timers run on Playwright's clock, paused right after a
+// sessions.list poll, so the list's next poll is 5 s of page time away and only the inbox can bring the badge in time.
+test('a parent’s attention badge follows its delegate’s approval with the inbox, not the sidebar’s 5 s poll', async ({ page, request, freshSession, ownServer }) => {
+  const server = await ownServer();
+  await rpcAt(request, server.origin, TOKEN, 'agent.wait', { runId: (await rpcAt<{ runId: string }>(request, server.origin, TOKEN, 'agent', { sessionKey: freshSession, message: '/reply hi' })).runId });
+  let lists = 0;
+  await page.route(/\/api\/trpc\/[^?]*sessions\.list/, async (route) => {
+    lists++;
+    await route.continue();
+  });
+  await page.clock.install();
+  const room = await openOwnRoom(page, server, freshSession);
+  const row = room.sidebar.locator(`[data-testid="session-item"][data-session-key="${freshSession}"]`);
+  await expect(row).toBeVisible();
+  await expect(row).not.toHaveAttribute('data-attention', 'true');
+  // Just after a poll of the list: page time stands still from here but for what the test lets pass.
+  await page.clock.pauseAt(Date.now() + 1_000);
+  const before = lists;
+  for (let i = 0; i < 120 && lists === before; i++) await page.clock.runFor(50);
+  expect(lists).toBeGreaterThan(before);
+  await page.waitForTimeout(200); // that poll's answer lands
+  await rpcAt(request, server.origin, TOKEN, 'agent', {
+    sessionKey: freshSession,
+    message: `/tool delegate_agent ${JSON.stringify({ agent_id: 'researcher', prompt: '/tool exec {"command":"echo badge"}', mode: 'detached' })}`,
+  });
+  await expect.poll(async () => (await rpcAt<{ approvals: unknown[] }>(request, server.origin, TOKEN, 'approvals.list', {})).approvals.length).toBe(1);
+  // At most 3.5 s of page time: the inbox polls (every 1 s), the list's own poll is not due.
+  let shown = false;
+  for (let i = 0; i < 70 && !shown; i++) {
+    await page.clock.runFor(50);
+    await page.waitForTimeout(30); // the requests that page time started are answered in real time
+    shown = (await row.getAttribute('data-attention')) === 'true';
+  }
+  expect(shown).toBe(true);
+});

@@ -45,6 +45,8 @@ export function useSessionEvents(sessionKey: string, gate: Pick<HydrationGate, '
   const refreshDelegates = () => {
     void qc.invalidateQueries({ queryKey: trpc.delegates.pathKey() });
     void qc.invalidateQueries({ queryKey: trpc.status.pathKey() });
+    // A new delegate session is a new row in the sidebar's tree, under this one.
+    void qc.invalidateQueries({ queryKey: trpc.sessions.list.pathKey() });
   };
 
   const onEvent = (ev: AgentEvent) => {
