@@ -14,6 +14,13 @@ for (const [addr, prefix] of [
   ['172.16.0.0', 12],
   ['192.168.0.0', 16],
   ['198.18.0.0', 15],
+  // IETF protocol assignments, the documentation ranges (TEST-NET-1/2/3: a lab or container network may use them for
+  // its own hosts, 192.0.2.0/24 did on a machine here) and the retired 6to4 relay anycast: none is a public host.
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
   ['224.0.0.0', 4],
   ['240.0.0.0', 4],
 ] as const)

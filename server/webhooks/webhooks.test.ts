@@ -152,8 +152,8 @@ describe('webhooks', () => {
   });
 
   it('private and loopback addresses are recognised', () => {
-    for (const ip of ['127.0.0.1', '10.1.2.3', '192.168.0.1', '172.20.0.1', '169.254.1.1', '::1', 'fd00::1', '::ffff:127.0.0.1', '0.0.0.0']) expect(isPrivateAddress(ip), ip).toBe(true);
-    for (const ip of ['93.184.216.34', '8.8.8.8', '2606:4700::1111']) expect(isPrivateAddress(ip), ip).toBe(false);
+    for (const ip of ['127.0.0.1', '10.1.2.3', '192.168.0.1', '172.20.0.1', '169.254.1.1', '::1', 'fd00::1', '::ffff:127.0.0.1', '0.0.0.0', '192.0.2.2', '198.51.100.7', '203.0.113.9', '192.0.0.8', '::ffff:192.0.2.2']) expect(isPrivateAddress(ip), ip).toBe(true);
+    for (const ip of ['93.184.216.34', '8.8.8.8', '2606:4700::1111', '192.0.3.1', '203.0.114.1']) expect(isPrivateAddress(ip), ip).toBe(false);
   });
 });
 
