@@ -19,6 +19,7 @@ import { TextInput } from '../ui/text-input';
 import { ElicitationForm } from './elicitation-form';
 import { StaleNotice, staleNoticeText } from './stale-notice';
 import { ApprovalsHistory } from './approvals-history';
+import { budgetText } from '@/lib/room/budget-text';
 
 type Decision = 'allow_once' | 'allow_always' | 'deny';
 
@@ -217,7 +218,12 @@ function InboxItem({ approval: a, onOpenSession, onStale }: { approval: PendingA
         <ElicitationForm approval={a} busy={busy} decide={(decision, content) => resolve.mutate({ approvalId: a.approvalId, decision, via: 'inbox', ...(content ? { content } : {}) })} />
       ) : (
         <>
-          <CodeBlock text={prettyJson(a.args)} label="Tool arguments" maxHeight="max-h-32" />
+          {a.kind === 'budget' && (
+        <p data-testid="budget-text" className="text-sm">
+          {budgetText(a.args)}
+        </p>
+      )}
+      <CodeBlock text={prettyJson(a.args)} label="Tool arguments" maxHeight="max-h-32" />
           <TextInput aria-label="Reason" placeholder="Reason (optional, sent with a denial)" value={reason} onChange={(e) => setReason(e.target.value)} />
           <DecisionButtons busy={busy} decide={decide} always={a.kind !== 'budget'}>
             {stale && <span className="text-xs text-zinc-500">Already decided elsewhere.</span>}

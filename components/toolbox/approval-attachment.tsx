@@ -16,6 +16,7 @@ import { CodeBlock } from '../ui/code-block';
 import { TextInput } from '@/components/ui/text-input';
 import { ElicitationForm } from '../approvals/elicitation-form';
 import { StaleNotice, staleNoticeText } from '../approvals/stale-notice';
+import { budgetText } from '@/lib/room/budget-text';
 
 type Decision = 'allow_once' | 'allow_always' | 'deny';
 
@@ -98,6 +99,11 @@ function ApprovalForm({ pending, resolve }: Props) {
         <p data-testid="approval-trust" className="text-xs text-amber-900 dark:text-amber-200">
           Asked by a run that channel sender <span className="font-mono">{current.trust.channel}:{current.trust.peer}</span> started (its
           agent&apos;s <span className="font-mono">channelTools</span> policy applies).
+        </p>
+      )}
+      {current.kind === 'budget' && (
+        <p data-testid="budget-text" className="text-sm">
+          {budgetText(current.args)}
         </p>
       )}
       <CodeBlock text={prettyJson(current.args)} label="Tool arguments" maxHeight="max-h-32" />
