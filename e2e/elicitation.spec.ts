@@ -7,6 +7,21 @@ import { expect, openOwnRoom, test } from './fixtures';
 const require = createRequire(import.meta.url);
 const STDIO_SERVER = path.join(import.meta.dirname, '..', 'server', 'mcp', 'testing', 'stdio-server.mjs');
 const EVERYTHING = path.join(path.dirname(require.resolve('@modelcontextprotocol/server-everything/package.json')), 'dist', 'index.js');
+// A server whose one tool asks for a whole number with no bounds, a multiple of 0.5, a share above 0 (exclusive) and a
+// ticket with an unanchored pattern (three digits anywhere in it), and answers what it got.
+const NUMBERS_SERVER = `const { McpServer } = require(${JSON.stringify(require.resolve('@modelcontextprotocol/sdk/server/mcp.js'))});
+const { StdioServerTransport } = require(${JSON.stringify(require.resolve('@modelcontextprotocol/sdk/server/stdio.js'))});
+const server = new McpServer({ name: 'numbers', version: '1.0.0' });
+server.registerTool('ask', { description: 'Asks for numbers and a ticket by elicitation', inputSchema: {} }, async () => {
+  const r = await server.server.elicitInput({ message: 'How many, and which ticket?', requestedSchema: { type: 'object', properties: {
+    count: { type: 'integer', title: 'Count' },
+    ratio: { type: 'number', title: 'Ratio', multipleOf: 0.5 },
+    share: { type: 'number', title: 'Share', exclusiveMinimum: 0, maximum: 1 },
+    ticket: { type: 'string', title: 'Ticket', pattern: '[0-9]{3}' },
+  }, required: ['count', 'ticket'] } });
+  return { content: [{ type: 'text', text: 'asked ' + JSON.stringify(r) }] };
+});
+server.connect(new StdioServerTransport());`;
 
 test('an MCP elicitation is a form in the Approval row and in the Approvals dialog; URL mode is a link', async ({ page, freshSession, ownServer, expectedConsole }) => {
   test.setTimeout(180_000);
@@ -87,4 +102,61 @@ test('a required choice with no default starts unchosen and must be made; a date
   await expect(answer).toContainText(/"color\\?":\\?"r\\?"/);
   await expect(answer).toContainText(/2026-01-0[12]T\d\d:30:00\.000Z/);
   await expect(answer).toContainText(/"seats\\?":3/);
+});
+
+test('the browser refuses what the schema refuses before anything is sent: 1.5 for an integer, a step off multipleOf, a pattern', async ({ page, freshSession, ownServer, expectedConsole }) => {
+  test.setTimeout(120_000);
+  expectedConsole.push(/net::ERR_(INCOMPLETE_CHUNKED_ENCODING|CONNECTION_REFUSED|CONNECTION_RESET|EMPTY_RESPONSE)/);
+  const server = await ownServer({ config: { agents: [{ id: 'main', tools: { 'mcp__numbers__*': 'auto' } }], mcp: { servers: { numbers: { command: process.execPath, args: ['-e', NUMBERS_SERVER] } } } } });
+  const room = await openOwnRoom(page, server, freshSession);
+  await expect(page.getByTestId('status-mcp-numbers')).toHaveText(/^up · \d+ tools$/, { timeout: 30_000 });
+  const resolves: string[] = [];
+  page.on('request', (r) => {
+    if (/\/api\/trpc\/[^?]*approvals\.resolve/.test(r.url())) resolves.push(r.url());
+  });
+  await room.send('/tool mcp__numbers__ask {}');
+  await expect(room.approval).toContainText('How many, and which ticket?', { timeout: 30_000 });
+  const count = room.approval.getByLabel('Count', { exact: true });
+  const ratio = room.approval.getByLabel('Ratio', { exact: true });
+  const ticket = room.approval.getByLabel('Ticket', { exact: true });
+  await expect(count).toHaveAttribute('step', '1');
+  await expect(ratio).toHaveAttribute('step', '0.5');
+  await expect(ticket).toHaveAttribute('pattern', /.+/);
+  // An exclusive bound HTML cannot say is in the field's hint (the server still checks it).
+  await expect(room.approval.locator('label', { hasText: /^Share$/ })).toHaveAttribute('title', /more than 0/);
+
+  // Before: 1.5 for an integer, 0.3 for a multiple of 0.5 and a ticket without three digits passed the browser, went
+  // to the server and came back refused.
+  const validity = () =>
+    Promise.all([count, ratio, ticket].map((f) => f.evaluate((el: HTMLInputElement) => ({ step: el.validity.stepMismatch, pattern: el.validity.patternMismatch }))));
+  await count.fill('1.5');
+  await ratio.fill('0.3');
+  await ticket.fill('ab12');
+  await room.approval.getByRole('button', { name: 'Submit', exact: true }).click();
+  await expect(room.approval).toBeVisible();
+  expect(await validity()).toEqual([
+    { step: true, pattern: false },
+    { step: true, pattern: false },
+    { step: false, pattern: true },
+  ]);
+  await expect(room.approval).not.toContainText('Could not resolve');
+  expect(resolves, 'nothing sent').toEqual([]);
+
+  // The schema's pattern matches anywhere in the value, and so does the input's: three digits amid letters fit.
+  await count.fill('-7');
+  await ratio.fill('2.5');
+  await ticket.fill('ab123cd');
+  expect(await validity()).toEqual([
+    { step: false, pattern: false },
+    { step: false, pattern: false },
+    { step: false, pattern: false },
+  ]);
+  await room.approval.getByRole('button', { name: 'Submit', exact: true }).click();
+  await expect(room.approval).toHaveCount(0);
+  const answer = room.messages('assistant').filter({ hasText: 'asked' });
+  await expect(answer).toHaveCount(1, { timeout: 30_000 });
+  await expect(answer).toContainText(/"count\\?":-7/);
+  await expect(answer).toContainText(/"ratio\\?":2.5/);
+  await expect(answer).toContainText(/"ticket\\?":\\?"ab123cd\\?"/);
+  expect(resolves).toHaveLength(1);
 });

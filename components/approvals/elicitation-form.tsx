@@ -5,6 +5,7 @@ import type { PendingApproval } from '@/lib/trpc/types';
 import { useId, useState } from 'react';
 import { Button } from '../ui/button';
 import { TextInput } from '../ui/text-input';
+import { htmlPattern, numberInput } from './elicitation-inputs';
 
 export type ElicitDecision = 'accept' | 'decline' | 'cancel';
 
@@ -17,8 +18,12 @@ type Prop = {
   default?: unknown;
   minimum?: number;
   maximum?: number;
+  exclusiveMinimum?: number;
+  exclusiveMaximum?: number;
+  multipleOf?: number;
   minLength?: number;
   maxLength?: number;
+  pattern?: string;
   enum?: string[];
   enumNames?: string[];
   oneOf?: { const: string; title?: string }[];
@@ -77,6 +82,8 @@ function contentOf(schema: Schema, values: Record<string, Value>): Record<string
 }
 
 const INPUT_TYPES: Record<string, string> = { email: 'email', uri: 'url', date: 'date', 'date-time': 'datetime-local' };
+/** The input types whose value is the string sent, and which take a `pattern`. */
+const PATTERNED = new Set(['text', 'email', 'url']);
 
 export function ElicitationForm({ approval, busy, decide }: { approval: PendingApproval; busy: boolean; decide: (d: ElicitDecision, content?: Record<string, unknown>) => void }) {
   const a = approval as PendingApproval & { server?: string; message?: string; mode?: 'form' | 'url'; requestedSchema?: Schema; url?: string };
@@ -134,6 +141,7 @@ export function ElicitationForm({ approval, busy, decide }: { approval: PendingA
           const v = values[name];
           const required = schema.required?.includes(name);
           let field;
+          let hint: string | undefined;
           if (p.type === 'boolean') {
             field = <input id={id} type="checkbox" checked={v === true} onChange={(e) => set(name, e.target.checked)} />;
           } else if (options && p.type === 'array') {
@@ -159,18 +167,25 @@ export function ElicitationForm({ approval, busy, decide }: { approval: PendingA
                 ))}
               </select>
             );
+          } else if (p.type === 'number' || p.type === 'integer') {
+            // The schema's bounds, steps (integer, multipleOf) and exclusive bounds on the input too: the browser says
+            // what is wrong before Submit, where the server's refusal came back after it (1.5 for an integer passed).
+            // Not controlled: the browser counts steps from the `value` attribute when there is no `min`, and React
+            // sets a controlled input's to what was typed; this one keeps the schema's default (elicitation-inputs.ts).
+            const { hint: more, ...attrs } = numberInput(p);
+            hint = more;
+            field = <TextInput id={id} type="number" required={required} {...attrs} defaultValue={initial(p) as string} onChange={(e) => set(name, e.target.value)} />;
           } else {
-            const type = p.type === 'number' || p.type === 'integer' ? 'number' : (INPUT_TYPES[p.format ?? ''] ?? 'text');
-            // The schema's bounds on the input too: the browser says what is wrong before Submit, where the server's
-            // refusal came back after it.
-            const bounds = type === 'number' ? { min: p.minimum, max: p.maximum } : { minLength: p.minLength, maxLength: p.maxLength };
-            field = <TextInput id={id} type={type} step={p.type === 'number' ? 'any' : undefined} required={required} {...bounds} value={v as string} onChange={(e) => set(name, e.target.value)} />;
+            const type = INPUT_TYPES[p.format ?? ''] ?? 'text';
+            // A JSON Schema pattern matches anywhere in the value; the input's pattern is the one that does the same.
+            const pattern = PATTERNED.has(type) ? htmlPattern(p.pattern) : undefined;
+            field = <TextInput id={id} type={type} required={required} minLength={p.minLength} maxLength={p.maxLength} pattern={pattern} value={v as string} onChange={(e) => set(name, e.target.value)} />;
           }
           return (
             <div key={name} className={p.type === 'boolean' ? 'flex items-center gap-2' : 'flex flex-col gap-0.5'}>
               {/* The star sits beside the label, not in it: the field's name is exactly its title or name (CONTRACT §7). */}
               <span className="flex items-baseline">
-                <label htmlFor={id} className="text-xs font-medium" title={p.description}>
+                <label htmlFor={id} className="text-xs font-medium" title={[p.description, hint].filter(Boolean).join(' — ') || undefined}>
                   {label}
                 </label>
                 {required && (

@@ -51,6 +51,42 @@ describe('elicitation content: what the MCP SDK server itself checks', () => {
       expect(await checkElicitAnswer(props(p), { f: good }), JSON.stringify(p)).toMatchObject({ ok: true, content: { f: good } });
     }
   });
+  it('lists every error of an answer in one refusal: the form checks and the whole schema, each problem once (probe)', async () => {
+    const schema = {
+      type: 'object',
+      properties: {
+        count: { type: 'integer', minimum: 0 },
+        tags: { type: 'array', minItems: 1, items: { anyOf: [{ const: 'a' }, { const: 'b' }] } },
+        ratio: { type: 'number', multipleOf: 0.5 },
+        code: { type: 'string', maxLength: 5, pattern: '^[A-Z]{3}$' },
+        name: { type: 'string' },
+      },
+      required: ['name'],
+    } as never;
+    // Before: the form checks' issues alone ("count must be an integer; tags must have at least 1 items"…), and the
+    // pattern and multipleOf ones only from the next submit, once those were mended.
+    const refused = await checkElicitAnswer(schema, { count: 1.5, tags: [], ratio: 0.3, code: 'abcdefg' });
+    expect(refused).toEqual({
+      ok: false,
+      issues: [
+        { path: 'content.count', message: 'must be an integer' },
+        { path: 'content.tags', message: 'must have at least 1 items' },
+        { path: 'content.code', message: 'must be at most 5 characters' },
+        { path: 'content.name', message: 'is required' },
+        { path: 'content.ratio', message: 'must be multiple of 0.5' },
+        { path: 'content.code', message: 'must match pattern "^[A-Z]{3}$"' },
+      ],
+    });
+    // One problem found by both (a list item not among the choices, a value that is no integer) is listed once.
+    expect(await checkElicitAnswer(schema, { name: 'x', tags: ['a', 'z', 'y'], count: 'many' })).toEqual({
+      ok: false,
+      issues: [
+        { path: 'content.tags', message: 'each must be one of a, b' },
+        { path: 'content.count', message: 'must be an integer' },
+      ],
+    });
+    expect(await checkElicitAnswer(schema, { name: 'x', count: 2, tags: ['a'], ratio: 1.5, code: 'ABC' })).toMatchObject({ ok: true });
+  });
   it('a schema it cannot compile refuses nothing more than the form checks do', async () => {
     expect(await checkElicitAnswer(props({ type: 'string', pattern: '([' }), { f: 'x' })).toMatchObject({ ok: true });
   });

@@ -17,8 +17,14 @@ const schemaCheck = () =>
     return addFormats(new Ajv({ strict: false, validateFormats: true, validateSchema: false, allErrors: true }));
   }));
 
+/** A refusal of one field (or of the whole content) and the schema keyword it comes from, so two checks' reports of one problem are one. */
+type Issue = ValidationIssue & { keyword: string };
+
+/** ajv's keywords for a value that is not one of an enum's (its `enum`, or `anyOf`/`oneOf` of `const`s), as the form checks name it. */
+const ENUM_KEYWORDS = new Set(['enum', 'const', 'anyOf', 'oneOf']);
+
 /** The requested schema's own refusals of `content`, as issues naming the field; a schema ajv cannot compile refuses nothing here. */
-async function schemaIssues(schema: ElicitSchema | undefined, content: Record<string, ElicitValue>): Promise<ValidationIssue[]> {
+async function schemaIssues(schema: ElicitSchema | undefined, content: Record<string, unknown>): Promise<Issue[]> {
   if (!schema) return [];
   const check = await schemaCheck();
   let validate;
@@ -29,8 +35,11 @@ async function schemaIssues(schema: ElicitSchema | undefined, content: Record<st
   }
   if (validate(content)) return [];
   return (validate.errors ?? []).map((e: ErrorObject) => {
-    const field = e.instancePath.split('/').filter(Boolean)[0] ?? (e.params as { missingProperty?: string }).missingProperty;
-    return { path: field ? `content.${field}` : 'content', message: e.message ?? 'does not fit the requested schema' };
+    const params = e.params as { missingProperty?: string; additionalProperty?: string };
+    // The instance path is a JSON pointer: a field named `a/b` is `/a~1b` in it.
+    const top = e.instancePath.split('/').filter(Boolean)[0]?.replace(/~1/g, '/').replace(/~0/g, '~');
+    const field = top ?? params.missingProperty ?? params.additionalProperty;
+    return { path: field ? `content.${field}` : 'content', message: e.message ?? 'does not fit the requested schema', keyword: ENUM_KEYWORDS.has(e.keyword) ? 'enum' : e.keyword };
   });
 }
 
@@ -84,74 +93,103 @@ function realDate(v: string): boolean {
   return hh < 24 && mm < 60 && ss < 61; // 60: a leap second
 }
 
-function checkOne(p: Prop, v: unknown): string | null {
+/** What is wrong with one value, as the schema keyword it breaks and a plain message; null when it fits. */
+function checkOne(p: Prop, v: unknown): [keyword: string, message: string] | null {
   const allowed = enumValues(p);
   switch (p.type) {
     case 'boolean':
-      return typeof v === 'boolean' ? null : 'must be a boolean';
+      return typeof v === 'boolean' ? null : ['type', 'must be a boolean'];
     case 'integer':
     case 'number':
-      if (typeof v !== 'number' || !Number.isFinite(v)) return `must be ${withArticle(p.type)}`;
-      if (p.type === 'integer' && !Number.isInteger(v)) return 'must be an integer';
-      if (p.minimum !== undefined && v < p.minimum) return `must be at least ${p.minimum}`;
-      if (p.maximum !== undefined && v > p.maximum) return `must be at most ${p.maximum}`;
+      if (typeof v !== 'number' || !Number.isFinite(v)) return ['type', `must be ${withArticle(p.type)}`];
+      if (p.type === 'integer' && !Number.isInteger(v)) return ['type', 'must be an integer'];
+      if (p.minimum !== undefined && v < p.minimum) return ['minimum', `must be at least ${p.minimum}`];
+      if (p.maximum !== undefined && v > p.maximum) return ['maximum', `must be at most ${p.maximum}`];
       return null;
     case 'array': {
-      if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) return 'must be a list of strings';
-      if (allowed && v.some((x) => !allowed.includes(x))) return `each must be one of ${allowed.join(', ')}`;
-      if (p.minItems !== undefined && v.length < p.minItems) return `must have at least ${p.minItems} items`;
-      if (p.maxItems !== undefined && v.length > p.maxItems) return `must have at most ${p.maxItems} items`;
+      if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) return ['type', 'must be a list of strings'];
+      if (allowed && v.some((x) => !allowed.includes(x))) return ['enum', `each must be one of ${allowed.join(', ')}`];
+      if (p.minItems !== undefined && v.length < p.minItems) return ['minItems', `must have at least ${p.minItems} items`];
+      if (p.maxItems !== undefined && v.length > p.maxItems) return ['maxItems', `must have at most ${p.maxItems} items`];
       return null;
     }
     case 'string':
     default: {
-      if (typeof v !== 'string') return 'must be a string';
-      if (allowed) return allowed.includes(v) ? null : `must be one of ${allowed.join(', ')}`;
-      if (p.minLength !== undefined && v.length < p.minLength) return `must be at least ${p.minLength} characters`;
-      if (p.maxLength !== undefined && v.length > p.maxLength) return `must be at most ${p.maxLength} characters`;
-      if (p.format === 'uri' && !URL.canParse(v)) return 'must be a URI';
+      if (typeof v !== 'string') return ['type', 'must be a string'];
+      if (allowed) return allowed.includes(v) ? null : ['enum', `must be one of ${allowed.join(', ')}`];
+      if (p.minLength !== undefined && v.length < p.minLength) return ['minLength', `must be at least ${p.minLength} characters`];
+      if (p.maxLength !== undefined && v.length > p.maxLength) return ['maxLength', `must be at most ${p.maxLength} characters`];
+      if (p.format === 'uri' && !URL.canParse(v)) return ['format', 'must be a URI'];
       const re = p.format ? FORMATS[p.format] : undefined;
-      if (re && (!re.test(v) || ((p.format === 'date' || p.format === 'date-time') && !realDate(v)))) return `must be ${withArticle(p.format!)}`;
+      if (re && (!re.test(v) || ((p.format === 'date' || p.format === 'date-time') && !realDate(v)))) return ['format', `must be ${withArticle(p.format!)}`];
       return null;
     }
   }
 }
+
+type Checked = { ok: true; content: Record<string, ElicitValue> } | { ok: false; issues: ValidationIssue[] };
+
+/**
+ * The form checks: the content to send (the valid given values plus the schema's defaults for omitted fields), the
+ * issues, and `candidate`, the content as it would go with the refused values in it (for the whole-schema check);
+ * undefined when the content is not an object at all.
+ */
+function formCheck(schema: ElicitSchema | undefined, content: unknown): { out: Record<string, ElicitValue>; issues: Issue[]; candidate?: Record<string, unknown> } {
+  const props = schema?.properties ?? {};
+  const given = content === undefined || content === null ? {} : content;
+  if (typeof given !== 'object' || Array.isArray(given)) return { out: {}, issues: [{ path: 'content', message: 'must be an object', keyword: 'type' }] };
+  const issues: Issue[] = [];
+  const out: Record<string, ElicitValue> = {};
+  const refused: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(given as Record<string, unknown>)) {
+    // Own fields only: `constructor` or `toString` found Object.prototype's and passed as a field of the schema.
+    const p = Object.hasOwn(props, k) ? props[k] : undefined;
+    if (!p) {
+      issues.push({ path: `content.${k}`, message: 'is not a field of the requested schema', keyword: 'additionalProperties' });
+      continue;
+    }
+    const why = checkOne(p, v);
+    if (why) {
+      issues.push({ path: `content.${k}`, message: why[1], keyword: why[0] });
+      refused[k] = v;
+    } else out[k] = v as ElicitValue;
+  }
+  for (const [k, p] of Object.entries(props)) {
+    if (k in out || issues.some((i) => i.path === `content.${k}`)) continue;
+    if (p.default !== undefined && !checkOne(p, p.default)) out[k] = p.default as ElicitValue;
+    else if (schema?.required?.includes(k)) issues.push({ path: `content.${k}`, message: 'is required', keyword: 'required' });
+  }
+  return { out, issues, candidate: { ...out, ...refused } };
+}
+
+const plain = (issues: Issue[]): ValidationIssue[] => issues.map(({ path, message }) => ({ path, message }));
 
 /**
  * The content to send for an `accept`: the given values, plus the schema's default for every omitted field that has
  * one; `issues` (for a -32602) when a value does not fit, a field is unknown, or a required one is missing.
  */
-export function checkElicitContent(schema: ElicitSchema | undefined, content: unknown): { ok: true; content: Record<string, ElicitValue> } | { ok: false; issues: ValidationIssue[] } {
-  const props = schema?.properties ?? {};
-  const given = content === undefined || content === null ? {} : content;
-  if (typeof given !== 'object' || Array.isArray(given)) return { ok: false, issues: [{ path: 'content', message: 'must be an object' }] };
-  const issues: ValidationIssue[] = [];
-  const out: Record<string, ElicitValue> = {};
-  for (const [k, v] of Object.entries(given as Record<string, unknown>)) {
-    // Own fields only: `constructor` or `toString` found Object.prototype's and passed as a field of the schema.
-    const p = Object.hasOwn(props, k) ? props[k] : undefined;
-    if (!p) {
-      issues.push({ path: `content.${k}`, message: 'is not a field of the requested schema' });
-      continue;
-    }
-    const why = checkOne(p, v);
-    if (why) issues.push({ path: `content.${k}`, message: why });
-    else out[k] = v as ElicitValue;
-  }
-  for (const [k, p] of Object.entries(props)) {
-    if (k in out || issues.some((i) => i.path === `content.${k}`)) continue;
-    if (p.default !== undefined && !checkOne(p, p.default)) out[k] = p.default as ElicitValue;
-    else if (schema?.required?.includes(k)) issues.push({ path: `content.${k}`, message: 'is required' });
-  }
-  return issues.length ? { ok: false, issues } : { ok: true, content: out };
+export function checkElicitContent(schema: ElicitSchema | undefined, content: unknown): Checked {
+  const { out, issues } = formCheck(schema, content);
+  return issues.length ? { ok: false, issues: plain(issues) } : { ok: true, content: out };
 }
 
-/** An `accept`'s content: the form checks above (their plain messages), then the whole schema as the server checks it. */
-export async function checkElicitAnswer(schema: ElicitSchema | undefined, content: unknown): Promise<ReturnType<typeof checkElicitContent>> {
-  const checked = checkElicitContent(schema, content);
-  if (!checked.ok) return checked;
-  const issues = await schemaIssues(schema, checked.content);
-  return issues.length ? { ok: false, issues } : checked;
+/**
+ * An `accept`'s content: the form checks above (their plain messages) and the whole schema as the server checks it,
+ * in one refusal. Before, a refused answer's whole-schema issues (`pattern`, `multipleOf`…) came only after its form
+ * issues were mended, in a second refusal. A problem both find on a field (its keyword) is listed once, in the form
+ * checks' words; the whole-schema check sees the refused values too, so a value that breaks both kinds is named for each.
+ */
+export async function checkElicitAnswer(schema: ElicitSchema | undefined, content: unknown): Promise<Checked> {
+  const { out, issues, candidate } = formCheck(schema, content);
+  const seen = new Set(issues.map((i) => `${i.path}\0${i.keyword}`));
+  const all = [...issues];
+  for (const i of candidate ? await schemaIssues(schema, candidate) : []) {
+    const key = `${i.path}\0${i.keyword}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    all.push(i);
+  }
+  return all.length ? { ok: false, issues: plain(all) } : { ok: true, content: out };
 }
 
 /** Defaults only (an answer with no person: the conformance client, SEP-1034). */
