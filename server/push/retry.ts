@@ -65,7 +65,18 @@ export function durableRetries(store: Store, c: Pick<CrosstalkConfig['webhooks']
   };
 
   const sweep = async () => {
-    const rows = await store.db.selectFrom('deliveries').selectAll().where('state', '=', 'accepted').where('kind', '=', 'push').orderBy('updated_at').limit(BATCH).execute();
+    // This service's pushes only (`push:<approvalId>:<endpoint>`): an A2A push is a delivery of kind `push` too, but the
+    // webhook outbox retries it (`webhook_outbox:<id>`); swept here, it was found to carry no push and ended `dead`
+    // `not_retryable`, even after its receiver's 2xx (probe G), and a hundred of them would have held this sweep up.
+    const rows = await store.db
+      .selectFrom('deliveries')
+      .selectAll()
+      .where('state', '=', 'accepted')
+      .where('kind', '=', 'push')
+      .where('source', 'like', 'push:%')
+      .orderBy('updated_at')
+      .limit(BATCH)
+      .execute();
     const now = Date.now();
     let next = now + POLL_MS;
     let waitingNow = 0;
