@@ -1,8 +1,11 @@
-// A message another process answered as steered into a run (CONTRACT §3: "the returned runId is that run's") is
-// answered by that run whatever happens to the run's owner (probe E, stop 59): SIGKILLed or SIGSTOPped with the run
-// in flight, the process that takes the session over steers it into the re-driven run (it ran as a follow-up under an
-// id the client never saw, and `agent.wait` on the answered id gave the run's old reply). And when the run ended
-// before the message could be taken in, the run points at the one that answered it (steer-late.test.ts).
+// Steers across processes (PostgreSQL), CONTRACT §3 "When `agent` is steered into an active run, the returned `runId`
+// is that run's" and §4 "No accepted message is ever lost" (probes E and K, stop 59):
+// - a message the owner steered into its run, whose process then died (SIGKILL) or stopped (SIGSTOP) before the run
+//   took it in, is steered into the run the process that takes the session over re-drives (it ran as a follow-up, and
+//   `agent.wait` on the run it was steered into gave that run's old reply);
+// - a steer sent to another process is placed by the owner, and answered as the owner placed it: another process
+//   answering `steered` on its own promised the message to runs that were ending, or whose process had died;
+// - the wait on the answered run id always leads to the message's answer, once.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -22,12 +25,12 @@ afterAll(async () => {
 type Child = Awaited<ReturnType<typeof startChildServer>>;
 type History = { messages: Array<{ role: string; kind: string; content: string; runId: string }> };
 
-async function twoProcesses() {
+async function twoProcesses(lease: Record<string, string> = {}) {
   const schema = `t_steerto_${crypto.randomBytes(4).toString('hex')}`;
   const dataDir = tmpDataDir('crosstalk-steerto-');
   const configFile = path.join(dataDir, 'config.json');
   fs.writeFileSync(configFile, JSON.stringify({ agents: [{ id: 'main' }] }));
-  const env = { ...LEASE_ENV, DATABASE_URL: PG_URL, CROSSTALK_TEST_PG_SCHEMA: schema };
+  const env = { ...LEASE_ENV, ...lease, DATABASE_URL: PG_URL, CROSSTALK_TEST_PG_SCHEMA: schema };
   const a = await startChildServer({ dataDir, configFile, env });
   const b = await startChildServer({ dataDir: tmpDataDir(), configFile, env });
   const db = new pg.Client({ ...pgConnectConfig(PG_URL), options: `-c search_path=${schema}` });
@@ -44,26 +47,16 @@ async function twoProcesses() {
   return { a, b, db };
 }
 
-describe('a steer answered by another process for a run whose owner then dies', () => {
+describe('a steer the owner took in, whose process then dies', () => {
   for (const fault of ['SIGKILL', 'SIGSTOP'] as const) {
     it(`${fault}: the re-driven run takes the message in and its wait answers it, once`, async () => {
       const { a, b, db } = await twoProcesses();
       const key = `agent:main:steer-takeover-${fault.toLowerCase()}`;
       const first = await a.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/sleep 2500\n/reply first' });
       await until(async () => (await db.query('select status from runs where id = $1', [first.runId])).rows[0]?.status === 'running');
-      a.child.kill(fault);
-      const steered = await b.rpc<{ runId: string; status: string }>('agent', { sessionKey: key, message: '/reply second', queueMode: 'steer', idempotencyKey: `steer-${fault}` });
-      if (fault === 'SIGKILL' && steered.status === 'queued') {
-        // A killed process's connections close at once, so B may learn of its death before its lease runs out and take
-        // the session over in this very request: then the message is queued behind the re-driven run under its own id,
-        // and answered there, once.
-        expect(await b.rpc('agent.wait', { runId: steered.runId, timeoutMs: 20_000 })).toMatchObject({ status: 'ok', response: 'second' });
-        expect(await b.rpc('agent.wait', { runId: first.runId, timeoutMs: 20_000 })).toMatchObject({ status: 'ok', response: 'first' });
-        const replies = (await b.rpc<History>('chat.history', { sessionKey: key })).messages.filter((m) => m.role === 'assistant');
-        expect(replies.map((m) => m.content).sort()).toEqual(['first', 'second']);
-        return;
-      }
+      const steered = await a.rpc<{ runId: string; status: string }>('agent', { sessionKey: key, message: '/reply second', queueMode: 'steer', idempotencyKey: `steer-${fault}` });
       expect(steered).toEqual({ runId: first.runId, status: 'steered' });
+      a.child.kill(fault);
       // B takes the session over once A's lease has run out, and re-drives the run with the message in it.
       expect(await b.rpc('agent.wait', { runId: steered.runId, timeoutMs: 20_000 })).toMatchObject({ status: 'ok', response: 'second' });
       const h = (await b.rpc<History>('chat.history', { sessionKey: key })).messages.reverse();
@@ -78,8 +71,59 @@ describe('a steer answered by another process for a run whose owner then dies', 
         ['ok', null],
         ['merged', first.runId],
       ]);
-      // A repeat of the key gets the first answer.
+      // A repeat of the key, on the survivor, gets the first answer.
       expect(await b.rpc('agent', { sessionKey: key, message: '/reply second', queueMode: 'steer', idempotencyKey: `steer-${fault}` })).toEqual(steered);
     }, 60_000);
   }
+});
+
+describe('a steer sent to another process than the owner', () => {
+  it('the owner stopped: answered with the message\'s own run, which answers it after the re-driven run, once', async () => {
+    const { a, b, db } = await twoProcesses();
+    const key = 'agent:main:steer-elsewhere-stopped';
+    const first = await a.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/sleep 2500\n/reply first' });
+    await until(async () => (await db.query('select status from runs where id = $1', [first.runId])).rows[0]?.status === 'running');
+    a.child.kill('SIGSTOP');
+    const r = await b.rpc<{ runId: string; status: string }>('agent', { sessionKey: key, message: '/reply second', queueMode: 'steer' });
+    // Not `steered` into a run whose process cannot take it in (before: {runId: first, status: "steered"}).
+    expect(r.status).toBe('queued');
+    expect(r.runId).not.toBe(first.runId);
+    expect(await b.rpc('agent.wait', { runId: r.runId, timeoutMs: 20_000 })).toMatchObject({ status: 'ok', response: 'second' });
+    expect(await b.rpc('agent.wait', { runId: first.runId, timeoutMs: 20_000 })).toMatchObject({ status: 'ok', response: 'first' });
+    const replies = (await b.rpc<History>('chat.history', { sessionKey: key })).messages.filter((m) => m.role === 'assistant');
+    expect(replies.map((m) => m.content).sort()).toEqual(['first', 'second']);
+  }, 60_000);
+
+  it('the owner slow to place it (stopped, then going on within its lease): the wait on the message\'s own run follows it into the run it was steered into', async () => {
+    const { a, b, db } = await twoProcesses({ CROSSTALK_DEAD_AFTER_MS: '8000' });
+    const key = 'agent:main:steer-elsewhere-slow';
+    const first = await a.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/sleep 4000\n/reply first' });
+    await until(async () => (await db.query('select status from runs where id = $1', [first.runId])).rows[0]?.status === 'running');
+    a.child.kill('SIGSTOP');
+    const r = await b.rpc<{ runId: string; status: string }>('agent', { sessionKey: key, message: '/reply second', queueMode: 'steer' });
+    expect(r.status).toBe('queued');
+    const waited = b.rpc<{ status: string; response?: string }>('agent.wait', { runId: r.runId, timeoutMs: 20_000 });
+    a.child.kill('SIGCONT');
+    // A takes the message in as the steer it was sent as; the wait on its own (merged) run ends with that run's answer.
+    // Before, it ran to its timeout.
+    expect(await waited).toMatchObject({ status: 'ok', response: 'second' });
+    const row = (await db.query('select status, merged_into from runs where id = $1', [r.runId])).rows[0];
+    expect(row).toEqual({ status: 'merged', merged_into: first.runId });
+  }, 60_000);
+
+  it('as the owner\'s run ends: the wait on whatever run id the answer names leads to the message\'s own answer, once', async () => {
+    const { a, b, db } = await twoProcesses();
+    for (let i = 0; i < 8; i++) {
+      const key = `agent:main:steer-race-${i}`;
+      const first = await a.rpc<{ runId: string }>('agent', { sessionKey: key, message: `/sleep 300\n/reply first-${i}` });
+      await new Promise((r) => setTimeout(r, 200 + 25 * i));
+      const r = await b.rpc<{ runId: string; status: string }>('agent', { sessionKey: key, message: `/reply s-${i}`, queueMode: 'steer' });
+      let w = await b.rpc<{ status: string; response?: string; continuedIn?: string }>('agent.wait', { runId: r.runId, timeoutMs: 20_000 });
+      if (w.continuedIn) w = await b.rpc('agent.wait', { runId: w.continuedIn, timeoutMs: 20_000 });
+      expect({ i, answer: r.status, wait: w }).toMatchObject({ i, wait: { status: 'ok', response: `s-${i}` } });
+      expect(await b.rpc('agent.wait', { runId: first.runId, timeoutMs: 20_000 })).toMatchObject({ status: 'ok' });
+      const replies = (await db.query("select content from messages where session_key = $1 and role = 'assistant'", [key])).rows.map((x) => x.content);
+      expect(replies.filter((c) => c === `s-${i}`)).toHaveLength(1);
+    }
+  }, 120_000);
 });

@@ -17,6 +17,9 @@ import type { ActiveRun, RunInput } from './types';
 import { RunEnds } from './run-ends';
 import { Backstop } from './backstop';
 
+/** How long a steer sent to another process's session waits for the owner to place it (`placedBy`). */
+const STEER_PLACE_MS = 1000;
+
 /** The run a queued row's sender was told it was steered into (`origin.steerInto`), if any. */
 export const steerIntoOf = (row: Pick<RunRow, 'origin'>): string | undefined => (parseOrigin(row.origin) as { steerInto?: string } | null)?.steerInto;
 
@@ -89,15 +92,31 @@ export abstract class ClusterRuns extends RunEnds {
       // The lease went away between the claim and here (released as idle): the row is queued; whoever claims runs it.
       return { runId, status: 'queued' };
     }
-    // The owner steers it into the active run only when their trust matches (else it runs after, as here locally).
-    const steered = effective === 'steer' && r.active && sameTrust(trustOf(parseOrigin(row.origin)), trustOf(parseOrigin(r.activeOrigin))) ? r.active : null;
-    // The answer names that run, so the row says so before the owner is told (as a local steer's row does): whoever
-    // takes the row in (the owner, or the process that takes the session over after the owner died with the run in
-    // flight) steers it into that run, or, when that run ended first, points the run at the one that answers it.
-    if (steered) await this.o.store.updateRun(runId, { origin: JSON.stringify({ ...(row.origin ? JSON.parse(row.origin) : {}), steerInto: steered }) });
     if (owner) await cluster.notify({ kind: 'work', to: owner, sessionKey });
-    if (steered) return { runId: steered, status: 'steered' };
+    // A steer is the owner's to place (it alone knows whether its run still takes messages or is ending): the answer
+    // waits for its decision. Answering `steered` from here promised the message to a run that had ended meanwhile,
+    // or whose process had died, and the client's wait on that run gave an answer without the message (probes E, K).
+    if (effective === 'steer' && r.active && sameTrust(trustOf(parseOrigin(row.origin)), trustOf(parseOrigin(r.activeOrigin)))) return this.placedBy(runId);
     return { runId, status: effective === 'interrupt' ? 'started' : 'queued' };
+  }
+
+  /**
+   * A steer sent to the session's owner: how the owner placed it, once it has. Steered into its run (the row names the
+   * run, or was merged into it): that run's id. Otherwise, or when the owner does not answer in time (it died, or is
+   * stopped), the message's own run, queued: it is answered there (a later steer by a slow owner merges the row, and
+   * `agent.wait` on it follows into that run).
+   */
+  private async placedBy(runId: string): Promise<AgentResult> {
+    const started = Date.now();
+    for (let delay = 2; Date.now() - started < STEER_PLACE_MS; delay = Math.min(delay * 2, 100)) {
+      await new Promise((r) => setTimeout(r, delay));
+      const row = await this.o.store.getRun(runId);
+      if (!row) break;
+      const into = steerIntoOf(row) ?? (row.status === 'merged' ? row.merged_into : null);
+      if (into) return { runId: into, status: 'steered' };
+      if (row.status !== 'queued') return { runId, status: 'started' };
+    }
+    return { runId, status: 'queued' };
   }
 
   /** Takes a stored queued run into a session this process drives, by its queue mode (as `submit` does locally). */

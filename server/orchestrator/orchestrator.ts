@@ -2,10 +2,15 @@
 // session's deletion, recovery at start-up and the graceful stop.
 import { CrosstalkError } from '../errors';
 import type { WaitResult } from '../gateway/types';
+import type { RunRow } from '../store/schema';
 import { SHUTDOWN, TERMINAL, waitResultOf } from './queue';
 import { ClusterRuns } from './cluster-runs';
 
 export { derivedId, handoverOf, newRunId, SHUTDOWN, type SubmitOptions, waitResultOf } from './queue';
+
+/** A waiter's answer that sends it on to the run its run was merged into (`answerFromRow`). */
+const FOLLOW = Symbol('follow');
+type Merged = WaitResult & { [FOLLOW]?: string };
 
 export class Orchestrator extends ClusterRuns {
   /** Whether this process waits for a run it does not drive (the event feed must read the log for it). */
@@ -24,12 +29,7 @@ export class Orchestrator extends ClusterRuns {
   /** Joins (or starts) the run's poll at most `every` ms apart; returns the leave. */
   private pollRun(runId: string, every: number): () => void {
     let p = this.polls.get(runId);
-    const tick = () =>
-      void this.o.store.getRun(runId).then((row) => {
-        if (!row || !TERMINAL.has(row.status)) return;
-        const ws = this.waiters.get(runId);
-        if (ws) for (const w of ws) w(waitResultOf(row));
-      }, () => undefined);
+    const tick = () => void this.o.store.getRun(runId).then((row) => this.answerFromRow(runId, row), () => undefined);
     if (!p) this.polls.set(runId, (p = { timer: setInterval(tick, every), every, waits: 0 }));
     else if (every < p.every) {
       clearInterval(p.timer);
@@ -52,11 +52,20 @@ export class Orchestrator extends ClusterRuns {
   /** A run ended in another process (seen in the event log): answer this process's waiters. */
   remoteEnded(runId: string): void {
     if (!this.waiters.has(runId)) return;
-    void this.o.store.getRun(runId).then((row) => {
-      if (!row || !TERMINAL.has(row.status)) return;
-      const ws = this.waiters.get(runId);
-      if (ws) for (const w of ws) w(waitResultOf(row));
-    });
+    void this.o.store.getRun(runId).then((row) => this.answerFromRow(runId, row));
+  }
+
+  /**
+   * Answers a run's waiters from its row, once it has ended; a queued run merged into another (a steer or collect
+   * placed by the session's owner after this process answered `queued`) sends them on to that run. Before, such a wait
+   * ran to its timeout (probe K).
+   */
+  private answerFromRow(runId: string, row: RunRow | undefined): void {
+    if (!row) return;
+    const merged = row.status === 'merged' && row.merged_into ? row.merged_into : null;
+    if (!merged && !TERMINAL.has(row.status)) return;
+    const ws = this.waiters.get(runId);
+    if (ws) for (const w of ws) w(merged ? ({ status: 'timeout', [FOLLOW]: merged } as Merged) : waitResultOf(row));
   }
 
   /** A session is being deleted: its queued messages end as errors (nothing runs against a missing session), the active run is aborted. */
@@ -156,7 +165,7 @@ export class Orchestrator extends ClusterRuns {
         if (ended) return ended;
         const row = await this.o.store.getRun(runId);
         if (!row) throw new CrosstalkError('unknown_run', `no run ${runId}`);
-        if (TERMINAL.has(row.status)) return { ...waitResultOf(row), ...(row.merged_into ? { continuedIn: row.merged_into } : {}) };
+        if (TERMINAL.has(row.status)) return { ...waitResultOf(row), ...(row.status !== 'ok' && row.merged_into ? { continuedIn: row.merged_into } : {}) };
         if (row.status === 'merged' && row.merged_into) return this.wait(row.merged_into, timeoutMs, stop);
         sessionKey = row.session_key;
       }
@@ -170,8 +179,11 @@ export class Orchestrator extends ClusterRuns {
       // Driven here, its end answers the waiter; the slow poll only covers a run taken over by another process
       // meanwhile (this one paused past its lease). Driven elsewhere, the poll backs the event feed every second.
       const leave = this.pollRun(runId, elsewhere ? 1000 : 10_000);
+      const began = Date.now();
       try {
-        return await Promise.race([done, timeout]);
+        const r = await Promise.race([done, timeout]);
+        const into = (r as Merged)[FOLLOW];
+        return into ? await this.wait(into, Math.max(0, timeoutMs - (Date.now() - began)), stop) : r;
       } finally {
         leave();
         if (elsewhere) this.remoteWaits--;

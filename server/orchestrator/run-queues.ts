@@ -357,13 +357,6 @@ export abstract class RunQueues {
       const row = item.row ?? (await this.o.store.getRun(item.runId));
       if (!row) throw new Error(`run ${item.runId} vanished`);
       active.row = row;
-      // Its sender was told it was steered into a run that ended before it could take it in (another process answered
-      // for that run's owner): that run points here, so waiting on it leads to this answer (`continuedIn`).
-      const told = resume ? undefined : (parseOrigin(row.origin) as { steerInto?: string } | null)?.steerInto;
-      if (told && told !== active.id) {
-        await this.o.store.pointAtFollowUp(told, active.id);
-        this.ended.delete(told);
-      }
       startRunTrace(this.deps, active, row);
       this.o.bus.registerRun(active.id, st.key, resume ? await this.o.store.maxSeq(active.id) : 0, { leased: !!this.cluster });
       // `collect` turns its queued messages into one user turn.

@@ -80,14 +80,6 @@ export class FencedStore extends ApprovalRecords {
     await this.db.updateTable('runs').set(fields).where('id', '=', id).execute();
   }
 
-  /**
-   * A run whose sender was told a message was steered into it, but which ended before taking it in: it points at the run
-   * that answers the message (`agent.wait`'s `continuedIn`), unless it already points at one.
-   */
-  async pointAtFollowUp(runId: string, followUp: string): Promise<void> {
-    await this.db.updateTable('runs').set({ merged_into: followUp }).where('id', '=', runId).where('merged_into', 'is', null).where('status', '<>', 'merged').execute();
-  }
-
   /** A run's write to a run row of its session, fenced by the session's lease epoch (FencedError when lost). */
   async updateRunFenced(id: string, sessionKey: string, fields: Partial<Omit<RunRow, 'id'>>): Promise<void> {
     const fence = this.fences.get(sessionKey);
