@@ -104,6 +104,23 @@ describe('runs.board', () => {
     expect(after.waitingFor).toBeUndefined();
   });
 
+  it('does not say so of a run queued behind, nor of another run of the session whose detached delegate waits (probe K)', async () => {
+    const key = 'agent:main:board-detached-parent';
+    const exec = JSON.stringify({ command: 'echo detached' }).replace(/"/g, '\\"');
+    const starter = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: `/tool delegate_agent {"agent_id":"researcher","prompt":"/tool exec ${exec}","mode":"detached"}` });
+    await s.rpc('agent.wait', { runId: starter.runId, timeoutMs: 10_000 });
+    await until('the detached delegate waiting', (x) => x.needsInput.some((i) => i.parentChain[0] === key));
+    // A run of the same session that has nothing to do with that delegate, and one queued behind it.
+    const other = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/sleep 1500\n/reply other' });
+    const queued = await s.rpc<{ runId: string; status: string }>('agent', { sessionKey: key, message: '/reply later', queueMode: 'followup' });
+    expect(queued.status).toBe('queued');
+    const b = await until('both working', (x) => has(x.working, other.runId) && has(x.working, queued.runId));
+    for (const id of [other.runId, queued.runId]) expect(b.working.find((i) => i.runId === id)!.waitingFor).toBeUndefined();
+    for (const a of (await s.rpc<{ approvals: Array<{ approvalId: string; sessionKey: string }> }>('approvals.list', {})).approvals)
+      if (a.sessionKey.startsWith('agent:researcher:subagent:')) await s.rpc('approvals.resolve', { approvalId: a.approvalId, decision: 'deny' });
+    await s.rpc('agent.wait', { runId: queued.runId, timeoutMs: 10_000 });
+  });
+
   it('refuses a bad limit', async () => {
     const r = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'runs.board', params: { limit: 0 } });
     expect(r.body.error.code).toBe(-32602);

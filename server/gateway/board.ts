@@ -95,13 +95,17 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
   const all = [...groups.needsInput, ...groups.working, ...groups.done, ...groups.failed];
   const deadKey = (d: (typeof dead)[number]) => d.from_session ?? d.to_session ?? '';
   const [chains, budgets] = await Promise.all([parentChains(store, [...all.map((r) => r.session_key), ...dead.map(deadKey)]), treeBudgets(store, all, budgetOf)]);
-  // A working run whose session is an ancestor of a session waiting on a person waits on that delegate: the board says so
-  // (it stays under "Working": the item to answer is the delegate's, under "Needs input").
+  // A running run of a session above one waiting on a person, in the same request tree (the delegate is its own, or
+  // its delegate's), waits on that delegate: the board says so (it stays under "Working": the item to answer is the
+  // delegate's, under "Needs input"). Not a queued run, nor another tree's run of that session (probe K).
   const delegateWaits = new Map<string, string>();
-  for (const r of groups.needsInput) for (const key of chains.get(r.session_key) ?? []) if (key !== r.session_key && !delegateWaits.has(key)) delegateWaits.set(key, r.session_key);
+  for (const r of groups.needsInput) {
+    const root = treeRootOf(r);
+    for (const key of chains.get(r.session_key) ?? []) if (key !== r.session_key && !delegateWaits.has(`${root} ${key}`)) delegateWaits.set(`${root} ${key}`, r.session_key);
+  }
   const item = (r: RunPick): BoardItem => {
     const wait = waitingOn.get(r.id);
-    const delegate = !needs.has(r.id) && (r.status === 'running' || r.status === 'queued') ? delegateWaits.get(r.session_key) : undefined;
+    const delegate = delegateWaits.size && !needs.has(r.id) && r.status === 'running' ? delegateWaits.get(`${treeRootOf(r)} ${r.session_key}`) : undefined;
     return {
       runId: r.id,
       sessionKey: r.session_key,
