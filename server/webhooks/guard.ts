@@ -37,6 +37,15 @@ for (const [addr, prefix] of [
   ['::', 96],
   ['100::', 64],
   ['2001:db8::', 32],
+  ['3fff::', 20], // documentation (RFC 9637)
+  // IPv4-translated (SIIT: embeds an IPv4 address, maybe a private one), benchmarking, ORCHID v1/v2, SRv6 SIDs and the
+  // retired site-local range: none is a public host.
+  ['::ffff:0:0:0', 96],
+  ['2001:2::', 48],
+  ['2001:10::', 28],
+  ['2001:20::', 28],
+  ['5f00::', 16],
+  ['fec0::', 10],
   ['fc00::', 7],
   ['fe80::', 10],
   ['ff00::', 8],
