@@ -181,6 +181,36 @@ describe('deliveries', () => {
     expect(await rpcError('deliveries.retry', { deliveryId: dead.deliveryId })).toMatchObject({ code: -32009, data: { code: 'not_retryable' } });
   });
 
+  it('deliveries.retry rounds: webhooks.list and deliveries.get count the same attempts, and each round has maxAttempts', async () => {
+    const key = 'agent:main:dl-hook-rounds';
+    hook.status = 500;
+    try {
+      const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/reply rounds', webhook: { url: hook.url } });
+      await s.rpc('agent.wait', { runId });
+      const record = async (state: string, attempts: number) =>
+        until(async () => {
+          const [d] = (await s.rpc<{ deliveries: any[] }>('deliveries.list', { sessionKey: key, kind: 'webhook' })).deliveries;
+          return d?.state === state && d.attempts >= attempts ? d : null;
+        }, 30_000);
+      const listed = async () => (await s.rpc<{ webhooks: any[] }>('webhooks.list', {})).webhooks.find((w) => w.runId === runId);
+      const first = await record('dead', 2);
+      expect(first.attempts).toBe(2);
+      expect(await listed()).toMatchObject({ status: 'dead', attempts: 2 });
+      // A retried round has its maxAttempts (2) again, and both records count on. Before: webhooks.list said 2 here
+      // (the outbox row's count was reset to 0 by the retry) where deliveries.get said 4.
+      await s.rpc('deliveries.retry', { deliveryId: first.deliveryId });
+      const second = await record('dead', 4);
+      expect(second.attempts).toBe(4);
+      expect(await listed()).toMatchObject({ status: 'dead', attempts: 4 });
+      hook.status = 200;
+      await s.rpc('deliveries.retry', { deliveryId: first.deliveryId });
+      expect(await record('delivered', 5)).toMatchObject({ attempts: 5 });
+      expect(await listed()).toMatchObject({ status: 'delivered', attempts: 5 });
+    } finally {
+      hook.status = 200;
+    }
+  });
+
   it('errors: unknown_delivery, not_retryable, invalid params, invalid_cursor', async () => {
     expect(await rpcError('deliveries.get', { deliveryId: 'dlv_nope' })).toMatchObject({ code: -32004, data: { code: 'unknown_delivery' } });
     expect(await rpcError('deliveries.retry', { deliveryId: 'dlv_nope' })).toMatchObject({ code: -32004, data: { code: 'unknown_delivery' } });

@@ -2,6 +2,7 @@
 import { CrosstalkError } from '../errors';
 import { type Delivery, getDeliveryRow, listDeliveries, reopenDead, requireDelivery, toDelivery } from '../store/deliveries';
 import type { Store } from '../store/store';
+import { reopenWebhook } from '../store/webhook-outbox';
 import type { WebhookDispatcher } from '../webhooks/deliver';
 import type { DeliveriesGetParams, DeliveriesListParams, DeliveriesRetryParams } from './schemas';
 
@@ -35,11 +36,15 @@ export async function deliveriesRetry(store: Store, p: DeliveriesRetryParams): P
   return { status: 'ok' };
 }
 
-/** Webhook and A2A push rows: a retried one is pending again with a fresh round of attempts, due now. */
+/**
+ * Webhook and A2A push rows: a retried one is pending again with a fresh round of attempts, due now. Its `attempts`
+ * keep counting, as the delivery's do (before, the row's went back to 0: webhooks.list said 1 where deliveries.get
+ * said 4; probe H); the round's attempt number is derived (see reopenWebhook).
+ */
 export function registerWebhookRetry(store: Store, dispatcher: WebhookDispatcher): void {
   store.deliveryRetry.set('webhook_outbox', async (row) => {
     const id = (row.source ?? '').slice('webhook_outbox:'.length);
-    await store.db.updateTable('webhook_outbox').set({ status: 'pending', attempts: 0, next_attempt_at: new Date().toISOString(), last_error: null, delivered_at: null }).where('id', '=', id).where('status', '=', 'dead').execute();
+    await reopenWebhook(store.db, id);
     if (dispatcher.retry) await dispatcher.retry(id);
     else dispatcher.kick();
   });

@@ -7,6 +7,7 @@ import { type DeliveryChange, getDeliveryRow, listDeliveries, reopenDead } from 
 import type { RunRow } from './schema';
 import { Store } from './store';
 import { webhookRow } from '../webhooks/deliver';
+import { reopenWebhook } from './webhook-outbox';
 import { tmpDataDir } from '../testing/harness';
 
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -119,15 +120,24 @@ describe.each(dialects)('deliveries on %s', (name, open) => {
     await store.insertRun(run('run_f', key, 'running'));
     await store.finishRun('run_f', { status: 'ok', response: 'x', ended_at: new Date().toISOString() }, [], [webhookRow('run_f', { url: 'http://127.0.0.1:9/hook' }, { runId: 'run_f' }, 'run_f')], { key, idle: true });
     expect(await getDeliveryRow(store.db, 'dlv_wh_run_f')).toMatchObject({ kind: 'webhook', state: 'accepted', from_session: key, from_run: 'run_f', to_url: 'http://127.0.0.1:9/hook', source: 'webhook_outbox:wh_run_f' });
-    await store.updateWebhook('wh_run_f', { attempts: 1, last_error: 'receiver answered 500' });
+    // Each attempt is counted as it begins (its claim), on the row and the delivery alike; its outcome counts nothing.
+    expect(await store.claimWebhookAttempt('wh_run_f', { final: false })).toBe(1);
+    expect(await getDeliveryRow(store.db, 'dlv_wh_run_f')).toMatchObject({ state: 'accepted', attempts: 1 });
+    await store.updateWebhook('wh_run_f', { last_error: 'receiver answered 500' });
     expect(await getDeliveryRow(store.db, 'dlv_wh_run_f')).toMatchObject({ state: 'accepted', attempts: 1, error_message: 'receiver answered 500' });
-    await store.updateWebhook('wh_run_f', { status: 'dead', attempts: 2, last_error: 'receiver answered 500' });
+    expect(await store.claimWebhookAttempt('wh_run_f', { final: true, from: 0 })).toBeNull(); // stale: not claimed
+    expect(await store.claimWebhookAttempt('wh_run_f', { final: true, from: 1 })).toBe(2);
+    await store.updateWebhook('wh_run_f', { status: 'dead', last_error: 'receiver answered 500' });
     expect(await getDeliveryRow(store.db, 'dlv_wh_run_f')).toMatchObject({ state: 'dead', attempts: 2 });
-    // Retry: back to accepted under the same id (only from dead), and a 2xx delivers it; attempts keep counting.
+    expect(await store.claimWebhookAttempt('wh_run_f', { final: false })).toBeNull(); // dead: nothing to attempt
+    // Retry: back to accepted under the same id (only from dead), and a 2xx delivers it; attempts keep counting, on the row too.
     expect(await reopenDead(store.db, 'dlv_a')).toBeNull();
     expect((await reopenDead(store.db, 'dlv_wh_run_f'))?.row.state).toBe('accepted');
-    await store.updateWebhook('wh_run_f', { status: 'delivered', attempts: 1, delivered_at: new Date().toISOString(), last_error: null });
+    await reopenWebhook(store.db, 'wh_run_f');
+    expect(await store.claimWebhookAttempt('wh_run_f', { final: false })).toBe(3);
+    await store.updateWebhook('wh_run_f', { status: 'delivered', delivered_at: new Date().toISOString(), last_error: null });
     expect(await getDeliveryRow(store.db, 'dlv_wh_run_f')).toMatchObject({ state: 'delivered', attempts: 3, error_code: null });
+    expect(await store.db.selectFrom('webhook_outbox').select(['status', 'attempts']).where('id', '=', 'wh_run_f').executeTakeFirst()).toEqual({ status: 'delivered', attempts: 3 });
     // A row whose attempts ran out without a result (its process died): dead with its delivery.
     await store.db.transaction().execute((tx) => store.insertWebhooks(tx, [webhookRow('run_f', { url: 'http://127.0.0.1:9/b' }, {}, 'run_f_b')]));
     expect(await store.webhookDead('wh_run_f_b', 'attempts ran out')).toBe(true);

@@ -10,6 +10,7 @@ import { insertEventsSql, wakeEventsSql, writeSkippingLogged } from './event-sql
 import { cursorBeyondLog, logHead, settledHorizon } from './log-positions';
 import { type FoldStep, foldRun, foldWrittenPg, type LogPage, type LogRow, readEventsAfter, resolvePlainId, runStartCursor } from './event-fold';
 import { advanceDeliveries, type DeliveryChange, failedAttempt, insertDeliveries, type NewDelivery, newDeliveryId, queuedRunDeliveries, setDeliveryRun } from './deliveries';
+import { claimWebhookAttempt, recordWebhookOutcome, webhookDead, webhookDeliveryId } from './webhook-outbox';
 
 export interface NewMessage {
   sessionKey: string;
@@ -39,8 +40,7 @@ export const IN_FLIGHT = ['running', 'waiting_approval'];
 /** The deepest delegate tree walked, up (parent chains) or down (a parent's delegates): delegate depth is far lower; a cycle in bad data stops here. */
 export const MAX_TREE_DEPTH = 16;
 
-/** The delivery of a webhook outbox row (webhooks and A2A pushes). */
-export const webhookDeliveryId = (rowId: string) => `dlv_${rowId}`;
+export { webhookDeliveryId } from './webhook-outbox';
 
 /** Events per insert statement (one jsonb parameter, or a multi-row insert on SQLite). */
 const EVENT_CHUNK = 500;
@@ -239,23 +239,20 @@ export class StoreBase {
     return (r?.m as string | null) ?? undefined;
   }
 
-  /** An attempt's outcome on the outbox row and its delivery, in one transaction (2xx: delivered; the last failure: dead). */
-  async updateWebhook(id: string, fields: Partial<Omit<WebhookRow, 'id'>>): Promise<void> {
-    const changes = await this.db.transaction().execute(async (tx) => {
-      await tx.updateTable('webhook_outbox').set(fields).where('id', '=', id).execute();
-      const did = webhookDeliveryId(id);
-      // Each recorded attempt counts on the delivery (a retried dead one keeps counting under the same id), and on
-      // PostgreSQL the delivery counts at least the job engine's attempt number, which includes an attempt lost with
-      // its process (nothing recorded it; before, deliveries.get said 1 where webhooks.list said 2).
-      const had = fields.attempts === undefined ? undefined : await tx.selectFrom('deliveries').select('attempts').where('id', '=', did).executeTakeFirst();
-      const attempt = fields.attempts === undefined ? 0 : Math.max(1, fields.attempts - Number(had?.attempts ?? 0));
-      const error = { code: 'channel_error', message: fields.last_error ?? 'retries exhausted' };
-      if (fields.status === 'delivered') return advanceDeliveries(tx, [did], 'delivered', { error: null, attempt });
-      if (fields.status === 'dead') return advanceDeliveries(tx, [did], 'dead', { error, attempt });
-      if (attempt) await failedAttempt(tx, did, error, attempt);
-      return [];
-    });
-    this.announce(changes);
+  /**
+   * Counts one more attempt of a pending row before its POST, on the row and its delivery in one transaction, so an
+   * attempt lost with its process counts in both (README "Webhooks"). `nextAt`: when the next attempt is due should
+   * this one fail or be lost (the backoff); `final`: the round's last; `from`: only if the row still has this many
+   * (SQLite: a row read before an attempt of it ended is not attempted again). Returns the row's attempts with this
+   * one, null when not claimed (settled meanwhile, or `from` is stale).
+   */
+  claimWebhookAttempt(id: string, o: { nextAt?: string; final: boolean; from?: number }): Promise<number | null> {
+    return claimWebhookAttempt(this.db, id, o);
+  }
+
+  /** A claimed attempt's outcome on the outbox row and its delivery, in one transaction (2xx: delivered; the last failure: dead). */
+  async updateWebhook(id: string, fields: Partial<Omit<WebhookRow, 'id' | 'attempts'>>): Promise<void> {
+    this.announce(await recordWebhookOutcome(this.db, id, fields));
   }
 
   /**
@@ -263,13 +260,7 @@ export class StoreBase {
    * `notRetriedSince`, only when its round began by then (a row retried since is left to its new round).
    */
   async webhookDead(id: string, error: string, notRetriedSince?: string): Promise<boolean> {
-    const r = await this.db.transaction().execute(async (tx) => {
-      let q = tx.updateTable('webhook_outbox').set({ status: 'dead', last_error: error }).where('id', '=', id).where('status', '=', 'pending');
-      if (notRetriedSince) q = q.where('next_attempt_at', '<=', notRetriedSince);
-      const u = await q.executeTakeFirst();
-      if (Number(u.numUpdatedRows) !== 1) return null;
-      return advanceDeliveries(tx, [webhookDeliveryId(id)], 'dead', { error: { code: 'channel_error', message: error } });
-    });
+    const r = await webhookDead(this.db, id, error, notRetriedSince);
     if (r) this.announce(r);
     return r !== null;
   }

@@ -50,6 +50,16 @@ export type Outcome = 'delivered' | 'retry' | 'dead';
 /** The wait after failed attempt number `attempt` (1-based) before the next one: doubling from retryBaseMs. */
 export const retryDelayMs = (c: Pick<CrosstalkConfig['webhooks'], 'retryBaseMs'>, attempt: number) => c.retryBaseMs * 2 ** (attempt - 1);
 
+/** What a row whose round ran out without a result (the last attempt's process stopped or died) is dead with. */
+export const ATTEMPTS_RAN_OUT = 'attempts ran out without a result (the process of the last one stopped or died)';
+
+/**
+ * A pending row whose round has had all its `maxAttempts` counted, the last without a result (lost with its
+ * process): every attempt is counted as it begins, and its round's last leaves an error on the row (the previous
+ * failure's, or LAST_ATTEMPT_UNDECIDED), where a round deliveries.retry has just begun has none.
+ */
+export const roundSpent = (row: Pick<WebhookRow, 'attempts' | 'last_error'>, maxAttempts: number) => row.attempts > 0 && row.attempts % maxAttempts === 0 && row.last_error !== null;
+
 export class WebhookDelivery {
   /** Connects only to the addresses its lookup checked (SSRF: no DNS rebinding between the check and the connect). */
   private get dispatcher() {
@@ -66,20 +76,25 @@ export class WebhookDelivery {
   ) {}
 
   /**
-   * Attempt number `attempt` (1-based) of a row: POSTs it and records the outcome. `final`: no attempt follows a
-   * failure (the row goes dead). Returns the error, null when delivered.
+   * Attempt number `attempt` (1-based) of its round (a deliveries.retry begins a new one): counts it on the row and its
+   * delivery before the POST (an attempt lost with its process counts), POSTs it and records the outcome. `final`:
+   * no attempt follows a failure (the row goes dead); `nextAt`: when the next one is due, set with the count (so the
+   * one after a lost attempt keeps the backoff); `from`: see Store.claimWebhookAttempt. Returns the error; null when
+   * delivered, or when there was nothing to attempt (the row settled meanwhile).
    */
-  async attempt(row: WebhookRow, attempt: number, o: { final: boolean; nextAt?: string; signal?: AbortSignal }): Promise<string | null> {
+  async attempt(row: WebhookRow, attempt: number, o: { final: boolean; nextAt?: string; from?: number; signal?: AbortSignal }): Promise<string | null> {
+    const attempts = await this.store.claimWebhookAttempt(row.id, { nextAt: o.final ? undefined : o.nextAt, final: o.final, from: o.from });
+    if (attempts === null) return null;
     const error = await this.post(row, attempt, o.signal);
     if (!error) {
-      await this.store.updateWebhook(row.id, { status: 'delivered', attempts: attempt, delivered_at: nowIso(), last_error: null });
+      await this.store.updateWebhook(row.id, { status: 'delivered', delivered_at: nowIso(), last_error: null });
       this.onOutcome?.('delivered');
     } else if (o.final) {
-      await this.store.updateWebhook(row.id, { status: 'dead', attempts: attempt, last_error: error });
-      this.log.warn({ webhookId: row.id, runId: row.run_id, url: row.url, attempts: attempt, error }, 'webhook dead-lettered');
+      await this.store.updateWebhook(row.id, { status: 'dead', last_error: error });
+      this.log.warn({ webhookId: row.id, runId: row.run_id, url: row.url, attempts, error }, 'webhook dead-lettered');
       this.onOutcome?.('dead');
     } else {
-      await this.store.updateWebhook(row.id, { attempts: attempt, last_error: error, ...(o.nextAt ? { next_attempt_at: o.nextAt } : {}) });
+      await this.store.updateWebhook(row.id, { last_error: error });
       this.onOutcome?.('retry');
     }
     return error;

@@ -6,7 +6,8 @@ import type { Logger } from '../logger';
 import type { WebhookRow } from '../store/schema';
 import { nowIso, type Store } from '../store/store';
 import type { Telemetry } from '../telemetry/tracing';
-import { type Outcome, retryDelayMs, WebhookDelivery, type WebhookDispatcher } from './deliver';
+import { roundAttempt } from '../push/retry';
+import { ATTEMPTS_RAN_OUT, type Outcome, retryDelayMs, roundSpent, WebhookDelivery, type WebhookDispatcher } from './deliver';
 
 export { SIGNATURE_HEADER, TIMESTAMP_HEADER, signWebhook, webhookRow, type WebhookDispatcher } from './deliver';
 
@@ -87,9 +88,21 @@ export class WebhookOutbox implements WebhookDispatcher {
     }
   }
 
+  /**
+   * The row's next attempt. Its `attempts` count every attempt as it began, across deliveries.retry rounds: the
+   * round's attempt number follows from them (roundAttempt, as a push's), and a round whose last attempt was lost
+   * with its process (SIGKILL, a crash) is dead, not begun again: before, a lost attempt was never counted, so after
+   * each such loss the receiver got one more POST than webhooks.maxAttempts allows, and the record said 0 (probe H).
+   */
   private async deliver(row: WebhookRow) {
-    const attempt = row.attempts + 1;
-    const delay = retryDelayMs(this.config, attempt);
-    await this.delivery.attempt(row, attempt, { final: attempt >= this.config.maxAttempts, nextAt: new Date(Date.now() + delay).toISOString() });
+    const max = this.config.maxAttempts;
+    if (roundSpent(row, max)) {
+      await this.delivery.markDead(row.id, ATTEMPTS_RAN_OUT);
+      return;
+    }
+    const attempt = roundAttempt(row.attempts, max);
+    const final = attempt >= max;
+    const nextAt = new Date(Date.now() + retryDelayMs(this.config, attempt)).toISOString();
+    await this.delivery.attempt(row, attempt, { final, nextAt, from: row.attempts });
   }
 }
