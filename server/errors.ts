@@ -44,6 +44,8 @@ const BRAND = Symbol.for('crosstalk.error');
 export class CrosstalkError extends Error {
   readonly code: ErrorCode;
   readonly issues?: ValidationIssue[];
+  /** A failed hand-off's delivery record (CONTRACT §9), when one was made: a tool's failure result names it. */
+  deliveryId?: string;
   readonly [BRAND] = true;
 
   constructor(code: ErrorCode, message: string, issues?: ValidationIssue[]) {

@@ -2,7 +2,7 @@
 import crypto from 'node:crypto';
 import { z } from 'zod';
 import type { CrosstalkConfig } from '../config';
-import { CrosstalkError } from '../errors';
+import { CrosstalkError, isCrosstalkError } from '../errors';
 import type { EventBus } from '../events/bus';
 import { sendParams, type SendParams } from '../gateway/schemas';
 import type { Logger } from '../logger';
@@ -178,7 +178,12 @@ export function createChannels(deps: ChannelDeps): ChannelService {
   }): Promise<string> {
     // The send's record (CONTRACT §9 `channel`), kept with what a retry needs to send it again.
     if (o.deliveryId) await store.createDeliveries([channelDelivery(o.deliveryId, { ...o, owner: orchestrator.cluster?.id || undefined })]);
-    const messageId = await deliver(o.channel, o.target, o.text, { idempotencyKey: o.idempotencyKey, signal: o.signal, deliveryId: o.deliveryId });
+    // A failed send names its record (the `message` tool's failure carries it, as its success does, CONTRACT §9): it
+    // is there, dead or failed, and may be retried.
+    const messageId = await deliver(o.channel, o.target, o.text, { idempotencyKey: o.idempotencyKey, signal: o.signal, deliveryId: o.deliveryId }).catch((e: unknown) => {
+      if (o.deliveryId && isCrosstalkError(e)) e.deliveryId = o.deliveryId;
+      throw e;
+    });
     // Settled elsewhere while the call was out (the key's repeat on another process mirrored it, or this process was
     // found dead and its send closed): the platform has it, and what crosstalk records of it is there already.
     if (o.deliveryId && (await getDeliveryRow(store.db, o.deliveryId))?.state !== 'accepted') return messageId;

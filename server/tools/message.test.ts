@@ -88,8 +88,13 @@ describe('message tool', () => {
     expect(await tool.execute({ action: 'send', channel: 'myspace', to: 'x', text: 'hi' }, c)).toMatchObject({ status: 'error', error: { code: 'unknown_channel' } });
     expect(await tool.execute({ action: 'send', channel: 'telegram', to: 'nobody', text: 'hi' }, c)).toMatchObject({ status: 'error', error: { code: 'invalid_request' } });
     tg.enqueue({ ...FAKES.telegram!.serverError, match: /sendMessage/ });
-    expect(await tool.execute({ action: 'send', channel: 'telegram', to: '6006', text: 'lost' }, c)).toMatchObject({ status: 'error', error: { code: 'channel_error', message: expect.stringContaining('Bad Gateway') } });
+    const failed = (await tool.execute({ action: 'send', channel: 'telegram', to: '6006', text: 'lost' }, c)) as { deliveryId?: string };
+    expect(failed).toMatchObject({ status: 'error', error: { code: 'channel_error', message: expect.stringContaining('Bad Gateway') } });
     expect(await history('agent:main:telegram:direct:6006')).toHaveLength(0);
+    // The failure names its delivery record, which is there to be retried (probe H; refusals before a send make none).
+    expect(failed.deliveryId).toMatch(/^dlv_/);
+    expect(await s.rpc('deliveries.get', { deliveryId: failed.deliveryId })).toMatchObject({ deliveryId: failed.deliveryId, kind: 'channel' });
+    expect(await tool.execute({ action: 'send', channel: 'myspace', to: 'x', text: 'hi' }, c)).not.toHaveProperty('deliveryId');
   });
 
   it('Slack: a send to the channel the run is answering in a thread stays in that thread (ids matched case-insensitively)', async () => {

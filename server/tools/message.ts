@@ -81,7 +81,8 @@ export function createMessageTool(channelsOrGetter: ChannelService | (() => Chan
         if (r.sessionKey === ctx.sessionKey) ctx.delivered?.add(deliveredKey(a.text));
         return { status: 'ok', messageId: r.messageId, sessionKey: r.sessionKey, channel: r.channel, to: r.to, ...(r.threadId ? { threadId: r.threadId } : {}), ...(r.deliveryId ? { deliveryId: r.deliveryId } : {}) };
       } catch (e) {
-        if (isCrosstalkError(e)) return toolError(e.code, e.message);
+        // A failed send's record, when it was made (dead or failed, and retryable: CONTRACT §9 `message` → `deliveryId`).
+        if (isCrosstalkError(e)) return { ...toolError(e.code, e.message), ...(e.deliveryId ? { deliveryId: e.deliveryId } : {}) };
         return toolError('internal', `message failed: ${errorMessage(e)}`);
       }
     },
