@@ -249,6 +249,52 @@ describe('A2A server', () => {
     expect(states[states.length - 1]).toBe(TaskState.TASK_STATE_COMPLETED);
   });
 
+  it("a deleted session's tasks are gone: get, resubscribe, cancel and a message naming one are TaskNotFound, never its archive key", async () => {
+    s = await startTestServer();
+    const c = await client(s);
+    const err = (p: Promise<unknown>) => p.then(() => null, (e: Error) => e);
+    for (const deleteTranscript of [true, false]) {
+      const ctx = `ctx-del-${deleteTranscript}`;
+      const task = asTask(await c.sendMessage(message('hi', ctx)));
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      await s.rpc('sessions.delete', { sessionKey: `agent:main:a2a:${ctx}`, deleteTranscript });
+      // Before: the task answered with contextId "ctx-del-true#deleted-<ms>" (the key sessions.delete moves kept rows
+      // to), and a resubscribe sent the COMPLETED snapshot and then stayed open for good (its events were deleted).
+      const got = await err(c.getTask({ tenant: '', id: task.id }));
+      expect(got?.constructor.name, String(got)).toBe('JsonRpcTaskNotFoundError');
+      const resub = await Promise.race([
+        err((async () => {
+          for await (const e of c.resubscribeTask({ tenant: '', id: task.id })) void e;
+        })()),
+        new Promise<string>((r) => setTimeout(() => r('the stream is still open after 5 s'), 5000)),
+      ]);
+      expect((resub as Error | null)?.constructor.name, String(resub)).toBe('JsonRpcTaskNotFoundError');
+      expect((await err(c.cancelTask({ tenant: '', id: task.id, metadata: undefined })))?.constructor.name).toBe('JsonRpcTaskNotFoundError');
+      expect((await err(c.sendMessage(message('again', '', task.id))))?.constructor.name).toBe('JsonRpcTaskNotFoundError');
+      const raw = await (await postA2A(s, { jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: task.id } })).text();
+      expect(raw).not.toContain('#deleted-');
+    }
+  });
+
+  it('resubscribing to an ended task whose end is not in the event log ends with its snapshot, it does not wait for good', async () => {
+    s = await startTestServer();
+    const c = await client(s);
+    const task = asTask(await c.sendMessage(message('hello', 'ctx-noend')));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    // As a run a migration closed (a second running run of its session: interrupted, with no event): no end logged.
+    await s.rt.store.db.deleteFrom('events').where('run_id', '=', task.id).where('stream', '=', 'lifecycle').execute();
+    const seen: StreamResponse[] = [];
+    const ended = await Promise.race([
+      (async () => {
+        for await (const e of c.resubscribeTask({ tenant: '', id: task.id })) seen.push(e);
+        return 'ended';
+      })(),
+      new Promise<string>((r) => setTimeout(() => r('still open after 5 s'), 5000)),
+    ]);
+    expect(ended).toBe('ended');
+    expect(seen.map(stateOfResp)).toEqual([TaskState.TASK_STATE_COMPLETED]);
+  });
+
   it('push notification configs go out through the webhook outbox, with the SSRF rules', async () => {
     const received: any[] = [];
     const hook = http.createServer((req, res) => {

@@ -142,11 +142,25 @@ export class CrosstalkA2AHandler implements A2ARequestHandler {
     yield* this.follow(runId, { replay: true, signal: signalOf(c) });
   }
 
-  /** Resubscribing replays the task's events from the event log, then goes live: a client that reconnects misses nothing. */
+  /**
+   * Resubscribing replays the task's events from the event log, then goes live: a client that reconnects misses nothing.
+   * An ended task's replay ends with its end event; one whose end is not in the log (a run a migration closed) has
+   * nothing more to come, and its stream ends with the snapshot: it used to wait for an end that never came.
+   */
   async *resubscribe(p: SubscribeToTaskRequest, c: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
     const task = await this.snapshot(p.id);
     yield taskResponse(task);
+    if (isTerminal(task.status!.state) && !(await this.endLogged(task.id))) return;
     yield* this.follow(task.id, { replay: true, signal: signalOf(c) });
+  }
+
+  /** Whether the run's end (a lifecycle `end` or `error` event) is in the event log. */
+  private async endLogged(runId: string): Promise<boolean> {
+    const rows = await this.rt.store.db.selectFrom('events').select('data').where('run_id', '=', runId).where('stream', '=', 'lifecycle').execute();
+    return rows.some((r) => {
+      const phase = (JSON.parse(r.data) as { phase?: unknown } | null)?.phase;
+      return phase === 'end' || phase === 'error';
+    });
   }
 
   /**

@@ -1,6 +1,8 @@
 // Remote A2A agents (CONTRACT §8): an agent with `a2a: {url, token}` runs its turns on an @a2a-js/sdk server; delegation, follow-ups, async callbacks, failures, cancel.
-import { afterEach, describe, expect, it } from 'vitest';
+import { TaskState } from '@a2a-js/sdk';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startTestServer, TEST_TOKEN, type TestServer, until } from '../testing/harness';
+import { CrosstalkA2AHandler } from './handler';
 import { cardUrlOf } from './remote-model';
 import { type RemoteAgent, startRemoteAgent } from './testing/remote-agent';
 
@@ -141,6 +143,47 @@ describe('remote A2A agents', () => {
     expect(runs.length).toBe(1 + 3); // ours, and one per hop up to limits.maxDelegateDepth (3); the 4th hop is refused before it runs
     expect(s.rt.orchestrator.activeRunCount()).toBe(0);
   });
+
+  for (const race of [false, true]) {
+    it(`a far task that waited on an approval and then ended by itself: the next turn lands its result once and goes as a new task (${race ? 'it ends between our look and our send' : 'ended before the turn'})`, async () => {
+      const far = await startTestServer();
+      try {
+        s = await startTestServer({ config: { webhooks: { allowPrivateNetwork: true }, agents: [{ id: 'main' }, { id: 'peer', a2a: { url: `${far.url}/a2a/main`, token: TEST_TOKEN } }] } });
+        const key = 'agent:peer:main';
+        const asked = await turn(s, key, '/tool exec {"command":"echo from-far"}');
+        expect(asked.response).toMatch(/^Waiting for approval: exec/);
+        // The approval is resolved on the far side: its task goes on and completes by itself (CONTRACT §8).
+        const [pending] = (await far.rpc<{ approvals: any[] }>('approvals.list', {})).approvals;
+        await far.rpc('approvals.resolve', { approvalId: pending.approvalId, decision: 'allow_once' });
+        const farDone = await wait(far, pending.runId);
+        expect(farDone.status).toBe('ok');
+        // The race: our look says it still waits (as it did a moment before), the send finds it ended and is refused.
+        const real = CrosstalkA2AHandler.prototype.getTask;
+        const looks = vi.spyOn(CrosstalkA2AHandler.prototype, 'getTask');
+        if (race)
+          looks.mockImplementationOnce(async function (this: CrosstalkA2AHandler, ...args) {
+            const task = await real.apply(this, args);
+            return { ...task, status: { ...task.status!, state: TaskState.TASK_STATE_INPUT_REQUIRED } };
+          });
+        // Before: the run ended "task run_… is in a terminal state (TASK_STATE_COMPLETED) and cannot be modified", the
+        // message never reached the far side, and the far task's result never landed here.
+        const next = await turn(s, key, 'what next?');
+        expect(next).toMatchObject({ status: 'ok', response: `${farDone.response}\n\necho: what next?` });
+        expect(looks).toHaveBeenCalledTimes(race ? 2 : 1); // the race: a second look after the refusal
+        const again = await turn(s, key, 'and again');
+        expect(again).toMatchObject({ status: 'ok', response: 'echo: and again' });
+        // Far: each message once, in the one context; here: the far result once.
+        const farKey = (await far.rpc<{ sessions: any[] }>('sessions.list', { agentId: 'main' })).sessions.map((x) => x.sessionKey).find((k: string) => k.startsWith('agent:main:a2a:'));
+        const farRows = (await far.rpc<{ messages: any[] }>('chat.history', { sessionKey: farKey })).messages.filter((m) => m.role === 'user').map((m) => m.content).reverse();
+        expect(farRows).toEqual(['/tool exec {"command":"echo from-far"}', 'what next?', 'and again']);
+        const ours = (await s.rpc<{ messages: any[] }>('chat.history', { sessionKey: key })).messages.map((m) => m.content);
+        expect(ours.filter((c: string) => c.includes(farDone.response!))).toHaveLength(1);
+      } finally {
+        vi.restoreAllMocks();
+        await far.close();
+      }
+    });
+  }
 
   it('a crosstalk agent can be the remote of another crosstalk gateway (our A2A server, our A2A client)', async () => {
     const far = await startTestServer();

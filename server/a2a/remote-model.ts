@@ -4,6 +4,7 @@ import { A2A_HOPS_KEY } from './params';
 import crypto from 'node:crypto';
 import { type AgentCard, Role, type Message, type SendMessageRequest, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
 import { AgentCardResolver, type Client, ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+import { TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4Prompt, LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import type { Store } from '../store/store';
 import { RemoteRefused, remoteFetch } from './remote-fetch';
@@ -126,11 +127,14 @@ class Reply {
   private statusText = '';
   state: TaskState = TaskState.TASK_STATE_SUBMITTED;
   taskId = '';
+  /** Whether the remote answered anything: a send refused before it did was not taken. */
+  answered = false;
 
   /** Returns the new text to stream, if any. */
   add(r: StreamResponse): string {
     const p = r.payload;
     if (!p) return '';
+    this.answered = true;
     switch (p.$case) {
       case 'message':
         this.state = TaskState.TASK_STATE_COMPLETED;
@@ -157,6 +161,7 @@ class Reply {
   }
 
   task(t: Task): string {
+    this.answered = true;
     this.taskId = t.id;
     this.state = t.status?.state ?? this.state;
     if (t.status?.message) this.statusText = textOf(t.status.message);
@@ -180,6 +185,37 @@ class Reply {
 /** A task state that waits for the caller (input, or an authorization): the turn ends there. */
 const waitsForInput = (state: TaskState) => state === TaskState.TASK_STATE_INPUT_REQUIRED || state === TaskState.TASK_STATE_AUTH_REQUIRED;
 
+const pause = async (signal: AbortSignal | undefined) => {
+  await new Promise((r) => setTimeout(r, POLL_MS));
+  if (signal?.aborted) throw signal.reason ?? new Error('aborted');
+};
+
+/**
+ * The session's open task as the remote has it when the next turn comes: still waiting for input (the turn answers it
+ * in that task), or not: `result` is what it ended with (a crosstalk remote's task goes on by itself once its approval
+ * is resolved there, CONTRACT §8), empty when the remote forgot it. One still working is waited for until it ends or
+ * waits again.
+ */
+async function openTaskNow(client: Client, id: string, signal: AbortSignal | undefined): Promise<{ waiting: true } | { waiting: false; result: string }> {
+  for (;;) {
+    let task: Task;
+    try {
+      task = await client.getTask({ tenant: '', id }, { signal });
+    } catch (e) {
+      if (e instanceof TaskNotFoundError) return { waiting: false, result: '' };
+      throw e;
+    }
+    const state = task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED;
+    if (waitsForInput(state)) return { waiting: true };
+    if (state !== TaskState.TASK_STATE_WORKING && state !== TaskState.TASK_STATE_SUBMITTED) {
+      const r = new Reply();
+      r.task(task);
+      return { waiting: false, result: r.failed ?? r.text };
+    }
+    await pause(signal);
+  }
+}
+
 export function createRemoteA2AModel(cfg: RemoteA2AConfig, deps: RemoteA2ADeps): LanguageModelV4 {
   const doStream = async (options: LanguageModelV4CallOptions) => {
     const signal = options.abortSignal;
@@ -198,8 +234,7 @@ export function createRemoteA2AModel(cfg: RemoteA2AConfig, deps: RemoteA2ADeps):
       extensions: [],
       referenceTaskIds: [],
     };
-    const request: SendMessageRequest = { tenant: '', message, configuration: undefined, metadata: undefined };
-    const reply = new Reply();
+    let reply = new Reply();
     // Cancelling our run cancels the remote task.
     const onAbort = () => {
       if (reply.taskId && !isTerminal(reply.state)) void client.cancelTask({ tenant: '', id: reply.taskId, metadata: undefined }).catch(() => undefined);
@@ -211,14 +246,22 @@ export function createRemoteA2AModel(cfg: RemoteA2AConfig, deps: RemoteA2ADeps):
         controller.enqueue({ type: 'stream-start', warnings: [] });
         controller.enqueue({ type: 'text-start', id: textId });
         let streamed = '';
-        try {
+        // What the open task ended with while nobody here waited on it: it leads this turn's reply (null: it did not
+        // end without us). It lands once: the open task is let go with the turn that carries it.
+        let ended: string | null = null;
+        const lead = () => (ended ? `${ended}\n\n` : '');
+        const emit = (delta: string) => {
+          const text = (streamed ? '' : lead()) + delta;
+          streamed += text;
+          controller.enqueue({ type: 'text-delta', id: textId, delta: text });
+        };
+        /** Sends the message (in `taskId`, or as a new task of the context) and reads the remote's reply into `reply`. */
+        const send = async (taskId: string) => {
+          const request: SendMessageRequest = { tenant: '', message: { ...message, taskId }, configuration: undefined, metadata: undefined };
           if (card.capabilities?.streaming) {
             for await (const r of client.sendMessageStream(request, { signal })) {
               const delta = reply.add(r);
-              if (delta) {
-                streamed += delta;
-                controller.enqueue({ type: 'text-delta', id: textId, delta });
-              }
+              if (delta) emit(delta);
               // Waiting for input: this turn's answer is its question. A remote may keep the stream open meanwhile (a
               // crosstalk gateway does, while its approval waits): reading on, the run hung until the remote moved.
               if (waitsForInput(reply.state)) break;
@@ -231,18 +274,39 @@ export function createRemoteA2AModel(cfg: RemoteA2AConfig, deps: RemoteA2ADeps):
             else reply.add({ payload: { $case: 'message', value: first as Message } });
             // A non-streaming remote that answered before finishing: poll the task until it ends.
             while (reply.taskId && !isTerminal(reply.state) && !waitsForInput(reply.state)) {
-              await new Promise((r) => setTimeout(r, POLL_MS));
-              if (signal?.aborted) throw signal.reason ?? new Error('aborted');
+              await pause(signal);
               reply.task(await client.getTask({ tenant: '', id: reply.taskId }, { signal }));
             }
           }
+        };
+        try {
+          // The open task may have moved on since it asked: a crosstalk remote's task ends by itself once its approval
+          // is resolved there. An ended task takes no more messages (sent into it, the message was refused and the turn
+          // failed, the task's result never seen here): its result leads this reply, and the message goes as a new task
+          // of the same context.
+          let into = open;
+          if (open) {
+            const now = await openTaskNow(client, open, signal);
+            if (!now.waiting) [ended, into] = [now.result, ''];
+          }
+          try {
+            await send(into);
+          } catch (e) {
+            // Refused before it was taken (the task ended, or was forgotten, between the look above and the send):
+            // the same once more as a new task. Taken messages are never sent again.
+            if (!into || reply.answered || signal?.aborted || !(e instanceof UnsupportedOperationError || e instanceof TaskNotFoundError)) throw e;
+            const now = await openTaskNow(client, into, signal);
+            if (now.waiting) throw e;
+            [ended, into, reply] = [now.result, '', new Reply()];
+            await send(into);
+          }
           if (signal?.aborted) throw signal.reason ?? new Error('aborted');
+          const failed = reply.failed;
+          if (failed) throw new Error(failed);
           // Waiting for input (or an authorization): the next turn goes to this task; any other end closes it.
           if (waitsForInput(reply.state) && reply.taskId) await deps.openTask?.set(reply.taskId);
           else if (open) await deps.openTask?.set(undefined);
-          const failed = reply.failed;
-          if (failed) throw new Error(failed);
-          const text = reply.text;
+          const text = lead() + reply.text;
           if (!streamed) controller.enqueue({ type: 'text-delta', id: textId, delta: text });
           else if (text !== streamed && text.startsWith(streamed)) controller.enqueue({ type: 'text-delta', id: textId, delta: text.slice(streamed.length) });
           controller.enqueue({ type: 'text-end', id: textId });
@@ -255,15 +319,16 @@ export function createRemoteA2AModel(cfg: RemoteA2AConfig, deps: RemoteA2ADeps):
         } catch (e) {
           // Its card may be stale (the remote redeployed with streaming off, or moved): read it again next time.
           if (!signal?.aborted) remotes.delete(remoteKey(cfg, deps));
-          // The open task is gone or refused (the remote restarted, the task ended): the next turn starts a new one.
-          if (open && !signal?.aborted) await deps.openTask?.set(undefined).catch(() => undefined);
+          // The open task is gone or refused (the remote restarted): the next turn starts a new one. Not one that ended
+          // without us while its result has not landed yet: the next turn looks again and lands it.
+          if (open && !ended && !signal?.aborted) await deps.openTask?.set(undefined).catch(() => undefined);
           controller.error(e);
         } finally {
           signal?.removeEventListener('abort', onAbort);
         }
       },
     });
-    return { stream, request: { body: request } };
+    return { stream, request: { body: { tenant: '', message, configuration: undefined, metadata: undefined } } };
   };
   return {
     specificationVersion: 'v4',

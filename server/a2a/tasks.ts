@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import { Role, type Message, type Part, type StreamResponse, type Task, TaskState, type TaskStatus } from '@a2a-js/sdk';
 import type { AgentEvent } from '../events/types';
 import type { RunRow } from '../store/schema';
+import { SESSION_KEY_RE } from '../sessions/keys';
 
 export const A2A_SEGMENT = 'a2a';
 /** ServerCallContext state key: the HTTP request's abort signal (a dropped stream stops following the run). */
@@ -11,9 +12,14 @@ export const SIGNAL_KEY = 'crosstalk.signal';
 /** `agent:<agentId>:a2a:<contextId>` (CONTRACT §8); contextIds are lowercased like every key. */
 export const a2aSessionKey = (agentId: string, contextId: string) => `agent:${agentId}:${A2A_SEGMENT}:${contextId.toLowerCase()}`;
 
+/**
+ * The contextId of one of this agent's A2A sessions; null for any other key, a deleted session's archive key
+ * (`<key>#deleted-<ms>`, server/store/session-archive.ts) included: a deleted session's tasks are gone for clients, as
+ * its history is (chat.history answers unknown_session), and that key is no contextId a client could send.
+ */
 export function contextIdOf(sessionKey: string, agentId: string): string | null {
   const prefix = `agent:${agentId}:${A2A_SEGMENT}:`;
-  return sessionKey.startsWith(prefix) ? sessionKey.slice(prefix.length) : null;
+  return sessionKey.startsWith(prefix) && SESSION_KEY_RE.test(sessionKey) ? sessionKey.slice(prefix.length) : null;
 }
 
 /**
