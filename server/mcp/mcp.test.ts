@@ -132,7 +132,9 @@ describe('MCP over stdio', () => {
     // Dozens of retries in a second: before, an `error` event (and a warning) for each.
     await new Promise((r) => setTimeout(r, 1000));
     off();
-    expect(errors).toEqual([]); // its one report came before this listener
+    // Its one report came before this listener, or (start returned before the first spawn failed: seen under CI load)
+    // within the second: never one per retry.
+    expect(errors.length).toBeLessThanOrEqual(1);
     expect((await srv.rpc<any>('status')).mcp[0]).toMatchObject({ state: expect.stringMatching(/^(failed|connecting)$/) });
   });
 });
