@@ -5,7 +5,7 @@ import type { Store } from '../store/store';
 import { agentIdOf } from '../sessions/keys';
 import { parentChains } from './room';
 import { deadDeliveries } from '../store/deliveries';
-import { budgetRootOf, treeOfRow } from '../orchestrator/budget';
+import { budgetRootOf, capsGranted, treeOfRow } from '../orchestrator/budget';
 import type { Board, BoardItem } from './types';
 
 export type { Board, BoardItem };
@@ -165,7 +165,7 @@ async function treeBudgets(store: Store, runs: RunPick[], budgetOf?: BudgetOf): 
       .groupBy('root_run_id')
       .execute(),
     // Each "Allow once" lets the tree spend one more cap (CONTRACT §5): the cap it is held to now is the agent's times
-    // one more than its allowed items, as the budget's own check reckons it (budget.ts `standing`).
+    // the caps its items granted, as the budget's own check reckons it (capsGranted).
     store.db
       .selectFrom('approvals')
       .select(['call_id', 'decision', 'status'])
@@ -174,17 +174,15 @@ async function treeBudgets(store: Store, runs: RunPick[], budgetOf?: BudgetOf): 
       .execute(),
   ]);
   const spent = new Map(rows.map((r) => [r.root_run_id as string, { usd: Number(r.usd ?? 0), tokens: Number(r.i ?? 0) + Number(r.o ?? 0) }]));
-  const times = new Map<string, number | null>();
+  const itemsOf = new Map<string, typeof items>();
   for (const a of items) {
-    const root = a.call_id.split(':')[1]!;
-    if (times.get(root) === null) continue;
-    if (a.decision === 'allow_always') times.set(root, null);
-    else times.set(root, (times.get(root) ?? 1) + (a.status === 'allowed' ? 1 : 0));
+    const root = budgetRootOf(a.call_id);
+    if (root) itemsOf.set(root, [...(itemsOf.get(root) ?? []), a]);
   }
   for (const [runId, t] of treeOf) {
     const s = spent.get(t.root) ?? { usd: 0, tokens: 0 };
-    // Allowed for good: no cap holds the tree any more.
-    const n = times.has(t.root) ? times.get(t.root)! : 1;
+    // Allowed for good (null): no cap holds the tree any more.
+    const n = capsGranted(itemsOf.get(t.root) ?? []);
     const cap = (c: number | undefined) => (c === undefined || n === null ? null : c * n);
     out.set(runId, { rootRunId: t.root, spentUsd: Math.round(s.usd * 1e6) / 1e6, capUsd: cap(t.cap.usd), spentTokens: s.tokens, capTokens: cap(t.cap.tokens) });
   }

@@ -41,10 +41,15 @@ export function carryTree(run: { id: string; agent: { id: string }; origin?: unk
 
 /** A tree's budget item's call id: one per allowance (`times` caps granted), so each pause is an item of its own. */
 export const budgetCallId = (root: string, times: number) => `budget:${root}:${times}`;
-/** The tree root a budget item's call id names (undefined: not a budget item's). */
+/** The tree root a budget item's call id names, an item raised again (`…:again<n>`) too (undefined: not a budget item's). */
 export function budgetRootOf(callId: string): string | undefined {
-  const m = /^budget:(.+):\d+$/.exec(callId);
+  const m = /^budget:(.+?):\d+(?::again\d+)?$/.exec(callId);
   return m?.[1];
+}
+
+/** The caps a tree's budget items have granted: 1, plus one per allowed item; `null` when an allow_always lifted it. */
+export function capsGranted(items: ReadonlyArray<{ decision: string | null; status: string }>): number | null {
+  return items.some((r) => r.decision === 'allow_always') ? null : 1 + items.filter((r) => r.status === 'allowed').length;
 }
 
 export interface BudgetArgs {
@@ -78,7 +83,7 @@ export class Budgets {
    */
   private async standing(root: string): Promise<{ denied: boolean; times: number | null; closed: (times: number) => number }> {
     const rows = await this.d.store.db.selectFrom('approvals').select(['call_id', 'decision', 'status']).where('kind', '=', 'budget').where('call_id', 'like', `budget:${root}:%`).execute();
-    const times = rows.some((r) => r.decision === 'allow_always') ? null : 1 + rows.filter((r) => r.status === 'allowed').length;
+    const times = capsGranted(rows);
     const closed = (t: number) => rows.filter((r) => r.status === 'cancelled' && (r.call_id === budgetCallId(root, t) || r.call_id.startsWith(`${budgetCallId(root, t)}:again`))).length;
     return { denied: rows.some((r) => r.status === 'denied'), times, closed };
   }
