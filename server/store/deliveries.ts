@@ -206,11 +206,14 @@ export async function setDeliveryRun(db: Kysely<Database>, id: string, runId: st
   await db.updateTable('deliveries').set({ run_id: runId }).where('id', '=', id).execute();
 }
 
-/** One more failed attempt of a delivery still on its way (its state stays; the error is the last one). */
-export async function failedAttempt(db: Kysely<Database>, id: string, error: { code: string; message: string }, count = 1): Promise<void> {
+/**
+ * `count` more attempts of a delivery still on its way (its state stays): a failed one with its `error` (the last one);
+ * a webhook's as it begins (count 1, no error), its failure then with count 0.
+ */
+export async function countAttempts(db: Kysely<Database>, id: string, count: number, error?: { code: string; message: string }): Promise<void> {
   await db
     .updateTable('deliveries')
-    .set((eb) => ({ attempts: eb('attempts', '+', count), error_code: error.code, error_message: error.message, updated_at: new Date().toISOString() }))
+    .set((eb) => ({ attempts: eb('attempts', '+', count), ...(error ? { error_code: error.code, error_message: error.message } : {}), updated_at: new Date().toISOString() }))
     .where('id', '=', id)
     .where('state', 'in', ['accepted', 'delivered'])
     .execute();

@@ -9,7 +9,7 @@ import type { CallbackRow, Database, DeliveryRow, MessageRow, RunRow, WebhookRow
 import { insertEventsSql, wakeEventsSql, writeSkippingLogged } from './event-sql';
 import { cursorBeyondLog, logHead, settledHorizon } from './log-positions';
 import { type FoldStep, foldRun, foldWrittenPg, type LogPage, type LogRow, readEventsAfter, resolvePlainId, runStartCursor } from './event-fold';
-import { advanceDeliveries, type DeliveryChange, failedAttempt, insertDeliveries, type NewDelivery, newDeliveryId, queuedRunDeliveries, setDeliveryRun } from './deliveries';
+import { advanceDeliveries, countAttempts, type DeliveryChange, insertDeliveries, type NewDelivery, newDeliveryId, queuedRunDeliveries, setDeliveryRun } from './deliveries';
 import { claimWebhookAttempt, recordWebhookOutcome, webhookDead, webhookDeliveryId } from './webhook-outbox';
 
 export interface NewMessage {
@@ -199,7 +199,7 @@ export class StoreBase {
       if (o.ok) return advanceDeliveries(tx, [id], 'delivered', { attempt: true, error: null });
       // `failed` for an end nothing could change (a retry would say the same), else `dead`: retries ran out.
       if (o.final) return advanceDeliveries(tx, [id], o.end ?? 'dead', { attempt: true, error: o.error });
-      await failedAttempt(tx, id, o.error);
+      await countAttempts(tx, id, 1, o.error);
       return [];
     });
     this.announce(changes);

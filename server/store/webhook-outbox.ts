@@ -1,7 +1,7 @@
 // The webhook outbox's attempt writes (webhooks and A2A pushes): each attempt counted before its POST, its outcome,
 // a row dead without one, a dead row reopened; each on the outbox row and its delivery (CONTRACT §9) in one transaction.
 import type { Kysely } from 'kysely';
-import { advanceDeliveries, type DeliveryChange, failedAttempt } from './deliveries';
+import { advanceDeliveries, countAttempts, type DeliveryChange } from './deliveries';
 import type { Database, WebhookRow } from './schema';
 
 /** The delivery of a webhook outbox row (webhooks and A2A pushes). */
@@ -29,12 +29,7 @@ export async function claimWebhookAttempt(db: Kysely<Database>, id: string, o: {
     if (o.from !== undefined) q = q.where('attempts', '=', o.from);
     const row = await q.returning('attempts').executeTakeFirst();
     if (!row) return null;
-    await tx
-      .updateTable('deliveries')
-      .set((eb) => ({ attempts: eb('attempts', '+', 1), updated_at: new Date().toISOString() }))
-      .where('id', '=', webhookDeliveryId(id))
-      .where('state', 'in', ['accepted', 'delivered'])
-      .execute();
+    await countAttempts(tx, webhookDeliveryId(id), 1);
     return Number(row.attempts);
   });
 }
@@ -51,7 +46,7 @@ export async function recordWebhookOutcome(db: Kysely<Database>, id: string, fie
     const error = { code: 'channel_error', message: fields.last_error ?? 'retries exhausted' };
     if (fields.status === 'delivered') return advanceDeliveries(tx, [did], 'delivered', { error: null });
     if (fields.status === 'dead') return advanceDeliveries(tx, [did], 'dead', { error });
-    if (fields.last_error) await failedAttempt(tx, did, error, 0);
+    if (fields.last_error) await countAttempts(tx, did, 0, error);
     return [];
   });
 }
