@@ -12,7 +12,7 @@ import type { ApprovalRow, RunRow } from '../store/schema';
 import type { DecidedBy } from './approvals';
 import { nowIso } from '../store/store';
 import { sameTrust, trustOf } from '../trust/trust';
-import { collectable, kept, mergeInputs, parseOrigin, type QueueItem, SHUTDOWN, type SessionState, TERMINAL, type SubmitOptions } from './queue';
+import { collectable, kept, oneInput, parseOrigin, type QueueItem, SHUTDOWN, type SessionState, TERMINAL, type SubmitOptions } from './queue';
 import type { ActiveRun, RunInput } from './types';
 import { RunEnds } from './run-ends';
 import { Backstop } from './backstop';
@@ -133,7 +133,7 @@ export abstract class ClusterRuns extends RunEnds {
     }
     st.known.add(row.id);
     const inputs = JSON.parse(row.input) as RunInput[];
-    const input = inputs.length > 1 ? mergeInputs(inputs) : inputs[0]!;
+    const input = oneInput(inputs);
     const trust = trustOf(parseOrigin(row.origin));
     const item: QueueItem = { runId: row.id, inputs: [input], persisted: Promise.resolve(), collect: row.queue_mode === 'collect' && collectable(input), trustKey: JSON.stringify(trust), row };
     if (!st.active) {
@@ -144,7 +144,7 @@ export abstract class ClusterRuns extends RunEnds {
     switch (row.queue_mode) {
       case 'steer':
         // Trust follows the run: a message is steered only into a run of the same trust (else it runs after).
-        if (!st.active.closing && sameTrust(trust, trustOf(st.active.row ? parseOrigin(st.active.row.origin) : st.active.origin))) {
+        if (this.takesSteer(st.active, parseOrigin(row.origin))) {
           const origin = JSON.stringify({ ...(row.origin ? JSON.parse(row.origin) : {}), steerInto: st.active.id });
           st.active.inbox.push({ runId: row.id, input, persisted: kept(this.o.store.updateRunFenced(row.id, st.key, { origin })) });
           return { runId: st.active.id, status: 'steered' };
@@ -246,12 +246,11 @@ export abstract class ClusterRuns extends RunEnds {
       // took them in) go into it, as they would have there; not into a run that is closed on load.
       const active = st.active as ActiveRun | null;
       if (active && !active.cancelled && !interruptOnLoad) {
-        const trust = trustOf(active.row ? parseOrigin(active.row.origin) : active.origin);
         for (let i = 0; i < st.queue.length; i++) {
           const q = st.queue[i]!;
-          if (!q.row || q.row.queue_mode !== 'steer' || steerIntoOf(q.row) !== active.id || !sameTrust(trustOf(parseOrigin(q.row.origin)), trust)) continue;
+          if (!q.row || q.row.queue_mode !== 'steer' || steerIntoOf(q.row) !== active.id || !this.takesSteer(active, parseOrigin(q.row.origin))) continue;
           st.queue.splice(i--, 1);
-          active.inbox.push({ runId: q.runId, input: q.inputs.length > 1 ? mergeInputs(q.inputs) : q.inputs[0]!, persisted: Promise.resolve() });
+          active.inbox.push({ runId: q.runId, input: oneInput(q.inputs), persisted: Promise.resolve() });
         }
       }
     })();

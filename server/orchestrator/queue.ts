@@ -131,4 +131,7 @@ export function mergeInputs(inputs: RunInput[]): RunInput {
   return { ...inputs[0]!, content: inputs.map((i) => i.content).join('\n\n'), meta: { ...inputs[0]!.meta, collected: inputs.length } };
 }
 
+/** A queued row's inputs as the one input it runs (or is steered) with: a collected row's merged. */
+export const oneInput = (inputs: RunInput[]): RunInput => (inputs.length > 1 ? mergeInputs(inputs) : inputs[0]!);
+
 export const parseOrigin = (o: string | null): unknown => (o ? JSON.parse(o) : null);

@@ -232,7 +232,7 @@ export abstract class RunQueues {
         throw new CrosstalkError('agent_busy', `session ${sessionKey} is busy with run ${st.active.id}`);
       case 'steer': {
         // A message is steered only into a run of the same trust; otherwise it runs after, under its own.
-        if (!st.active.closing && sameTrust(trustOf(opts.origin), trustOf(st.active.row ? parseOrigin(st.active.row.origin) : st.active.origin))) {
+        if (this.takesSteer(st.active, opts.origin)) {
           const active = st.active;
           const item: InboxItem = {
             runId,
@@ -419,6 +419,14 @@ export abstract class RunQueues {
       return;
     }
     this.sessions.delete(st.key);
+  }
+
+  /**
+   * Whether a message from `origin` may be steered into `active`: only while the run still looks at its inbox, and only
+   * into a run of the same trust (CONTRACT §4; else it runs after, under its own).
+   */
+  protected takesSteer(active: ActiveRun, origin: unknown): boolean {
+    return !active.closing && sameTrust(trustOf(origin), trustOf(active.row ? parseOrigin(active.row.origin) : active.origin));
   }
 
   /** Resumes a run that was paused on an approval in an earlier process. */
