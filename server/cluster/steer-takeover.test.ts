@@ -47,13 +47,28 @@ async function twoProcesses(lease: Record<string, string> = {}) {
   return { a, b, db };
 }
 
+/** A run of `key` started on A and running (its row says so): the run a steer is sent at. */
+async function runningOnA({ a, db }: Awaited<ReturnType<typeof twoProcesses>>, key: string, sleepMs: number): Promise<string> {
+  const { runId } = await a.rpc<{ runId: string }>('agent', { sessionKey: key, message: `/sleep ${sleepMs}\n/reply first` });
+  await until(async () => (await db.query('select status from runs where id = $1', [runId])).rows[0]?.status === 'running');
+  return runId;
+}
+
+/** A steer sent to B while A, which runs the session's run, is stopped: the run's id and B's answer. */
+async function steerWhileStopped(c: Awaited<ReturnType<typeof twoProcesses>>, key: string, sleepMs: number) {
+  const first = await runningOnA(c, key, sleepMs);
+  c.a.child.kill('SIGSTOP');
+  const r = await c.b.rpc<{ runId: string; status: string }>('agent', { sessionKey: key, message: '/reply second', queueMode: 'steer' });
+  return { first, r };
+}
+
 describe('a steer the owner took in, whose process then dies', () => {
   for (const fault of ['SIGKILL', 'SIGSTOP'] as const) {
     it(`${fault}: the re-driven run takes the message in and its wait answers it, once`, async () => {
-      const { a, b, db } = await twoProcesses();
+      const c = await twoProcesses();
+      const { a, b, db } = c;
       const key = `agent:main:steer-takeover-${fault.toLowerCase()}`;
-      const first = await a.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/sleep 2500\n/reply first' });
-      await until(async () => (await db.query('select status from runs where id = $1', [first.runId])).rows[0]?.status === 'running');
+      const first = { runId: await runningOnA(c, key, 2500) };
       const steered = await a.rpc<{ runId: string; status: string }>('agent', { sessionKey: key, message: '/reply second', queueMode: 'steer', idempotencyKey: `steer-${fault}` });
       expect(steered).toEqual({ runId: first.runId, status: 'steered' });
       a.child.kill(fault);
@@ -79,12 +94,11 @@ describe('a steer the owner took in, whose process then dies', () => {
 
 describe('a steer sent to another process than the owner', () => {
   it('the owner stopped: answered with the message\'s own run, which answers it after the re-driven run, once', async () => {
-    const { a, b, db } = await twoProcesses();
+    const c = await twoProcesses();
+    const { b } = c;
     const key = 'agent:main:steer-elsewhere-stopped';
-    const first = await a.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/sleep 2500\n/reply first' });
-    await until(async () => (await db.query('select status from runs where id = $1', [first.runId])).rows[0]?.status === 'running');
-    a.child.kill('SIGSTOP');
-    const r = await b.rpc<{ runId: string; status: string }>('agent', { sessionKey: key, message: '/reply second', queueMode: 'steer' });
+    const { first: firstId, r } = await steerWhileStopped(c, key, 2500);
+    const first = { runId: firstId };
     // Not `steered` into a run whose process cannot take it in (before: {runId: first, status: "steered"}).
     expect(r.status).toBe('queued');
     expect(r.runId).not.toBe(first.runId);
@@ -95,12 +109,11 @@ describe('a steer sent to another process than the owner', () => {
   }, 60_000);
 
   it('the owner slow to place it (stopped, then going on within its lease): the wait on the message\'s own run follows it into the run it was steered into', async () => {
-    const { a, b, db } = await twoProcesses({ CROSSTALK_DEAD_AFTER_MS: '8000' });
+    const c = await twoProcesses({ CROSSTALK_DEAD_AFTER_MS: '8000' });
+    const { a, b, db } = c;
     const key = 'agent:main:steer-elsewhere-slow';
-    const first = await a.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/sleep 4000\n/reply first' });
-    await until(async () => (await db.query('select status from runs where id = $1', [first.runId])).rows[0]?.status === 'running');
-    a.child.kill('SIGSTOP');
-    const r = await b.rpc<{ runId: string; status: string }>('agent', { sessionKey: key, message: '/reply second', queueMode: 'steer' });
+    const { first: firstId, r } = await steerWhileStopped(c, key, 4000);
+    const first = { runId: firstId };
     expect(r.status).toBe('queued');
     const waited = b.rpc<{ status: string; response?: string }>('agent.wait', { runId: r.runId, timeoutMs: 20_000 });
     a.child.kill('SIGCONT');
