@@ -1,4 +1,4 @@
-// The system's own programs the server starts others through (util-linux's setpriv and unshare, coreutils' timeout, bash), found once on first use.
+// The system's own programs the server starts others through (util-linux's setpriv and unshare, coreutils' timeout), found once on first use.
 import fs from 'node:fs';
 
 /** An executable regular file (what spawn can run). */
@@ -14,7 +14,7 @@ export function isExecutableFile(file: string): boolean {
 const found = new Map<string, string | null>();
 
 /** `/usr/bin/<name>` or `/bin/<name>`, looked up at the first call and remembered; null where neither is there. */
-export function systemBinary(name: 'bash' | 'setpriv' | 'timeout' | 'unshare'): string | null {
+export function systemBinary(name: 'setpriv' | 'timeout' | 'unshare'): string | null {
   let bin = found.get(name);
   if (bin === undefined) {
     bin = [`/usr/bin/${name}`, `/bin/${name}`].find(isExecutableFile) ?? null;

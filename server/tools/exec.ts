@@ -11,7 +11,7 @@ import { described } from './describe';
 import { blockedFor, execIdentity, mkdirAsUser, mkdirFor } from './exec-isolation';
 import { ProcessTree } from './exec-tree';
 import { realPrefix } from '../real-path';
-import { systemBinary } from '../system-binary';
+import { isExecutableFile, systemBinary } from '../system-binary';
 import { inPidNamespace, pidNamespace } from './exec-namespace';
 
 /** Seconds a command may run when the call names no timeout. */
@@ -78,8 +78,10 @@ else
 fi
 exec "$@"`;
 
+let closingShell: string | undefined;
+
 /** `argv` (file first) started through CLOSE_FDS: by bash where there is one (-p: no BASH_ENV, no functions from the environment), else /bin/sh. */
-export function closeInheritedFds([file, argv]: [string, string[]], shell = systemBinary('bash') ?? '/bin/sh'): [string, string[]] {
+export function closeInheritedFds([file, argv]: [string, string[]], shell = (closingShell ??= ['/usr/bin/bash', '/bin/bash'].find(isExecutableFile) ?? '/bin/sh')): [string, string[]] {
   const opts = path.basename(shell) === 'bash' ? ['-p'] : [];
   return [shell, [...opts, '-c', CLOSE_FDS, 'crosstalk-exec', file, ...argv]];
 }
