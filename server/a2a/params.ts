@@ -1,6 +1,7 @@
-// A2A inbound params, checked before the SDK sees them (CONTRACT §3, §5): every method's shape in both dialects (v1.0 and v0.3; a bad shape is -32602, never -32603), and the gateway's input rules for messages (contextId, text size, NUL).
+// A2A inbound params, checked before the SDK sees them (CONTRACT §3, §5): every method's shape in both dialects (v1.0 and v0.3; a bad shape is -32602, never -32603), and the gateway's input rules for messages (contextId, text size, NUL and lone surrogates).
 import { z } from 'zod';
 import { MAX_MESSAGE_BYTES } from '../gateway/schemas';
+import { nulPath, UNSTORABLE_TEXT } from '../unstorable';
 
 /** A contextId becomes `agent:<id>:a2a:<contextId>`: at most 512 characters of the session-key alphabet (upper case is lowercased). */
 export const MAX_CONTEXT_ID = 512;
@@ -113,6 +114,8 @@ export function a2aParamIssues(method: unknown, params: unknown, legacy: boolean
   const table = legacy ? V03 : V1;
   const schema = Object.hasOwn(table, method) ? table[method] : undefined;
   if (!schema) return null;
+  const bad = nulPath(params);
+  if (bad !== null) return [{ path: bad ? `params.${bad}` : 'params', message: UNSTORABLE_TEXT }];
   const r = schema.safeParse(params);
   if (r.success) return null;
   return r.error.issues.slice(0, 20).map((i) => ({ path: ['params', ...i.path].join('.'), message: i.message }));

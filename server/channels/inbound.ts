@@ -2,7 +2,7 @@
 import type { CrosstalkConfig } from '../config';
 import { CrosstalkError, isCrosstalkError } from '../errors';
 import { MAX_MESSAGE_BYTES } from '../gateway/schemas';
-import { nulPath } from '../gateway/nul';
+import { nulPath, UNSTORABLE_TEXT } from '../unstorable';
 import type { Logger } from '../logger';
 import type { Orchestrator } from '../orchestrator/orchestrator';
 import type { Store } from '../store/store';
@@ -57,7 +57,7 @@ async function accept(d: InboundDeps, channel: string, req: InboundRequest): Pro
   const accepted: InboundOutcome['accepted'] = [];
   for (const msg of result.messages) {
     if (Buffer.byteLength(msg.text) > MAX_MESSAGE_BYTES) throw new CrosstalkError('invalid_request', 'message is larger than 256 KiB');
-    if (nulPath(msg) !== null) throw new CrosstalkError('invalid_request', 'message fields must not contain NUL (U+0000)');
+    if (nulPath(msg) !== null) throw new CrosstalkError('invalid_request', `message fields: ${UNSTORABLE_TEXT}`);
     // Platforms redeliver on timeouts; one message is one turn. The claim is one insert: two deliveries at once land once.
     if (msg.dedupeId && !(await claimOnce(d.store, `inbound:${msg.dedupeId}`, new Date(req.now).toISOString()))) continue;
     const admission = await admit(d.store, d.log, rule, plugin.id, agentId, msg);

@@ -114,19 +114,35 @@ describe('params', () => {
     const upper = await call('chat.history', { sessionKey: 'AGENT:MAIN:MAIN' });
     expect(upper.body.result.messages.length).toBe(2);
   });
-  it('a lone UTF-16 surrogate in a message (valid JSON: "\\ud800") is stored as U+FFFD on both stores, in the message and in the reply (a model\'s answer may hold one too)', async () => {
-    // Before, on PostgreSQL: -32603 internal ("Unicode low surrogate must follow a high surrogate" from a jsonb cast).
-    const body = '{"jsonrpc":"2.0","id":5,"method":"agent","params":{"sessionKey":"agent:main:surrogate","message":"/reply a\\ud800b \\udc00c"}}';
-    const r = await s.rpcRaw(body);
-    expect(r.body.error).toBeUndefined();
-    const w = await s.rpc<{ status: string; response: string }>('agent.wait', { runId: r.body.result.runId });
-    expect(w.status).toBe('ok');
-    expect((w.response as string & { toWellFormed(): string }).toWellFormed()).toBe('a\ufffdb \ufffdc');
-    const h = await s.rpc<{ messages: Array<{ role: string; content: string }> }>('chat.history', { sessionKey: 'agent:main:surrogate' });
-    expect(h.messages.map((m) => m.content).sort()).toEqual(['/reply a\ufffdb \ufffdc', 'a\ufffdb \ufffdc']);
-    // A pair stays a pair; an escaped backslash before "ud800" is text.
-    const pair = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:surrogate', message: '/reply \ud83d\ude00 and \\ud800' });
+  it('a lone UTF-16 surrogate (valid JSON: "\\ud800") is refused at the edge, like NUL: two keys that differ in one were stored as one key (probe S)', async () => {
+    // Before: both stores keep UTF-8, where a lone surrogate is U+FFFD, so keys "k\ud800" and "k\udfff" were one key and
+    // the second message answered the first's run and was never run; a message read back differently from what was sent.
+    const key = (esc: string, session: string, message: string) =>
+      `{"jsonrpc":"2.0","id":5,"method":"agent","params":{"sessionKey":"agent:main:${session}","message":"${message}","idempotencyKey":"k-${esc}"}}`;
+    for (const [esc, session] of [['\\ud800', 'lone-a'], ['\\udfff', 'lone-b']]) {
+      const r = await s.rpcRaw(key(esc!, session!, 'hi'));
+      expect(r.body.error, esc).toMatchObject({ code: -32602, data: { code: 'invalid_request', issues: [{ path: 'idempotencyKey' }] } });
+    }
+    const msg = await s.rpcRaw('{"jsonrpc":"2.0","id":5,"method":"agent","params":{"sessionKey":"agent:main:surrogate","message":"/reply a\\ud800b"}}');
+    expect(msg.body.error).toMatchObject({ code: -32602, data: { code: 'invalid_request', issues: [{ path: 'message' }] } });
+    const label = await s.rpcRaw('{"jsonrpc":"2.0","id":5,"method":"sessions.patch","params":{"sessionKey":"agent:main:main","label":"x\\udc00"}}');
+    expect(label.body.error).toMatchObject({ code: -32602, data: { issues: [{ path: 'label' }] } });
+    const sessions = (await s.rpc<{ sessions: Array<{ sessionKey: string }> }>('sessions.list', {})).sessions.map((x) => x.sessionKey);
+    expect(sessions.filter((k) => /lone|surrogate/.test(k))).toEqual([]);
+    // A well-formed pair and a different well-formed key each start their own run; an escaped backslash before "ud800" is text.
+    const pair = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:surrogate', message: '/reply \ud83d\ude00 and \\ud800', idempotencyKey: 'k-\ufffd' });
     expect(await s.rpc('agent.wait', { runId: pair.runId })).toMatchObject({ status: 'ok', response: '\ud83d\ude00 and \\ud800' });
+    // A forged cursor holding a lone surrogate does not decode (its JSON escape survives base64).
+    const forged = Buffer.from('{"l":"sessions","s":"|","k":["2026-01-01T00:00:00Z","x\\ud800"]}').toString('base64url');
+    expect((await call('sessions.list', { cursor: forged })).body.error).toMatchObject({ code: -32602, data: { code: 'invalid_cursor' } });
+  });
+  it('a forged cursor whose key or time holds NUL is invalid_cursor on both stores (probe S: -32603 on PostgreSQL)', async () => {
+    for (const k of [['2026-01-01T00:00:00Z', 'x\u0000'], ['2026-01-01T00:00:00Z\u0000', 'x']]) {
+      const cursor = Buffer.from(JSON.stringify({ l: 'sessions', s: '|', k })).toString('base64url');
+      expect((await call('sessions.list', { cursor })).body.error, JSON.stringify(k)).toMatchObject({ code: -32602, data: { code: 'invalid_cursor' } });
+    }
+    const approvals = Buffer.from(JSON.stringify({ l: 'approvals_history', s: '|', k: ['2026-01-01T00:00:00Z', 'a\u0000'] })).toString('base64url');
+    expect((await call('approvals.history', { cursor: approvals })).body.error).toMatchObject({ code: -32602, data: { code: 'invalid_cursor' } });
   });
   it('a message over 256 KiB is refused', async () => {
     const r = await call('agent', { sessionKey: 'agent:main:main', message: 'x'.repeat(256 * 1024 + 1) });

@@ -8,7 +8,7 @@ import type { SessionSummary } from '../events/types';
 import { sendParams } from './schemas';
 import { pairingsResolveParams } from '../trust/pairing';
 import { pushSubscribeParams, pushUnsubscribeParams, pushVapidKeyParams } from '../push/schemas';
-import { nulPath } from './nul';
+import { nulPath, UNSTORABLE_TEXT } from '../unstorable';
 import { jsonTooDeep, TOO_DEEP_MESSAGE } from '../http/json-depth';
 
 type Id = string | number | null;
@@ -166,7 +166,7 @@ async function handleOne(gw: Gateway, msg: unknown, log?: Logger): Promise<RpcRe
   if (Array.isArray(env.params)) return notification ? null : rpcError(id, -32602, 'params must be an object', { code: 'invalid_request', issues: [{ path: '', message: 'params must be an object' }] });
   const nul = nulPath(env.params);
   if (nul !== null) {
-    const issues = [{ path: nul, message: 'strings must not contain NUL (U+0000)' }];
+    const issues = [{ path: nul, message: UNSTORABLE_TEXT }];
     return notification ? null : rpcError(id, -32602, 'invalid params', { code: paramsCode(issues), issues }); // a cursor with NUL does not decode: invalid_cursor
   }
   const params = method.params.safeParse(env.params ?? {});

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Gateway, WaitResult } from '../gateway/types';
 import { cursorSchema, limitSchema, messageSchema, sessionKeySchema } from '../gateway/schemas';
 import { callMethod, zodIssues } from '../gateway/jsonrpc';
-import { nulPath } from '../gateway/nul';
+import { nulPath, UNSTORABLE_TEXT } from '../unstorable';
 import { CrosstalkError, errorMessage, isCrosstalkError, runErrorCode } from '../errors';
 import { asciiLower, mainSessionKey } from '../sessions/keys';
 
@@ -147,7 +147,7 @@ export type McpCallOutcome = { ok: true; value: unknown } | { ok: false; code: s
 /** Validates and runs one tool; every refusal is data (the §6 code), never a throw. */
 export async function callMcpTool(tool: McpToolDef, rawArgs: unknown, ctx: McpToolContext): Promise<McpCallOutcome> {
   const nul = nulPath(rawArgs);
-  if (nul !== null) return { ok: false, code: 'invalid_request', message: `${nul}: strings must not contain NUL (U+0000)`, issues: [{ path: nul, message: 'NUL' }] };
+  if (nul !== null) return { ok: false, code: 'invalid_request', message: `${nul}: ${UNSTORABLE_TEXT}`, issues: [{ path: nul, message: UNSTORABLE_TEXT }] };
   const parsed = tool.input.safeParse(rawArgs ?? {});
   if (!parsed.success) {
     const issues = zodIssues(parsed.error);

@@ -1,6 +1,7 @@
 // Opaque keyset cursors: base64url JSON tagged with the list they belong to, so a foreign cursor is refused.
 import { CrosstalkError } from '../errors';
 import { MAX_SESSION_KEY } from '../sessions/keys';
+import { nulPath } from '../unstorable';
 
 /** `invalid_cursor`, naming the field (a -32602's `data.issues`, CONTRACT §3). */
 const invalidCursor = (message: string) => new CrosstalkError('invalid_cursor', message, [{ path: 'cursor', message }]);
@@ -31,8 +32,9 @@ export function decodeCursor(cursor: string, list: string, scope: string, arity:
     if (want === 'offset') return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
     return typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
   };
+  // A string PostgreSQL cannot take (U+0000, a lone surrogate) does not decode either: it was an `internal` there.
   // Each position is checked for what it holds: a forged value never reaches a query (PostgreSQL would refuse its type).
-  if (!p.k.every(ok)) throw invalidCursor('cursor does not decode');
+  if (!p.k.every(ok) || nulPath(p.k) !== null) throw invalidCursor('cursor does not decode');
   return p.k as Array<string | number>;
 }
 

@@ -4,7 +4,7 @@ import type { TRPC_ERROR_CODE_KEY } from '@trpc/server';
 import { isAuthorized } from '../auth';
 import { CrosstalkError, type ErrorCode, isCrosstalkError, type ValidationIssue } from '../errors';
 import type { Runtime } from '../runtime-types';
-import { nulPath } from '../gateway/nul';
+import { nulPath, UNSTORABLE_TEXT } from '../unstorable';
 import { paramsCode } from '../gateway/jsonrpc';
 
 export interface TRPCContext {
@@ -119,11 +119,11 @@ export const publicProcedure = t.procedure.use(domainErrors);
 /** Requires the API token (Bearer header or the login cookie): the API is never open. */
 export const protectedProcedure = publicProcedure.use(async ({ ctx, next, getRawInput }) => {
   if (!ctx.authorized) throw new TRPCError({ code: 'UNAUTHORIZED', message: 'missing or wrong token' });
-  // As JSON-RPC: a string holding U+0000 is refused here, on both stores alike.
+  // As JSON-RPC: a string holding U+0000 or a lone surrogate is refused here, on both stores alike.
   const nul = nulPath(await getRawInput());
   if (nul !== null) {
-    const issues = [{ path: nul, message: 'strings must not contain NUL (U+0000)' }];
-    throw new TRPCError({ code: 'BAD_REQUEST', message: `${nul || 'input'}: strings must not contain NUL (U+0000)`, cause: new CrosstalkError(paramsCode(issues), 'invalid params', issues) });
+    const issues = [{ path: nul, message: UNSTORABLE_TEXT }];
+    throw new TRPCError({ code: 'BAD_REQUEST', message: `${nul || 'input'}: ${UNSTORABLE_TEXT}`, cause: new CrosstalkError(paramsCode(issues), 'invalid params', issues) });
   }
   return next({ ctx: { gateway: ctx.runtime.gateway } });
 });
