@@ -6,13 +6,16 @@ import { startTestServer, type TestServer } from '../testing/harness';
 
 let s: TestServer;
 let tg: FakePlatform;
+let hook: FakePlatform;
 beforeAll(async () => {
   tg = await startFakePlatform(FAKES.telegram!.handler);
-  s = await startTestServer({ config: { channels: { telegram: { botToken: CREDS.telegramToken, apiBaseUrl: tg.url } } } });
+  hook = await startFakePlatform(FAKES.webhook!.handler);
+  s = await startTestServer({ config: { channels: { telegram: { botToken: CREDS.telegramToken, apiBaseUrl: tg.url }, webhook: { url: `${hook.url}/hook`, retryBaseMs: 5 } } } });
 });
 afterAll(async () => {
   await s?.close();
   await tg?.close();
+  await hook?.close();
 });
 
 const rows = async (sessionKey: string) => (await s.rpc<{ messages: any[] }>('chat.history', { sessionKey, limit: 100 })).messages.reverse();
@@ -26,6 +29,18 @@ describe('send and message through the gateway', () => {
     expect(h).toEqual([expect.objectContaining({ role: 'assistant', kind: 'mirror', content: 'hi' })]);
     const bad = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'send', params: { channel: 'carrier-pigeon', to: 'x', message: 'x' } });
     expect(bad.body.error.data.code).toBe('unknown_channel');
+  });
+
+  it('a keyed send whose key is not ASCII reaches the webhook channel once: the header carries it percent-encoded (probe S)', async () => {
+    // Before: every attempt failed in fetch ("Cannot convert argument to a ByteString"), and the delivery ended dead.
+    const key = 'ключ-1 ✓';
+    const r = await s.rpc<{ messageId: string }>('send', { channel: 'webhook', to: 'user:u9', message: 'привет', idempotencyKey: key });
+    const again = await s.rpc<{ messageId: string }>('send', { channel: 'webhook', to: 'user:u9', message: 'привет', idempotencyKey: key });
+    expect(again.messageId).toBe(r.messageId);
+    const posts = hook.requests.filter((q) => q.path === '/hook' && q.body.text === 'привет');
+    expect(posts.length).toBe(1);
+    expect(decodeURIComponent(String(posts[0]!.headers['idempotency-key']))).toBe(posts[0]!.body.id);
+    expect(posts[0]!.body.id).toContain(key);
   });
 
   it('the message tool mirrors into the target session, never the sender’s, and counts the outbound budget', async () => {

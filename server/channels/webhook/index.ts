@@ -34,6 +34,13 @@ export function resolveGenericTarget(channel: string, t: { to: string; threadId?
   };
 }
 
+/**
+ * The Idempotency-Key header's value: the key itself when it is printable ASCII, else percent-encoded (UTF-8). A header
+ * holds bytes 0-255 only: a keyed `send` whose key had a character above U+00FF failed every attempt ("Cannot convert
+ * argument to a ByteString"), retried as a network failure, and ended dead. The body's `id` is the key as given.
+ */
+export const idempotencyHeader = (key: string) => (/^[\x21-\x7e]*$/.test(key) ? key : encodeURIComponent(key));
+
 /** POSTs `{id, channel, to, chatType, text, threadId?, replyTo?, ts}`; the Idempotency-Key makes a retry harmless. */
 export async function postSignedJson(channel: string, cfg: { url?: string; secret?: string; timeoutMs: number }, req: DeliveryRequest): Promise<DeliveryResult> {
   if (!cfg.url) throw new CrosstalkError('channel_error', `${channel} has no outbound url (config.channels.${channel}.url)`);
@@ -54,7 +61,7 @@ export async function postSignedJson(channel: string, cfg: { url?: string; secre
     body,
     headers: {
       'content-type': 'application/json',
-      'idempotency-key': req.idempotencyKey,
+      'idempotency-key': idempotencyHeader(req.idempotencyKey),
       ...(cfg.secret ? signWebhook(cfg.secret, body) : {}),
     },
     timeoutMs: cfg.timeoutMs,
