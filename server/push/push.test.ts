@@ -369,3 +369,35 @@ describe('push endpoints pass the SSRF rules', () => {
     await strict.rpc('approvals.resolve', { approvalId, decision: 'deny' });
   });
 });
+
+describe('the subscription cap holds under concurrency', () => {
+  let capped: TestServer;
+  beforeAll(async () => {
+    capped = await startTestServer({ config: { webhooks, agents } });
+  });
+  afterAll(async () => {
+    await capped?.close();
+  });
+
+  it('subscribes at once up to the cap store exactly 1,000; the rest are limit_exceeded (probe S: 1,009 on PostgreSQL)', async () => {
+    const keys = rcv.browser('cap').subscription.keys;
+    // 990 browsers already, then 100 at once: each used to count 990 before any of them inserted (a race: five rounds).
+    const ts = new Date().toISOString();
+    const rows = Array.from({ length: 990 }, (_, i) => ({ endpoint: `${rcv.origin}/cap/${i}`, p256dh: keys.p256dh, auth: keys.auth, created_at: ts, updated_at: ts }));
+    const outcomes: Array<[number, number]> = [];
+    for (let round = 0; round < 5; round++) {
+      await capped.rt.store.db.deleteFrom('push_subscriptions').execute();
+      for (let i = 0; i < rows.length; i += 200) await capped.rt.store.db.insertInto('push_subscriptions').values(rows.slice(i, i + 200)).execute();
+      const answers = await Promise.all(
+        Array.from({ length: 100 }, (_, i) =>
+          capped.rpcRaw({ jsonrpc: '2.0', id: i, method: 'push.subscribe', params: { subscription: { endpoint: `${rcv.origin}/cap/x${i}`, keys } } }),
+        ),
+      );
+      outcomes.push([answers.filter((a) => a.body.result?.status === 'ok').length, answers.filter((a) => a.body.error?.data?.code === 'limit_exceeded').length]);
+    }
+    expect(outcomes).toEqual(Array.from({ length: 5 }, () => [10, 90]));
+    expect(await subscriptions(capped)).toHaveLength(1000);
+    // A browser already subscribed may renew its keys at the cap.
+    expect(await capped.rpc('push.subscribe', { subscription: { endpoint: `${rcv.origin}/cap/0`, keys } })).toEqual({ status: 'ok' });
+  });
+});

@@ -1,6 +1,7 @@
 // Web Push for pending items (CONTRACT §3 `push.*`, §7 "Notifications"): subscriptions, one push per new pending item to
 // every browser, and the one-time action token that lets a notification's "Allow once" / "Deny" resolve a tool item.
 import crypto from 'node:crypto';
+import { sql } from 'kysely';
 import type { CrosstalkConfig } from '../config';
 import { CrosstalkError, errorMessage } from '../errors';
 import type { EventBus } from '../events/bus';
@@ -113,18 +114,22 @@ export class PushService {
       const message = refused.replace(/^webhook/, 'push endpoint');
       throw new CrosstalkError('invalid_request', message, [{ path: 'subscription.endpoint', message }]);
     }
-    const db = this.d.store.db;
-    const known = await db.selectFrom('push_subscriptions').select('endpoint').where('endpoint', '=', sub.endpoint).executeTakeFirst();
-    if (!known) {
-      const { n } = await db.selectFrom('push_subscriptions').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      if (Number(n) >= MAX_SUBSCRIPTIONS) throw new CrosstalkError('limit_exceeded', `at most ${MAX_SUBSCRIPTIONS} push subscriptions`);
-    }
-    const ts = nowIso();
-    await db
-      .insertInto('push_subscriptions')
-      .values({ endpoint: sub.endpoint, p256dh: sub.keys.p256dh, auth: sub.keys.auth, created_at: ts, updated_at: ts })
-      .onConflict((oc) => oc.column('endpoint').doUpdateSet({ p256dh: sub.keys.p256dh, auth: sub.keys.auth, updated_at: ts }))
-      .execute();
+    // The count and the insert are one transaction, one subscribe at a time (PostgreSQL: a transaction-level advisory
+    // lock; SQLite's one connection runs transactions one by one): 1,100 at once on PostgreSQL stored 1,009.
+    await this.d.store.db.transaction().execute(async (db) => {
+      if (this.d.store.dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtext('crosstalk.push.subscribe'))`.execute(db);
+      const known = await db.selectFrom('push_subscriptions').select('endpoint').where('endpoint', '=', sub.endpoint).executeTakeFirst();
+      if (!known) {
+        const { n } = await db.selectFrom('push_subscriptions').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+        if (Number(n) >= MAX_SUBSCRIPTIONS) throw new CrosstalkError('limit_exceeded', `at most ${MAX_SUBSCRIPTIONS} push subscriptions`);
+      }
+      const ts = nowIso();
+      await db
+        .insertInto('push_subscriptions')
+        .values({ endpoint: sub.endpoint, p256dh: sub.keys.p256dh, auth: sub.keys.auth, created_at: ts, updated_at: ts })
+        .onConflict((oc) => oc.column('endpoint').doUpdateSet({ p256dh: sub.keys.p256dh, auth: sub.keys.auth, updated_at: ts }))
+        .execute();
+    });
     return { status: 'ok' };
   }
 
