@@ -30,13 +30,16 @@ describe('exec when the gateway dies', () => {
     expect(argv).toEqual(['-s', 'KILL', `${10 + TIMEOUT_GRACE_S}s`, '/bin/sh', '-c', 'echo hi']);
   });
 
-  it('in a PID namespace, unshare drops to the exec user and runs the same command line', () => {
+  it('in a PID namespace, the shell drops to the exec user below timeout (setpriv), or unshare does without setpriv', () => {
     const id = { uid: 65534, gid: 65534 };
-    const [file, args] = shellArgv('echo hi', 10, { unshare: '/usr/bin/unshare', id });
-    const [plain, plainArgs] = shellArgv('echo hi', 10);
-    // unshare's flags, and setpriv around it where there is one: exec-namespace.test.ts.
-    expect([file, args]).toEqual(inPidNamespace('/usr/bin/unshare', [plain, ...plainArgs], id));
-    expect(args).toContain('--setuid');
+    const [file, args] = shellArgv('echo hi', 10, { unshare: '/usr/bin/unshare', id }, '/s');
+    const [plain, plainArgs] = shellArgv('echo hi', 10, undefined, null);
+    const drop = ['/s', '--regid', '65534', '--reuid', '65534', '--clear-groups', '--'];
+    const below = hasTimeout ? [plain, ...plainArgs.slice(0, 3), ...drop, ...plainArgs.slice(3)] : [...drop, plain, ...plainArgs];
+    // unshare's flags, and setpriv around it: exec-namespace.test.ts. unshare itself stays root's (no --setuid).
+    expect([file, args]).toEqual(inPidNamespace('/usr/bin/unshare', below, undefined, '/s'));
+    expect(args).not.toContain('--setuid');
+    expect(shellArgv('echo hi', 10, { unshare: '/usr/bin/unshare', id }, null)).toEqual(inPidNamespace('/usr/bin/unshare', [plain, ...plainArgs], id, null));
   });
 
   /** A gateway child (exec `auto`) running `command` in `sessionKey`'s run, once `running()` says it is. */

@@ -165,6 +165,23 @@ describe('exec ends its whole process tree', () => {
     expect(out.stdout).toMatch(/^(\S*\/)?timeout |^\/bin\/sh /);
   });
 
+  it.runIf(namespaced && process.getuid?.() === 0)('its first process (the deadline’s timeout) is root’s: the command, as nobody, cannot ptrace or signal it (probe R)', async () => {
+    // Before: unshare dropped to nobody for the namespace's first process too, and a command attached to it with ptrace,
+    // made it ignore its deadline and leave the call's session: its processes outlived the call and the gateway.
+    const out = await exec({ command: `id -u; grep '^Uid:' /proc/1/status; kill -0 1 2>/dev/null; echo signal=$?; kill -STOP 1 2>/dev/null; echo stop=$?` });
+    const [uid, status] = out.stdout!.split('\n');
+    expect(Number(uid)).toBe(65534);
+    expect(status!.split(/\s+/).slice(1, 5)).toEqual(['0', '0', '0', '0']); // real, effective, saved, filesystem
+    expect(out.stdout).toMatch(/^signal=1$/m);
+    expect(out.stdout).toMatch(/^stop=1$/m);
+  });
+
+  it('is the first the kernel’s OOM killer ends: oom_score_adj 1000, for what it starts too; the server’s stays as it was', async () => {
+    const out = await exec({ command: 'cat /proc/self/oom_score_adj; sh -c "cat /proc/self/oom_score_adj"' });
+    expect(out.stdout).toBe('1000\n1000\n');
+    expect(fs.readFileSync('/proc/self/oom_score_adj', 'utf8').trim()).not.toBe('1000');
+  });
+
   it('on timeout', async () => {
     const out = await exec({ command: `${escapee('timeout.pid', `${MARK}.003`)}; sleep 45`, timeoutSeconds: 1 });
     expect(out).toMatchObject({ status: 'error', error: { code: 'timeout' } });

@@ -31,12 +31,24 @@ export const TIMEOUT_GRACE_S = 2;
 
 /**
  * The shell's command line: `sh -c command`, under `timeout` where there is one, and in a PID namespace of its own
- * when `ns` names unshare (run as `ns.id` when given: unshare drops to that user, not spawn).
+ * when `ns` names unshare, run as `ns.id` when given. The drop to that user comes after `timeout`, by util-linux's
+ * setpriv: the namespace's first process (`timeout`) stays root's, so the command cannot ptrace it, nor signal it. When
+ * unshare dropped to the user itself, `timeout` was the exec user's too: a command attached to it and made it ignore
+ * its deadline, leave its session and close the marker fd, and its processes outlived the call, the deadline and the
+ * gateway (probe R). Without setpriv, unshare drops to the user as before.
  */
-export function shellArgv(command: string, limitS: number, ns?: { unshare: string; id?: { uid: number; gid: number } }): [string, string[]] {
+export function shellArgv(
+  command: string,
+  limitS: number,
+  ns?: { unshare: string; id?: { uid: number; gid: number } },
+  setpriv: string | null = systemBinary('setpriv'),
+): [string, string[]] {
   const timeout = systemBinary('timeout');
-  const argv = timeout ? [timeout, '-s', 'KILL', `${limitS + TIMEOUT_GRACE_S}s`, '/bin/sh', '-c', command] : ['/bin/sh', '-c', command];
-  return ns ? inPidNamespace(ns.unshare, argv, ns.id) : [argv[0]!, argv.slice(1)];
+  const dropInside = ns?.id && setpriv ? ns.id : undefined;
+  const sh = ['/bin/sh', '-c', command];
+  const asUser = dropInside ? [setpriv!, '--regid', String(dropInside.gid), '--reuid', String(dropInside.uid), '--clear-groups', '--', ...sh] : sh;
+  const argv = timeout ? [timeout, '-s', 'KILL', `${limitS + TIMEOUT_GRACE_S}s`, ...asUser] : asUser;
+  return ns ? inPidNamespace(ns.unshare, argv, dropInside ? undefined : ns.id, setpriv) : [argv[0]!, argv.slice(1)];
 }
 
 /**
@@ -47,7 +59,9 @@ export function shellArgv(command: string, limitS: number, ns?: { unshare: strin
  * got them, as the exec user too. fd 3 is the command's marker (exec-tree.ts) and stays. /proc/self/fd names the open
  * fds; without /proc, 4 up to the fd limit (at most 1024) are closed. dash closes one-digit fds only (`exec 12>&-` runs
  * a command named 12), so bash runs it where there is one; a shell that cannot close an open fd above 9 fails the
- * command (exit 126) rather than leak it.
+ * command (exit 126) rather than leak it. It also sets the command's oom_score_adj to 1000 (inherited by all it
+ * starts): commands share the gateway's memory, and when it runs out the kernel's OOM killer ends a command before the
+ * gateway (raising one's own score needs no privilege; where /proc is missing, nothing changes).
  */
 export const CLOSE_FDS = `multi=
 closesMulti() {
@@ -76,6 +90,7 @@ else
   fi
   while [ "$n" -le "$max" ]; do eval "exec $n>&-"; n=$((n + 1)); done
 fi
+{ echo 1000 > /proc/self/oom_score_adj; } 2>/dev/null
 exec "$@"`;
 
 let closingShell: string | undefined;
