@@ -29,6 +29,9 @@ describe('send and message through the gateway', () => {
     expect(h).toEqual([expect.objectContaining({ role: 'assistant', kind: 'mirror', content: 'hi' })]);
     const bad = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'send', params: { channel: 'carrier-pigeon', to: 'x', message: 'x' } });
     expect(bad.body.error.data.code).toBe('unknown_channel');
+    // A target the channel cannot take names the field, as every -32602 does (probe S: no data.issues).
+    const badTarget = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'send', params: { channel: 'telegram', to: 'has space', message: 'x' } });
+    expect(badTarget.body.error).toMatchObject({ code: -32602, data: { code: 'invalid_request', issues: [{ path: 'to', message: expect.stringContaining('has space') }] } });
   });
 
   it('a keyed send whose key is not ASCII reaches the webhook channel once: the header carries it percent-encoded (probe S)', async () => {

@@ -1,8 +1,10 @@
 // Small helpers for the channels' target rules: prefix stripping, typed-prefix parsing, refusals.
 import { CrosstalkError } from '../errors';
 
+/** A target the channel cannot take: `invalid_request` naming the field (`to`), as every -32602 lists its issues (CONTRACT §3). */
 export function invalidTarget(channel: string, to: string, why: string): CrosstalkError {
-  return new CrosstalkError('invalid_request', `${channel} target "${to}": ${why}`);
+  const message = `${channel} target "${to}": ${why}`;
+  return new CrosstalkError('invalid_request', message, [{ path: 'to', message }]);
 }
 
 /** Removes a leading `<channel>:` (or an alias) so `telegram:-100123` and `-100123` are the same target. */

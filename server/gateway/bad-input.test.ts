@@ -71,6 +71,9 @@ describe('params', () => {
   it('unknown params are refused', async () => {
     const r = await call('agent.wait', { runId: 'x', bogus: true });
     expect(r.body.error.code).toBe(-32602);
+    // A cursor given to a method that takes none is an unknown key, not a cursor that does not decode (probe S).
+    const board = await call('runs.board', { cursor: 'abc' });
+    expect(board.body.error).toMatchObject({ code: -32602, data: { code: 'invalid_request', issues: [{ path: 'cursor', message: 'unknown key "cursor"' }] } });
   });
   it('limit 0 and 10,000 are -32602', async () => {
     for (const limit of [0, 10_000, 1.5]) {

@@ -117,16 +117,21 @@ export async function callMethod(gw: Gateway, name: string, params: unknown): Pr
   return method.call(gw, parsed.data);
 }
 
+const UNKNOWN_KEY = 'unknown key';
+
 /** Each issue with the field it is about; an unknown key names that key (zod's strict objects put it on the parent). */
 export function zodIssues(err: z.ZodError) {
   return err.issues.flatMap((i) =>
-    i.code === 'unrecognized_keys' ? i.keys.map((k) => ({ path: [...i.path, k].join('.'), message: `unknown key "${k}"` })) : [{ path: i.path.join('.'), message: i.message }],
+    i.code === 'unrecognized_keys' ? i.keys.map((k) => ({ path: [...i.path, k].join('.'), message: `${UNKNOWN_KEY} "${k}"` })) : [{ path: i.path.join('.'), message: i.message }],
   );
 }
 
-/** The §6 code of params that fail their schema: a cursor alone that cannot be one is `invalid_cursor` (CONTRACT §3). */
-export function paramsCode(issues: Array<{ path: string }>): 'invalid_cursor' | 'invalid_request' {
-  return issues.length > 0 && issues.every((i) => i.path === 'cursor') ? 'invalid_cursor' : 'invalid_request';
+/**
+ * The §6 code of params that fail their schema: a cursor alone that cannot be one is `invalid_cursor` (CONTRACT §3).
+ * A `cursor` given to a method that takes none (runs.board) is an unknown key, `invalid_request`.
+ */
+export function paramsCode(issues: Array<{ path: string; message?: string }>): 'invalid_cursor' | 'invalid_request' {
+  return issues.length > 0 && issues.every((i) => i.path === 'cursor' && !i.message?.startsWith(UNKNOWN_KEY)) ? 'invalid_cursor' : 'invalid_request';
 }
 
 const envelope = z.object({
