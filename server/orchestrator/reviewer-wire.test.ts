@@ -83,6 +83,9 @@ describe('a reviewer on the OpenAI wire', () => {
     ['a decision out of its enum', { toolCalls: [{ name: 'review_decision', args: { decision: 'maybe', reason: 'hmm' } }] }, 'malformed'],
     ['arguments that are not JSON', { toolCalls: [{ name: 'review_decision', args: '{"decision": "allow", ' }] }, 'malformed'],
     ['another tool', { toolCalls: [{ name: 'exec', args: { command: 'true' } }] }, 'malformed'],
+    // Probe Q: the first review_decision was acted on, so each of these allowed the call without a person.
+    ['two conflicting decisions', { toolCalls: [{ name: 'review_decision', args: { decision: 'allow', reason: 'first' } }, { name: 'review_decision', args: { decision: 'deny', reason: 'second' } }] }, 'malformed'],
+    ['a decision beside another tool', { toolCalls: [{ name: 'exec', args: { command: 'true' } }, { name: 'review_decision', args: { decision: 'allow', reason: 'fine' } }] }, 'malformed'],
     ['a model error', { status: 500, message: 'reviewer down' }, 'error'],
   ];
   for (const [what, reply, cause] of malformed) {

@@ -105,6 +105,9 @@ export function reviewPrompt(r: ReviewRequest, rows: TranscriptMessage[]): strin
 /** The model's answer as a verdict; anything but one valid `review_decision` call is `escalate` (CONTRACT §5). */
 export function verdictOf(content: ReadonlyArray<{ type: string; toolName?: string; input?: string }>): ReviewVerdict {
   const calls = content.filter((c) => c.type === 'tool-call');
+  // Exactly one call, and it is review_decision: two of them (allow then deny), or one beside another tool, was acted on
+  // by its first review_decision, so a conflicting answer allowed the call without a person (probe Q).
+  if (calls.length > 1) return { decision: 'escalate', reason: `the reviewer made ${calls.length} calls (${calls.map((c) => c.toolName).join(', ')}), not one ${REVIEW_TOOL}`, cause: 'malformed' };
   const call = calls.find((c) => c.toolName === REVIEW_TOOL);
   if (!call) return { decision: 'escalate', reason: calls.length ? `the reviewer called ${calls.map((c) => c.toolName).join(', ')}, not ${REVIEW_TOOL}` : 'the reviewer answered without a decision', cause: 'malformed' };
   let input: unknown;
