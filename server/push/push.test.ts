@@ -154,7 +154,7 @@ describe('push (CONTRACT §3 push.*, §7 Notifications)', () => {
       const subs = await subscriptions(s);
       return !subs.includes(g404.subscription.endpoint) && !subs.includes(g410.subscription.endpoint);
     });
-    expect(rcv.attempts.filter((x) => x.browser.startsWith('gone-'))).toEqual(expect.arrayContaining([{ browser: 'gone-404', status: 404 }, { browser: 'gone-410', status: 410 }]));
+    expect(rcv.attempts.filter((x) => x.browser.startsWith('gone-'))).toEqual(expect.arrayContaining([expect.objectContaining({ browser: 'gone-404', status: 404 }), expect.objectContaining({ browser: 'gone-410', status: 410 })]));
     expect(rcv.attempts.filter((x) => x.browser.startsWith('gone-'))).toHaveLength(2); // never retried
     const gone = (await pushDeliveries(s, approvalId)).filter((d) => d.to.url === g404.subscription.endpoint || d.to.url === g410.subscription.endpoint);
     expect(gone.map((d) => [d.state, d.attempts, d.error?.message.slice(0, 25)]).sort()).toEqual([
@@ -176,6 +176,20 @@ describe('push (CONTRACT §3 push.*, §7 Notifications)', () => {
     // server has the 201 and records the attempt, so the row is read once it has ended (seen: `accepted`, 2 attempts).
     const d = await until(async () => (await pushDeliveries(s, approvalId)).find((x) => x.to.url === flaky.subscription.endpoint && x.state !== 'accepted'));
     expect(d).toMatchObject({ kind: 'push', state: 'delivered', attempts: 3, from: { sessionKey: 'agent:main:push-retry' }, to: { url: flaky.subscription.endpoint } });
+    await s.rpc('approvals.resolve', { approvalId, decision: 'deny' });
+  });
+
+  it('waits out a 429’s Retry-After before the retry, kept in the store (probe Q: retried after the backoff alone)', async () => {
+    const busy = rcv.browser('busy');
+    await s.rpc('push.subscribe', { subscription: busy.subscription });
+    rcv.answer('busy', { status: 429, headers: { 'retry-after': '2' } });
+    const approvalId = await pendingItem(s, 'agent:main:push-429');
+    const waiting = await until(async () => (await s.rt.store.db.selectFrom('deliveries').selectAll().where('source', '=', `push:${approvalId}:${busy.subscription.endpoint}`).where('attempts', '=', 1).executeTakeFirst()) ?? null);
+    expect(waiting.not_before).toEqual(expect.any(String));
+    await until(() => rcv.received.find((r) => r.browser === 'busy'));
+    const [first, second] = rcv.attempts.filter((x) => x.browser === 'busy');
+    expect([first!.status, second!.status]).toEqual([429, 201]);
+    expect(second!.at - first!.at).toBeGreaterThanOrEqual(1900); // the backoff alone (webhooks.retryBaseMs 30) is 30 ms
     await s.rpc('approvals.resolve', { approvalId, decision: 'deny' });
   });
 
@@ -204,6 +218,8 @@ describe('push (CONTRACT §3 push.*, §7 Notifications)', () => {
     // Before: `dead` with a Retry button on the board that could never send it (and counted an attempt each press).
     const ended = await until(async () => (await pushDeliveries(s, approvalId)).find((x) => x.to.url === late.subscription.endpoint && x.state !== 'accepted'));
     expect(ended).toMatchObject({ state: 'failed', error: { code: 'already_resolved' } });
+    // Its attempts are the requests that went out: the one found decided sent nothing (probe Q: one more was counted).
+    expect(ended.attempts).toBe(rcv.attempts.filter((x) => x.browser === 'late').length);
 
     const gone = rcv.browser('gone-dead');
     await s.rpc('push.subscribe', { subscription: gone.subscription });
@@ -226,6 +242,8 @@ describe('push (CONTRACT §3 push.*, §7 Notifications)', () => {
     for (const bad of [
       { subscription: { endpoint: 'not a url', keys: c.subscription.keys } },
       { subscription: { endpoint: c.subscription.endpoint, keys: { ...c.subscription.keys, p256dh: 'AAAA' } } },
+      // 0x04 and 64 bytes that are not a point on P-256 (probe Q: accepted, and its first push ended dead).
+      { subscription: { endpoint: c.subscription.endpoint, keys: { ...c.subscription.keys, p256dh: Buffer.concat([Buffer.from([4]), Buffer.alloc(64, 1)]).toString('base64url') } } },
       { subscription: { endpoint: c.subscription.endpoint, keys: { ...c.subscription.keys, auth: 'x'.repeat(40) } } },
       { subscription: { endpoint: c.subscription.endpoint } },
       {},

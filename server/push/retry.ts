@@ -61,7 +61,9 @@ export function durableRetries(store: Store, c: Pick<CrosstalkConfig['webhooks']
   /** When a row waiting at `attempts` is due: the backoff after a failure; a first attempt that never reported gets the POST timeout too. */
   const dueAt = (row: DeliveryRow) => {
     const attempts = Number(row.attempts);
-    return Date.parse(row.updated_at) + (attempts ? retryDelayMs(c, roundAttempt(attempts - 1, c.maxAttempts)) : c.timeoutMs + c.retryBaseMs);
+    const backoff = Date.parse(row.updated_at) + (attempts ? retryDelayMs(c, roundAttempt(attempts - 1, c.maxAttempts)) : c.timeoutMs + c.retryBaseMs);
+    // Not before the push service's Retry-After (one of an earlier attempt is in the past by now).
+    return Math.max(backoff, row.not_before ? Date.parse(row.not_before) || 0 : 0);
   };
 
   const sweep = async () => {

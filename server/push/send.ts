@@ -4,6 +4,7 @@ import webpush from 'web-push';
 import { fetch as undiciFetch } from 'undici';
 import { checkWebhookUrl, guardedDispatcher } from '../webhooks/guard';
 import type { VapidKeys } from './keys';
+import { parseRetryAfter } from '../channels/delivery';
 
 export interface PushTarget {
   endpoint: string;
@@ -13,7 +14,10 @@ export interface PushTarget {
 export type PushOutcome =
   | { ok: true; status: number }
   /** `gone`: the push service answered 404 or 410, the subscription is dead (drop it); otherwise worth a retry unless `refused`. */
-  | { ok: false; status?: number; gone: boolean; refused?: boolean; error: string; code?: string };
+  | { ok: false; status?: number; gone: boolean; refused?: boolean; error: string; code?: string; retryAfterMs?: number };
+
+/** The longest Retry-After a push waits for (its message lives an hour at the push service anyway: TTL). */
+export const MAX_RETRY_AFTER_MS = 3_600_000;
 
 export interface PushSendOptions {
   vapid: VapidKeys;
@@ -55,7 +59,16 @@ export async function sendPush(target: PushTarget, payload: string, o: PushSendO
     const text = await res.text().catch(() => '');
     if (res.status >= 200 && res.status < 300) return { ok: true, status: res.status };
     const gone = res.status === 404 || res.status === 410;
-    return { ok: false, status: res.status, gone, error: `push service answered ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}` };
+    // 429 (RFC 8030 §8.4) and 503 may say when to come back: the retry waits at least that long (probe Q: it came
+    // after the webhook backoff alone, 0.5 s after a Retry-After of 5 s).
+    const after = res.status === 429 || res.status === 503 ? parseRetryAfter(res.headers.get('retry-after')) : undefined;
+    return {
+      ok: false,
+      status: res.status,
+      gone,
+      error: `push service answered ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}`,
+      ...(after !== undefined ? { retryAfterMs: Math.min(after, MAX_RETRY_AFTER_MS) } : {}),
+    };
   } catch (e) {
     const err = e as Error & { cause?: { code?: string; message?: string } };
     if (err.cause?.code === 'EPRIVATEADDR') return { ok: false, gone: false, refused: true, code: 'forbidden', error: err.cause.message ?? 'push endpoint resolved to a private address' };

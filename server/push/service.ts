@@ -251,7 +251,15 @@ export class PushService {
     if (r.ok) await this.d.store.markAttempt(deliveryId, { ok: true });
     // An item decided before its push went out: the push has nothing left to say, so it ends `failed`, not `dead`
     // (the board lists dead deliveries under Failed with a Retry button, and a retry could not send it either).
-    else await this.d.store.markAttempt(deliveryId, { ok: false, final: end !== null, error: { code: r.code ?? (r.refused ? 'forbidden' : 'channel_error'), message: r.error }, ...(r.code === 'already_resolved' ? { end: 'failed' as const } : {}) });
+    else
+      await this.d.store.markAttempt(deliveryId, {
+        ok: false,
+        final: end !== null,
+        error: { code: r.code ?? (r.refused ? 'forbidden' : 'channel_error'), message: r.error },
+        // Decided before it went: nothing was sent, no attempt is counted (probe Q: attempts 2 for one request).
+        ...(r.code === 'already_resolved' ? { end: 'failed' as const, sent: false as const } : {}),
+        ...(r.retryAfterMs !== undefined ? { notBefore: new Date(Date.now() + r.retryAfterMs).toISOString() } : {}),
+      });
     if (end === 'gone') {
       // 404/410: the browser unsubscribed or the subscription expired (RFC 8030 §7.3): it is dropped.
       await this.d.store.db.deleteFrom('push_subscriptions').where('endpoint', '=', endpoint).execute();

@@ -73,6 +73,7 @@ export function deliveryValues(d: NewDelivery, ts: string): DeliveryRow {
     source: d.source ?? null,
     created_at: ts,
     updated_at: ts,
+    not_before: null,
   };
 }
 

@@ -18,9 +18,10 @@ import { liveRunsMigrations } from './migrations-live-runs';
 import { turnTriggerMigrations } from './migrations-turn-triggers';
 import { reviewerMigrations } from './migrations-reviewer';
 import { searchWordsMigrations } from './migrations-search-words';
+import { deliveryWaitMigrations } from './migrations-delivery-wait';
 
 // Later capabilities keep their migrations in modules of their own (server/store/migrations-<name>.ts): add the set here.
-const sets: MigrationSet[] = [oauthMigrations, approvalHistoryMigrations, deliveriesMigrations, pushMigrations, scaleMigrations, searchMigrations, foldMigrations, pgsearchMigrations, searchBatchMigrations, sparseIndexMigrations, liveRunsMigrations, turnTriggerMigrations, reviewerMigrations, searchWordsMigrations];
+const sets: MigrationSet[] = [oauthMigrations, approvalHistoryMigrations, deliveriesMigrations, pushMigrations, scaleMigrations, searchMigrations, foldMigrations, pgsearchMigrations, searchBatchMigrations, sparseIndexMigrations, liveRunsMigrations, turnTriggerMigrations, reviewerMigrations, searchWordsMigrations, deliveryWaitMigrations];
 
 function migrations(dialect: DialectName): Record<string, Migration> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -232,6 +232,8 @@ export interface DeliveriesTable {
   source: string | null;
   created_at: string;
   updated_at: string;
+  /** The earliest time its next attempt may go (a receiver's Retry-After); null: the backoff alone. */
+  not_before: string | null;
 }
 
 export interface Database {

@@ -194,12 +194,17 @@ export class StoreBase {
    * One attempt of a delivery to the outside (a channel send, a push), recorded: `ok` moves it to `delivered`,
    * else its attempts count up and with `final` it is `dead`.
    */
-  async markAttempt(id: string, o: { ok: true } | { ok: false; error: { code: string; message: string }; final: boolean; end?: 'failed' }): Promise<DeliveryChange[]> {
+  async markAttempt(
+    id: string,
+    o: { ok: true } | { ok: false; error: { code: string; message: string }; final: boolean; end?: 'failed'; notBefore?: string; sent?: false },
+  ): Promise<DeliveryChange[]> {
     const changes = await this.db.transaction().execute(async (tx) => {
       if (o.ok) return advanceDeliveries(tx, [id], 'delivered', { attempt: true, error: null });
-      // `failed` for an end nothing could change (a retry would say the same), else `dead`: retries ran out.
-      if (o.final) return advanceDeliveries(tx, [id], o.end ?? 'dead', { attempt: true, error: o.error });
+      // `failed` for an end nothing could change (a retry would say the same), else `dead`: retries ran out. An end found
+      // before anything was sent (`sent: false`: its item was decided meanwhile) counts no attempt.
+      if (o.final) return advanceDeliveries(tx, [id], o.end ?? 'dead', { attempt: o.sent !== false, error: o.error });
       await countAttempts(tx, id, 1, o.error);
+      if (o.notBefore) await tx.updateTable('deliveries').set({ not_before: o.notBefore }).where('id', '=', id).execute();
       return [];
     });
     this.announce(changes);

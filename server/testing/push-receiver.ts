@@ -25,13 +25,13 @@ export interface PushReceiver {
   origin: string;
   /** A new subscription at `/push/<id>`. */
   browser(id: string): FakeBrowser;
-  /** Answers the next requests to `id` with these statuses (then 201s). */
-  answer(id: string, ...statuses: number[]): void;
+  /** Answers the next requests to `id` with these statuses, or statuses with headers (then 201s). */
+  answer(id: string, ...statuses: Array<number | ForcedAnswer>): void;
   received: ReceivedPush[];
   /** Requests refused by the checks (a bad JWT, a body that does not decrypt), with why. */
   rejected: Array<{ browser: string; why: string }>;
   /** Every request, whatever it was answered. */
-  attempts: Array<{ browser: string; status: number }>;
+  attempts: Array<{ browser: string; status: number; at: number }>;
   close(): Promise<void>;
 }
 
@@ -98,10 +98,16 @@ export function decryptAes128gcm(body: Buffer, ecdh: crypto.ECDH, auth: Buffer):
   return padded.subarray(0, end);
 }
 
+/** A forced answer with headers (a 429's Retry-After). */
+export interface ForcedAnswer {
+  status: number;
+  headers: Record<string, string>;
+}
+
 /** `serverKey()`: the VAPID public key requests must be signed with (read at each request). */
 export async function startPushReceiver(serverKey: () => string): Promise<PushReceiver> {
   const browsers = new Map<string, FakeBrowser>();
-  const queued = new Map<string, number[]>();
+  const queued = new Map<string, Array<number | ForcedAnswer>>();
   const r: PushReceiver = {
     origin: '',
     received: [],
@@ -125,13 +131,14 @@ export async function startPushReceiver(serverKey: () => string): Promise<PushRe
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const id = decodeURIComponent((req.url ?? '').replace(/^\/push\//, ''));
-      const reply = (status: number) => {
-        r.attempts.push({ browser: id, status });
-        res.writeHead(status).end();
+      const reply = (status: number, headers: Record<string, string> = {}) => {
+        r.attempts.push({ browser: id, status, at: Date.now() });
+        res.writeHead(status, headers).end();
       };
       const b = browsers.get(id);
       if (req.method !== 'POST' || !b) return reply(404);
       const forced = queued.get(id)?.shift();
+      if (typeof forced === 'object') return reply(forced.status, forced.headers);
       if (forced !== undefined && forced !== 201) return reply(forced);
       try {
         const claims = checkVapid(req.headers.authorization, serverKey(), r.origin);
