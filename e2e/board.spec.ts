@@ -149,3 +149,85 @@ test('a parent’s attention badge follows its delegate’s approval with the in
   }
   expect(shown).toBe(true);
 });
+
+/** Finished runs in sessions of their own (`<prefix>-0` …), newest last; returns their keys. */
+async function doneRuns(request: Parameters<typeof rpc>[0], prefix: string, n: number): Promise<string[]> {
+  const keys: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const key = `${prefix}-${i}`;
+    await rpc(request, TOKEN, 'agent.wait', { runId: (await rpc<{ runId: string }>(request, TOKEN, 'agent', { sessionKey: key, message: `/reply run ${i}` })).runId });
+    keys.push(key);
+  }
+  return keys;
+}
+
+// Probe U: the board was rendered inside the session pane, keyed by session, so every item that opened a session
+// remounted it: its scroll went back to the top and the focus to <body>.
+test('an item opens its session beside the board: the board keeps its scroll and the focus stays on the item', async ({ room, page, request, freshSession }) => {
+  const keys = await doneRuns(request, `${freshSession}-keep`, 16);
+  await room.open(freshSession);
+  await page.getByRole('button', { name: 'Board', exact: true }).click();
+  const board = page.getByRole('region', { name: 'Agent board' });
+  const done = board.getByRole('region', { name: 'Done', exact: true });
+  // The oldest of them: far down the Done group.
+  const card = done.locator(`[data-testid="board-item"][data-session-key="${keys[0]}"]`);
+  await expect(card).toBeAttached();
+  const scroller = board.locator('div.overflow-y-auto');
+  await card.scrollIntoViewIfNeeded();
+  const before = await scroller.evaluate((el) => el.scrollTop);
+  expect(before).toBeGreaterThan(100);
+  await card.click();
+  await expect(room.sessionTitle).toHaveText(keys[0]!);
+  await expect(page.getByTestId('session-pane')).toHaveAttribute('data-session-key', keys[0]!);
+  // Past a poll of the board (every second): still where it was, the same card focused, the board open beside.
+  await expect(card).toBeFocused();
+  await page.waitForTimeout(1_200);
+  await expect(card).toBeFocused();
+  expect(await scroller.evaluate((el) => el.scrollTop)).toBe(before);
+  await expect(board).toBeVisible();
+  // The next item with the keyboard, from where the focus is.
+  await page.keyboard.press('Shift+Tab');
+  await page.keyboard.press('Enter');
+  await expect(room.sessionTitle).toHaveText(keys[1]!);
+});
+
+// Probe U: at 390 px the board covers the room, and an item switched the session behind it: nothing visible changed.
+test('on a narrow window an item closes the board and shows its session, with the focus in it', async ({ room, page, request, freshSession }) => {
+  const [other] = await doneRuns(request, `${freshSession}-narrow`, 1);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await room.open(freshSession);
+  await page.getByRole('button', { name: 'Board', exact: true }).click();
+  const panel = page.getByTestId('side-panel');
+  await expect(panel).toBeFocused();
+  await panel.locator(`[data-testid="board-item"][data-session-key="${other}"]`).first().click();
+  await expect(panel).toHaveCount(0);
+  await expect(room.sessionTitle).toHaveText(other!);
+  await expect(room.sessionTitle).toBeInViewport();
+  await expect(room.composer).toBeInViewport();
+  // The focus is in the session shown, not on <body>.
+  await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('conversation');
+});
+
+// Probe U: a deleted session's runs were on the board under its archive key (`<key>#deleted-<ms>`); opening one showed
+// the server's validation JSON in the pane. A `?session=` the room cannot open is said in words.
+test('a deleted session is not on the board, and a key the room cannot open is said in words, not as JSON', async ({ room, page, request, freshSession }) => {
+  const [gone] = await doneRuns(request, `${freshSession}-gone`, 1);
+  await rpc(request, TOKEN, 'sessions.delete', { sessionKey: gone });
+  await room.open(freshSession);
+  await page.getByRole('button', { name: 'Board', exact: true }).click();
+  const board = page.getByRole('region', { name: 'Agent board' });
+  await expect(board.getByTestId('board-item').first()).toBeVisible();
+  await expect(board.locator('[data-testid="board-item"][data-session-key*="#"]')).toHaveCount(0);
+  await expect(board).not.toContainText('#deleted-');
+
+  await page.goto(`/?session=${encodeURIComponent(`${gone}#deleted-1796010828536`)}`);
+  const notice = page.getByTestId('unopenable-session');
+  await expect(notice).toContainText('that session was deleted');
+  await expect(notice).toContainText(`${gone}#deleted-1796010828536`);
+  await expect(room.sessionTitle).toHaveText('agent:main:main');
+  await expect(page.locator('body')).not.toContainText('"code"');
+  await notice.getByRole('button', { name: 'Dismiss' }).click();
+  await expect(notice).toHaveCount(0);
+  await page.goto(`/?session=${encodeURIComponent('not a key')}`);
+  await expect(notice).toContainText('that is not a session key');
+});

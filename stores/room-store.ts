@@ -1,10 +1,21 @@
 // UI-only state of the web room (selection, panels, filters, drafts, connection banner) — server data lives in TanStack Query.
 import { createStore } from 'zustand/vanilla';
+import { MAX_SESSION_KEY, SESSION_KEY_RE } from '@/server/sessions/keys';
 
 export type ToolboxMode = 'hidden' | 'collapsed' | 'expanded';
 export type ConnectionState = 'connecting' | 'connected' | 'reconnecting' | 'error';
 /** The right-hand drawer: the agent board, the agent picker (delegates) or the event inspector. */
 export type SidePanel = 'none' | 'board' | 'agents' | 'events';
+/** Narrow windows, where the side panel and the sidebar cover the room (Tailwind's md breakpoint). */
+export const OVERLAY_MEDIA = '(max-width: 767.98px)';
+const overlaid = () => typeof window !== 'undefined' && !!window.matchMedia?.(OVERLAY_MEDIA).matches;
+
+/**
+ * A key the room can open (CONTRACT §4's grammar): not a deleted session's archive key (`<key>#deleted-<ms>`, which a
+ * board item or a link once named: the pane asked for it and showed the server's validation JSON).
+ */
+export const openableKey = (key: string) => key.length <= MAX_SESSION_KEY && SESSION_KEY_RE.test(key);
+
 /** The sidebar's kind filters (CONTRACT §4 kinds as people say them: a subagent is a delegate). */
 export type SidebarKind = 'main' | 'delegate' | 'channel';
 
@@ -39,6 +50,8 @@ export interface RoomState {
   focus: { sessionKey: string; messageId: number } | null;
   /** The approvals inbox dialog. */
   approvalsOpen: boolean;
+  /** A key asked for that the room cannot open (a deleted session's, a bad `?session=`): said once, in words. */
+  unopenable: string | null;
 }
 
 export interface RoomActions {
@@ -58,11 +71,19 @@ export interface RoomActions {
   openAt(sessionKey: string, messageId: number): void;
   clearFocus(): void;
   setApprovalsOpen(open: boolean): void;
+  /** Says (or, with null, stops saying) that a key cannot be opened. */
+  setUnopenable(key: string | null): void;
 }
 
 export type RoomStore = RoomState & RoomActions;
 
 export type RoomInit = Pick<RoomState, 'selectedSessionKey'> & Partial<Pick<RoomState, 'toolbox' | 'defaultSessionKey'>>;
+
+/** What opening `key` changes: the selection (or, for a key no request can name, a sentence instead) and the overlays. */
+function opening(key: string): Partial<RoomState> {
+  const covered: Partial<RoomState> = overlaid() ? { sidebarOpen: false, panel: 'none' } : { sidebarOpen: false };
+  return openableKey(key) ? { ...covered, selectedSessionKey: key, unopenable: null } : { ...covered, unopenable: key };
+}
 
 export function createRoomStore(init: RoomInit) {
   return createStore<RoomStore>()((set) => ({
@@ -80,7 +101,9 @@ export function createRoomStore(init: RoomInit) {
     connectionError: null,
     focus: null,
     approvalsOpen: false,
-    selectSession: (sessionKey) => set({ selectedSessionKey: sessionKey.toLowerCase(), sidebarOpen: false }),
+    unopenable: null,
+    // Opening a session closes what covers it on a narrow window: the sidebar, and a side panel (the board) there.
+    selectSession: (sessionKey) => set(opening(sessionKey.toLowerCase())),
     setToolbox: (toolbox) => set({ toolbox }),
     togglePanel: (panel) => set((s) => ({ panel: s.panel === panel ? 'none' : panel })),
     closePanel: () => set({ panel: 'none' }),
@@ -101,8 +124,12 @@ export function createRoomStore(init: RoomInit) {
     setInspector: (patch) => set((s) => ({ inspector: { ...s.inspector, ...patch } })),
     setDraft: (sessionKey, text) => set((s) => ({ drafts: { ...s.drafts, [sessionKey]: text } })),
     setConnection: (connection, error = null) => set({ connection, connectionError: error }),
-    openAt: (sessionKey, messageId) => set({ selectedSessionKey: sessionKey.toLowerCase(), sidebarOpen: false, focus: { sessionKey: sessionKey.toLowerCase(), messageId } }),
+    openAt: (sessionKey, messageId) => {
+      const key = sessionKey.toLowerCase();
+      set(openableKey(key) ? { ...opening(key), focus: { sessionKey: key, messageId } } : opening(key));
+    },
     clearFocus: () => set({ focus: null }),
     setApprovalsOpen: (approvalsOpen) => set({ approvalsOpen }),
+    setUnopenable: (unopenable) => set({ unopenable }),
   }));
 }

@@ -1,5 +1,5 @@
 'use client';
-// The live web room: sidebar, transcript + composer, toolbox, agent picker / event inspector, wired to one session's events.
+// The live web room: sidebar, transcript + composer, toolbox, board / agent picker / event inspector, wired to one session's events.
 import { useApprovals } from '@/lib/room/use-approvals';
 import { useLiveState } from '@/lib/room/use-live-state';
 import { usePrefetchBoard } from '@/lib/room/use-board-prefetch';
@@ -84,6 +84,7 @@ export function Room() {
             Skip to conversation
           </a>
           <ConnectionBanner onRetry={events.reset} />
+          <UnopenableNotice />
           <div className="flex min-h-0 flex-1">
             {/* Deferred parts split hydration: the shell (with the live event stream) commits first, then the
                 sidebar, transcript and panels hydrate in later tasks; the stream's cache writes wait for them. */}
@@ -92,6 +93,8 @@ export function Room() {
             </DeferredPart>
             {/* Keyed by session: per-session local state (scroll position, reason box) starts fresh on switch. */}
             <SessionPane key={sessionKey} sessionKey={sessionKey} prefetchBoard={prefetchBoard} />
+            {/* Not keyed: the board keeps its scroll and the focused card while its items open sessions beside it. */}
+            <SidePanel sessionKey={sessionKey} />
           </div>
           <DeferredPart id="approvals-dialog">
             <ApprovalsDialog />
@@ -109,12 +112,53 @@ export function Room() {
  */
 function usePaneKey(selected: string): string {
   const [pane, setPane] = useState(selected);
+  // The focus was in the pane that goes (a link in its transcript, its "Next" button, or the button a closing overlay
+  // gave it back to): it goes to the new pane's conversation, not to <body>.
+  const refocus = useRef(false);
   useEffect(() => {
     if (pane === selected) return;
-    const timer = window.setTimeout(() => setPane(selected), 0);
+    const timer = window.setTimeout(() => {
+      refocus.current = !!document.activeElement && !!document.getElementById('session-pane')?.contains(document.activeElement);
+      setPane(selected);
+    }, 0);
     return () => window.clearTimeout(timer);
   }, [selected, pane]);
+  useEffect(() => {
+    if (!refocus.current) return;
+    refocus.current = false;
+    if (!document.activeElement || document.activeElement === document.body) document.getElementById('conversation')?.focus({ preventScroll: true });
+  }, [pane]);
   return pane;
+}
+
+/**
+ * Says, in words, that a session cannot be opened: a deleted session's archive key (`…#deleted-<ms>`) or a
+ * `?session=` the server fell back from (it opens the default session then). Before, the pane asked for the key and
+ * showed the server's validation JSON.
+ */
+function UnopenableNotice() {
+  const key = useRoomStore((s) => s.unopenable);
+  const selected = useRoomStore((s) => s.selectedSessionKey);
+  const setUnopenable = useRoomStore((s) => s.setUnopenable);
+  // The address named a session the room did not open (page.tsx falls back to the default one without a word).
+  useEffect(() => {
+    const asked = new URLSearchParams(window.location.search).get('session');
+    if (asked !== null && asked.replace(/[A-Z]+/g, (m) => m.toLowerCase()) !== selected) setUnopenable(asked);
+    // Once, at the start: later the room writes the address itself.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, []);
+  if (key === null) return null;
+  const why = /#deleted-\d+$/.test(key) ? 'that session was deleted' : key ? 'that is not a session key (agent:<agent>:<name>)' : 'no session was named';
+  return (
+    <div role="alert" data-testid="unopenable-session" className="flex items-center gap-2 border-b border-amber-300 bg-amber-50 px-3 py-1.5 text-sm text-amber-900 dark:border-amber-800 dark:bg-amber-950 dark:text-amber-100">
+      <span className="min-w-0 flex-1 truncate">
+        Cannot open <span className="font-mono">{key || '(empty)'}</span>: {why}. Showing <span className="font-mono">{selected}</span>.
+      </span>
+      <Button size="sm" variant="ghost" onClick={() => setUnopenable(null)}>
+        Dismiss
+      </Button>
+    </div>
+  );
 }
 
 function SessionPane({ sessionKey, prefetchBoard }: { sessionKey: string; prefetchBoard: () => void }) {
@@ -136,7 +180,7 @@ function SessionPane({ sessionKey, prefetchBoard }: { sessionKey: string; prefet
   }, [toolbox]);
   return (
     // Narrow windows stack the toolbox under the conversation, so its approval row stays on screen.
-    <div className="flex min-w-0 flex-1 flex-col md:flex-row">
+    <div id="session-pane" className="flex min-w-0 flex-1 flex-col md:flex-row">
       <main id="conversation" tabIndex={-1} className="flex min-h-0 min-w-0 flex-1 flex-col outline-none" data-testid="session-pane" data-session-key={sessionKey}>
         <header className="flex h-11 shrink-0 items-center gap-1 border-b border-zinc-200 px-2 sm:gap-2 sm:px-4 dark:border-zinc-800">
           <Button size="sm" variant="ghost" className="md:hidden" aria-label="Show sessions" onClick={() => setSidebarOpen(true)}>
@@ -159,6 +203,7 @@ function SessionPane({ sessionKey, prefetchBoard }: { sessionKey: string; prefet
                 aria-pressed={panel === p.id}
                 aria-label={p.label}
                 data-testid={p.testId}
+                data-panel-toggle={p.id}
                 onClick={() => togglePanel(p.id)}
                 {...(p.id === 'board' ? { onPointerEnter: prefetchBoard, onFocus: prefetchBoard } : {})}
               >
@@ -182,7 +227,6 @@ function SessionPane({ sessionKey, prefetchBoard }: { sessionKey: string; prefet
       </main>
       <DeferredPart id="panels">
         <ToolboxPanel sessionKey={sessionKey} approvals={approvals} />
-        <SidePanel sessionKey={sessionKey} />
       </DeferredPart>
     </div>
   );

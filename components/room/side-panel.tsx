@@ -1,6 +1,8 @@
 'use client';
 // The right-hand drawer: the agent board, the agent picker or the event inspector (an overlay on narrow windows, where it
-// takes the focus while open). Escape closes it and gives the focus back to the button that opened it.
+// takes the focus while open). Escape closes it and gives the focus back to the button that opened it. It stays mounted
+// across session switches (the board keeps its scroll and focus); the picker and the inspector start fresh per session.
+import { OVERLAY_MEDIA } from '@/stores/room-store';
 import { useRoomStore } from '@/stores/room-store-provider';
 import { type ReactNode, useEffect, useRef } from 'react';
 import { AgentBoard } from '../board/agent-board';
@@ -14,13 +16,10 @@ export function SidePanel({ sessionKey }: { sessionKey: string }) {
   if (panel === 'none') return null;
   return (
     <Drawer key={panel} label={LABELS[panel]} panel={panel}>
-      {panel === 'board' ? <AgentBoard /> : panel === 'agents' ? <AgentPicker sessionKey={sessionKey} /> : <EventInspector sessionKey={sessionKey} />}
+      {panel === 'board' ? <AgentBoard /> : panel === 'agents' ? <AgentPicker key={sessionKey} sessionKey={sessionKey} /> : <EventInspector key={sessionKey} sessionKey={sessionKey} />}
     </Drawer>
   );
 }
-
-/** Narrow windows, where the drawer covers the room (Tailwind's md breakpoint). */
-const OVERLAY = '(max-width: 767.98px)';
 
 function Drawer({ label, panel, children }: { label: string; panel: string; children: ReactNode }) {
   const closePanel = useRoomStore((s) => s.closePanel);
@@ -28,13 +27,16 @@ function Drawer({ label, panel, children }: { label: string; panel: string; chil
   useEffect(() => {
     const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
     // Covering the room, it takes the focus (before, the focus stayed on the room hidden behind it).
-    if (window.matchMedia(OVERLAY).matches) ref.current?.focus();
+    if (window.matchMedia(OVERLAY_MEDIA).matches) ref.current?.focus();
     const drawer = ref.current;
     return () => {
       // Closed with the focus inside it (now gone with it): back to the button that opened it.
+      // The opener went with the session it was in (the pane is keyed by session): the open session's own toggle.
       const active = document.activeElement;
-      if (opener?.isConnected && (!active || active === document.body || drawer?.contains(active))) opener.focus();
+      const back = opener?.isConnected ? opener : document.querySelector<HTMLElement>(`[data-panel-toggle="${panel}"]`);
+      if (back && (!active || active === document.body || drawer?.contains(active))) back.focus();
     };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, []);
   return (
     <aside

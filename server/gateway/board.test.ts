@@ -121,6 +121,35 @@ describe('runs.board', () => {
     await s.rpc('agent.wait', { runId: queued.runId, timeoutMs: 10_000 });
   });
 
+  it('leaves out a deleted session’s runs and dead deliveries (its archive key), on both stores, and no chain names one', async () => {
+    const key = 'agent:main:board-deleted';
+    const done = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/reply kept' });
+    const failed = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:writer:board-deleted-f', message: '/fail gone' });
+    // A delegate that outlives its deleted parent: still on the board, its chain starting at itself.
+    const parent = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:board-deleted-parent', message: '/tool delegate_agent {"agent_id":"researcher","prompt":"/reply child"}' });
+    for (const r of [done, failed, parent]) await s.rpc('agent.wait', { runId: r.runId, timeoutMs: 10_000 });
+    const before = await until('the runs', (x) => has(x.done, done.runId) && has(x.failed, failed.runId) && has(x.done, parent.runId));
+    const child = before.done.find((i) => i.parentChain[0] === 'agent:main:board-deleted-parent' && i.sessionKey !== 'agent:main:board-deleted-parent')!;
+    expect(child.sessionKey).toMatch(/^agent:researcher:subagent:/);
+    const now = new Date().toISOString();
+    const dead = (id: string, from: string) => ({ id, kind: 'webhook', from_session: from, from_run: null, from_call: null, to_session: null, to_channel: null, to_target: null, to_url: 'http://127.0.0.1:9/x', state: 'dead', run_id: null, attempts: 1, error_code: 'channel_error', error_message: 'no', source: null, created_at: now, updated_at: now });
+    await s.rt.store.db.insertInto('deliveries').values([dead('dl-board-deleted', key), dead('dl-board-live', 'agent:main:board-live')]).execute();
+    for (const k of [key, 'agent:writer:board-deleted-f', 'agent:main:board-deleted-parent']) await s.rpc('sessions.delete', { sessionKey: k });
+
+    const b = await board();
+    const items = [...b.needsInput, ...b.working, ...b.done, ...b.failed];
+    // Before: each under `<key>#deleted-<ms>` with agentId '' (the room opened a key no request can name: -32602).
+    expect(items.filter((i) => i.sessionKey.includes('#') || i.parentChain.some((k) => k.includes('#'))).map((i) => i.sessionKey)).toEqual([]);
+    for (const id of [done.runId, failed.runId, parent.runId]) expect(items.some((i) => i.runId === id)).toBe(false);
+    expect(b.failed.some((i) => i.delivery?.deliveryId === 'dl-board-deleted')).toBe(false);
+    expect(b.failed.find((i) => i.delivery?.deliveryId === 'dl-board-live')).toMatchObject({ sessionKey: 'agent:main:board-live', agentId: 'main', parentChain: ['agent:main:board-live'] });
+    expect(b.done.find((i) => i.runId === child.runId)).toMatchObject({ sessionKey: child.sessionKey, agentId: 'researcher', parentChain: [child.sessionKey] });
+    // The same key used again is a new session: its runs are on the board.
+    const again = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/reply new' });
+    await s.rpc('agent.wait', { runId: again.runId, timeoutMs: 10_000 });
+    expect((await board()).done.find((i) => i.runId === again.runId)).toMatchObject({ sessionKey: key, agentId: 'main', parentChain: [key] });
+  });
+
   it('refuses a bad limit', async () => {
     const r = await s.rpcRaw({ jsonrpc: '2.0', id: 1, method: 'runs.board', params: { limit: 0 } });
     expect(r.body.error.code).toBe(-32602);

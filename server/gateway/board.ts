@@ -26,6 +26,15 @@ const STATUSES = { needs: ['waiting_approval'], working: ['queued', 'running'], 
 const PICK = ['runs.id', 'runs.session_key', 'runs.status', 'runs.created_at', 'runs.started_at', 'runs.ended_at', 'runs.origin'] as const;
 
 /**
+ * A deleted session's kept rows sit under its archive key, `<key>#deleted-<ms>` (server/store/session-archive.ts): `#`
+ * is outside the key grammar, so no request can name that session and the board leaves its runs and deliveries out (an
+ * item opened a key the room could not load). A filter on rows the index walk reads anyway, on both stores: each group's
+ * walk reads past a deleted session's newest runs, no more (no index of its own is needed; BENCHMARKS "board open").
+ */
+const ARCHIVED = '%#%';
+const live = (key: string) => !key.includes('#');
+
+/**
  * The board in two rounds of statements (issue 22 item 7): first every read that needs nothing from another — the runs
  * of each status, the pending approvals with their runs, the dead deliveries — at once; then the parent chains of all
  * of them (one recursive statement) and, with budgets, the trees' spend. Each run's cost comes with its row.
@@ -39,7 +48,7 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
   // order by created_at desc` cannot walk runs_status in order, so PostgreSQL fetched and sorted every failed run — 617 ms
   // over 14,000 of them; `status = a` stops after n rows).
   const newestOf = (want: Array<[string, number]>) => {
-    const [first, ...rest] = want.map(([st, n]) => db.selectFrom(db.selectFrom('runs').select([...PICK, cost]).where('runs.status', '=', st).orderBy('runs.created_at', 'desc').limit(n).as('r')).selectAll());
+    const [first, ...rest] = want.map(([st, n]) => db.selectFrom(db.selectFrom('runs').select([...PICK, cost]).where('runs.status', '=', st).where('runs.session_key', 'not like', ARCHIVED).orderBy('runs.created_at', 'desc').limit(n).as('r')).selectAll());
     return rest.reduce((q, part) => q.unionAll(part), first!).execute() as Promise<RunPick[]>;
   };
   const statuses = (n: number): Array<[string, number]> => Object.values(STATUSES).flatMap((list) => list.map((st): [string, number] => [st, n]));
@@ -51,10 +60,12 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
       .innerJoin('runs', 'runs.id', 'approvals.run_id')
       .select(['approvals.id as approval_id', 'approvals.tool', 'approvals.call_id', ...PICK, cost])
       .where('approvals.status', '=', 'pending')
+      .where('runs.session_key', 'not like', ARCHIVED)
       .orderBy('approvals.requested_at', 'desc')
       .limit(limit * 4)
       .execute() as Promise<Array<RunPick & { approval_id: string; tool: string; call_id: string }>>,
-    // Dead deliveries are failures too (CONTRACT §7): on the board under "Failed", with their id for Retry.
+    // Dead deliveries are failures too (CONTRACT §7): on the board under "Failed", with their id for Retry (not a
+    // deleted session's).
     deadDeliveries(db, limit),
   ]);
   const waitingOn = new Map<string, { id: string; tool: string }>();
@@ -103,6 +114,12 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
     const root = treeRootOf(r);
     for (const key of chains.get(r.session_key) ?? []) if (key !== r.session_key && !delegateWaits.has(`${root} ${key}`)) delegateWaits.set(`${root} ${key}`, r.session_key);
   }
+  // A live session's chain from its newest deleted ancestor down (a delegate outlives a deleted parent): no archive key.
+  const chainOf = (key: string) => {
+    const chain = chains.get(key) ?? [key];
+    const cut = chain.findLastIndex((k) => !live(k));
+    return cut < 0 ? chain : chain.slice(cut + 1);
+  };
   const item = (r: RunPick): BoardItem => {
     const wait = waitingOn.get(r.id);
     const delegate = delegateWaits.size && !needs.has(r.id) && r.status === 'running' ? delegateWaits.get(`${treeRootOf(r)} ${r.session_key}`) : undefined;
@@ -110,7 +127,7 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
       runId: r.id,
       sessionKey: r.session_key,
       agentId: agentIdOf(r.session_key) ?? '',
-      parentChain: chains.get(r.session_key) ?? [r.session_key],
+      parentChain: chainOf(r.session_key),
       // Waiting on an item: said as such even before its row is marked (a tool call's mark follows by a statement; a
       // tree's budget wait marks none).
       status: needs.has(r.id) && r.status === 'running' ? 'waiting_approval' : r.status,
@@ -128,7 +145,7 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
       runId: d.run_id ?? d.from_run ?? d.id,
       sessionKey: key,
       agentId: agentIdOf(key) ?? '',
-      parentChain: chains.get(key) ?? [key],
+      parentChain: key ? chainOf(key) : [key],
       status: 'dead',
       startedAt: d.created_at,
       endedAt: d.updated_at,

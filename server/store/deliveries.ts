@@ -272,9 +272,20 @@ export async function listDeliveries(db: Kysely<Database>, o: ListDeliveries): P
   return { deliveries: rows.map(toDelivery), next_cursor: more && last ? encodeCursor('deliveries', scope, [last.created_at, last.id]) : null };
 }
 
-/** The newest `dead` deliveries (the board's "Failed" group). */
+/**
+ * The newest `dead` deliveries (the board's "Failed" group), but those of a deleted session (the session the item names,
+ * from_session else to_session, under its archive key `<key>#deleted-<ms>`: `#` is outside the key grammar).
+ */
 export async function deadDeliveries(db: Kysely<Database>, limit: number): Promise<DeliveryRow[]> {
-  return db.selectFrom('deliveries').selectAll().where('state', '=', 'dead').orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  return db
+    .selectFrom('deliveries')
+    .selectAll()
+    .where('state', '=', 'dead')
+    .where((eb) => eb(eb.fn.coalesce('from_session', 'to_session', eb.val('')), 'not like', '%#%'))
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
 }
 
 export function requireDelivery(row: DeliveryRow | undefined, id: string): DeliveryRow {
