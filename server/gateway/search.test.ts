@@ -142,6 +142,37 @@ describe('sessions.search', () => {
     expect((await search({ query: 'gnu yak' })).results.map((r) => r.snippet)).toEqual(['one gnu and a yak']);
   });
 
+  it('ranks a whole-word match above the prefix’s completions, on both stores, also when newer completions fill the window', async () => {
+    // The typed word once, in an old message; 70 newer messages with its completions (zqmark70…): before, bm25 /
+    // ts_rank scored them all as one word and the exact hit came last (newest first among equals), past a page of 20.
+    const ask = async (key: string, message: string) => s.rpc('agent.wait', { runId: (await s.rpc<{ runId: string }>('agent', { sessionKey: key, message })).runId });
+    await ask('agent:main:zq-exact', '/reply zqmark7');
+    for (let i = 0; i < 7; i++) await ask(`agent:main:zq-more-${i}`, `/reply ${Array.from({ length: 10 }, (_, j) => `zqmark7${i}${j}`).join(' ')}`);
+    // Rows of sessions that exist (a deleted session's rows are no hits).
+    for (const key of ['agent:main:zq-near', 'agent:main:zq-flood']) await ask(key, '/reply hello');
+    const db = s.rt.store.db;
+    await sql`insert into messages (session_key, role, kind, content, created_at, author_type, author_id)
+      with recursive n(i) as (select 0 union all select i + 1 from n where i < 69)
+      select 'agent:main:zq-near', 'user', 'message', 'zqmark7' || i, '2026-01-03T00:00:00.000Z', 'user', 'user' from n`.execute(db);
+    const first = await until(async () => {
+      const r = await search({ query: 'zqmark7', limit: 20 });
+      return r.results.length === 20 ? r : undefined;
+    }, 10_000);
+    expect(first.results[0]).toMatchObject({ sessionKey: 'agent:main:zq-exact', role: 'assistant' });
+    expect(first.results[0]!.snippet).toBe('zqmark7');
+    // The same word after RANK_WINDOW newer messages of one completion: the exact hit is still first.
+    await sql`insert into messages (session_key, role, kind, content, created_at, author_type, author_id)
+      with recursive n(i) as (select 1 union all select i + 1 from n where i < ${RANK_WINDOW})
+      select 'agent:main:zq-flood', 'user', 'message', 'a zqmark7x passes', '2026-01-04T00:00:00.000Z', 'user', 'user' from n`.execute(db);
+    const flooded = await until(async () => {
+      const r = await search({ query: 'zqmark7', limit: 5 });
+      return r.results.some((x) => x.sessionKey === 'agent:main:zq-flood') ? r : undefined;
+    }, 10_000);
+    expect(flooded.results[0]).toMatchObject({ sessionKey: 'agent:main:zq-exact' });
+    // A prefix that is no word of its own ranks as before: the completions, best first.
+    expect((await search({ query: 'zqmar', limit: 3 })).results).toHaveLength(3);
+  });
+
   it('forgets a deleted transcript', async () => {
     const r = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:gone', message: '/reply platypus' });
     await s.rpc('agent.wait', { runId: r.runId });

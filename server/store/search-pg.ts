@@ -34,22 +34,30 @@ const MAX_GROWTH = 8;
  * last step reads about as many rows as the window still needs. A rare word ends in a step over everything older,
  * whose matches are few. Returned newest first, with each match's ts_rank.
  */
-export async function newestMatches(db: Kysely<Database>, tsquery: string, window: number, firstSpan: number, newestId: number): Promise<Array<{ id: number; score: number }>> {
+export async function newestMatches(
+  db: Kysely<Database>,
+  tsquery: string,
+  window: number,
+  firstSpan: number,
+  newestId: number,
+  /** Also says of each match whether it matches this query (the words whole): `whole`. */
+  wholeQuery?: string,
+): Promise<Array<{ id: number; score: number; whole: boolean }>> {
   let hi = newestId;
-  const found: Array<{ id: number; score: number }> = [];
+  const found: Array<{ id: number; score: number; whole: boolean }> = [];
   let span = firstSpan;
   let scanned = 0;
   while (hi > 0 && found.length < window) {
     const lo = Math.max(0, hi - span);
     const need = window - found.length;
     // Planned for these values each time (./pg-plans): the range and the words decide between the GIN index and a walk.
-    const res = await sql<{ id: string; score: number }>`${sql.raw(UNPREPARED)}
-      SELECT s.message_id AS id, ts_rank(s.tsv, q) AS score
+    const res = await sql<{ id: string; score: number; whole: boolean | null }>`${sql.raw(UNPREPARED)}
+      SELECT s.message_id AS id, ts_rank(s.tsv, q) AS score, ${wholeQuery ? sql`s.tsv @@ to_tsquery('simple', ${wholeQuery})` : sql`null`} AS whole
       FROM message_search s, to_tsquery('simple', ${tsquery}) q
       WHERE s.tsv @@ q AND s.message_id > ${lo} AND s.message_id <= ${hi}
       ORDER BY s.message_id DESC
       LIMIT ${need}`.execute(db);
-    for (const r of res.rows) found.push({ id: Number(r.id), score: Number(r.score) });
+    for (const r of res.rows) found.push({ id: Number(r.id), score: Number(r.score), whole: r.whole === true });
     scanned += hi - lo;
     hi = lo;
     const still = window - found.length;
@@ -62,11 +70,14 @@ export async function newestMatches(db: Kysely<Database>, tsquery: string, windo
 }
 
 /**
- * Best match first (ts_rank among the newest `window` matches), newest first among equals. Every statement here is
- * planned for its own values (UNPREPARED, ./pg-plans), never a generic plan.
+ * The matches holding the last word itself, whole, first, as on SQLite (server/store/search-sqlite.ts): ts_rank
+ * scores `scalemark7:*` the same in "scalemark7" and "scalemark70". Then best match first (ts_rank among the newest
+ * `window` matches), newest first among equals. Every statement here is planned for its own values (UNPREPARED,
+ * ./pg-plans), never a generic plan.
  */
 export async function searchPostgres(db: Kysely<Database>, q: PgSearchQuery): Promise<SqliteSearchHit[]> {
   const tsquery = q.terms.map((t, i) => (i === q.terms.length - 1 ? `${t}:*` : t)).join(' & ');
+  const wholeQuery = q.terms.join(' & ');
   // The newest id, and the share of rows holding the query's rarest listed word (ANALYZE's most common elements of
   // tsv; every word must match, so the query's share is at most that): a word in 0.5 % of messages needs ~window /
   // 0.005 ids, so the first step reads about that many instead of stepping up to it, reading the word's GIN entries
@@ -79,8 +90,14 @@ export async function searchPostgres(db: Kysely<Database>, q: PgSearchQuery): Pr
   const firstSpan = q.firstSpan ?? (share > 0 ? Math.max(PG_FIRST_SPAN, Math.ceil((q.window / share) * 1.25)) : PG_FIRST_SPAN);
   const newest = Number(top.rows[0]?.max ?? 0);
   // Paging: the first page's matches (ids up to upTo), so rows added meanwhile shift no page.
-  let ranked = await newestMatches(db, tsquery, q.window, firstSpan, q.upTo ? Math.min(q.upTo, newest) : newest);
-  ranked.sort((a, b) => b.score - a.score || b.id - a.id);
+  const upTo = q.upTo ? Math.min(q.upTo, newest) : newest;
+  let ranked = await newestMatches(db, tsquery, q.window, firstSpan, upTo, wholeQuery);
+  // A window full of completions may hide the word's own matches: its newest window joins (they rank first).
+  if (ranked.length === q.window && ranked.some((r) => !r.whole)) {
+    const seen = new Set(ranked.map((r) => r.id));
+    for (const r of await newestMatches(db, wholeQuery, q.window, firstSpan, upTo)) if (!seen.has(r.id)) ranked.push({ ...r, whole: true });
+  }
+  ranked.sort((a, b) => Number(b.whole) - Number(a.whole) || b.score - a.score || b.id - a.id);
   if (q.agentPrefix && ranked.length) {
     // The agent filter needs each match's session; only then are the window's rows joined to messages.
     const keep = await sql<{ id: string }>`${sql.raw(UNPREPARED)} SELECT id FROM messages WHERE id = ANY(${ranked.map((r) => r.id)}::bigint[]) AND session_key LIKE ${q.agentPrefix}`.execute(db);

@@ -21,8 +21,9 @@ const PENDING_BODIES = `SELECT ${sqliteBody('m')} AS body FROM messages m WHERE 
  *   common prefix, whatever the rowid bound; an OR of exact words is walked lazily, newest first.
  * - the newest `window` matches are read with their text and ranked here, bm25 (k1 1.2, b 0.75) as FTS5 computes it
  *   but with each word's message count from `search_terms` instead of FTS5's bm25(), which counts every row holding
- *   each word first (a pass over the whole doclist). Best first, newest first among equals; then the agent filter
- *   and the page; snippets by FTS5's snippet() for the page's rows only.
+ *   each word first (a pass over the whole doclist). The rows holding the last word itself, whole, first (with that
+ *   word's own newest window when the prefix's is full of other words), then best first, newest first among equals;
+ *   then the agent filter and the page; snippets by FTS5's snippet() for the page's rows only.
  */
 export const SQLITE_SEARCH_SOURCE = String.raw`
 function createSqliteSearch(db) {
@@ -62,23 +63,37 @@ function createSqliteSearch(db) {
     // The window's text only: the messages rows (a lookup each, the bulk of the time) for the page's rows alone, or
     // for the window's when an agent filters it.
     // Paging: the matches of the first page's store (ids up to upTo), so rows added meanwhile shift no page.
-    const rows = q.upTo
-      ? prep('SELECT rowid AS id, body FROM messages_fts WHERE messages_fts MATCH ? AND rowid <= ? ORDER BY rowid DESC LIMIT ?').all(match, BigInt(q.upTo), q.window)
-      : prep('SELECT rowid AS id, body FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT ?').all(match, q.window);
+    const newestOf = (m) =>
+      q.upTo
+        ? prep('SELECT rowid AS id, body FROM messages_fts WHERE messages_fts MATCH ? AND rowid <= ? ORDER BY rowid DESC LIMIT ?').all(m, BigInt(q.upTo), q.window)
+        : prep('SELECT rowid AS id, body FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT ?').all(m, q.window);
+    const rows = newestOf(match);
     if (!rows.length) return [];
+    // The typed word itself, whole, ranks above its completions ("scalemark7" above "scalemark70"): bm25 scores the
+    // completions as one word. A window full of completions may hide the word's own matches: its newest window joins.
+    const toks = rows.map((r) => words(r.body));
+    const exactIn = toks.map((t) => t.includes(last));
+    if (own && completions.length > 1 && rows.length === q.window && exactIn.some((x) => !x)) {
+      const seen = new Set(rows.map((r) => Number(r.id)));
+      for (const r of newestOf(exact.map(quote).concat([quote(last)]).join(' AND ')))
+        if (!seen.has(Number(r.id))) {
+          rows.push(r);
+          toks.push(words(r.body));
+          exactIn.push(true);
+        }
+    }
     const total = Math.max(1, q.upTo || Number((prep('SELECT max(id) AS n FROM messages').get() || { n: 1 }).n));
     const idf = groups.map((g) => {
       const v = Math.log((total - g.n + 0.5) / (g.n + 0.5));
       return v > 0 ? v : 1e-6;
     });
-    const stats = rows.map((r) => {
-      const toks = words(r.body);
+    const stats = rows.map((r, i) => {
       const tf = groups.map((g) => {
         let k = 0;
-        for (const t of toks) if (g.words.has(t)) k++;
+        for (const t of toks[i]) if (g.words.has(t)) k++;
         return k;
       });
-      return { r, tf, len: toks.length };
+      return { r, tf, len: toks[i].length, whole: exactIn[i] };
     });
     const avg = stats.reduce((a, s) => a + s.len, 0) / stats.length || 1;
     let keys;
@@ -94,9 +109,9 @@ function createSqliteSearch(db) {
         s.tf.forEach((f, i) => {
           score += (idf[i] * (f * (K1 + 1))) / (f + K1 * (1 - B + (B * s.len) / avg));
         });
-        return { r: s.r, score };
+        return { r: s.r, score, whole: s.whole ? 1 : 0 };
       })
-      .sort((a, b) => b.score - a.score || Number(b.r.id) - Number(a.r.id));
+      .sort((a, b) => b.whole - a.whole || b.score - a.score || Number(b.r.id) - Number(a.r.id));
     const snippet = prep("SELECT snippet(messages_fts, 0, '', '', '…', ?) AS s FROM messages_fts WHERE messages_fts MATCH ? AND rowid = ?");
     const meta = prep('SELECT id, session_key, role, kind, created_at FROM messages WHERE id = ?');
     const hits = [];
