@@ -3,7 +3,7 @@ import { CrosstalkError, isCrosstalkError } from '../errors';
 import { getDeliveryRow, type NewDelivery } from '../store/deliveries';
 import type { Store } from '../store/store';
 import { DeliveryFailure } from './delivery';
-import type { ResolvedTarget } from './types';
+import type { Peer, ResolvedTarget } from './types';
 
 /** What a retry needs to send the same message again (kept in the delivery's `source`). */
 export interface ChannelSendSource {
@@ -25,6 +25,8 @@ export interface ChannelSendSource {
   owner?: string;
   /** A text sent in several posts (split-text.ts): how many of them got through, so a retry sends only the rest. */
   sentParts?: number;
+  /** A reply's conversation as inbound saw it: a retry sends there when `to` is not a target the channel's parser takes. */
+  peer?: Peer;
 }
 
 export function channelDelivery(
@@ -45,6 +47,7 @@ export function channelDelivery(
     ...(o.sourceSessionKey ? { sourceSessionKey: o.sourceSessionKey } : {}),
     ...(o.idempotencyKey ? { idempotencyKey: o.idempotencyKey } : {}),
     ...(o.owner ? { owner: o.owner } : {}),
+    ...(o.via === 'reply' ? { peer: o.target.peer } : {}),
   };
   return {
     id,

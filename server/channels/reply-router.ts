@@ -1,6 +1,6 @@
 // Reply routing: a run started by an inbound channel message delivers its posted replies back to that channel and thread.
 import { z } from 'zod';
-import { errorMessage } from '../errors';
+import { errorMessage, isCrosstalkError } from '../errors';
 import type { EventBus } from '../events/bus';
 import type { TranscriptMessage } from '../events/types';
 import type { Logger } from '../logger';
@@ -9,7 +9,7 @@ import { agentIdOf } from '../sessions/keys';
 import type { Store } from '../store/store';
 import { channelDelivery } from './channel-deliveries';
 import { owedReplies, replyDeliveryId } from './owed-replies';
-import type { AnyChannelPlugin, ChannelOrigin, ResolvedTarget } from './types';
+import type { AnyChannelPlugin, ChannelOrigin, Peer, ResolvedTarget } from './types';
 import { SpanKind, type Telemetry } from '../telemetry/tracing';
 import { failpoint } from '../failpoints';
 
@@ -21,13 +21,38 @@ const channelOriginSchema = z.object({
   accountId: z.string().optional(),
   from: z.string().optional(),
   chatType: z.enum(['direct', 'group', 'channel']).optional(),
+  /** The conversation as inbound saw it: a valid target even when `to` is not one the channel's parser takes. */
+  peer: z.object({ kind: z.enum(['direct', 'group', 'channel']), id: z.string() }).optional(),
 });
+
+/** A run's channel origin, with the inbound message's peer (runs accepted before it was recorded have none). */
+export type ReplyOrigin = ChannelOrigin & { peer?: Peer };
+
+/**
+ * Where a run's reply goes: the target the channel's rules make of the origin's `to` (as a `send` there would), or,
+ * when its parser refuses it, the inbound peer itself. A generic-webhook sender whose id holds a space (`from:
+ * "jo hn"`) was answered by nothing: `user:jo hn` is not a target `send` takes, and the reply failed before any
+ * record was written. The peer the message came from is where its answer goes.
+ */
+export function replyTarget(plugin: AnyChannelPlugin, origin: ReplyOrigin): ResolvedTarget {
+  try {
+    return plugin.resolveTarget({ to: origin.to, threadId: origin.threadId, accountId: origin.accountId });
+  } catch (e) {
+    if (!origin.peer) throw e;
+    return {
+      to: origin.to,
+      peer: origin.peer,
+      ...(origin.threadId ? { threadId: origin.threadId, ...(plugin.threadScoping === 'suffix' ? { sessionThreadId: origin.threadId } : {}) } : {}),
+      ...(origin.accountId ? { accountId: origin.accountId } : {}),
+    };
+  }
+}
 
 /**
  * The channel a run answers to, or null. A run whose origin names a calling session (`from`: a sub-agent,
  * sessions_send, a callback) answers that session, never a channel, even when the chain began on one.
  */
-export function channelOriginOf(origin: unknown): ChannelOrigin | null {
+export function channelOriginOf(origin: unknown): ReplyOrigin | null {
   if (!origin || typeof origin !== 'object') return null;
   const o = origin as { channel?: unknown; from?: unknown };
   if (o.from) return null;
@@ -61,7 +86,7 @@ interface RouterDeps {
 }
 
 export function startReplyRouting(d: RouterDeps): ReplyRouter {
-  const origins = new Map<string, Promise<ChannelOrigin | null>>();
+  const origins = new Map<string, Promise<ReplyOrigin | null>>();
   // Each run's last queued reply (the run is forgotten once it is out).
   const chains = new Map<string, Promise<void>>();
   // One chain per session keeps a chat's replies in transcript order, across runs too: a run that ended while its reply
@@ -85,9 +110,18 @@ export function startReplyRouting(d: RouterDeps): ReplyRouter {
     const runId = m.runId!;
     const origin = await originFor(runId);
     if (!origin) return false;
-    const plugin = d.plugin(origin.id);
-    if (!plugin.deliver) return false; // webchat: the transcript is the reply
-    const target = plugin.resolveTarget({ to: origin.to, threadId: origin.threadId, accountId: origin.accountId });
+    // A reply that cannot be routed (a channel no longer known, a target no rule takes) is a delivery too: recorded
+    // `failed` with its error, where the board and deliveries.list show it (before: a log line, and nothing else).
+    let plugin: AnyChannelPlugin;
+    let target: ResolvedTarget;
+    try {
+      plugin = d.plugin(origin.id);
+      if (!plugin.deliver) return false; // webchat: the transcript is the reply
+      target = replyTarget(plugin, origin);
+    } catch (e) {
+      await unroutable(m, origin, e);
+      return false;
+    }
     const text = m.content.trim();
     const key = `${plugin.id}|${target.to.toLowerCase()}|${target.threadId ?? ''}|${text}`;
     // Text the run already sent there through the message tool is not delivered twice.
@@ -116,19 +150,37 @@ export function startReplyRouting(d: RouterDeps): ReplyRouter {
     } catch (e) {
       d.telemetry?.end(span, errorMessage(e));
       d.log.warn({ runId, channel: plugin.id, to: target.to, err: errorMessage(e) }, 'reply delivery failed');
-      await appendTranscript(d.store, d.bus, [
-        {
-          sessionKey: m.sessionKey,
-          role: 'system',
-          kind: 'notice',
-          content: `reply not delivered to ${plugin.label}: ${errorMessage(e)}`,
-          runId,
-          author: { type: 'system', id: 'channels' },
-          meta: { channel: plugin.id, to: target.to, replyMessageId: m.id, deliveryId },
-        },
-      ]).catch(() => undefined);
+      await notice(m, plugin.label, plugin.id, target.to, deliveryId, e);
     }
     return false;
+  }
+
+  /** The session's notice that a reply did not go out. */
+  async function notice(m: TranscriptMessage, label: string, channel: string, to: string, deliveryId: string, e: unknown): Promise<void> {
+    await appendTranscript(d.store, d.bus, [
+      {
+        sessionKey: m.sessionKey,
+        role: 'system',
+        kind: 'notice',
+        content: `reply not delivered to ${label}: ${errorMessage(e)}`,
+        runId: m.runId!,
+        author: { type: 'system', id: 'channels' },
+        meta: { channel, to, replyMessageId: m.id, deliveryId },
+      },
+    ]).catch(() => undefined);
+  }
+
+  /** A reply that could not be routed at all: its record, `failed` with the error (once: the record is the claim), and a notice. */
+  async function unroutable(m: TranscriptMessage, origin: ReplyOrigin, e: unknown): Promise<void> {
+    const runId = m.runId!;
+    const deliveryId = replyDeliveryId(m.id);
+    const target: ResolvedTarget = { to: origin.to, peer: origin.peer ?? { kind: origin.chatType ?? 'direct', id: origin.from ?? origin.to }, ...(origin.threadId ? { threadId: origin.threadId } : {}), ...(origin.accountId ? { accountId: origin.accountId } : {}) };
+    d.log.warn({ runId, channel: origin.id, to: origin.to, err: errorMessage(e) }, 'reply could not be routed');
+    const made = await d.store.createDeliveries([channelDelivery(deliveryId, { agentId: agentIdOf(m.sessionKey) ?? 'main', channel: origin.id, target, sessionKey: m.sessionKey, text: m.content, via: 'reply', runId, idempotencyKey: `reply-${m.id}` })]);
+    if (!made.length) return;
+    const error = { code: isCrosstalkError(e) ? e.code : 'channel_error', message: errorMessage(e) };
+    await d.store.advanceDeliveries([deliveryId], 'failed', { error });
+    await notice(m, origin.id, origin.id, origin.to, deliveryId, e);
   }
 
   // The end is the run's last event: forget it once its queued replies are out.

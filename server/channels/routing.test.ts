@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { CrosstalkError } from '../errors';
 import { createChannelRegistry } from './registry';
-import { buildAgentSessionKey, resolveInboundSessionRoute, resolveOutboundSessionRoute } from './routing';
+import { MAX_SESSION_KEY } from '../sessions/keys';
+import { buildAgentSessionKey, keyPart, MAX_KEY_PART, resolveInboundSessionRoute, resolveOutboundSessionRoute } from './routing';
 import type { InboundMessage } from './types';
 
 const plugins = createChannelRegistry();
@@ -66,9 +67,9 @@ describe('target rules per channel', () => {
     ['discord', '<@!9001000001>', {}, 'agent:main:discord:direct:9001000001'],
     ['discord', '<#123456789012345678>', {}, 'agent:main:discord:channel:123456789012345678'],
     ['telegram', '@SomeChannel', {}, 'agent:main:telegram:channel:somechannel'],
-    ['matrix', '!Room:Example.org', { threadId: '$Ev' }, 'agent:main:matrix:group:room:example.org:thread:-ev'],
+    ['matrix', '!Room:Example.org', { threadId: '$Ev' }, 'agent:main:matrix:group:room:example.org:thread:-ev.dc5ab419a8ad'],
     ['matrix', '@bob:example.org', {}, 'agent:main:matrix:direct:bob:example.org'],
-    ['msteams', '19:abc@thread.v2', {}, 'agent:main:msteams:group:19:abc-thread.v2'],
+    ['msteams', '19:abc@thread.v2', {}, 'agent:main:msteams:group:19:abc-thread.v2.78b5a037edd2'],
     ['msteams', 'user:29:aad-1', {}, 'agent:main:msteams:direct:29:aad-1'],
     ['msteams', 'a:1dm', {}, 'agent:main:msteams:direct:a:1dm'],
     // Mattermost strips @ for DMs
@@ -80,7 +81,7 @@ describe('target rules per channel', () => {
     ['bluebubbles', 'chat_identifier:chat123', {}, 'agent:main:bluebubbles:group:chat123'],
     ['bluebubbles', 'chat_id:chat123', {}, 'agent:main:bluebubbles:group:chat123'],
     ['bluebubbles', '+1 555 123 4567', {}, 'agent:main:bluebubbles:direct:+15551234567'],
-    ['bluebubbles', 'iMessage;-;Bob@Example.com', {}, 'agent:main:bluebubbles:direct:bob-example.com'],
+    ['bluebubbles', 'iMessage;-;Bob@Example.com', {}, 'agent:main:bluebubbles:direct:bob-example.com.5ff860bf1190'],
     ['nextcloud-talk', 'room:AbCd1234', {}, 'agent:main:nextcloud-talk:group:abcd1234'],
     ['nextcloud-talk', 'user:carol', {}, 'agent:main:nextcloud-talk:direct:carol'],
     ['zalo', 'group:g77', {}, 'agent:main:zalo:group:g77'],
@@ -91,7 +92,7 @@ describe('target rules per channel', () => {
     ['zalouser', 'user:99887766', {}, 'agent:main:zalouser:direct:99887766'],
     ['nostr', 'npub180cvv07tjdrrgpa0j7j7tmnyl2yr6yr7l8j4s3evf6u64th6gkwsyjh6w6', {}, 'agent:main:nostr:direct:3bf0c63fcb93463407af97a5e5ee64fa883d107ef9e558472c4eb9aaaefa459d'],
     ['tlon', '~Bus', {}, 'agent:main:tlon:direct:bus'],
-    ['tlon', 'chat/~zod/general', {}, 'agent:main:tlon:group:zod-general'],
+    ['tlon', 'chat/~zod/general', {}, 'agent:main:tlon:group:zod-general.7955e9dabb8d'],
     ['voice', 'tel:+1 (555) 123-4567', {}, 'agent:main:voice:direct:+15551234567'],
   ])('%s %s → %s', (channel, to, extra, want) => {
     expect(key(channel, to, extra)).toBe(want);
@@ -121,7 +122,56 @@ describe('target rules per channel', () => {
 
   it('keys only hold [a-z0-9:._+-]', () => {
     const { key: k } = buildAgentSessionKey({ agentId: 'main', channel: 'webhook', peer: { kind: 'group', id: 'Ops Team/#1' }, dmScope: 'per-channel-peer', identityLinks: {} });
-    expect(k).toBe('agent:main:webhook:group:ops-team--1');
+    expect(k).toBe('agent:main:webhook:group:ops-team--1.9a67338d7300');
+    expect(k).toMatch(/^agent:[a-z0-9._+-]+:[a-z0-9:._+-]+$/);
+  });
+});
+
+describe('one session per sender: a key part is one to one', () => {
+  const direct = (id: string, o: { threadId?: string; accountId?: string; dmScope?: any } = {}) =>
+    resolveInboundSessionRoute(plugins.get('webhook')!, { from: id, peer: { kind: 'direct', id }, text: 'x', replyTarget: { to: `user:${id}` }, ...(o.threadId ? { sessionThreadId: o.threadId } : {}), ...(o.accountId ? { accountId: o.accountId } : {}) }, { agentId: 'main', session: { dmScope: o.dmScope ?? 'per-channel-peer', identityLinks: {} } }).sessionKey;
+
+  it('ids that differ only in what a key cannot hold are two sessions (before: one, each sender\'s run saw the other\'s messages)', () => {
+    const pairs = [
+      ['jürgen', 'jörgen'],
+      ['a/b#c', 'a-b-c'],
+      ['@alice=bridge:example.org', '@alice-bridge:example.org'],
+      ['bob smith', 'bob-smith'],
+      ['x y', 'x\ty'],
+    ];
+    for (const [a, b] of pairs) if (a !== b) expect(direct(a!)).not.toBe(direct(b!));
+    // Every dmScope, and a thread or an account spelled so, too.
+    for (const dmScope of ['per-peer', 'per-account-channel-peer']) expect(direct('jürgen', { dmScope })).not.toBe(direct('jörgen', { dmScope }));
+    expect(direct('u1', { threadId: 't/1' })).not.toBe(direct('u1', { threadId: 't-1' }));
+    expect(direct('u1', { accountId: 'w/1', dmScope: 'per-account-channel-peer' })).not.toBe(direct('u1', { accountId: 'w-1', dmScope: 'per-account-channel-peer' }));
+  });
+
+  it('no id can be picked to equal another\'s key: a clean id shaped like a hashed part, or holding :thread:, is hashed too', () => {
+    const hashed = keyPart('jürgen');
+    expect(hashed).toMatch(/^j-rgen\.[0-9a-f]{12}$/);
+    expect(keyPart(hashed)).not.toBe(hashed);
+    expect(direct(hashed)).not.toBe(direct('jürgen'));
+    // A sender named `bob:thread:1` is not bob's thread 1.
+    expect(direct('bob:thread:1')).not.toBe(direct('bob', { threadId: '1' }));
+  });
+
+  it('clean ids keep their keys (existing sessions stay where they are); letter case is not a difference', () => {
+    expect(keyPart('4242')).toBe('4242');
+    expect(keyPart('-100123:topic:42')).toBe('-100123:topic:42');
+    expect(keyPart('C0ABC')).toBe('c0abc');
+    expect(keyPart('+15551234567')).toBe('+15551234567');
+    expect(keyPart('1700000000.000100')).toBe('1700000000.000100');
+    expect(direct('Alice')).toBe(direct('alice'));
+    expect(direct('Jürgen')).toBe(direct('jürgen'));
+  });
+
+  it('a long id is cut and hashed: every part fits, and the key stays within MAX_SESSION_KEY', () => {
+    const long = (c: string) => c.repeat(300);
+    expect(keyPart(long('a'))).toHaveLength(MAX_KEY_PART);
+    expect(keyPart(long('a'))).not.toBe(keyPart(`${long('a')}b`));
+    expect(keyPart('x'.repeat(MAX_KEY_PART))).toBe('x'.repeat(MAX_KEY_PART));
+    const k = direct(long('ü'), { threadId: long('t'), accountId: long('w'), dmScope: 'per-account-channel-peer' });
+    expect(k.length).toBeLessThanOrEqual(MAX_SESSION_KEY);
     expect(k).toMatch(/^agent:[a-z0-9._+-]+:[a-z0-9:._+-]+$/);
   });
 });

@@ -1,4 +1,5 @@
 // Session routing for channels: one key builder for inbound and outbound (dmScope, identityLinks, threads), and session entries.
+import crypto from 'node:crypto';
 import type { CrosstalkConfig } from '../config';
 import { sessionKindOf } from '../sessions/keys';
 import type { Store } from '../store/store';
@@ -20,10 +21,26 @@ export interface SessionRoute {
   sessionKey: string;
 }
 
-/** Lowercases an id and replaces what a session key may not hold (CONTRACT §4: `[a-z0-9:._+-]`). */
+/** The suffix a key part gets when its id is not spelled as is (`.` and 12 hex digits of the id's SHA-256). */
+const HASHED = /\.[0-9a-f]{12}$/;
+/** The longest key part: a key of channel, account, peer and thread stays under MAX_SESSION_KEY (1,024). */
+export const MAX_KEY_PART = 256;
+
+/**
+ * An id as a session key part (CONTRACT §4: `[a-z0-9:._+-]`), one to one: lowercased (platform ids are
+ * case-insensitive, so ids differing only in case share a part). An id spelled with those characters only (numeric
+ * Telegram ids, Slack's `C0ABC`, phone numbers) is the part as it always was. Any other id has its other characters
+ * replaced by `-` and gets `.` + 12 hex digits of the SHA-256 of the (trimmed, lowercased) id: `jürgen` and `jörgen`,
+ * or `a/b#c` and `a-b-c`, were one part (`j-rgen`), one session for two senders. So does a clean id that already ends
+ * the way such a part does, or holds `:thread:` (no id can be picked to equal another's part, or another conversation's
+ * thread), and one longer than MAX_KEY_PART (cut to fit).
+ */
 export function keyPart(id: string): string {
-  const s = id.trim().toLowerCase().replace(/[^a-z0-9:._+-]/g, '-');
-  return s || '-';
+  const raw = id.trim().toLowerCase();
+  const s = raw.replace(/[^a-z0-9:._+-]/g, '-');
+  if (s && s === raw && s.length <= MAX_KEY_PART && !HASHED.test(s) && !s.includes(':thread:')) return s;
+  const hash = crypto.createHash('sha256').update(raw).digest('hex').slice(0, 12);
+  return `${(s || '-').slice(0, MAX_KEY_PART - 13)}.${hash}`;
 }
 
 /** `identityLinks: {"alice": ["telegram:4242"]}` makes the direct peer `alice` for telegram user 4242. */

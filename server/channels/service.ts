@@ -12,7 +12,7 @@ import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { Store } from '../store/store';
 import { resolveChannelConfig, withDeliveryRetry, type RetrySettings } from './delivery';
 import { splitText } from './split-text';
-import { channelDelivery, closeOrphanedSends, countedAttempt, isKeyedSend, parseChannelSource } from './channel-deliveries';
+import { channelDelivery, type ChannelSendSource, closeOrphanedSends, countedAttempt, isKeyedSend, parseChannelSource } from './channel-deliveries';
 import { getDeliveryRow, newDeliveryId } from '../store/deliveries';
 import { startChatApprovals, type ChatApprovals } from './approvals';
 import { handleInbound, type InboundOutcome, submitInbound } from './inbound';
@@ -20,7 +20,7 @@ import { claimHeld, listPairings, type PairingInfo, pairingsResolveParams, type 
 import { createChannelRegistry } from './registry';
 import { Claimant, dropClaim, insertClaim, settleClaim, stillPending, takeOverClaim } from '../store/idempotency';
 import { failpoint } from '../failpoints';
-import { startReplyRouting, type ReplyRouter } from './reply-router';
+import { replyTarget, startReplyRouting, type ReplyRouter } from './reply-router';
 import { ensureOutboundSessionEntry, resolveOutboundSessionRoute, sessionMeta, type SessionRoute } from './routing';
 import type { AnyChannelPlugin, InboundRequest, ResolvedTarget } from './types';
 
@@ -122,6 +122,19 @@ export function createChannels(deps: ChannelDeps): ChannelService {
 
   function resolveRoute(o: { agentId: string; channel: string; to: string; threadId?: string; replyTo?: string; accountId?: string }) {
     return resolveOutboundSessionRoute(plugin(o.channel), { to: o.to, threadId: o.threadId, replyTo: o.replyTo, accountId: o.accountId }, { agentId: o.agentId, session: config.session });
+  }
+
+  /** Where a dead send goes again: its `to` under the channel's rules, or a reply's inbound peer when they refuse it (reply-router.ts). */
+  function retryRoute(send: ChannelSendSource): { route: SessionRoute; target: ResolvedTarget } {
+    const t = { to: send.to, threadId: send.threadId, replyTo: send.replyTo, accountId: send.accountId };
+    try {
+      return resolveRoute({ agentId: send.agentId, channel: send.channel, ...t });
+    } catch (e) {
+      if (!send.peer) throw e;
+      const p = plugin(send.channel);
+      const target: ResolvedTarget = { ...replyTarget(p, { id: p.id, ...t, peer: send.peer }), ...(send.replyTo ? { replyTo: send.replyTo } : {}) };
+      return resolveOutboundSessionRoute(p, target, { agentId: send.agentId, session: config.session });
+    }
   }
 
   async function deliver(channel: string, target: ResolvedTarget, text: string, o: { idempotencyKey?: string; signal?: AbortSignal; deliveryId?: string } = {}): Promise<string> {
@@ -236,7 +249,7 @@ export function createChannels(deps: ChannelDeps): ChannelService {
         throw new CrosstalkError('not_retryable', `delivery ${row.id}: ${error.message}`);
       }
     }
-    const { route, target } = resolveRoute({ agentId: send.agentId, channel: send.channel, to: send.to, threadId: send.threadId, replyTo: send.replyTo, accountId: send.accountId });
+    const { route, target } = retryRoute(send);
     // This process sends it now: if it dies mid-send, the sweep closes it (not while it lives).
     const owner = orchestrator.cluster?.id;
     if (owner) await store.db.updateTable('deliveries').set({ source: `channel:${JSON.stringify({ ...send, owner })}` }).where('id', '=', row.id).execute();

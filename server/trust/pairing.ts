@@ -8,7 +8,6 @@ import type { Logger } from '../logger';
 import type { InboundMessage } from '../channels/types';
 import { nowIso, type Store } from '../store/store';
 import { expirePairings, pairingCutoff } from '../store/retention';
-import { idempotencyTtlMs } from '../store/idempotency';
 
 /** Held messages kept per sender, and senders waiting per channel: beyond these, more is dropped (and logged). */
 export const MAX_HELD_PER_SENDER = 20;
@@ -156,13 +155,3 @@ export async function claimHeld(store: Store, id: number): Promise<boolean> {
   return Number(res.numDeletedRows) === 1;
 }
 
-/** Claims a key once (insert-if-absent): true for the one caller that inserted it. The atomic inbound de-duplication. */
-export async function claimOnce(store: Store, key: string, at: string): Promise<boolean> {
-  const res = await store.db
-    .insertInto('idempotency')
-    .values({ key, result: JSON.stringify({ at }), created_at: nowIso() })
-    // A key older than the TTL is gone (server/store/retention.ts) or about to be: claimed again.
-    .onConflict((oc) => oc.column('key').doUpdateSet({ result: JSON.stringify({ at }), created_at: nowIso() }).where('idempotency.created_at', '<', new Date(Date.now() - idempotencyTtlMs()).toISOString()))
-    .executeTakeFirst();
-  return Number(res.numInsertedOrUpdatedRows ?? 0) === 1;
-}

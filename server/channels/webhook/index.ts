@@ -105,7 +105,15 @@ export function createWebhookChannel(): ChannelPlugin<WebhookConfig> {
       if (!parsed.success) throw new CrosstalkError('invalid_request', `webhook inbound: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
       const m = parsed.data;
       if (m.chatType !== 'direct' && !m.conversationId) throw new CrosstalkError('invalid_request', 'webhook inbound: conversationId is required for group and channel messages');
+      // An account not configured is refused here, before any run: its reply could never be delivered (the run was
+      // spent, and the sender never heard back; the failure was a log line only).
+      if (m.accountId && m.accountId !== 'default' && !cfg.accounts?.[m.accountId]) {
+        throw new CrosstalkError('invalid_request', `webhook inbound: accountId ${JSON.stringify(m.accountId)} is not configured (config.channels.webhook.accounts)`);
+      }
       const peer = m.chatType === 'direct' ? { kind: 'direct' as const, id: m.from } : { kind: m.chatType, id: m.conversationId! };
+      // A messageId is unique within its account and conversation (the sender's, for a direct chat), not across them:
+      // two senders' messages with one id were one turn (the second dropped with 200).
+      const scope = JSON.stringify([m.accountId ?? 'default', peer.kind, peer.id, m.messageId]);
       return {
         messages: [
           {
@@ -117,7 +125,7 @@ export function createWebhookChannel(): ChannelPlugin<WebhookConfig> {
             ...(m.accountId ? { accountId: m.accountId } : {}),
             // Without a messageId the signature names the request (it covers the timestamp and the body): the same
             // signed request sent again inside its 5 minutes — a retry, or a captured one replayed — runs once.
-            ...(m.messageId ? { messageId: m.messageId, dedupeId: `webhook:${m.messageId}` } : { dedupeId: `webhook-sig:${req.headers.get(SIGNATURE_HEADER)?.trim().toLowerCase()}` }),
+            ...(m.messageId ? { messageId: m.messageId, dedupeId: `webhook:${scope}` } : { dedupeId: `webhook-sig:${req.headers.get(SIGNATURE_HEADER)?.trim().toLowerCase()}` }),
             replyTarget: { to: peer.kind === 'direct' ? `user:${peer.id}` : `${peer.kind}:${peer.id}`, ...(m.threadId ? { threadId: m.threadId } : {}) },
           },
         ],
