@@ -5,7 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { type CallToolResult, type ElicitRequest, type ElicitResult, McpError, type Progress, type Tool, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, type ElicitRequest, type ElicitResult, ErrorCode, McpError, type Progress, type Tool, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { z } from 'zod';
 import type { McpServerConfig } from '../config';
@@ -15,6 +15,7 @@ import { cappedFetch, MAX_MESSAGE_BYTES } from './limits';
 import { listTools, type SkippedTool } from './listing';
 import { type McpOAuth, OAuthDeclined } from './oauth';
 import type { McpCallInfo } from './call-info';
+import { linkingFetch, McpCalls, WireLinks } from './call-routing';
 
 export type { McpCallInfo } from './call-info';
 
@@ -45,8 +46,8 @@ export interface McpConnectionEvents {
   /** The server went up or down (`error` says why it is down). */
   onState(state: McpState, error?: string): void;
   /**
-   * A server's `elicitation/create`: `call` is the tool call it came during (as near as MCP tells: the connection's
-   * elicitationCall), undefined when none is; `signal` ends when the
+   * A server's `elicitation/create`: `call` is the tool call it came during (McpCalls.route: exactly over streamable
+   * HTTP; otherwise only once the calls in flight are one session's), undefined when none is; `signal` ends when the
    * server cancels it or the connection closes.
    */
   onElicit?(call: McpCallInfo | undefined, params: ElicitRequest['params'], signal: AbortSignal): Promise<ElicitResult>;
@@ -104,10 +105,10 @@ export class McpConnection {
   /** Progress listeners of calls in flight, by the progressToken we sent. */
   private readonly progress = new Map<string, (p: Progress) => void>();
   private progressSeq = 0;
-  /** Calls in flight, oldest first: an elicitation goes to one of them (elicitationCall). */
-  private readonly inFlight: McpCallInfo[] = [];
-  /** The calls with an elicitation of theirs waiting for its answer, and how many. */
-  private readonly eliciting = new Map<McpCallInfo, number>();
+  /** Calls in flight, oldest first: an elicitation goes to one of them (McpCalls.route). */
+  private readonly calls = new McpCalls();
+  /** The current client's links from a server request to the call whose response stream carried it. */
+  private links = new WireLinks();
 
   constructor(
     readonly name: string,
@@ -125,7 +126,7 @@ export class McpConnection {
 
   /** The tool call an authorization item raised now belongs to (the oldest in flight), if any. */
   currentCall(): McpCallInfo | undefined {
-    return this.inFlight[0];
+    return this.calls.oldest();
   }
 
   /** Starts connecting in the background; failures are reported and retried, never thrown. */
@@ -133,7 +134,7 @@ export class McpConnection {
     return this.connect();
   }
 
-  private transport(): Transport {
+  private transport(links: WireLinks): Transport {
     if ('command' in this.cfg) {
       // The SDK's default environment (PATH, HOME, …) plus the configured names: never the gateway's own secrets.
       const env = { ...getDefaultEnvironment(), ...this.cfg.env };
@@ -168,12 +169,21 @@ export class McpConnection {
       // OAuth (CONTRACT §5) by the SDK: a 401 or an insufficient_scope 403 runs its flow through our provider.
       ...(this.o.oauth ? { authProvider: this.o.oauth } : {}),
       fetch: this.withStepUp(
-        cappedFetch(MAX_MESSAGE_BYTES, () => {
-          this.oversize();
-          void t.close().catch(() => undefined);
-        }),
+        linkingFetch(
+          cappedFetch(MAX_MESSAGE_BYTES, () => {
+            this.oversize();
+            void t.close().catch(() => undefined);
+          }),
+          () => links,
+        ),
       ),
     });
+    // Which call each `tools/call` request we send is (the SDK sends it here, under its id).
+    const send = t.send.bind(t);
+    t.send = (message, options) => {
+      links.sent(message);
+      return send(message, options);
+    };
     return t;
   }
 
@@ -198,19 +208,22 @@ export class McpConnection {
     this.execFailure = undefined;
     this.setState('connecting');
     const client = new Client(CLIENT_INFO, { jsonSchemaValidator: noValidation, capabilities: CAPABILITIES });
+    const links = new WireLinks();
     client.setRequestHandler(RAW_ELICIT_REQUEST, async (raw, extra) => {
-      if (!this.o.onElicit) return { action: 'decline' };
+      const onElicit = this.o.onElicit;
+      if (!onElicit) return { action: 'decline' };
       const params = raw.params as ElicitRequest['params'];
-      const call = this.elicitationCall();
-      if (!call) return this.o.onElicit(undefined, params, extra.signal);
-      this.eliciting.set(call, (this.eliciting.get(call) ?? 0) + 1);
-      try {
-        return await this.o.onElicit(call, params, extra.signal);
-      } finally {
-        const left = this.eliciting.get(call)! - 1;
-        if (left) this.eliciting.set(call, left);
-        else this.eliciting.delete(call);
+      const log = { server: this.name };
+      const route = await this.calls.route(links.callFor(extra.requestId), extra.signal, (sessions) =>
+        this.o.log.warn({ ...log, sessions }, 'mcp elicitation waits: calls of several sessions are in flight on this server and MCP does not say which asked; it is asked once they are one session\'s'),
+      );
+      if ('refused' in route) {
+        if (route.refused === 'unattributable')
+          this.o.log.warn(log, 'mcp elicitation cancelled: MCP does not say which call asked, and it cannot be told (a call it may belong to ended unanswered, or several sessions\' calls may each be waiting on a question)');
+        return { action: 'cancel' };
       }
+      if (!route.call) return onElicit(undefined, params, extra.signal);
+      return this.calls.asking(route.asker, () => onElicit(route.call, params, extra.signal));
     });
     // A list change is read again within the caps (the SDK's own refresh would read one page, with no caps).
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.refresh(client, gen));
@@ -230,7 +243,7 @@ export class McpConnection {
     };
     try {
       await this.o.oauth?.freshen(this.stopping.signal);
-      const transport = this.transport();
+      const transport = this.transport(links);
       // Progress is read as it arrives, before the SDK's own dispatch: that one runs notifications a microtask late,
       // so the last ones, read in the same chunk as the result, would find their call already answered and be lost.
       transport.onmessage = (m) => this.tapProgress(m);
@@ -241,6 +254,7 @@ export class McpConnection {
         return;
       }
       this.client = client;
+      this.links = links;
       this.attempts = 0;
       this.o.onTools(tools, skipped);
       this.setState('ready');
@@ -386,41 +400,32 @@ export class McpConnection {
     this.o.onState(state, error);
   }
 
-  /**
-   * The call a server's `elicitation/create` arriving now came during. MCP carries no link from a server request to
-   * the client request it serves, so: the oldest call in flight that is not already waiting on an elicitation of its
-   * own (a tool asks, then waits for the answer before it asks again), else the oldest. Before, always the oldest:
-   * with two sessions' calls to one server in flight, the second's question went to the first session, and answering
-   * the first cancelled it (its call was over).
-   */
-  private elicitationCall(): McpCallInfo | undefined {
-    return this.inFlight.find((c) => !this.eliciting.has(c)) ?? this.inFlight[0];
-  }
-
   /** Calls a tool; the signal cancels the MCP request (the SDK sends notifications/cancelled). */
   async call(tool: string, args: Record<string, unknown>, o: McpCallOptions): Promise<CallToolResult> {
     const { signal } = o;
     const client = this.client;
+    const links = this.links;
     if (!client || this.state !== 'ready') throw new McpUnavailable(`MCP server ${this.name} is not available${this.lastError ? `: ${this.lastError}` : ''}`);
-    const ended = new AbortController();
-    if (o.caller) {
-      o.caller.ended = ended.signal;
-      this.inFlight.push(o.caller);
-    }
+    const end = o.caller ? this.calls.begin(o.caller) : undefined;
+    /** The server answered the call's last request (a tool that answered had no question of its own left open). */
+    let answered = false;
     const progressToken = o.onProgress ? `crosstalk-${++this.progressSeq}` : undefined;
     if (progressToken) this.progress.set(progressToken, o.onProgress!);
     try {
       const meta = { ...(progressToken ? { progressToken } : {}), ...(o.traceparent ? { traceparent: o.traceparent } : {}) };
       const params = { name: tool, arguments: args, ...(Object.keys(meta).length ? { _meta: meta } : {}) };
+      if (o.caller) links.expect(params, o.caller);
       // A token near its expiry is refreshed first; a refused refresh or a 401/403 mid-call raises an `authorization`
       // item on this call's run, and the call waits for it and goes on (a decline throws OAuthDeclined).
       for (let attempt = 0; ; attempt++) {
         await this.o.oauth?.freshen(signal);
         try {
           const result = (await client.callTool(params, undefined, { signal, timeout: CALL_TIMEOUT_MS })) as CallToolResult;
+          answered = true;
           this.o.oauth?.accepted();
           return result;
         } catch (e) {
+          answered = !signal.aborted && e instanceof McpError && e.code !== ErrorCode.ConnectionClosed && e.code !== ErrorCode.RequestTimeout;
           if (o.caller?.fenced) throw o.caller.fenced;
           // URL elicitation by error (-32042): each URL it names is an `elicitation` item (mode url) on the call's
           // run; once the person has been through them all, the call is made again (MCP 2025-11-25).
@@ -452,9 +457,8 @@ export class McpConnection {
       throw new McpUnavailable(`MCP server ${this.name} failed during the call: ${why}`);
     } finally {
       if (progressToken) this.progress.delete(progressToken);
-      const i = o.caller ? this.inFlight.indexOf(o.caller) : -1;
-      if (i >= 0) this.inFlight.splice(i, 1);
-      ended.abort();
+      if (o.caller) links.forget(o.caller);
+      end?.(answered);
     }
   }
 

@@ -37,6 +37,34 @@ describe('elicitation content formats', () => {
   });
 });
 
+describe('elicitation content: lengths and field names', () => {
+  const props = (p: Record<string, unknown>, required?: string[]) => ({ type: 'object', properties: p, ...(required ? { required } : {}) }) as never;
+  it('a string length counts characters (code points), as JSON Schema and ajv do, not UTF-16 units (probe P)', async () => {
+    // Before: '😀😀' was 4 units, refused by maxLength 3 ("must be at most 3 characters"); the server's ajv accepts it.
+    expect(await checkElicitAnswer(props({ s: { type: 'string', maxLength: 3 } }), { s: '😀😀' })).toEqual({ ok: true, content: { s: '😀😀' } });
+    expect(checkElicitContent(props({ s: { type: 'string', maxLength: 2 } }), { s: '😀😀' }).ok).toBe(true);
+    expect(checkElicitContent(props({ s: { type: 'string', maxLength: 1 } }), { s: '😀😀' })).toMatchObject({ ok: false, issues: [{ path: 'content.s', message: 'must be at most 1 characters' }] });
+    // Before: '😀' was 2 units and passed minLength 2; the server refuses it.
+    expect(await checkElicitAnswer(props({ s: { type: 'string', minLength: 2 } }), { s: '😀' })).toEqual({ ok: false, issues: [{ path: 'content.s', message: 'must be at least 2 characters' }] });
+  });
+  it('a field named like a built-in object member (toString, constructor, __proto__, hasOwnProperty) keeps its default and is reported missing in plain words (probe P)', async () => {
+    for (const k of ['toString', 'constructor', '__proto__', 'hasOwnProperty', 'valueOf']) {
+      // Before: `k in {}` was true, so the default was dropped ({name: 'n'} only) …
+      const withDefault = JSON.parse(JSON.stringify({ type: 'object', properties: { [k]: { type: 'string', default: 'd' }, name: { type: 'string', default: 'n' } } }));
+      const given = await checkElicitAnswer(withDefault, {});
+      expect(given.ok, k).toBe(true);
+      expect(given.ok && JSON.stringify(given.content), k).toBe(JSON.stringify({ [k]: 'd', name: 'n' }));
+      expect(given.ok && Object.hasOwn(given.content, k), k).toBe(true);
+      // … and a missing required one was named only by ajv, in its words ("must have required property …").
+      const required = JSON.parse(JSON.stringify({ type: 'object', properties: { [k]: { type: 'string' } }, required: [k] }));
+      expect(await checkElicitAnswer(required, {}), k).toEqual({ ok: false, issues: [{ path: `content.${k}`, message: 'is required' }] });
+      // Given, its value goes to the server.
+      const answered = await checkElicitAnswer(required, JSON.parse(`{${JSON.stringify(k)}: "v"}`));
+      expect(answered.ok && JSON.stringify(answered.content), k).toBe(JSON.stringify({ [k]: 'v' }));
+    }
+  });
+});
+
 describe('elicitation content: what the MCP SDK server itself checks', () => {
   const props = (p: Record<string, unknown>) => ({ type: 'object', properties: { f: p } }) as never;
   it('refuses what the schema refuses beyond the form keywords: exclusive bounds, multipleOf, pattern (probe B)', async () => {

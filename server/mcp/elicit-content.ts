@@ -93,6 +93,19 @@ function realDate(v: string): boolean {
   return hh < 24 && mm < 60 && ss < 61; // 60: a leap second
 }
 
+/**
+ * A string's length as JSON Schema counts it (and ajv, which the server checks with): in code points, so an emoji is
+ * one character, not two UTF-16 units.
+ */
+function codePoints(v: string): number {
+  let n = 0;
+  for (const _ of v) n++;
+  return n;
+}
+
+/** A record with no prototype: a field named `toString`, `constructor` or `__proto__` is a field like any other. */
+const record = <T>(): Record<string, T> => Object.create(null) as Record<string, T>;
+
 /** What is wrong with one value, as the schema keyword it breaks and a plain message; null when it fits. */
 function checkOne(p: Prop, v: unknown): [keyword: string, message: string] | null {
   const allowed = enumValues(p);
@@ -117,8 +130,9 @@ function checkOne(p: Prop, v: unknown): [keyword: string, message: string] | nul
     default: {
       if (typeof v !== 'string') return ['type', 'must be a string'];
       if (allowed) return allowed.includes(v) ? null : ['enum', `must be one of ${allowed.join(', ')}`];
-      if (p.minLength !== undefined && v.length < p.minLength) return ['minLength', `must be at least ${p.minLength} characters`];
-      if (p.maxLength !== undefined && v.length > p.maxLength) return ['maxLength', `must be at most ${p.maxLength} characters`];
+      const length = p.minLength !== undefined || p.maxLength !== undefined ? codePoints(v) : 0;
+      if (p.minLength !== undefined && length < p.minLength) return ['minLength', `must be at least ${p.minLength} characters`];
+      if (p.maxLength !== undefined && length > p.maxLength) return ['maxLength', `must be at most ${p.maxLength} characters`];
       if (p.format === 'uri' && !URL.canParse(v)) return ['format', 'must be a URI'];
       const re = p.format ? FORMATS[p.format] : undefined;
       if (re && (!re.test(v) || ((p.format === 'date' || p.format === 'date-time') && !realDate(v)))) return ['format', `must be ${withArticle(p.format!)}`];
@@ -139,8 +153,10 @@ function formCheck(schema: ElicitSchema | undefined, content: unknown): { out: R
   const given = content === undefined || content === null ? {} : content;
   if (typeof given !== 'object' || Array.isArray(given)) return { out: {}, issues: [{ path: 'content', message: 'must be an object', keyword: 'type' }] };
   const issues: Issue[] = [];
-  const out: Record<string, ElicitValue> = {};
-  const refused: Record<string, unknown> = {};
+  // No prototype: `k in out` found Object.prototype's `toString` or `constructor`, and such a field lost its default
+  // (or was not reported missing); `out.__proto__ = …` set nothing.
+  const out = record<ElicitValue>();
+  const refused = record<unknown>();
   for (const [k, v] of Object.entries(given as Record<string, unknown>)) {
     // Own fields only: `constructor` or `toString` found Object.prototype's and passed as a field of the schema.
     const p = Object.hasOwn(props, k) ? props[k] : undefined;
@@ -155,11 +171,11 @@ function formCheck(schema: ElicitSchema | undefined, content: unknown): { out: R
     } else out[k] = v as ElicitValue;
   }
   for (const [k, p] of Object.entries(props)) {
-    if (k in out || issues.some((i) => i.path === `content.${k}`)) continue;
+    if (Object.hasOwn(out, k) || issues.some((i) => i.path === `content.${k}`)) continue;
     if (p.default !== undefined && !checkOne(p, p.default)) out[k] = p.default as ElicitValue;
     else if (schema?.required?.includes(k)) issues.push({ path: `content.${k}`, message: 'is required', keyword: 'required' });
   }
-  return { out, issues, candidate: { ...out, ...refused } };
+  return { out, issues, candidate: Object.assign(record<unknown>(), out, refused) };
 }
 
 const plain = (issues: Issue[]): ValidationIssue[] => issues.map(({ path, message }) => ({ path, message }));
@@ -194,7 +210,7 @@ export async function checkElicitAnswer(schema: ElicitSchema | undefined, conten
 
 /** Defaults only (an answer with no person: the conformance client, SEP-1034). */
 export function elicitDefaults(schema: ElicitSchema | undefined): Record<string, ElicitValue> {
-  const out: Record<string, ElicitValue> = {};
+  const out = record<ElicitValue>();
   for (const [k, p] of Object.entries(schema?.properties ?? {})) if (p.default !== undefined) out[k] = p.default as ElicitValue;
   return out;
 }

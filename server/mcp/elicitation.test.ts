@@ -5,18 +5,33 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer, until } from '../testing/harness';
 import type { McpCallInfo } from './call-info';
 import { Elicitations } from './elicitation';
+import { type ElicitHttpServer, startElicitHttpServer } from './testing/elicit-http-server';
 
 const STDIO_SERVER = path.join(import.meta.dirname, 'testing', 'stdio-server.mjs');
 
 let s: TestServer;
+let web: ElicitHttpServer;
 beforeAll(async () => {
-  s = await startTestServer({ config: { agents: [{ id: 'main', tools: { 'mcp__files__*': 'auto' } }], mcp: { servers: { files: { command: process.execPath, args: [STDIO_SERVER] } } } } });
-  // The server's tools are listed before a test's first call (a test run alone has no earlier test to wait for it).
-  await until(async () => (await s.rpc<{ agents: Array<{ mcpTools?: Array<{ name: string }> }> }>('agents.list')).agents[0].mcpTools?.some((t) => t.name === 'mcp__files__always_step'));
+  web = await startElicitHttpServer();
+  s = await startTestServer({
+    config: {
+      agents: [{ id: 'main', tools: { 'mcp__files__*': 'auto', 'mcp__web__*': 'auto' } }],
+      mcp: { servers: { files: { command: process.execPath, args: [STDIO_SERVER] }, web: { url: web.url } } },
+    },
+  });
+  // The servers' tools are listed before a test's first call (a test run alone has no earlier test to wait for it).
+  await until(async () => {
+    const tools = (await s.rpc<{ agents: Array<{ mcpTools?: Array<{ name: string }> }> }>('agents.list')).agents[0].mcpTools ?? [];
+    return tools.some((t) => t.name === 'mcp__files__always_step') && tools.some((t) => t.name === 'mcp__web__confirm');
+  });
 });
 afterAll(async () => {
   await s?.close();
+  await web?.close();
 });
+
+const pendingOf = async (key: string) => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: key })).approvals.filter((a) => a.kind === 'elicitation');
+const everAsked = async (key: string) => (await s.rpc<{ approvals: any[] }>('approvals.history', { sessionKey: key })).approvals.filter((a) => a.kind === 'elicitation');
 
 describe('an elicitation', () => {
   it('is cancelled when the MCP call that raised it ends without waiting for the answer', async () => {
@@ -82,19 +97,63 @@ describe('an elicitation', () => {
     expect(done.response.match(/MCP error -32042/g)).toHaveLength(1);
   });
 
-  it("of a second session calling the same server meanwhile is that session's item, and answering either leaves the other waiting", async () => {
-    const pending = async (key: string) => (await s.rpc<{ approvals: any[] }>('approvals.list', { sessionKey: key })).approvals.filter((a) => a.kind === 'elicitation');
-    const one = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:elicit-one', message: '/tool mcp__files__confirm {}' });
-    const [first] = await until(() => pending('agent:main:elicit-one').then((x) => (x.length ? x : null)));
-    const two = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:elicit-two', message: '/tool mcp__files__confirm {}' });
-    // Before: the second question went to the first session (its run, its row in the room), none to the second.
-    const [second] = await until(() => pending('agent:main:elicit-two').then((x) => (x.length ? x : null)));
-    expect(second).toMatchObject({ sessionKey: 'agent:main:elicit-two', runId: two.runId });
-    expect(await pending('agent:main:elicit-one')).toHaveLength(1);
+  it("of a second session calling a streamable HTTP server meanwhile is that session's item, and answering either leaves the other waiting", async () => {
+    const one = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:elicit-one', message: '/tool mcp__web__confirm {"message":"for one"}' });
+    const [first] = await until(() => pendingOf('agent:main:elicit-one').then((x) => (x.length ? x : null)));
+    const two = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:elicit-two', message: '/tool mcp__web__confirm {"message":"for two"}' });
+    const [second] = await until(() => pendingOf('agent:main:elicit-two').then((x) => (x.length ? x : null)));
+    expect(first).toMatchObject({ sessionKey: 'agent:main:elicit-one', runId: one.runId, message: 'for one' });
+    expect(second).toMatchObject({ sessionKey: 'agent:main:elicit-two', runId: two.runId, message: 'for two' });
+    expect(await pendingOf('agent:main:elicit-one')).toHaveLength(1);
     await s.rpc('approvals.resolve', { approvalId: first.approvalId, decision: 'accept', content: { sure: true } });
     expect(await s.rpc('agent.wait', { runId: one.runId })).toMatchObject({ status: 'ok', response: expect.stringContaining('\\"sure\\":true') });
-    // The first call is over: the second's question still waits (before: cancelled with it, `already_resolved` here).
-    expect(await pending('agent:main:elicit-two')).toHaveLength(1);
+    // The first call is over: the second's question still waits.
+    expect(await pendingOf('agent:main:elicit-two')).toHaveLength(1);
+    await s.rpc('approvals.resolve', { approvalId: second.approvalId, decision: 'accept', content: { sure: false } });
+    expect(await s.rpc('agent.wait', { runId: two.runId })).toMatchObject({ status: 'ok', response: expect.stringContaining('\\"sure\\":false') });
+  });
+
+  it("asked by session B's call while session A's slow call to the same streamable HTTP server is in flight is B's item while A's call goes on, and A's end leaves it (probe P)", async () => {
+    const A = 'agent:main:elicit-http-a';
+    const B = 'agent:main:elicit-http-b';
+    const a = await s.rpc<{ runId: string }>('agent', { sessionKey: A, message: '/tool mcp__web__slow {"ms":120000}' });
+    const b = await s.rpc<{ runId: string }>('agent', { sessionKey: B, message: '/tool mcp__web__confirm {"message":"for B"}' });
+    const [item] = await until(() => pendingOf(B).then((x) => (x.length ? x : null)));
+    // Before: the item was raised on A's session and run with B's message, and cancelled when A's call ended.
+    expect(item).toMatchObject({ sessionKey: B, runId: b.runId, message: 'for B' });
+    expect(await s.rpc('agent.wait', { runId: a.runId, timeoutMs: 0 })).toMatchObject({ status: 'timeout' }); // A's call still runs
+    await s.rpc('agent.cancel', { runId: a.runId });
+    expect(await s.rpc('agent.wait', { runId: a.runId })).toMatchObject({ status: 'error' });
+    expect(await pendingOf(B)).toHaveLength(1);
+    expect(await everAsked(A)).toEqual([]);
+    await s.rpc('approvals.resolve', { approvalId: item.approvalId, decision: 'accept', content: { sure: true } });
+    expect(await s.rpc('agent.wait', { runId: b.runId })).toMatchObject({ status: 'ok', response: expect.stringContaining('\\"sure\\":true') });
+  });
+
+  it("asked by session B's call while session A's call to the same stdio server is in flight waits for A's call to end, then is B's item: never A's (probe P)", async () => {
+    const A = 'agent:main:elicit-stdio-a';
+    const B = 'agent:main:elicit-stdio-b';
+    const a = await s.rpc<{ runId: string }>('agent', { sessionKey: A, message: '/tool mcp__files__slow {"ms":1500}' });
+    const b = await s.rpc<{ runId: string }>('agent', { sessionKey: B, message: '/tool mcp__files__confirm {}' });
+    const [item] = await until(() => pendingOf(B).then((x) => (x.length ? x : null)));
+    // Before: raised on A's session and run at once with B's question; A's end cancelled it and B's server got `cancel`.
+    expect(item).toMatchObject({ sessionKey: B, runId: b.runId, message: 'Really do it?' });
+    expect(await s.rpc('agent.wait', { runId: a.runId })).toMatchObject({ status: 'ok', response: expect.stringContaining('slow done') });
+    expect(await everAsked(A)).toEqual([]);
+    await s.rpc('approvals.resolve', { approvalId: item.approvalId, decision: 'accept', content: { sure: true } });
+    expect(await s.rpc('agent.wait', { runId: b.runId })).toMatchObject({ status: 'ok', response: expect.stringContaining('\\"sure\\":true') });
+  });
+
+  it("of a second session calling the same stdio server while the first's question waits is raised once the first's call is over, on the second session", async () => {
+    const one = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:elicit-s1', message: '/tool mcp__files__confirm {}' });
+    const [first] = await until(() => pendingOf('agent:main:elicit-s1').then((x) => (x.length ? x : null)));
+    const two = await s.rpc<{ runId: string }>('agent', { sessionKey: 'agent:main:elicit-s2', message: '/tool mcp__files__confirm {}' });
+    // MCP over stdio does not say which call asked: the first's tool may ask again. Not shown to either until it can be told.
+    await s.rpc('approvals.resolve', { approvalId: first.approvalId, decision: 'accept', content: { sure: true } });
+    expect(await s.rpc('agent.wait', { runId: one.runId })).toMatchObject({ status: 'ok', response: expect.stringContaining('\\"sure\\":true') });
+    const [second] = await until(() => pendingOf('agent:main:elicit-s2').then((x) => (x.length ? x : null)));
+    expect(second).toMatchObject({ sessionKey: 'agent:main:elicit-s2', runId: two.runId });
+    expect((await everAsked('agent:main:elicit-s1')).map((x) => x.approvalId)).toEqual([first.approvalId]);
     await s.rpc('approvals.resolve', { approvalId: second.approvalId, decision: 'accept', content: { sure: false } });
     expect(await s.rpc('agent.wait', { runId: two.runId })).toMatchObject({ status: 'ok', response: expect.stringContaining('\\"sure\\":false') });
   });

@@ -21,6 +21,7 @@ export const STORE_INDEPENDENT: readonly string[] = [
   'server/channels/split-text.test.ts',
   'server/mcp/config.test.ts',
   'server/mcp/elicit-content.test.ts',
+  'server/mcp/call-routing.test.ts',
   'server/models/fallback.test.ts',
   'server/models/providers.test.ts',
   'server/models/registry.test.ts',
