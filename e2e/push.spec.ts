@@ -119,3 +119,92 @@ test('a pushed pending item shows a notification whose "Allow once" resolves it'
     await rcv.close();
   }
 });
+
+test('a resolved push turns the notification into a plain, silent "Decided" one with no actions, and updates the badge', async ({ page, context, ownServer, expectedConsole }) => {
+  test.setTimeout(180_000);
+  expectedConsole.push(/does not support the Push API in incognito mode/);
+  const server = await ownServer({ config: { webhooks: { allowPrivateNetwork: true }, agents: [{ id: 'main', tools: { sessions_list: 'ask' } }] } });
+  const rpc = async <T = any>(method: string, params: object = {}): Promise<T> => {
+    const res = await fetch(`${server.origin}/api/gateway`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+    const body = await res.json();
+    expect(body.error, JSON.stringify(body.error)).toBeUndefined();
+    return body.result as T;
+  };
+  await context.grantPermissions(['notifications'], { origin: server.origin });
+  const cdp = await context.newCDPSession(page);
+  const registrations = new Map<string, string>();
+  cdp.on('ServiceWorker.workerRegistrationUpdated', (e) => {
+    for (const r of e.registrations) if (!r.isDeleted) registrations.set(r.scopeURL, r.registrationId);
+  });
+  await cdp.send('ServiceWorker.enable');
+  await page.goto(`${server.origin}/login?token=${TOKEN}`);
+  await page.evaluate(async () => (await navigator.serviceWorker.ready).active?.scriptURL);
+  await expect.poll(() => registrations.get(`${server.origin}/`)).toBeTruthy();
+  await expect.poll(() => context.serviceWorkers().some((w) => w.url() === `${server.origin}/sw.js`)).toBe(true);
+  const worker = context.serviceWorkers().find((w) => w.url() === `${server.origin}/sw.js`)!;
+  // What the worker shows and sets as the app badge, recorded as it happens (notifications are read only once shown:
+  // see the test above); the badge calls also say when a push was handled without showing anything.
+  await worker.evaluate(() => {
+    const g = globalThis as unknown as { registration: ServiceWorkerRegistration; navigator: Record<string, unknown>; seen: Array<[string, string | number]> };
+    const show = g.registration.showNotification.bind(g.registration);
+    g.seen = [];
+    g.registration.showNotification = async (title, options) => {
+      await show(title, options);
+      g.seen.push([options?.tag ?? '', title]);
+    };
+    Object.defineProperty(g.navigator, 'setAppBadge', { configurable: true, value: async (n?: number) => void g.seen.push(['badge', n ?? 0]) });
+    Object.defineProperty(g.navigator, 'clearAppBadge', { configurable: true, value: async () => void g.seen.push(['badge', 0]) });
+  });
+  const seen = () => worker.evaluate(() => (globalThis as unknown as { seen: Array<[string, string | number]> }).seen);
+  const shown = (tag: string) =>
+    page.evaluate(async (t) => {
+      const reg = await navigator.serviceWorker.ready;
+      return (await reg.getNotifications({ tag: t })).map((n) => ({ title: n.title, body: n.body, silent: n.silent, actions: ((n as unknown as { actions?: Array<{ title: string }> }).actions ?? []).map((a) => a.title) }));
+    }, tag);
+  const deliver = (json: unknown) => cdp.send('ServiceWorker.deliverPushMessage', { origin: server.origin, registrationId: registrations.get(`${server.origin}/`)!, data: JSON.stringify(json) });
+
+  const { publicKey } = await rpc<{ publicKey: string }>('push.vapidKey');
+  const rcv = await startPushReceiver(() => publicKey);
+  try {
+    await rpc('push.subscribe', { subscription: rcv.browser('chromium').subscription });
+    const pushesOf = (approvalId: string) => rcv.received.map((r) => r.json as { type: string; approvalId: string }).filter((j) => j.approvalId === approvalId);
+
+    // An item is pushed and shown with its actions; the badge counts it.
+    const first = 'agent:main:push-e2e-decided';
+    await rpc('agent', { sessionKey: first, message: '/tool sessions_list {}' });
+    await expect.poll(() => rcv.received.length, { timeout: 30_000 }).toBe(1);
+    const item = rcv.received[0]!.json as { approvalId: string; summary: string };
+    await deliver(item);
+    await expect.poll(seen, { timeout: 15_000 }).toEqual([[item.approvalId, 'main asks: sessions_list'], ['badge', 1]]);
+    expect(await shown(item.approvalId)).toEqual([{ title: 'main asks: sessions_list', body: `sessions_list {}\n${first}`, silent: false, actions: ['Allow once', 'Deny'] }]);
+
+    // Decided elsewhere (JSON-RPC here): the server pushes the resolved note, the worker replaces the notification.
+    await rpc('approvals.resolve', { approvalId: item.approvalId, decision: 'deny' });
+    await expect.poll(() => pushesOf(item.approvalId).length, { timeout: 30_000 }).toBe(2);
+    const note = pushesOf(item.approvalId)[1]!;
+    expect(note).toEqual({ type: 'resolved', approvalId: item.approvalId, decision: 'deny', decidedBy: { type: 'user', id: 'jsonrpc' } });
+    await deliver(note);
+    await expect.poll(seen, { timeout: 15_000 }).toEqual([[item.approvalId, 'main asks: sessions_list'], ['badge', 1], [item.approvalId, 'Decided: denied'], ['badge', 0]]);
+    // One notification under the item's tag: plain, silent, no actions (before: the actionable one stayed).
+    expect(await shown(item.approvalId)).toEqual([{ title: 'Decided: denied', body: 'sessions_list {}\nDecided in crosstalk.', silent: true, actions: [] }]);
+
+    // The push service handed the note over before the item's own push (or the item's notification was dismissed):
+    // the note is shown, and the late item's push does not bring the actions back.
+    const second = 'agent:main:push-e2e-late';
+    const { runId } = await rpc<{ runId: string }>('agent', { sessionKey: second, message: '/tool sessions_list {}' });
+    await expect.poll(() => rcv.received.length, { timeout: 30_000 }).toBe(3);
+    const late = rcv.received[2]!.json as { approvalId: string };
+    await rpc('approvals.resolve', { approvalId: late.approvalId, decision: 'allow_once' });
+    await expect.poll(() => pushesOf(late.approvalId).length, { timeout: 30_000 }).toBe(2);
+    await deliver(pushesOf(late.approvalId)[1]);
+    await expect.poll(async () => (await seen()).length, { timeout: 15_000 }).toBe(6);
+    expect((await seen()).slice(4)).toEqual([[late.approvalId, 'Decided: allowed'], ['badge', 0]]);
+    await deliver(late);
+    await expect.poll(async () => (await seen()).length, { timeout: 15_000 }).toBe(7);
+    expect((await seen()).slice(6)).toEqual([['badge', 0]]);
+    expect(await shown(late.approvalId)).toEqual([{ title: 'Decided: allowed', body: 'Decided in crosstalk.', silent: true, actions: [] }]);
+    expect((await rpc<{ status: string }>('agent.wait', { runId, timeoutMs: 30_000 })).status).toBe('ok');
+  } finally {
+    await rcv.close();
+  }
+});

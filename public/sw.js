@@ -1,5 +1,6 @@
 // crosstalk's service worker: shows a notification for each pushed pending item (CONTRACT §7 "Notifications"); its
-// "Allow once" and "Deny" answer a tool item through POST /api/push/action with the item's one-time token.
+// "Allow once" and "Deny" answer a tool item through POST /api/push/action with the item's one-time token. Once the
+// item is decided anywhere, a `resolved` push replaces that notification by a plain, silent "Decided: …" one.
 /* eslint-env serviceworker */
 
 self.addEventListener('install', () => self.skipWaiting());
@@ -21,6 +22,9 @@ async function updateBadge() {
 }
 
 async function showItem(item) {
+  // Decided already (the push service handed the resolved note over first): the item is not shown as waiting again.
+  const [open] = await self.registration.getNotifications({ tag: item.approvalId });
+  if (open && open.data && open.data.type === 'resolved') return updateBadge();
   const chain = Array.isArray(item.parentChain) ? item.parentChain.join(' › ') : item.sessionKey;
   const what = item.kind === 'tool' ? item.tool : item.kind;
   const actionable = item.kind === 'tool' && typeof item.token === 'string';
@@ -35,6 +39,34 @@ async function showItem(item) {
   await updateBadge();
 }
 
+const OUTCOME = { allow_once: 'allowed', allow_always: 'allowed', accept: 'allowed', deny: 'denied', decline: 'denied' };
+const DECIDER = { user: 'in crosstalk', chat: 'in chat', push: 'from a notification', reviewer: 'by the reviewer', rule: 'by a rule' };
+
+/**
+ * The item is no longer pending (decided anywhere, or its run ended): its notification, under the same tag, becomes a
+ * silent one with no actions, "Decided: allowed" / "Decided: denied" / "Decided: no longer waiting". It is shown even
+ * when no notification of that tag is open (dismissed, or answered here): a push must show one (userVisibleOnly, else
+ * the browser shows its own "updated in the background"), and a "Decided" note can never be a stale action.
+ */
+async function showResolved(note) {
+  const [open] = await self.registration.getNotifications({ tag: note.approvalId });
+  const item = open && open.data && open.data.type === 'approval' ? open.data : open && open.data && open.data.item ? open.data.item : null;
+  const outcome = OUTCOME[note.decision] || 'no longer waiting';
+  const by = note.decidedBy && DECIDER[note.decidedBy.type];
+  const lines = [item && item.summary, by ? `Decided ${by}.` : null].filter(Boolean);
+  await self.registration.showNotification(`Decided: ${outcome}`, {
+    body: lines.join('\n'),
+    tag: note.approvalId,
+    data: { type: 'resolved', approvalId: note.approvalId, decision: note.decision, sessionKey: item ? item.sessionKey : undefined, item: item ? { summary: item.summary, sessionKey: item.sessionKey } : null },
+    icon: '/icon-192.png',
+    silent: true,
+    renotify: false,
+    requireInteraction: false,
+    actions: [],
+  });
+  await updateBadge();
+}
+
 self.addEventListener('push', (event) => {
   let item = null;
   try {
@@ -42,8 +74,9 @@ self.addEventListener('push', (event) => {
   } catch {
     item = null;
   }
-  if (!item || item.type !== 'approval' || typeof item.approvalId !== 'string') return;
-  event.waitUntil(showItem(item));
+  if (!item || typeof item.approvalId !== 'string') return;
+  if (item.type === 'approval') event.waitUntil(showItem(item));
+  else if (item.type === 'resolved') event.waitUntil(showResolved(item));
 });
 
 /** Opens (or focuses) the room on the item's session. */

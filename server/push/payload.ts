@@ -1,5 +1,5 @@
 // What a push says about a pending item (CONTRACT §7 "Notifications"): the plaintext JSON and its one-line summary.
-import type { PendingApproval } from '../events/types';
+import type { DecidedBy, PendingApproval } from '../events/types';
 
 /** The decrypted body a service worker receives; `token` (tool items only) lets its actions resolve the item once. */
 export interface ApprovalPush {
@@ -51,4 +51,26 @@ export function approvalPush(item: PendingApproval, parentChain: string[], token
     summary: summaryOf(item),
     ...(token ? { token } : {}),
   };
+}
+
+/** The plaintext must fit one push message (4096 bytes on the wire, less the aes128gcm header and padding). */
+export const MAX_PLAINTEXT = 3000;
+
+/**
+ * What a browser that was sent an item is told once the item is no longer pending (decided anywhere, or closed by its
+ * run's end): its notification turns into a plain "decided" one. No token: there is nothing left to answer.
+ */
+export interface ResolvedPush {
+  type: 'resolved';
+  approvalId: string;
+  /** allow_once, allow_always, deny, accept, decline, or cancel (closed by its run's end: no one decided). */
+  decision?: string;
+  /** Who decided (CONTRACT §3 `decidedBy`: its type, and its id clipped); none for an item its run's end closed. */
+  decidedBy?: { type: DecidedBy['type']; id?: string };
+}
+
+export function resolvedPush(approvalId: string, decision?: string | null, by?: DecidedBy): ResolvedPush {
+  const id = by?.id ? clipLine(by.id, 64) : '';
+  const body: ResolvedPush = { type: 'resolved', approvalId, ...(decision ? { decision } : {}), ...(by ? { decidedBy: { type: by.type, ...(id ? { id } : {}) } } : {}) };
+  return JSON.stringify(body).length > MAX_PLAINTEXT ? { type: 'resolved', approvalId: approvalId.slice(0, 256) } : body;
 }

@@ -7,6 +7,7 @@ import type { CrosstalkConfig } from '../config';
 import type { DeliveryRow } from '../store/schema';
 import type { Store } from '../store/store';
 import { retryDelayMs } from '../webhooks/deliver';
+import { PUSH_SOURCE_PATTERNS } from './resolved';
 import type { PushOutcome } from './send';
 
 export type PushState = 'delivered' | 'gone' | 'refused' | 'dead';
@@ -67,15 +68,16 @@ export function durableRetries(store: Store, c: Pick<CrosstalkConfig['webhooks']
   };
 
   const sweep = async () => {
-    // This service's pushes only (`push:<approvalId>:<endpoint>`): an A2A push is a delivery of kind `push` too, but the
-    // webhook outbox retries it (`webhook_outbox:<id>`); swept here, it was found to carry no push and ended `dead`
-    // `not_retryable`, even after its receiver's 2xx (probe G), and a hundred of them would have held this sweep up.
+    // This service's pushes only (an item's `push:<approvalId>:<endpoint>`, its resolved note's
+    // `push-resolved:<approvalId>:<endpoint>`): an A2A push is a delivery of kind `push` too, but the webhook outbox
+    // retries it (`webhook_outbox:<id>`); swept here, it was found to carry no push and ended `dead` `not_retryable`,
+    // even after its receiver's 2xx (probe G), and a hundred of them would have held this sweep up.
     const rows = await store.db
       .selectFrom('deliveries')
       .selectAll()
       .where('state', '=', 'accepted')
       .where('kind', '=', 'push')
-      .where('source', 'like', 'push:%')
+      .where((eb) => eb.or(PUSH_SOURCE_PATTERNS.map((p) => eb('source', 'like', p))))
       .orderBy('updated_at')
       .limit(BATCH)
       .execute();

@@ -26,6 +26,11 @@ export interface PushSendOptions {
   timeoutMs: number;
   /** Seconds the push service may hold the message for an offline browser. */
   ttl?: number;
+  /**
+   * RFC 8030 §5.4 Topic (at most 32 base64url characters): a message still held by the push service for an offline
+   * browser is replaced by a newer one with the same topic (an item's "resolved" push replaces its approval push).
+   */
+  topic?: string;
   dispatcher?: ReturnType<typeof guardedDispatcher>;
 }
 
@@ -39,6 +44,7 @@ export async function sendPush(target: PushTarget, payload: string, o: PushSendO
       contentEncoding: 'aes128gcm',
       TTL: o.ttl ?? 3600,
       urgency: 'high',
+      ...(o.topic ? { topic: o.topic } : {}),
     });
   } catch (e) {
     // A subscription whose keys do not make a valid P-256 point or auth secret can never be sent to.

@@ -1,5 +1,6 @@
 // Web Push for pending items (CONTRACT §3 `push.*`, §7 "Notifications"): subscriptions, one push per new pending item to
-// every browser, and the one-time action token that lets a notification's "Allow once" / "Deny" resolve a tool item.
+// every browser, the one-time action token that lets a notification's "Allow once" / "Deny" resolve a tool item, and
+// (resolved.ts) the "resolved" push that ends that notification once the item is decided anywhere.
 import crypto from 'node:crypto';
 import { sql } from 'kysely';
 import type { CrosstalkConfig } from '../config';
@@ -13,9 +14,12 @@ import type { DeliveryRow } from '../store/schema';
 import { nowIso, type Store } from '../store/store';
 import { checkWebhookUrl, guardedDispatcher } from '../webhooks/guard';
 import { type VapidKeys, loadVapidKeys } from './keys';
-import { approvalPush } from './payload';
+import { approvalPush, MAX_PLAINTEXT } from './payload';
+import { parsePushSource, pushDeliveryId, type PushForm, pushSource, RESOLVED_RETRY_KEY, ResolvedPushes, resolvedPayload, topicOf } from './resolved';
 import { durableRetries, type PushAttempt, type PushRetries, type PushState } from './retry';
 import { type PushOutcome, sendPush } from './send';
+
+export { pushDeliveryId } from './resolved';
 
 export interface PushSubscriptionInput {
   endpoint: string;
@@ -40,15 +44,10 @@ export type PushDecision = (typeof PUSH_DECISIONS)[number];
 
 /** Browsers one server pushes to; a subscribe past it is refused (limit_exceeded). */
 export const MAX_SUBSCRIPTIONS = 1000;
-/** The plaintext must fit one push message (4096 bytes on the wire, less the aes128gcm header and padding). */
-const MAX_PLAINTEXT = 3000;
 /** VAPID `sub` (RFC 8292 §2.1): a contact for the push service's operator. */
 export const DEFAULT_VAPID_SUBJECT = 'mailto:crosstalk@localhost.invalid';
 
 const hashToken = (t: string) => crypto.createHash('sha256').update(t).digest('hex');
-
-/** One delivery per item and browser: a repeat of the same push records nothing new. */
-export const pushDeliveryId = (approvalId: string, endpoint: string) => `dlv_push_${approvalId}_${crypto.createHash('sha256').update(endpoint).digest('hex').slice(0, 16)}`;
 
 export class PushService {
   private keys: VapidKeys | null = null;
@@ -58,9 +57,15 @@ export class PushService {
   private dispatcher?: ReturnType<typeof guardedDispatcher>;
   /** The message of each push this process is still trying (a retry here sends the same token; after a restart, a fresh one). */
   private readonly payloads = new Map<string, string>();
+  private readonly resolved: ResolvedPushes;
 
   constructor(private readonly d: PushDeps) {
     this.retries = d.retries ?? durableRetries(d.store, d.config.webhooks, (e) => d.log.warn({ err: errorMessage(e) }, 'push retry failed'));
+    this.resolved = new ResolvedPushes({
+      store: d.store,
+      send: (deliveryId, approvalId, endpoint, payload) => this.deliver(deliveryId, 0, 'resolved', approvalId, endpoint, payload),
+      onError: (e) => d.log.warn({ err: errorMessage(e) }, 'resolved pushes not reconciled'),
+    });
   }
 
   /** Loads (or makes, once) the VAPID keys and starts pushing each new pending item this process records. */
@@ -73,16 +78,23 @@ export class PushService {
       // (a deleted token read as a wrong one, `forbidden`); a token decides nothing once its item is no longer pending,
       // and the retention sweep deletes the ones never pressed (retention.ts).
       if (ev.data.phase === 'requested') this.track(this.notify(ev.data.approvalId));
+      // No longer pending, however (resolve, a notification, chat, a cancelled or ended run, a deleted
+      // session): each browser its push reached is told, so its notification stops offering actions.
+      else if (ev.data.phase === 'resolved') this.track(this.resolved.after(ev.data.approvalId));
     });
     this.d.store.deliveryRetry.set('push', (row) => this.retryDead(row));
+    this.d.store.deliveryRetry.set(RESOLVED_RETRY_KEY, (row) => this.retryDead(row));
     // Retries waiting in the store (this process's, one that stopped or died, or on PostgreSQL another instance's).
     this.retries.run((row) => this.again(row));
+    // Decisions whose resolved pushes a stopped or dead process never recorded.
+    this.resolved.start((p) => this.track(p));
   }
 
   stop(): void {
     this.off?.();
     this.off = null;
     this.retries.stop();
+    this.resolved.stop();
   }
 
   /** Resolves when the pushes started so far have had their first attempt. */
@@ -162,9 +174,9 @@ export class PushService {
           id: pushDeliveryId(approvalId, sub.endpoint),
           from: { sessionKey: row.session_key, runId: row.run_id },
           to: { url: sub.endpoint },
-          source: `push:${approvalId}:${sub.endpoint}`,
+          source: pushSource('approval', approvalId, sub.endpoint),
         });
-        await this.deliver(deliveryId, 0, approvalId, sub.endpoint, payload);
+        await this.deliver(deliveryId, 0, 'approval', approvalId, sub.endpoint, payload);
       }),
     );
   }
@@ -187,20 +199,24 @@ export class PushService {
   }
 
   /** The first attempt of a round of one push delivery (retries come from the store's sweep), recorded on the delivery. */
-  private async deliver(deliveryId: string, attemptsBefore: number, approvalId: string, endpoint: string, payload: string): Promise<void> {
+  private async deliver(deliveryId: string, attemptsBefore: number, form: PushForm, approvalId: string, endpoint: string, payload: string): Promise<void> {
     this.payloads.set(deliveryId, payload);
-    await this.retries.start(deliveryId, attemptsBefore, await this.attemptOf(deliveryId, approvalId, endpoint, payload));
+    await this.retries.start(deliveryId, attemptsBefore, await this.attemptOf(deliveryId, form, approvalId, endpoint, payload));
   }
 
-  /** A due retry found in the store: the same message when this process sent the first, else a fresh one. */
+  /**
+   * A due retry found in the store: the same message when this process sent the first, else a fresh one (an item's
+   * push: a fresh token, or nothing once it is decided; a resolved push: the same note, never a token).
+   */
   private async again(row: DeliveryRow): Promise<PushAttempt | null> {
-    const m = /^push:([^:]+):(.+)$/.exec(row.source ?? '');
-    if (!m) {
+    const src = parsePushSource(row.source);
+    if (!src) {
       await this.d.store.markAttempt(row.id, { ok: false, final: true, error: { code: 'not_retryable', message: `delivery ${row.id} keeps no push to send again` } });
       return null;
     }
-    const [, approvalId, endpoint] = m as unknown as [string, string, string];
+    const { form, approvalId, endpoint } = src;
     let payload = this.payloads.get(row.id);
+    if (!payload && form === 'resolved') payload = await resolvedPayload(this.d.store, approvalId);
     if (!payload) {
       payload = (await this.payload(approvalId)) ?? undefined;
       if (!payload) {
@@ -209,31 +225,34 @@ export class PushService {
       }
       this.payloads.set(row.id, payload);
     }
-    return this.attemptOf(row.id, approvalId, endpoint, payload);
+    return this.attemptOf(row.id, form, approvalId, endpoint, payload);
   }
 
-  private async attemptOf(deliveryId: string, approvalId: string, endpoint: string, payload: string): Promise<PushAttempt> {
+  private async attemptOf(deliveryId: string, form: PushForm, approvalId: string, endpoint: string, payload: string): Promise<PushAttempt> {
     const vapid = await this.vapid();
     const opts = {
       vapid,
       subject: process.env.CROSSTALK_VAPID_SUBJECT || DEFAULT_VAPID_SUBJECT,
       allowPrivateNetwork: this.d.config.webhooks.allowPrivateNetwork,
       timeoutMs: this.d.config.webhooks.timeoutMs,
+      topic: topicOf(approvalId),
       dispatcher: (this.dispatcher ??= guardedDispatcher(this.d.config.webhooks.allowPrivateNetwork)),
     };
     return {
-      send: () => this.attempt(approvalId, endpoint, payload, opts),
+      send: () => this.attempt(form, approvalId, endpoint, payload, opts),
       record: async (r, n, end) => {
         if (end) this.payloads.delete(deliveryId);
         await this.record(deliveryId, approvalId, endpoint, r, n, end);
+        // The item's push got through: if it was decided meanwhile (before this 2xx was recorded), say so now.
+        if (form === 'approval' && end === 'delivered') this.track(this.resolved.after(approvalId, [endpoint]));
       },
     };
   }
 
-  private async attempt(approvalId: string, endpoint: string, payload: string, opts: Parameters<typeof sendPush>[2]): Promise<PushOutcome> {
-    // A retry of an item that is no longer pending has nothing left to say.
-    const row = await this.d.store.getApproval(approvalId);
-    if (!row || row.status !== 'pending') return { ok: false, gone: false, refused: true, code: 'already_resolved', error: `approval ${approvalId} is no longer pending` };
+  private async attempt(form: PushForm, approvalId: string, endpoint: string, payload: string, opts: Parameters<typeof sendPush>[2]): Promise<PushOutcome> {
+    // A retry of an item that is no longer pending has nothing left to say (a resolved push says just that).
+    const row = form === 'approval' ? await this.d.store.getApproval(approvalId) : null;
+    if (form === 'approval' && (!row || row.status !== 'pending')) return { ok: false, gone: false, refused: true, code: 'already_resolved', error: `approval ${approvalId} is no longer pending` };
     // Nor one to a browser that unsubscribed (or was dropped) since.
     const sub = await this.d.store.db.selectFrom('push_subscriptions').selectAll().where('endpoint', '=', endpoint).executeTakeFirst();
     if (!sub) return { ok: false, gone: false, refused: true, code: 'unknown_delivery', error: 'the browser unsubscribed' };
@@ -269,11 +288,15 @@ export class PushService {
     if (end) this.d.onOutcome?.(end, approvalId, endpoint);
   }
 
-  /** deliveries.retry of a dead push: a fresh round of attempts under the same id, with a fresh action token. */
+  /**
+   * deliveries.retry of a dead push: a fresh round of attempts under the same id; an item's push with a fresh action
+   * token (refused once the item is decided), a resolved push with its note again (its item is decided by definition).
+   */
   private async retryDead(row: { id: string; source: string | null; attempts: number }): Promise<void> {
-    const m = /^push:([^:]+):(.+)$/.exec(row.source ?? '');
-    if (!m) throw new CrosstalkError('not_retryable', `delivery ${row.id} keeps no push to send again`);
-    const [, approvalId, endpoint] = m as unknown as [string, string, string];
+    const src = parsePushSource(row.source);
+    if (!src) throw new CrosstalkError('not_retryable', `delivery ${row.id} keeps no push to send again`);
+    const { form, approvalId, endpoint } = src;
+    if (form === 'resolved') return this.track(this.deliver(row.id, Number(row.attempts), form, approvalId, endpoint, await resolvedPayload(this.d.store, approvalId)));
     const payload = await this.payload(approvalId);
     // Decided since: nothing to push. It ends `failed` (reopened for this retry; no attempt counted), and the retry
     // is refused with why.
@@ -282,7 +305,7 @@ export class PushService {
       await this.d.store.advanceDeliveries([row.id], 'failed', { error });
       throw new CrosstalkError('not_retryable', `delivery ${row.id}: ${error.message}`);
     }
-    this.track(this.deliver(row.id, Number(row.attempts), approvalId, endpoint, payload));
+    this.track(this.deliver(row.id, Number(row.attempts), form, approvalId, endpoint, payload));
   }
 
   /**

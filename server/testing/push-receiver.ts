@@ -27,6 +27,8 @@ export interface PushReceiver {
   browser(id: string): FakeBrowser;
   /** Answers the next requests to `id` with these statuses, or statuses with headers (then 201s). */
   answer(id: string, ...statuses: Array<number | ForcedAnswer>): void;
+  /** Holds the next request to `id` unanswered (`reached` once it is here) until `release()` (then answered as usual). */
+  hold(id: string): { reached: Promise<void>; release(): void };
   received: ReceivedPush[];
   /** Requests refused by the checks (a bad JWT, a body that does not decrypt), with why. */
   rejected: Array<{ browser: string; why: string }>;
@@ -108,6 +110,7 @@ export interface ForcedAnswer {
 export async function startPushReceiver(serverKey: () => string): Promise<PushReceiver> {
   const browsers = new Map<string, FakeBrowser>();
   const queued = new Map<string, Array<number | ForcedAnswer>>();
+  const holds = new Map<string, Array<{ arrived(): void; held: Promise<void> }>>();
   const r: PushReceiver = {
     origin: '',
     received: [],
@@ -124,13 +127,26 @@ export async function startPushReceiver(serverKey: () => string): Promise<PushRe
     answer(id, ...statuses) {
       queued.set(id, [...(queued.get(id) ?? []), ...statuses]);
     },
+    hold(id) {
+      let release = () => undefined as void;
+      let arrived = () => undefined as void;
+      const held = new Promise<void>((ok) => (release = ok));
+      const reached = new Promise<void>((ok) => (arrived = ok));
+      holds.set(id, [...(holds.get(id) ?? []), { arrived, held }]);
+      return { reached, release: () => release() };
+    },
     close: async () => undefined,
   };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
+    req.on('end', async () => {
       const id = decodeURIComponent((req.url ?? '').replace(/^\/push\//, ''));
+      const hold = holds.get(id)?.shift();
+      if (hold) {
+        hold.arrived();
+        await hold.held;
+      }
       const reply = (status: number, headers: Record<string, string> = {}) => {
         r.attempts.push({ browser: id, status, at: Date.now() });
         res.writeHead(status, headers).end();
