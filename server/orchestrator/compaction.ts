@@ -204,7 +204,7 @@ export class Compactor {
     const res = await this.compact(t, view, before);
     if (res.status === 'ok') {
       const fresh = await contextView(this.d.store, t.sessionKey, this.d.config.session.contextMessages);
-      messages.splice(0, messages.length, ...toPromptMessages(fresh.rows));
+      messages.splice(0, messages.length, ...toPromptMessages(fresh.rows, t.runId)); // the run's prompt as it ran: none of its held rows
     } else if (res.status === 'error' || before > limit) {
       res.tokensAfter = this.trimToFit(t, messages, limit);
     }

@@ -58,6 +58,23 @@ describe('a row written during a tool call', () => {
     expect(tool.content.map((p) => (p as { toolCallId: string }).toolCallId)).toEqual(['a', 'b']);
   });
 
+  it("for the run the prompt is for (re-driven, or compacted mid-run), its own rows written during its calls are left out: its prompt never had them", () => {
+    // A send_message post of run r1 sits between its calls and their results. Placed after the results it ended the
+    // prompt with the run's own text, and the model made the step again (probe W); another run's row still moves.
+    const call = (id: number, callId: string) => row(id, { role: 'assistant', kind: 'tool_call', runId: 'r1', tool: { name: 'send_message', callId, args: {}, result: undefined } });
+    const result = (id: number, callId: string) => row(id, { role: 'tool', kind: 'tool_result', runId: 'r1', tool: { name: 'send_message', callId, args: {}, result: { ok: 1 } } });
+    const rows = [
+      row(1, { content: 'go', runId: 'r1' }),
+      call(2, 'a'),
+      row(3, { role: 'assistant', content: 'posted', runId: 'r1', author: { type: 'persona', id: 'p' } as TranscriptMessage['author'] }),
+      row(4, { kind: 'inter_session', content: 'from a peer', runId: 'r0' }),
+      result(5, 'a'),
+    ];
+    expect(withToolResultsAdjacent(rows, 'r1').map((r) => r.id)).toEqual(['1', '2', '5', '4']);
+    expect(withToolResultsAdjacent(rows).map((r) => r.id)).toEqual(['1', '2', '5', '3', '4']);
+    expect(toPromptMessages(rows.slice(0, 3).concat(rows[4]!), 'r1').map((m) => m.role)).toEqual(['user', 'assistant', 'tool']);
+  });
+
   it('a mirror sent into a session while its run is inside exec: the next prompt keeps the call and its result adjacent', async () => {
     const key = 'agent:gpt:main';
     fake.enqueue({ toolCalls: [{ name: 'exec', args: { command: 'sleep 1; echo slept' } }] }, { text: 'first done' });

@@ -23,8 +23,13 @@ export const userMessage = (text: string): PromptMessage => ({ role: 'user', con
  * sit between those calls and their results in the transcript. A prompt must never split a call from its result
  * (providers refuse it: every later call of the session would be an HTTP 400), so such rows move to just after the
  * last result of the calls that were open when they arrived. `rows` oldest first; the order is otherwise kept.
+ *
+ * Such rows of `liveRun` (the run the prompt is for, re-driven after a crash) are left out: its prompt as it ran never
+ * held them (a step's prompt is its calls and their results), and placed last they ended it with the run's own text, so
+ * the model took the step as not made and made it again under new call ids — a send_message post twice, a command run
+ * again after its first call answered `interrupted` (probe W).
  */
-export function withToolResultsAdjacent(rows: TranscriptMessage[]): TranscriptMessage[] {
+export function withToolResultsAdjacent(rows: TranscriptMessage[], liveRun?: string): TranscriptMessage[] {
   const answered = new Set<string>();
   for (const r of rows) if (r.kind === 'tool_result' && r.tool) answered.add(r.tool.callId);
   const out: TranscriptMessage[] = [];
@@ -41,16 +46,20 @@ export function withToolResultsAdjacent(rows: TranscriptMessage[]): TranscriptMe
         out.push(...held);
         held = [];
       }
-    } else if (open.size > 0) held.push(r);
-    else out.push(r);
+    } else if (open.size > 0) {
+      if (liveRun === undefined || r.runId !== liveRun) held.push(r);
+    } else out.push(r);
   }
   out.push(...held);
   return out;
 }
 
-/** `rows` oldest first. Tool calls whose results are missing are left for the caller (resume). */
-export function toPromptMessages(all: TranscriptMessage[]): PromptMessage[] {
-  const rows = withToolResultsAdjacent(all);
+/**
+ * `rows` oldest first. Tool calls whose results are missing are left for the caller (resume). `liveRun`: the run the
+ * prompt is for (withToolResultsAdjacent).
+ */
+export function toPromptMessages(all: TranscriptMessage[], liveRun?: string): PromptMessage[] {
+  const rows = withToolResultsAdjacent(all, liveRun);
   const out: PromptMessage[] = [];
   let assistant: AssistantMessage | null = null;
   let tool: ToolMessage | null = null;

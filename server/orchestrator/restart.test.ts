@@ -113,6 +113,33 @@ describe('restart', () => {
     }
   });
 
+  it('a re-driven step that also posted with send_message is not made again: nothing is posted or run twice (probe W)', async () => {
+    // Before: the prompt rebuilt from the transcript ended with the step's persona post (moved after the results), the
+    // model answered that as if the step had not happened, and the whole step ran again under new call ids: the post
+    // was made twice and the command ran again after its first call had answered `interrupted`.
+    const dataDir = tmpDataDir();
+    const config = { agents: [{ id: 'main', tools: { exec: 'auto' } }] };
+    const a = await startTestServer({ dataDir, config });
+    const key = 'agent:main:posted-once';
+    const r = await a.rpc<{ runId: string }>('agent', { sessionKey: key, message: '/tool send_message {"content":"posted-once"}\n/tool exec {"command":"echo ran >> ran-once.txt; sleep 2"}' });
+    const execCall = async () => (await a.rt.store.history({ sessionKey: key, limit: 10, includeTools: true })).find((m) => m.kind === 'tool_call' && m.tool_name === 'exec')?.tool_call_id ?? '';
+    // The post is made and the command is running (the step's calls run side by side).
+    await until(async () => (await a.rt.store.toolStarted(r.runId, await execCall())) && (await a.rt.store.history({ sessionKey: key, limit: 10, includeTools: false })).some((m) => m.content === 'posted-once'));
+    await a.crash();
+    const b = await startTestServer({ dataDir, config });
+    try {
+      const w = await b.rpc<{ status: string; response: string }>('agent.wait', { runId: r.runId });
+      expect(w.status).toBe('ok');
+      expect(w.response).toContain('"code":"interrupted"');
+      const h = (await b.rpc<{ messages: any[] }>('chat.history', { sessionKey: key, includeTools: true })).messages.reverse();
+      expect(h.filter((m) => m.content === 'posted-once')).toHaveLength(1);
+      expect(h.filter((m) => m.kind === 'tool_call').map((m) => m.tool.name)).toEqual(['send_message', 'exec']);
+      expect(h.filter((m) => m.kind === 'tool_result')).toHaveLength(2);
+    } finally {
+      await b.close();
+    }
+  });
+
   it('a graceful stop (close, not crash) keeps a pending approval and re-drives the paused run on the next start', async () => {
     const dataDir = tmpDataDir();
     const a = await startTestServer({ dataDir });

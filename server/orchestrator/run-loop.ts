@@ -120,7 +120,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   const view = await contextView(store, run.sessionKey, config.session.contextMessages, count);
   const transcript = view.rows; // the newest summary and the rows after it
   run.contextTruncated = view.truncated; // the first step's compaction check need not read the session again
-  const messages: PromptMessage[] = toPromptMessages(transcript);
+  const messages: PromptMessage[] = toPromptMessages(transcript, run.id);
   let lastText = '';
   for (const m of transcript) if (m.runId === run.id && m.role === 'assistant' && m.kind === 'message') lastText = m.content.trim();
 
@@ -148,7 +148,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
         // before the stop: the step stays one assistant turn with all its calls and one tool turn with all its
         // results, as the model made it (appended apart, it read as two steps, and a reply to "the results" had only
         // the re-driven ones).
-        messages.splice(0, messages.length, ...toPromptMessages((await contextView(store, run.sessionKey, config.session.contextMessages)).rows));
+        messages.splice(0, messages.length, ...toPromptMessages((await contextView(store, run.sessionKey, config.session.contextMessages)).rows, run.id));
       } else {
         // The last step finished with text and no tool calls (they are written with it): the run was done, only
         // its end was not recorded. Asking the model again would answer twice.
