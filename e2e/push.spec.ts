@@ -6,19 +6,15 @@
 // notificationclick path, answer(notification, action), on the notification it shows.
 import { expect, test, TOKEN } from './fixtures';
 import { startPushReceiver } from '../server/testing/push-receiver';
+import { rpcAt } from './support/rpc';
 
-test('a pushed pending item shows a notification whose "Allow once" resolves it', async ({ page, context, ownServer, expectedConsole }) => {
+test('a pushed pending item shows a notification whose "Allow once" resolves it', async ({ page, context, request, ownServer, expectedConsole }) => {
   test.setTimeout(180_000);
   // Playwright's browser contexts are off-the-record: Chromium refuses pushManager there and logs why (its own message).
   expectedConsole.push(/does not support the Push API in incognito mode/);
   // The test push service listens on loopback: allowed only with webhooks.allowPrivateNetwork.
   const server = await ownServer({ config: { webhooks: { allowPrivateNetwork: true }, agents: [{ id: 'main', tools: { sessions_list: 'ask' } }] } });
-  const rpc = async <T = any>(method: string, params: object = {}): Promise<T> => {
-    const res = await fetch(`${server.origin}/api/gateway`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
-    const body = await res.json();
-    expect(body.error, JSON.stringify(body.error)).toBeUndefined();
-    return body.result as T;
-  };
+  const rpc = <T = any>(method: string, params: object = {}) => rpcAt<T>(request, server.origin, TOKEN, method, params);
 
   // Installable: the manifest and its PNG icons.
   const manifest = await (await fetch(`${server.origin}/manifest.webmanifest`)).json();
@@ -120,16 +116,11 @@ test('a pushed pending item shows a notification whose "Allow once" resolves it'
   }
 });
 
-test('a resolved push turns the notification into a plain, silent "Decided" one with no actions, and updates the badge', async ({ page, context, ownServer, expectedConsole }) => {
+test('a resolved push turns the notification into a plain, silent "Decided" one with no actions, and updates the badge', async ({ page, context, request, ownServer, expectedConsole }) => {
   test.setTimeout(180_000);
   expectedConsole.push(/does not support the Push API in incognito mode/);
   const server = await ownServer({ config: { webhooks: { allowPrivateNetwork: true }, agents: [{ id: 'main', tools: { sessions_list: 'ask' } }] } });
-  const rpc = async <T = any>(method: string, params: object = {}): Promise<T> => {
-    const res = await fetch(`${server.origin}/api/gateway`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
-    const body = await res.json();
-    expect(body.error, JSON.stringify(body.error)).toBeUndefined();
-    return body.result as T;
-  };
+  const rpc = <T = any>(method: string, params: object = {}) => rpcAt<T>(request, server.origin, TOKEN, method, params);
   await context.grantPermissions(['notifications'], { origin: server.origin });
   const cdp = await context.newCDPSession(page);
   const registrations = new Map<string, string>();

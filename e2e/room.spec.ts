@@ -2,6 +2,7 @@
 import { expect, test, TOKEN } from './fixtures';
 import { openThroughProxy } from './support/proxied-room';
 import { startTcpProxy } from './support/tcp-proxy';
+import { rpc as rpcOf } from './support/rpc';
 
 test.describe('login', () => {
   test('an unauthenticated visit shows the login hint', async ({ page }) => {
@@ -173,15 +174,7 @@ test.describe('resilience', () => {
 test.describe('history', () => {
   test('a reload shows the transcript from history, older pages on demand', async ({ room, request, freshSession }) => {
     // Seed 30 turns (60 rows: more than one 50-row page) through the JSON-RPC gateway.
-    const rpc = async (method: string, params: object) => {
-      const res = await request.post('/api/gateway', {
-        headers: { authorization: `Bearer ${TOKEN}` },
-        data: { jsonrpc: '2.0', id: 1, method, params },
-      });
-      const body = await res.json();
-      expect(body.error, JSON.stringify(body.error)).toBeUndefined();
-      return body.result;
-    };
+    const rpc = (method: string, params: object) => rpcOf(request, TOKEN, method, params);
     for (let i = 0; i < 30; i++) {
       const { runId } = await rpc('agent', { sessionKey: freshSession, message: `turn ${i}` });
       expect((await rpc('agent.wait', { runId })).status).toBe('ok');
