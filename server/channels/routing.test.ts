@@ -138,6 +138,14 @@ describe('one session per sender: a key part is one to one', () => {
       ['@alice=bridge:example.org', '@alice-bridge:example.org'],
       ['bob smith', 'bob-smith'],
       ['x y', 'x\ty'],
+      // Probe V: trim() stripped Unicode spaces and the BOM, toLowerCase() folded the Kelvin sign: all were `kate`.
+      ['kate', 'kate\u00a0'],
+      ['kate', '\ufeffkate'],
+      ['kate', '\u212Aate'],
+      ['kate', '\u3000kate'],
+      ['kate', ' kate'],
+      ['jo hn', ' jo hn'],
+      ['\u00c5', '\u212B'],
     ];
     for (const [a, b] of pairs) if (a !== b) expect(direct(a!)).not.toBe(direct(b!));
     // Every dmScope, and a thread or an account spelled so, too.

@@ -1,4 +1,5 @@
 // Session routing for channels: one key builder for inbound and outbound (dmScope, identityLinks, threads), and session entries.
+import { asciiLower } from '../ascii-case';
 import crypto from 'node:crypto';
 import type { CrosstalkConfig } from '../config';
 import { sessionKindOf } from '../sessions/keys';
@@ -30,13 +31,15 @@ export const MAX_KEY_PART = 256;
  * An id as a session key part (CONTRACT §4: `[a-z0-9:._+-]`), one to one: lowercased (platform ids are
  * case-insensitive, so ids differing only in case share a part). An id spelled with those characters only (numeric
  * Telegram ids, Slack's `C0ABC`, phone numbers) is the part as it always was. Any other id has its other characters
- * replaced by `-` and gets `.` + 12 hex digits of the SHA-256 of the (trimmed, lowercased) id: `jürgen` and `jörgen`,
+ * replaced by `-` and gets `.` + 12 hex digits of the SHA-256 of the id (ASCII letters lowercased, nothing trimmed): `jürgen` and `jörgen`,
  * or `a/b#c` and `a-b-c`, were one part (`j-rgen`), one session for two senders. So does a clean id that already ends
  * the way such a part does, or holds `:thread:` (no id can be picked to equal another's part, or another conversation's
  * thread), and one longer than MAX_KEY_PART (cut to fit).
  */
 export function keyPart(id: string): string {
-  const raw = id.trim().toLowerCase();
+  // Only ASCII letters fold, and nothing is trimmed: `kate`, ` kate`, `kate\u00a0`, `\ufeffkate` and `\u212Aate` (the
+  // Kelvin sign) were one part (trim() strips Unicode spaces, toLowerCase() folds the Kelvin sign to k: probe V).
+  const raw = asciiLower(id);
   const s = raw.replace(/[^a-z0-9:._+-]/g, '-');
   if (s && s === raw && s.length <= MAX_KEY_PART && !HASHED.test(s) && !s.includes(':thread:')) return s;
   const hash = crypto.createHash('sha256').update(raw).digest('hex').slice(0, 12);
@@ -45,9 +48,9 @@ export function keyPart(id: string): string {
 
 /** `identityLinks: {"alice": ["telegram:4242"]}` makes the direct peer `alice` for telegram user 4242. */
 export function linkedPeer(channel: string, peerId: string, identityLinks: Record<string, string[]>): string | null {
-  const want = `${channel}:${peerId}`.toLowerCase();
+  const want = asciiLower(`${channel}:${peerId}`);
   for (const [name, ids] of Object.entries(identityLinks)) {
-    if (ids.some((i) => i.trim().toLowerCase() === want)) return name;
+    if (ids.some((i) => asciiLower(i.trim()) === want)) return name;
   }
   return null;
 }

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { channelTrustSchema, type DmPolicy } from './channel-config';
 import type { CrosstalkConfig } from '../config';
 import { CrosstalkError } from '../errors';
+import { asciiLower } from '../ascii-case';
 import type { Logger } from '../logger';
 import type { InboundMessage } from '../channels/types';
 import { nowIso, type Store } from '../store/store';
@@ -21,7 +22,7 @@ export interface SenderRule {
 export function senderRule(config: CrosstalkConfig, channel: string): SenderRule {
   const raw = channelTrustSchema.safeParse(config.channels[channel] ?? {});
   const c = raw.success ? raw.data : {};
-  return { policy: c.dmPolicy ?? 'pairing', allowFrom: new Set((c.allowFrom ?? []).map((s) => s.toLowerCase())) };
+  return { policy: c.dmPolicy ?? 'pairing', allowFrom: new Set((c.allowFrom ?? []).map((s) => asciiLower(s))) };
 }
 
 /** `channels.<name>.approvers` as configured (the platform's ids, compared case-insensitively); empty when none are. */
@@ -46,7 +47,7 @@ export type Admission = { kind: 'admit' } | { kind: 'held'; code: string; firstR
  */
 export async function admit(store: Store, log: Logger, rule: SenderRule, channel: string, agentId: string, msg: InboundMessage): Promise<Admission> {
   const peer = msg.from;
-  if (rule.policy === 'open' || rule.allowFrom.has('*') || rule.allowFrom.has(peer.toLowerCase())) return { kind: 'admit' };
+  if (rule.policy === 'open' || rule.allowFrom.has('*') || rule.allowFrom.has(asciiLower(peer))) return { kind: 'admit' }; // \u212Aate is not kate
   if (rule.policy === 'allowlist') return { kind: 'drop', reason: 'sender not in allowFrom' };
   const db = store.db;
   let sender = await db.selectFrom('channel_senders').selectAll().where('channel', '=', channel).where('peer', '=', peer).executeTakeFirst();

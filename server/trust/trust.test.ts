@@ -277,12 +277,17 @@ describe('dmPolicy', () => {
   });
 
   it('allowlist takes only allowFrom; open takes anyone', async () => {
-    const t = await startTestServer({ config: { channels: webhookChannel({ dmPolicy: 'allowlist', allowFrom: ['erin'] }) } });
+    const t = await startTestServer({ config: { channels: webhookChannel({ dmPolicy: 'allowlist', allowFrom: ['erin', 'kate'] }) } });
     try {
       await inbound(t, 'erin', 'hi');
       await inbound(t, 'frank', 'hi');
-      await until(async () => (await runsOf(t, 'agent:main:webhook:direct:erin')).length === 1);
+      await inbound(t, 'ERIN', 'hi'); // ASCII case does not count
+      // Probe V: toLowerCase() folded the Kelvin sign to k, so \u212Aate was on kate's allowlist (and in her session).
+      await inbound(t, '\u212Aate', 'hi');
+      await until(async () => (await runsOf(t, 'agent:main:webhook:direct:erin')).length === 2);
       expect(await runsOf(t, 'agent:main:webhook:direct:frank')).toEqual([]);
+      expect(await runsOf(t, 'agent:main:webhook:direct:kate')).toEqual([]);
+      expect((await t.rt.store.db.selectFrom('runs').select('id').execute()).length).toBe(2);
       expect((await t.rpc<{ pairings: unknown[] }>('pairings.list', {})).pairings).toEqual([]);
       expect(sentTo('frank')).toEqual([]);
     } finally {
