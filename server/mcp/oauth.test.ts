@@ -97,6 +97,12 @@ describe('an MCP server behind OAuth', () => {
     expect(again?.status ?? 400).toBe(400);
     const replay = await fetch(`${srv.url}/api/mcp/oauth/callback?state=${url.searchParams.get('state')}&code=x`);
     expect(replay.status).toBe(400);
+    // A state no store can hold: 400 on both stores (probe V: 500 on PostgreSQL, its encoding error shown).
+    for (const state of ['a%00b', 'a%ED%A0%80b']) {
+      const bad = await fetch(`${srv.url}/api/mcp/oauth/callback?state=${state}&code=x`);
+      expect(bad.status, state).toBe(400);
+      expect(await bad.text()).not.toMatch(/encoding|0x00/);
+    }
   }, 60_000);
 
   it('keeps the tokens in the store: a restarted gateway uses the server with no new item', async () => {
