@@ -133,7 +133,9 @@ async function accept(d: InboundDeps, channel: string, req: InboundRequest): Pro
 
 /** One message past its gate: admitted (dmPolicy) and submitted (true: now or before), held for pairing, or dropped. */
 async function acceptOne(d: InboundDeps, plugin: AnyChannelPlugin, rule: ReturnType<typeof senderRule>, agentId: string, msg: InboundMessage, gate: Gate | undefined, accepted: InboundOutcome['accepted']): Promise<boolean> {
-  const admission = await admit(d.store, d.log, rule, plugin.id, agentId, msg);
+  // A held message's gate is settled with its hold (one transaction): nothing is left for a redelivery to hold again.
+  const heldWith = gate && ((tx: Parameters<typeof settleClaim>[0]) => settleClaim(tx, gate.key, gate.owner, { at: new Date().toISOString(), held: true }));
+  const admission = await admit(d.store, d.log, rule, plugin.id, agentId, msg, heldWith);
   if (admission.kind === 'drop') {
     d.log.info({ channel: plugin.id, from: msg.from, reason: admission.reason }, 'inbound message from a sender that is not allowed: dropped');
     return false;

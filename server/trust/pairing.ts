@@ -1,5 +1,6 @@
 // Channel senders admitted by `dmPolicy` (CONTRACT §5 "Trust"): pairing codes, held messages, pairings.list / resolve.
 import crypto from 'node:crypto';
+import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import { channelTrustSchema, type DmPolicy } from './channel-config';
 import type { CrosstalkConfig } from '../config';
@@ -8,6 +9,7 @@ import { asciiLower } from '../ascii-case';
 import type { Logger } from '../logger';
 import type { InboundMessage } from '../channels/types';
 import { nowIso, type Store } from '../store/store';
+import type { Database } from '../store/schema';
 import { expirePairings, pairingCutoff } from '../store/retention';
 
 /** Held messages kept per sender, and senders waiting per channel: beyond these, more is dropped (and logged). */
@@ -43,9 +45,19 @@ export type Admission = { kind: 'admit' } | { kind: 'held'; code: string; firstR
 
 /**
  * Whether a sender's message may run. Under `pairing` an unknown sender's message is held and a pending request
- * (with its code) is recorded once; the caller tells the sender the code when `firstRequest` is true.
+ * (with its code) is recorded once; the caller tells the sender the code when `firstRequest` is true. `heldWith` runs in
+ * the transaction that holds the message (the inbound gate's settle): false there rolls the hold back, and the message
+ * is dropped as handled elsewhere.
  */
-export async function admit(store: Store, log: Logger, rule: SenderRule, channel: string, agentId: string, msg: InboundMessage): Promise<Admission> {
+export async function admit(
+  store: Store,
+  log: Logger,
+  rule: SenderRule,
+  channel: string,
+  agentId: string,
+  msg: InboundMessage,
+  heldWith?: (tx: Kysely<Database>) => Promise<boolean>,
+): Promise<Admission> {
   const peer = msg.from;
   if (rule.policy === 'open' || rule.allowFrom.has('*') || rule.allowFrom.has(asciiLower(peer))) return { kind: 'admit' }; // \u212Aate is not kate
   if (rule.policy === 'allowlist') return { kind: 'drop', reason: 'sender not in allowFrom' };
@@ -85,7 +97,19 @@ export async function admit(store: Store, log: Logger, rule: SenderRule, channel
     log.warn({ channel, peer }, 'held message dropped: the sender has too many waiting for pairing');
     return { kind: 'drop', reason: 'too many held messages' };
   }
-  await db.insertInto('channel_held').values({ channel, peer, agent_id: agentId, message: JSON.stringify(msg), created_at: nowIso() }).execute();
+  // The hold and the message's gate settle in one transaction: a process killed between the two (while the code was
+  // being sent) left the gate to be taken over by the platform's redelivery, which held the message again, and it ran
+  // twice once the sender was approved (probe V).
+  const NOT_MINE = Symbol('not mine');
+  try {
+    await db.transaction().execute(async (tx) => {
+      await tx.insertInto('channel_held').values({ channel, peer, agent_id: agentId, message: JSON.stringify(msg), created_at: nowIso() }).execute();
+      if (heldWith && !(await heldWith(tx))) throw NOT_MINE;
+    });
+  } catch (e) {
+    if (e === NOT_MINE) return { kind: 'drop', reason: 'the message is held already' };
+    throw e;
+  }
   return { kind: 'held', code: sender.code, firstRequest };
 }
 
