@@ -64,12 +64,20 @@ if (o.help || !GROUPS.includes(group)) {
   process.exit(o.help ? EXIT.ok : EXIT.usage);
 }
 
-const baseUrl = () => (o.url ?? process.env.CROSSTALK_URL ?? 'http://127.0.0.1:3000').replace(/\/$/, '');
+// Every option checked before any request: a bad one never leaves something done (before, `send --timeout abc` sent
+// the message and then refused the option).
+const timeoutSeconds = o.timeout !== undefined ? Number(o.timeout) : 120;
+if (o.timeout !== undefined && (o.timeout.trim() === '' || !Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)) fail('--timeout must be a positive number of seconds');
+const limit = o.limit !== undefined ? Number(o.limit) : undefined;
+if (limit !== undefined && (o.limit.trim() === '' || !Number.isInteger(limit) || limit < 1)) fail(`--limit must be a whole number of at least 1, got ${JSON.stringify(o.limit)}`);
+
+// Empty is unset, as for the server (CROSSTALK_TOKEN=, CROSSTALK_DATA_DIR=).
+const baseUrl = () => (o.url || process.env.CROSSTALK_URL || 'http://127.0.0.1:3000').replace(/\/$/, '');
 
 function token() {
   if (o.token) return o.token;
   if (process.env.CROSSTALK_TOKEN) return process.env.CROSSTALK_TOKEN;
-  const file = path.join(path.resolve(process.env.CROSSTALK_DATA_DIR ?? './data'), 'token');
+  const file = path.join(path.resolve(process.env.CROSSTALK_DATA_DIR || './data'), 'token');
   try {
     return fs.readFileSync(file, 'utf8').trim();
   } catch {
@@ -93,10 +101,13 @@ async function rpc(method, params) {
   if (!body) fail(`${url} answered ${res.status} without JSON`, EXIT.failed);
   if (body.error) {
     const code = body.error.data?.code;
-    fail(`${method}: ${body.error.message}${code ? ` (${code})` : ''}`, CONFLICT_CODES.has(code) ? EXIT.conflict : code === 'invalid_request' || body.error.code === -32602 ? EXIT.usage : EXIT.failed);
+    fail(`${method}: ${body.error.message}${code ? ` (${code})` : ''}${issuesText(body.error.data?.issues)}`, CONFLICT_CODES.has(code) ? EXIT.conflict : code === 'invalid_request' || body.error.code === -32602 ? EXIT.usage : EXIT.failed);
   }
   return body.result;
 }
+
+/** The server's list of what was wrong with the params (`error.data.issues`), one line each: path and message. */
+const issuesText = (issues) => (Array.isArray(issues) ? issues.map((i) => `\n  ${i.path || '(params)'}: ${i.message}`).join('') : '');
 
 const out = (result, text) => process.stdout.write((o.json ? JSON.stringify(result, null, 2) : text) + '\n');
 const formatBytes = (n) => (n < 1024 ? `${n} B` : n < 1024 ** 2 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 ** 2).toFixed(1)} MiB`);
@@ -138,9 +149,7 @@ async function send() {
   if (!message) fail('send needs a message');
   const started = await rpc('agent', { sessionKey, message });
   if (o.detach) return out(started, `${started.status} ${started.runId}`);
-  const timeout = o.timeout !== undefined ? Number(o.timeout) : 120;
-  if (!Number.isFinite(timeout) || timeout <= 0) fail('--timeout must be a positive number of seconds');
-  const r = await rpc('agent.wait', { runId: started.runId, timeoutMs: Math.round(timeout * 1000) });
+  const r = await rpc('agent.wait', { runId: started.runId, timeoutMs: Math.round(timeoutSeconds * 1000) });
   out({ runId: started.runId, ...r }, r.status === 'ok' ? (r.response ?? '') : `${r.status}${r.error ? `: ${r.error}` : ''}`);
   if (r.status === 'error') process.exit(EXIT.runError);
   if (r.status === 'timeout') process.exit(EXIT.timeout);
@@ -159,6 +168,13 @@ function eventLine(cursor, ev) {
 
 async function tail() {
   const sessionKey = o.session ?? fail('--session is required for tail');
+  // An agent that does not exist has no events to follow: exit 3 as `send` to it does (the event stream takes any
+  // well-formed key, so it would follow forever). A session not there yet is followed: its first message may come.
+  const agentId = /^agent:([^:]+):/.exec(sessionKey)?.[1];
+  if (agentId) {
+    const { agents } = await rpc('agents.list', {});
+    if (!agents.some((a) => a.agentId === agentId)) fail(`tail: unknown agent ${agentId} (unknown_agent)`, EXIT.conflict);
+  }
   const url = `${baseUrl()}/api/gateway/events?sessionKey=${encodeURIComponent(sessionKey)}`;
   let res;
   try {
@@ -201,19 +217,17 @@ async function tail() {
 
 async function delegates() {
   const need = (name, value) => value ?? fail(`--${name} is required for delegates ${command}`);
-  const limit = o.limit !== undefined ? Number(o.limit) : undefined;
-  if (limit !== undefined && !Number.isInteger(limit)) fail('--limit must be an integer');
   if (!command) fail(`delegates needs a command\n${USAGE}`);
   const session = need('session', o.session);
   switch (command) {
     case 'list': {
-      const r = await rpc('delegates.list', { sessionKey: session, ...(limit ? { limit } : {}), ...(o.cursor ? { cursor: o.cursor } : {}) });
+      const r = await rpc('delegates.list', { sessionKey: session, ...(limit !== undefined ? { limit } : {}), ...(o.cursor ? { cursor: o.cursor } : {}) });
       const lines = r.sessions.map((s) => `${s.conversation_id}  ${s.agent_id}  ${s.mode}  ${s.status}  turns=${s.turns}  bytes=${s.bytes}  ${s.last_interacted_at}`);
       out(r, [...(lines.length ? lines : ['(no delegates)']), ...(r.next_cursor ? [`next: --cursor ${r.next_cursor}`] : [])].join('\n'));
       break;
     }
     case 'messages': {
-      const r = await rpc('delegates.messages', { sessionKey: session, conversation_id: need('conversation', o.conversation), ...(limit ? { limit } : {}), ...(o.cursor ? { cursor: o.cursor } : {}) });
+      const r = await rpc('delegates.messages', { sessionKey: session, conversation_id: need('conversation', o.conversation), ...(limit !== undefined ? { limit } : {}), ...(o.cursor ? { cursor: o.cursor } : {}) });
       const lines = r.messages.map((m) => `[${m.createdAt}] ${m.role}/${m.kind}: ${m.content || (m.tool ? `${m.tool.name} ${JSON.stringify(m.tool.result ?? m.tool.args)}` : '')}`);
       out(r, [...(lines.length ? lines : ['(no messages)']), ...(r.next_cursor ? [`next: --cursor ${r.next_cursor}`] : [])].join('\n'));
       break;

@@ -14,6 +14,7 @@ import { launchWithoutSecrets } from './secrets.mjs';
 import { staticAssets } from './static-assets.mjs';
 import { pagesWorker } from './pages.mjs';
 import { keepHelpersLow, lowerHelperThreads } from './thread-priority.mjs';
+import { checkEnvNumbers, EnvNumberError, envNumber } from '../server/env-number.mjs';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -32,18 +33,17 @@ module.enableCompileCache?.(path.join(root, '.next', 'cache', 'node-compile-cach
 const nextBin = path.join(root, 'node_modules', 'next', 'dist', 'bin', 'next');
 
 process.env.NEXT_TELEMETRY_DISABLED = '1';
-const host = process.env.HOST || '127.0.0.1';
-const port = parsePort(process.env.PORT);
-
-function parsePort(value) {
-  if (value === undefined || value === '') return 3000;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) {
-    console.error(`crosstalk: PORT must be an integer 0-65535, got "${value}"`);
-    process.exit(1);
-  }
-  return n;
+// Every numeric setting (PORT, CROSSTALK_SHUTDOWN_GRACE_MS, …) by the worker's rule (server/env-number.mjs), before
+// anything is built or started: a bad one stops here with one line naming it (before: a NaN timer, a 1 ms sweep …).
+try {
+  checkEnvNumbers(process.env);
+} catch (e) {
+  if (!(e instanceof EnvNumberError)) throw e;
+  console.error(`crosstalk: ${e.message}`);
+  process.exit(1);
 }
+const host = process.env.HOST || '127.0.0.1';
+const port = envNumber('PORT');
 
 if (!fs.existsSync(nextBin)) {
   console.error('crosstalk: node_modules is missing or incomplete — run `npm install` first.');
@@ -64,7 +64,7 @@ if (!fs.existsSync(path.join(root, '.next', 'BUILD_ID'))) {
 
 // Next's graceful shutdown waits for every open connection, and an SSE stream never ends by itself:
 // give it a grace period, and let a second Ctrl+C end things at once.
-const GRACE_MS = Number(process.env.CROSSTALK_SHUTDOWN_GRACE_MS ?? 3000);
+const GRACE_MS = envNumber('CROSSTALK_SHUTDOWN_GRACE_MS');
 let signals = 0;
 const exitCode = (sig) => 128 + (os.constants.signals[sig] ?? 0);
 for (const sig of ['SIGINT', 'SIGTERM']) {
@@ -92,7 +92,7 @@ if (process.env.CROSSTALK_START_MODE === 'spawn') {
  * modules never load on this loop: scripts/pages.mjs.) CROSSTALK_WARM_ROOM_MS: the delay after listening (default
  * 1000; negative: never).
  */
-const WARM_ROOM_MS = Number(process.env.CROSSTALK_WARM_ROOM_MS ?? 1000);
+const WARM_ROOM_MS = envNumber('CROSSTALK_WARM_ROOM_MS');
 /** This server from inside its process: a wildcard address is reached on loopback, a named host as it is. */
 const loopbackHost = () => (host === '::' ? '::1' : host === '0.0.0.0' ? '127.0.0.1' : host);
 function warmRoom(http, port, token) {

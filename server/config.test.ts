@@ -91,4 +91,51 @@ describe('config', () => {
     expect(() => loadConfig({ ...env, DATABASE_URL: 'mysql://x/y' })).toThrow(/DATABASE_URL must be a postgres:\/\//);
     expect(loadConfig({ ...env, DATABASE_URL: 'postgresql://127.0.0.1/x' }).databaseUrl).toBe('postgresql://127.0.0.1/x');
   });
+
+  it('checks every channel\'s settings at start, naming the key path: its plugin\'s keys, agentId, unknown keys (before: started, then every send and inbound message failed)', () => {
+    const ch = (channels: unknown) => () => loadConfig(withFile(JSON.stringify({ channels })));
+    expect(ch({ telegram: { botToken: 5 } })).toThrow(/bad key "channels\.telegram\.botToken": Invalid input: expected string, received number/);
+    expect(ch({ telegram: {} })).toThrow(/bad key "channels\.telegram\.botToken"/);
+    expect(ch({ telegram: { botToken: 't', agentId: 'nope' } })).toThrow(/bad key "channels\.telegram\.agentId": no agent "nope" \(agents: main, researcher, writer\)/);
+    expect(ch({ telegram: { botToken: 't', allowfrom: ['1'] } })).toThrow(/bad key "channels\.telegram\.allowfrom": unknown key \(did you mean allowFrom\?\)/);
+    expect(ch({ telegram: { botToken: 't', bogusKey: 1 } })).toThrow(/bad key "channels\.telegram\.bogusKey": unknown key$/);
+    expect(ch({ slack: { botToken: 't', maxAttempts: 0 } })).toThrow(/bad key "channels\.slack\.maxAttempts"/);
+    expect(ch({ webchat: { bogus: 1 } })).toThrow(/bad key "channels\.webchat\.bogus": unknown key/);
+    // An account's own keys are named under it; merged over the channel's, as sends read them.
+    expect(ch({ telegram: { botToken: 't', accounts: { work: { botTokn: 'x' } } } })).toThrow(/bad key "channels\.telegram\.accounts\.work\.botTokn": unknown key \(did you mean botToken\?\)/);
+    expect(ch({ telegram: { botToken: 't', accounts: { work: { agentId: 'ghost' } } } })).toThrow(/bad key "channels\.telegram\.accounts\.work\.agentId": no agent "ghost"/);
+    expect(ch({ telegram: { botToken: 't', accounts: { work: { botToken: 'u', agentId: 'writer' } } } })).not.toThrow();
+    // The message is the config loader's: one line with the file, as for every other bad key.
+    try {
+      ch({ telegram: { botToken: 't', agentId: 'nope' } })();
+      expect.unreachable();
+    } catch (e) {
+      expect(e).toBeInstanceOf(ConfigError);
+      expect((e as Error).message.split('\n')).toHaveLength(1);
+    }
+  });
+
+  it('every channel takes the keys README documents for it, and the shared ones', () => {
+    // README, the channel table, and "Every channel also takes …".
+    const shared = { apiBaseUrl: 'http://127.0.0.1:9', timeoutMs: 5000, maxAttempts: 2, maxRetryAfterMs: 1000, retryBaseMs: 100, agentId: 'writer', dmPolicy: 'allowlist', allowFrom: ['1', 2], approvers: ['1'], accounts: { other: { apiBaseUrl: 'http://127.0.0.1:8' } } };
+    const documented: Record<string, Record<string, unknown>> = {
+      webchat: {},
+      webhook: { url: 'http://127.0.0.1:9/in', secret: 's' },
+      telegram: { botToken: 't', webhookSecret: 's' },
+      slack: { botToken: 't', signingSecret: 's' },
+      discord: { botToken: 't', publicKey: 'a'.repeat(64), relaySecret: 's' },
+      matrix: { accessToken: 't', userId: '@bot:example.org' },
+      msteams: { appId: 'a', appPassword: 'p', tenantId: 't', tokenUrl: 'http://127.0.0.1:9/token' },
+      mattermost: { botToken: 't', botUserId: 'u', outgoingToken: 'o' },
+      bluebubbles: { password: 'p', method: 'private-api' },
+      'nextcloud-talk': { username: 'u', appPassword: 'p' },
+      zalo: { botToken: 't' },
+      zalouser: {},
+      nostr: { privateKey: 'f'.repeat(64), relays: ['wss://relay.example.org'] },
+      tlon: { ship: '~sampel-palnet', code: 'c' },
+      voice: { url: 'http://127.0.0.1:9/speak', secret: 's' },
+    };
+    const channels = Object.fromEntries(Object.entries(documented).map(([id, keys]) => [id, { ...shared, ...keys }]));
+    expect(Object.keys(loadConfig(withFile(JSON.stringify({ channels }))).channels)).toHaveLength(15);
+  });
 });

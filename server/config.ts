@@ -5,7 +5,11 @@ import { z } from 'zod';
 import { parseModelSpec, validateModelSpec } from './models/registry';
 import { CHANNEL_IDS } from './channels/ids';
 import { realPrefix } from './real-path';
-import { checkChannelTrustConfig } from './trust/channel-config';
+import { checkChannelSettings, checkChannelTrustConfig } from './trust/channel-config';
+import { createChannelRegistry } from './channels/registry';
+import { baseChannelConfig } from './channels/delivery';
+import { checkEnvNumbers, EnvNumberError, envNumber } from './env-number.mjs';
+import { logLevelProblem } from './logger';
 
 export const toolPolicySchema = z.enum(['auto', 'ask', 'deny']);
 export type ToolPolicy = z.infer<typeof toolPolicySchema>;
@@ -249,7 +253,9 @@ export function parseRawConfig(raw: unknown): RawConfig {
 }
 
 export function resolveConfig(cfg: RawConfig, env: Record<string, string | undefined> = process.env): CrosstalkConfig {
-  const dataDir = path.resolve(/* turbopackIgnore: true */ process.cwd(), env.CROSSTALK_DATA_DIR ?? './data');
+  checkEnv(env);
+  // Empty is unset, as for PORT and CROSSTALK_TOKEN (before, `CROSSTALK_DATA_DIR=` made the start directory the data dir).
+  const dataDir = path.resolve(/* turbopackIgnore: true */ process.cwd(), env.CROSSTALK_DATA_DIR || './data');
   const baseLimits = limitsSchema.parse(cfg.limits ?? {});
   const agentsRaw = cfg.agents ?? DEFAULT_AGENTS.map((a) => agentSchema.parse(a));
   // Keys that name nothing are refused, as unknown keys are (before, these started with no word and did nothing).
@@ -296,10 +302,20 @@ export function resolveConfig(cfg: RawConfig, env: Record<string, string | undef
       ...(a.budget && (a.budget.usd !== undefined || a.budget.tokens !== undefined) ? { budget: a.budget } : {}),
     };
   });
-  const port = Number(env.PORT ?? 3000);
+  // Every channel's settings as its plugin reads them on each send and inbound message (before: only the trust keys,
+  // so a bad token type, an unknown agentId or a misspelt key started and failed every message later).
+  const plugins = createChannelRegistry();
+  const badChannel = checkChannelSettings(cfg.channels, {
+    schemaOf: (id) => {
+      const s = plugins.get(id)?.configSchema;
+      return s instanceof z.ZodObject ? s : z.object(baseChannelConfig);
+    },
+    agentIds: agents.map((a) => a.id),
+  });
+  if (badChannel) throw new ConfigError(`config: ${badChannel}`);
   return {
-    host: env.HOST ?? '127.0.0.1',
-    port: Number.isFinite(port) ? port : 3000,
+    host: env.HOST || '127.0.0.1',
+    port: envNumber('PORT', env),
     dataDir,
     databaseUrl: databaseUrlOf(env.DATABASE_URL),
     token: env.CROSSTALK_TOKEN || undefined,
@@ -352,6 +368,22 @@ function resolveWorkspace(configured: string | undefined, agentId: string, dataD
   if (within(ws, dataDir) || within(realWs, realData)) return { error: `workspace ${ws} is inside the data dir ${dataDir} (the token and the store live there)` };
   if (within(dataDir, ws) || within(realData, realWs)) return { error: `workspace ${ws} contains the data dir ${dataDir} (the token and the store live there)` };
   return ws;
+}
+
+/**
+ * The environment's settings that are checked, not just read: every numeric variable (server/env-number.mjs: PORT,
+ * CROSSTALK_*_MS, CROSSTALK_PG_POOL, …) and CROSSTALK_LOG_LEVEL. A bad one stops the start naming it and what is
+ * allowed, before anything is started (before: a NaN timer, a 1 ms sweep, a pool that never connects, a stack trace).
+ */
+export function checkEnv(env: Record<string, string | undefined> = process.env): void {
+  try {
+    checkEnvNumbers(env);
+  } catch (e) {
+    if (e instanceof EnvNumberError) throw new ConfigError(e.message);
+    throw e;
+  }
+  const level = logLevelProblem(env);
+  if (level) throw new ConfigError(level);
 }
 
 /** `DATABASE_URL` switches to PostgreSQL (CONTRACT §1): a URL of another scheme is refused, not tried as one. */

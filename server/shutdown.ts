@@ -1,11 +1,14 @@
 // A graceful stop on SIGTERM/SIGINT: no new work, what ends within CROSSTALK_SHUTDOWN_GRACE_MS finishes, the rest is handed over.
 import type { FullRuntime } from './runtime-types';
 import type { Served } from './http/node-server';
+import { envNumber } from './env-number.mjs';
 
-/** CROSSTALK_SHUTDOWN_GRACE_MS (default 3000): how long a stopping process lets its runs and requests finish. */
-export function shutdownGraceMs(env: NodeJS.ProcessEnv = process.env): number {
-  const n = Number(env.CROSSTALK_SHUTDOWN_GRACE_MS ?? 3000);
-  return Number.isFinite(n) && n >= 0 ? n : 3000;
+/**
+ * CROSSTALK_SHUTDOWN_GRACE_MS (default 3000): how long a stopping process lets its runs and requests finish. The rule
+ * is `npm start`'s too (server/env-number.mjs); a bad value stopped the start (config resolution), so it is not met here.
+ */
+export function shutdownGraceMs(env: Record<string, string | undefined> = process.env): number {
+  return envNumber('CROSSTALK_SHUTDOWN_GRACE_MS', env);
 }
 
 /**

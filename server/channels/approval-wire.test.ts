@@ -54,7 +54,7 @@ describe('who may decide', () => {
 
   it('approvers on a channel with no approval buttons are named at start (nobody there can decide)', () => {
     // Before: accepted and silent; a Mattermost approver pressing nothing, the operator not told.
-    const c = config({ mattermost: { url: 'http://127.0.0.1:1', botToken: 'm', approvers: ['u1'] }, telegram: { botToken: 't', approvers: ['42'] }, slack: { botToken: 'x' } });
+    const c = config({ mattermost: { apiBaseUrl: 'http://127.0.0.1:1', botToken: 'm', approvers: ['u1'] }, telegram: { botToken: 't', approvers: ['42'] }, slack: { botToken: 'x' } });
     expect(chatApproversWithoutWire(c)).toEqual(['mattermost']);
   });
 

@@ -5,6 +5,7 @@ import crypto from 'node:crypto';
 import os from 'node:os';
 import { type Kysely, sql } from 'kysely';
 import type pg from 'pg';
+import { envNumber } from '../env-number.mjs';
 import type { Logger } from '../logger';
 import type { DecidedBy } from '../orchestrator/approvals';
 import type { Database, ProcessesTable, RunRow } from '../store/schema';
@@ -35,10 +36,10 @@ export interface ClusterHooks {
 
 
 export const LIVENESS = {
-  sweepMs: Number(process.env.CROSSTALK_SWEEP_MS ?? 250),
-  heartbeatMs: Number(process.env.CROSSTALK_HEARTBEAT_MS ?? 2000),
+  sweepMs: envNumber('CROSSTALK_SWEEP_MS'),
+  heartbeatMs: envNumber('CROSSTALK_HEARTBEAT_MS'),
   /** A process whose heartbeat is this old is dead even if its lock still looks held (machine loss). */
-  deadAfterMs: Number(process.env.CROSSTALK_DEAD_AFTER_MS ?? 15_000),
+  deadAfterMs: envNumber('CROSSTALK_DEAD_AFTER_MS'),
 };
 
 const hash31 = (s: string) => crypto.createHash('sha1').update(s).digest().readUInt32BE(0) & 0x7fffffff;

@@ -3,6 +3,7 @@
 // On SQLite (one writer) subscribers are fed right after each write; on PostgreSQL the cluster's feed reads
 // the log in (transaction, id) order and fans out, so events of every process arrive in one order.
 import type { Logger } from 'pino';
+import { envNumber } from '../env-number.mjs';
 import { isConflict, isConnectionLoss } from '../store/pg-errors';
 import type { Store } from '../store/store';
 import { type EventCursor, encodeEventCursor, isAfter } from './cursor';
@@ -296,7 +297,7 @@ export class EventBus {
   }
 
   /** How long a batch cut off by a lost PostgreSQL connection (or a lock conflict) is tried again before it is dropped. */
-  retryForMs = Number(process.env.CROSSTALK_EVENT_RETRY_MS ?? 30_000);
+  retryForMs = envNumber('CROSSTALK_EVENT_RETRY_MS');
   /** The batch being tried again, if any: a run registered anew meanwhile continues after its seqs. */
   private retrying: PendingEvent[] | null = null;
 

@@ -2,6 +2,7 @@
 // gets the first answer; on PostgreSQL an accept cut off by a lost connection (a restart, a failover) is made again
 // here, bounded, rather than answered `internal`: the claim makes that safe (a repeat finds the first's claim).
 import type { Logger } from '../logger';
+import { envNumber } from '../env-number.mjs';
 import { isConnectionLoss } from '../store/pg-errors';
 import { acceptedAnswer, type Claimant, ClaimTaken, settleClaim } from '../store/idempotency';
 import type { Store } from '../store/store';
@@ -28,7 +29,7 @@ export interface KeyedAccept {
  * driven here, is taken in by the orphan sweep's backstop).
  */
 export async function acceptKeyed(o: KeyedAccept, key: string): Promise<AgentResult> {
-  const until = Date.now() + (o.retryForMs ?? Number(process.env.CROSSTALK_ACCEPT_RETRY_MS ?? 30_000));
+  const until = Date.now() + (o.retryForMs ?? envNumber('CROSSTALK_ACCEPT_RETRY_MS'));
   let taken = 0;
   let cutOff = false;
   for (let attempt = 0, wait = 50; ; attempt++) {

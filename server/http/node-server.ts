@@ -20,7 +20,17 @@ export interface Served {
   close(): Promise<void>;
 }
 
-export async function serve(rt: FullRuntime, o: { host?: string; port?: number } = {}): Promise<Served> {
+/** A listen that failed (the port in use, not ours to take, an address not on this machine): says which and why. */
+export class ListenError extends Error {}
+
+/**
+ * Listens on `o.host`:`o.port` and serves the gateway's routes of `rt`. `rt` may still be booting (the worker listens
+ * first, so a port in use stops it before it takes any run over): requests wait for it. Rejects with a ListenError
+ * when the address cannot be listened on.
+ */
+export async function serve(runtime: FullRuntime | Promise<FullRuntime>, o: { host?: string; port?: number } = {}): Promise<Served> {
+  let rt = runtime instanceof Promise ? null : runtime;
+  if (runtime instanceof Promise) void runtime.then((r) => (rt = r), () => undefined);
   // Per connection: its requests so far and those not yet answered (event streams are not counted: they end at the stop).
   const conns = new Map<net.Socket, { requests: number; open: number }>();
   const busy = () => [...conns.values()].some((c) => c.requests === 0 || c.open > 0);
@@ -46,7 +56,8 @@ export async function serve(rt: FullRuntime, o: { host?: string; port?: number }
         res.once('close', () => c.open--);
       }
     }
-    serveApi(rt, req, res);
+    if (rt) serveApi(rt, req, res);
+    else void (runtime as Promise<FullRuntime>).then((r) => serveApi(r, req, res));
   });
   // As `npm start`'s server (scripts/start.mjs). Node's http.Agent and undici keep a socket for a second less than the
   // server's `Keep-Alive: timeout=N` hint, and not at all when that leaves nothing: at 1 s, every request paid a new
@@ -58,7 +69,16 @@ export async function serve(rt: FullRuntime, o: { host?: string; port?: number }
     conns.set(socket, { requests: 0, open: 0 });
     socket.once('close', () => conns.delete(socket));
   });
-  await new Promise<void>((r) => server.listen(o.port ?? 0, o.host ?? '127.0.0.1', r));
+  await new Promise<void>((resolve, reject) => {
+    const failed = (e: NodeJS.ErrnoException) => reject(new ListenError(`cannot listen on ${o.host ?? '127.0.0.1'}:${o.port ?? 0}: ${e.code === 'EADDRINUSE' ? 'the port is in use' : e.code === 'EACCES' ? 'permission denied' : e.code === 'EADDRNOTAVAIL' ? 'no such address on this machine' : e.message}${e.code ? ` (${e.code})` : ''}`));
+    server.once('error', failed);
+    server.listen(o.port ?? 0, o.host ?? '127.0.0.1', () => {
+      server.off('error', failed);
+      resolve();
+    });
+  });
+  // Once listening, a failed accept (EMFILE: out of file descriptors) is said, not an uncaught 'error' event's end.
+  server.on('error', (e) => console.error(`crosstalk: server error: ${e.message}`));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://${o.host ?? '127.0.0.1'}:${port}`,

@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { envNumber } from '../env-number.mjs';
 import { Kysely, PostgresDialect } from 'kysely';
 import type { Database, DialectName } from './schema';
 import { migrateToLatest } from './migrations';
@@ -200,7 +201,7 @@ async function openPostgres(url: string, schema?: string): Promise<DbHandle> {
   // No JIT (./pg-plans): every connection of the store, the pool's, the cluster's and pg-boss's (they share `connect`).
   // A transaction left idle longer than pgIdleTxMs() is ended by PostgreSQL (its process stopped mid-transaction).
   const options = { options: [...(schema ? [`-c search_path=${schema}`] : []), `-c jit=${PG_JIT}`, `-c idle_in_transaction_session_timeout=${pgIdleTxMs()}`].join(' ') };
-  const pool = new pg.default.Pool({ ...connect, ...options, max: Number(process.env.CROSSTALK_PG_POOL ?? 10) });
+  const pool = new pg.default.Pool({ ...connect, ...options, max: envNumber('CROSSTALK_PG_POOL') });
   // An idle client whose connection drops emits 'error' on the pool; unhandled, it would end the process.
   pool.on('error', (e) => console.error(`crosstalk: PostgreSQL connection lost (${e.message}); the pool reconnects on the next query`));
   // A client checked out of the pool (inside a transaction, between two statements) whose connection drops emits

@@ -1,6 +1,7 @@
 // Limits on tables that would otherwise only grow: expired idempotency keys, the tool-start marks of ended runs,
 // expired pairing requests (with the messages held for them) and spent push action tokens are deleted by a periodic
 // sweep in every process.
+import { envNumber } from '../env-number.mjs';
 import type { Logger } from '../logger';
 import { EXPIRING_PREFIXES, idempotencyTtlMs } from './idempotency';
 import type { Store } from './store';
@@ -65,7 +66,7 @@ export async function expirePairings(store: Store, before: string, only?: { chan
 }
 
 /** Sweeps now and then every `everyMs` (default 10 minutes) until stopped. */
-export function startRetention(store: Store, log: Logger, everyMs = Number(process.env.CROSSTALK_RETENTION_SWEEP_MS ?? 600_000)): { stop(): Promise<void> } {
+export function startRetention(store: Store, log: Logger, everyMs = envNumber('CROSSTALK_RETENTION_SWEEP_MS')): { stop(): Promise<void> } {
   let running: Promise<unknown> = Promise.resolve();
   const run = () =>
     (running = sweepRetention(store)

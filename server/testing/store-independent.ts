@@ -22,6 +22,8 @@ export const STORE_INDEPENDENT: readonly string[] = [
   'server/mcp/config.test.ts',
   'server/mcp/elicit-content.test.ts',
   'server/mcp/call-routing.test.ts',
+  'server/env-number.test.ts',
+  'server/worker-port.test.ts',
   'server/models/fallback.test.ts',
   'server/models/providers.test.ts',
   'server/models/registry.test.ts',
