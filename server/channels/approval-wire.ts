@@ -1,7 +1,7 @@
 // Approvals in chat, per platform: the request with buttons (Telegram inline keyboard, Slack block actions, Discord components), its edit, and the button press parsed from the platform's own payload.
 import type { Logger, LogLevel } from '@slack/web-api';
 import { z } from 'zod';
-import type { Decision, ElicitDecision } from '../orchestrator/approvals';
+import type { Decision, ElicitDecision } from '../events/types';
 
 /** A button press on an approval request, as the platform reported it (after its signature check). */
 export interface ChatDecision {

@@ -100,6 +100,11 @@ export interface PendingApproval {
   chain?: string[];
 }
 
+/** A tool item's decisions (CONTRACT §3 approvals.resolve). */
+export type Decision = 'allow_once' | 'allow_always' | 'deny';
+/** The answers to an `elicitation` or `authorization` item (CONTRACT §3 approvals.resolve). */
+export type ElicitDecision = 'accept' | 'decline' | 'cancel';
+
 /**
  * Who decided an approval, and where (CONTRACT §3 `approvals.history`): a person (`user`, `id` says where: `room`, `inbox`,
  * `jsonrpc`), a chat approver (`chat`, `id` the peer, with its channel), a notification action (`push`), the agent's

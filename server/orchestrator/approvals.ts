@@ -5,7 +5,7 @@ import { CrosstalkError, withArticle } from '../errors';
 import { checkElicitAnswer, type ElicitSchema } from '../mcp/elicit-content';
 import { OAUTH_RUN_PREFIX } from '../mcp/oauth-run';
 import type { EventBus } from '../events/bus';
-import type { ApprovalRecord, DecidedBy, PendingApproval, Trust } from '../events/types';
+import type { ApprovalRecord, DecidedBy, Decision, ElicitDecision, PendingApproval, Trust } from '../events/types';
 import { policyFor, toolRuleName } from '../trust/policy';
 import { describeTrust, OPERATOR } from '../trust/trust';
 import type { Metrics } from '../metrics';
@@ -24,9 +24,7 @@ export interface DecisionNote {
   by: DecidedBy;
   reason?: string;
 }
-export type Decision = 'allow_once' | 'allow_always' | 'deny';
-/** The answers to an `elicitation` or `authorization` item (CONTRACT §3 approvals.resolve). */
-export type ElicitDecision = 'accept' | 'decline' | 'cancel';
+export type { Decision, ElicitDecision };
 const ELICIT_DECISIONS: readonly string[] = ['accept', 'decline', 'cancel'];
 export type { DecidedBy };
 /** The reason an `allow_always` rule's own entry carries in the record. */
