@@ -179,12 +179,15 @@ export async function createRuntime(o: CreateRuntimeOptions): Promise<FullRuntim
   return rt;
 }
 
-/** The production boot: reads env + config file; a bad config stops the start with a message naming the key. */
-export async function bootRuntime(): Promise<FullRuntime> {
+/**
+ * The production boot: reads env + config file (or takes `given`, read by a caller that needed it first: the worker
+ * listens before it boots); a bad config stops the start with a message naming the key.
+ */
+export async function bootRuntime(given?: CrosstalkConfig): Promise<FullRuntime> {
   const log = createLogger();
   let config: CrosstalkConfig;
   try {
-    config = loadConfig();
+    config = given ?? loadConfig();
   } catch (e) {
     if (e instanceof ConfigError) {
       console.error(`crosstalk: ${e.message}`);

@@ -304,15 +304,17 @@ export function resolveConfig(cfg: RawConfig, env: Record<string, string | undef
   });
   // Every channel's settings as its plugin reads them on each send and inbound message (before: only the trust keys,
   // so a bad token type, an unknown agentId or a misspelt key started and failed every message later).
-  const plugins = createChannelRegistry();
-  const badChannel = checkChannelSettings(cfg.channels, {
-    schemaOf: (id) => {
-      const s = plugins.get(id)?.configSchema;
-      return s instanceof z.ZodObject ? s : z.object(baseChannelConfig);
-    },
-    agentIds: agents.map((a) => a.id),
-  });
-  if (badChannel) throw new ConfigError(`config: ${badChannel}`);
+  if (cfg.channels && Object.keys(cfg.channels).length) {
+    const plugins = createChannelRegistry();
+    const badChannel = checkChannelSettings(cfg.channels, {
+      schemaOf: (id) => {
+        const s = plugins.get(id)?.configSchema;
+        return s instanceof z.ZodObject ? s : z.object(baseChannelConfig);
+      },
+      agentIds: agents.map((a) => a.id),
+    });
+    if (badChannel) throw new ConfigError(`config: ${badChannel}`);
+  }
   return {
     host: env.HOST || '127.0.0.1',
     port: envNumber('PORT', env),

@@ -14,10 +14,9 @@ const { stopOnSignals } = await import('./shutdown');
 // before it joins the cluster, takes sessions over or recovers runs: before, it did all that, then died at listen,
 // and the runs it had taken stalled until the others declared it dead (PostgreSQL) or the next start (SQLite).
 // Requests that arrive while it boots wait for it.
-let listenOn: { host: string; port: number };
+let config: ReturnType<typeof loadConfig>;
 try {
-  const config = loadConfig();
-  listenOn = { host: config.host, port: config.port };
+  config = loadConfig();
 } catch (e) {
   if (!(e instanceof ConfigError)) throw e;
   console.error(`crosstalk: ${e.message}`);
@@ -25,12 +24,12 @@ try {
 }
 let booted!: (rt: Awaited<ReturnType<typeof bootRuntime>>) => void;
 const runtime = new Promise<Awaited<ReturnType<typeof bootRuntime>>>((r) => (booted = r));
-const srv = await serve(runtime, listenOn).catch((e: unknown) => {
+const srv = await serve(runtime, { host: config.host, port: config.port }).catch((e: unknown) => {
   if (!(e instanceof ListenError)) throw e;
   console.error(`crosstalk: ${e.message}`);
   process.exit(1);
 });
-const rt = await bootRuntime();
+const rt = await bootRuntime(config); // the configuration read above, not read again
 booted(rt);
 rt.log.info({ url: srv.url }, 'crosstalk worker listening');
 stopOnSignals(rt, srv);
