@@ -5,6 +5,7 @@ import type { Store } from '../store/store';
 import { agentIdOf } from '../sessions/keys';
 import { parentChains } from './room';
 import { deadDeliveries } from '../store/deliveries';
+import { ARCHIVE_KEY_LIKE, isArchiveKey } from '../store/session-archive';
 import { budgetRootOf, capsGranted, treeOfRow } from '../orchestrator/budget';
 import type { Board, BoardItem } from './types';
 
@@ -26,15 +27,6 @@ const STATUSES = { needs: ['waiting_approval'], working: ['queued', 'running'], 
 const PICK = ['runs.id', 'runs.session_key', 'runs.status', 'runs.created_at', 'runs.started_at', 'runs.ended_at', 'runs.origin'] as const;
 
 /**
- * A deleted session's kept rows sit under its archive key, `<key>#deleted-<ms>` (server/store/session-archive.ts): `#`
- * is outside the key grammar, so no request can name that session and the board leaves its runs and deliveries out (an
- * item opened a key the room could not load). A filter on rows the index walk reads anyway, on both stores: each group's
- * walk reads past a deleted session's newest runs, no more (no index of its own is needed; BENCHMARKS "board open").
- */
-const ARCHIVED = '%#%';
-const live = (key: string) => !key.includes('#');
-
-/**
  * The board in two rounds of statements (issue 22 item 7): first every read that needs nothing from another — the runs
  * of each status, the pending approvals with their runs, the dead deliveries — at once; then the parent chains of all
  * of them (one recursive statement) and, with budgets, the trees' spend. Each run's cost comes with its row.
@@ -47,8 +39,10 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
   // The newest n runs of each status in one statement: a `union all` of one indexed read per status (`status in (a, b)
   // order by created_at desc` cannot walk runs_status in order, so PostgreSQL fetched and sorted every failed run — 617 ms
   // over 14,000 of them; `status = a` stops after n rows).
+  // A deleted session's runs (under its archive key, which no request can name) are left out: a filter on rows the
+  // index walk reads anyway, past a deleted session's newest runs, no more (no index of its own; BENCHMARKS "board open").
   const newestOf = (want: Array<[string, number]>) => {
-    const [first, ...rest] = want.map(([st, n]) => db.selectFrom(db.selectFrom('runs').select([...PICK, cost]).where('runs.status', '=', st).where('runs.session_key', 'not like', ARCHIVED).orderBy('runs.created_at', 'desc').limit(n).as('r')).selectAll());
+    const [first, ...rest] = want.map(([st, n]) => db.selectFrom(db.selectFrom('runs').select([...PICK, cost]).where('runs.status', '=', st).where('runs.session_key', 'not like', ARCHIVE_KEY_LIKE).orderBy('runs.created_at', 'desc').limit(n).as('r')).selectAll());
     return rest.reduce((q, part) => q.unionAll(part), first!).execute() as Promise<RunPick[]>;
   };
   const statuses = (n: number): Array<[string, number]> => Object.values(STATUSES).flatMap((list) => list.map((st): [string, number] => [st, n]));
@@ -60,7 +54,7 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
       .innerJoin('runs', 'runs.id', 'approvals.run_id')
       .select(['approvals.id as approval_id', 'approvals.tool', 'approvals.call_id', ...PICK, cost])
       .where('approvals.status', '=', 'pending')
-      .where('runs.session_key', 'not like', ARCHIVED)
+      .where('runs.session_key', 'not like', ARCHIVE_KEY_LIKE)
       .orderBy('approvals.requested_at', 'desc')
       .limit(limit * 4)
       .execute() as Promise<Array<RunPick & { approval_id: string; tool: string; call_id: string }>>,
@@ -117,7 +111,7 @@ export async function runsBoard(store: Store, p: { limit?: number }, budgetOf?: 
   // A live session's chain from its newest deleted ancestor down (a delegate outlives a deleted parent): no archive key.
   const chainOf = (key: string) => {
     const chain = chains.get(key) ?? [key];
-    const cut = chain.findLastIndex((k) => !live(k));
+    const cut = chain.findLastIndex(isArchiveKey);
     return cut < 0 ? chain : chain.slice(cut + 1);
   };
   const item = (r: RunPick): BoardItem => {

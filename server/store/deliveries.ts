@@ -1,4 +1,5 @@
 // Deliveries (CONTRACT §9): the durable record of every hand-off, its states moved forward only, in the caller's transaction.
+import { ARCHIVE_KEY_LIKE } from './session-archive';
 import crypto from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import { CrosstalkError } from '../errors';
@@ -281,7 +282,7 @@ export async function deadDeliveries(db: Kysely<Database>, limit: number): Promi
     .selectFrom('deliveries')
     .selectAll()
     .where('state', '=', 'dead')
-    .where((eb) => eb(eb.fn.coalesce('from_session', 'to_session', eb.val('')), 'not like', '%#%'))
+    .where((eb) => eb(eb.fn.coalesce('from_session', 'to_session', eb.val('')), 'not like', ARCHIVE_KEY_LIKE))
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
     .limit(limit)

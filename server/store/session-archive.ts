@@ -4,6 +4,10 @@ import type { Database } from './schema';
 
 /** Where a deleted session's kept rows go: `#` is outside the session key grammar, so no request names it. */
 export const archiveKey = (key: string, at = Date.now()) => `${key}#deleted-${at}`;
+/** Whether a key is an archive key (only they hold `#`). */
+export const isArchiveKey = (key: string) => key.includes('#');
+/** SQL LIKE pattern of archive keys: lists that show sessions leave them out (`not like`). */
+export const ARCHIVE_KEY_LIKE = '%#%';
 
 /**
  * In the delete's transaction: the session's row and tool rules go; its transcript and events go with
