@@ -1,5 +1,6 @@
 // Which tool call in flight a server's `elicitation/create` belongs to: exactly, over streamable HTTP (the call's own
 // response stream carried it); otherwise only when the calls in flight are one session's, so a question never reaches another session.
+import { createParser } from 'eventsource-parser';
 import type { McpCallInfo } from './call-info';
 
 type Id = string | number;
@@ -96,37 +97,17 @@ function serverRequest(data: string): Id | undefined {
   }
 }
 
-/** Passes an event stream through unchanged, giving each event's data (its `data:` lines joined) to `onData` first. */
+/**
+ * Passes an event stream through unchanged, giving each event's data to `onData` first. The events are read with
+ * eventsource-parser, the parser the MCP SDK's own transport reads this stream with, so both see the same events.
+ */
 function sseTap(onData: (data: string) => void): TransformStream<Uint8Array, Uint8Array> {
   const decoder = new TextDecoder();
-  let line = '';
-  let data: string[] = [];
-  /** The last chunk ended in a CR: a LF first in the next is the same line end. */
-  let afterCR = false;
-  const endLine = () => {
-    if (line === '') {
-      if (data.length) onData(data.join('\n'));
-      data = [];
-    } else if (line === 'data' || line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-    line = '';
-  };
-  const feed = (text: string) => {
-    if (!text) return;
-    let start = afterCR && text.startsWith('\n') ? 1 : 0;
-    const ends = /\r\n|\r|\n/g;
-    ends.lastIndex = start;
-    for (let m = ends.exec(text); m; m = ends.exec(text)) {
-      line += text.slice(start, m.index);
-      start = m.index + m[0].length;
-      endLine();
-    }
-    line += text.slice(start);
-    afterCR = text.endsWith('\r');
-  };
+  const parser = createParser({ onEvent: (e) => onData(e.data) });
   return new TransformStream<Uint8Array, Uint8Array>({
     transform(chunk, controller) {
       // The event is read before it is passed on: the SDK's parser, downstream, sees it after the link is known.
-      feed(decoder.decode(chunk, { stream: true }));
+      parser.feed(decoder.decode(chunk, { stream: true }));
       controller.enqueue(chunk);
     },
   });
