@@ -7,6 +7,7 @@
 import { expect, test, TOKEN } from './fixtures';
 import { startPushReceiver } from '../server/testing/push-receiver';
 import { rpcAt } from './support/rpc';
+import type { BrowserContext, Page } from '@playwright/test';
 
 test('a pushed pending item shows a notification whose "Allow once" resolves it', async ({ page, context, request, ownServer, expectedConsole }) => {
   test.setTimeout(180_000);
@@ -24,13 +25,7 @@ test('a pushed pending item shows a notification whose "Allow once" resolves it'
     expect(res.headers.get('content-type')).toBe('image/png');
   }
 
-  await context.grantPermissions(['notifications'], { origin: server.origin });
-  const cdp = await context.newCDPSession(page);
-  const registrations = new Map<string, string>();
-  cdp.on('ServiceWorker.workerRegistrationUpdated', (e) => {
-    for (const r of e.registrations) if (!r.isDeleted) registrations.set(r.scopeURL, r.registrationId);
-  });
-  await cdp.send('ServiceWorker.enable');
+  const { cdp, registrations } = await watchServiceWorkers(page, context, server.origin);
 
   await page.goto(`${server.origin}/login?token=${TOKEN}`);
   await expect(page.getByRole('button', { name: 'Notifications' })).toBeVisible();
@@ -121,13 +116,7 @@ test('a resolved push turns the notification into a plain, silent "Decided" one 
   expectedConsole.push(/does not support the Push API in incognito mode/);
   const server = await ownServer({ config: { webhooks: { allowPrivateNetwork: true }, agents: [{ id: 'main', tools: { sessions_list: 'ask' } }] } });
   const rpc = <T = any>(method: string, params: object = {}) => rpcAt<T>(request, server.origin, TOKEN, method, params);
-  await context.grantPermissions(['notifications'], { origin: server.origin });
-  const cdp = await context.newCDPSession(page);
-  const registrations = new Map<string, string>();
-  cdp.on('ServiceWorker.workerRegistrationUpdated', (e) => {
-    for (const r of e.registrations) if (!r.isDeleted) registrations.set(r.scopeURL, r.registrationId);
-  });
-  await cdp.send('ServiceWorker.enable');
+  const { cdp, registrations } = await watchServiceWorkers(page, context, server.origin);
   await page.goto(`${server.origin}/login?token=${TOKEN}`);
   await page.evaluate(async () => (await navigator.serviceWorker.ready).active?.scriptURL);
   await expect.poll(() => registrations.get(`${server.origin}/`)).toBeTruthy();
@@ -199,3 +188,18 @@ test('a resolved push turns the notification into a plain, silent "Decided" one 
     await rcv.close();
   }
 });
+
+/**
+ * Grants notifications to `origin` and follows its service-worker registrations over CDP (scope URL → registration
+ * id), as both tests read them.
+ */
+async function watchServiceWorkers(page: Page, context: BrowserContext, origin: string) {
+  await context.grantPermissions(['notifications'], { origin });
+  const cdp = await context.newCDPSession(page);
+  const registrations = new Map<string, string>();
+  cdp.on('ServiceWorker.workerRegistrationUpdated', (e) => {
+    for (const r of e.registrations) if (!r.isDeleted) registrations.set(r.scopeURL, r.registrationId);
+  });
+  await cdp.send('ServiceWorker.enable');
+  return { cdp, registrations };
+}

@@ -2,6 +2,7 @@
 // browser its push reached gets `{type: "resolved", …}`, after the item's push and once, through the loopback push
 // service that decrypts every push (server/testing/push-receiver.ts); nothing for a browser the item never reached;
 // retried, retried when dead, and sent after a restart. On both stores (TEST_STORE=postgres).
+import { pendingItem } from '../testing/pending-item';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer, tmpDataDir, until } from '../testing/harness';
 import { type FakeBrowser, startPushReceiver, type PushReceiver } from '../testing/push-receiver';
@@ -24,16 +25,6 @@ afterAll(async () => {
   await s?.close();
   await rcv?.close();
 });
-
-/** Starts a run that stops on a pending `sessions_list` call; resolves with its approval and run ids. */
-async function pendingItem(t: TestServer, session: string): Promise<{ approvalId: string; runId: string }> {
-  const { runId } = await t.rpc<{ runId: string }>('agent', { sessionKey: session, message: '/tool sessions_list {}' });
-  const { approvals } = await until(async () => {
-    const r = await t.rpc<{ approvals: Array<{ approvalId: string }> }>('approvals.list', { sessionKey: session });
-    return r.approvals.length ? r : null;
-  });
-  return { approvalId: approvals[0]!.approvalId, runId };
-}
 
 /** What one browser was pushed about one item, in the order its push service got it. */
 const pushesOf = (r: PushReceiver, browser: string, approvalId: string) => r.received.filter((x) => x.browser === browser && (x.json as Pushed).approvalId === approvalId).map((x) => x.json as Pushed);

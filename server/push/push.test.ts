@@ -1,6 +1,7 @@
 // Web Push against a real push service on 127.0.0.1 (server/testing/push-receiver.ts) that checks the VAPID JWT and
 // decrypts each body with the subscription's private key by itself: delivery, 404/410 drops, 5xx retries, the
 // one-time action token, the SSRF refusal. On both stores (TEST_STORE=postgres).
+import { pendingItem as pendingItemOf } from '../testing/pending-item';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer, tmpDataDir, until } from '../testing/harness';
 import { startPushReceiver, type PushReceiver } from '../testing/push-receiver';
@@ -27,15 +28,8 @@ afterAll(async () => {
   await rcv?.close();
 });
 
-/** Starts a run that stops on a pending `sessions_list` call; resolves with its approval id. */
-async function pendingItem(t: TestServer, session: string): Promise<string> {
-  await t.rpc('agent', { sessionKey: session, message: '/tool sessions_list {}' });
-  const { approvals } = await until(async () => {
-    const r = await t.rpc<{ approvals: Array<{ approvalId: string }> }>('approvals.list', { sessionKey: session });
-    return r.approvals.length ? r : null;
-  });
-  return approvals[0]!.approvalId;
-}
+/** A pending item's approval id (server/testing/pending-item.ts). */
+const pendingItem = async (t: TestServer, session: string) => (await pendingItemOf(t, session)).approvalId;
 
 const action = (t: TestServer, body: unknown) =>
   fetch(`${t.url}/api/push/action`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, body: await r.json() }));
