@@ -1,10 +1,7 @@
 // A real MCP server over streamable HTTP (stateful), built with @modelcontextprotocol/sdk, whose tools ask questions: for the elicitation routing tests.
-import { randomUUID } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { ElicitResultSchema, isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { serveMcpSessions } from './serve-sessions';
 import { z } from 'zod';
 
 export interface ElicitHttpServer {
@@ -41,31 +38,6 @@ function makeServer(): McpServer {
 
 /** Starts the server on an ephemeral port on 127.0.0.1. */
 export async function startElicitHttpServer(): Promise<ElicitHttpServer> {
-  const transports = new Map<string, StreamableHTTPServerTransport>();
-  const srv = http.createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
-    const sid = req.headers['mcp-session-id'] as string | undefined;
-    let transport = sid ? transports.get(sid) : undefined;
-    if (!transport && req.method === 'POST' && isInitializeRequest(body)) {
-      transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => void transports.set(id, transport!) });
-      await makeServer().connect(transport);
-    }
-    if (!transport) {
-      res.writeHead(400).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'no session' }, id: null }));
-      return;
-    }
-    await transport.handleRequest(req, res, body);
-  });
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as AddressInfo).port;
-  return {
-    url: `http://127.0.0.1:${port}/mcp`,
-    close: async () => {
-      for (const t of transports.values()) await t.close().catch(() => undefined);
-      srv.closeAllConnections();
-      await new Promise<void>((r) => srv.close(() => r()));
-    },
-  };
+  const { url, close } = await serveMcpSessions(() => makeServer());
+  return { url, close };
 }

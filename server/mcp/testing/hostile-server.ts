@@ -1,11 +1,8 @@
 // A hostile MCP server over streamable HTTP, built on the SDK's low-level Server so it can send what McpServer would
 // not: endless pages, thousands of tools, unusable or colliding tool definitions, a catastrophic output `pattern`, floods.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { randomUUID } from 'node:crypto';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, isInitializeRequest, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { serveMcpSessions } from './serve-sessions';
 
 export type HostileMode = 'endless' | 'many' | 'mixed' | 'plain';
 
@@ -60,31 +57,6 @@ function makeServer(mode: HostileMode, count: () => void): Server {
 
 export async function startHostileMcpServer(mode: HostileMode): Promise<HostileMcpServer> {
   let pages = 0;
-  const transports = new Map<string, StreamableHTTPServerTransport>();
-  const srv = http.createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
-    const sid = req.headers['mcp-session-id'] as string | undefined;
-    let transport = sid ? transports.get(sid) : undefined;
-    if (!transport && req.method === 'POST' && isInitializeRequest(body)) {
-      transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => void transports.set(id, transport!) });
-      await makeServer(mode, () => pages++).connect(transport);
-    }
-    if (!transport) {
-      res.writeHead(400).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'no session' }, id: null }));
-      return;
-    }
-    await transport.handleRequest(req, res, body);
-  });
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/mcp`,
-    pages: () => pages,
-    close: async () => {
-      for (const t of transports.values()) await t.close().catch(() => undefined);
-      srv.closeAllConnections();
-      await new Promise<void>((r) => srv.close(() => r()));
-    },
-  };
+  const { url, close } = await serveMcpSessions(() => makeServer(mode, () => pages++));
+  return { url, pages: () => pages, close };
 }

@@ -1,10 +1,6 @@
 // A real MCP server over streamable HTTP (stateful sessions), built with @modelcontextprotocol/sdk, for the MCP client tests.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { randomUUID } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { serveMcpSessions } from './serve-sessions';
 import { z } from 'zod';
 
 export interface TestMcpHttpServer {
@@ -49,37 +45,13 @@ function makeServer(seen: string[], die: () => void): McpServer {
 
 /** Starts the server on `port` (0: ephemeral) on 127.0.0.1. */
 export async function startMcpHttpServer(port = 0, seen: string[] = []): Promise<TestMcpHttpServer> {
-  const transports = new Map<string, StreamableHTTPServerTransport>();
-  const srv = http.createServer(async (req, res) => {
-    if (req.headers.authorization) seen.push(`auth ${req.headers.authorization}`);
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
-    const sid = req.headers['mcp-session-id'] as string | undefined;
-    let transport = sid ? transports.get(sid) : undefined;
-    if (!transport && req.method === 'POST' && isInitializeRequest(body)) {
-      transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => void transports.set(id, transport!) });
-      await makeServer(seen, () => {
+  const sessions = await serveMcpSessions(
+    (srv) =>
+      makeServer(seen, () => {
         srv.close();
         srv.closeAllConnections();
-      }).connect(transport);
-    }
-    if (!transport) {
-      res.writeHead(400).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'no session' }, id: null }));
-      return;
-    }
-    await transport.handleRequest(req, res, body);
-  });
-  await new Promise<void>((r) => srv.listen(port, '127.0.0.1', r));
-  const actual = (srv.address() as AddressInfo).port;
-  return {
-    url: `http://127.0.0.1:${actual}/mcp`,
-    port: actual,
-    seen,
-    close: async () => {
-      for (const t of transports.values()) await t.close().catch(() => undefined);
-      srv.closeAllConnections();
-      await new Promise<void>((r) => srv.close(() => r()));
-    },
-  };
+      }),
+    { port, onRequest: (req) => void (req.headers.authorization && seen.push(`auth ${req.headers.authorization}`)) },
+  );
+  return { url: sessions.url, port: sessions.port, seen, close: sessions.close };
 }
