@@ -3,7 +3,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { channelsOf } from '../http/channel-inbound';
-import { startTestServer, type TestServer, until } from '../testing/harness';
+import { readSse, startTestServer, type TestServer, until } from '../testing/harness';
 import type { ChannelService } from './index';
 import { elicitationRequest } from './elicitation-chat';
 import { CREDS, FAKES } from './testing/fake-apis';
@@ -75,6 +75,24 @@ describe('elicitation in chat approvals', () => {
     expect(JSON.stringify(told.body)).toContain('does not fit');
     expect(await s.rt.store.getApproval(item.approvalId)).toMatchObject({ status: 'pending' });
     await s.rpc('approvals.resolve', { approvalId: item.approvalId, decision: 'deny' });
+  });
+
+  it('an approver whose own message started the call gets no card of its question and cannot answer it (the item carries the run’s trust)', async () => {
+    const key = `agent:main:telegram:direct:${ALICE}`;
+    expect((await web.post('telegram', tgMessage(ALICE, '/tool mcp__files__confirm {}'), tgHeaders)).status).toBe(200);
+    const item = await until(async () => (await s.rpc<{ approvals: any[] }>('approvals.inbox', { sessionKey: key })).approvals.find((a) => a.kind === 'elicitation'));
+    expect(item.trust).toEqual({ kind: 'channel', channel: 'telegram', peer: String(ALICE) });
+    const evs = await readSse(`${s.url}/api/gateway/events?runId=${item.runId}`, { lastEventId: 0, until: (e) => e.some((x) => x.stream === 'approval' && x.data.approvalId === item.approvalId) });
+    expect(evs.find((e) => e.stream === 'approval' && e.data.approvalId === item.approvalId)?.data.trust).toEqual({ kind: 'channel', channel: 'telegram', peer: String(ALICE) });
+    await channels.idle();
+    // Before, the item had no trust (read as the operator's): its card went to the requester, whose Yes was taken.
+    expect(tg.calls(/sendMessage$/).filter((c) => JSON.stringify(c.body.reply_markup ?? '').includes(item.approvalId) && c.body.chat_id === ALICE)).toEqual([]);
+    const answers = tg.calls(/answerCallbackQuery$/).length;
+    expect((await web.post('telegram', press(ALICE, 1, `ct:e0:${item.approvalId}`), tgHeaders)).status).toBe(200);
+    await channels.idle();
+    await until(() => tg.calls(/answerCallbackQuery$/).slice(answers)[0]);
+    expect(await s.rt.store.getApproval(item.approvalId)).toMatchObject({ status: 'pending' });
+    await s.rpc('approvals.resolve', { approvalId: item.approvalId, decision: 'decline' });
   });
 
   it('a larger form (or a URL) is answered in the room: the chat only offers Decline', () => {

@@ -1,9 +1,16 @@
 // What an MCP tool call in flight is, as the connection, its elicitations and its OAuth items see it (a leaf module).
+import type { Trust } from '../events/types';
+
 export interface McpCallInfo {
   runId: string;
   sessionKey: string;
   callId: string;
   tool: string;
+  /**
+   * The calling run's trust (CONTRACT §5 "Trust"): the items its call raises carry it, so a chat approver whose own
+   * message started the run neither gets their card nor decides them. Absent: the operator's.
+   */
+  trust?: Trust;
   /** The calling run's abort signal: a cancelled call cancels its elicitation. */
   signal: AbortSignal;
   /**

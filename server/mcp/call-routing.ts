@@ -223,6 +223,7 @@ export class McpCalls {
       sessionKey: asker.sessionKey,
       callId: asker.callId,
       tool: asker.tool,
+      ...(asker.trust ? { trust: asker.trust } : {}),
       signal: asker.signal,
       ended: all.signal,
       // A refused status write is the asker's own (it throws it once its request returns).

@@ -7,6 +7,7 @@ import type { Logger } from '../logger';
 import { FencedError, nowIso, type Store } from '../store/store';
 import type { McpCallInfo } from './call-info';
 import { pendingRow } from '../orchestrator/approvals';
+import { OPERATOR } from '../trust/trust';
 
 /** How often a waiting elicitation reads its item (any process may answer it). */
 const POLL_MS = 200;
@@ -44,9 +45,9 @@ export class Elicitations {
       ...(mode === 'form' ? { requestedSchema: p.requestedSchema } : { url: p.url, ...(p.elicitationId ? { elicitationId: p.elicitationId } : {}) }),
     };
     // `<callId>:elicit:…`: the re-drive of an interrupted call closes the items raised during it.
-    const row = pendingRow({ sessionKey: call.sessionKey, runId: call.runId, callId: `${call.callId}:elicit:${crypto.randomBytes(4).toString('hex')}`, tool: toolName, args, kind: 'elicitation' });
+    const row = pendingRow({ sessionKey: call.sessionKey, runId: call.runId, callId: `${call.callId}:elicit:${crypto.randomBytes(4).toString('hex')}`, tool: toolName, args, kind: 'elicitation', ...(call.trust ? { trust: JSON.stringify(call.trust) } : {}) });
     await this.d.store.insertApproval(row);
-    this.d.bus.emit(call.runId, 'approval', { phase: 'requested', approvalId: row.id, kind: 'elicitation', tool: toolName, args: { ...args }, callId: call.callId, requestedAt: row.requested_at });
+    this.d.bus.emit(call.runId, 'approval', { phase: 'requested', approvalId: row.id, kind: 'elicitation', tool: toolName, args: { ...args }, callId: call.callId, requestedAt: row.requested_at, trust: call.trust ?? OPERATOR });
     // The run's own status: fenced by its session's lease (a zombie's write is refused, never sets an ended run back).
     await this.d.store.updateRunFenced(call.runId, call.sessionKey, { status: 'waiting_approval' }).catch((e: unknown) => fenced(call, e, true));
     try {

@@ -7,6 +7,7 @@ import type { EventBus } from '../events/bus';
 import type { Logger } from '../logger';
 import { invalidateFunctionTools } from '../orchestrator/model-step';
 import { mainSessionKey } from '../sessions/keys';
+import { trustOf } from '../trust/trust';
 import type { AnyToolDef } from '../tools/types';
 import type { Store } from '../store/store';
 import type { McpCallInfo } from './call-info';
@@ -221,7 +222,7 @@ export class McpManager {
         const onProgress = (p: { progress: number; total?: number; message?: string }) =>
           this.o.bus.emit(ctx.runId, 'tool', { phase: 'update', name, callId: ctx.callId, progress: { progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message !== undefined ? { message: p.message } : {}) } });
         try {
-          const caller: McpCallInfo = { runId: ctx.runId, sessionKey: ctx.sessionKey, callId: ctx.callId, tool: t.name, signal: ctx.signal };
+          const caller: McpCallInfo = { runId: ctx.runId, sessionKey: ctx.sessionKey, callId: ctx.callId, tool: t.name, trust: trustOf(ctx.origin), signal: ctx.signal };
           try {
             const result = await conn.call(t.name, args, { signal: ctx.signal, onProgress, traceparent: ctx.traceparent, caller });
             // A status write of the call's elicitation was refused (FencedError): the run ends quietly, no result.

@@ -8,6 +8,7 @@ import type { EventBus } from '../events/bus';
 import type { DecidedBy } from '../events/types';
 import type { Logger } from '../logger';
 import { pendingRow } from '../orchestrator/approvals';
+import { OPERATOR } from '../trust/trust';
 import { FencedError, type Store } from '../store/store';
 import type { McpCallInfo } from './call-info';
 import { McpOAuthStore, type McpOAuthRow, type OAuthFields } from './oauth-store';
@@ -368,6 +369,8 @@ export class McpOAuth implements OAuthClientProvider {
       tool: call ? this.d.toolName(call) : `mcp__${server}`,
       args,
       kind: 'authorization',
+      // The calling run's trust: a chat approver whose own message started it neither gets the card nor decides it.
+      ...(call?.trust ? { trust: JSON.stringify(call.trust) } : {}),
     });
     // The state the callback is bound to is stored before the item can be seen: a person who opens the URL at once (a
     // browser, a test) came back to a callback that did not know the state yet, and the call waited out its timeout.
@@ -377,7 +380,7 @@ export class McpOAuth implements OAuthClientProvider {
     this.pendingId = row.id;
     this.pendingForCall = !!call;
     if (before) await this.settle(before, 'cancelled', 'cancel', 'superseded by a newer authorization item');
-    this.emit(row.run_id, row.session_key, { phase: 'requested', approvalId: row.id, kind: 'authorization', tool: row.tool, args: { ...args }, callId: row.call_id, requestedAt: row.requested_at });
+    this.emit(row.run_id, row.session_key, { phase: 'requested', approvalId: row.id, kind: 'authorization', tool: row.tool, args: { ...args }, callId: row.call_id, requestedAt: row.requested_at, trust: call?.trust ?? OPERATOR });
     // Fenced by the session's lease: a zombie's write is refused and its call throws (the run ends quietly).
     if (call) {
       await store.updateRunFenced(call.runId, call.sessionKey, { status: 'waiting_approval' }).catch((e: unknown) => this.fencedCall(call.runId, e));

@@ -125,7 +125,7 @@ export class Budgets {
       .returning('id')
       .executeTakeFirst();
     if (inserted) {
-      this.d.bus.emit(run.id, 'approval', { phase: 'requested', approvalId: row.id, kind: 'budget', tool: 'budget', args, callId, requestedAt: row.requested_at });
+      this.d.bus.emit(run.id, 'approval', { phase: 'requested', approvalId: row.id, kind: 'budget', tool: 'budget', args, callId, requestedAt: row.requested_at, trust: trustOf(run.origin) });
       return row.id;
     }
     const existing = await this.d.store.db.selectFrom('approvals').select('id').where('kind', '=', 'budget').where('call_id', '=', callId).executeTakeFirstOrThrow();
