@@ -1,16 +1,31 @@
 'use client';
-// Images in model output: this origin's and data: images show inline; any other URL is a link, fetched only when clicked.
+// Images in model output: this origin's image files and data: images show inline; any other URL is a link, fetched only when clicked.
 import type { ComponentProps } from 'react';
 
-/** Where an image may load from without a click: a data: URL, a relative path, or (in the browser) this origin. */
+/** An image file's name: what a same-origin path must end in to load without a click. */
+const IMAGE_FILE = /\.(?:png|jpe?g|gif|webp|avif|svg|ico|bmp)$/;
+/** This origin's endpoints (the API, its event streams, MCP, A2A): never an image, whatever the path ends in. */
+const ENDPOINT = /^\/(?:api|mcp|a2a|login|logout)(?:\/|$)/;
+
+/**
+ * Where an image may load from without a click: a data: image, or this origin's image file (a path ending in an image
+ * file's extension, outside the API). Any other same-origin path is a link: an `<img>` of `/api/gateway/events…` held
+ * one of the browser's six connections to this origin open for good, and ten of them stalled the room's requests.
+ */
 export function isLocalImage(src: string): boolean {
   const s = src.trim();
   if (/^data:image\//i.test(s)) return true;
-  // A relative path, not a protocol-relative `//host/…` or a `scheme:` URL.
-  if (!/^[a-z][a-z0-9+.-]*:/i.test(s) && !s.startsWith('//') && !s.startsWith('\\\\')) return true;
-  if (typeof window === 'undefined') return false;
+  const base = typeof window === 'undefined' ? 'http://room.invalid/' : window.location.href;
   try {
-    return new URL(s, window.location.href).origin === window.location.origin;
+    const url = new URL(s, base);
+    if (url.origin !== new URL(base).origin) return false;
+    let path: string;
+    try {
+      path = decodeURIComponent(url.pathname).toLowerCase();
+    } catch {
+      return false;
+    }
+    return IMAGE_FILE.test(path) && !ENDPOINT.test(path) && !path.includes('\\');
   } catch {
     return false;
   }

@@ -29,4 +29,13 @@ describe('image URLs in model output', () => {
   it('this origin\'s images still show inline', () => {
     expect(html('![logo](/logo.svg)')).toContain('<img src="/logo.svg" alt="logo"');
   });
+
+  it('this origin\'s endpoints are links, never images: an <img> of an event stream held a connection open for good', () => {
+    for (const src of ['/api/gateway/events?sessionKey=agent:main:main&n=1', 'api/gateway/events', '/API/x.png', '/%61pi/gateway/events.png', '/mcp', '/a2a/main/x.svg', '/icon?x=.png', '/_next/image?url=%2Ficon-192.png']) {
+      const out = html(`![s](${src})`);
+      expect(out, src).not.toContain('<img');
+      expect(out, src).toMatch(/Remote image: s|Image blocked: s/);
+    }
+    expect(html('![i](/icons/a.PNG?v=2)')).toContain('<img src="/icons/a.PNG?v=2"');
+  });
 });
