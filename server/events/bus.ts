@@ -46,6 +46,8 @@ export const NO_FENCE = -1;
 
 export class EventBus {
   private pending: PendingEvent[] = [];
+  /** The batch being written (or tried again) now. */
+  private writing: PendingEvent[] | null = null;
   private flushing: Promise<void> | null = null;
   private scheduled = false;
   private runs = new Map<string, RunContext>();
@@ -248,6 +250,15 @@ export class EventBus {
   }
 
   /**
+   * Resolves once none of a run's events waits here for a write or is being written (or tried again): what the log
+   * holds of the run is then all it will hold from this process. A re-drive reads the log after it (run-log-gaps.ts).
+   */
+  async settledRun(runId: string): Promise<void> {
+    const has = (batch: PendingEvent[] | null) => !!batch && batch.some((e) => e.runId === runId);
+    while (has(this.pending) || has(this.writing)) await (this.flushing ?? this.flush());
+  }
+
+  /**
    * Writes are batched: on SQLite the next turn of the event loop; on PostgreSQL (a round trip per write, and a
    * wake-up for every process) after FLUSH_MS, so a quick run's events go out with its end in one transaction.
    */
@@ -273,6 +284,7 @@ export class EventBus {
         const batch = this.pending;
         this.pending = [];
         this.flushes++;
+        this.writing = batch;
         let ids: Array<{ id: number; tx?: string } | null> | null;
         try {
           ids = await this.write(batch, false);
@@ -280,6 +292,8 @@ export class EventBus {
           // Later batches wait behind this one (they stay in `pending`): the log keeps each run's seq order.
           ids = await this.writeAgain(batch, e);
           if (!ids) continue;
+        } finally {
+          this.writing = null;
         }
         const fenced = ids.filter((x) => x === null).length;
         if (fenced) this.log.warn({ count: fenced }, 'events of a session taken over by another process were not written (fenced)');

@@ -11,6 +11,7 @@ import type { Metrics } from '../metrics';
 import type { RunRow } from '../store/schema';
 import { FencedError, type NewMessage, type StartedRun, type Store } from '../store/store';
 import { isCutOff } from '../store/pg-errors';
+import { runLogGaps } from '../store/run-log-gaps';
 import { deliveredKey, isMessagingTool, postsInOrder, sentThisStep } from '../tools/messaging';
 import type { AnyToolDef } from '../tools/types';
 import type { Approvals, DecisionNote } from './approvals';
@@ -100,15 +101,18 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
     // instead of after it (a turn's latency, issue 24.4). The run's first events are emitted after the yield, so the
     // bus's log batch they start goes with the run's end (written folded, in the same transaction) as before.
     await new Promise<void>((r) => setImmediate(r));
-    bus.emit(run.id, 'lifecycle', { phase: 'start', agentId: run.agent.id, ...(row.origin ? { origin: JSON.parse(row.origin) } : {}), ...(run.traceId ? { traceId: run.traceId, traceparent: run.traceparent } : {}) });
+    bus.emit(run.id, 'lifecycle', startData(run, row));
     for (const i of inputs) {
       const endedAt = i.kind === 'agent_callback_result' ? (i.meta?.targetEndedAt as string | undefined) : undefined;
       if (endedAt) deps.metrics.callbackLatency.observe((Date.now() - Date.parse(endedAt)) / 1000);
     }
     emitMessages(started.rows);
+    // Its start and input rows committed and `agent` told (markStarted); its first events still wait for the bus's batch.
+    failpoint('run.started');
     session = started.session;
   } else {
     await store.updateRunFenced(run.id, run.sessionKey, { status: 'running' });
+    await mendLog(deps, run, row);
   }
   session ??= await store.getSession(run.sessionKey);
   const sessionCwd = (session?.meta ? (JSON.parse(session.meta) as { cwd?: unknown }).cwd : undefined) as string | undefined;
@@ -217,6 +221,26 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
     deps.log.warn({ runId: run.id, err: errorMessage(e) }, 'run failed');
     return { status: 'error', error: errorMessage(e), response: lastText };
   }
+}
+
+/** A run's `lifecycle` `start` event's data. */
+function startData(run: ActiveRun, row: RunRow): Record<string, unknown> {
+  return { phase: 'start', agentId: run.agent.id, ...(row.origin ? { origin: JSON.parse(row.origin) } : {}), ...(run.traceId ? { traceId: run.traceId, traceparent: run.traceparent } : {}) };
+}
+
+/**
+ * A re-drive (a takeover, a restart, a resume) first makes the run's event log whole (CONTRACT §3, §4): a process that
+ * died after committing rows and before the bus wrote their events (its batch, a few ms later) left rows with no
+ * `message` event, or a run with no `lifecycle` `start`, and the seq went on without a gap. The missing start, then the
+ * missing rows' events (oldest first) are emitted here before the run goes on, so subscribers and replays see every
+ * row once: an event that did get written is found and not emitted again. Two bounded reads, on a re-drive only.
+ */
+export async function mendLog(deps: RunDeps, run: ActiveRun, row: RunRow): Promise<void> {
+  await deps.bus.settledRun(run.id); // events of an earlier copy of the run here (a batch tried again) are in the log first
+  const gaps = await runLogGaps(deps.store.db, { runId: run.id, sessionKey: run.sessionKey, since: row.started_at ?? row.created_at });
+  if (!gaps.started) deps.bus.emit(run.id, 'lifecycle', startData(run, row));
+  for (const m of gaps.unlogged) deps.bus.emit(run.id, 'message', { message: m });
+  if (!gaps.started || gaps.unlogged.length) deps.log.warn({ runId: run.id, start: !gaps.started, messages: gaps.unlogged.length }, 're-drive: emitted the events its earlier process did not log');
 }
 
 /** Items raised during a call that died with its process (an MCP elicitation, `<callId>:…`) are closed, never left pending. */
