@@ -92,6 +92,25 @@ export async function contextView(store: Store, sessionKey: string, n: number, m
   return { rows: summary ? [summary, ...after] : after, summary, truncated };
 }
 
+/**
+ * Mirrors (a `send` into the session, a post mirrored from elsewhere) written into a session after row `afterId` by
+ * anything but `runId`: a run whose step waited on its tool calls reads them before its next model step (CONTRACT §5
+ * "Context"), after the step's results. Inter-session messages and callbacks are not read here: they reach a running
+ * run as steers, or start their own.
+ */
+export async function lateMirrors(store: Store, sessionKey: string, afterId: number, runId: string): Promise<TranscriptMessage[]> {
+  const rows = await store.db
+    .selectFrom('messages')
+    .selectAll()
+    .where('session_key', '=', sessionKey)
+    .where('id', '>', afterId)
+    .where('kind', '=', 'mirror')
+    .where((eb) => eb.or([eb('run_id', 'is', null), eb('run_id', '!=', runId)]))
+    .orderBy('id')
+    .execute();
+  return rows.map(toTranscriptMessage);
+}
+
 // Provider-reported input tokens over our estimate, per model spec, so the next estimate is corrected.
 const ratios = new Map<string, number>();
 

@@ -78,6 +78,7 @@ describe('a row written during a tool call', () => {
   it('a mirror sent into a session while its run is inside exec: the next prompt keeps the call and its result adjacent', async () => {
     const key = 'agent:gpt:main';
     fake.enqueue({ toolCalls: [{ name: 'exec', args: { command: 'sleep 1; echo slept' } }] }, { text: 'first done' });
+    const first = fake.requests.length;
     const { runId } = await s.rpc<{ runId: string }>('agent', { sessionKey: key, message: 'run a slow command' });
     // Wait until the call is written (the tool is running), then mirror a channel send into the same session.
     for (let i = 0; i < 200; i++) {
@@ -91,6 +92,12 @@ describe('a row written during a tool call', () => {
     const kinds = h.map((m) => m.kind);
     expect(kinds.indexOf('mirror')).toBeGreaterThan(kinds.indexOf('tool_call'));
     expect(kinds.indexOf('mirror')).toBeLessThan(kinds.indexOf('tool_result')); // the transcript keeps arrival order
+    // The run's own next step (after the tool) already reads the mirror, after the call's result (CONTRACT §5
+    // "Context"); before, a run built its prompt once and only the session's next run saw it.
+    const step2 = fake.requests[first + 1]!.body.messages;
+    const resultAt = step2.findIndex((m) => m.role === 'tool');
+    expect(resultAt).toBeGreaterThan(-1);
+    expect(step2.findIndex((m) => typeof m.content === 'string' && m.content.includes('mirrored while the tool ran'))).toBeGreaterThan(resultAt);
 
     fake.enqueue({ text: 'second done' });
     const before = fake.requests.length;

@@ -20,7 +20,7 @@ import { markStarted } from './started';
 import { type PromptMessage, toJsonValue, toPromptMessages, userMessage } from './context';
 import { capToolCalls, functionTools, type StepToolCall, streamStep } from './model-step';
 import type { ActiveRun, RunInput, RunOutcome } from './types';
-import { contextView } from './compaction';
+import { contextView, lateMirrors } from './compaction';
 import type { Budgets } from './budget';
 import { afterModelStep, beforeModelStep, endToolSpan, recordApprovalWait, type RunHookDeps, startToolSpan } from './run-hooks';
 
@@ -125,6 +125,8 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   const transcript = view.rows; // the newest summary and the rows after it
   run.contextTruncated = view.truncated; // the first step's compaction check need not read the session again
   const messages: PromptMessage[] = toPromptMessages(transcript, run.id);
+  /** The newest row the prompt was built from: mirrors after it join before a later step (lateMirrors). */
+  let seen = transcript.reduce((n, m) => Math.max(n, m.id), 0);
   let lastText = '';
   for (const m of transcript) if (m.runId === run.id && m.role === 'assistant' && m.kind === 'message') lastText = m.content.trim();
 
@@ -152,7 +154,9 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
         // before the stop: the step stays one assistant turn with all its calls and one tool turn with all its
         // results, as the model made it (appended apart, it read as two steps, and a reply to "the results" had only
         // the re-driven ones).
-        messages.splice(0, messages.length, ...toPromptMessages((await contextView(store, run.sessionKey, config.session.contextMessages)).rows, run.id));
+        const rebuilt = (await contextView(store, run.sessionKey, config.session.contextMessages)).rows;
+        messages.splice(0, messages.length, ...toPromptMessages(rebuilt, run.id));
+        seen = rebuilt.reduce((n, m) => Math.max(n, m.id), seen);
       } else {
         // The last step finished with text and no tool calls (they are written with it): the run was done, only
         // its end was not recorded. Asking the model again would answer twice.
@@ -205,6 +209,12 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
       if (!calls.length) continue;
       pushToolCalls(messages, calls);
       messages.push(await runTools(deps, run, calls, append));
+      // Mirrors written into the session while the calls ran are context of the next step, after their results.
+      const late = await lateMirrors(store, run.sessionKey, seen, run.id);
+      if (late.length) {
+        seen = late[late.length - 1]!.id;
+        messages.push(...toPromptMessages(late));
+      }
     }
     if (signal.aborted) throw new RunAborted();
     return { status: 'ok', response: lastText };
