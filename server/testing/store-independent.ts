@@ -42,6 +42,7 @@ export const STORE_INDEPENDENT: readonly string[] = [
   'server/tools/exec-deadline.test.ts',
   'server/tools/exec-namespace.test.ts',
   'server/tools/exec-fds.test.ts',
+  'server/tools/exec-tree.test.ts',
   // They pick their stores themselves (PostgreSQL by TEST_DATABASE_URL, SQLite by data dir), in processes of their own.
   'server/cluster/cluster.test.ts',
   'server/cluster/crash-burst.test.ts',

@@ -10,7 +10,7 @@ import { parseRawConfig, resolveConfig } from '../config';
 import { tmpDataDir, until } from '../testing/harness';
 import { isRunning } from '../testing/procs';
 import { createExecTool } from './exec';
-import { blockedFor, mkdirAsUser, mkdirFor, prepareExecIsolation, untrustedLink } from './exec-isolation';
+import { blockedFor, lookupUser, mkdirAsUser, mkdirFor, prepareExecIsolation, untrustedLink } from './exec-isolation';
 import { pidNamespace } from './exec-namespace';
 import { onPostgresPass } from '../testing/store-under-test';
 
@@ -302,6 +302,39 @@ describe.skipIf(process.getuid?.() !== 0)('the workspace, as root', () => {
     expect(r.stdout).toBe(`65534\n${fs.realpathSync(path.join(ws, 'p', 'q'))}\n`);
     expect(fs.lstatSync(path.join(ws, 'p', 'q')).uid).toBe(65534);
     fs.rmSync(rootOnly, { recursive: true, force: true });
+  });
+
+  // Before: workspaces were made 0755 and commands ran with umask 022: an agent's files were any other exec user's to read.
+  const daemon = lookupUser('daemon');
+  it.skipIf(!daemon)(`agents with different exec users cannot read each other’s files: workspaces 0700, commands umask 077${daemon ? '' : ' (skipped: no user daemon here)'}`, async () => {
+    // Not under /tmp: there each command's own /tmp (its PID namespace) would hide the other workspace anyway.
+    const scratch = path.join(root, 'node_modules', '.cache');
+    fs.mkdirSync(scratch, { recursive: true });
+    const base = fs.mkdtempSync(path.join(scratch, 'ct-ws-'));
+    fs.chmodSync(base, 0o755);
+    try {
+      const dataDir = tmpDataDir();
+      const config = resolveConfig(parseRawConfig({ agents: [{ id: 'a' }, { id: 'b', exec: { user: 'daemon' } }] }), { CROSSTALK_DATA_DIR: dataDir, CROSSTALK_WORKSPACES: base });
+      const [a, b] = config.agents as [(typeof config.agents)[0], (typeof config.agents)[0]];
+      // a's as an earlier version left it: the exec user's, mode 0755. The next start closes it; b's is made closed.
+      fs.mkdirSync(a.workspace, { mode: 0o755 });
+      fs.chmodSync(a.workspace, 0o755);
+      fs.chownSync(a.workspace, 65534, 65534);
+      prepareExecIsolation(config, capture().log);
+      const run = async (agent: typeof a, command: string) =>
+        (await createExecTool().execute({ command }, { agent, signal: new AbortController().signal, runId: 'r', sessionKey: `agent:${agent.id}:main`, callId: 'c' } as never)) as { stdout: string; stderr: string };
+      const wrote = await run(a, 'id -u; umask; echo secret-of-a > notes.txt; mkdir sub; stat -c %a notes.txt sub');
+      const seen = await run(b, `id -u; cat ${a.workspace}/notes.txt; echo rc=$?; ls ${a.workspace}; echo rc=$?`);
+      expect(seen.stdout + seen.stderr).not.toContain('secret-of-a');
+      expect(seen.stdout).toBe(`${daemon!.uid}\nrc=1\nrc=2\n`);
+      expect(seen.stderr).toMatch(/Permission denied/);
+      // Each half alone would do: the workspace closed, and what a command makes its user's alone.
+      expect(wrote.stdout).toBe('65534\n0077\n600\n700\n');
+      expect([fs.statSync(a.workspace).mode & 0o777, fs.statSync(b.workspace).mode & 0o777]).toEqual([0o700, 0o700]);
+      expect(fs.statSync(b.workspace).uid).toBe(daemon!.uid);
+    } finally {
+      fs.rmSync(base, { recursive: true, force: true });
+    }
   });
 
   it('a config file the exec user can read (its secrets) is named in a warning at start, with the chmod that fixes it', () => {

@@ -4,7 +4,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { CrosstalkConfig } from '../config';
 import type { Logger } from '../logger';
-import { pidNamespace } from './exec-namespace';
+import { pidNamespace, type PidNamespace } from './exec-namespace';
+import { systemBinary } from '../system-binary';
 
 /** `exec` as another user (uid/gid), or as the server's own user with the reason it cannot be isolated. */
 export type ExecIdentity = { isolated: true; user: string; uid: number; gid: number } | { isolated: false; reason: string };
@@ -62,8 +63,21 @@ export function blockedFor(dir: string, id: { uid: number; gid: number }, last =
 }
 
 /**
- * `mkdir -p` whose new directories belong to the exec user (the server, as root, creates them for it): `dir` itself,
- * and a new directory whose parent is the user's already (a folder made inside the workspace). The folders made on
+ * A workspace folder closed to all but its owner (mode 0700), through an fd opened without following a link: agents
+ * with different exec users cannot read each other's workspaces (made 0755, they could).
+ */
+export function closeToOthers(dir: string): void {
+  const fd = fs.openSync(/* turbopackIgnore: true */ dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW);
+  try {
+    if ((fs.fstatSync(fd).mode & 0o777) !== 0o700) fs.fchmodSync(fd, 0o700);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * `mkdir -p` whose new directories belong to the exec user (the server, as root, creates them for it), mode 0700: `dir`
+ * itself, and a new directory whose parent is the user's already (a folder made inside the workspace). The folders made on
  * the way to a workspace stay root's: the workspaces' root (`./workspaces`) used to become the exec user's, and a
  * command could then swap another agent's workspace for a symlink to any folder root owns, which the next start's
  * hand-over gave to the exec user, all of it (handOverWorkspace now refuses such a link too).
@@ -73,9 +87,11 @@ export function mkdirFor(dir: string, id: ExecIdentity): void {
   const missing: string[] = [];
   for (let d = target; !fs.existsSync(/* turbopackIgnore: true */ d); d = path.dirname(d)) missing.unshift(d);
   fs.mkdirSync(/* turbopackIgnore: true */ dir, { recursive: true });
-  if (!id.isolated) return;
   for (const d of missing) {
-    if (d === target || fs.lstatSync(/* turbopackIgnore: true */ path.dirname(d)).uid === id.uid) fs.lchownSync(/* turbopackIgnore: true */ d, id.uid, id.gid);
+    if (d === target || (id.isolated && fs.lstatSync(/* turbopackIgnore: true */ path.dirname(d)).uid === id.uid)) {
+      if (id.isolated) fs.lchownSync(/* turbopackIgnore: true */ d, id.uid, id.gid);
+      closeToOthers(d);
+    }
   }
 }
 
@@ -122,6 +138,7 @@ export function untrustedLink(p: string): string | null {
  * Hands an agent's workspace to its exec user, once (while its top folder is not theirs yet): what root owns in
  * it becomes the user's, so commands can edit the files there. Files of other users keep their owner; symlinks
  * are not followed and a file with more than one hard link is left alone (it may be a link to a file outside).
+ * Its top folder, once the user's, is made mode 0700 at every start (one made 0755 by an earlier version too).
  */
 export function handOverWorkspace(workspace: string, id: Extract<ExecIdentity, { isolated: true }>): void {
   // A link root does not own on the way (a command swapped a workspace for one): never followed into root's files.
@@ -129,7 +146,7 @@ export function handOverWorkspace(workspace: string, id: Extract<ExecIdentity, {
   if (link) throw new Error(`${link} is a symlink that root does not own, on the way to the workspace ${workspace}: not handed to ${id.user} (remove it, or make the workspace a folder)`);
   const root = fs.realpathSync(/* turbopackIgnore: true */ workspace);
   const top = fs.lstatSync(/* turbopackIgnore: true */ root);
-  if (top.uid === id.uid) return;
+  if (top.uid === id.uid) return closeToOthers(root);
   const walk = (dir: string) => {
     for (const e of fs.readdirSync(/* turbopackIgnore: true */ dir, { withFileTypes: true })) {
       const p = path.join(dir, e.name);
@@ -140,7 +157,9 @@ export function handOverWorkspace(workspace: string, id: Extract<ExecIdentity, {
     }
   };
   walk(root);
-  if (top.uid === 0) fs.lchownSync(/* turbopackIgnore: true */ root, id.uid, id.gid);
+  if (top.uid !== 0) return;
+  fs.lchownSync(/* turbopackIgnore: true */ root, id.uid, id.gid);
+  closeToOthers(root);
 }
 
 /**
@@ -208,12 +227,21 @@ export function prepareExecIsolation(config: CrosstalkConfig, log: Logger, confi
   for (const [reason, agents] of notIsolated) {
     log.warn({ agents }, `exec is not isolated: ${reason}; a command can read the token, the store and the data dir (README, Security)`);
   }
-  // As root, whether commands get a PID namespace (found out once, after the start's own work, so the first command does not wait for it).
+  // As root, whether commands get a PID namespace and their own /tmp (found out once, after the start's own work, so the first command does not wait for it).
   if (process.getuid?.() === 0) {
     setTimeout(() => {
       void pidNamespace().then((ns) => {
-        if ('reason' in ns) log.warn(`exec runs without a PID namespace of its own: ${ns.reason}; a command that leaves its session and closes fd 3 outlives it (README, Security)`);
+        const shared = sharedTmpReason(ns, users.length > 0);
+        if ('reason' in ns) log.warn(`exec runs without a PID namespace of its own: ${ns.reason}; a command that leaves its session and closes fd 3 outlives it, and commands share the host's /tmp, /var/tmp and /dev/shm (README, Security)`);
+        else if (shared) log.warn(`exec's commands share the host's /tmp, /var/tmp and /dev/shm: ${shared}; a command can plant files there that root's programs then use (README, Security)`);
       });
     }, 2000).unref();
   }
+}
+
+/** Why commands in the namespace `ns` get no /tmp of their own (null: they do); `isolated`: some run as another user, which needs setpriv for it. */
+export function sharedTmpReason(ns: PidNamespace, isolated: boolean, setpriv: string | null = systemBinary('setpriv')): string | null {
+  if ('reason' in ns) return ns.reason;
+  if ('reason' in ns.tmp) return ns.tmp.reason;
+  return isolated && !setpriv ? 'there is no util-linux setpriv (unshare drops to the exec user before anything could mount them)' : null;
 }

@@ -1,6 +1,7 @@
 // exec: runs a shell command in the agent's workspace folder, output capped; the canonical approval case. Not a sandbox:
-// as root it runs the command as an unprivileged user (exec-isolation.ts) in a PID namespace of its own
-// (exec-namespace.ts), and ends its whole process tree (exec-tree.ts). It starts with only fds 0-3 open (closeInheritedFds).
+// as root it runs the command as an unprivileged user (exec-isolation.ts) in a PID namespace of its own with its own
+// /tmp, /var/tmp and /dev/shm (exec-namespace.ts), and ends its whole process tree (exec-tree.ts). It starts with only
+// fds 0-3 open and umask 077 (closeInheritedFds).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -12,7 +13,7 @@ import { blockedFor, execIdentity, mkdirAsUser, mkdirFor } from './exec-isolatio
 import { ProcessTree } from './exec-tree';
 import { realPrefix } from '../real-path';
 import { isExecutableFile, systemBinary } from '../system-binary';
-import { inPidNamespace, pidNamespace } from './exec-namespace';
+import { inPidNamespace, pidNamespace, privateTmpFor, type PrivateTmp } from './exec-namespace';
 
 /** Seconds a command may run when the call names no timeout. */
 export const DEFAULT_TIMEOUT_S = 120;
@@ -31,16 +32,17 @@ export const TIMEOUT_GRACE_S = 2;
 
 /**
  * The shell's command line: `sh -c command`, under `timeout` where there is one, and in a PID namespace of its own
- * when `ns` names unshare, run as `ns.id` when given. The drop to that user comes after `timeout`, by util-linux's
- * setpriv: the namespace's first process (`timeout`) stays root's, so the command cannot ptrace it, nor signal it. When
- * unshare dropped to the user itself, `timeout` was the exec user's too: a command attached to it and made it ignore
- * its deadline, leave its session and close the marker fd, and its processes outlived the call, the deadline and the
- * gateway (probe R). Without setpriv, unshare drops to the user as before.
+ * when `ns` names unshare, run as `ns.id` when given, with its own /tmp, /var/tmp and /dev/shm (`ns.tmp`, mounted as
+ * root before the drop; not where unshare drops to the user itself, without setpriv). The drop to that user comes
+ * after `timeout`, by util-linux's setpriv: the namespace's first process (`timeout`) stays root's, so the command
+ * cannot ptrace it, nor signal it. When unshare dropped to the user itself, `timeout` was the exec user's too: a
+ * command attached to it and made it ignore its deadline, leave its session and close the marker fd, and its processes
+ * outlived the call, the deadline and the gateway (probe R). Without setpriv, unshare drops to the user as before.
  */
 export function shellArgv(
   command: string,
   limitS: number,
-  ns?: { unshare: string; id?: { uid: number; gid: number } },
+  ns?: { unshare: string; id?: { uid: number; gid: number }; tmp?: PrivateTmp },
   setpriv: string | null = systemBinary('setpriv'),
 ): [string, string[]] {
   const timeout = systemBinary('timeout');
@@ -48,7 +50,7 @@ export function shellArgv(
   const sh = ['/bin/sh', '-c', command];
   const asUser = dropInside ? [setpriv!, '--regid', String(dropInside.gid), '--reuid', String(dropInside.uid), '--clear-groups', '--', ...sh] : sh;
   const argv = timeout ? [timeout, '-s', 'KILL', `${limitS + TIMEOUT_GRACE_S}s`, ...asUser] : asUser;
-  return ns ? inPidNamespace(ns.unshare, argv, dropInside ? undefined : ns.id, setpriv) : [argv[0]!, argv.slice(1)];
+  return ns ? inPidNamespace(ns.unshare, argv, dropInside ? undefined : ns.id, setpriv, ns.tmp) : [argv[0]!, argv.slice(1)];
 }
 
 /**
@@ -61,7 +63,8 @@ export function shellArgv(
  * a command named 12), so bash runs it where there is one; a shell that cannot close an open fd above 9 fails the
  * command (exit 126) rather than leak it. It also sets the command's oom_score_adj to 1000 (inherited by all it
  * starts): commands share the gateway's memory, and when it runs out the kernel's OOM killer ends a command before the
- * gateway (raising one's own score needs no privilege; where /proc is missing, nothing changes).
+ * gateway (raising one's own score needs no privilege; where /proc is missing, nothing changes). And umask 077: what
+ * a command creates is its user's alone (with 022, an agent's files were readable by other agents' exec users).
  */
 export const CLOSE_FDS = `multi=
 closesMulti() {
@@ -91,6 +94,7 @@ else
   while [ "$n" -le "$max" ]; do eval "exec $n>&-"; n=$((n + 1)); done
 fi
 { echo 1000 > /proc/self/oom_score_adj; } 2>/dev/null
+umask 077
 exec "$@"`;
 
 let closingShell: string | undefined;
@@ -164,7 +168,7 @@ class Capped {
 export function createExecTool(): ToolDef<z.infer<typeof input>> {
   return {
     name: 'exec',
-    description: `Run a shell command in your workspace folder. Returns {status, exitCode, stdout, stderr}; output is capped at 64 KiB per stream; the command and everything it started are killed after timeoutSeconds (default ${DEFAULT_TIMEOUT_S}). Needs approval by default.`,
+    description: `Run a shell command in your workspace folder. Returns {status, exitCode, stdout, stderr}; output is capped at 64 KiB per stream; the command and everything it started are killed after timeoutSeconds (default ${DEFAULT_TIMEOUT_S}), and the timeout error carries the output printed until then. Needs approval by default.`,
     inputSchema: input,
     async execute({ command, cwd, timeoutSeconds }, ctx) {
       const id = execIdentity(ctx.agent.execUser ?? 'nobody');
@@ -191,7 +195,10 @@ export function createExecTool(): ToolDef<z.infer<typeof input>> {
       const ns = await pidNamespace();
       // Interrupted while that was found out (the first command waits for the probe): it never starts.
       if (ctx.signal.aborted) return toolError('interrupted', 'run interrupted');
-      const tree = new ProcessTree();
+      const namespaced = 'unshare' in ns;
+      // Its own /tmp, /var/tmp and /dev/shm where the namespace has them (the workspace bound back when it is in one).
+      const tmp = namespaced && 'mount' in ns.tmp ? privateTmpFor(ns.tmp.mount, realRoot) : undefined;
+      const tree = new ProcessTree(namespaced);
       return new Promise((resolve) => {
         // Its own session and process group; fd 3 marks every process it starts (exec-tree.ts), and no other fd above 2 reaches it.
         let child: ReturnType<typeof spawn>;
@@ -199,17 +206,16 @@ export function createExecTool(): ToolDef<z.infer<typeof input>> {
           const user = id.isolated ? { uid: id.uid, gid: id.gid } : undefined;
           // Closed before anything else runs (as root, in the namespace's case): a process of the exec user's that kept
           // them (timeout, the namespace's first process) would hand them to the command (pidfd_getfd, ptrace).
-          const [file, argv] = closeInheritedFds(shellArgv(command, limitS, 'unshare' in ns ? { unshare: ns.unshare, id: user } : undefined));
+          const [file, argv] = closeInheritedFds(shellArgv(command, limitS, namespaced ? { unshare: ns.unshare, id: user, tmp } : undefined));
           child = spawn(file, argv, {
             cwd: dir,
             env,
             stdio: ['ignore', 'pipe', 'pipe', tree.markerFd],
             detached: true,
-            ...(user && !('unshare' in ns) ? user : {}),
+            ...(user && !namespaced ? user : {}),
           });
         } catch (e) {
-          tree.close();
-          return resolve(toolError('internal', `exec failed: ${(e as Error).message}`));
+          return void tree.close().then(() => resolve(toolError('internal', `exec failed: ${(e as Error).message}`)));
         }
         if (child.pid) tree.started(child.pid);
         const out = new Capped();
@@ -220,31 +226,34 @@ export function createExecTool(): ToolDef<z.infer<typeof input>> {
         let settled = false;
         const timer = setTimeout(() => {
           timedOut = true;
-          tree.kill();
+          void tree.kill();
         }, limitS * 1000);
-        const onAbort = () => tree.kill();
+        const onAbort = () => void tree.kill();
         ctx.signal.addEventListener('abort', onAbort, { once: true });
         const settle = (value: unknown) => {
           if (settled) return;
           settled = true;
           clearTimeout(timer);
           ctx.signal.removeEventListener('abort', onAbort);
-          tree.close(); // whatever the command left running ends with it
-          resolve(value);
+          void tree.close().then(() => resolve(value)); // whatever the command left running ends with it, first
         };
         child.on('error', (e) => settle(toolError('internal', `exec failed: ${e.message}`)));
         // Settle on the shell's exit, not on the pipes closing: a grandchild (`setsid sleep 600 &`) may hold them.
         child.on('exit', (code, sig) => {
-          tree.kill(); // background jobs, in the group or not
+          void tree.kill(); // background jobs, in the group or not
           const finish = () => {
             if (settled) return;
             child.stdout!.destroy();
             child.stderr!.destroy();
-            if (timedOut) return settle(toolError('timeout', `command timed out after ${limitS}s`));
+            const output = () => {
+              const stdout = out.text();
+              const stderr = err.text();
+              return { stdout, stderr, ...(out.truncated || err.truncated ? { truncated: true } : {}) };
+            };
+            // What it printed before its deadline, capped the same: the model sees how far it got.
+            if (timedOut) return settle({ ...toolError('timeout', `command timed out after ${limitS}s`), ...output() });
             if (ctx.signal.aborted) return settle(toolError('interrupted', 'run interrupted'));
-            const stdout = out.text();
-            const stderr = err.text();
-            settle({ status: 'ok', exitCode: code ?? (sig ? 128 : 1), stdout, stderr, ...(out.truncated || err.truncated ? { truncated: true } : {}) });
+            settle({ status: 'ok', exitCode: code ?? (sig ? 128 : 1), ...output() });
           };
           let pending = 2;
           const closed = () => --pending === 0 && finish();
