@@ -52,14 +52,22 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     );
   });
 
+/** How a delivery with a record goes through the retry policy (server/channels/channel-deliveries.ts). */
+export interface RetryHooks {
+  /** The attempt number to begin at: a round taken over from a process that died goes on where it was. */
+  first?: number;
+  /** Before waiting `ms` to retry after failure `f` (the record says so first); a rejection stops the retries. */
+  beforeWait?: (f: DeliveryFailure, ms: number) => Promise<void>;
+}
+
 /**
  * Runs one delivery with the retry policy: a 429 is always safe to retry (the platform refused the request)
  * and waits its retry-after; a 5xx or network failure is retried only when the adapter marked the request
  * idempotent (a transaction id, an idempotency key), since otherwise the message may already be posted.
  * Anything else, or running out of attempts, is a `channel_error` naming the platform and the cause.
  */
-export async function withDeliveryRetry<T>(label: string, s: RetrySettings, fn: (attempt: number) => Promise<T>, signal?: AbortSignal): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
+export async function withDeliveryRetry<T>(label: string, s: RetrySettings, fn: (attempt: number) => Promise<T>, signal?: AbortSignal, hooks: RetryHooks = {}): Promise<T> {
+  for (let attempt = hooks.first ?? 1; ; attempt++) {
     try {
       return await fn(attempt);
     } catch (e) {
@@ -74,6 +82,7 @@ export async function withDeliveryRetry<T>(label: string, s: RetrySettings, fn: 
         wait = s.retryBaseMs * 2 ** (attempt - 1);
       }
       if (wait === null || signal?.aborted) throw toChannelError(label, f, attempt);
+      await hooks.beforeWait?.(f, wait);
       await sleep(wait, signal);
     }
   }

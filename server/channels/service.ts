@@ -12,8 +12,9 @@ import { agentIdOf, sessionKindOf } from '../sessions/keys';
 import type { Store } from '../store/store';
 import { resolveChannelConfig, withDeliveryRetry, type RetrySettings } from './delivery';
 import { splitText } from './split-text';
-import { channelDelivery, type ChannelSendSource, closeOrphanedSends, countedAttempt, isKeyedSend, parseChannelSource } from './channel-deliveries';
+import { channelDelivery, type ChannelSendSource, closeOrphanedSends, isKeyedSend, parseChannelSource, SendRecord } from './channel-deliveries';
 import { getDeliveryRow, newDeliveryId } from '../store/deliveries';
+import type { DeliveryRow } from '../store/schema';
 import { startChatApprovals, type ChatApprovals } from './approvals';
 import { handleInbound, type InboundOutcome, submitInbound } from './inbound';
 import { claimHeld, listPairings, type PairingInfo, pairingsResolveParams, type PairingsResolveParams, resolvePairing } from '../trust/pairing';
@@ -137,7 +138,7 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     }
   }
 
-  async function deliver(channel: string, target: ResolvedTarget, text: string, o: { idempotencyKey?: string; signal?: AbortSignal; deliveryId?: string } = {}): Promise<string> {
+  async function deliver(channel: string, target: ResolvedTarget, text: string, o: { idempotencyKey?: string; signal?: AbortSignal; deliveryId?: string; resume?: boolean } = {}): Promise<string> {
     const p = plugin(channel);
     // A delivery's every attempt, a retry of it after it went dead included (deliveries.retry), carries one key: a
     // receiver that kept an attempt it then failed to acknowledge knows the retry for the same message.
@@ -146,27 +147,30 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     let cfg: unknown;
     // Longer than one post takes: several posts, in order, each retried on its own (the first's id answers for them).
     const parts = p.maxTextLength ? splitText(text, p.maxTextLength) : [text];
-    // The parts a delivery already got through (its record keeps the count): a retry after it died part-way sends the
-    // rest, so no part reaches the chat twice (CONTRACT §9).
-    const record = parts.length > 1 && o.deliveryId ? await getDeliveryRow(store.db, o.deliveryId) : undefined;
-    const source = record ? parseChannelSource(record.source) : null;
+    // With a record (CONTRACT §9): each attempt is counted on it as it begins, the wait before a retry is written to it,
+    // and a send that gives up ends it — one to a channel that is not configured included. It keeps the parts that
+    // got through, so a retry after the send died part-way sends the rest: no part reaches the chat twice.
+    const record = o.deliveryId ? await SendRecord.load(store, o.deliveryId, orchestrator.cluster?.id || undefined) : null;
+    // A send taken over from a process that died goes on with its round where it stopped.
+    let resume = !!o.resume;
     let first: string | undefined;
     for (const [i, part] of parts.entries()) {
-      if (i < (source?.sentParts ?? 0)) continue;
+      if (i < (record?.sentParts ?? 0)) continue;
       const key = i === 0 ? idempotencyKey : `${idempotencyKey}-${i + 1}`;
       const send = () => p.deliver!(cfg as never, { target, text: part, idempotencyKey: key, signal: o.signal });
-      // With a delivery record: each failed attempt is counted on it, and a send that gives up ends it (CONTRACT §9) —
-      // one to a channel that is not configured included.
-      const attempt = o.deliveryId ? countedAttempt(store, o.deliveryId, send) : null;
       try {
         cfg ??= p.configSchema ? resolveChannelConfig(config.channels, p.id, p.configSchema, target.accountId) : (config.channels[p.id] ?? {});
         const c = cfg as Partial<RetrySettings>;
         const settings: RetrySettings = { maxAttempts: c.maxAttempts ?? 3, maxRetryAfterMs: c.maxRetryAfterMs ?? 30_000, retryBaseMs: c.retryBaseMs ?? 500 };
-        const res = await withDeliveryRetry(p.label, settings, attempt ? attempt.run : send, o.signal);
+        const from = resume && record ? Math.max(1, Math.min(record.resumeAt, settings.maxAttempts)) : 1;
+        resume = false;
+        const res = record
+          ? await withDeliveryRetry(p.label, settings, record.attempt(send), o.signal, { first: from, beforeWait: (f, ms) => record.waiting(f, ms) })
+          : await withDeliveryRetry(p.label, settings, send, o.signal);
         first ??= res.messageId;
-        if (source && i < parts.length - 1) await store.db.updateTable('deliveries').set({ source: `channel:${JSON.stringify({ ...source, sentParts: i + 1 })}` }).where('id', '=', o.deliveryId!).execute();
+        await record?.answered(i, i === parts.length - 1);
       } catch (e) {
-        if (attempt) await attempt.end(e);
+        await record?.end(e);
         throw e;
       }
     }
@@ -188,12 +192,13 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     signal?: AbortSignal;
     deliveryId?: string;
     callId?: string;
+    resume?: boolean;
   }): Promise<string> {
     // The send's record (CONTRACT §9 `channel`), kept with what a retry needs to send it again.
     if (o.deliveryId) await store.createDeliveries([channelDelivery(o.deliveryId, { ...o, owner: orchestrator.cluster?.id || undefined })]);
     // A failed send names its record (the `message` tool's failure carries it, as its success does, CONTRACT §9): it
     // is there, dead or failed, and may be retried.
-    const messageId = await deliver(o.channel, o.target, o.text, { idempotencyKey: o.idempotencyKey, signal: o.signal, deliveryId: o.deliveryId }).catch((e: unknown) => {
+    const messageId = await deliver(o.channel, o.target, o.text, { idempotencyKey: o.idempotencyKey, signal: o.signal, deliveryId: o.deliveryId, resume: o.resume }).catch((e: unknown) => {
       if (o.deliveryId && isCrosstalkError(e)) e.deliveryId = o.deliveryId;
       throw e;
     });
@@ -250,20 +255,49 @@ export function createChannels(deps: ChannelDeps): ChannelService {
       }
     }
     const { route, target } = retryRoute(send);
-    // This process sends it now: if it dies mid-send, the sweep closes it (not while it lives).
-    const owner = orchestrator.cluster?.id;
-    if (owner) await store.db.updateTable('deliveries').set({ source: `channel:${JSON.stringify({ ...send, owner })}` }).where('id', '=', row.id).execute();
+    // This process sends it now, no call of it out yet: if it dies, the process that takes over sends it (not while
+    // it lives). A record settled meanwhile (the sweep found its last sender dead) is not sent.
+    const owner = orchestrator.cluster?.id || undefined;
+    const claimed = await store.db
+      .updateTable('deliveries')
+      .set({ source: `channel:${JSON.stringify({ ...send, phase: 'ready', ...(owner ? { owner } : {}) } satisfies ChannelSendSource)}` })
+      .where('id', '=', row.id)
+      .where('state', '=', 'accepted')
+      .executeTakeFirst();
+    if (Number(claimed.numUpdatedRows) !== 1) throw new CrosstalkError('not_retryable', `delivery ${row.id} was settled meanwhile`);
+    void sendAgain(row.id, send, route, target, false).catch((e) => log.warn({ err: (e as Error).message, deliveryId: row.id }, 'channel delivery retry failed'));
+  });
+
+  /** A recorded send sent again, under its id: retried (deliveries.retry), or `resume`d from a process that died. */
+  async function sendAgain(id: string, send: ChannelSendSource, route: SessionRoute, target: ResolvedTarget, resume: boolean): Promise<void> {
     // A run's reply: its row is in the transcript already; sent again, it is not mirrored.
     if (send.via === 'reply') {
-      void deliver(route.channel, target, send.text, { idempotencyKey: send.idempotencyKey, deliveryId: row.id })
-        .then(() => store.advanceDeliveries([row.id], 'delivered', { attempt: true, error: null }))
-        .catch((e) => log.warn({ err: (e as Error).message, deliveryId: row.id }, 'channel delivery retry failed'));
+      await deliver(route.channel, target, send.text, { idempotencyKey: send.idempotencyKey, deliveryId: id, resume });
+      await store.advanceDeliveries([id], 'delivered', { attempt: true, error: null });
       return;
     }
-    void deliverAndMirror({ agentId: send.agentId, channel: route.channel, route, target, sessionKey: send.sessionKey ?? route.sessionKey, text: send.text, via: send.via, ...(send.idempotencyKey ? { idempotencyKey: send.idempotencyKey } : {}), ...(send.runId ? { runId: send.runId } : {}), ...(send.sourceSessionKey ? { sourceSessionKey: send.sourceSessionKey } : {}), deliveryId: row.id }).catch((e) =>
-      log.warn({ err: (e as Error).message, deliveryId: row.id }, 'channel delivery retry failed'),
-    );
-  });
+    await deliverAndMirror({ agentId: send.agentId, channel: route.channel, route, target, sessionKey: send.sessionKey ?? route.sessionKey, text: send.text, via: send.via, ...(send.idempotencyKey ? { idempotencyKey: send.idempotencyKey } : {}), ...(send.runId ? { runId: send.runId } : {}), ...(send.sourceSessionKey ? { sourceSessionKey: send.sourceSessionKey } : {}), deliveryId: id, resume });
+  }
+
+  /**
+   * A send taken over from a process that died while no call of it was out (closeOrphanedSends): sent once its wait
+   * is over (`not_before`, a 429's Retry-After or the backoff), its round going on; one that can no longer be routed
+   * ends `failed`.
+   */
+  async function resumeSend(row: DeliveryRow): Promise<void> {
+    const send = parseChannelSource(row.source)!;
+    log.warn({ deliveryId: row.id, channel: send.channel }, 'a channel send whose process stopped while it waited: sending it now');
+    let routed: ReturnType<typeof retryRoute>;
+    try {
+      routed = retryRoute(send);
+    } catch (e) {
+      await store.advanceDeliveries([row.id], 'failed', { error: { code: isCrosstalkError(e) ? e.code : 'channel_error', message: (e as Error).message } });
+      return;
+    }
+    const wait = row.not_before ? Date.parse(row.not_before) - Date.now() : 0;
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait).unref());
+    await sendAgain(row.id, send, routed.route, routed.target, true);
+  }
 
   async function sendOnce(p: z.output<typeof sendParams>, freshKey = false): Promise<SendResult> {
     const pl = plugin(p.channel);
@@ -343,11 +377,9 @@ export function createChannels(deps: ChannelDeps): ChannelService {
     },
     closeOrphanedSends() {
       // One pass at a time (the cluster's sweep asks every few hundred ms); a failed pass is logged, the next one tries again.
-      closing ??= (
-        orchestrator.cluster
-          ? closeOrphanedSends(store, async () => new Set((await store.db.selectFrom('processes').select('id').where('status', '=', 'alive').execute()).map((r) => r.id)))
-          : closeOrphanedSends(store)
-      )
+      const resume = (row: DeliveryRow) => void resumeSend(row).catch((e: unknown) => log.warn({ err: (e as Error).message, deliveryId: row.id }, 'channel send taken over failed'));
+      const alive = async () => new Set((await store.db.selectFrom('processes').select('id').where('status', '=', 'alive').execute()).map((r) => r.id));
+      closing ??= closeOrphanedSends(store, { resume, ...(orchestrator.cluster ? { alive, me: orchestrator.cluster.id || undefined } : {}) })
         .catch((e: unknown) => (log.warn({ err: (e as Error).message }, 'could not close channel sends left in flight'), 0))
         .finally(() => (closing = null));
       return closing;

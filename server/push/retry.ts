@@ -4,6 +4,7 @@
 // PostgreSQL in any instance), claims a due one (compare-and-set on its updated_at) and attempts it again, each attempt
 // counted on the delivery, until webhooks.maxAttempts (then `dead`).
 import type { CrosstalkConfig } from '../config';
+import { type RoundColumns, withRounds } from '../store/migrations-delivery-rounds';
 import type { DeliveryRow } from '../store/schema';
 import type { Store } from '../store/store';
 import { retryDelayMs } from '../webhooks/deliver';
@@ -33,10 +34,22 @@ export interface PushRetries {
 }
 
 /**
- * Attempt number within a round (1-based), from the attempts counted before it: a deliveries.retry of a dead push
- * starts a fresh round of webhooks.maxAttempts on the same delivery (whose count keeps growing).
+ * Attempt number within a round (1-based), from the attempts counted before it and those counted before its round
+ * began (`round_from`, 0032): a deliveries.retry of a dead push or webhook starts a fresh round of
+ * webhooks.maxAttempts on the same delivery (whose count keeps growing), whatever maxAttempts was in the rounds before.
+ * (It was the count modulo maxAttempts: a dead webhook with 6 attempts of 3, retried under 4, got 2 POSTs.)
  */
-export const roundAttempt = (attemptsBefore: number, max: number) => (attemptsBefore % max) + 1;
+export const roundAttempt = (attemptsBefore: number, roundFrom: number) => attemptsBefore - roundFrom + 1;
+
+/**
+ * Where a waiting push's round began (`round_from`, 0032). A round with all its attempts counted is never waiting (its
+ * last failure ends it `dead`): one that looks so was reopened by deliveries.retry without its start written (its
+ * process stopped in between, or before 0032) — its round begins now.
+ */
+const roundFrom = (row: DeliveryRow, max: number) => {
+  const from = Number((row as DeliveryRow & Partial<RoundColumns['deliveries']>).round_from ?? 0);
+  return Number(row.attempts) - from >= max ? Number(row.attempts) : from;
+};
 
 export const endOf = (r: PushOutcome, n: number, max: number): PushState | null => (r.ok ? 'delivered' : r.gone ? 'gone' : r.refused ? 'refused' : n >= max ? 'dead' : null);
 
@@ -53,8 +66,8 @@ export function durableRetries(store: Store, c: Pick<CrosstalkConfig['webhooks']
   let stopped = true;
   let seen = 0;
 
-  const attemptOnce = async (attemptsBefore: number, a: PushAttempt) => {
-    const n = roundAttempt(attemptsBefore, c.maxAttempts);
+  /** Attempt number `n` of its round. */
+  const attemptOnce = async (n: number, a: PushAttempt) => {
     const r = await a.send();
     await a.record(r, n, endOf(r, n, c.maxAttempts));
   };
@@ -62,7 +75,9 @@ export function durableRetries(store: Store, c: Pick<CrosstalkConfig['webhooks']
   /** When a row waiting at `attempts` is due: the backoff after a failure; a first attempt that never reported gets the POST timeout too. */
   const dueAt = (row: DeliveryRow) => {
     const attempts = Number(row.attempts);
-    const backoff = Date.parse(row.updated_at) + (attempts ? retryDelayMs(c, roundAttempt(attempts - 1, c.maxAttempts)) : c.timeoutMs + c.retryBaseMs);
+    // The attempts its round has counted (all failed: a 2xx ends it); none yet: its first is under way, or was lost.
+    const failed = attempts - roundFrom(row, c.maxAttempts);
+    const backoff = Date.parse(row.updated_at) + (failed > 0 ? retryDelayMs(c, failed) : c.timeoutMs + c.retryBaseMs);
     // Not before the push service's Retry-After (one of an earlier attempt is in the past by now).
     return Math.max(backoff, row.not_before ? Date.parse(row.not_before) || 0 : 0);
   };
@@ -95,10 +110,12 @@ export function durableRetries(store: Store, c: Pick<CrosstalkConfig['webhooks']
         next = Math.min(next, due);
         continue;
       }
-      // The claim: one process per attempt (the row's updated_at moves on, so another sweep's compare-and-set misses).
-      const won = await store.db
+      // The claim: one process per attempt (the row's updated_at moves on, so another sweep's compare-and-set misses),
+      // with where its round began.
+      const from = roundFrom(row, c.maxAttempts);
+      const won = await withRounds(store.db)
         .updateTable('deliveries')
-        .set({ updated_at: new Date().toISOString() })
+        .set({ updated_at: new Date().toISOString(), round_from: from })
         .where('id', '=', row.id)
         .where('state', '=', 'accepted')
         .where('attempts', '=', row.attempts)
@@ -110,7 +127,7 @@ export function durableRetries(store: Store, c: Pick<CrosstalkConfig['webhooks']
       inflight.add(row.id);
       void (async () => {
         const a = await again!(row);
-        if (a && !stopped) await attemptOnce(Number(row.attempts), a);
+        if (a && !stopped) await attemptOnce(roundAttempt(Number(row.attempts), from), a);
       })()
         .catch(onError)
         .finally(() => {
@@ -152,7 +169,9 @@ export function durableRetries(store: Store, c: Pick<CrosstalkConfig['webhooks']
     async start(deliveryId, attemptsBefore, a) {
       inflight.add(deliveryId);
       try {
-        await attemptOnce(attemptsBefore, a);
+        // A round begins here (the first, or a deliveries.retry's): its attempt numbers count from the attempts before it.
+        if (attemptsBefore) await withRounds(store.db).updateTable('deliveries').set({ round_from: attemptsBefore }).where('id', '=', deliveryId).where('state', '=', 'accepted').execute();
+        await attemptOnce(1, a);
       } finally {
         inflight.delete(deliveryId);
       }

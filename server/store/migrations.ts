@@ -19,9 +19,10 @@ import { turnTriggerMigrations } from './migrations-turn-triggers';
 import { reviewerMigrations } from './migrations-reviewer';
 import { searchWordsMigrations } from './migrations-search-words';
 import { deliveryWaitMigrations } from './migrations-delivery-wait';
+import { deliveryRoundMigrations } from './migrations-delivery-rounds';
 
 // Later capabilities keep their migrations in modules of their own (server/store/migrations-<name>.ts): add the set here.
-const sets: MigrationSet[] = [oauthMigrations, approvalHistoryMigrations, deliveriesMigrations, pushMigrations, scaleMigrations, searchMigrations, foldMigrations, pgsearchMigrations, searchBatchMigrations, sparseIndexMigrations, liveRunsMigrations, turnTriggerMigrations, reviewerMigrations, searchWordsMigrations, deliveryWaitMigrations];
+const sets: MigrationSet[] = [oauthMigrations, approvalHistoryMigrations, deliveriesMigrations, pushMigrations, scaleMigrations, searchMigrations, foldMigrations, pgsearchMigrations, searchBatchMigrations, sparseIndexMigrations, liveRunsMigrations, turnTriggerMigrations, reviewerMigrations, searchWordsMigrations, deliveryWaitMigrations, deliveryRoundMigrations];
 
 function migrations(dialect: DialectName): Record<string, Migration> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any

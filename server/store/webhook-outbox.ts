@@ -67,8 +67,8 @@ export async function webhookDead(db: Kysely<Database>, id: string, error: strin
 
 /**
  * A dead row pending again for a new round (deliveries.retry), due now. Its `attempts` go on counting, as its
- * delivery's do (README: "its attempts keep counting"); the round's attempt number follows from the count on SQLite
- * (roundAttempt), from the round's own job on PostgreSQL.
+ * delivery's do (README: "its attempts keep counting"); the round's attempt number counts from the row's
+ * `round_from` on SQLite (set by the outbox's retry: roundAttempt), from the round's own job on PostgreSQL.
  */
 export async function reopenWebhook(db: Kysely<Database>, id: string): Promise<void> {
   await db.updateTable('webhook_outbox').set({ status: 'pending', next_attempt_at: new Date().toISOString(), last_error: null, delivered_at: null }).where('id', '=', id).where('status', '=', 'dead').execute();

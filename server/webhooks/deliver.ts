@@ -53,13 +53,6 @@ export const retryDelayMs = (c: Pick<CrosstalkConfig['webhooks'], 'retryBaseMs'>
 /** What a row whose round ran out without a result (the last attempt's process stopped or died) is dead with. */
 export const ATTEMPTS_RAN_OUT = 'attempts ran out without a result (the process of the last one stopped or died)';
 
-/**
- * A pending row whose round has had all its `maxAttempts` counted, the last without a result (lost with its
- * process): every attempt is counted as it begins, and its round's last leaves an error on the row (the previous
- * failure's, or LAST_ATTEMPT_UNDECIDED), where a round deliveries.retry has just begun has none.
- */
-export const roundSpent = (row: Pick<WebhookRow, 'attempts' | 'last_error'>, maxAttempts: number) => row.attempts > 0 && row.attempts % maxAttempts === 0 && row.last_error !== null;
-
 export class WebhookDelivery {
   /** Connects only to the addresses its lookup checked (SSRF: no DNS rebinding between the check and the connect). */
   private get dispatcher() {

@@ -7,7 +7,8 @@ import type { WebhookRow } from '../store/schema';
 import { nowIso, type Store } from '../store/store';
 import type { Telemetry } from '../telemetry/tracing';
 import { roundAttempt } from '../push/retry';
-import { ATTEMPTS_RAN_OUT, type Outcome, retryDelayMs, roundSpent, WebhookDelivery, type WebhookDispatcher } from './deliver';
+import { type RoundColumns, withRounds } from '../store/migrations-delivery-rounds';
+import { ATTEMPTS_RAN_OUT, type Outcome, retryDelayMs, WebhookDelivery, type WebhookDispatcher } from './deliver';
 
 export { SIGNATURE_HEADER, TIMESTAMP_HEADER, signWebhook, webhookRow, type WebhookDispatcher } from './deliver';
 
@@ -89,18 +90,45 @@ export class WebhookOutbox implements WebhookDispatcher {
   }
 
   /**
-   * The row's next attempt. Its `attempts` count every attempt as it began, across deliveries.retry rounds: the
-   * round's attempt number follows from them (roundAttempt, as a push's), and a round whose last attempt was lost
-   * with its process (SIGKILL, a crash) is dead, not begun again: before, a lost attempt was never counted, so after
-   * each such loss the receiver got one more POST than webhooks.maxAttempts allows, and the record said 0 (probe H).
+   * A dead row made pending again (deliveries.retry): its new round begins at the attempts counted so far, so it has
+   * `maxAttempts` of its own whatever they were in the rounds before. (Not when an attempt of it is under way here: a
+   * pass took the reopened row first, and `deliver` began its round.)
+   */
+  async retry(id: string): Promise<void> {
+    if (!this.inflight.has(id)) {
+      await withRounds(this.delivery.store.db)
+        .updateTable('webhook_outbox')
+        .set((eb) => ({ round_from: eb.ref('attempts') }))
+        .where('id', '=', id)
+        .where('status', '=', 'pending')
+        .execute();
+    }
+    this.kick();
+  }
+
+  /**
+   * The row's next attempt. Its `attempts` count every attempt as it began, across deliveries.retry rounds; its
+   * `round_from` those before its round began: the round's attempt number follows from them (roundAttempt, as a
+   * push's), and a round whose last attempt was lost with its process (SIGKILL, a crash) is dead, not begun again:
+   * before, a lost attempt was never counted, so after each such loss the receiver got one more POST than
+   * webhooks.maxAttempts allows, and the record said 0 (probe H). (Before 0032 the round was the count modulo
+   * maxAttempts: retried after maxAttempts changed, a dead webhook got a short round — 2 POSTs of 4.)
    */
   private async deliver(row: WebhookRow) {
     const max = this.config.maxAttempts;
-    if (roundSpent(row, max)) {
-      await this.delivery.markDead(row.id, ATTEMPTS_RAN_OUT);
-      return;
+    let from = Number((row as WebhookRow & Partial<RoundColumns['webhook_outbox']>).round_from ?? 0);
+    if (row.attempts - from >= max) {
+      // Every attempt of its round counted: the last one lost with its process (it left an error, or the
+      // LAST_ATTEMPT_UNDECIDED mark) — dead; or none made, the row reopened without its round's start written
+      // (its process stopped in between, or it was retried before 0032) — a fresh round, from here.
+      if (row.last_error !== null) {
+        await this.delivery.markDead(row.id, ATTEMPTS_RAN_OUT);
+        return;
+      }
+      from = row.attempts;
+      await withRounds(this.delivery.store.db).updateTable('webhook_outbox').set({ round_from: from }).where('id', '=', row.id).where('status', '=', 'pending').where('attempts', '=', row.attempts).execute();
     }
-    const attempt = roundAttempt(row.attempts, max);
+    const attempt = roundAttempt(row.attempts, from);
     const final = attempt >= max;
     const nextAt = new Date(Date.now() + retryDelayMs(this.config, attempt)).toISOString();
     await this.delivery.attempt(row, attempt, { final, nextAt, from: row.attempts });
