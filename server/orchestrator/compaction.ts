@@ -211,7 +211,7 @@ export class Compactor {
    * holds), then rewrites `messages` in place. `result` is null when nothing was needed; then `raw` is the estimate of
    * `messages` as they are (`estimate`'s), for the step's span and the provider's correction.
    */
-  async beforeStep(t: CompactionTarget, messages: PromptMessage[], o: { checkRowCount?: boolean } = {}): Promise<{ result: CompactionResult | null; raw?: number }> {
+  async beforeStep(t: CompactionTarget, messages: PromptMessage[], o: { checkRowCount?: boolean } = {}): Promise<{ result: CompactionResult | null; raw?: number; through?: number }> {
     const { threshold } = this.d.config.compaction;
     const limit = Math.floor(this.windowOf(t.modelSpec) * threshold);
     const est = this.estimate(t, messages);
@@ -224,6 +224,7 @@ export class Compactor {
     if (res.status === 'ok') {
       const fresh = await contextView(this.d.store, t.sessionKey, this.d.config.session.contextMessages);
       messages.splice(0, messages.length, ...toPromptMessages(fresh.rows, t.runId)); // the run's prompt as it ran: none of its held rows
+      return { result: res, through: fresh.rows.reduce((n, m) => Math.max(n, m.id), 0) };
     } else if (res.status === 'error' || before > limit) {
       res.tokensAfter = this.trimToFit(t, messages, limit);
     }

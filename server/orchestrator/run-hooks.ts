@@ -53,6 +53,8 @@ export async function beforeModelStep(d: RunHookDeps, run: ActiveRun, model: Lan
       { checkRowCount: !stepped.has(run) && run.contextTruncated !== false },
     );
     stepped.add(run);
+    // Rebuilt from the store: the mirrors it read are in the prompt now (lateMirrors reads after them).
+    if (r.through) run.promptThrough = Math.max(run.promptThrough ?? 0, r.through);
     // Its estimate when it left the messages as they were; after a compaction, theirs anew.
     raw = r.raw ?? d.compactor.estimate({ modelSpec, system, tools }, messages).raw;
   }

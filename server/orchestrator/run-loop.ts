@@ -125,8 +125,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
   const transcript = view.rows; // the newest summary and the rows after it
   run.contextTruncated = view.truncated; // the first step's compaction check need not read the session again
   const messages: PromptMessage[] = toPromptMessages(transcript, run.id);
-  /** The newest row the prompt was built from: mirrors after it join before a later step (lateMirrors). */
-  let seen = transcript.reduce((n, m) => Math.max(n, m.id), 0);
+  run.promptThrough = transcript.reduce((n, m) => Math.max(n, m.id), 0);
   let lastText = '';
   for (const m of transcript) if (m.runId === run.id && m.role === 'assistant' && m.kind === 'message') lastText = m.content.trim();
 
@@ -156,7 +155,7 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
         // the re-driven ones).
         const rebuilt = (await contextView(store, run.sessionKey, config.session.contextMessages)).rows;
         messages.splice(0, messages.length, ...toPromptMessages(rebuilt, run.id));
-        seen = rebuilt.reduce((n, m) => Math.max(n, m.id), seen);
+        run.promptThrough = rebuilt.reduce((n, m) => Math.max(n, m.id), run.promptThrough ?? 0);
       } else {
         // The last step finished with text and no tool calls (they are written with it): the run was done, only
         // its end was not recorded. Asking the model again would answer twice.
@@ -210,9 +209,9 @@ export async function executeRun(deps: RunDeps, run: ActiveRun, row: RunRow, res
       pushToolCalls(messages, calls);
       messages.push(await runTools(deps, run, calls, append));
       // Mirrors written into the session while the calls ran are context of the next step, after their results.
-      const late = await lateMirrors(store, run.sessionKey, seen, run.id);
+      const late = await lateMirrors(store, run.sessionKey, run.promptThrough ?? 0, run.id);
       if (late.length) {
-        seen = late[late.length - 1]!.id;
+        run.promptThrough = late[late.length - 1]!.id;
         messages.push(...toPromptMessages(late));
       }
     }

@@ -43,6 +43,8 @@ export interface ActiveRun {
   cwd?: string;
   /** Whether rows of the session fell outside the run's context when it was built (compaction then looks). */
   contextTruncated?: boolean;
+  /** The newest row the run's prompt was built from (at its start, or by a compaction mid-run): mirrors after it join before a later step (lateMirrors). */
+  promptThrough?: number;
   /** Set by `agent.cancel`: the run ends `error` / `cancelled` instead of `interrupted`. */
   cancelled?: { reason?: string };
   /** Where the run's message came from (a channel, a calling session…). */

@@ -88,6 +88,23 @@ describe('private folders (unit)', () => {
 // before root's tsx did; root's `tsx server/worker.ts` then wrote its compiled code in the exec user's folder and ran
 // it later from there, after the command had rewritten it: code run as root.
 describe.runIf(process.getuid?.() === 0 && 'unshare' in ns && hasMount && hasSetpriv)('a command’s /tmp, /var/tmp and /dev/shm (PID namespace, as root)', () => {
+  it('a workspace under /tmp: `..` from it climbs the private /tmp, never the host’s folders around the workspace', async () => {
+    const dir = fs.mkdtempSync(path.join('/tmp', 'ct-exec-up-'));
+    fs.chmodSync(dir, 0o755);
+    fs.writeFileSync(path.join(dir, 'host-only'), 'the host’s', { mode: 0o644 });
+    try {
+      const config = resolveConfig(parseRawConfig({}), { CROSSTALK_DATA_DIR: path.join(dir, 'data'), CROSSTALK_WORKSPACES: path.join(dir, 'ws') });
+      const ws = config.agents[0]!.workspace;
+      const ctx = { agent: config.agents[0]!, signal: new AbortController().signal, runId: 'r', sessionKey: 'agent:main:main', callId: 'c' };
+      const up = path.relative(ws, dir); // the folders between the workspace and the one that holds host-only
+      const r = (await createExecTool().execute({ command: `cd -P ${up} && pwd -P && ls -A; cat host-only 2>/dev/null; echo cat=$?` }, ctx as never)) as { stdout: string };
+      // Before, the command's working folder was the host's: `..` walked the host's folders and read host-only.
+      expect(r.stdout).toBe([dir, path.relative(dir, ws).split(path.sep)[0], 'cat=1', ''].join('\n'));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('are its own and empty: the host never sees what it writes there, and it never sees what the host put there', async () => {
     const dir = fs.mkdtempSync(path.join('/tmp', 'ct-exec-tmp-'));
     fs.chmodSync(dir, 0o755);

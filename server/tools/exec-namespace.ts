@@ -24,12 +24,14 @@ export function tmpfsSize(total = os.totalmem()): string {
  * mount size back dir… -- argv…`): mounts an empty tmpfs (mode 1777, nosuid, nodev) on each dir, then execs argv in
  * its place (same pid: the namespace's first process). `back`, when not empty, is the workspace under one of those
  * dirs (a workspace in /tmp): it is opened first and bind-mounted back at its path, so the command still reaches it by
- * name. Any failure fails the command (exit 126) rather than run it on the host's /tmp.
+ * name, and the command's working folder (entered on the host's /tmp) is entered again through it, so `..` from
+ * there climbs the private folder, never the host's. Any failure fails the command (exit 126) rather than run it on
+ * the host's /tmp.
  */
 export const PRIVATE_TMP = `mount=$1 size=$2 back=$3
 shift 3
 fail() { echo "crosstalk-exec: cannot give the command a private $1" >&2; exit 126; }
-if [ -n "$back" ]; then exec 9<"$back" || fail "$back"; fi
+if [ -n "$back" ]; then exec 9<"$back" || fail "$back"; here=$(pwd -P) || fail "working folder"; fi
 while [ "$1" != -- ]; do
   "$mount" -n -t tmpfs -o nosuid,nodev,mode=1777,size="$size" crosstalk-tmp "$1" || fail "$1"
   shift
@@ -38,6 +40,8 @@ shift
 if [ -n "$back" ]; then
   (umask 022; mkdir -p "$back") && "$mount" -n -c --bind /proc/self/fd/9 "$back" || fail "$back"
   exec 9<&-
+  # The working folder was entered on the host's /tmp: entered again through the mounts, so \`..\` climbs the private one.
+  cd -- "$here" || fail "$here"
 fi
 exec "$@"`;
 
