@@ -104,9 +104,11 @@ test('a required choice with no default starts unchosen and must be made; a date
   await expect(answer).toContainText(/"seats\\?":3/);
 });
 
-test('the browser refuses what the schema refuses before anything is sent: 1.5 for an integer, a step off multipleOf, a pattern', async ({ page, freshSession, ownServer, expectedConsole }) => {
+test('the browser refuses what the schema refuses before anything is sent: 1.5 for an integer, a step off multipleOf; a pattern is the server\'s to check', async ({ page, freshSession, ownServer, expectedConsole }) => {
   test.setTimeout(120_000);
   expectedConsole.push(/net::ERR_(INCOMPLETE_CHUNKED_ENCODING|CONNECTION_REFUSED|CONNECTION_RESET|EMPTY_RESPONSE)/);
+  // The gateway's refusal of a value (-32602) is a 400 the browser logs.
+  expectedConsole.push(/status of 400 \(Bad Request\)/);
   const server = await ownServer({ config: { agents: [{ id: 'main', tools: { 'mcp__numbers__*': 'auto' } }], mcp: { servers: { numbers: { command: process.execPath, args: ['-e', NUMBERS_SERVER] } } } } });
   const room = await openOwnRoom(page, server, freshSession);
   await expect(page.getByTestId('status-mcp-numbers')).toHaveText(/^up · \d+ tools$/, { timeout: 30_000 });
@@ -121,36 +123,33 @@ test('the browser refuses what the schema refuses before anything is sent: 1.5 f
   const ticket = room.approval.getByLabel('Ticket', { exact: true });
   await expect(count).toHaveAttribute('step', '1');
   await expect(ratio).toHaveAttribute('step', '0.5');
-  await expect(ticket).toHaveAttribute('pattern', /.+/);
+  // The server's pattern is not the input's (the browser would run it on a backtracking engine): it is the field's hint.
+  await expect(ticket).not.toHaveAttribute('pattern');
+  await expect(room.approval.locator('label', { hasText: /^Ticket$/ })).toHaveAttribute('title', 'must match the pattern [0-9]{3}');
   // An exclusive bound HTML cannot say is in the field's hint (the server still checks it).
   await expect(room.approval.locator('label', { hasText: /^Share$/ })).toHaveAttribute('title', /more than 0/);
 
-  // Before: 1.5 for an integer, 0.3 for a multiple of 0.5 and a ticket without three digits passed the browser, went
-  // to the server and came back refused.
-  const validity = () =>
-    Promise.all([count, ratio, ticket].map((f) => f.evaluate((el: HTMLInputElement) => ({ step: el.validity.stepMismatch, pattern: el.validity.patternMismatch }))));
+  // Before: 1.5 for an integer and 0.3 for a multiple of 0.5 passed the browser, went to the server and came back refused.
+  const validity = () => Promise.all([count, ratio].map((f) => f.evaluate((el: HTMLInputElement) => el.validity.stepMismatch)));
   await count.fill('1.5');
   await ratio.fill('0.3');
   await ticket.fill('ab12');
   await room.approval.getByRole('button', { name: 'Submit', exact: true }).click();
   await expect(room.approval).toBeVisible();
-  expect(await validity()).toEqual([
-    { step: true, pattern: false },
-    { step: true, pattern: false },
-    { step: false, pattern: true },
-  ]);
+  expect(await validity()).toEqual([true, true]);
   await expect(room.approval).not.toContainText('Could not resolve');
   expect(resolves, 'nothing sent').toEqual([]);
 
-  // The schema's pattern matches anywhere in the value, and so does the input's: three digits amid letters fit.
+  // A ticket without three digits goes to the gateway, which checks the pattern and names the field.
   await count.fill('-7');
   await ratio.fill('2.5');
+  expect(await validity()).toEqual([false, false]);
+  await room.approval.getByRole('button', { name: 'Submit', exact: true }).click();
+  await expect(room.approval).toContainText(/Could not resolve: .*content\.ticket/);
+  expect(resolves).toHaveLength(1);
+
+  // The schema's pattern matches anywhere in the value: three digits amid letters fit.
   await ticket.fill('ab123cd');
-  expect(await validity()).toEqual([
-    { step: false, pattern: false },
-    { step: false, pattern: false },
-    { step: false, pattern: false },
-  ]);
   await room.approval.getByRole('button', { name: 'Submit', exact: true }).click();
   await expect(room.approval).toHaveCount(0);
   const answer = room.messages('assistant').filter({ hasText: 'asked' });
@@ -158,5 +157,40 @@ test('the browser refuses what the schema refuses before anything is sent: 1.5 f
   await expect(answer).toContainText(/"count\\?":-7/);
   await expect(answer).toContainText(/"ratio\\?":2.5/);
   await expect(answer).toContainText(/"ticket\\?":\\?"ab123cd\\?"/);
-  expect(resolves).toHaveLength(1);
+  expect(resolves).toHaveLength(2);
+});
+
+// A server whose form's pattern backtracks for ever on its own default (29 a's and a !): the tab and the gateway must not hang.
+const REDOS_SERVER = `const { McpServer } = require(${JSON.stringify(require.resolve('@modelcontextprotocol/sdk/server/mcp.js'))});
+const { StdioServerTransport } = require(${JSON.stringify(require.resolve('@modelcontextprotocol/sdk/server/stdio.js'))});
+const server = new McpServer({ name: 'redos', version: '1.0.0' });
+server.registerTool('ask', { description: 'Asks for a word whose pattern backtracks', inputSchema: {} }, async () => {
+  const r = await server.server.elicitInput({ message: 'Which word?', requestedSchema: { type: 'object', properties: {
+    word: { type: 'string', title: 'Word', pattern: '^(a+)+$', default: '${'a'.repeat(29)}!' },
+  } } });
+  return { content: [{ type: 'text', text: 'asked ' + JSON.stringify(r) }] };
+});
+server.connect(new StdioServerTransport());`;
+
+test("a form whose pattern backtracks for ever hangs neither the tab nor the gateway: the refusal names the field", async ({ page, freshSession, ownServer, expectedConsole }) => {
+  test.setTimeout(120_000);
+  expectedConsole.push(/net::ERR_(INCOMPLETE_CHUNKED_ENCODING|CONNECTION_REFUSED|CONNECTION_RESET|EMPTY_RESPONSE)/);
+  // The gateway's refusal of a value (-32602) is a 400 the browser logs.
+  expectedConsole.push(/status of 400 \(Bad Request\)/);
+  const server = await ownServer({ config: { agents: [{ id: 'main', tools: { 'mcp__redos__*': 'auto' } }], mcp: { servers: { redos: { command: process.execPath, args: ['-e', REDOS_SERVER] } } } } });
+  const room = await openOwnRoom(page, server, freshSession);
+  await expect(page.getByTestId('status-mcp-redos')).toHaveText(/^up · \d+ tools$/, { timeout: 30_000 });
+  await room.send('/tool mcp__redos__ask {}');
+  const word = room.approval.getByLabel('Word', { exact: true });
+  // Before: the input carried the pattern: the browser ran it on the default (a backtracking engine without V8's
+  // linear fallback froze the tab) and refused Submit, so the gateway never said which field was wrong.
+  await expect(word).toHaveValue(`${'a'.repeat(29)}!`, { timeout: 30_000 });
+  expect(await page.evaluate(() => 1 + 1)).toBe(2);
+  const t = Date.now();
+  await room.approval.getByRole('button', { name: 'Submit', exact: true }).click();
+  await expect(room.approval).toContainText(/Could not resolve: .*content\.word.*\^\(a\+\)\+\$/);
+  expect(Date.now() - t).toBeLessThan(10_000);
+  await word.fill('aaaa');
+  await room.approval.getByRole('button', { name: 'Submit', exact: true }).click();
+  await expect(room.messages('assistant').filter({ hasText: 'asked' })).toContainText(/"word\\?":\\?"aaaa\\?"/, { timeout: 30_000 });
 });

@@ -5,7 +5,7 @@ import type { PendingApproval } from '@/lib/trpc/types';
 import { useId, useState } from 'react';
 import { Button } from '../ui/button';
 import { TextInput } from '../ui/text-input';
-import { htmlPattern, numberInput } from './elicitation-inputs';
+import { numberInput } from './elicitation-inputs';
 
 export type ElicitDecision = 'accept' | 'decline' | 'cancel';
 
@@ -82,8 +82,6 @@ function contentOf(schema: Schema, values: Record<string, Value>): Record<string
 }
 
 const INPUT_TYPES: Record<string, string> = { email: 'email', uri: 'url', date: 'date', 'date-time': 'datetime-local' };
-/** The input types whose value is the string sent, and which take a `pattern`. */
-const PATTERNED = new Set(['text', 'email', 'url']);
 
 export function ElicitationForm({ approval, busy, decide }: { approval: PendingApproval; busy: boolean; decide: (d: ElicitDecision, content?: Record<string, unknown>) => void }) {
   const a = approval as PendingApproval & { server?: string; message?: string; mode?: 'form' | 'url'; requestedSchema?: Schema; url?: string };
@@ -177,9 +175,11 @@ export function ElicitationForm({ approval, busy, decide }: { approval: PendingA
             field = <TextInput id={id} type="number" required={required} {...attrs} defaultValue={initial(p) as string} onChange={(e) => set(name, e.target.value)} />;
           } else {
             const type = INPUT_TYPES[p.format ?? ''] ?? 'text';
-            // A JSON Schema pattern matches anywhere in the value; the input's pattern is the one that does the same.
-            const pattern = PATTERNED.has(type) ? htmlPattern(p.pattern) : undefined;
-            field = <TextInput id={id} type={type} required={required} minLength={p.minLength} maxLength={p.maxLength} pattern={pattern} value={v as string} onChange={(e) => set(name, e.target.value)} />;
+            // The server's pattern is not the input's: the browser runs one on a backtracking engine at every keystroke
+            // (and at once on the default), and `^(a+)+$` held the tab. It is said in the field's hint; the gateway
+            // checks it in linear time when the form is sent, and names the field it refuses.
+            if (typeof p.pattern === 'string') hint = `must match the pattern ${p.pattern.length > 200 ? `${p.pattern.slice(0, 200)}…` : p.pattern}`;
+            field = <TextInput id={id} type={type} required={required} minLength={p.minLength} maxLength={p.maxLength} value={v as string} onChange={(e) => set(name, e.target.value)} />;
           }
           return (
             <div key={name} className={p.type === 'boolean' ? 'flex items-center gap-2' : 'flex flex-col gap-0.5'}>

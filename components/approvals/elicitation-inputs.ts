@@ -87,21 +87,3 @@ export function numberInput(p: NumberProp): { step: string; min?: string; max?: 
   }
   return { step: text(step), min: low && aligned(low.value, step, true, low.exclusive), max: high && aligned(high.value, step, false, high.exclusive) };
 }
-
-/**
- * A JSON Schema `pattern` as an input's `pattern` attribute, or undefined when it cannot be one. The schema's pattern
- * matches anywhere in the value (unanchored, a `u` regular expression, as ajv compiles it); the attribute must match
- * the whole value and the browser compiles it as `^(?:…)$` with the `v` flag, so it is wrapped to match anywhere and
- * kept only when both compile (the `v` flag refuses some `u` patterns, such as `[(]`).
- */
-export function htmlPattern(pattern: unknown): string | undefined {
-  if (typeof pattern !== 'string') return undefined;
-  const anywhere = `[\\s\\S]*(?:${pattern})[\\s\\S]*`;
-  try {
-    new RegExp(pattern, 'u');
-    new RegExp(`^(?:${anywhere})$`, 'v');
-  } catch {
-    return undefined;
-  }
-  return anywhere;
-}

@@ -14,6 +14,7 @@ import { isExecutableFile, systemBinary } from '../system-binary';
 import { cappedFetch, MAX_MESSAGE_BYTES } from './limits';
 import { listTools, type SkippedTool } from './listing';
 import { type McpOAuth, OAuthDeclined } from './oauth';
+import { routeOAuth } from './oauth-fetch';
 import type { McpCallInfo } from './call-info';
 import { linkingFetch, McpCalls, WireLinks } from './call-routing';
 
@@ -164,19 +165,21 @@ export class McpConnection {
       return t;
     }
     // The same cap over HTTP: a response past it is not read, the transport closes, and the server is reconnected.
+    const mcp = this.withStepUp(
+      linkingFetch(
+        cappedFetch(MAX_MESSAGE_BYTES, () => {
+          this.oversize();
+          void t.close().catch(() => undefined);
+        }),
+        () => links,
+      ),
+    );
     const t: StreamableHTTPClientTransport = new StreamableHTTPClientTransport(new URL(this.cfg.url), {
       requestInit: this.cfg.headers ? { headers: this.cfg.headers } : undefined,
-      // OAuth (CONTRACT §5) by the SDK: a 401 or an insufficient_scope 403 runs its flow through our provider.
+      // OAuth (CONTRACT §5) by the SDK: a 401 or an insufficient_scope 403 runs its flow through our provider, its
+      // requests (off the MCP endpoint) through the provider's capped, timed and guarded fetch.
       ...(this.o.oauth ? { authProvider: this.o.oauth } : {}),
-      fetch: this.withStepUp(
-        linkingFetch(
-          cappedFetch(MAX_MESSAGE_BYTES, () => {
-            this.oversize();
-            void t.close().catch(() => undefined);
-          }),
-          () => links,
-        ),
-      ),
+      fetch: this.o.oauth ? routeOAuth(this.cfg.url, mcp, this.o.oauth.oauthFetch) : mcp,
     });
     // Which call each `tools/call` request we send is (the SDK sends it here, under its id).
     const send = t.send.bind(t);

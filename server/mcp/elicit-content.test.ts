@@ -1,6 +1,7 @@
 // An elicitation form's answer checked against the server's requestedSchema (CONTRACT §5): formats name real values.
 import { describe, expect, it } from 'vitest';
-import { checkElicitAnswer, checkElicitContent } from './elicit-content';
+import { checkElicitAnswer, checkElicitContent, MAX_CHECKED_BYTES, MAX_SCHEMA_NODES } from './elicit-content';
+import { MAX_PATTERN_CHARS, MAX_PATTERN_PROGRAM, programBound, toRe2Syntax } from './linear-patterns';
 
 const schema = (format: string) => ({ type: 'object' as const, properties: { v: { type: 'string' as const, format } }, required: ['v'] });
 const ok = (format: string, v: string) => checkElicitContent(schema(format) as never, { v }).ok;
@@ -116,6 +117,75 @@ describe('elicitation content: what the MCP SDK server itself checks', () => {
     expect(await checkElicitAnswer(schema, { name: 'x', count: 2, tags: ['a'], ratio: 1.5, code: 'ABC' })).toMatchObject({ ok: true });
   });
   it('a schema it cannot compile refuses nothing more than the form checks do', async () => {
-    expect(await checkElicitAnswer(props({ type: 'string', pattern: '([' }), { f: 'x' })).toMatchObject({ ok: true });
+    expect(await checkElicitAnswer(props({ type: 'string', $ref: '#/definitions/nowhere' }), { f: 'x' })).toMatchObject({ ok: true });
+  });
+});
+
+describe("elicitation content: a server's pattern cannot stall the gateway", () => {
+  const props = (p: Record<string, unknown>) => ({ type: 'object', properties: { f: p } }) as never;
+  const timed = async (fn: () => Promise<unknown>) => {
+    const t = performance.now();
+    const result = await fn();
+    return { result, ms: performance.now() - t };
+  };
+  it('runs a pattern in linear time (RE2): ^(a+)+$ against a default of many a\'s and a ! is refused at once (probe: a minute)', async () => {
+    await checkElicitAnswer(props({ type: 'string', pattern: '^x$' }), { f: 'x' }); // loaded: the timing is the check's
+    // Before: V8's backtracking engine, ~2^n steps (25 a's took seconds, 29 a minute), the event loop held meanwhile.
+    const { result, ms } = await timed(() => checkElicitAnswer(props({ type: 'string', pattern: '^(a+)+$', default: `${'a'.repeat(25)}!` }), {}));
+    expect(result).toEqual({ ok: false, issues: [{ path: 'content.f', message: 'must match pattern "^(a+)+$"' }] });
+    expect(ms).toBeLessThan(1000);
+    // It still matches what it should.
+    expect(await checkElicitAnswer(props({ type: 'string', pattern: '^(a+)+$' }), { f: 'a'.repeat(5000) })).toMatchObject({ ok: true });
+  });
+  it('refuses, saying why, a pattern RE2 cannot run (a backreference, lookaround): never handed to the backtracking engine', async () => {
+    for (const pattern of ['^(a)\\1$', '^(?=(a+)+$)', '(?<!x)a']) {
+      const { result, ms } = await timed(() => checkElicitAnswer(props({ type: 'string', pattern }), { f: `${'a'.repeat(29)}!` }));
+      expect(result, pattern).toEqual({ ok: false, issues: [{ path: 'content.f', message: expect.stringMatching(/^cannot be checked against the requested schema: its pattern cannot be run in linear time \(error parsing regexp: /) }] });
+      expect(ms, pattern).toBeLessThan(1000);
+    }
+    // A field without a value has nothing to check: the pattern is not needed.
+    expect(await checkElicitAnswer(props({ type: 'string', pattern: '(a)\\1' }), {})).toEqual({ ok: true, content: {} });
+  });
+  it('refuses a pattern too large to compile quickly, and one whose checks would take too long', async () => {
+    const tooBig = '[a-z]{0,1000}'.repeat(16); // re2js compiles it in seconds
+    expect(programBound(tooBig)).toBeGreaterThan(MAX_PATTERN_PROGRAM);
+    expect(await checkElicitAnswer(props({ type: 'string', pattern: tooBig }), { f: 'abc' })).toEqual({
+      ok: false,
+      issues: [{ path: 'content.f', message: expect.stringMatching(/^cannot be checked against the requested schema: its pattern expands to about \d+ steps, more than 2000$/) }],
+    });
+    expect(await checkElicitAnswer(props({ type: 'string', pattern: 'a'.repeat(MAX_PATTERN_CHARS + 1) }), { f: 'abc' })).toMatchObject({ ok: false, issues: [{ message: expect.stringContaining('characters long') }] });
+    // A Unicode class a thousand times over an accented value: re2js's slowest steps, ~3 s for 10,000 letters.
+    const { result, ms } = await timed(() => checkElicitAnswer(props({ type: 'string', pattern: '\\p{L}{1000}' }), { f: 'é'.repeat(10_000) }));
+    expect(result).toEqual({ ok: false, issues: [{ path: 'content.f', message: 'cannot be checked against the requested schema: checking it would take more than the gateway allows one answer' }] });
+    expect(ms).toBeLessThan(1000);
+    expect(await checkElicitAnswer(props({ type: 'string', pattern: '^\\p{L}{3}$' }), { f: 'éàü' })).toMatchObject({ ok: true });
+  });
+  it('reads the spellings of JavaScript patterns RE2 writes otherwise (\\uXXXX, \\u{…})', async () => {
+    expect(toRe2Syntax('^\\u0041\\u{1F600}\\\\u0041$')).toBe('^\\x{0041}\\x{1F600}\\\\u0041$');
+    expect(await checkElicitAnswer(props({ type: 'string', pattern: '^\\u0041\\u{1F600}$' }), { f: 'A😀' })).toMatchObject({ ok: true });
+    expect(await checkElicitAnswer(props({ type: 'string', pattern: '^\\u0041$' }), { f: 'B' })).toMatchObject({ ok: false });
+  });
+  it('counts what a pattern compiles to before compiling it', () => {
+    expect(programBound('abc')).toBe(3);
+    expect(programBound('^[A-Z]{3}-\\d{2}$')).toBeLessThan(20);
+    expect(programBound('[a-z]{0,1000}')).toBeGreaterThan(1000);
+    expect(programBound('((a{10}){10}){10}')).toBeGreaterThan(1000);
+  });
+  it('does not compile a schema of more sub-schemas than the cap (ajv took seconds); the form checks still apply', async () => {
+    const properties: Record<string, unknown> = {};
+    for (let i = 0; i < 5000; i++) properties[`f${i}`] = { type: 'string', minLength: 1, pattern: '^x', default: 'x' };
+    const { result, ms } = await timed(() => checkElicitAnswer({ type: 'object', properties } as never, { f1: 'y' }));
+    // Before: ajv compiled all 5,000 fields first (~6 s). The pattern is the whole-schema check's: not run here.
+    expect(result).toMatchObject({ ok: true });
+    expect(ms).toBeLessThan(1000);
+    expect(MAX_SCHEMA_NODES).toBeLessThan(5000);
+    expect(await checkElicitAnswer({ type: 'object', properties } as never, { f1: 5 })).toMatchObject({ ok: false, issues: [{ path: 'content.f1', message: 'must be a string' }] });
+  });
+  it('does not check content too large against the whole schema (a format such as regex over a server default of megabytes took seconds)', async () => {
+    const big = '.'.repeat(4 * 1024 * 1024); // a server's default, within its message cap
+    const { result, ms } = await timed(() => checkElicitAnswer(props({ type: 'string', format: 'regex', default: big }), {}));
+    // Before: ajv's format check compiled the 4 MiB default as a regular expression, ~6 s; the server checks it.
+    expect(result).toEqual({ ok: true, content: { f: big } });
+    expect(ms).toBeLessThan(1000);
   });
 });

@@ -1,6 +1,7 @@
 // An elicitation answer checked against the server's requestedSchema (MCP's flat form schema): defaults for omitted
 // fields (SEP-1034), titled/untitled/multi-select enums (SEP-1330), so the server gets exactly a valid answer.
 import type { Ajv, ErrorObject } from 'ajv';
+import type { LinearPatterns } from './linear-patterns';
 import { type ValidationIssue, withArticle } from '../errors';
 
 /**
@@ -9,13 +10,34 @@ import { type ValidationIssue, withArticle } from '../errors';
  * `exclusiveMinimum`…), is refused here with -32602, where the person can still correct it; before, such an answer
  * was accepted and then refused by the server, and the person's answer was lost. Loaded with the first answer, not at
  * the start.
+ *
+ * The schema is the server's, so the check is bounded (README "Limits"): its patterns run on RE2 (linear-patterns.ts),
+ * never on V8's backtracking engine — `^(a+)+$` against a default of 29 a's and a `!` held the whole gateway a minute
+ * (probe). A schema of more than MAX_SCHEMA_NODES sub-schemas (ajv takes ~1 ms a sub-schema: 12 s for 10,000
+ * fields), or content of more than MAX_CHECKED_BYTES (a format such as `regex` over megabytes of a server's default
+ * took seconds), is not checked whole: the form checks alone apply, and the server checks the rest. A fresh ajv each
+ * time: its caches do not grow with every schema.
  */
-let ajv: Promise<Ajv> | undefined;
+let modules: Promise<{ checker: (regExp: LinearPatterns['regExp']) => Ajv; linearPatterns: () => LinearPatterns }> | undefined;
 const schemaCheck = () =>
-  (ajv ??= Promise.all([import('ajv'), import('ajv-formats')]).then(([{ Ajv }, formats]) => {
+  (modules ??= Promise.all([import('ajv'), import('ajv-formats'), import('./linear-patterns')]).then(([{ Ajv }, formats, { linearPatterns }]) => {
     const addFormats = (formats.default ?? formats) as unknown as (a: Ajv) => Ajv;
-    return addFormats(new Ajv({ strict: false, validateFormats: true, validateSchema: false, allErrors: true }));
+    const checker = (regExp: LinearPatterns['regExp']) => addFormats(new Ajv({ strict: false, validateFormats: true, validateSchema: false, allErrors: true, code: { regExp } }));
+    return { checker, linearPatterns };
   }));
+
+/** Objects and arrays (sub-schemas, lists) a requested schema may have for the whole-schema check. */
+export const MAX_SCHEMA_NODES = 200;
+/** The content (with the schema's defaults) the whole-schema check reads, as JSON. */
+export const MAX_CHECKED_BYTES = 64 * 1024;
+
+/** The objects and arrays in a schema, counted up to just past `max` (so its depth is bounded too). */
+function schemaNodes(v: unknown, max: number, n = { count: 0 }): number {
+  if (v === null || typeof v !== 'object' || n.count > max) return n.count;
+  n.count++;
+  for (const x of Object.values(v)) schemaNodes(x, max, n);
+  return n.count;
+}
 
 /** A refusal of one field (or of the whole content) and the schema keyword it comes from, so two checks' reports of one problem are one. */
 type Issue = ValidationIssue & { keyword: string };
@@ -23,23 +45,27 @@ type Issue = ValidationIssue & { keyword: string };
 /** ajv's keywords for a value that is not one of an enum's (its `enum`, or `anyOf`/`oneOf` of `const`s), as the form checks name it. */
 const ENUM_KEYWORDS = new Set(['enum', 'const', 'anyOf', 'oneOf']);
 
-/** The requested schema's own refusals of `content`, as issues naming the field; a schema ajv cannot compile refuses nothing here. */
+/** The requested schema's own refusals of `content`, as issues naming the field; a schema ajv cannot compile, or too large to check, refuses nothing here. */
 async function schemaIssues(schema: ElicitSchema | undefined, content: Record<string, unknown>): Promise<Issue[]> {
-  if (!schema) return [];
-  const check = await schemaCheck();
+  if (!schema || schemaNodes(schema, MAX_SCHEMA_NODES) > MAX_SCHEMA_NODES || JSON.stringify(content).length > MAX_CHECKED_BYTES) return [];
+  const { checker, linearPatterns } = await schemaCheck();
+  const patterns = linearPatterns();
   let validate;
   try {
-    validate = check.compile(schema);
+    validate = checker(patterns.regExp).compile(schema);
   } catch {
     return [];
   }
   if (validate(content)) return [];
   return (validate.errors ?? []).map((e: ErrorObject) => {
-    const params = e.params as { missingProperty?: string; additionalProperty?: string };
+    const params = e.params as { missingProperty?: string; additionalProperty?: string; pattern?: string };
     // The instance path is a JSON pointer: a field named `a/b` is `/a~1b` in it.
     const top = e.instancePath.split('/').filter(Boolean)[0]?.replace(/~1/g, '/').replace(/~0/g, '~');
     const field = top ?? params.missingProperty ?? params.additionalProperty;
-    return { path: field ? `content.${field}` : 'content', message: e.message ?? 'does not fit the requested schema', keyword: ENUM_KEYWORDS.has(e.keyword) ? 'enum' : e.keyword };
+    // A pattern that was not run (not RE2, too large, over the work budget) failed its test: said as such, not as a mismatch.
+    const notRun = e.keyword === 'pattern' && params.pattern !== undefined ? patterns.refused.get(params.pattern) : undefined;
+    const message = notRun ? `cannot be checked against the requested schema: ${notRun}` : (e.message ?? 'does not fit the requested schema');
+    return { path: field ? `content.${field}` : 'content', message, keyword: ENUM_KEYWORDS.has(e.keyword) ? 'enum' : e.keyword };
   });
 }
 

@@ -91,7 +91,8 @@ describe('an elicitation', () => {
     const second = await until(async () => ((await pending())?.approvalId !== first.approvalId ? pending() : undefined));
     await s.rpc('approvals.resolve', { approvalId: second.approvalId, decision: 'accept' });
     const done = await s.rpc<{ status: string; response: string }>('agent.wait', { runId, timeoutMs: 20_000 });
-    expect(done.response).toContain('invalid_request');
+    // A JSON-RPC error for the call is the tool's error (before: invalid_request, as if the model's call were malformed).
+    expect(done.response).toContain('"code":"tool_error"');
     expect(done.response).toContain('MCP error -32042: This request requires browser-based authorization.');
     // Before: "MCP error -32042: MCP error -32042: This request …".
     expect(done.response.match(/MCP error -32042/g)).toHaveLength(1);

@@ -1,5 +1,5 @@
 // What an MCP server may send us (CONTRACT §5 "MCP tools"): caps on messages, list pages, tools and schemas, and a
-// fetch that stops reading a streamable HTTP response past the message cap before anything parses it.
+// fetch that stops reading a response past the message cap (and, for OAuth, past a deadline) before anything parses it.
 
 /** One JSON-RPC message from a server (a tool list page, a call's result), in bytes, before it is parsed. */
 export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -10,42 +10,75 @@ export const MAX_TOOLS = 256;
 /** One tool's definition (name, description, schemas) as JSON. */
 export const MAX_TOOL_BYTES = 64 * 1024;
 
-/**
- * A body that errors once a message grows past `max` bytes: for an event stream, the bytes since the last event
- * boundary (a long-lived stream may carry many events); for anything else, the whole body.
- */
-function cappedBody(body: ReadableStream<Uint8Array>, max: number, eventStream: boolean, onOverflow: () => void): ReadableStream<Uint8Array> {
-  let since = 0;
-  return body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        let boundary = -1;
-        // An event ends at a blank line: "\n\n" or "\r\n\r\n".
-        if (eventStream) for (let i = chunk.length - 1; i > 0 && boundary < 0; i--) if (chunk[i] === 0x0a && (chunk[i - 1] === 0x0a || (i > 2 && chunk[i - 1] === 0x0d && chunk[i - 2] === 0x0a))) boundary = i;
-        since = boundary >= 0 ? chunk.length - boundary - 1 : since + chunk.length;
-        if (since > max) {
-          onOverflow();
-          controller.error(new Error(`the MCP server sent a message over ${max} bytes; it was not read`));
-          return;
-        }
-        controller.enqueue(chunk);
-      },
-    }),
-  );
+/** What a capped fetch may do beyond its byte cap: a deadline, another fetch underneath, the peer's name in its errors. */
+export interface CapOptions {
+  /** The request ends after this long, the reading of its body included (a peer that trickles bytes is cut off). */
+  timeoutMs?: number;
+  /** The fetch called (the global one by default). */
+  fetch?: typeof fetch;
+  /** Who answers, as errors name it. */
+  peer?: string;
 }
 
-/** A fetch for the streamable HTTP transport whose responses stop at `max` bytes a message (`onOverflow` is told). */
-export function cappedFetch(max: number, onOverflow: () => void): typeof fetch {
+/**
+ * A body that errors once a message grows past `max` bytes: for an event stream, the bytes since the last event
+ * boundary (a long-lived stream may carry many events); for anything else, the whole body. `why` words a read error
+ * (the deadline's, as the deadline).
+ */
+function cappedBody(body: ReadableStream<Uint8Array>, max: number, eventStream: boolean, onOverflow: () => void, peer: string, why: (e: unknown) => unknown): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let since = 0;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      let read;
+      try {
+        read = await reader.read();
+      } catch (e) {
+        return controller.error(why(e));
+      }
+      if (read.done) return controller.close();
+      const chunk = read.value;
+      let boundary = -1;
+      // An event ends at a blank line: "\n\n" or "\r\n\r\n".
+      if (eventStream) for (let i = chunk.length - 1; i > 0 && boundary < 0; i--) if (chunk[i] === 0x0a && (chunk[i - 1] === 0x0a || (i > 2 && chunk[i - 1] === 0x0d && chunk[i - 2] === 0x0a))) boundary = i;
+      since = boundary >= 0 ? chunk.length - boundary - 1 : since + chunk.length;
+      if (since > max) {
+        void reader.cancel().catch(() => undefined);
+        onOverflow();
+        return controller.error(new Error(`${peer} sent a message over ${max} bytes; it was not read`));
+      }
+      controller.enqueue(chunk);
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
+}
+
+/**
+ * A fetch whose responses stop at `max` bytes a message (`onOverflow` is told): the streamable HTTP transport's, and,
+ * with a deadline, the OAuth requests' (oauth-fetch.ts).
+ */
+export function cappedFetch(max: number, onOverflow: () => void, o: CapOptions = {}): typeof fetch {
+  const peer = o.peer ?? 'the MCP server';
   return (async (input: RequestInfo | URL, init?: RequestInit) => {
-    const res = await fetch(input, init);
+    const deadline = o.timeoutMs ? AbortSignal.timeout(o.timeoutMs) : undefined;
+    const signal = deadline && init?.signal ? AbortSignal.any([init.signal, deadline]) : (deadline ?? init?.signal);
+    const why = (e: unknown) => (deadline?.aborted && !init?.signal?.aborted ? new Error(`${peer} did not answer within ${o.timeoutMs} ms`) : e);
+    let res: Response;
+    try {
+      res = await (o.fetch ?? fetch)(input, signal ? { ...init, signal } : init);
+    } catch (e) {
+      throw why(e);
+    }
     if (!res.body) return res;
     const eventStream = (res.headers.get('content-type') ?? '').includes('text/event-stream');
     const declared = Number(res.headers.get('content-length') ?? NaN);
     if (!eventStream && declared > max) {
       await res.body.cancel().catch(() => undefined);
       onOverflow();
-      throw new Error(`the MCP server sent a message of ${declared} bytes (over ${max}); it was not read`);
+      throw new Error(`${peer} sent a message of ${declared} bytes (over ${max}); it was not read`);
     }
-    return new Response(cappedBody(res.body, max, eventStream, onOverflow), { status: res.status, statusText: res.statusText, headers: res.headers });
+    return new Response(cappedBody(res.body, max, eventStream, onOverflow, peer, why), { status: res.status, statusText: res.statusText, headers: res.headers });
   }) as typeof fetch;
 }

@@ -113,6 +113,7 @@ export class McpManager {
       homeSession: mainSessionKey(config.defaultAgentId),
       caller: () => conn().currentCall(),
       toolName: (call) => mcpToolName(server, call.tool),
+      allowPrivateNetwork: config.webhooks.allowPrivateNetwork,
     });
   }
 
@@ -236,11 +237,28 @@ export class McpManager {
           if (ctx.signal.aborted) return toolError('interrupted', 'run interrupted: the MCP request was cancelled');
           if (e instanceof McpUnavailable) return toolError('tool_unavailable', e.message);
           if (this.sdk && e instanceof this.sdk.OAuthDeclined) return toolError('unauthorized', `MCP ${server}/${t.name}: ${e.message}`);
-          return toolError('invalid_request', `MCP ${server}/${t.name}: ${protocolErrorText(e)}`);
+          return protocolError(`MCP ${server}/${t.name}`, e);
         }
       },
     };
   }
+}
+
+/** The SDK's own timeout of a request (McpError -32001): no answer came, which is no answer of the server's. */
+const REQUEST_TIMEOUT = -32001;
+/** A server's message in a tool's error, at most this long (as a tool's `isError` text is, results.ts). */
+const MAX_ERROR_CHARS = 4096;
+
+/**
+ * What a tool call answers when the live server answered it with a JSON-RPC error (CONTRACT §6): `tool_error`, the
+ * server's own message kept (capped), as for a result flagged `isError`; before, `invalid_request`, as if the model's
+ * call were malformed. A request that timed out is `timeout`; a server that is down is `tool_unavailable` (above).
+ */
+function protocolError(what: string, e: unknown) {
+  const code = (e as { code?: unknown }).code;
+  const message = `${what}: ${protocolErrorText(e)}`.slice(0, MAX_ERROR_CHARS);
+  if (code === REQUEST_TIMEOUT) return toolError('timeout', message);
+  return toolError(typeof code === 'number' ? 'tool_error' : 'internal', message);
 }
 
 /**

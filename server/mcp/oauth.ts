@@ -11,6 +11,7 @@ import { pendingRow } from '../orchestrator/approvals';
 import { OPERATOR } from '../trust/trust';
 import { FencedError, type Store } from '../store/store';
 import type { McpCallInfo } from './call-info';
+import { oauthFetch } from './oauth-fetch';
 import { McpOAuthStore, type McpOAuthRow, type OAuthFields } from './oauth-store';
 import { OAUTH_RUN_PREFIX } from './oauth-run';
 
@@ -49,6 +50,8 @@ export interface McpOAuthDeps {
   caller(): McpCallInfo | undefined;
   /** The registry name of a call's tool (`mcp__<server>__<tool>`). */
   toolName(call: McpCallInfo): string;
+  /** `webhooks.allowPrivateNetwork`: an authorization server on a private address is allowed whatever the server's is. */
+  allowPrivateNetwork?: boolean;
 }
 
 /** What the callback route answers. */
@@ -72,8 +75,15 @@ export class McpOAuth implements OAuthClientProvider {
   /** Authorizations raised since the server last accepted a token. */
   private rounds = 0;
 
+  /**
+   * The fetch of every OAuth request, ours and the transport's (oauth-fetch.ts): capped, timed, and kept off private
+   * addresses the operator did not choose.
+   */
+  readonly oauthFetch: typeof fetch;
+
   constructor(private readonly d: McpOAuthDeps) {
     this.rows = new McpOAuthStore(d.store);
+    this.oauthFetch = oauthFetch(d.url, d.allowPrivateNetwork ?? false);
   }
 
   // ---- OAuthClientProvider (called by the SDK) ----
@@ -221,7 +231,7 @@ export class McpOAuth implements OAuthClientProvider {
         this.d.log.info({ server: this.d.server }, 'mcp oauth token near its expiry: refreshing');
         // The SDK refreshes when a refresh token is stored; one refused (invalid_grant) is dropped and a new
         // authorization starts: redirectToAuthorization raises the item.
-        await auth(this, { serverUrl: this.d.url, fetchFn: fetch });
+        await auth(this, { serverUrl: this.d.url, fetchFn: this.oauthFetch });
       })().finally(() => (this.refreshing = null));
       await this.refreshing;
     }
@@ -289,7 +299,7 @@ export class McpOAuth implements OAuthClientProvider {
     }
     if (!q.code) return { ok: false, status: 400, message: 'The callback carries no authorization code.', server };
     try {
-      const result = await auth(this, { serverUrl: this.d.url, authorizationCode: q.code, fetchFn: fetch });
+      const result = await auth(this, { serverUrl: this.d.url, authorizationCode: q.code, fetchFn: this.oauthFetch });
       if (result !== 'AUTHORIZED') throw new Error(`the SDK answered ${result}`);
     } catch (e) {
       const reason = `the token exchange failed: ${e instanceof Error ? e.message : String(e)}`;
