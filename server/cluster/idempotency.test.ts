@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CREDS, FAKES } from '../channels/testing/fake-apis';
 import { type FakePlatform, startFakePlatform } from '../channels/testing/fake-platform';
-import { startChildServer, TEST_TOKEN, tmpDataDir, until } from '../testing/harness';
+import { rpcOrDead, startChildServer, tmpDataDir, until } from '../testing/harness';
 
 type Child = Awaited<ReturnType<typeof startChildServer>>;
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
@@ -37,19 +37,7 @@ async function boot(env: Record<string, string>, dataDir = tmpDataDir()): Promis
   return c;
 }
 
-/** One JSON-RPC call; the error object instead of a throw, and `dead` when the process died before answering. */
-async function call(url: string, method: string, params: unknown): Promise<{ result?: any; error?: any; dead?: true }> {
-  try {
-    const res = await fetch(`${url}/api/gateway`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_TOKEN}` },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    });
-    return await res.json();
-  } catch {
-    return { dead: true };
-  }
-}
+const call = rpcOrDead;
 
 const history = async (c: Child, sessionKey: string) => (await c.rpc<{ messages: any[] }>('chat.history', { sessionKey, limit: 200, includeTools: true })).messages.reverse();
 const sendsOf = (text: string) => tg.requests.filter((q) => q.path.endsWith('/sendMessage') && q.body.text === text).length;

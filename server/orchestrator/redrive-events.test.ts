@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { PendingEvent } from '../events/types';
-import { readSse, settledEvents, startChildServer, startTestServer, TEST_TOKEN, tmpDataDir, until } from '../testing/harness';
+import { readSse, rpcOrDead, settledEvents, startChildServer, startTestServer, tmpDataDir, until } from '../testing/harness';
 import { storeUnderTest } from '../testing/store-under-test';
 import { mendLog, type RunDeps } from './run-loop';
 import type { ActiveRun } from './types';
@@ -25,19 +25,7 @@ const storeEnv = (): Record<string, string> =>
       }
     : {};
 
-/** One JSON-RPC call; `dead` when the process died before answering. */
-async function call(url: string, method: string, params: unknown): Promise<{ result?: any; error?: any; dead?: true }> {
-  try {
-    const res = await fetch(`${url}/api/gateway`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_TOKEN}` },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    });
-    return (await res.json()) as { result?: any; error?: any };
-  } catch {
-    return { dead: true };
-  }
-}
+const call = rpcOrDead;
 
 const isEnd = (e: any) => e.stream === 'lifecycle' && (e.data.phase === 'end' || e.data.phase === 'error');
 

@@ -136,6 +136,20 @@ export async function readSse(
   return events;
 }
 
+/** One JSON-RPC call to a child server: the error object instead of a throw, and `dead` when the process died before answering. */
+export async function rpcOrDead(url: string, method: string, params: unknown): Promise<{ result?: any; error?: any; dead?: true }> {
+  try {
+    const res = await fetch(`${url}/api/gateway`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_TOKEN}` },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    });
+    return (await res.json()) as { result?: unknown; error?: unknown };
+  } catch {
+    return { dead: true };
+  }
+}
+
 /** Starts `child-server.ts` in its own process (so a test can SIGKILL it); resolves with its URL. */
 export async function startChildServer(o: { dataDir: string; configFile?: string; env?: Record<string, string> }) {
   // Like a launcher: the secrets (the token, DATABASE_URL) go over a pipe, never into the server's environment block.
