@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readSse, startChildServer, startTestServer, type TestServer, tmpDataDir, until } from '../testing/harness';
+import { execOutDir, readSse, startChildServer, startTestServer, type TestServer, tmpDataDir, until } from '../testing/harness';
 
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
 const config = { agents: [{ id: 'main' }, { id: 'researcher' }], webhooks: { allowPrivateNetwork: true } };
@@ -212,10 +212,7 @@ describe('takeover', () => {
     const schema = `t_cl_${crypto.randomBytes(4).toString('hex')}`;
     const a = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
     const b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });
-    // Writable by the exec user: as root, exec runs as `nobody` (CONTRACT §5 "exec isolation").
-    const dir = tmpDataDir();
-    fs.chmodSync(dir, 0o777);
-    const file = path.join(dir, 'ran.txt');
+    const file = path.join(execOutDir(), 'ran.txt'); // writable by the exec user, outside its private /tmp
     const key = 'agent:main:zombie-approval';
     try {
       const r = await a.rpc<Started>('agent', { sessionKey: key, message: `/tool exec {"command":"echo ran >> ${file}"}` });

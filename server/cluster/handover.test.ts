@@ -9,7 +9,7 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { FencedError } from '../store/store';
 import { expandRow } from '../store/event-fold';
-import { startChildServer, startTestServer, type TestServer, tmpDataDir, until } from '../testing/harness';
+import { execOutDir, startChildServer, startTestServer, type TestServer, tmpDataDir, until } from '../testing/harness';
 import { webhookRow } from '../webhooks/deliver';
 
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/test';
@@ -250,10 +250,7 @@ describe('handovers drive a run once (PostgreSQL)', () => {
     const dir = tmpDataDir('crosstalk-ho-');
     const configFile = path.join(dir, 'config.json');
     fs.writeFileSync(configFile, JSON.stringify(config));
-    // Writable by the exec user: as root, exec runs as `nobody` (CONTRACT §5 "exec isolation").
-    const out = tmpDataDir();
-    fs.chmodSync(out, 0o777);
-    const file = path.join(out, 'ran.txt');
+    const file = path.join(execOutDir(), 'ran.txt'); // writable by the exec user, outside its private /tmp
     // A ten-minute grace: A exits before the test's timeout only if it does not hold the waiting run for it.
     const a = await startChildServer({ dataDir: path.join(dir, 'a'), configFile, env: { DATABASE_URL: PG_URL, CROSSTALK_TEST_PG_SCHEMA: schema, CROSSTALK_SHUTDOWN_GRACE_MS: '600000' } });
     const b = await startTestServer({ databaseUrl: PG_URL, pgSchema: schema, config });

@@ -28,6 +28,18 @@ export function tmpDataDir(prefix = 'crosstalk-test-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
+/**
+ * A folder an `exec` command writes and the test reads: writable by the exec user (as root, `nobody`), and not under
+ * /tmp, /var/tmp or /dev/shm, which are each command's own there (exec's PID namespace).
+ */
+export function execOutDir(): string {
+  const scratch = path.join(process.cwd(), 'node_modules', '.cache');
+  fs.mkdirSync(scratch, { recursive: true });
+  const dir = fs.mkdtempSync(path.join(scratch, 'ct-exec-out-'));
+  fs.chmodSync(dir, 0o777);
+  return dir;
+}
+
 export interface StartOptions {
   config?: Record<string, unknown>;
   dataDir?: string;
