@@ -100,6 +100,7 @@ export function durableRetries(store: Store, c: Pick<CrosstalkConfig['webhooks']
     let next = now + POLL_MS;
     let waitingNow = 0;
     for (const row of rows) {
+      if (stopped) break; // stopped meanwhile: its store may be closing
       if (inflight.has(row.id)) {
         waitingNow++;
         continue;
@@ -150,7 +151,7 @@ export function durableRetries(store: Store, c: Pick<CrosstalkConfig['webhooks']
     timer = null;
     sweep()
       .catch((e) => {
-        onError(e);
+        if (!stopped) onError(e); // a sweep cut off by its own stop (the store closed under it) is no error
         return Date.now() + POLL_MS;
       })
       .then((next) => {
