@@ -2,10 +2,9 @@
 // accepted message answered once, every callback and webhook once, every approved side effect at most once.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { follow, checkFollower, NotSent, Proc, receiver, rpcAt, rng, sleep, telegramAnswer, unended } from './fault-kit';
-import { tmpDataDir } from './harness';
+import { execOutDir, tmpDataDir } from './harness';
 import { dropStoreSchemas } from './pg-test-db';
 
 export type Rng = ReturnType<typeof rng>;
@@ -50,9 +49,9 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   const dir = tmpDataDir(`crosstalk-faults-${o.name}-`);
   const webhooks = await receiver();
   const chat = await receiver(telegramAnswer);
-  // Outside the data dir (0700 at start): `exec` runs as an unprivileged user when the server is root.
-  const execDir = fs.mkdtempSync(path.join(os.tmpdir(), `crosstalk-faults-exec-${o.name}-`));
-  fs.chmodSync(execDir, 0o777);
+  // Outside the data dir (0700 at start): `exec` runs as an unprivileged user when the server is root; and outside
+  // /tmp, which is each command's own there (exec's PID namespace).
+  const execDir = execOutDir();
   const execLog = path.join(execDir, 'exec.log');
   fs.writeFileSync(execLog, '');
   fs.chmodSync(execLog, 0o666);
