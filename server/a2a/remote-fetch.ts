@@ -2,7 +2,8 @@
 // origin, passes the webhook SSRF guard with redirects refused, ends with the run's abort signal or a timeout, and
 // reads at most a capped number of bytes.
 import { fetch as undiciFetch } from 'undici';
-import { checkWebhookUrl, guardedDispatcher } from '../webhooks/guard';
+import { cappedBody } from '../capped-body';
+import { checkWebhookUrl, sharedGuardedDispatcher } from '../webhooks/guard';
 
 export interface RemoteFetchOptions {
   /** The only origin requests may go to: the card URL's. */
@@ -17,40 +18,6 @@ export interface RemoteFetchOptions {
 
 /** Thrown when a remote breaks the rules (another origin, a redirect, a private address, an oversize body). */
 export class RemoteRefused extends Error {}
-
-const dispatchers = new Map<boolean, ReturnType<typeof guardedDispatcher>>();
-const dispatcherFor = (allowPrivateNetwork: boolean) => {
-  let d = dispatchers.get(allowPrivateNetwork);
-  if (!d) dispatchers.set(allowPrivateNetwork, (d = guardedDispatcher(allowPrivateNetwork)));
-  return d;
-};
-
-/** A body that errors (and stops reading) once more than `max` bytes came. */
-function capped(body: ReadableStream<Uint8Array>, max: number, url: string, why: (e: unknown) => unknown): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
-  let seen = 0;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      let chunk;
-      try {
-        chunk = await reader.read();
-      } catch (e) {
-        return controller.error(why(e));
-      }
-      const { done, value } = chunk;
-      if (done) return controller.close();
-      seen += value.byteLength;
-      if (seen > max) {
-        void reader.cancel().catch(() => undefined);
-        return controller.error(new RemoteRefused(`remote A2A agent sent more than ${max} bytes (${url}); the reply is refused`));
-      }
-      controller.enqueue(value);
-    },
-    cancel(reason) {
-      return reader.cancel(reason);
-    },
-  });
-}
 
 /** A `fetch` for the A2A SDK client (and the card) that holds to the rules above; the caller's signal still ends it. */
 export function remoteFetch(o: RemoteFetchOptions): typeof fetch {
@@ -72,7 +39,7 @@ export function remoteFetch(o: RemoteFetchOptions): typeof fetch {
         body: init?.body as never,
         redirect: 'manual',
         signal,
-        dispatcher: dispatcherFor(o.allowPrivateNetwork),
+        dispatcher: sharedGuardedDispatcher(o.allowPrivateNetwork),
       });
     } catch (e) {
       throw why(e);
@@ -83,7 +50,8 @@ export function remoteFetch(o: RemoteFetchOptions): typeof fetch {
     }
     const nullBody = [101, 204, 205, 304].includes(res.status);
     if (nullBody) await res.body?.cancel().catch(() => undefined);
-    const body = res.body && !nullBody ? capped(res.body as ReadableStream<Uint8Array>, o.maxBytes, url.toString(), why) : null;
+    const overflow = () => new RemoteRefused(`remote A2A agent sent more than ${o.maxBytes} bytes (${url}); the reply is refused`);
+    const body = res.body && !nullBody ? cappedBody(res.body as ReadableStream<Uint8Array>, o.maxBytes, { overflow, why }) : null;
     // The timeout covers the body too: a remote that trickles bytes is cut off, not waited for.
     return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers as unknown as Headers });
   };

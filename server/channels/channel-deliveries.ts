@@ -3,7 +3,6 @@
 import { CrosstalkError, errorMessage, isCrosstalkError } from '../errors';
 import type { NewDelivery } from '../store/deliveries';
 import type { ExpressionBuilder, UpdateObject } from 'kysely';
-import { type RoundColumns, withRounds } from '../store/migrations-delivery-rounds';
 import type { Database, DeliveryRow } from '../store/schema';
 import type { Store } from '../store/store';
 import { DeliveryFailure } from './delivery';
@@ -81,10 +80,6 @@ export function parseChannelSource(source: string | null): ChannelSendSource | n
   }
 }
 
-/** A record with 0032's `round_from` (the attempts counted before its round began). */
-type RoundRow = DeliveryRow & { round_from: number };
-type RoundDb = Database & RoundColumns;
-
 const sourceText = (src: ChannelSendSource) => `channel:${JSON.stringify(src)}`;
 
 /**
@@ -104,13 +99,13 @@ export class SendRecord {
     readonly id: string,
     private text: string,
     private src: ChannelSendSource,
-    private readonly row: RoundRow,
+    private readonly row: DeliveryRow,
     private readonly owner: string | undefined,
   ) {}
 
   /** The record, when it is `accepted` with a send (else the send goes out untracked: its record says what happened). */
   static async load(store: Store, id: string, owner?: string): Promise<SendRecord | null> {
-    const row = (await withRounds(store.db).selectFrom('deliveries').selectAll().where('id', '=', id).executeTakeFirst()) as RoundRow | undefined;
+    const row = await store.db.selectFrom('deliveries').selectAll().where('id', '=', id).executeTakeFirst();
     const src = row?.state === 'accepted' ? parseChannelSource(row.source) : null;
     return row && src ? new SendRecord(store, id, row.source!, src, row, owner) : null;
   }
@@ -181,9 +176,9 @@ export class SendRecord {
     await this.store.advanceDeliveries([this.id], retryable ? 'dead' : 'failed', { error }).catch(() => undefined);
   }
 
-  private async write(next: ChannelSendSource, set: (eb: ExpressionBuilder<RoundDb, 'deliveries'>) => UpdateObject<RoundDb, 'deliveries'>): Promise<boolean> {
+  private async write(next: ChannelSendSource, set: (eb: ExpressionBuilder<Database, 'deliveries'>) => UpdateObject<Database, 'deliveries'>): Promise<boolean> {
     const text = sourceText(next);
-    const r = await withRounds(this.store.db)
+    const r = await this.store.db
       .updateTable('deliveries')
       .set((eb) => ({ ...set(eb), source: text, updated_at: new Date().toISOString() }))
       .where('id', '=', this.id)

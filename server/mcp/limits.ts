@@ -1,5 +1,6 @@
 // What an MCP server may send us (CONTRACT §5 "MCP tools"): caps on messages, list pages, tools and schemas, and a
 // fetch that stops reading a response past the message cap (and, for OAuth, past a deadline) before anything parses it.
+import { cappedBody } from '../capped-body';
 
 /** One JSON-RPC message from a server (a tool list page, a call's result), in bytes, before it is parsed. */
 export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -18,41 +19,6 @@ export interface CapOptions {
   fetch?: typeof fetch;
   /** Who answers, as errors name it. */
   peer?: string;
-}
-
-/**
- * A body that errors once a message grows past `max` bytes: for an event stream, the bytes since the last event
- * boundary (a long-lived stream may carry many events); for anything else, the whole body. `why` words a read error
- * (the deadline's, as the deadline).
- */
-function cappedBody(body: ReadableStream<Uint8Array>, max: number, eventStream: boolean, onOverflow: () => void, peer: string, why: (e: unknown) => unknown): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
-  let since = 0;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      let read;
-      try {
-        read = await reader.read();
-      } catch (e) {
-        return controller.error(why(e));
-      }
-      if (read.done) return controller.close();
-      const chunk = read.value;
-      let boundary = -1;
-      // An event ends at a blank line: "\n\n" or "\r\n\r\n".
-      if (eventStream) for (let i = chunk.length - 1; i > 0 && boundary < 0; i--) if (chunk[i] === 0x0a && (chunk[i - 1] === 0x0a || (i > 2 && chunk[i - 1] === 0x0d && chunk[i - 2] === 0x0a))) boundary = i;
-      since = boundary >= 0 ? chunk.length - boundary - 1 : since + chunk.length;
-      if (since > max) {
-        void reader.cancel().catch(() => undefined);
-        onOverflow();
-        return controller.error(new Error(`${peer} sent a message over ${max} bytes; it was not read`));
-      }
-      controller.enqueue(chunk);
-    },
-    cancel(reason) {
-      return reader.cancel(reason);
-    },
-  });
 }
 
 /**
@@ -79,6 +45,7 @@ export function cappedFetch(max: number, onOverflow: () => void, o: CapOptions =
       onOverflow();
       throw new Error(`${peer} sent a message of ${declared} bytes (over ${max}); it was not read`);
     }
-    return new Response(cappedBody(res.body, max, eventStream, onOverflow, peer, why), { status: res.status, statusText: res.statusText, headers: res.headers });
+    const overflow = () => (onOverflow(), new Error(`${peer} sent a message over ${max} bytes; it was not read`));
+    return new Response(cappedBody(res.body, max, { eventStream, overflow, why }), { status: res.status, statusText: res.statusText, headers: res.headers });
   }) as typeof fetch;
 }

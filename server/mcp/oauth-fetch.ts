@@ -1,10 +1,8 @@
 // The HTTP side of MCP OAuth (README "Security"): every request of the SDK's auth() — discovery, registration, the
 // token exchange and refresh — is capped in bytes and time, and one to an authorization server off the MCP server's
 // own origin passes the webhook SSRF guard, unless the operator chose a server on a private address or allowed private networks.
-import dns from 'node:dns/promises';
-import net from 'node:net';
 import { fetch as undiciFetch } from 'undici';
-import { checkWebhookUrl, guardedDispatcher, isPrivateAddress } from '../webhooks/guard';
+import { checkWebhookUrl, hostAddresses, isPrivateAddress, sharedGuardedDispatcher } from '../webhooks/guard';
 import { cappedFetch } from './limits';
 
 /** An OAuth answer (metadata, a registration, tokens) is a small JSON document: one past this is not read. */
@@ -16,13 +14,8 @@ export const OAUTH_ERROR_BODY_CHARS = 200;
 
 /** Whether a URL's host is a private, loopback or link-local address, or resolves to one (the webhook guard's ranges). */
 export async function onPrivateNetwork(url: string): Promise<boolean> {
-  const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
-  if (net.isIP(host)) return isPrivateAddress(host);
-  try {
-    return (await dns.lookup(host, { all: true })).some((a) => isPrivateAddress(a.address));
-  } catch {
-    return false; // not known to be private: the guard applies
-  }
+  // Not known to be private (it does not resolve): the guard applies.
+  return (await hostAddresses(new URL(url).hostname.replace(/^\[|\]$/g, '')))?.some(isPrivateAddress) ?? false;
 }
 
 /**
@@ -48,15 +41,12 @@ export async function oauthRoute(target: string, serverUrl: string, allowPrivate
   return { refused: `MCP OAuth request to ${to.origin} refused: ${why} (the MCP server ${new URL(serverUrl).origin} is not on a private network; webhooks.allowPrivateNetwork allows it)` };
 }
 
-/** The guard's dispatcher (connections only to the addresses its own lookup checked), one for the process. */
-let dispatcher: ReturnType<typeof guardedDispatcher> | undefined;
-
 /**
  * undici's fetch through the guard's dispatcher. Redirects are not followed here (the dispatcher does not see an IP
  * address a redirect names): the SDK follows a same-origin one itself, through this fetch again.
  */
 const guardedFetch = (async (input: RequestInfo | URL, init?: RequestInit) =>
-  (await undiciFetch(input as never, { ...(init as object), redirect: init?.redirect === 'error' ? 'error' : 'manual', dispatcher: (dispatcher ??= guardedDispatcher(false)) } as never)) as unknown as Response) as typeof fetch;
+  (await undiciFetch(input as never, { ...(init as object), redirect: init?.redirect === 'error' ? 'error' : 'manual', dispatcher: sharedGuardedDispatcher(false) } as never)) as unknown as Response) as typeof fetch;
 
 /**
  * The fetch for auth() of the MCP server at `serverUrl`: each request routed by oauthRoute, capped (OAUTH_MAX_BYTES)

@@ -4,7 +4,6 @@
 // PostgreSQL in any instance), claims a due one (compare-and-set on its updated_at) and attempts it again, each attempt
 // counted on the delivery, until webhooks.maxAttempts (then `dead`).
 import type { CrosstalkConfig } from '../config';
-import { type RoundColumns, withRounds } from '../store/migrations-delivery-rounds';
 import type { DeliveryRow } from '../store/schema';
 import type { Store } from '../store/store';
 import { retryDelayMs } from '../webhooks/deliver';
@@ -47,7 +46,7 @@ export const roundAttempt = (attemptsBefore: number, roundFrom: number) => attem
  * process stopped in between, or before 0032) — its round begins now.
  */
 const roundFrom = (row: DeliveryRow, max: number) => {
-  const from = Number((row as DeliveryRow & Partial<RoundColumns['deliveries']>).round_from ?? 0);
+  const from = Number(row.round_from ?? 0);
   return Number(row.attempts) - from >= max ? Number(row.attempts) : from;
 };
 
@@ -114,7 +113,7 @@ export function durableRetries(store: Store, c: Pick<CrosstalkConfig['webhooks']
       // The claim: one process per attempt (the row's updated_at moves on, so another sweep's compare-and-set misses),
       // with where its round began.
       const from = roundFrom(row, c.maxAttempts);
-      const won = await withRounds(store.db)
+      const won = await store.db
         .updateTable('deliveries')
         .set({ updated_at: new Date().toISOString(), round_from: from })
         .where('id', '=', row.id)
@@ -171,7 +170,7 @@ export function durableRetries(store: Store, c: Pick<CrosstalkConfig['webhooks']
       inflight.add(deliveryId);
       try {
         // A round begins here (the first, or a deliveries.retry's): its attempt numbers count from the attempts before it.
-        if (attemptsBefore) await withRounds(store.db).updateTable('deliveries').set({ round_from: attemptsBefore }).where('id', '=', deliveryId).where('state', '=', 'accepted').execute();
+        if (attemptsBefore) await store.db.updateTable('deliveries').set({ round_from: attemptsBefore }).where('id', '=', deliveryId).where('state', '=', 'accepted').execute();
         await attemptOnce(1, a);
       } finally {
         inflight.delete(deliveryId);

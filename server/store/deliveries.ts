@@ -75,6 +75,7 @@ export function deliveryValues(d: NewDelivery, ts: string): DeliveryRow {
     created_at: ts,
     updated_at: ts,
     not_before: null,
+    round_from: 0,
   };
 }
 

@@ -171,6 +171,8 @@ export interface WebhookOutboxTable {
   /** Extra request headers as JSON (A2A push notifications); absent for crosstalk's own webhooks. */
   headers?: string | null;
   traceparent?: string | null;
+  /** The attempts counted before its current round began (0032_delivery_rounds). */
+  round_from: Generated<number>;
 }
 
 /** Sums of model_usage kept by triggers (0019_scale): the totals' rows add up to SUM() over model_usage. */
@@ -234,6 +236,8 @@ export interface DeliveriesTable {
   updated_at: string;
   /** The earliest time its next attempt may go (a receiver's Retry-After); null: the backoff alone. */
   not_before: string | null;
+  /** The attempts counted before its current round began (0032_delivery_rounds): a deliveries.retry round has maxAttempts of its own. */
+  round_from: Generated<number>;
 }
 
 export interface Database {

@@ -29,6 +29,7 @@ export function webhookRow(runId: string, hook: { url: string; secret?: string }
     delivered_at: null,
     headers: null,
     traceparent: traceparent ?? null,
+    round_from: 0,
   };
 }
 

@@ -60,6 +60,16 @@ export function isPrivateAddress(ip: string): boolean {
   return blocked.check(ip, family === 4 ? 'ipv4' : 'ipv6');
 }
 
+/** The addresses a host stands for: itself when it is an IP address, else what DNS answers; null when it does not resolve. */
+export async function hostAddresses(host: string): Promise<string[] | null> {
+  if (net.isIP(host)) return [host];
+  try {
+    return (await dns.lookup(host, { all: true })).map((a) => a.address);
+  } catch {
+    return null;
+  }
+}
+
 /** null when the URL may be called; otherwise the reason it may not. */
 export async function checkWebhookUrl(raw: string, allowPrivateNetwork: boolean): Promise<string | null> {
   let url: URL;
@@ -72,15 +82,8 @@ export async function checkWebhookUrl(raw: string, allowPrivateNetwork: boolean)
   if (url.username || url.password) return 'webhook url must not carry credentials';
   if (allowPrivateNetwork) return null;
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  let addrs: string[];
-  if (net.isIP(host)) addrs = [host];
-  else {
-    try {
-      addrs = (await dns.lookup(host, { all: true })).map((a) => a.address);
-    } catch {
-      return `webhook host ${host} does not resolve`;
-    }
-  }
+  const addrs = await hostAddresses(host);
+  if (!addrs) return `webhook host ${host} does not resolve`;
   if (addrs.some(isPrivateAddress)) return `webhook url points at a private or loopback address (${host}); set webhooks.allowPrivateNetwork to allow it`;
   return null;
 }
@@ -107,4 +110,13 @@ export function guardedDispatcher(allowPrivateNetwork: boolean): Agent {
       },
     },
   });
+}
+
+const shared = new Map<boolean, Agent>();
+
+/** One guardedDispatcher per setting for the process (remote A2A agents, MCP OAuth): its connections are pooled. */
+export function sharedGuardedDispatcher(allowPrivateNetwork: boolean): Agent {
+  let d = shared.get(allowPrivateNetwork);
+  if (!d) shared.set(allowPrivateNetwork, (d = guardedDispatcher(allowPrivateNetwork)));
+  return d;
 }

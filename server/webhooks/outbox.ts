@@ -7,7 +7,6 @@ import type { WebhookRow } from '../store/schema';
 import { nowIso, type Store } from '../store/store';
 import type { Telemetry } from '../telemetry/tracing';
 import { roundAttempt } from '../push/retry';
-import { type RoundColumns, withRounds } from '../store/migrations-delivery-rounds';
 import { ATTEMPTS_RAN_OUT, type Outcome, retryDelayMs, WebhookDelivery, type WebhookDispatcher } from './deliver';
 
 export { SIGNATURE_HEADER, TIMESTAMP_HEADER, signWebhook, webhookRow, type WebhookDispatcher } from './deliver';
@@ -96,7 +95,7 @@ export class WebhookOutbox implements WebhookDispatcher {
    */
   async retry(id: string): Promise<void> {
     if (!this.inflight.has(id)) {
-      await withRounds(this.delivery.store.db)
+      await this.delivery.store.db
         .updateTable('webhook_outbox')
         .set((eb) => ({ round_from: eb.ref('attempts') }))
         .where('id', '=', id)
@@ -116,7 +115,7 @@ export class WebhookOutbox implements WebhookDispatcher {
    */
   private async deliver(row: WebhookRow) {
     const max = this.config.maxAttempts;
-    let from = Number((row as WebhookRow & Partial<RoundColumns['webhook_outbox']>).round_from ?? 0);
+    let from = Number(row.round_from ?? 0);
     if (row.attempts - from >= max) {
       // Every attempt of its round counted: the last one lost with its process (it left an error, or the
       // LAST_ATTEMPT_UNDECIDED mark) — dead; or none made, the row reopened without its round's start written
@@ -126,7 +125,7 @@ export class WebhookOutbox implements WebhookDispatcher {
         return;
       }
       from = row.attempts;
-      await withRounds(this.delivery.store.db).updateTable('webhook_outbox').set({ round_from: from }).where('id', '=', row.id).where('status', '=', 'pending').where('attempts', '=', row.attempts).execute();
+      await this.delivery.store.db.updateTable('webhook_outbox').set({ round_from: from }).where('id', '=', row.id).where('status', '=', 'pending').where('attempts', '=', row.attempts).execute();
     }
     const attempt = roundAttempt(row.attempts, from);
     const final = attempt >= max;
